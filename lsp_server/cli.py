@@ -1,0 +1,142 @@
+"""The `flint` command: model build/list, complete, serve, stats."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+
+def _setup_logging(verbose: bool) -> None:
+    # stdout is the protocol in stdio mode: logs always go to stderr
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+
+def cmd_model_build(args: argparse.Namespace) -> int:
+    from engine.build import BuildError, build_from_hf, build_preset
+
+    try:
+        if args.from_hf:
+            path = build_from_hf(Path(args.from_hf), name=args.name, precision=args.precision or "int4",
+                                 force=args.force)
+        else:
+            path = build_preset(args.model, args.precision, force=args.force)
+    except BuildError as e:
+        print(f"flint: {e}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
+
+
+def cmd_model_list(args: argparse.Namespace) -> int:
+    from engine.build import list_models
+    from engine.presets import PRESETS
+
+    built = list_models()
+    if args.json:
+        print(json.dumps([{"name": m.name, "precision": m.precision, "path": m.path, "fim": m.fim is not None,
+                           "source": m.source} for m in built], indent=2))
+        return 0
+    print("built models:")
+    for m in built:
+        print(f"  {m.name:<22} {m.precision:<5} fim={'yes' if m.fim else 'no ':<3} {m.path}")
+    if not built:
+        print("  (none)  build one with: flint model build")
+    print("presets:")
+    for p in PRESETS.values():
+        print(f"  {p.name:<22} {p.description}")
+    return 0
+
+
+def _parse_location(loc: str) -> tuple[Path, int, int]:
+    """FILE:LINE:COL, 1-based line and column (column in characters), as compilers print them."""
+    parts = loc.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        raise ValueError(f"expected FILE:LINE:COL (1-based), got {loc!r}")
+    return Path(parts[0]), int(parts[1]), int(parts[2])
+
+
+def cmd_complete(args: argparse.Namespace) -> int:
+    import time
+
+    from engine.engine import Engine, EngineConfig, ModelNotBuilt
+    from engine.types import GenParams
+
+    try:
+        path, line, col = _parse_location(args.location)
+        text = path.read_text(encoding="utf-8")
+    except (ValueError, OSError) as e:
+        print(f"flint: {e}", file=sys.stderr)
+        return 2
+    lines = text.split("\n")
+    if not (1 <= line <= len(lines)) or not (1 <= col <= len(lines[line - 1]) + 1):
+        print(f"flint: position {line}:{col} is outside {path}", file=sys.stderr)
+        return 2
+    offset = sum(len(x) + 1 for x in lines[: line - 1]) + col - 1
+    prefix, suffix = text[:offset], text[offset:]
+    t0 = time.perf_counter()
+    try:
+        eng = Engine.load(args.model, config=EngineConfig(threads=args.threads) if args.threads else None)
+    except ModelNotBuilt as e:
+        print(f"flint: {e}", file=sys.stderr)
+        return 2
+    load_s = time.perf_counter() - t0
+    params = GenParams(max_tokens=args.max_tokens, max_lines=args.max_lines, n=args.n)
+    comps, t = eng.complete(prefix, suffix, params)
+    if args.json:
+        print(json.dumps({
+            "model": eng.model_id, "load_s": round(load_s, 3),
+            "timings": {"prompt_tokens": t.prompt_tokens, "reused_tokens": t.reused_tokens,
+                        "prefill_ms": round(t.prefill_ms, 1), "ttft_ms": round(t.ttft_ms, 1),
+                        "total_ms": round(t.total_ms, 1), "decode_tokens": t.decode_tokens,
+                        "forward_calls": t.forward_calls, "draft_accepted": t.draft_accepted},
+            "completions": [{"variant": c.variant, "text": c.text, "finish_reason": c.finish_reason,
+                             "ttft_ms": round(c.ttft_ms, 1), "tokens": len(c.token_ids)} for c in comps],
+        }, indent=2))
+        return 0
+    print(f"# {eng.model_id}: load {load_s:.2f}s, prompt {t.prompt_tokens} tok, "
+          f"ttft {t.ttft_ms:.0f} ms, total {t.total_ms:.0f} ms, {t.decode_tokens} tok generated")
+    for c in comps:
+        print(f"--- variant {c.variant} ({c.finish_reason}, {len(c.token_ids)} tok, ttft {c.ttft_ms:.0f} ms)")
+        print(c.text)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="flint", description="Flint: local, latency-first AI code completion")
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    pm = sub.add_parser("model", help="build and list models")
+    msub = pm.add_subparsers(dest="model_cmd", required=True)
+    pb = msub.add_parser("build", help="build a Flint model directory (offline)")
+    pb.add_argument("model", nargs="?", default="qwen2.5-coder-0.5b", help="preset name")
+    pb.add_argument("-p", "--precision", choices=["int4", "int8", "fp32"], default=None)
+    pb.add_argument("--from-hf", metavar="DIR", help="a local Hugging Face causal-LM directory")
+    pb.add_argument("--name", help="name for --from-hf builds")
+    pb.add_argument("--force", action="store_true", help="rebuild even if a complete build exists")
+    pb.set_defaults(func=cmd_model_build)
+    pl = msub.add_parser("list", help="list built models and presets")
+    pl.add_argument("--json", action="store_true")
+    pl.set_defaults(func=cmd_model_list)
+
+    pc = sub.add_parser("complete", help="print the suggestion(s) for FILE:LINE:COL (1-based) with timings")
+    pc.add_argument("location", metavar="FILE:LINE:COL")
+    pc.add_argument("-n", type=int, default=1, help="number of variants")
+    pc.add_argument("--json", action="store_true")
+    pc.add_argument("--model", default=None, help="preset name or model directory")
+    pc.add_argument("--max-tokens", type=int, default=64)
+    pc.add_argument("--max-lines", type=int, default=None)
+    pc.add_argument("--threads", type=int, default=None)
+    pc.set_defaults(func=cmd_complete)
+
+    args = p.parse_args(argv)
+    _setup_logging(args.verbose)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

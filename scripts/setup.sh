@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Create .venv and install Flint with the given extras (default: export). Idempotent.
+# Usage: scripts/setup.sh [extras]   e.g. scripts/setup.sh export,dev
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-export}"
+py="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$py" -m venv .venv
+fi
+. .venv/bin/activate
+stamp=".venv/.flint-installed-${extras//,/-}"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  python -m pip install -q --disable-pip-version-check --upgrade pip >&2
+  # torch 2.13.0 (CPU) comes from the wheel on local disk; ask for it first so nothing pulls a CUDA build
+  if [[ ",$extras," == *",export,"* ]]; then
+    python -m pip install -q --disable-pip-version-check "torch==2.13.0" >&2
+  fi
+  python -m pip install -q --disable-pip-version-check -e ".[${extras}]" >&2
+  touch "$stamp"
+fi

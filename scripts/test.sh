@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Set up, build the default model if needed, and run the whole test suite (real model included).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh export,dev
+. .venv/bin/activate
+flint model build
+exec python -m pytest -q "$@"
