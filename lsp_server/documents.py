@@ -1,0 +1,170 @@
+"""Open documents, kept in sync incrementally. No LSP types: ranges arrive as plain numbers.
+
+Every document carries the client's ``version`` and a server-side ``revision`` that increases on every
+change, whatever the client's version numbers do. Work started on one revision is stale once the
+revision moves on; that is how the worker drops results nobody can use.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from . import convert
+
+log = logging.getLogger(__name__)
+
+# A document larger than this is not completed (its text is still tracked so later edits stay in sync).
+MAX_DOCUMENT_CHARS = 8 * 1024 * 1024
+
+
+class DocumentError(Exception):
+    """A request about a document the server cannot serve (unknown, too large, binary)."""
+
+
+@dataclass
+class Document:
+    uri: str
+    text: str
+    version: int
+    language_id: str = ""
+    revision: int = 0
+    _starts: list[int] | None = field(default=None, repr=False)
+
+    @property
+    def starts(self) -> list[int]:
+        if self._starts is None:
+            self._starts = convert.line_starts(self.text)
+        return self._starts
+
+    @property
+    def line_count(self) -> int:
+        return len(self.starts)
+
+    def line(self, n: int) -> str:
+        start, end = convert.line_span(self.text, self.starts, n)
+        return self.text[start:end]
+
+    def offset_at(self, line: int, character: int, encoding: str, *, clamp_line: bool = False) -> int:
+        return convert.position_to_offset(self.text, line, character, encoding, starts=self.starts,
+                                          clamp_line=clamp_line)
+
+    def position_at(self, offset: int, encoding: str) -> tuple[int, int]:
+        return convert.offset_to_position(self.text, offset, encoding, starts=self.starts)
+
+    def problem(self) -> str | None:
+        """Why this document cannot be completed, or None."""
+        if len(self.text) > MAX_DOCUMENT_CHARS:
+            return (f"document too large for completion ({len(self.text) / 1e6:.1f}M characters, "
+                    f"limit {MAX_DOCUMENT_CHARS / 1e6:.1f}M)")
+        if "\x00" in self.text:
+            return "document looks binary (it contains NUL characters)"
+        return None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One content change: ``range`` is (start_line, start_char, end_line, end_char) or None for the
+    whole document."""
+
+    text: str
+    range: tuple[int, int, int, int] | None = None
+
+
+class DocumentStore:
+    """All open documents. Mutated only on the event loop; read by the worker through ``revision``."""
+
+    def __init__(self) -> None:
+        self._docs: dict[str, Document] = {}
+        self._lock = threading.Lock()  # guards the dict against the worker's reads of revisions
+        self._revision = 0
+
+    def _next_revision(self) -> int:
+        self._revision += 1
+        return self._revision
+
+    def open(self, uri: str, text: str, version: int, language_id: str = "") -> Document:
+        doc = Document(uri, text, version, language_id, self._next_revision())
+        with self._lock:
+            if uri in self._docs:
+                log.warning("didOpen for %s which is already open: replacing its text", uri)
+            self._docs[uri] = doc
+        return doc
+
+    def close(self, uri: str) -> None:
+        with self._lock:
+            if self._docs.pop(uri, None) is None:
+                log.warning("didClose for %s which is not open", uri)
+
+    def get(self, uri: str) -> Document:
+        doc = self._docs.get(uri)
+        if doc is None:
+            raise DocumentError(f"unknown document {uri} (not opened with didOpen)")
+        return doc
+
+    def revision(self, uri: str) -> int | None:
+        """Current revision of ``uri`` (None if closed). Safe to call from any thread."""
+        doc = self._docs.get(uri)
+        return doc.revision if doc is not None else None
+
+    def change(self, uri: str, version: int, changes: list[Change], encoding: str) -> Document:
+        """Apply ``changes`` in order. Out-of-order versions are applied anyway (the transport is
+        ordered, the numbers are only labels) and logged; positions past the end are clamped."""
+        doc = self.get(uri)
+        if version <= doc.version:
+            log.warning("didChange for %s with version %d after version %d: applying it in arrival order",
+                        uri, version, doc.version)
+        text = doc.text
+        starts: list[int] | None = doc._starts
+        for ch in changes:
+            if ch.range is None:
+                text = ch.text
+                starts = None
+                continue
+            sl, sc, el, ec = ch.range
+            if starts is None:
+                starts = convert.line_starts(text)
+            if (el, ec) < (sl, sc):
+                log.warning("didChange for %s with an inverted range %s: swapping its ends", uri, ch.range)
+                sl, sc, el, ec = el, ec, sl, sc
+            if sl < 0 or el < 0 or sc < 0 or ec < 0:
+                raise DocumentError(f"didChange for {uri} with a negative position {ch.range}")
+            if el >= len(starts) or sl >= len(starts):
+                log.warning("didChange for %s with range %s past the end (%d lines): clamped",
+                            uri, ch.range, len(starts))
+            a = convert.position_to_offset(text, sl, sc, encoding, starts=starts, clamp_line=True)
+            b = convert.position_to_offset(text, el, ec, encoding, starts=starts, clamp_line=True)
+            text = text[:a] + ch.text + text[b:]
+            starts = _patch_starts(starts, text, a, b, ch.text)
+        doc.text = text
+        doc._starts = starts
+        doc.version = version
+        doc.revision = self._next_revision()
+        return doc
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+
+def _patch_starts(starts: list[int], text: str, a: int, b: int, inserted: str) -> list[int] | None:
+    """Line starts after replacing [a, b) with ``inserted``, without rescanning the whole text.
+
+    Small edits (a keystroke) are the common case; anything touching a ``\\r`` (a CRLF could be split
+    or joined at the seam) falls back to a full rescan on next use.
+    """
+    if "\r" in inserted or (a > 0 and text[a - 1 : a] == "\r") or "\r" in text[a + len(inserted): a + len(inserted) + 1]:
+        return None
+    from bisect import bisect_right
+
+    delta = len(inserted) - (b - a)
+    # lines starting inside (a, b] disappear; later ones shift by delta
+    lo = bisect_right(starts, a)
+    hi = bisect_right(starts, b)
+    new = starts[:lo]
+    pos = inserted.find("\n")
+    while pos != -1:
+        new.append(a + pos + 1)
+        pos = inserted.find("\n", pos + 1)
+    new.extend(s + delta for s in starts[hi:])
+    return new

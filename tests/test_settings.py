@@ -1,0 +1,75 @@
+"""Settings parsing alone: every field, bad values, shapes clients really send."""
+
+from __future__ import annotations
+
+import pytest
+
+from lsp_server.settings import Settings, parse_settings, to_camel
+
+
+def test_defaults_when_nothing_sent():
+    s, warnings = parse_settings(None)
+    assert s == Settings() and warnings == []
+    assert s.model == "qwen2.5-coder-0.5b" and s.max_variants == 3 and s.max_lines == 8
+    assert s.multiline == "auto" and s.debounce_ms == 0 and s.cache_size_mb == 256
+    assert s.enable is True and s.threads == 2
+
+
+def test_all_fields_camel_case():
+    raw = {"model": "/models/mine", "maxVariants": 5, "maxLines": 3, "multiline": "never", "debounceMs": 50,
+           "cacheSizeMb": 64, "enable": False, "threads": 4}
+    s, warnings = parse_settings(raw)
+    assert warnings == []
+    assert s == Settings(model="/models/mine", max_variants=5, max_lines=3, multiline="never", debounce_ms=50,
+                         cache_size_mb=64, enable=False, threads=4)
+    assert to_camel(s) == raw
+
+
+def test_flint_section_is_unwrapped():
+    s, warnings = parse_settings({"flint": {"maxLines": 2}})
+    assert s.max_lines == 2 and warnings == []
+
+
+@pytest.mark.parametrize("raw,field,bad", [
+    ({"maxVariants": 0}, "max_variants", "maxVariants"),
+    ({"maxVariants": "3"}, "max_variants", "maxVariants"),
+    ({"maxVariants": 2.5}, "max_variants", "maxVariants"),
+    ({"maxLines": True}, "max_lines", "maxLines"),
+    ({"multiline": "sometimes"}, "multiline", "multiline"),
+    ({"enable": "yes"}, "enable", "enable"),
+    ({"threads": -1}, "threads", "threads"),
+    ({"model": ""}, "model", "model"),
+    ({"debounceMs": 10 ** 9}, "debounce_ms", "debounceMs"),
+])
+def test_invalid_field_warns_and_uses_its_default(raw, field, bad):
+    s, warnings = parse_settings({**raw, "maxLines": 5} if field != "max_lines" else raw)
+    assert getattr(s, field) == getattr(Settings(), field)
+    assert len(warnings) == 1 and bad in warnings[0]
+    if field != "max_lines":
+        assert s.max_lines == 5  # a bad field does not cost the good ones
+
+
+def test_unknown_key_warns():
+    s, warnings = parse_settings({"maxLinez": 3})
+    assert s == Settings() and "maxLinez" in warnings[0]
+
+
+@pytest.mark.parametrize("raw", [[1, 2], "fast", 3, {"flint": [1]}])
+def test_wrong_shape_warns_and_keeps_defaults(raw):
+    s, warnings = parse_settings(raw)
+    assert s == Settings() and len(warnings) == 1
+
+
+def test_change_starts_from_current_settings():
+    current, _ = parse_settings({"maxLines": 2, "threads": 3})
+    s, warnings = parse_settings({"flint": {"maxVariants": 1}}, base=current)
+    assert (s.max_lines, s.threads, s.max_variants) == (2, 3, 1) and warnings == []
+    # null resets one field to its default
+    s, _ = parse_settings({"maxLines": None}, base=current)
+    assert s.max_lines == 8 and s.threads == 3
+
+
+def test_engine_key_changes_only_with_model_or_threads():
+    a = Settings()
+    assert a.engine_key() == parse_settings({"maxLines": 1})[0].engine_key()
+    assert a.engine_key() != parse_settings({"threads": 1})[0].engine_key()
