@@ -1,0 +1,37 @@
+-- Neovim config for tests/editors/test_neovim.py: the Flint plugin from this repo, nothing else.
+-- FLINT_TEST_PLUGIN: editor-extension/neovim; FLINT_TEST_CMD: the server command as a JSON array.
+vim.opt.runtimepath:prepend(vim.env.FLINT_TEST_PLUGIN)
+vim.opt.swapfile = false
+vim.opt.shada = ''
+vim.cmd('filetype plugin indent on')
+vim.cmd('runtime plugin/flint.lua')
+local flint = require('flint')
+flint.setup({
+  cmd = vim.json.decode(vim.env.FLINT_TEST_CMD),
+  mode = vim.env.FLINT_TEST_MODE ~= '' and vim.env.FLINT_TEST_MODE or nil,
+  settings = { maxVariants = 3, maxLines = 4, multiline = 'auto' },
+})
+
+-- One JSON snapshot of what the test looks at.
+function _G.flint_probe()
+  local clients = (vim.lsp.get_clients or vim.lsp.get_active_clients)({ name = 'flint' })
+  local c = clients[1]
+  local ready = c ~= nil and next(c.server_capabilities or {}) ~= nil
+  local cur = vim.api.nvim_win_get_cursor(0)
+  return vim.json.encode({
+    version = tostring(vim.version()),
+    mode = vim.fn.mode(),
+    plugin_mode = flint.mode,
+    ready = ready,
+    encoding = c and c.offset_encoding or vim.NIL,
+    ghost = flint.ghost_text() or vim.NIL,
+    current = flint.current() or vim.NIL,
+    status = flint.status,
+    statusline = flint.statusline(),
+    stats = { requests = flint.stats.requests, suggestions = flint.stats.suggestions,
+              accepted = flint.stats.accepted, partial = flint.stats.partial },
+    lines = vim.api.nvim_buf_get_lines(0, 0, -1, false),
+    cursor = cur,
+    last_drop = flint.last_drop or vim.NIL,
+  })
+end
