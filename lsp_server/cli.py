@@ -105,6 +105,90 @@ def cmd_complete(args: argparse.Namespace) -> int:
     return 0
 
 
+
+# ---- serve / stats (the language server) ---------------------------------------------------------------
+
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+def _parse_tcp(value: str) -> tuple[str, int]:
+    """HOST:PORT on a loopback address only: the server has no authentication."""
+    import ipaddress
+
+    host, sep, port = value.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected HOST:PORT, got {value!r}")
+    try:
+        loopback = host in _LOOPBACK_NAMES or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ValueError(f"{host!r} is not a loopback address: Flint only listens on 127.0.0.1 / ::1 / localhost")
+    return host, int(port)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import os
+
+    from lsp_server.server import create_server
+    from lsp_server.settings import parse_settings
+
+    raw: dict[str, object] = {}
+    if args.model:
+        raw["model"] = args.model
+    if args.threads:
+        raw["threads"] = args.threads
+    settings, warnings = parse_settings(raw)
+    for w in warnings:
+        print(f"flint: {w}", file=sys.stderr)
+    tcp = None
+    if args.tcp:
+        try:
+            tcp = _parse_tcp(args.tcp)
+        except ValueError as e:
+            print(f"flint: {e}", file=sys.stderr)
+            return 2
+    server = create_server(settings)
+    server.session.start()  # load and warm the model now, while the editor is still starting up
+    try:
+        if tcp is not None:
+            server.start_tcp(*tcp)
+        else:
+            # stdout is the protocol: keep the real one for it and send anything else printed to stderr
+            proto_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+            os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+            sys.stdout = sys.stderr
+            server.start_io(sys.stdin.buffer, proto_out)
+    finally:
+        server.session.shutdown()
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from engine.paths import stats_path
+    from lsp_server import stats
+
+    path = stats_path()
+    summary = stats.summary(stats.load(path))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(stats.format_summary(summary, path))
+    return 0
+
+
+def add_server_commands(sub) -> None:
+    ps = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
+    ps.add_argument("--tcp", metavar="HOST:PORT", help="listen on a loopback TCP address instead of stdio")
+    ps.add_argument("--model", default=None, help="preset name or model directory to load at start")
+    ps.add_argument("--threads", type=int, default=None, help="onnxruntime threads")
+    ps.set_defaults(func=cmd_serve)
+    pt = sub.add_parser("stats", help="print local usage stats (FLINT_HOME/stats.json)")
+    pt.add_argument("--json", action="store_true")
+    pt.set_defaults(func=cmd_stats)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="flint", description="Flint: local, latency-first AI code completion")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -132,6 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     pc.add_argument("--max-lines", type=int, default=None)
     pc.add_argument("--threads", type=int, default=None)
     pc.set_defaults(func=cmd_complete)
+
+    add_server_commands(sub)
 
     args = p.parse_args(argv)
     _setup_logging(args.verbose)

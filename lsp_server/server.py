@@ -1,0 +1,394 @@
+"""The pygls 2.x language server: thin, typed handlers over ``Session`` (docs/protocol.md).
+
+Three small protocol adjustments live in ``FlintProtocol``:
+
+- position encoding: UTF-8 whenever the client offers it (pygls takes the client's first choice);
+- document sync: Flint keeps its own incremental store (lsp_server/documents.py), so pygls' workspace
+  copy is not maintained (it would double the work of every keystroke);
+- malformed params: pygls drops a request whose params do not deserialize, which leaves the client
+  waiting forever; Flint answers it with InvalidParams. Flint's own request errors (stale, cancelled)
+  are logged as one line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Any
+
+import attrs
+from cattrs import transform_error
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
+
+from engine import __version__
+
+from . import convert
+from .documents import Change, DocumentError
+from .session import RequestError, Session, Suggestions
+from .settings import Settings, parse_settings
+
+log = logging.getLogger("flint.server")
+
+ACCEPT_COMMAND = "flint.accept"
+VARIANTS = "flint/variants"
+DID_SHOW = "flint/didShow"
+DID_ACCEPT = "flint/didAccept"
+DID_PARTIALLY_ACCEPT = "flint/didPartiallyAccept"
+STATUS = "flint/status"
+STATS_FLUSH_S = 30.0
+
+
+class FlintRequestError(JsonRpcException):
+    """An expected error answer (stale, superseded, bad position): one log line, no traceback."""
+
+
+@attrs.define
+class _Malformed:
+    """A request whose params could not be read: answered with InvalidParams."""
+
+    id: Any
+    method: str
+    error: str
+    jsonrpc: str = "2.0"
+
+
+class FlintProtocol(LanguageServerProtocol):
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams):
+        offered = params.capabilities.general.position_encodings if params.capabilities.general else None
+        chosen = convert.choose_encoding(offered)
+        if params.capabilities.general is None:
+            params.capabilities.general = types.GeneralClientCapabilities()
+        # pygls picks the client's first supported encoding; narrowing the offer makes it pick ours
+        params.capabilities.general.position_encodings = [chosen] if offered else None
+        result = yield from super().lsp_initialize(params)
+        if offered is not None:
+            params.capabilities.general.position_encodings = offered
+        return result
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
+        if (h := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield h, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
+        if (h := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield h, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams):
+        if (h := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield h, (params,), None
+
+    def structure_message(self, data: dict[str, Any]):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                cause = exc.__cause__
+                try:
+                    detail = "; ".join(transform_error(cause)) if cause is not None else str(exc)
+                except Exception:
+                    detail = str(cause or exc)
+                return _Malformed(data["id"], str(data["method"]), detail)
+            raise
+
+    def handle_message(self, message):
+        if isinstance(message, _Malformed):
+            log.warning("request %s %s has malformed params: %s", message.id, message.method, message.error)
+            self._send_response(message.id, error=types.ResponseError(
+                code=types.ErrorCodes.InvalidParams,
+                message=f"invalid params for {message.method}: {message.error}"))
+            return
+        return super().handle_message(message)
+
+    def _send_handler_result(self, future, *, msg_id):
+        if not future.cancelled() and isinstance(future.exception(), FlintRequestError):
+            self._request_futures.pop(msg_id, None)
+            exc = future.exception()
+            log.info("request %s answered with error %d: %s", msg_id, exc.code, exc.message)
+            self._send_response(msg_id, error=exc.to_response_error())
+            return
+        return super()._send_handler_result(future, msg_id=msg_id)
+
+
+class FlintServer(LanguageServer):
+    def __init__(self, settings: Settings | None = None, load=None) -> None:
+        super().__init__("flint", __version__, protocol_cls=FlintProtocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.session = Session(load or load_engine, settings, on_status=self._send_status)
+        self.initialized = False
+        self.pending_warnings: list[str] = []
+        self._tasks: set[asyncio.Task] = set()
+
+    def _send_status(self, status: dict[str, Any]) -> None:
+        if self.initialized:
+            self.protocol.notify(STATUS, status)
+
+    def warn(self, message: str) -> None:
+        log.warning("%s", message)
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
+    def spawn(self, coro) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        # malformed notifications and the like: the server stays up; say so in the log, not in a popup
+        log.error("protocol error (%s): %s", getattr(source, "__name__", source), error)
+
+
+def load_engine(settings: Settings):
+    """Load and pre-warm the model (runs on the engine thread)."""
+    from engine.engine import Engine
+
+    return Engine.load(settings.model, threads=settings.threads, warm=True)
+
+
+def _error(e: RequestError) -> FlintRequestError:
+    return FlintRequestError(message=e.message, code=e.code)
+
+
+def _plain(obj: Any) -> Any:
+    """pygls hands custom-method params over as namedtuples: back to plain JSON values."""
+    if hasattr(obj, "_asdict"):
+        return {k: _plain(v) for k, v in obj._asdict().items()}
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def _invalid(message: str) -> FlintRequestError:
+    return FlintRequestError(message=message, code=types.ErrorCodes.InvalidParams)
+
+
+def _position_params(ls: FlintServer, params: Any) -> types.TextDocumentPositionParams:
+    try:
+        return ls.protocol._converter.structure(_plain(params), types.TextDocumentPositionParams)
+    except Exception as e:
+        try:
+            detail = "; ".join(transform_error(e))
+        except Exception:
+            detail = str(e)
+        raise _invalid(f"expected {{textDocument: {{uri}}, position: {{line, character}}}}: {detail}") from None
+
+
+def _id_index(params: Any) -> tuple[str, int, dict[str, Any]]:
+    p = _plain(params)
+    if not isinstance(p, dict) or not isinstance(p.get("id"), str):
+        raise ValueError(f"expected {{id: string, index: int}}, got {p!r}")
+    index = p.get("index", 0)
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise ValueError(f"index must be an integer, got {index!r}")
+    return p["id"], index, p
+
+
+def _range(it) -> types.Range:
+    return types.Range(types.Position(*it.start), types.Position(*it.end))
+
+
+def create_server(settings: Settings | None = None, load=None) -> FlintServer:
+    server = FlintServer(settings, load)
+    session = server.session
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: FlintServer, params: types.InitializeParams) -> None:
+        session.attach_loop(asyncio.get_running_loop())
+        session.encoding = str(ls.workspace.position_encoding or convert.UTF16)
+        new, warnings = parse_settings(params.initialization_options, session.settings)
+        ls.pending_warnings.extend(warnings)
+        session.apply_settings(new)
+        info = params.client_info
+        log.info("client %s %s, position encoding %s, settings %s", info.name if info else "?",
+                 info.version if info else "", session.encoding, new)
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: FlintServer, params: types.InitializedParams) -> None:
+        ls.initialized = True
+        ls._send_status(session.status)
+        for w in ls.pending_warnings:
+            ls.warn(w)
+        ls.pending_warnings.clear()
+        ls.spawn(_report_loading(ls))
+        ls.spawn(_flush_stats_forever(ls))
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: FlintServer, params: None) -> None:
+        session.shutdown()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: FlintServer, params: types.DidChangeConfigurationParams) -> None:
+        raw = params.settings
+        if raw is None or raw == {} or (isinstance(raw, dict) and raw.get("flint") is None and "flint" in raw):
+            # pull model: ask for the `flint` section when the client supports it
+            ws = ls.client_capabilities.workspace
+            if ws is None or not ws.configuration:
+                return
+            try:
+                got = await ls.workspace_configuration_async(types.ConfigurationParams(
+                    items=[types.ConfigurationItem(section="flint")]))
+            except Exception as e:
+                log.warning("workspace/configuration failed: %s", e)
+                return
+            raw = got[0] if got else None
+        new, warnings = parse_settings(raw, session.settings)
+        for w in warnings:
+            ls.warn(w)
+        if session.apply_settings(new):
+            ls.spawn(_report_loading(ls))
+        log.info("settings now %s", new)
+
+    # ---- documents ------------------------------------------------------------------------------
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: FlintServer, params: types.DidOpenTextDocumentParams) -> None:
+        d = params.text_document
+        session.documents.open(d.uri, d.text, d.version, d.language_id)
+        session.did_change(d.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: FlintServer, params: types.DidChangeTextDocumentParams) -> None:
+        changes = []
+        for c in params.content_changes:
+            if isinstance(c, types.TextDocumentContentChangePartial):
+                r = c.range
+                changes.append(Change(c.text, (r.start.line, r.start.character, r.end.line, r.end.character)))
+            else:
+                changes.append(Change(c.text))
+        uri = params.text_document.uri
+        try:
+            session.documents.change(uri, params.text_document.version, changes, session.encoding)
+        except DocumentError as e:
+            log.warning("didChange ignored: %s", e)
+            ls.window_log_message(types.LogMessageParams(type=types.MessageType.Warning,
+                                                         message=f"Flint: didChange ignored: {e}"))
+            return
+        session.did_change(uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: FlintServer, params: types.DidCloseTextDocumentParams) -> None:
+        session.did_close(params.text_document.uri)
+
+    # ---- completion -----------------------------------------------------------------------------
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+    async def inline_completion(ls: FlintServer, params: types.InlineCompletionParams
+                                ) -> types.InlineCompletionList:
+        invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+        res = await _suggest(params.text_document.uri, params.position, invoked=invoked)
+        return types.InlineCompletionList(items=[
+            types.InlineCompletionItem(
+                insert_text=it.text, range=_range(it),
+                command=types.Command(title="Flint: accepted", command=ACCEPT_COMMAND,
+                                      arguments=[{"id": res.id, "index": it.index}]))
+            for it in res.items])
+
+    @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())
+    async def completion(ls: FlintServer, params: types.CompletionParams) -> types.CompletionList:
+        caps = ls.client_capabilities.text_document
+        if caps is not None and caps.inline_completion is not None:
+            # the client shows inline suggestions: do not duplicate them (nor delay its normal list)
+            return types.CompletionList(is_incomplete=False, items=[])
+        invoked = params.context is not None and \
+            params.context.trigger_kind == types.CompletionTriggerKind.Invoked
+        res = await _suggest(params.text_document.uri, params.position, invoked=invoked, n=1)
+        items = []
+        for it in res.items[:1]:
+            first = next((ln.strip() for ln in it.text.splitlines() if ln.strip()), it.text.strip())
+            items.append(types.CompletionItem(
+                label=f"⚡ Flint: {first[:60]}",
+                insert_text_format=types.InsertTextFormat.PlainText,
+                text_edit=types.TextEdit(range=_range(it), new_text=it.text),
+                detail=f"Flint ({it.total_ms:.0f} ms, {it.source})",
+                documentation=types.MarkupContent(kind=types.MarkupKind.PlainText, value=it.text),
+                sort_text="0", filter_text="",
+                command=types.Command(title="Flint: accepted", command=ACCEPT_COMMAND,
+                                      arguments=[{"id": res.id, "index": it.index}])))
+        # incomplete: ask again as the user types (the suggestion depends on every character)
+        return types.CompletionList(is_incomplete=True, items=items)
+
+    @server.feature(VARIANTS)
+    async def variants(ls: FlintServer, params: Any) -> dict[str, Any]:
+        p = _position_params(ls, params)
+        res = await _suggest(p.text_document.uri, p.position, invoked=True)
+        return {"id": res.id, "version": res.version, "items": [
+            {"index": it.index, "insertText": it.text,
+             "range": {"start": {"line": it.start[0], "character": it.start[1]},
+                       "end": {"line": it.end[0], "character": it.end[1]}},
+             "ttftMs": it.ttft_ms, "totalMs": it.total_ms, "source": it.source, "tokens": it.tokens}
+            for it in res.items]}
+
+    async def _suggest(uri: str, pos: types.Position, *, invoked: bool, n: int | None = None) -> Suggestions:
+        try:
+            return await session.suggest(uri, pos.line, pos.character, invoked=invoked, n=n)
+        except RequestError as e:
+            raise _error(e) from None
+
+    # ---- telemetry (local) ----------------------------------------------------------------------
+    @server.feature(DID_SHOW)
+    def did_show(ls: FlintServer, params: Any) -> None:
+        _note(DID_SHOW, params, lambda sid, i, p: session.did_show(sid, i))
+
+    @server.feature(DID_ACCEPT)
+    def did_accept(ls: FlintServer, params: Any) -> None:
+        _note(DID_ACCEPT, params, lambda sid, i, p: session.did_accept(sid, i))
+
+    @server.feature(DID_PARTIALLY_ACCEPT)
+    def did_partially_accept(ls: FlintServer, params: Any) -> None:
+        def apply(sid: str, i: int, p: dict[str, Any]) -> bool:
+            n = p.get("acceptedLength")
+            if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+                raise ValueError(f"acceptedLength must be a non-negative integer, got {n!r}")
+            return session.did_partially_accept(sid, i, n)
+        _note(DID_PARTIALLY_ACCEPT, params, apply)
+
+    @server.command(ACCEPT_COMMAND)
+    def accept(ls: FlintServer, *args: Any) -> None:
+        if not args:
+            raise _invalid(f"{ACCEPT_COMMAND} expects one argument {{id, index}}")
+        try:
+            sid, index, _ = _id_index(args[0])
+        except ValueError as e:
+            raise _invalid(f"{ACCEPT_COMMAND}: {e}") from None
+        session.did_accept(sid, index)
+
+    def _note(method: str, params: Any, apply) -> None:
+        try:
+            sid, index, p = _id_index(params)
+            if not apply(sid, index, p):
+                log.info("%s for unknown or old completion %s", method, sid)
+        except ValueError as e:
+            log.warning("%s ignored: %s", method, e)
+
+    return server
+
+
+async def _report_loading(ls: FlintServer) -> None:
+    """$/progress while the model loads and warms up (the client must support work done progress)."""
+    session = ls.session
+    window = ls.client_capabilities.window
+    if window is None or not window.work_done_progress:
+        return
+    token = f"flint-load-{uuid.uuid4().hex[:8]}"
+    try:
+        await ls.work_done_progress.create_async(token)
+    except Exception as e:
+        log.info("client refused a progress token: %s", e)
+        return
+    ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+        title="Flint", message=f"loading {session.settings.model}", cancellable=False))
+    if session.status["state"] == "loading":
+        await session.ready.wait()
+    st = session.status
+    ls.work_done_progress.end(token, types.WorkDoneProgressEnd(
+        message=f"{st['model']} ready" if st["state"] != "error" else f"failed: {st['message']}"))
+
+
+async def _flush_stats_forever(ls: FlintServer) -> None:
+    while True:
+        await asyncio.sleep(STATS_FLUSH_S)
+        ls.session.maybe_flush_stats(STATS_FLUSH_S)

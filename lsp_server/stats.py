@@ -1,0 +1,165 @@
+"""Local usage stats: counters and recent latencies, merged into FLINT_HOME/stats.json.
+
+Every server on the machine (one per editor window) adds its own deltas to the one file under a lock,
+so `flint stats` shows the machine's totals. Nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from engine.paths import stats_path
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+MAX_LATENCIES = 2000  # recent latency samples kept in the file (for percentiles)
+COUNTERS = ("requests", "suggestions", "empty", "cancelled", "stale", "errors", "shown", "accepted",
+            "partial_accepts", "accepted_units")
+
+
+class Stats:
+    """In-memory deltas since the last flush. Used from the event loop only."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or stats_path()
+        self.counts: Counter[str] = Counter()
+        self.sources: Counter[str] = Counter()
+        self.latencies: list[float] = []
+        self.last_flush = time.monotonic()
+
+    # ---- recording ------------------------------------------------------------------------------
+    def count(self, name: str, n: int = 1) -> None:
+        self.counts[name] += n
+
+    def completed(self, total_ms: float, source: str, suggestions: int) -> None:
+        self.counts["requests"] += 1
+        if suggestions:
+            self.counts["suggestions"] += 1
+            self.sources[source] += 1
+            self.latencies.append(round(total_ms, 2))
+            del self.latencies[:-MAX_LATENCIES]
+        else:
+            self.counts["empty"] += 1
+
+    # ---- persistence ----------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Merge the deltas into the file (under a lock) and start new deltas. Never raises."""
+        self.last_flush = time.monotonic()
+        if not self.counts and not self.sources and not self.latencies:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with _locked(self.path.with_suffix(".lock")):
+                data = load(self.path)
+                for k, v in self.counts.items():
+                    data["totals"][k] = data["totals"].get(k, 0) + v
+                for k, v in self.sources.items():
+                    data["by_source"][k] = data["by_source"].get(k, 0) + v
+                data["latency_ms"] = (data["latency_ms"] + self.latencies)[-MAX_LATENCIES:]
+                data["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+                tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps(data, indent=1))
+                os.replace(tmp, self.path)
+        except OSError as e:
+            log.warning("could not write stats to %s: %s", self.path, e)
+            return
+        self.counts.clear()
+        self.sources.clear()
+        self.latencies.clear()
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path):
+    try:
+        import fcntl
+    except ImportError:  # Windows: best effort without a lock
+        yield
+        return
+    with open(lock_path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def empty() -> dict[str, Any]:
+    return {"version": FORMAT_VERSION, "since": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "updated": None,
+            "totals": {k: 0 for k in COUNTERS}, "by_source": {}, "latency_ms": []}
+
+
+def load(path: Path | None = None) -> dict[str, Any]:
+    """The stats file, or empty stats when it is missing or unreadable."""
+    path = path or stats_path()
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return empty()
+    except (OSError, ValueError) as e:
+        log.warning("ignoring unreadable stats file %s: %s", path, e)
+        return empty()
+    base = empty()
+    if not isinstance(data, dict):
+        return base
+    base.update({k: data[k] for k in ("since", "updated") if k in data})
+    if isinstance(data.get("totals"), dict):
+        base["totals"].update({k: int(v) for k, v in data["totals"].items() if isinstance(v, int | float)})
+    if isinstance(data.get("by_source"), dict):
+        base["by_source"] = {k: int(v) for k, v in data["by_source"].items() if isinstance(v, int | float)}
+    if isinstance(data.get("latency_ms"), list):
+        base["latency_ms"] = [float(x) for x in data["latency_ms"] if isinstance(x, int | float)]
+    return base
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    # nearest-rank percentile: simple and exact on the samples we have
+    k = max(0, min(len(s) - 1, int(round(q / 100 * len(s) + 0.5)) - 1))
+    return s[k]
+
+
+def summary(data: dict[str, Any]) -> dict[str, Any]:
+    t = data["totals"]
+    lat = data["latency_ms"]
+    shown = t.get("shown", 0)
+    return {
+        **t,
+        "acceptance_rate": (t.get("accepted", 0) / shown) if shown else None,
+        "latency_p50_ms": percentile(lat, 50),
+        "latency_p90_ms": percentile(lat, 90),
+        "latency_p99_ms": percentile(lat, 99),
+        "latency_samples": len(lat),
+        "by_source": data["by_source"],
+        "since": data["since"],
+        "updated": data["updated"],
+    }
+
+
+def format_summary(s: dict[str, Any], path: Path) -> str:
+    def ms(v: float | None) -> str:
+        return "-" if v is None else f"{v:.0f} ms" if v >= 10 else f"{v:.1f} ms"
+
+    rate = "-" if s["acceptance_rate"] is None else f"{100 * s['acceptance_rate']:.1f}%"
+    sources = ", ".join(f"{k} {v}" for k, v in sorted(s["by_source"].items(), key=lambda kv: -kv[1])) or "-"
+    lines = [
+        f"Flint stats ({path})",
+        f"  since {s['since']}, updated {s['updated'] or 'never'}",
+        f"  requests     {s['requests']}  (suggestions {s['suggestions']}, empty {s['empty']}, "
+        f"cancelled {s['cancelled']}, stale {s['stale']}, errors {s['errors']})",
+        f"  shown        {s['shown']}",
+        f"  accepted     {s['accepted']}  ({rate} of shown), partially {s['partial_accepts']}",
+        f"  latency      p50 {ms(s['latency_p50_ms'])}, p90 {ms(s['latency_p90_ms'])}, "
+        f"p99 {ms(s['latency_p99_ms'])}  ({s['latency_samples']} recent suggestions)",
+        f"  sources      {sources}",
+    ]
+    return "\n".join(lines)
