@@ -23,6 +23,7 @@ server = LanguageServer("flint-stub", "0.0.1")
 LOG = os.environ.get("FLINT_STUB_LOG")
 
 VARIANTS_BODY = ["return a + b", "return sum((a, b))", "raise NotImplementedError"]
+VARIANTS_MUL = ["return a * b", "return math.prod((a, b))", "raise NotImplementedError"]
 VARIANTS_ANY = ["flint_one()", "flint_two()", "flint_three()"]
 
 
@@ -63,6 +64,8 @@ def suggestions(uri: str, pos: t.Position) -> list[str]:
     prev = lines[pos.line - 1] if pos.line > 0 else ""
     if before.strip() == "" and prev.rstrip().endswith("def add(a, b):"):
         return VARIANTS_BODY
+    if before.strip() == "" and prev.rstrip().endswith("def mul(a, b):"):
+        return VARIANTS_MUL
     return VARIANTS_ANY
 
 

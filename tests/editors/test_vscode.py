@@ -1,0 +1,171 @@
+"""End-to-end: the packaged Flint .vsix in real VS Code (code-server on 127.0.0.1), driven by
+playwright-core in headless Debian Chromium (tests/editors/vscode_driver.js). Screenshots land in
+tests/editors/artifacts/<test>/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .conftest import HERE
+
+pytestmark = pytest.mark.e2e
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class CodeServer:
+    """code-server with its own config, user data and extensions dirs (nothing written to ~)."""
+
+    def __init__(self, env_paths: dict, vsix: Path, server: dict, tmp: Path, artifacts: Path):
+        self.tmp = tmp
+        self.exe = env_paths["FLINT_CODE_SERVER"]
+        node_bin = str(Path(env_paths["FLINT_NODE24"]).parent)
+        self.env = dict(os.environ)
+        self.env.update(server["env"])
+        self.env.update({
+            "PATH": node_bin + os.pathsep + self.env.get("PATH", ""),
+            "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
+            "XDG_DATA_HOME": str(tmp / "xdg-data"),
+            "XDG_CACHE_HOME": str(tmp / "xdg-cache"),
+            # No marketplace lookups from the test (there is no network; keep it on loopback).
+            "EXTENSIONS_GALLERY": json.dumps({"serviceUrl": "http://127.0.0.1:9/gallery",
+                                              "itemUrl": "http://127.0.0.1:9/items"}),
+        })
+        self.data = tmp / "data"
+        self.exts = tmp / "exts"
+        self.config = tmp / "config.yaml"
+        self.config.write_text("bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n")
+        (self.data / "User").mkdir(parents=True)
+        (self.data / "Machine").mkdir(parents=True)
+        # code-server is VS Code's remote setup: machine-scoped settings (flint.pythonPath) live here.
+        (self.data / "Machine" / "settings.json").write_text(json.dumps({"flint.pythonPath": server["python"]}))
+        (self.data / "User" / "settings.json").write_text(json.dumps({
+            "chat.disableAIFeatures": True,
+            "flint.pythonPath": server["python"],
+            "flint.maxVariants": 3,
+            "flint.trace.server": "messages",
+            "workbench.startupEditor": "none",
+            "workbench.tips.enabled": False,
+            "workbench.welcomePage.walkthroughs.openOnInstall": False,
+            "security.workspace.trust.enabled": False,
+            "editor.quickSuggestions": {"other": False, "comments": False, "strings": False},
+            "editor.suggestOnTriggerCharacters": False,
+            "editor.wordBasedSuggestions": "off",
+            "editor.inlineSuggest.enabled": True,
+            "editor.tabCompletion": "off",
+            "telemetry.telemetryLevel": "off",
+            "extensions.autoCheckUpdates": False,
+            "extensions.autoUpdate": False,
+            "update.mode": "none",
+            "git.enabled": False,
+            "extensions.ignoreRecommendations": True,
+            "github.gitAuthentication": False,
+            "files.autoSave": "off",
+        }, indent=1))
+        common = ["--config", str(self.config), "--user-data-dir", str(self.data),
+                  "--extensions-dir", str(self.exts)]
+        inst = subprocess.run([self.exe, *common, "--install-extension", str(vsix), "--force"],
+                              capture_output=True, text=True, timeout=180, env=self.env)
+        assert inst.returncode == 0, inst.stderr + inst.stdout
+        assert any(p.name.startswith("flint.flint-") for p in self.exts.iterdir()), list(self.exts.iterdir())
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(artifacts / "code-server.log", "w")
+        self.proc = subprocess.Popen(
+            [self.exe, *common, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+             "--bind-addr", f"127.0.0.1:{self.port}", "--auth", "none", str(tmp / "ws")],
+            env=self.env, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+        deadline = time.time() + 90
+        while True:
+            assert self.proc.poll() is None, (artifacts / "code-server.log").read_text()[-3000:]
+            try:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.time() < deadline, "code-server did not come up"
+            time.sleep(0.3)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, 15)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, 9)
+                self.proc.wait()
+        self.log.close()
+
+
+def run_vscode(vscode_env: dict, vsix: Path, server: dict, tmp_path: Path, artifacts: Path,
+               timeout_ms: int) -> dict:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "add.py").write_text("def add(a, b):")
+    (ws / "pick.py").write_text("def mul(a, b):")
+    cs = CodeServer(vscode_env, vsix, server, tmp_path, artifacts)
+    try:
+        cfg = {"url": cs.url, "workspace": str(ws), "artifacts": str(artifacts),
+               "chromium": vscode_env["FLINT_CHROMIUM"], "timeoutMs": timeout_ms}
+        env = dict(os.environ, NODE_PATH=vscode_env["FLINT_NODE_PATH"])
+        proc = subprocess.run([vscode_env["FLINT_NODE24"], str(HERE / "vscode_driver.js"), json.dumps(cfg)],
+                              capture_output=True, text=True, timeout=timeout_ms / 1000 * 3 + 240, env=env)
+    finally:
+        cs.close()
+        # The extension's output channel (server stderr + LSP trace) is a file in the user data dir.
+        for log in (tmp_path / "data" / "logs").rglob("*Flint*.log"):
+            (artifacts / "flint-output.log").write_text(log.read_text(errors="replace"))
+    (artifacts / "driver-stderr.log").write_text(proc.stderr)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    assert lines, f"driver printed nothing:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    seen = json.loads(lines[-1])
+    (artifacts / "seen.json").write_text(json.dumps(seen, indent=1))
+    assert seen.get("ok"), f"{seen.get('error')}\nsteps: {seen.get('steps')}\nsee {artifacts}"
+    return seen
+
+
+def test_vscode_client_protocol_with_stub(vscode_env, vsix, stub_server, tmp_path, artifacts):
+    """The packaged extension against the protocol stub: exact texts, reports reach the server."""
+    seen = run_vscode(vscode_env, vsix, stub_server, tmp_path, artifacts, timeout_ms=30000)
+    assert seen["ghost"] == "return a + b", seen
+    assert seen["afterTab"] == "def add(a, b):\n    return a + b", seen
+    assert [v["label"] for v in seen["variants"]] == ["return a * b", "return math.prod((a, b))",
+                                                      "raise NotImplementedError"]
+    assert seen["picked"] == "return math.prod((a, b))"
+    assert seen["afterPick"].startswith("def mul(a, b):\n    " + seen["picked"]), seen
+    assert "ms" in seen["variants"][1]["description"] and "model" in seen["variants"][1]["description"]
+    assert seen["statusLatencyMs"] is not None and seen["statusLatencyMs"] > 0, seen["status"]
+    log = [json.loads(line) for line in stub_server["log"].read_text().splitlines()]
+    accepts = [e["params"] for e in log if e["kind"] == "flint/didAccept"]
+    assert len(accepts) == 2, log
+    assert accepts[1]["index"] == 1  # the picked second variant
+    assert any(e["kind"] == "flint/didShow" for e in log)
+
+
+def test_vscode_real_model(vscode_env, vsix, real_server, tmp_path, artifacts):
+    """The real `flint serve` and model in VS Code: ghost text, Tab, Pick Variant #2, latency in the status bar."""
+    seen = run_vscode(vscode_env, vsix, real_server, tmp_path, artifacts, timeout_ms=180000)
+    first = seen["ghost"].split("\n")[0].strip()
+    assert first, seen
+    assert first in seen["afterTab"], seen
+    assert len(seen["variants"]) >= 2, seen["variants"]
+    assert seen["picked"] and seen["picked"] in seen["afterPick"], seen
+    assert seen["statusLatencyMs"] is not None, seen["status"]

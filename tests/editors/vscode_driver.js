@@ -1,0 +1,160 @@
+// Drives real VS Code (code-server) in headless Chromium with playwright-core, as a person would:
+// open a Python file, type, wait for Flint's ghost text, accept it with Tab, run "Flint: Pick Variant"
+// and choose the second variant, read the status bar. Prints one JSON line with what it saw.
+//
+//   node vscode_driver.js '{"url": ..., "workspace": ..., "artifacts": ..., "chromium": ..., "timeoutMs": ...}'
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { chromium } = require('playwright-core');
+
+const cfg = JSON.parse(process.argv[2]);
+const out = { steps: [] };
+const shot = async (page, name) => {
+  const file = path.join(cfg.artifacts, `${name}.png`);
+  await page.screenshot({ path: file }).catch(() => undefined);
+  out.steps.push(name);
+};
+const norm = (s) => (s || '').replace(/\u00a0/g, ' ');
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor(fn, timeoutMs, what, page) {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() - t0 > timeoutMs) {
+      if (page) await shot(page, `timeout-${what.replace(/\W+/g, '-')}`);
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    }
+    await sleep(100);
+  }
+}
+
+async function statusText(page) {
+  const items = page.locator('.statusbar-item', { hasText: 'Flint' });
+  if ((await items.count()) === 0) return null;
+  return norm(await items.first().innerText()).trim();
+}
+
+async function ghostText(page) {
+  // First line: inline decoration after the cursor; further lines: the ghost view zone.
+  return page.evaluate(() => {
+    const ed = document.querySelector('.editor-instance .monaco-editor') || document.querySelector('.monaco-editor');
+    if (!ed) return '';
+    const inline = [...ed.querySelectorAll('.ghost-text-decoration')].map((e) => e.textContent).join('');
+    const lines = [...ed.querySelectorAll('.ghost-text .view-line')].map((e) => e.textContent);
+    return [inline, ...lines].join('\n').replace(/\u00a0/g, ' ').replace(/\n+$/, '');
+  });
+}
+
+async function openFile(page, name) {
+  await page.keyboard.press('Control+P');
+  await page.locator('.quick-input-widget input').waitFor({ state: 'visible', timeout: 20000 });
+  await page.keyboard.type(name, { delay: 20 });
+  await waitFor(async () => (await page.locator('.quick-input-list .monaco-list-row').count()) > 0, 20000, 'file in quick open', page);
+  await page.keyboard.press('Enter');
+  await page.locator(`.tab[data-resource-name="${name}"], .tab:has-text("${name}")`).first().waitFor({ timeout: 20000 });
+  await page.locator('.editor-instance .monaco-editor .view-lines').first().click();
+  await sleep(300);
+}
+
+async function save(page, file, expectFn) {
+  await page.keyboard.press('Control+S');
+  return waitFor(async () => {
+    const text = fs.readFileSync(file, 'utf8');
+    return expectFn(text) ? text : null;
+  }, 15000, `saved ${path.basename(file)}`, page);
+}
+
+async function runCommand(page, title) {
+  await page.keyboard.press('Control+Shift+P');
+  await page.locator('.quick-input-widget input').waitFor({ state: 'visible', timeout: 20000 });
+  await page.keyboard.type(title, { delay: 10 });
+  await waitFor(async () => (await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).count()) > 0, 20000, `command ${title}`, page);
+  await page.keyboard.press('Enter');
+}
+
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: cfg.chromium,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await context.newPage();
+  const consoleErrors = [];
+  page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text().slice(0, 300)); });
+  try {
+    await page.goto(`${cfg.url}/?folder=${encodeURIComponent(cfg.workspace)}`, { timeout: 60000 });
+    await page.locator('.monaco-workbench').waitFor({ timeout: 90000 });
+    await waitFor(() => statusText(page), 60000, 'the Flint status bar item', page);
+    out.statusAtStart = await statusText(page);
+    await shot(page, '0-workbench');
+
+    // 1. Type in add.py and wait for ghost text from the server.
+    await openFile(page, 'add.py');
+    await page.keyboard.press('Control+End');
+    await page.keyboard.press('Enter'); // new indented line in the function body
+    const t0 = Date.now();
+    out.ghost = await waitFor(async () => {
+      const g = await ghostText(page);
+      return g.trim() ? g : null;
+    }, cfg.timeoutMs, 'ghost text', page);
+    out.ghostAfterMs = Date.now() - t0;
+    await sleep(200);
+    out.ghost = await ghostText(page); // settled
+    await shot(page, '1-ghost-text');
+
+    // 2. Tab accepts it: the saved file holds the suggestion.
+    await page.keyboard.press('Tab');
+    await sleep(300);
+    const firstGhostLine = out.ghost.split('\n')[0].trim();
+    out.afterTab = await save(page, path.join(cfg.workspace, 'add.py'), (t) => t.includes(firstGhostLine));
+    await shot(page, '2-accepted');
+
+    // 3. Flint: Pick Variant in pick.py, choose the second variant.
+    await openFile(page, 'pick.py');
+    await page.keyboard.press('Control+End');
+    await page.keyboard.press('Enter');
+    await waitFor(async () => (await ghostText(page)).trim(), cfg.timeoutMs, 'ghost text in pick.py', page);
+    await runCommand(page, 'Flint: Pick Variant');
+    // Wait for Flint's QuickPick itself (the command palette's rows are still there at first).
+    const rows = page.locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-description', { hasText: /^#\d/ }) });
+    await waitFor(async () => (await rows.count()) >= 2, cfg.timeoutMs, 'two variants in the QuickPick', page);
+    await sleep(200);
+    out.variants = [];
+    for (let i = 0; i < (await rows.count()); i++) {
+      const r = rows.nth(i);
+      out.variants.push({
+        label: norm(await r.locator('.label-name').first().innerText().catch(() => '')),
+        description: norm(await r.locator('.label-description').first().innerText().catch(() => '')),
+      });
+    }
+    await shot(page, '3-pick-variant');
+    out.quickPickTitle = norm(await page.locator('.quick-input-title').first().innerText().catch(() => ''));
+    await rows.nth(1).click(); // the second variant
+    const picked = out.variants[1].label.replace(/ \(\+\d+ lines?\)$/, '').trim();
+    out.picked = picked;
+    out.afterPick = await save(page, path.join(cfg.workspace, 'pick.py'), (t) => t.includes(picked));
+    await shot(page, '4-picked');
+
+    // 4. Status bar: state and the last suggestion's latency.
+    out.status = await statusText(page);
+    const m = /([\d.]+) ms/.exec(out.status || '');
+    out.statusLatencyMs = m ? Number(m[1]) : null;
+    const tip = page.locator('.statusbar-item', { hasText: 'Flint' }).first();
+    out.statusAria = await tip.getAttribute('aria-label').catch(() => null);
+    await shot(page, '5-status-bar');
+    out.ok = true;
+  } catch (err) {
+    out.ok = false;
+    out.error = String(err && err.stack ? err.stack : err);
+    await shot(page, 'error');
+  } finally {
+    out.consoleErrors = consoleErrors.slice(0, 20);
+    await browser.close();
+    process.stdout.write(JSON.stringify(out) + '\n');
+  }
+})();
