@@ -43,7 +43,13 @@ EXPORT_HINT = (
     "(or: pip install -e '.[export]' in a checkout). Missing module: {mod}"
 )
 
-PRECISIONS = ("int4", "int8", "fp32")
+# precision name -> (builder precision, extra builder options)
+PRECISIONS: dict[str, tuple[str, dict[str, str]]] = {
+    "int4": ("int4", {}),  # round-to-nearest int4 blocks of 32, int8 compute (accuracy_level 4)
+    "int4-mixed": ("int4", {"algo_config": "k_quant_mixed"}),  # k-quant int4, sensitive layers int8
+    "int8": ("int8", {}),
+    "fp32": ("fp32", {}),
+}
 
 
 class BuildError(RuntimeError):
@@ -196,9 +202,11 @@ def _gguf_to_hf(gguf_path: Path, out_dir: Path) -> None:
 
 
 def _run_builder(hf_dir: Path, out_dir: Path, precision: str, cache: Path, extra: dict[str, str]) -> None:
-    opts = {"exclude_lm_head": "true", **extra}
-    if precision in ("int4", "int8"):
+    builder_precision, variant_opts = PRECISIONS[precision]
+    opts = {"exclude_lm_head": "true", "exclude_embeds": "true", **variant_opts, **extra}
+    if builder_precision in ("int4", "int8"):
         opts.setdefault("accuracy_level", "4")
+    precision = builder_precision
     cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(hf_dir), "-o", str(out_dir),
            "-p", precision, "-e", "cpu", "-c", str(cache), "--extra_options",
            *[f"{k}={v}" for k, v in opts.items()]]
@@ -237,6 +245,7 @@ def build_model_dir(
 
     if precision not in PRECISIONS:
         raise BuildError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    head_bits = None if PRECISIONS[precision][0] == "fp32" else 8
     final = paths.models_dir() / f"{name}-{precision}"
     if not force and (final / MANIFEST_NAME).exists():
         return final
@@ -254,7 +263,7 @@ def build_model_dir(
         _run_builder(hf_dir, tmp, precision, work / "cache", extra_builder_options or {})
         bar.update(1)
         bar.set_description_str(f"flint {name}: LM head")
-        heads = build_lm_heads(hf_dir, tmp, precision)
+        heads = build_lm_heads(hf_dir, tmp, head_bits)
         bar.update(1)
         bar.set_description_str(f"flint {name}: manifest")
         if not (tmp / "tokenizer.json").exists():

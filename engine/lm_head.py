@@ -89,6 +89,26 @@ def make_head_model(w: np.ndarray, bits: int | None, path: Path, accuracy_level:
                     location=data_name, size_threshold=1024)
 
 
+def _load_embedding(hf_dir: Path) -> np.ndarray | None:
+    from safetensors import safe_open
+
+    for f in sorted(hf_dir.glob("*.safetensors")):
+        with safe_open(str(f), framework="np") as st:
+            for key in ("model.embed_tokens.weight", "model.language_model.embed_tokens.weight"):
+                if key in st.keys():
+                    return np.asarray(st.get_tensor(key), dtype=np.float32)
+    return None
+
+
+def embed_lookup(q: np.ndarray, scales: np.ndarray, ids: np.ndarray, dim: int, block: int = BLOCK) -> np.ndarray:
+    """Rows of the int8 (zero point 128) block-quantised embedding, dequantised: [..., dim] float32."""
+    flat = ids.reshape(-1)
+    rows = q[flat].astype(np.float32) - 128.0
+    nb = scales.shape[1]
+    rows = rows.reshape(len(flat), nb, block) * scales[flat][:, :, None]
+    return rows.reshape(len(flat), -1)[:, :dim].reshape(*ids.shape, dim)
+
+
 def _load_head_weight(hf_dir: Path) -> np.ndarray:
     from safetensors import safe_open
 
@@ -165,14 +185,27 @@ def code_token_ids(tokenizer_json: Path, vocab_size: int) -> np.ndarray:
     return np.nonzero(seen)[0].astype(np.int64)
 
 
-def build_lm_heads(hf_dir: Path, out_dir: Path, precision: str) -> dict[str, Any]:
+def build_lm_heads(hf_dir: Path, out_dir: Path, bits: int | None) -> dict[str, Any]:
     """Write lm_head.onnx (+ lm_head_code.onnx and its token map) into out_dir; return manifest info."""
     w = _load_head_weight(hf_dir)
-    bits = {"int4": 8, "int8": 8, "fp32": None}[precision]
     # The head is quantised to int8 even for int4 bodies: it decides every token, and int8 keeps greedy
     # text closest to fp32 (measured in docs/benchmarks/quality.md).
     make_head_model(w, bits, out_dir / "lm_head.onnx")
     info: dict[str, Any] = {"full": "lm_head.onnx", "bits": bits, "vocab": int(w.shape[0])}
+    # The decoder is exported without its embedding (exclude_embeds): Flint looks rows up itself in an
+    # int8 block-quantised copy (1/4 of fp32's memory; the GGUF's own embedding is 5-bit, so int8 blocks
+    # of 32 keep it nearly exact) and feeds inputs_embeds.
+    emb = _load_embedding(hf_dir)
+    if emb is None:
+        emb = w
+    if bits is None:  # fp32 builds stay exact: they are the reference
+        np.save(out_dir / "embed_f32.npy", np.ascontiguousarray(emb, dtype=np.float32))
+        info["embed"] = {"f32": "embed_f32.npy", "dim": int(emb.shape[1])}
+    else:
+        q, sc = quantize_blockwise(emb, 8)
+        np.save(out_dir / "embed_q8.npy", q.reshape(q.shape[0], -1))
+        np.save(out_dir / "embed_scales.npy", sc.reshape(q.shape[0], -1))
+        info["embed"] = {"q": "embed_q8.npy", "scales": "embed_scales.npy", "block": BLOCK, "dim": int(emb.shape[1])}
     tok_json = hf_dir / "tokenizer.json"
     if tok_json.exists():
         ids = code_token_ids(tok_json, w.shape[0])

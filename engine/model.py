@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from .lm_head import embed_lookup
 from .manifest import Manifest
 
 log = logging.getLogger("flint.model")
@@ -82,6 +83,13 @@ class OnnxDecoder:
         self.input_names = [i.name for i in self.session.get_inputs()]
         self.output_names = [o.name for o in self.session.get_outputs()]
         self.has_position_ids = "position_ids" in self.input_names
+        self.embeds_input = "inputs_embeds" in self.input_names
+        if self.embeds_input:
+            e = (manifest.lm_head or {})["embed"]
+            self._emb_f32 = np.load(self.model_dir / e["f32"]) if "f32" in e else None
+            self._emb_q = np.load(self.model_dir / e["q"]) if "q" in e else None
+            self._emb_s = np.load(self.model_dir / e["scales"]) if "scales" in e else None
+            self._emb_dim = int(e["dim"])
         self.out_name = "hidden_states" if "hidden_states" in self.output_names else "logits"
         capacity = max(capacity, manifest.min_kv_capacity)
         self.kv = KVCache.allocate(manifest.num_layers, manifest.num_kv_heads, manifest.head_dim, capacity,
@@ -111,7 +119,15 @@ class OnnxDecoder:
         if total > self.kv.capacity:
             raise ValueError(f"sequence of {total} tokens exceeds the KV capacity {self.kv.capacity}")
         io = self.session.io_binding()
-        io.bind_cpu_input("input_ids", np.ascontiguousarray(ids, dtype=np.int64))
+        if self.embeds_input:
+            ids64 = np.asarray(ids, dtype=np.int64)
+            if self._emb_f32 is not None:
+                emb = self._emb_f32[ids64]
+            else:
+                emb = embed_lookup(self._emb_q, self._emb_s, ids64, self._emb_dim)
+            io.bind_cpu_input("inputs_embeds", np.ascontiguousarray(emb, dtype=np.float32))
+        else:
+            io.bind_cpu_input("input_ids", np.ascontiguousarray(ids, dtype=np.int64))
         io.bind_cpu_input("attention_mask", np.ones((b, total), dtype=np.int64))
         if self.has_position_ids:
             pos = np.broadcast_to(np.arange(past_len, total, dtype=np.int64), (b, s))

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Quantisation quality vs speed: greedy text of each built precision against fp32 (the dequantised GGUF)
+and against llama.cpp on the same GGUF, on the eval prompts (FIM and prefix-only), plus decode speed.
+
+    python scripts/bench_quality.py [--model qwen2.5-coder-0.5b] [--precisions int4,int4-mixed,int8]
+
+Writes docs/benchmarks/quality.json and docs/benchmarks/quality.md. Engines run one at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine import paths  # noqa: E402
+from engine.engine import Engine, EngineConfig, resolve_model_dir  # noqa: E402
+from engine.types import GenParams  # noqa: E402
+
+PROMPTS = json.loads(resources.files("engine").joinpath("data/eval_prompts.json").read_text())
+MAX_NEW = 24
+
+
+def run_flint(mdir: Path) -> tuple[list[str], float, list[list[int]]]:
+    eng = Engine.load(mdir, config=EngineConfig(threads=2))
+    eng.config.fast.speculative = False
+    texts, ids, rates = [], [], []
+    for p in PROMPTS:
+        eng.reset()
+        c, t = eng.complete(p["prefix"], p["suffix"], GenParams(max_tokens=MAX_NEW, token_healing=False))
+        texts.append(c[0].text)
+        ids.append(c[0].token_ids)
+        n = len(c[0].token_ids)
+        if n > 4:
+            rates.append((n - 1) / ((t.total_ms - t.ttft_ms) / 1000))
+    del eng
+    gc.collect()
+    return texts, statistics.median(rates) if rates else 0.0, ids
+
+
+def run_llamacpp(gguf: str, fim_prompts: list[list[int]], stop: set[int], detok) -> list[str]:
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=gguf, n_threads=2, n_ctx=2048, logits_all=False, verbose=False)
+    out = []
+    for ids in fim_prompts:
+        llm.reset()
+        gen = []
+        for t in llm.generate(ids, top_k=1, temp=0.0, repeat_penalty=1.0):
+            if t in stop or len(gen) >= MAX_NEW:
+                break
+            gen.append(t)
+        out.append(detok(gen))
+    del llm
+    gc.collect()
+    return out
+
+
+def prefix_agreement(a: str, b: str) -> float:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n / max(1, max(len(a), len(b)))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b")
+    ap.add_argument("--precisions", default="int4,int4-mixed,int8")
+    ap.add_argument("--no-llamacpp", action="store_true")
+    args = ap.parse_args()
+    ref_dir = resolve_model_dir(paths.models_dir() / f"{args.model}-fp32")
+    ref, ref_rate, _ = run_flint(ref_dir)
+    ref_eng = Engine(ref_dir, EngineConfig(threads=2))
+    fim_ids = [ref_eng.build(p["prefix"], p["suffix"], heal=False).ids for p in PROMPTS]
+    rows = {"fp32": {"same_as_fp32": len(PROMPTS), "char_agreement": 1.0, "decode_tok_s": round(ref_rate, 1)}}
+    texts = {"fp32": ref}
+    llama = None
+    if not args.no_llamacpp:
+        try:
+            llama = run_llamacpp(ref_eng.manifest.source["gguf"], fim_ids, ref_eng.stop_ids,
+                                 lambda ids: ref_eng.tok.decode_bytes(ids).decode("utf-8", "replace"))
+            texts["llama.cpp"] = llama
+        except ImportError:
+            print("llama-cpp-python missing: skipping", file=sys.stderr)
+    del ref_eng
+    for prec in [p for p in args.precisions.split(",") if p]:
+        d = paths.models_dir() / f"{args.model}-{prec}"
+        if not (d / "flint.json").exists():
+            print(f"{d} not built; skipping (flint model build -p {prec})", file=sys.stderr)
+            continue
+        t, rate, _ = run_flint(d)
+        texts[prec] = t
+        rows[prec] = {"same_as_fp32": sum(a == b for a, b in zip(t, ref, strict=True)),
+                      "char_agreement": round(statistics.mean(prefix_agreement(a, b) for a, b in zip(t, ref, strict=True)), 3),
+                      "decode_tok_s": round(rate, 1)}
+    if llama is not None:
+        for k, t in texts.items():
+            rows.setdefault(k, {})["same_as_llamacpp"] = sum(a == b for a, b in zip(t, llama, strict=True))
+        rows["llama.cpp"].update({"same_as_fp32": sum(a == b for a, b in zip(llama, ref, strict=True)),
+                                  "char_agreement": round(statistics.mean(prefix_agreement(a, b) for a, b in zip(llama, ref, strict=True)), 3)})
+    n = len(PROMPTS)
+    head = "| precision | same greedy text as fp32 | mean shared-prefix share | same as llama.cpp | decode tok/s (plain, 2 threads) |\n|---|---|---|---|---|"
+    lines = [head]
+    for k, r in rows.items():
+        lines.append(f"| {k} | {r.get('same_as_fp32', '')}/{n} | {r.get('char_agreement', '')} | "
+                     f"{str(r.get('same_as_llamacpp', '')) + '/' + str(n) if 'same_as_llamacpp' in r else ''} | {r.get('decode_tok_s', '')} |")
+    table = "\n".join(lines)
+    print(table)
+    out = ROOT / "docs" / "benchmarks"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "quality.json").write_text(json.dumps({"rows": rows, "prompts": n, "max_new_tokens": MAX_NEW,
+                                                  "texts": texts, "date": time.strftime("%Y-%m-%d %H:%M")}, indent=1))
+    (out / "quality.md").write_text(
+        f"# Quantisation quality vs speed\n\n{time.strftime('%Y-%m-%d %H:%M')} · model `{args.model}` · {n} prompts "
+        f"(FIM and prefix-only, engine/data/eval_prompts.json) · greedy, {MAX_NEW} new tokens, token healing off.\n\n"
+        "fp32 is the dequantised GGUF (its ONNX greedy text equals transformers' — tests/test_reference.py). "
+        "The GGUF itself is mixed Q5_0/Q6_K/Q4_K/Q8_0, so llama.cpp's text is the quality users get today.\n\n"
+        f"Reproduce: `python scripts/bench_quality.py`\n\n{table}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

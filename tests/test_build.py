@@ -1,0 +1,122 @@
+"""`flint model build --from-hf` end to end on a tiny Qwen2 model this test makes (random weights, the
+real Qwen tokenizer): the pipeline, FIM detection, the manifest, atomicity, and that the built ONNX
+model's greedy tokens equal transformers' for it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine import paths
+from engine.manifest import MANIFEST_NAME, load_manifest
+from engine.presets import DEFAULT_MODEL
+
+pytestmark = pytest.mark.model  # needs the tokenizer files of the built default model
+
+
+@pytest.fixture(scope="module")
+def tiny_hf(tmp_path_factory):
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    src_tok = paths.flint_home() / "hf" / DEFAULT_MODEL
+    tok = AutoTokenizer.from_pretrained(str(src_tok))
+    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      tie_word_embeddings=True, eos_token_id=151643, bos_token_id=151643)
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(cfg).eval()
+    d = tmp_path_factory.mktemp("tiny") / "tiny-qwen"
+    model.save_pretrained(str(d))
+    tok.save_pretrained(str(d))
+    return d
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def test_from_hf_builds_a_complete_model_directory(tiny_hf, home):
+    from engine.build import build_from_hf
+
+    out = build_from_hf(tiny_hf, name="tiny", precision="fp32")
+    m = load_manifest(out)
+    assert m is not None and m.name == "tiny" and m.precision == "fp32"
+    assert m.fim == {"prefix": "<|fim_prefix|>", "suffix": "<|fim_suffix|>", "middle": "<|fim_middle|>"}
+    assert 151643 in m.stop_token_ids and m.num_layers == 2 and m.hidden_size == 64
+    assert (out / "model.onnx").exists() and (out / "tokenizer.json").exists() and (out / "lm_head.onnx").exists()
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(".build-")], "temporary build left behind"
+    # idempotent: a second call returns at once without rebuilding
+    t0 = time.perf_counter()
+    assert build_from_hf(tiny_hf, name="tiny", precision="fp32") == out
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_built_tiny_model_matches_transformers_greedy(tiny_hf, home):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from engine.build import build_from_hf
+    from engine.engine import Engine, EngineConfig
+    from engine.types import GenParams
+
+    out = build_from_hf(tiny_hf, name="tiny", precision="fp32")
+    eng = Engine(out, EngineConfig(threads=1, capacity=256))
+    eng.config.fast.speculative = False
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_hf), dtype=torch.float32).eval()
+    for prefix in ("def add(a, b):\n    return", "import os\n"):
+        eng.reset()
+        c, _ = eng.complete(prefix, "\n", GenParams(max_tokens=12, token_healing=False))
+        ids = torch.tensor([eng.build(prefix, "\n", heal=False).ids])
+        with torch.no_grad():
+            g = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=12, do_sample=False,
+                               eos_token_id=sorted(eng.stop_ids), pad_token_id=151643)
+        ref = [t for t in g[0, ids.shape[1]:].tolist() if t not in eng.stop_ids]
+        assert c[0].token_ids == ref
+
+
+def test_killed_build_leaves_nothing_that_looks_complete(tiny_hf, home):
+    env = dict(os.environ, FLINT_HOME=str(home))
+    p = subprocess.Popen([sys.executable, "-m", "lsp_server.cli", "model", "build", "--from-hf", str(tiny_hf),
+                          "--name", "killed", "-p", "fp32"], env=env, stderr=subprocess.PIPE, text=True)
+    # wait until the build has started writing, then kill -9 it mid-way
+    deadline = time.time() + 120
+    models = home / "models"
+    while time.time() < deadline and not (models.exists() and any(models.glob(".build-*"))):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    final = models / "killed-fp32"
+    assert not (final / MANIFEST_NAME).exists()
+    from engine.build import list_models
+
+    assert all(m.name != "killed" for m in list_models())
+
+
+def test_missing_model_gives_a_clear_message(home):
+    r = subprocess.run([sys.executable, "-m", "lsp_server.cli", "complete", __file__ + ":1:1"],
+                       capture_output=True, text=True, env=dict(os.environ, FLINT_HOME=str(home)))
+    assert r.returncode == 2 and "flint model build" in r.stderr
+
+
+def test_model_list_json(home):
+    r = subprocess.run([sys.executable, "-m", "lsp_server.cli", "model", "list", "--json"], capture_output=True,
+                       text=True, env=dict(os.environ, FLINT_HOME=str(home)))
+    assert r.returncode == 0 and json.loads(r.stdout) == []
+
+
+def test_bad_precision_is_refused(tiny_hf, home):
+    from engine.build import BuildError, build_from_hf
+
+    with pytest.raises(BuildError, match="unknown precision"):
+        build_from_hf(Path(tiny_hf), name="x", precision="int3")
