@@ -116,11 +116,11 @@ class CodeServer:
 
 
 def run_vscode(vscode_env: dict, vsix: Path, server: dict, tmp_path: Path, artifacts: Path,
-               timeout_ms: int) -> dict:
+               timeout_ms: int, pick_header: str = "def mul(a, b):") -> dict:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "add.py").write_text("def add(a, b):")
-    (ws / "pick.py").write_text("def mul(a, b):")
+    (ws / "pick.py").write_text(pick_header)
     cs = CodeServer(vscode_env, vsix, server, tmp_path, artifacts)
     try:
         cfg = {"url": cs.url, "workspace": str(ws), "artifacts": str(artifacts),
@@ -162,7 +162,9 @@ def test_vscode_client_protocol_with_stub(vscode_env, vsix, stub_server, tmp_pat
 
 def test_vscode_real_model(vscode_env, vsix, real_server, tmp_path, artifacts):
     """The real `flint serve` and model in VS Code: ghost text, Tab, Pick Variant #2, latency in the status bar."""
-    seen = run_vscode(vscode_env, vsix, real_server, tmp_path, artifacts, timeout_ms=180000)
+    # Pick Variant where several completions are plausible, so the model's variants differ.
+    seen = run_vscode(vscode_env, vsix, real_server, tmp_path, artifacts, timeout_ms=180000,
+                      pick_header="def greet(name):")
     first = seen["ghost"].split("\n")[0].strip()
     assert first, seen
     assert first in seen["afterTab"], seen

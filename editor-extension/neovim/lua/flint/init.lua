@@ -284,7 +284,7 @@ function M.visible()
   return state ~= nil and state.shown_rest ~= nil and #vim.api.nvim_buf_get_extmarks(state.bufnr, ns, 0, -1, {}) > 0
 end
 
-local function on_result(bufnr, tick, client, t0, err, result)
+local function on_result(bufnr, tick, client, t0, err, result, kind, after)
   if err or not result then
     M.last_drop = err and ('error: ' .. vim.inspect(err)) or 'empty result'
     return
@@ -345,7 +345,11 @@ local function on_result(bufnr, tick, client, t0, err, result)
     accepted = 0,
     encoding = enc,
     client = client,
+    invoked = kind == 1,
   }
+  if after then
+    return after()
+  end
   render()
   local first = items[1]
   if first and first.id then
@@ -353,8 +357,9 @@ local function on_result(bufnr, tick, client, t0, err, result)
   end
 end
 
---- Ask the server for a suggestion at the cursor now.
-function M.trigger(kind)
+--- Ask the server for a suggestion at the cursor now. kind: 1 = invoked (all variants), 2 = automatic
+--- (the server answers with its fastest single variant). `after` runs instead of drawing the result.
+function M.trigger(kind, after)
   local client = get_client()
   if not client or not enabled then
     return
@@ -370,7 +375,7 @@ function M.trigger(kind)
     if pending and pending.id == id then
       pending = nil
     end
-    on_result(bufnr, tick, client, t0, err, result)
+    on_result(bufnr, tick, client, t0, err, result, kind, after)
   end, bufnr)
   if ok and id then
     pending = { client = client, id = id }
@@ -491,8 +496,26 @@ function M.cycle(count)
     return vim.lsp.inline_completion.select({ count = count })
   end
   local s = state
-  if not s or #s.items == 0 then
-    M.trigger(1)
+  if not s or #s.items == 0 or (#s.items < 2 and not s.invoked) then
+    -- Automatic requests carry one variant; an invoked request brings all of them (one batched pass).
+    local shown = s and remaining(s)
+    M.trigger(1, function()
+      local n = state and #state.items or 0
+      if n == 0 then
+        return
+      end
+      -- Start from the variant that was on screen, so "next" really moves on.
+      if shown then
+        for i, it in ipairs(state.items) do
+          local r = remaining({ bufnr = state.bufnr, row = state.row, col = state.col, items = { it }, index = 1 })
+          if r == shown then
+            state.index = i
+            break
+          end
+        end
+      end
+      M.cycle(count)
+    end)
     return
   end
   -- Only variants consistent with what was typed since the anchor can be shown.
