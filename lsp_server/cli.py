@@ -142,6 +142,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings, warnings = parse_settings(raw)
     for w in warnings:
         print(f"flint: {w}", file=sys.stderr)
+    if not args.verbose:
+        # pygls logs every message at INFO; Flint's own lines say what matters
+        logging.getLogger("pygls").setLevel(logging.WARNING)
     tcp = None
     if args.tcp:
         try:

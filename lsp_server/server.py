@@ -42,6 +42,9 @@ STATUS = "flint/status"
 STATS_FLUSH_S = 30.0
 
 
+_ROUTINE_ERRORS = (RequestError.CONTENT_MODIFIED, RequestError.SERVER_CANCELLED, RequestError.REQUEST_CANCELLED)
+
+
 class FlintRequestError(JsonRpcException):
     """An expected error answer (stale, superseded, bad position): one log line, no traceback."""
 
@@ -111,7 +114,9 @@ class FlintProtocol(LanguageServerProtocol):
         if not future.cancelled() and isinstance(future.exception(), FlintRequestError):
             self._request_futures.pop(msg_id, None)
             exc = future.exception()
-            log.info("request %s answered with error %d: %s", msg_id, exc.code, exc.message)
+            # stale / superseded / cancelled answers are routine while typing; bad input deserves a warning
+            level = logging.DEBUG if exc.code in _ROUTINE_ERRORS else logging.WARNING
+            log.log(level, "request %s answered with error %d: %s", msg_id, exc.code, exc.message)
             self._send_response(msg_id, error=exc.to_response_error())
             return
         return super()._send_handler_result(future, msg_id=msg_id)
@@ -304,7 +309,7 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
                 insert_text_format=types.InsertTextFormat.PlainText,
                 text_edit=types.TextEdit(range=_range(it), new_text=it.text),
                 detail=f"Flint ({it.total_ms:.0f} ms, {it.source})",
-                documentation=types.MarkupContent(kind=types.MarkupKind.PlainText, value=it.text),
+                documentation=it.text,  # a plain string: plain text for every client
                 sort_text="0", filter_text="",
                 command=types.Command(title="Flint: accepted", command=ACCEPT_COMMAND,
                                       arguments=[{"id": res.id, "index": it.index}])))

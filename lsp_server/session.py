@@ -205,7 +205,9 @@ class Session:
             if self.documents.revision(uri) != revision:
                 self.stats.count("stale")
                 raise RequestError(RequestError.CONTENT_MODIFIED, "the document changed")
-        future = self.worker.submit(uri, revision, prefix, suffix, params, USER)
+        budget = INVOKED_BUDGET_S if invoked else AUTOMATIC_BUDGET_S
+        log.debug("suggest %s rev %d %d:%d %s n=%d", uri, revision, line, character, mode, params.n)
+        future = self.worker.submit(uri, revision, prefix, suffix, params, USER, budget_s=budget)
         try:
             completions, timings = await asyncio.wrap_future(future)
         except asyncio.CancelledError:
@@ -250,9 +252,8 @@ class Session:
         else:
             max_tokens = min(MAX_TOKENS, TOKENS_PER_LINE * (s.max_lines + 1))
             max_lines = s.max_lines + 1  # +1: a block opened at the cursor starts with a line break
-        budget = INVOKED_BUDGET_S if invoked else AUTOMATIC_BUDGET_S
-        return GenParams(max_tokens=max_tokens, max_lines=max_lines, n=max(1, min(n, s.max_variants)),
-                         deadline=time.monotonic() + budget)
+        # no deadline here: the worker starts the time budget when the job starts running
+        return GenParams(max_tokens=max_tokens, max_lines=max_lines, n=max(1, min(n, s.max_variants)))
 
     def _map_error(self, e: BaseException) -> RequestError:
         from .worker import Cancelled, EngineUnavailable, Stale, Superseded

@@ -9,6 +9,10 @@ Scheduling rules (the llama.cpp server / ruff_server shape: handlers post tasks,
   the second request joins the first (a speculative job becomes a user job that way).
 - User jobs run before speculative ones; among equals, oldest first.
 - Stopping means setting the engine's CancelToken: the generation loop checks it every model step.
+- A job starts only after ``QUIET_S`` without new document activity. Human keystrokes are tens of
+  milliseconds apart, so this costs them ~nothing; a burst (a paste replayed as keystrokes, a client
+  catching up) is read to its end before the model starts, instead of starting a generation per message
+  that the next message stops (each start costs an uninterruptible prompt pass).
 - Every waiter's future is settled exactly once: a result, or one of the exceptions below.
 
 Nothing here imports pygls: the worker sees the engine through the facade in engine/engine_api.md.
@@ -22,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from engine.types import CancelToken, Completion, GenParams, Timings
@@ -31,6 +35,7 @@ log = logging.getLogger(__name__)
 
 USER = 0
 SPECULATIVE = 1
+QUIET_S = 0.008
 
 
 class JobDropped(Exception):
@@ -72,6 +77,7 @@ class Job:
     cancel: CancelToken = field(default_factory=CancelToken)
     waiters: list[Future] = field(default_factory=list)
     submitted: float = field(default_factory=time.monotonic)
+    budget_s: float | None = None  # the deadline starts when the job starts (queueing or loading is free)
 
     def same_work(self, other: Job) -> bool:
         return (self.uri == other.uri and self.revision == other.revision and self.params.key() == other.params.key()
@@ -97,6 +103,7 @@ class Worker:
         self._reload: Callable[[], EngineLike] | None = None
         self._stopping = False
         self._seq = itertools.count()
+        self._last_activity = 0.0  # time.monotonic() of the last submit / document change
         self._thread = threading.Thread(target=self._main, name="flint-engine", daemon=True)
         self.loaded = threading.Event()  # set once the first load attempt finished (ok or not)
         self.jobs_run = 0
@@ -114,12 +121,15 @@ class Worker:
         return self._load_error
 
     def submit(self, uri: str, revision: int, prefix: str, suffix: str, params: GenParams,
-               priority: int = USER) -> Future:
+               priority: int = USER, budget_s: float | None = None) -> Future:
         """Queue work; the returned future resolves to (completions, timings) or raises JobDropped /
-        EngineUnavailable / the engine's own exception. Cancelling the future abandons the request."""
+        EngineUnavailable / the engine's own exception. Cancelling the future abandons the request.
+
+        ``budget_s``: time allowed once the job starts; the engine returns what it has by then."""
         fut: Future = Future()
-        job = Job(uri, revision, prefix, suffix, params, priority, next(self._seq))
+        job = Job(uri, revision, prefix, suffix, params, priority, next(self._seq), budget_s=budget_s)
         with self._cond:
+            self._last_activity = time.monotonic()
             if self._stopping:
                 fut.set_exception(EngineUnavailable("the server is shutting down"))
                 return fut
@@ -148,6 +158,7 @@ class Worker:
     def document_changed(self, uri: str, revision: int) -> None:
         """Stop work on older revisions of ``uri``."""
         with self._cond:
+            self._last_activity = time.monotonic()
             job = self._pending.get(uri)
             if job is not None and job.revision < revision:
                 del self._pending[uri]
@@ -247,8 +258,13 @@ class Worker:
         self._load(self._load_fn)
         while True:
             with self._cond:
-                while not self._stopping and self._reload is None and not (self._pending and self._engine):
-                    self._cond.wait()
+                while True:
+                    while not self._stopping and self._reload is None and not (self._pending and self._engine):
+                        self._cond.wait()
+                    quiet = self._last_activity + QUIET_S - time.monotonic()
+                    if self._stopping or self._reload is not None or quiet <= 0:
+                        break
+                    self._cond.wait(quiet)  # messages are still arriving: let them land first
                 if self._stopping:
                     return
                 reload, self._reload = self._reload, None
@@ -282,8 +298,13 @@ class Worker:
             return
         self._emit("busy", uri=job.uri)
         t0 = time.perf_counter()
+        log.debug("job %d start: %s rev %d, waited %.0f ms", job.seq, job.uri, job.revision,
+                  (time.monotonic() - job.submitted) * 1000)
+        params = job.params
+        if job.budget_s is not None:
+            params = replace(params, deadline=time.monotonic() + job.budget_s)
         try:
-            result = engine.complete(job.prefix, job.suffix, job.params, cancel=job.cancel)
+            result = engine.complete(job.prefix, job.suffix, params, cancel=job.cancel)
         except Exception as e:
             log.exception("engine.complete failed")
             self._settle(job, exc=e)
@@ -292,6 +313,7 @@ class Worker:
         finally:
             self.jobs_run += 1
         ms = (time.perf_counter() - t0) * 1000
+        log.debug("job %d done in %.0f ms (%s)", job.seq, ms, job.cancel.reason or "complete")
         if job.cancel.cancelled:
             self._settle(job, exc=_reason_exc(job.cancel.reason))
         elif self._revision_of(job.uri) != job.revision:

@@ -30,7 +30,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 pytestmark = [pytest.mark.model, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVER = [sys.executable, "-m", "lsp_server", "--threads", "2"]
+SERVER = [sys.executable, "-m", "lsp_server", "--threads", "2", *(["-v"] if os.environ.get("FLINT_E2E_VERBOSE") else [])]
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
 CONTENT_MODIFIED = -32801
@@ -156,6 +156,13 @@ async def error_code(awaitable) -> int:
     return ei.value.code
 
 
+async def wait_ready(client: LanguageClient, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not any(s["state"] == "ready" for s in client.statuses):
+        await asyncio.sleep(0.1)
+    assert any(s["state"] == "ready" for s in client.statuses), client.statuses
+
+
 def meaningful(text: str) -> bool:
     return bool(text.strip())
 
@@ -263,7 +270,7 @@ async def test_invoked_gives_ranked_variants_and_flint_variants(client: Language
 async def test_crlf_document(client: LanguageClient):
     text = "def greet(name):\r\n    \r\n\r\ngreet('x')\r\n"
     uri = open_doc(client, text)
-    items = await inline(client, uri, 1, 4)
+    items = await inline(client, uri, 1, 4, invoked=True)
     assert items
     for it in items:
         assert it.range.start == types.Position(1, 4)
@@ -273,7 +280,8 @@ async def test_crlf_document(client: LanguageClient):
         assert "greet('x')" not in t
     # an incremental edit across a CRLF, then a completion at the end of the edited line
     change(client, uri, 2, "print('hi')", (1, 4, 1, 4))
-    items = await inline(client, uri, 1, 4 + len("print('hi')"))
+    items = await inline(client, uri, 1, 4 + len("print('hi')"), invoked=True)
+    assert items
     for it in items:
         assert it.range.start == types.Position(1, 15)
 
@@ -282,14 +290,17 @@ async def test_utf16_positions_with_emoji(client: LanguageClient):
     # 😀 is two UTF-16 units: character 7 is just after it, 6 is between its surrogates
     uri = open_doc(client, 'x = "😀\n')
     items = await raw_variants(client, uri, 0, 7)
+    assert items.items
     assert all((v.range.start.line, v.range.start.character) == (0, 7) for v in items.items)
     items = await raw_variants(client, uri, 0, 6)
     assert all((v.range.start.line, v.range.start.character) == (0, 5) for v in items.items)  # rounded down
-    # an incremental edit addressed in UTF-16 units: delete both emoji of s = "😀😀"
-    uri = open_doc(client, 's = "😀😀"\n')
+    # an incremental edit addressed in UTF-16 units: delete both emoji. Read as code points, the range
+    # would also eat `";` and the line would end 1 unit earlier (the position would be clamped).
+    uri = open_doc(client, 'x = "😀😀"; y = x + \n')
     change(client, uri, 2, "", (0, 5, 0, 9))
-    res = await raw_variants(client, uri, 0, 6)  # the end of `s = ""` now
-    assert all((v.range.start.line, v.range.start.character) == (0, 6) for v in res.items)
+    res = await raw_variants(client, uri, 0, 16)  # the end of `x = ""; y = x + ` now
+    assert res.items
+    assert all((v.range.start.line, v.range.start.character) == (0, 16) for v in res.items)
 
 
 async def raw_variants(client, uri, line, character):
@@ -393,40 +404,34 @@ async def test_bad_inputs_get_clear_errors_and_the_server_stays_up(client: Langu
 
 
 async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
-    """200 didChange + inline requests as fast as they can be sent: the last one is answered within about
-    one generation, every one is answered exactly once, and server memory does not grow."""
+    """200 didChange + inline requests as fast as they can be sent: every one is answered exactly once, the
+    last one about one generation after the last keystroke (no queue), and server memory does not grow."""
+    await wait_ready(client)
     proc = psutil.Process(client._server.pid)
     base = "import os\n\ndef list_python_files(root):\n    "
     typed = "result = [f for f in os.listdir(root) if f.endswith('.py')]  # keep only python files here ok"
 
-    async def burst(n: int) -> tuple[list, float, float]:
+    async def burst(n: int) -> tuple[list, float]:
         uri = open_doc(client, base + "\n")
         line = base.count("\n")
         col0 = len(base.split("\n")[-1])
         futs = []
         t_last = 0.0
         for i in range(n):
-            ch = typed[i % len(typed)]
             col = col0 + i
-            change(client, uri, i + 2, ch, (line, col, line, col))
+            change(client, uri, i + 2, typed[i % len(typed)], (line, col, line, col))
             t_last = time.monotonic()
             futs.append(send_inline(client, inline_params(uri, line, col + 1)))
         results = await asyncio.gather(*futs, return_exceptions=True)
-        done = time.monotonic()
-        return results, done - t_last, done
-
-    # one isolated request at a comparable spot: what one generation costs here
-    uri = open_doc(client, base + "result = [f for f in os.listdir(root) if \n")
-    t0 = time.monotonic()
-    await inline(client, uri, 3, len("    result = [f for f in os.listdir(root) if "))
-    one = time.monotonic() - t0
+        return results, time.monotonic() - t_last
 
     await burst(50)  # warm up whatever allocates on first use
     rss0 = proc.memory_info().rss
-    results, last_latency, _ = await burst(200)
+    n_status = len(client.statuses)
+    results, last_latency = await burst(200)
     rss1 = proc.memory_info().rss
 
-    assert len(results) == 200
+    assert len(results) == 200  # gather returns only when every request got its one answer
     last = results[-1]
     assert not isinstance(last, BaseException), last  # the newest request gets a real answer
     for r in results[:-1]:
@@ -435,9 +440,17 @@ async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
         else:
             assert not isinstance(r, BaseException), r
     dropped = sum(isinstance(r, JsonRpcException) for r in results)
+    # what the last generation itself took, as the engine thread measured it (flint/status)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 5 and not [s for s in client.statuses[n_status:] if s["lastLatencyMs"]]:
+        await asyncio.sleep(0.05)
+    gen_s = [s for s in client.statuses[n_status:] if s["lastLatencyMs"]][-1]["lastLatencyMs"] / 1000
+    print(f"rapid typing: last answer {last_latency:.2f}s after the last keystroke, its generation {gen_s:.2f}s, "
+          f"{dropped}/200 dropped, server RSS {rss0 / 2**20:.0f} -> {rss1 / 2**20:.0f} MiB")
     assert dropped >= 150, f"only {dropped} of 200 stale requests were dropped"
-    # no queue: the last answer comes about one generation after the last keystroke
-    assert last_latency < 2 * one + 1.5, (last_latency, one)
+    # no queue: the wait before the last generation is at most one interrupted model step plus messaging
+    # (200 queued generations would take minutes)
+    assert last_latency - gen_s < 1.5, (last_latency, gen_s)
     assert rss1 - rss0 < 40 * 2**20, f"server memory grew by {(rss1 - rss0) / 2**20:.1f} MiB"
 
 
@@ -474,14 +487,16 @@ async def test_utf8_positions(old_client: LanguageClient):
     # 😀 is four UTF-8 bytes: character 9 is just after it, 7 is inside it
     uri = open_doc(old_client, 'x = "😀\n')
     res = await raw_variants(old_client, uri, 0, 9)
+    assert res.items
     assert all((v.range.start.line, v.range.start.character) == (0, 9) for v in res.items)
     res = await raw_variants(old_client, uri, 0, 7)
     assert all((v.range.start.line, v.range.start.character) == (0, 5) for v in res.items)
-    # incremental edit in UTF-8 units: delete both emoji (8 bytes) of s = "😀😀"
-    uri = open_doc(old_client, 's = "😀😀"\n')
+    # incremental edit in UTF-8 units: delete both emoji (8 bytes)
+    uri = open_doc(old_client, 'x = "😀😀"; y = x + \n')
     change(old_client, uri, 2, "", (0, 5, 0, 13))
-    res = await raw_variants(old_client, uri, 0, 6)
-    assert all((v.range.start.line, v.range.start.character) == (0, 6) for v in res.items)
+    res = await raw_variants(old_client, uri, 0, 16)
+    assert res.items
+    assert all((v.range.start.line, v.range.start.character) == (0, 16) for v in res.items)
 
 
 async def test_configuration_change_applies_and_warns(old_client: LanguageClient):
