@@ -267,13 +267,19 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
                 changes.append(Change(c.text))
         uri = params.text_document.uri
         try:
-            session.documents.change(uri, params.text_document.version, changes, session.encoding)
+            doc = session.documents.change(uri, params.text_document.version, changes, session.encoding)
         except DocumentError as e:
             log.warning("didChange ignored: %s", e)
             ls.window_log_message(types.LogMessageParams(type=types.MessageType.Warning,
                                                          message=f"Flint: didChange ignored: {e}"))
             return
-        session.did_change(uri)
+        cursor = None
+        if len(changes) == 1 and changes[0].range is not None:
+            # one edit (typing, a paste, a deletion): the cursor ends up right after the new text; the text
+            # before the range's start did not move, so its position still holds in the new text
+            sl, sc = changes[0].range[:2]
+            cursor = doc.offset_at(sl, sc, session.encoding, clamp_line=True) + len(changes[0].text)
+        session.did_change(uri, cursor)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: FlintServer, params: types.DidCloseTextDocumentParams) -> None:

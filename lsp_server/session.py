@@ -24,7 +24,7 @@ from . import convert
 from .documents import DocumentError, DocumentStore
 from .settings import Settings
 from .stats import Stats
-from .worker import USER, EngineLike, Worker
+from .worker import SPECULATIVE, USER, EngineLike, Worker
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,8 @@ class Session:
         self._ids = itertools.count(1)
         self._id_prefix = f"{os.getpid():x}"
         self._records: OrderedDict[str, _Record] = OrderedDict()
+        # speculate on didChange once the client has shown it asks for suggestions as the user types
+        self.speculate = False
         self.worker = Worker(lambda: load(self.settings), self.documents.revision, self._worker_event)
 
     # ---- lifecycle ------------------------------------------------------------------------------
@@ -159,10 +161,23 @@ class Session:
         self._on_status(st)
 
     # ---- documents ------------------------------------------------------------------------------
-    def did_change(self, uri: str) -> None:
+    def did_change(self, uri: str, cursor: int | None = None) -> None:
+        """After an edit: stop stale work, and when the client completes as the user types, start the
+        generation for the spot the edit left the cursor at (``cursor``, a code point offset) now; the
+        client's request for that spot joins it instead of starting from zero."""
         rev = self.documents.revision(uri)
-        if rev is not None:
-            self.worker.document_changed(uri, rev)
+        if rev is None:
+            return
+        self.worker.document_changed(uri, rev)
+        if cursor is None or not self.speculate or not self.settings.enable:
+            return
+        doc = self.documents.get(uri)
+        if doc.problem():
+            return
+        work = self._prepare(doc.text, cursor, invoked=False)
+        if work is not None:
+            prefix, suffix, _, params, budget = work
+            self.worker.submit(uri, rev, prefix, suffix, params, SPECULATIVE, budget_s=budget)
 
     def did_close(self, uri: str) -> None:
         self.documents.close(uri)
@@ -189,23 +204,20 @@ class Session:
         empty = Suggestions(sid, uri, doc.version, [], "single")
         if not self.settings.enable:
             return empty
+        if not invoked:
+            self.speculate = True  # this client asks on its own as the user types: worth starting early
         revision, text, version = doc.revision, doc.text, doc.version
-        eol = convert.dominant_eol(text)
-        prefix = convert.normalize_eol(text[max(0, offset - WINDOW_PREFIX_CHARS): offset])
-        suffix = convert.normalize_eol(text[offset: offset + WINDOW_SUFFIX_CHARS])
-        line_prefix, line_suffix = split_cursor(prefix, suffix)
-        if not invoked and (line_suffix[:1].isalnum() or line_suffix[:1] == "_"):
-            # the cursor sits inside a word: nothing useful to add while the user is editing it
+        work = self._prepare(text, offset, invoked=invoked, n=n)
+        if work is None:
             self.stats.completed(0.0, "skip", 0)
             return empty
-        mode = decide_mode(line_prefix, line_suffix, self.settings.multiline)
-        params = self.gen_params(mode, invoked=invoked, n=n)
+        prefix, suffix, mode, params, budget = work
+        eol = convert.dominant_eol(text)
         if self.settings.debounce_ms and not invoked:
             await asyncio.sleep(self.settings.debounce_ms / 1000)
             if self.documents.revision(uri) != revision:
                 self.stats.count("stale")
                 raise RequestError(RequestError.CONTENT_MODIFIED, "the document changed")
-        budget = INVOKED_BUDGET_S if invoked else AUTOMATIC_BUDGET_S
         log.debug("suggest %s rev %d %d:%d %s n=%d", uri, revision, line, character, mode, params.n)
         future = self.worker.submit(uri, revision, prefix, suffix, params, USER, budget_s=budget)
         try:
@@ -240,6 +252,20 @@ class Session:
                  "invoked" if invoked else "auto", uri.rsplit("/", 1)[-1], line, character, mode, len(items),
                  total_ms, timings.prompt_tokens, timings.reused_tokens, timings.decode_tokens)
         return res
+
+    def _prepare(self, text: str, offset: int, *, invoked: bool, n: int | None = None
+                 ) -> tuple[str, str, str, GenParams, float] | None:
+        """The engine's work for a cursor: (prefix, suffix, mode, params, budget), or None when an automatic
+        request there is not worth a model call. Requests and speculation share it, so a request for the
+        spot a didChange already started joins that generation."""
+        prefix = convert.normalize_eol(text[max(0, offset - WINDOW_PREFIX_CHARS): offset])
+        suffix = convert.normalize_eol(text[offset: offset + WINDOW_SUFFIX_CHARS])
+        line_prefix, line_suffix = split_cursor(prefix, suffix)
+        if not invoked and (line_suffix[:1].isalnum() or line_suffix[:1] == "_"):
+            return None  # the cursor sits inside a word: nothing useful to add while it is being edited
+        mode = decide_mode(line_prefix, line_suffix, self.settings.multiline)
+        params = self.gen_params(mode, invoked=invoked, n=n)
+        return prefix, suffix, mode, params, INVOKED_BUDGET_S if invoked else AUTOMATIC_BUDGET_S
 
     def gen_params(self, mode: str, *, invoked: bool, n: int | None = None) -> GenParams:
         """Automatic requests take one greedy variant (the fastest path: prompt-lookup drafts); an explicit

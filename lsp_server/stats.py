@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import time
 from collections import Counter
@@ -124,7 +125,7 @@ def percentile(values: list[float], q: float) -> float | None:
         return None
     s = sorted(values)
     # nearest-rank percentile: simple and exact on the samples we have
-    k = max(0, min(len(s) - 1, int(round(q / 100 * len(s) + 0.5)) - 1))
+    k = max(0, min(len(s) - 1, math.ceil(q / 100 * len(s)) - 1))
     return s[k]
 
 

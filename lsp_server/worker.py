@@ -104,6 +104,7 @@ class Worker:
         self._stopping = False
         self._seq = itertools.count()
         self._last_activity = 0.0  # time.monotonic() of the last submit / document change
+        self._memo: tuple[Job, Result] | None = None  # the last finished job (same work = same answer)
         self._thread = threading.Thread(target=self._main, name="flint-engine", daemon=True)
         self.loaded = threading.Event()  # set once the first load attempt finished (ok or not)
         self.jobs_run = 0
@@ -136,12 +137,16 @@ class Worker:
             if self._load_error is not None and self._engine is None and self._reload is None:
                 fut.set_exception(EngineUnavailable(self._load_error))
                 return fut
+            if self._memo is not None and self._memo[0].same_work(job):
+                if priority == USER:  # asked again for what was just computed: answer from memory
+                    fut.set_result(_from_memory(self._memo[1]))
+                return fut
             for j in (self._running, self._pending.get(uri)):
                 if j is not None and not j.cancel.cancelled and j.same_work(job):
-                    if priority == USER or j.waiters:
+                    if priority == USER:
                         j.waiters.append(fut)
+                        fut.add_done_callback(lambda f, j=j: self._waiter_done(j, f))
                     j.priority = min(j.priority, priority)
-                    fut.add_done_callback(lambda f, j=j: self._waiter_done(j, f))
                     return fut
             old = self._pending.pop(uri, None)
             if old is not None:
@@ -274,6 +279,7 @@ class Worker:
                     self._running = job
             if reload is not None:
                 self._engine = None
+                self._memo = None
                 self._load(reload)
                 continue
             try:
@@ -319,6 +325,8 @@ class Worker:
         elif self._revision_of(job.uri) != job.revision:
             self._settle(job, exc=Stale("the document changed"))
         else:
+            with self._cond:
+                self._memo = (job, result)
             self._settle(job, result=result)
         with self._cond:
             idle = not self._pending
@@ -326,6 +334,11 @@ class Worker:
             comps = result[0]
             self._emit("ready", latency_ms=ms, source=comps[0].source if comps else None,
                        cancelled=job.cancel.cancelled)
+
+
+def _from_memory(result: Result) -> Result:
+    comps, timings = result
+    return [replace(c, source="memory", ttft_ms=0.0, total_ms=0.0) for c in comps], timings
 
 
 def _reason_exc(reason: str) -> BaseException:

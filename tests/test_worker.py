@@ -1,0 +1,326 @@
+"""The engine worker's scheduling rules, against a stand-in engine that implements the facade
+(engine/engine_api.md): one step every STEP seconds, the CancelToken checked before each step, like the
+real generation loop. The real engine runs in tests/test_server_e2e.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import CancelledError
+
+import pytest
+
+from engine.types import CancelToken, Completion, GenParams, Timings
+from lsp_server.worker import SPECULATIVE, USER, EngineUnavailable, Stale, Superseded, Worker
+
+STEP = 0.01
+
+
+class StepEngine:
+    """Generates ``steps`` tokens of "x", STEP seconds each; stops at cancel or deadline."""
+
+    model_id = "step-engine"
+
+    def __init__(self, steps: int = 20, slow: tuple[str, ...] = ()) -> None:
+        self.steps = steps
+        self.slow = slow  # prompts that take 1000 steps
+        self.calls: list[tuple[str, str, GenParams]] = []
+        self.steps_run = 0
+        self.running = threading.Event()
+
+    def complete(self, prefix, suffix="", params=None, cancel: CancelToken | None = None, on_token=None):
+        params = params or GenParams()
+        self.calls.append((prefix, suffix, params))
+        self.running.set()
+        t = Timings()
+        text, reason = "", "length"
+        for _ in range(1000 if prefix in self.slow else self.steps):
+            if cancel is not None and cancel.cancelled:
+                reason = "cancelled"
+                break
+            if params.deadline is not None and time.monotonic() >= params.deadline:
+                reason = "deadline"
+                break
+            time.sleep(STEP)
+            self.steps_run += 1
+            text += "x"
+        self.running.clear()
+        return [Completion(text=prefix[-1:] + text, token_ids=[1] * len(text), finish_reason=reason)], t
+
+
+class Revisions(dict):
+    def __call__(self, uri: str) -> int | None:
+        return self.get(uri)
+
+
+def make(engine=None, load=None, events=None):
+    revs = Revisions()
+    engine = engine or StepEngine()
+    w = Worker(load or (lambda: engine), revs, (lambda s, i: events.append(s)) if events is not None else None)
+    w.start()
+    assert w.loaded.wait(5)
+    return w, engine, revs
+
+
+def wait_running(engine: StepEngine) -> None:
+    assert engine.running.wait(5)
+
+
+def test_result_delivered_once():
+    w, eng, revs = make()
+    revs["a"] = 1
+    fut = w.submit("a", 1, "p", "s", GenParams())
+    comps, timings = fut.result(5)
+    assert comps[0].text == "p" + "x" * 20 and isinstance(timings, Timings)
+    assert len(eng.calls) == 1
+    w.stop()
+
+
+def test_newer_request_supersedes_running_one_within_a_step():
+    w, eng, revs = make(StepEngine(steps=3, slow=("p1",)))
+    revs["a"] = 1
+    first = w.submit("a", 1, "p1", "", GenParams())
+    wait_running(eng)
+    t0 = time.monotonic()
+    second = w.submit("a", 1, "p2", "", GenParams())
+    with pytest.raises(Superseded):
+        first.result(5)
+    assert time.monotonic() - t0 < 10 * STEP + 0.1
+    assert second.result(5)[0][0].text.startswith("2")
+    w.stop()
+
+
+def test_newer_request_supersedes_pending_one_at_once():
+    w, eng, revs = make(StepEngine(steps=2, slow=("busy",)))
+    revs.update(a=1, b=1)
+    w.submit("b", 1, "busy", "", GenParams(), budget_s=0.5)  # keeps the engine busy for 0.5 s
+    wait_running(eng)
+    older = w.submit("a", 1, "p1", "", GenParams())
+    newer = w.submit("a", 1, "p2", "", GenParams())
+    with pytest.raises(Superseded):
+        older.result(0.2)  # answered without waiting for the engine
+    assert newer.result(10)[0][0].text.startswith("2")
+    assert [c[0] for c in eng.calls] == ["busy", "p2"]  # the superseded job never ran
+    w.stop()
+
+
+def test_document_change_stops_stale_work():
+    w, eng, revs = make(StepEngine(steps=500))
+    revs["a"] = 1
+    fut = w.submit("a", 1, "p", "", GenParams())
+    wait_running(eng)
+    revs["a"] = 2
+    t0 = time.monotonic()
+    w.document_changed("a", 2)
+    with pytest.raises(Stale):
+        fut.result(5)
+    assert time.monotonic() - t0 < 10 * STEP + 0.1
+    assert eng.steps_run < 100
+    w.stop()
+
+
+def test_result_for_a_revision_that_moved_on_is_dropped():
+    w, eng, revs = make(StepEngine(steps=5))
+    revs["a"] = 1
+    fut = w.submit("a", 1, "p", "", GenParams())
+    wait_running(eng)
+    revs["a"] = 2  # changed, but nobody told the worker: it still checks before answering
+    with pytest.raises(Stale):
+        fut.result(5)
+    w.stop()
+
+
+def test_identical_work_is_computed_once():
+    w, eng, revs = make(StepEngine(steps=10))
+    revs["a"] = 1
+    f1 = w.submit("a", 1, "p", "s", GenParams())
+    f2 = w.submit("a", 1, "p", "s", GenParams())
+    assert f1.result(5) is f2.result(5) or f1.result(5)[0][0].text == f2.result(5)[0][0].text
+    assert len(eng.calls) == 1
+    w.stop()
+
+
+def test_client_cancel_stops_the_engine():
+    w, eng, revs = make(StepEngine(steps=500))
+    revs["a"] = 1
+    fut = w.submit("a", 1, "p", "", GenParams())
+    wait_running(eng)
+    assert fut.cancel()
+    t0 = time.monotonic()
+    while eng.running.is_set() and time.monotonic() - t0 < 5:
+        time.sleep(STEP / 2)
+    assert not eng.running.is_set()
+    assert time.monotonic() - t0 < 10 * STEP + 0.1
+    with pytest.raises(CancelledError):
+        fut.result(0)
+    w.stop()
+
+
+def test_joined_request_survives_the_other_waiter_cancelling():
+    w, eng, revs = make(StepEngine(steps=20))
+    revs["a"] = 1
+    f1 = w.submit("a", 1, "p", "", GenParams())
+    f2 = w.submit("a", 1, "p", "", GenParams())
+    wait_running(eng)
+    f1.cancel()
+    assert f2.result(5)[0][0].text == "p" + "x" * 20
+    w.stop()
+
+
+def test_other_documents_wait_their_turn():
+    w, eng, revs = make(StepEngine(steps=5))
+    revs.update(a=1, b=1)
+    fa = w.submit("a", 1, "a", "", GenParams())
+    fb = w.submit("b", 1, "b", "", GenParams())
+    assert fa.result(5)[0][0].text.startswith("a") and fb.result(5)[0][0].text.startswith("b")
+    w.stop()
+
+
+def test_budget_starts_when_the_job_starts():
+    w, eng, revs = make(StepEngine(steps=1000))
+    revs.update(a=1, b=1)
+    w.submit("b", 1, "b", "", GenParams(), budget_s=0.3)  # a 0.3 s generation ahead of a
+    wait_running(eng)
+    fa = w.submit("a", 1, "a", "", GenParams(), budget_s=0.2)
+    comps, _ = fa.result(5)
+    # it waited ~0.3 s behind b, yet still got its own 0.2 s of generation
+    assert comps[0].finish_reason == "deadline" and len(comps[0].text) > 0.1 / STEP / 2
+    w.stop()
+
+
+def test_burst_of_messages_starts_the_engine_once():
+    w, eng, revs = make(StepEngine(steps=3))
+    futs = []
+    for i in range(1, 101):
+        revs["a"] = i
+        w.document_changed("a", i)
+        futs.append(w.submit("a", i, f"p{i}", "", GenParams(), USER))
+    assert futs[-1].result(5)[0][0].text.startswith("0")  # "p100"[-1:]
+    dropped = 0
+    for f in futs[:-1]:
+        with pytest.raises((Superseded, Stale)):
+            f.result(1)
+        dropped += 1
+    assert dropped == 99
+    assert len(eng.calls) <= 3  # not one generation per message
+    w.stop()
+
+
+def test_engine_error_reaches_the_waiter_and_the_worker_lives_on():
+    class Broken(StepEngine):
+        def complete(self, prefix, *a, **k):
+            if prefix == "boom":
+                raise RuntimeError("kaput")
+            return super().complete(prefix, *a, **k)
+
+    w, eng, revs = make(Broken(steps=2))
+    revs["a"] = 1
+    with pytest.raises(RuntimeError, match="kaput"):
+        w.submit("a", 1, "boom", "", GenParams()).result(5)
+    assert w.submit("a", 1, "ok", "", GenParams()).result(5)[0][0].text == "kxx"
+    w.stop()
+
+
+def test_load_failure_answers_every_request():
+    def load():
+        raise RuntimeError("model 'nope' is not built: run `flint model build nope`")
+
+    events: list[str] = []
+    w, _, revs = make(load=load, events=events)
+    revs["a"] = 1
+    with pytest.raises(EngineUnavailable, match="flint model build"):
+        w.submit("a", 1, "p", "", GenParams()).result(5)
+    assert events == ["loading", "error"]
+    # a reload with a working model recovers
+    eng = StepEngine(steps=2)
+    w.reload(lambda: eng)
+    deadline = time.monotonic() + 5
+    while w.engine is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert w.submit("a", 1, "p", "", GenParams()).result(5)[0][0].text == "pxx"
+    w.stop()
+
+
+def test_requests_wait_for_the_model_to_load():
+    gate = threading.Event()
+    eng = StepEngine(steps=2)
+
+    def load():
+        gate.wait(5)
+        return eng
+
+    revs = Revisions(a=1)
+    w = Worker(load, revs)
+    w.start()
+    fut = w.submit("a", 1, "p", "", GenParams())
+    time.sleep(0.05)
+    assert not fut.done()
+    gate.set()
+    assert fut.result(5)[0][0].text == "pxx"
+    w.stop()
+
+
+def test_stop_answers_pending_requests():
+    w, eng, revs = make(StepEngine(steps=1000))
+    revs.update(a=1, b=1)
+    fa = w.submit("a", 1, "a", "", GenParams())
+    wait_running(eng)
+    fb = w.submit("b", 1, "b", "", GenParams())
+    w.stop()
+    with pytest.raises(EngineUnavailable):
+        fb.result(1)
+    with pytest.raises(EngineUnavailable):
+        fa.result(1)
+    with pytest.raises(EngineUnavailable):
+        w.submit("a", 1, "a", "", GenParams()).result(1)
+
+
+def test_job_nobody_waits_for_is_stopped():
+    w, eng, revs = make(StepEngine(steps=300))
+    revs["a"] = 1
+    f1 = w.submit("a", 1, "p", "", GenParams())
+    f2 = w.submit("a", 1, "p", "", GenParams())  # joined
+    wait_running(eng)
+    f1.cancel()
+    f2.cancel()
+    time.sleep(20 * STEP)
+    assert not eng.running.is_set() and eng.steps_run < 50
+    assert w.backlog() == 0
+    w.stop()
+
+
+def test_speculative_job_is_joined_by_the_request_for_the_same_spot():
+    w, eng, revs = make(StepEngine(steps=20))
+    revs["a"] = 1
+    w.submit("a", 1, "p", "s", GenParams(), SPECULATIVE)
+    wait_running(eng)
+    comps, _ = w.submit("a", 1, "p", "s", GenParams(), USER).result(5)
+    assert comps[0].text == "p" + "x" * 20 and comps[0].source == "model"
+    assert len(eng.calls) == 1
+
+
+def test_same_work_again_is_answered_from_memory():
+    w, eng, revs = make(StepEngine(steps=5))
+    revs["a"] = 1
+    w.submit("a", 1, "p", "s", GenParams()).result(5)
+    comps, _ = w.submit("a", 1, "p", "s", GenParams()).result(0.05)  # no engine time
+    assert comps[0].source == "memory" and comps[0].text == "pxxxxx"
+    assert len(eng.calls) == 1
+    # a new revision is new work
+    revs["a"] = 2
+    w.submit("a", 2, "p", "s", GenParams()).result(5)
+    assert len(eng.calls) == 2
+    w.stop()
+
+
+def test_user_requests_run_before_speculation():
+    w, eng, revs = make(StepEngine(steps=3, slow=("busy",)))
+    revs.update(a=1, b=1, c=1)
+    w.submit("c", 1, "busy", "", GenParams(), budget_s=0.2)
+    wait_running(eng)
+    w.submit("a", 1, "spec", "", GenParams(), SPECULATIVE)
+    user = w.submit("b", 1, "user", "", GenParams(), USER)
+    user.result(5)
+    time.sleep(10 * STEP)
+    assert [c[0] for c in eng.calls][:3] == ["busy", "user", "spec"]
+    w.stop()
