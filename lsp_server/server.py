@@ -22,7 +22,7 @@ from cattrs import transform_error
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol, lsp_method
 
 from engine import __version__
 
@@ -89,17 +89,17 @@ class FlintProtocol(LanguageServerProtocol):
             yield h, (params,), None
 
     def structure_message(self, data: dict[str, Any]):
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as exc:
-            if isinstance(data, dict) and "id" in data and "method" in data:
-                cause = exc.__cause__
+        if isinstance(data, dict) and "jsonrpc" in data and "id" in data and "method" in data:
+            request_type = self.get_message_type(data["method"]) or JsonRPCRequestMessage
+            try:
+                return self._converter.structure(data, request_type)
+            except Exception as exc:
                 try:
-                    detail = "; ".join(transform_error(cause)) if cause is not None else str(exc)
+                    detail = "; ".join(transform_error(exc))
                 except Exception:
-                    detail = str(cause or exc)
+                    detail = str(exc)
                 return _Malformed(data["id"], str(data["method"]), detail)
-            raise
+        return super().structure_message(data)
 
     def handle_message(self, message):
         if isinstance(message, _Malformed):
@@ -130,10 +130,17 @@ class FlintServer(LanguageServer):
         self.initialized = False
         self.pending_warnings: list[str] = []
         self._tasks: set[asyncio.Task] = set()
+        self._shown_error: str | None = None
 
     def _send_status(self, status: dict[str, Any]) -> None:
-        if self.initialized:
-            self.protocol.notify(STATUS, status)
+        if not self.initialized:
+            return
+        self.protocol.notify(STATUS, status)
+        if status["state"] == "error" and status["message"] != self._shown_error:
+            # the status bar may not exist (not every client knows flint/status): say it once, plainly
+            self._shown_error = status["message"]
+            self.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Error, message=f"Flint: {status['message']}"))
 
     def warn(self, message: str) -> None:
         log.warning("%s", message)
@@ -146,7 +153,7 @@ class FlintServer(LanguageServer):
 
     def report_server_error(self, error: Exception, source) -> None:
         # malformed notifications and the like: the server stays up; say so in the log, not in a popup
-        log.error("protocol error (%s): %s", getattr(source, "__name__", source), error)
+        log.warning("protocol error (%s): %s", getattr(source, "__name__", source), error)
 
 
 def load_engine(settings: Settings):

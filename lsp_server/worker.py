@@ -9,10 +9,11 @@ Scheduling rules (the llama.cpp server / ruff_server shape: handlers post tasks,
   the second request joins the first (a speculative job becomes a user job that way).
 - User jobs run before speculative ones; among equals, oldest first.
 - Stopping means setting the engine's CancelToken: the generation loop checks it every model step.
-- A job starts only after ``QUIET_S`` without new document activity. Human keystrokes are tens of
-  milliseconds apart, so this costs them ~nothing; a burst (a paste replayed as keystrokes, a client
-  catching up) is read to its end before the model starts, instead of starting a generation per message
-  that the next message stops (each start costs an uninterruptible prompt pass).
+- A job starts only after ``QUIET_S`` without new document activity (``BURST_QUIET_S`` while messages
+  arrive faster than any typist types). Human keystrokes are tens of milliseconds apart, so this costs
+  them ~nothing; a burst (a replayed edit, a client catching up) is read to its end before the model
+  starts, instead of starting a generation per message that the next message stops (each start costs
+  an uninterruptible prompt pass, and the model's threads slow the reading of the rest).
 - Every waiter's future is settled exactly once: a result, or one of the exceptions below.
 
 Nothing here imports pygls: the worker sees the engine through the facade in engine/engine_api.md.
@@ -24,6 +25,7 @@ import itertools
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field, replace
@@ -36,6 +38,8 @@ log = logging.getLogger(__name__)
 USER = 0
 SPECULATIVE = 1
 QUIET_S = 0.008
+BURST_QUIET_S = 0.06
+BURST_EVENTS, BURST_WINDOW_S = 12, 0.1  # 12 events within 100 ms (120/s): no human types that fast
 
 
 class JobDropped(Exception):
@@ -103,7 +107,7 @@ class Worker:
         self._reload: Callable[[], EngineLike] | None = None
         self._stopping = False
         self._seq = itertools.count()
-        self._last_activity = 0.0  # time.monotonic() of the last submit / document change
+        self._activity: deque[float] = deque(maxlen=BURST_EVENTS)  # times of recent submits / changes
         self._memo: tuple[Job, Result] | None = None  # the last finished job (same work = same answer)
         self._thread = threading.Thread(target=self._main, name="flint-engine", daemon=True)
         self.loaded = threading.Event()  # set once the first load attempt finished (ok or not)
@@ -130,7 +134,7 @@ class Worker:
         fut: Future = Future()
         job = Job(uri, revision, prefix, suffix, params, priority, next(self._seq), budget_s=budget_s)
         with self._cond:
-            self._last_activity = time.monotonic()
+            self._activity.append(time.monotonic())
             if self._stopping:
                 fut.set_exception(EngineUnavailable("the server is shutting down"))
                 return fut
@@ -152,7 +156,7 @@ class Worker:
             if old is not None:
                 self._drop(old, Superseded("a newer request for this document replaced it"))
             if self._running is not None and self._running.uri == uri:
-                self._running.cancel.cancel("superseded")
+                _stop(self._running, "superseded")
             if priority == USER:
                 job.waiters.append(fut)
             self._pending[uri] = job
@@ -163,13 +167,13 @@ class Worker:
     def document_changed(self, uri: str, revision: int) -> None:
         """Stop work on older revisions of ``uri``."""
         with self._cond:
-            self._last_activity = time.monotonic()
+            self._activity.append(time.monotonic())
             job = self._pending.get(uri)
             if job is not None and job.revision < revision:
                 del self._pending[uri]
                 self._drop(job, Stale("the document changed"))
             if self._running is not None and self._running.uri == uri and self._running.revision < revision:
-                self._running.cancel.cancel("stale")
+                _stop(self._running, "stale")
 
     def document_closed(self, uri: str) -> None:
         self.document_changed(uri, 1 << 62)
@@ -179,7 +183,7 @@ class Worker:
         with self._cond:
             self._reload = load
             if self._running is not None:
-                self._running.cancel.cancel("reload")
+                _stop(self._running, "reload")
             self._cond.notify()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -189,7 +193,7 @@ class Worker:
                 self._drop(job, EngineUnavailable("the server is shutting down"))
             self._pending.clear()
             if self._running is not None:
-                self._running.cancel.cancel("shutdown")
+                _stop(self._running, "shutdown")
             self._cond.notify()
         if self._thread.is_alive():
             self._thread.join(timeout)
@@ -200,6 +204,14 @@ class Worker:
             return len(self._pending) + (self._running is not None)
 
     # ---- internals ------------------------------------------------------------------------------
+    def _quiet_left(self) -> float:
+        """Seconds to wait before starting the model (called under the lock)."""
+        if not self._activity:
+            return 0.0
+        last = self._activity[-1]
+        burst = len(self._activity) == BURST_EVENTS and last - self._activity[0] < BURST_WINDOW_S
+        return last + (BURST_QUIET_S if burst else QUIET_S) - time.monotonic()
+
     def _waiter_done(self, job: Job, fut: Future) -> None:
         """A waiter's future finished; if it was cancelled by the client, maybe stop the job."""
         if not fut.cancelled():
@@ -208,7 +220,7 @@ class Worker:
             if fut in job.waiters:
                 job.waiters.remove(fut)
             if not job.waiters:
-                job.cancel.cancel("client cancelled")
+                _stop(job, "client cancelled")
                 if self._pending.get(job.uri) is job:
                     del self._pending[job.uri]
 
@@ -227,7 +239,7 @@ class Worker:
                 pass
 
     def _drop(self, job: Job, exc: BaseException) -> None:
-        job.cancel.cancel(type(exc).__name__.lower())
+        _stop(job, type(exc).__name__.lower())
         self._settle(job, exc=exc)
 
     def _emit(self, state: str, **info: Any) -> None:
@@ -266,7 +278,7 @@ class Worker:
                 while True:
                     while not self._stopping and self._reload is None and not (self._pending and self._engine):
                         self._cond.wait()
-                    quiet = self._last_activity + QUIET_S - time.monotonic()
+                    quiet = self._quiet_left()
                     if self._stopping or self._reload is not None or quiet <= 0:
                         break
                     self._cond.wait(quiet)  # messages are still arriving: let them land first
@@ -293,11 +305,11 @@ class Worker:
 
     def _run(self, job: Job) -> None:
         engine = self._engine
-        if job.cancel.cancelled:
-            self._settle(job, exc=_reason_exc(job.cancel.reason))
-            return
         if self._revision_of(job.uri) != job.revision:
             self._settle(job, exc=Stale("the document changed"))
+            return
+        if job.cancel.cancelled:
+            self._settle(job, exc=_reason_exc(job.cancel.reason))
             return
         if engine is None:
             self._settle(job, exc=EngineUnavailable(self._load_error or "no model loaded"))
@@ -320,10 +332,10 @@ class Worker:
             self.jobs_run += 1
         ms = (time.perf_counter() - t0) * 1000
         log.debug("job %d done in %.0f ms (%s)", job.seq, ms, job.cancel.reason or "complete")
-        if job.cancel.cancelled:
-            self._settle(job, exc=_reason_exc(job.cancel.reason))
-        elif self._revision_of(job.uri) != job.revision:
+        if self._revision_of(job.uri) != job.revision:
             self._settle(job, exc=Stale("the document changed"))
+        elif job.cancel.cancelled:
+            self._settle(job, exc=_reason_exc(job.cancel.reason))
         else:
             with self._cond:
                 self._memo = (job, result)
@@ -334,6 +346,12 @@ class Worker:
             comps = result[0]
             self._emit("ready", latency_ms=ms, source=comps[0].source if comps else None,
                        cancelled=job.cancel.cancelled)
+
+
+def _stop(job: Job, reason: str) -> None:
+    """Stop a job; the first reason sticks (a stale job superseded afterwards is still stale)."""
+    if not job.cancel.cancelled:
+        job.cancel.cancel(reason)
 
 
 def _from_memory(result: Result) -> Result:

@@ -426,6 +426,7 @@ async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
         return results, time.monotonic() - t_last
 
     await burst(50)  # warm up whatever allocates on first use
+    await asyncio.sleep(0.5)  # its last status notification lands before counting
     rss0 = proc.memory_info().rss
     n_status = len(client.statuses)
     results, last_latency = await burst(200)
@@ -444,6 +445,7 @@ async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
     t0 = time.monotonic()
     while time.monotonic() - t0 < 5 and not [s for s in client.statuses[n_status:] if s["lastLatencyMs"]]:
         await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
     gen_s = [s for s in client.statuses[n_status:] if s["lastLatencyMs"]][-1]["lastLatencyMs"] / 1000
     print(f"rapid typing: last answer {last_latency:.2f}s after the last keystroke, its generation {gen_s:.2f}s, "
           f"{dropped}/200 dropped, server RSS {rss0 / 2**20:.0f} -> {rss1 / 2**20:.0f} MiB")
@@ -517,3 +519,30 @@ async def test_configuration_change_applies_and_warns(old_client: LanguageClient
     assert res.items == []
     old_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"flint": {"enable": True}}))
+
+
+# ------------------------------------------------------------------------------------ a model that is missing
+
+
+@pytest_lsp.fixture(scope="module", config=ClientServerConfig(
+    server_command=[sys.executable, "-m", "lsp_server", "--model", "no-such-model"], server_env=ENV))
+async def broken_client(lsp_client: LanguageClient):
+    lsp_client.statuses = _watch_status(lsp_client)
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=capabilities(inline=True, encodings=["utf-16"])))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_missing_model_is_reported_and_requests_fail_clearly(broken_client: LanguageClient):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(s["state"] == "error" for s in broken_client.statuses):
+        await asyncio.sleep(0.1)
+    assert any(s["state"] == "error" for s in broken_client.statuses), broken_client.statuses
+    errors = [m for m in broken_client.messages if m.type == types.MessageType.Error]
+    assert errors and "flint model build" in errors[0].message
+    uri = open_doc(broken_client, "x = \n")
+    for _ in range(2):  # the server stays up and answers every time
+        with pytest.raises(JsonRpcException) as ei:
+            await send_inline(broken_client, inline_params(uri, 0, 4))
+        assert ei.value.code == REQUEST_FAILED and "flint model build" in ei.value.message
