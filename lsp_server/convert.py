@@ -44,6 +44,13 @@ def choose_encoding(offered: Sequence[str] | None) -> str:
     return UTF8 if UTF8 in offered else UTF16
 
 
+def encoding_name(encoding: object) -> str:
+    """'utf-8' / 'utf-16' / 'utf-32' from a string or an lsprotocol PositionEncodingKind (whose str() is
+    'PositionEncodingKind.Utf16', not its value). Anything unknown is UTF-16, the LSP default."""
+    name = str(getattr(encoding, "value", encoding) or "").lower()
+    return name if name in ENCODINGS else UTF16
+
+
 def char_units(ch: str, encoding: str) -> int:
     """Code units one code point takes in ``encoding``."""
     cp = ord(ch)

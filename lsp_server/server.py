@@ -73,6 +73,18 @@ class FlintProtocol(LanguageServerProtocol):
             params.capabilities.general.position_encodings = offered
         return result
 
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args):
+        if isinstance(self.writer, asyncio.StreamWriter):
+            # TCP: pygls would sys.exit() inside the connection callback (an asyncio traceback); close
+            # the connection and the listener instead, and let `flint serve` return normally
+            self.writer.close()
+            listener = getattr(self._server, "_server", None)
+            if listener is not None:
+                listener.close()
+            return
+        yield from super().lsp_exit(*args)
+
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams):
         if (h := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
@@ -212,7 +224,7 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
     @server.feature(types.INITIALIZE)
     def initialize(ls: FlintServer, params: types.InitializeParams) -> None:
         session.attach_loop(asyncio.get_running_loop())
-        session.encoding = str(ls.workspace.position_encoding or convert.UTF16)
+        session.encoding = convert.encoding_name(ls.workspace.position_encoding)
         new, warnings = parse_settings(params.initialization_options, session.settings)
         ls.pending_warnings.extend(warnings)
         session.apply_settings(new)

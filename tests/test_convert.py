@@ -119,6 +119,15 @@ def test_choose_encoding():
     assert convert.choose_encoding(["utf-32"]) == UTF16
 
 
+def test_encoding_name_accepts_lsprotocol_enums():
+    from lsprotocol.types import PositionEncodingKind
+
+    assert convert.encoding_name(PositionEncodingKind.Utf16) == UTF16
+    assert convert.encoding_name(PositionEncodingKind.Utf8) == UTF8
+    assert convert.encoding_name("utf-32") == UTF32
+    assert convert.encoding_name(None) == UTF16 and convert.encoding_name("latin-1") == UTF16
+
+
 def test_eol_helpers():
     assert convert.normalize_eol("a\r\nb\rc\n") == "a\nb\nc\n"
     assert convert.dominant_eol("a\r\nb\r\nc\n") == "\r\n"

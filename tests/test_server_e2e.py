@@ -2,7 +2,8 @@
 
 Two servers, one per kind of client (pytest-lsp: one server per fixture, module scope):
 
-- ``client``: a VS Code-like client: inline completion, UTF-16 only, work done progress.
+- ``client``: a VS Code-like client: inline completion, work done progress, no position encodings offered
+  (so UTF-16, the LSP default, as with most clients).
 - ``old_client``: an older client without inline completion that offers UTF-8 (after UTF-16): it gets
   UTF-8 positions and the ``textDocument/completion`` fallback.
 
@@ -41,7 +42,7 @@ REQUEST_FAILED = -32803
 METHOD_NOT_FOUND = -32601
 
 
-def capabilities(*, inline: bool, encodings: list[str]) -> types.ClientCapabilities:
+def capabilities(*, inline: bool, encodings: list[str] | None) -> types.ClientCapabilities:
     return types.ClientCapabilities(
         general=types.GeneralClientCapabilities(position_encodings=encodings),
         text_document=types.TextDocumentClientCapabilities(
@@ -71,7 +72,7 @@ def _watch_status(client: LanguageClient) -> list[dict]:
 async def client(lsp_client: LanguageClient):
     lsp_client.statuses = _watch_status(lsp_client)
     lsp_client.init_result = await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=capabilities(inline=True, encodings=["utf-16"]),
+        capabilities=capabilities(inline=True, encodings=None),
         client_info=types.ClientInfo(name="e2e-vscode-like", version="1"),
         initialization_options={"maxVariants": 3, "maxLines": 8},
     ))
