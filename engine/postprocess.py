@@ -6,6 +6,7 @@ with golden tests (tests/test_postprocess.py):
 1. ``normalize``                 LF line breaks, no trailing blanks, no runaway lines.
 2. ``drop_incomplete_last_line`` a generation cut by a limit ends mid-line: drop that partial line.
 3. ``limit_lines``               single-line mode keeps the first line; multi-line keeps ``max_lines``.
+   ``fix_first_indent``          no extra indentation after the indentation already at the cursor.
 4. ``cut_at_following_lines``    stop where the text starts repeating the lines after the cursor.
 5. ``limit_scope``               stop when indentation leaves the block the cursor is in.
 6. ``drop_repetition``           the previous line again, a looping block, a looping character run.
@@ -207,21 +208,42 @@ def limit_lines(text: str, mode: Mode, max_lines: int) -> str:
 
 
 def cut_at_following_lines(text: str, line_prefix: str, suffix: str) -> str:
-    """Stop before the first line that repeats the next non-blank line after the cursor's line."""
+    """Stop before the first line that repeats the next non-blank line after the cursor's line.
+
+    Lines compare with their indentation: a ``}`` that closes an inner block is not the ``}`` of the
+    enclosing one that follows the cursor."""
     nl = suffix.find("\n")
     if nl == -1:
         return text
-    following = next((ln.strip() for ln in suffix[nl + 1:].split("\n") if ln.strip()), None)
+    following = next((ln.rstrip() for ln in suffix[nl + 1:].split("\n") if ln.strip()), None)
     if following is None:
         return text
     lines = text.split("\n")
     for i, ln in enumerate(lines):
-        full = (line_prefix + ln) if i == 0 else ln
         if i == 0 and line_prefix.strip():
             continue  # the cursor's own line is never a copy of the next one
-        if full.strip() == following:
+        full = (line_prefix + ln) if i == 0 else ln
+        if full.rstrip() == following:
             return "\n".join(lines[:i])
     return text
+
+
+def fix_first_indent(text: str, line_prefix: str) -> str:
+    """The cursor sits after indentation the editor (or user) already typed, yet the model starts with more
+    whitespace (a FIM prompt ending in whitespace invites it). The cursor's column is the intent: drop the
+    extra from the first line, and from the following lines when they all carry it too (the model then
+    believed in a deeper block throughout)."""
+    if not line_prefix or line_prefix.strip():
+        return text
+    first = text.split("\n", 1)[0]
+    extra = first[: len(first) - len(first.lstrip(" \t"))]
+    if not extra or not first.strip():
+        return text
+    lines = text.split("\n")
+    rest = lines[1:]
+    if all(not ln.strip() or ln.startswith(extra) for ln in rest):
+        rest = [ln[len(extra):] if ln.strip() else ln for ln in rest]
+    return "\n".join([first[len(extra):]] + rest)
 
 
 def limit_scope(text: str, line_prefix: str) -> str:
@@ -348,6 +370,7 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
     text = normalize(raw)
     text = drop_incomplete_last_line(text, truncated and mode == "multi")
     text = limit_lines(text, mode, max_lines)
+    text = fix_first_indent(text, line_prefix)
     if mode == "multi":
         text = cut_at_following_lines(text, line_prefix, suffix)
         text = limit_scope(text, line_prefix)
@@ -356,7 +379,7 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
         return None
     sug = fit_line_suffix(text, line_prefix, line_suffix, prefix)
     text = sug.text.rstrip()
-    if mode == "multi" and "\n" in text and line_suffix.strip().startswith("}"):
+    if mode == "multi" and "\n" in text and sug.replace == 0 and line_suffix.strip().startswith("}"):
         # `{|}`: the block goes between the braces, the brace on its own line below it
         text = text + "\n" + line_prefix[: len(line_prefix) - len(line_prefix.lstrip())]
     if not text.strip():
