@@ -188,6 +188,7 @@ class Session:
                       n: int | None = None) -> Suggestions:
         """Suggestions at a position. Raises RequestError for anything the client should hear about."""
         t0 = time.perf_counter()
+        self.stats.count("requests")
         try:
             doc = self.documents.get(uri)
         except DocumentError as e:

@@ -41,7 +41,7 @@ class Stats:
         self.counts[name] += n
 
     def completed(self, total_ms: float, source: str, suggestions: int) -> None:
-        self.counts["requests"] += 1
+        """A request answered with a result (``requests`` is counted when it arrives)."""
         if suggestions:
             self.counts["suggestions"] += 1
             self.sources[source] += 1

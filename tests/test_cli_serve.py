@@ -37,6 +37,7 @@ def test_stats_prints_merged_totals(tmp_path, monkeypatch, capsys):
     # two servers flushing into the same file add up
     for latency in (40.0, 80.0):
         s = stats.Stats()
+        s.count("requests")
         s.completed(latency, "model", 1)
         s.count("shown")
         s.count("accepted")
