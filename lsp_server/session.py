@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.postprocess import decide_mode, postprocess, split_cursor
+from engine.postprocess import Mode, decide_mode, postprocess, split_cursor
 from engine.types import GenParams
 
 from . import convert
@@ -255,7 +255,7 @@ class Session:
         return res
 
     def _prepare(self, text: str, offset: int, *, invoked: bool, n: int | None = None
-                 ) -> tuple[str, str, str, GenParams, float] | None:
+                 ) -> tuple[str, str, Mode, GenParams, float] | None:
         """The engine's work for a cursor: (prefix, suffix, mode, params, budget), or None when an automatic
         request there is not worth a model call. Requests and speculation share it, so a request for the
         spot a didChange already started joins that generation."""

@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Protocol
 
 from engine.types import CancelToken, Completion, GenParams, Timings
@@ -149,7 +150,7 @@ class Worker:
                 if j is not None and not j.cancel.cancelled and j.same_work(job):
                     if priority == USER:
                         j.waiters.append(fut)
-                        fut.add_done_callback(lambda f, j=j: self._waiter_done(j, f))
+                        fut.add_done_callback(partial(self._waiter_done, j))
                     j.priority = min(j.priority, priority)
                     return fut
             old = self._pending.pop(uri, None)
@@ -161,7 +162,7 @@ class Worker:
                 job.waiters.append(fut)
             self._pending[uri] = job
             self._cond.notify()
-        fut.add_done_callback(lambda f: self._waiter_done(job, f))
+        fut.add_done_callback(partial(self._waiter_done, job))
         return fut
 
     def document_changed(self, uri: str, revision: int) -> None:
