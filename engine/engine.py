@@ -75,7 +75,7 @@ class EngineConfig:
     batch_max: int = 4
     max_prefix_chars: int = 6000
     max_suffix_chars: int = 600
-    prefill_chunk: int = 512
+    prefill_chunk: int = 256  # also the cancel granularity while a prompt runs
     fast: FastPaths = field(default_factory=FastPaths)
 
 
@@ -152,7 +152,7 @@ class Engine:
             pr.ids = pr.ids[:keep_head] + pr.ids[keep_head + excess:]
         return pr
 
-    def _sync(self, ids: list[int], t: Timings) -> np.ndarray:
+    def _sync(self, ids: list[int], t: Timings, cancel: CancelToken | None = None) -> np.ndarray | None:
         """Make row 0's KV hold ``ids``; return the hidden state at its last position."""
         L = _common_prefix(self.tokens, ids) if self.config.fast.kv_reuse else 0
         t.prompt_tokens = len(ids)
@@ -167,6 +167,8 @@ class Engine:
         chunk = self.config.prefill_chunk
         pos = L
         while pos < len(ids):
+            if cancel is not None and cancel.cancelled and pos > L:
+                return None  # the KV cache stays valid for ids[:pos]
             part = ids[pos:pos + chunk]
             out = self.decoder.forward(np.asarray([part], dtype=np.int64), pos)
             t.forward_calls += 1
@@ -177,28 +179,44 @@ class Engine:
         self._last_hidden = h
         return h
 
-    def prefill(self, prefix: str, suffix: str = "") -> Timings:
+    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings:
         """Warm the KV cache for a prompt without generating (idle time)."""
         t = Timings()
         pr = self.build(prefix, suffix)
-        self._sync(pr.ids, t)
+        self._sync(pr.ids, t, cancel)
         t.total_ms = (time.perf_counter() - t.started) * 1000
         return t
 
     # ---- logits ---------------------------------------------------------------------------------
+    def _set_context_rows(self, prompt_ids: list[int]) -> None:
+        """Identifiers come from the user's own code: the prompt's tokens that the trimmed head lacks get
+        their logits from the (tied) embedding rows directly, a few hundred rows computed in numpy."""
+        self._ctx_ids = None
+        self._ctx_w = None
+        code = self.decoder.heads.get("code")
+        if code is None or not self.config.fast.trimmed_head or not self.decoder.head_is_embedding:
+            return
+        ids = np.setdiff1d(np.unique(np.asarray(prompt_ids, dtype=np.int64)), code.ids, assume_unique=True)
+        ids = ids[ids < self.manifest.vocab_size]
+        if ids.size:
+            self._ctx_ids = ids
+            self._ctx_w = self.decoder.embedding_rows(ids)  # [k, H] float32
+
     def _logits(self, hidden: np.ndarray, exact: bool) -> np.ndarray:
-        """Full-vocabulary logits [rows, V]. With the trimmed head on and ``exact`` False, rows whose
-        trimmed top-1 probability is high enough skip the full head (other tokens get -inf)."""
+        """Full-vocabulary logits [rows, V]. With the trimmed head on and ``exact`` False: the code-token
+        head plus the prompt's own tokens; rows whose top-1 probability among those is below
+        ``trimmed_min_prob`` fall back to the full head (other tokens get -inf)."""
         heads = self.decoder.heads
         h2 = hidden.reshape(-1, hidden.shape[-1])
         if exact or not self.config.fast.trimmed_head or "code" not in heads:
             return heads["full"](h2)
         code = heads["code"]
-        lc = code(h2)
-        m = lc.max(axis=1, keepdims=True)
-        p_top = 1.0 / np.exp(lc - m).sum(axis=1)
         out = np.full((h2.shape[0], self.manifest.vocab_size), -np.inf, dtype=np.float32)
-        out[:, code.ids] = lc
+        out[:, code.ids] = code(h2)
+        if getattr(self, "_ctx_ids", None) is not None:
+            out[:, self._ctx_ids] = h2 @ self._ctx_w.T
+        m = out.max(axis=1, keepdims=True)
+        p_top = 1.0 / np.exp(out - m).sum(axis=1)
         low = np.nonzero(p_top < self.config.fast.trimmed_min_prob)[0]
         if low.size:
             out[low] = heads["full"](h2[low])
@@ -217,7 +235,12 @@ class Engine:
             allowed = np.asarray(self.tok.prefix_index.starting_with(pr.heal), dtype=np.int64)
             if allowed.size == 0:
                 allowed = None
-        hidden = self._sync(pr.ids, t)
+        if cancel is not None and cancel.cancelled:
+            return [Completion("", [], "cancelled")], t
+        hidden = self._sync(pr.ids, t, cancel)
+        if hidden is None:
+            return [Completion("", [], "cancelled")], t
+        self._set_context_rows(pr.ids)
         t.prefill_ms = (time.perf_counter() - t.started) * 1000
         samplers = [Sampler(params.temperature, params.top_k, params.top_p, params.seed)]
         for i in range(1, n):

@@ -109,7 +109,7 @@ def embed_lookup(q: np.ndarray, scales: np.ndarray, ids: np.ndarray, dim: int, b
     return rows.reshape(len(flat), -1)[:, :dim].reshape(*ids.shape, dim)
 
 
-def _load_head_weight(hf_dir: Path) -> np.ndarray:
+def _load_head_weight(hf_dir: Path) -> tuple[np.ndarray, bool]:
     from safetensors import safe_open
 
     files = sorted(hf_dir.glob("*.safetensors"))
@@ -125,11 +125,11 @@ def _load_head_weight(hf_dir: Path) -> np.ndarray:
         if key in found:
             f, k = found[key]
             with safe_open(str(f), framework="np") as st:
-                return np.asarray(st.get_tensor(k), dtype=np.float32)
+                return np.asarray(st.get_tensor(k), dtype=np.float32), key != "lm_head.weight"
     raise RuntimeError(f"no LM head / embedding weight in {hf_dir}")
 
 
-def code_corpus_files(limit_bytes: int = 6_000_000) -> list[Path]:
+def code_corpus_files(limit_bytes: int = 24_000_000) -> list[Path]:
     """A deterministic sample of source code found on this machine (stdlib Python, C headers, ...)."""
     roots: list[tuple[Path, tuple[str, ...]]] = [
         (Path(sysconfig.get_paths()["stdlib"]), (".py",)),
@@ -191,7 +191,7 @@ def build_lm_heads(hf_dir: Path, out_dir: Path, bits: int | None) -> dict[str, A
     # The head is quantised to int8 even for int4 bodies: it decides every token, and int8 keeps greedy
     # text closest to fp32 (measured in docs/benchmarks/quality.md).
     make_head_model(w, bits, out_dir / "lm_head.onnx")
-    info: dict[str, Any] = {"full": "lm_head.onnx", "bits": bits, "vocab": int(w.shape[0])}
+    info: dict[str, Any] = {"full": "lm_head.onnx", "bits": bits, "vocab": int(w.shape[0]), "tied": tied}
     # The decoder is exported without its embedding (exclude_embeds): Flint looks rows up itself in an
     # int8 block-quantised copy (1/4 of fp32's memory; the GGUF's own embedding is 5-bit, so int8 blocks
     # of 32 keep it nearly exact) and feeds inputs_embeds.

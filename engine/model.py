@@ -101,12 +101,19 @@ class OnnxDecoder:
                  ort.OrtValue.ortvalue_from_numpy(self.kv.values[i][:b]))
                 for i in range(manifest.num_layers)
             ]
+        # the LM head is the embedding matrix when the model ties them (Qwen2.5, Gemma)
+        self.head_is_embedding = bool((manifest.lm_head or {}).get("tied", False)) and self.embeds_input
         self.heads: dict[str, LMHead] = {}
         head_info = manifest.lm_head or {}
         self.heads["full"] = LMHead(self.model_dir / head_info.get("full", "lm_head.onnx"), threads)
         if head_info.get("code"):
             ids = np.load(self.model_dir / head_info["code_ids"])
             self.heads["code"] = LMHead(self.model_dir / head_info["code"], threads, ids)
+
+    def embedding_rows(self, ids: np.ndarray) -> np.ndarray:
+        if self._emb_f32 is not None:
+            return self._emb_f32[ids]
+        return embed_lookup(self._emb_q, self._emb_s, ids, self._emb_dim)
 
     @property
     def capacity(self) -> int:
@@ -120,11 +127,7 @@ class OnnxDecoder:
             raise ValueError(f"sequence of {total} tokens exceeds the KV capacity {self.kv.capacity}")
         io = self.session.io_binding()
         if self.embeds_input:
-            ids64 = np.asarray(ids, dtype=np.int64)
-            if self._emb_f32 is not None:
-                emb = self._emb_f32[ids64]
-            else:
-                emb = embed_lookup(self._emb_q, self._emb_s, ids64, self._emb_dim)
+            emb = self.embedding_rows(np.asarray(ids, dtype=np.int64))
             io.bind_cpu_input("inputs_embeds", np.ascontiguousarray(emb, dtype=np.float32))
         else:
             io.bind_cpu_input("input_ids", np.ascontiguousarray(ids, dtype=np.int64))

@@ -30,7 +30,7 @@ class Preset:
     size: int | None = None
     sha256: str | None = None
     fim: FimTemplate | None = None
-    default_precision: str = "int4"
+    default_precision: str = "int8"  # int8 keeps the GGUF's greedy text (docs/benchmarks/quality.md)
     # tokens that end a completion besides the model's own EOS ids
     extra_stop_tokens: tuple[str, ...] = ()
     bos_required: bool = False
