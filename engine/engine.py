@@ -23,7 +23,7 @@ from .manifest import Manifest, load_manifest
 from .model import OnnxDecoder, default_threads
 from .presets import DEFAULT_MODEL, PRESETS
 from .prompt import Fim, HFTokenizer, Prompt, build_prompt, clip_window, safe_decode
-from .sampling import Sampler, ngram_draft
+from .sampling import Sampler, choose_draft_len, ngram_draft
 from .types import CancelToken, Completion, GenParams, Timings, TokenCallback
 
 log = logging.getLogger("flint.engine")
@@ -105,6 +105,9 @@ class Engine:
                                    capacity=self.config.capacity, batch_max=self.config.batch_max)
         self.tokens: list[int] = []  # tokens whose KV is valid in row 0
         self._last_hidden: np.ndarray | None = None  # hidden state after self.tokens[-1]
+        # measured forward time per token count (filled at warm-up) and the running draft acceptance
+        self._costs: dict[int, float] = {1: 1.0}
+        self._accept = 0.6
         self.load_s = time.perf_counter() - t0
         self.warm_s = 0.0
 
@@ -133,8 +136,26 @@ class Engine:
         self.complete(text, "\n", p)
         self.complete(text + "\n# x", "\n", GenParams(max_tokens=6, n=min(3, self.config.batch_max)))
         self.complete(text + "main(sys.argv)\n", "", GenParams(max_tokens=8))
+        self._measure_costs()
         self.reset()
         self.warm_s = time.perf_counter() - t0
+
+    def _measure_costs(self) -> None:
+        """Time one forward over m tokens for the draft sizes the speculation may choose."""
+        past = max(1, len(self.tokens) - 16)
+        costs = {}
+        for m in sorted({1, 2, 3, 5, self.config.fast.max_draft + 1}):
+            ids = np.full((1, m), 100, dtype=np.int64)
+            best = float("inf")
+            for _ in range(3):
+                t0 = time.perf_counter()
+                self.decoder.forward(ids, past)
+                best = min(best, time.perf_counter() - t0)
+            costs[m] = best
+        self._costs = costs
+        log.info("forward cost per token count (ms): %s", {k: round(v * 1000, 1) for k, v in costs.items()})
+        self.tokens = self.tokens[:past]
+        self._last_hidden = None
 
     def reset(self) -> None:
         self.tokens = []
@@ -318,6 +339,10 @@ class Engine:
                 room = min(fast.max_draft, params.max_tokens - len(out), self.decoder.capacity - len(self.tokens) - 2)
                 if room > 0:
                     draft = ngram_draft(self.tokens + [pending], max_draft=room)
+                    if draft:
+                        draft = draft[: choose_draft_len(self._costs, self._accept, len(draft))]
+                    if not draft:  # drift back toward the prior so a bad patch does not switch drafting off for good
+                        self._accept += 0.05 * (0.6 - self._accept)
             if len(self.tokens) + 1 + len(draft) > self.decoder.capacity:
                 reason = "length"
                 break
@@ -331,6 +356,9 @@ class Engine:
             while acc < len(draft) and int(guesses[acc]) == draft[acc]:
                 acc += 1
             t.draft_accepted += acc
+            if draft:  # running per-token acceptance: P(accept next | accepted so far)
+                hit = acc / len(draft) if acc < len(draft) else 1.0
+                self._accept = 0.8 * self._accept + 0.2 * hit
             self.tokens = self.tokens + ids[: 1 + acc]
             self._last_hidden = hid[acc]
             # emit accepted draft tokens one at a time (stop rules apply to each)

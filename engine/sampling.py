@@ -67,3 +67,25 @@ def ngram_draft(seq: list[int], max_ngram: int = 3, min_ngram: int = 1, max_draf
                     return follow
                 break
     return []
+
+
+def expected_tokens(accept: float, d: int) -> float:
+    """Tokens one verify step yields with a draft of d tokens, each accepted with probability ``accept``
+    given the previous one was: 1 (the model's own next token) + a + a^2 + ... + a^d."""
+    a = min(max(accept, 0.0), 0.999)
+    return (1.0 - a ** (d + 1)) / (1.0 - a)
+
+
+def choose_draft_len(costs: dict[int, float], accept: float, available: int) -> int:
+    """Draft length maximising tokens per unit of time, from measured forward costs per token count
+    (costs[m] = time of a forward over m tokens). On CPUs where a forward over several tokens is
+    compute bound, long drafts cost more than they return; the measured table decides."""
+    best_d, best = 0, expected_tokens(accept, 0) / costs.get(1, 1.0)
+    for d in range(1, available + 1):
+        m = d + 1
+        if m not in costs:
+            continue
+        v = expected_tokens(accept, d) / costs[m]
+        if v > best * 1.02:  # a draft must pay for itself clearly
+            best_d, best = d, v
+    return best_d

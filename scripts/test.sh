@@ -5,4 +5,6 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh export,dev
 . .venv/bin/activate
 flint model build
+# the fp32 build is the reference the quality tests compare against (tests/test_reference.py)
+flint model build -p fp32
 exec python -m pytest -q "$@"

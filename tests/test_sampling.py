@@ -45,3 +45,17 @@ def test_ngram_draft_copies_what_followed_the_last_match():
     assert ngram_draft([1, 2, 3], max_draft=3) == []
     # the latest occurrence wins
     assert ngram_draft([7, 8, 1, 7, 8, 2, 7, 8], max_ngram=2, max_draft=1) == [2]
+
+
+def test_expected_tokens_and_draft_choice():
+    from engine.sampling import choose_draft_len, expected_tokens
+
+    assert expected_tokens(0.0, 5) == 1.0
+    assert abs(expected_tokens(0.5, 2) - 1.75) < 1e-9
+    flat = {m: 1.0 for m in range(1, 9)}  # memory bound: extra tokens are free -> draft the most
+    assert choose_draft_len(flat, 0.6, 7) == 7
+    steep = {m: float(m) for m in range(1, 9)}  # compute bound: cost grows with tokens -> no draft
+    assert choose_draft_len(steep, 0.9, 7) == 0
+    cpu = {1: 30.0, 2: 31.0, 3: 45.0, 5: 75.0, 9: 117.0}  # measured shape here: 2 tokens ~ 1
+    assert choose_draft_len(cpu, 0.7, 8) == 1
+    assert choose_draft_len(cpu, 0.05, 8) == 0
