@@ -1,0 +1,155 @@
+"""Planning speculative work: pure functions, no model, no threads, no LSP.
+
+The server asks these what to do; the worker does it with the model (lsp_server/worker.py):
+
+- ``futures``: after a suggestion is shown, the states worth generating before the user gets there:
+  the suggestion accepted whole, and accepted then Enter (the next line); for a block, its first line
+  accepted then Enter. Tab-Tab-Tab should never wait.
+- ``should_warm``: idle time goes to the KV cache of the document the user is in.
+- ``debounce_s``: how long to hold a new generation back, from typing speed and measured model latency.
+- ``skip_reason``: automatic work that could not be shown (or would be noise) is not started.
+- ``window_start``: where the prefix window begins, chosen so the engine's KV cache survives typing.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# ---------------------------------------------------------------------------------------------- futures
+
+
+@dataclass(frozen=True)
+class Future:
+    """A state the user may reach next: the text before and after the cursor there."""
+
+    prefix: str
+    suffix: str
+    kind: str  # "accepted" | "accepted-newline" | "first-line-newline"
+
+
+def futures(prefix: str, suffix: str, text: str, replace: int = 0) -> list[Future]:
+    """States after the suggestion ``text`` (LF line breaks, inserted at the cursor, replacing ``replace``
+    characters right of it) is taken, best first, without duplicates:
+
+    1. accepted whole: the cursor right after it;
+    2. accepted, then Enter: the cursor at column 0 of a new line (column 0, not the editor's guess at
+       indentation: any indentation the editor inserts is then typed *through* the generated text);
+    3. a block's first line accepted, then Enter (Tab on the first line in editors that accept by line).
+
+    The caller drops the ones a suggestion it already has covers (type-through of the same generation
+    answers "first line accepted" whenever the model wrote past that line)."""
+    if not text:
+        return []
+    rest = suffix[replace:]
+    after = prefix + text
+    out = [Future(after, rest, "accepted")]
+    line_end = rest.find("\n")
+    if not rest[: line_end if line_end >= 0 else len(rest)].strip():  # nothing else on the line
+        out.append(Future(after + "\n", rest, "accepted-newline"))
+    first, nl, _ = text.partition("\n")
+    if nl and first.strip():
+        # only the first line taken: the rest of the block is no longer right of the cursor
+        out.append(Future(prefix + first + "\n", rest, "first-line-newline"))
+    seen: set[tuple[str, str]] = set()
+    uniq = []
+    for f in out:
+        if (f.prefix, f.suffix) not in seen:
+            seen.add((f.prefix, f.suffix))
+            uniq.append(f)
+    return uniq
+
+
+# ------------------------------------------------------------------------------------------- idle warm
+
+
+def should_warm(active: tuple[str, str] | None, kv: tuple[str, str] | None, idle_s: float,
+                min_idle_s: float = 0.5) -> bool:
+    """Warm the KV cache for the active document's state (prefix, suffix) when the engine has been idle
+    ``min_idle_s`` and its cache holds another prompt (another document, a future, nothing yet). The next
+    keystroke there then runs only its own new tokens instead of the whole prompt."""
+    if active is None or idle_s < min_idle_s:
+        return False
+    if kv is None:
+        return True
+    # the KV cache holds a prompt that starts with the active prefix: the next keystroke reuses it all
+    return not (kv[0] == active[0] and kv[1] == active[1])
+
+
+# ---------------------------------------------------------------------------------------------- debounce
+
+MIN_INTERVALS = 3  # keystrokes before typing speed is trusted
+PAUSE_FACTOR = 2.0  # a gap this many times the usual interval is a pause, not typing
+WAIT_FACTOR = 1.2  # hold back for this many typical intervals while a burst goes on
+MAX_DEBOUNCE_S = 0.25
+
+
+def debounce_s(intervals: Sequence[float], model_s: float | None, base_s: float = 0.0,
+               cap_s: float = MAX_DEBOUNCE_S) -> float:
+    """Seconds to wait after a keystroke before starting a new generation for it.
+
+    ``intervals``: recent gaps between keystrokes (seconds, oldest first; the last is the gap that ended
+    with this keystroke). ``model_s``: measured time for a generation to produce its answer.
+
+    A generation's prompt pass cannot be interrupted midway (the engine checks its cancel flag between
+    chunks), so one started just before the next keystroke delays the generation that matters. While
+    the user types faster than the model answers, wait about one typical interval: if the next key
+    comes, nothing was wasted; if not, the user paused and the wait cost little. Typing slower than the
+    model, or after a pause, answers at once. ``base_s`` (the user's own debounce) is a floor."""
+    if len(intervals) < MIN_INTERVALS or model_s is None:
+        return base_s
+    recent = list(intervals)[-8:]
+    typical = statistics.median(recent)
+    last = recent[-1]
+    if last > PAUSE_FACTOR * typical:  # this keystroke came after a pause: the user may pause again
+        return base_s
+    if model_s <= typical:  # the model keeps up with the typing: every keystroke can have its answer
+        return base_s
+    return max(base_s, min(cap_s, WAIT_FACTOR * typical))
+
+
+# ----------------------------------------------------------------------------------------------- skip
+
+MAX_RIGHT_CHARS = 8  # more code than this right of the cursor: an inline suggestion cannot fit there
+
+
+def skip_reason(line_prefix: str, line_suffix: str, *, invoked: bool) -> str | None:
+    """Why an automatic suggestion here is not worth a model call (None: go ahead). Explicit requests
+    are always served."""
+    if invoked:
+        return None
+    if line_suffix[:1].isalnum() or line_suffix[:1] == "_":
+        return "inside a word"
+    code = line_suffix
+    for marker in (" #", "\t#", " //", "\t//"):  # a trailing comment does not block a suggestion
+        j = code.find(marker)
+        if j >= 0:
+            code = code[:j]
+    code = code.strip()
+    closers = sum(c in ")]}\"'`;," for c in code)
+    if len(code) - closers > MAX_RIGHT_CHARS:
+        return "text right of the cursor"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- window
+
+WINDOW_QUANTUM = 2048
+
+
+def window_start(text: str, offset: int, max_chars: int, quantum: int = WINDOW_QUANTUM) -> int:
+    """Start of the prefix window for a cursor at ``offset``: at most ``max_chars`` before it, at a line
+    start, and the same for every cursor in a stretch of ``quantum`` characters.
+
+    The engine keeps the KV cache of the previous prompt and reuses its longest common token prefix.
+    A window that starts ``max_chars`` before the cursor moves with every keystroke once the file is
+    long enough, so nothing could be reused; this one moves once per ``quantum`` characters typed (the
+    window is then between ``max_chars - quantum`` and ``max_chars`` long). It depends only on the text
+    and the offset, so reopening a file at the same spot gives the same window (and the same disk key)."""
+    if offset <= max_chars:
+        return 0
+    quantum = max(1, min(quantum, max_chars // 2))
+    q = -(-(offset - max_chars) // quantum) * quantum  # round up to the quantum: always within max_chars
+    nl = text.find("\n", q, offset)
+    return nl + 1 if nl >= 0 else q

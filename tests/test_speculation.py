@@ -1,0 +1,146 @@
+"""Speculation planning (engine/speculation.py): pure functions, checked alone."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.speculation import (
+    MAX_DEBOUNCE_S,
+    futures,
+    should_warm,
+    skip_reason,
+    window_start,
+)
+from engine.speculation import (
+    debounce_s as debounce,
+)
+
+# ---------------------------------------------------------------------------------------------- futures
+
+
+def test_single_line_suggestion_futures_are_accepted_and_the_next_line():
+    prefix, suffix = "x = compute(", "\nprint(x)\n"
+    fs = futures(prefix, suffix, "a, b)")
+    assert [(f.kind, f.prefix, f.suffix) for f in fs] == [
+        ("accepted", "x = compute(a, b)", "\nprint(x)\n"),
+        ("accepted-newline", "x = compute(a, b)\n", "\nprint(x)\n"),
+    ]
+
+
+def test_block_futures_include_its_first_line_accepted():
+    prefix = "def f(n):\n    "
+    text = "if n < 2:\n        return n\n    return f(n - 1) + f(n - 2)"
+    fs = futures(prefix, "\n", text)
+    kinds = {f.kind: f for f in fs}
+    assert set(kinds) == {"accepted", "accepted-newline", "first-line-newline"}
+    assert kinds["first-line-newline"].prefix == prefix + "if n < 2:\n"
+    assert kinds["accepted"].prefix == prefix + text
+
+
+def test_replaced_closers_leave_the_suffix():
+    fs = futures('print(', ')\nnext()\n', '"hi")', replace=1)
+    assert fs[0].prefix == 'print("hi")' and fs[0].suffix == "\nnext()\n"
+    assert fs[1].prefix == 'print("hi")\n'
+
+
+def test_no_newline_future_when_code_follows_on_the_line():
+    fs = futures("a = ", " + offset\n", "base")
+    assert [f.kind for f in fs] == ["accepted"]
+    assert futures("a = ", "\n", "") == []
+
+
+@given(st.text(max_size=30), st.text(max_size=30), st.text(min_size=1, max_size=30))
+def test_futures_are_distinct_and_continue_the_prefix(prefix, suffix, text):
+    fs = futures(prefix, suffix, text)
+    assert len({(f.prefix, f.suffix) for f in fs}) == len(fs)
+    assert all(f.prefix.startswith(prefix) and len(f.prefix) > len(prefix) for f in fs)
+    assert fs[0].prefix == prefix + text
+
+
+# ---------------------------------------------------------------------------------------------- warming
+
+
+def test_warm_only_when_idle_and_the_kv_cache_holds_something_else():
+    a, b = ("def a():\n    ", "\n"), ("def b():\n    ", "\n")
+    assert not should_warm(a, b, idle_s=0.1)  # not idle long enough
+    assert should_warm(a, b, idle_s=1.0)
+    assert should_warm(a, None, idle_s=1.0)
+    assert not should_warm(a, a, idle_s=5.0)  # already warm
+    assert not should_warm(None, b, idle_s=5.0)  # no active document with a known cursor
+
+
+# ---------------------------------------------------------------------------------------------- debounce
+
+
+def test_no_history_or_no_latency_means_no_wait():
+    assert debounce([], 2.0) == 0.0
+    assert debounce([0.1, 0.1], 2.0) == 0.0
+    assert debounce([0.1, 0.1, 0.1], None) == 0.0
+
+
+def test_fast_typing_and_a_slow_model_wait_one_interval():
+    d = debounce([0.12, 0.1, 0.11, 0.1], model_s=1.5)
+    assert 0.1 <= d <= 0.15
+
+
+def test_model_faster_than_typing_answers_at_once():
+    assert debounce([0.2, 0.25, 0.2, 0.22], model_s=0.1) == 0.0
+
+
+def test_after_a_pause_answers_at_once():
+    assert debounce([0.1, 0.1, 0.1, 0.1, 0.9], model_s=2.0) == 0.0
+
+
+def test_wait_is_capped_and_the_users_debounce_is_a_floor():
+    assert debounce([0.5, 0.5, 0.5, 0.5], model_s=10.0) == MAX_DEBOUNCE_S
+    assert debounce([0.2, 0.25, 0.2, 0.22], model_s=0.1, base_s=0.05) == 0.05
+    assert debounce([], None, base_s=0.3) == 0.3
+
+
+@given(st.lists(st.floats(0.01, 2.0), min_size=3, max_size=12), st.floats(0.0, 5.0), st.floats(0.0, 5.0))
+def test_debounce_is_bounded_and_monotone_in_model_latency(intervals, m1, m2):
+    lo, hi = sorted((m1, m2))
+    d_lo, d_hi = debounce(intervals, lo), debounce(intervals, hi)
+    assert 0.0 <= d_lo <= d_hi <= MAX_DEBOUNCE_S
+
+
+# ---------------------------------------------------------------------------------------------- skip
+
+
+def test_skip_rules():
+    assert skip_reason("x = val", "ue + 1", invoked=False) == "inside a word"
+    assert skip_reason("x = ", " compute(a, b, c) + offset", invoked=False) == "text right of the cursor"
+    assert skip_reason("x = ", " compute(a, b, c) + offset", invoked=True) is None  # asked for: served
+    assert skip_reason("print(", ")", invoked=False) is None  # auto-closed: fine
+    assert skip_reason('f(', '"")', invoked=False) is None
+    assert skip_reason("area = math.pi * ", "  # square it", invoked=False) is None  # a comment
+    assert skip_reason("foo(", ", bar)", invoked=False) is None  # short
+    assert skip_reason("    ", "", invoked=False) is None
+
+
+# ---------------------------------------------------------------------------------------------- window
+
+
+def test_short_files_start_at_the_top():
+    text = "a = 1\n" * 100
+    assert window_start(text, len(text), 6000) == 0
+
+
+def test_window_is_bounded_line_aligned_and_sticky():
+    text = "".join(f"line number {i:05d}\n" for i in range(2000))  # 36k characters
+    starts = []
+    for offset in range(20000, 26000, 7):
+        s = window_start(text, offset, 6000)
+        assert offset - s <= 6000 and offset - s >= 6000 - 2048 - 20
+        assert s == 0 or text[s - 1] == "\n"
+        starts.append(s)
+    changes = sum(a != b for a, b in zip(starts, starts[1:], strict=False))
+    assert changes <= 6000 // 2048 + 1  # moves once per quantum, not per keystroke
+
+
+@given(st.integers(0, 30000), st.integers(100, 8000))
+def test_window_always_fits(offset, max_chars):
+    text = ("abc def\n" * 4000)[:30000]
+    s = window_start(text, offset, max_chars)
+    assert 0 <= s <= offset and offset - s <= max_chars
