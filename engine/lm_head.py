@@ -187,7 +187,7 @@ def code_token_ids(tokenizer_json: Path, vocab_size: int) -> np.ndarray:
 
 def build_lm_heads(hf_dir: Path, out_dir: Path, bits: int | None) -> dict[str, Any]:
     """Write lm_head.onnx (+ lm_head_code.onnx and its token map) into out_dir; return manifest info."""
-    w = _load_head_weight(hf_dir)
+    w, tied = _load_head_weight(hf_dir)
     # The head is quantised to int8 even for int4 bodies: it decides every token, and int8 keeps greedy
     # text closest to fp32 (measured in docs/benchmarks/quality.md).
     make_head_model(w, bits, out_dir / "lm_head.onnx")
