@@ -252,16 +252,15 @@ class CompletionCache:
                 return None
             return self._rebuild(f"open failed: {type(e).__name__}: {e}", bad)
 
-    def _failed(self, cache: diskcache.Cache, e: BaseException, op: str) -> None:
+    def _failed(self, cache: Any, e: BaseException, op: str) -> None:
         if _transient(e):
             return
         self.stats["errors"] += 1
         with self._lock:
-            if self._cache is not cache:
+            if id(self._cache) != id(cache):
                 return  # another thread already replaced it
             with contextlib.suppress(Exception):
                 cache.close()
-            self._cache = None
             self._cache = self._rebuild(f"{op} failed: {type(e).__name__}: {e}", self._inode)
 
     def _rebuild(self, why: str, bad_inode: int | None) -> diskcache.Cache | None:

@@ -3,6 +3,20 @@
 After ruff_server's ``Session``: the event loop mutates documents and settings; each request takes a
 read-only snapshot (an immutable ``str`` plus its revision), posts work to the one engine thread and
 turns the raw model text into suggestions with engine/postprocess.py.
+
+Where an answer comes from, cheapest first (the ``source`` reported on items and in flint/status):
+
+1. ``memory`` / ``type-through``: a generation already made (or streaming) for this state, or for an
+   earlier state whose text the user has typed since (engine/typethrough.py).
+2. ``disk``: the on-disk cache shared by every server on the machine (engine/cache.py).
+3. ``model``: the engine. Usually already running: ``did_change`` starts the work for the cursor before
+   the editor asks, and a request joins it.
+
+Each request has a deadline: at the deadline it gets what exists (possibly a partial suggestion, or
+none) and the generation goes on, so the next ask (the next keystroke) is answered from it. After a
+suggestion is shown the states the user may reach next are pre-generated (engine/speculation.py), and
+idle time warms the KV cache for the active document. The ``speculation`` setting switches all of that
+off (every request is then its own model call, with only the exact-repeat memory and the disk cache).
 """
 
 from __future__ import annotations
@@ -12,34 +26,45 @@ import itertools
 import logging
 import os
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine import speculation
+from engine.cache import CompletionCache, cache_key, is_complete
 from engine.postprocess import Mode, decide_mode, postprocess, split_cursor
-from engine.types import GenParams
+from engine.types import Completion, GenParams, Timings
+from engine.typethrough import Entry, TypeThrough, reachable
 
 from . import convert
 from .documents import DocumentError, DocumentStore
 from .settings import Settings
 from .stats import Stats
-from .worker import SPECULATIVE, USER, EngineLike, Worker
+from .worker import FUTURE, SPECULATIVE, USER, EngineLike, Job, Result, Worker
 
 log = logging.getLogger(__name__)
 
-# Text around the cursor handed to the engine. The engine windows its prompt much tighter (see
-# engine.EngineConfig.max_prefix_chars); this only bounds the strings copied per keystroke.
-WINDOW_PREFIX_CHARS = 32_768
+# Text after the cursor copied per keystroke (the engine windows it much tighter: max_suffix_chars).
 WINDOW_SUFFIX_CHARS = 8_192
-# Time budgets (the engine returns what it has at the deadline). Automatic requests are what the user
-# waits on while typing; an explicit request or a variants pick can take longer.
+# The engine's prompt windows when no engine is loaded yet (engine.engine.EngineConfig's defaults).
+DEFAULT_MAX_PREFIX_CHARS, DEFAULT_MAX_SUFFIX_CHARS = 6000, 600
+# Request deadlines: what the user waits at most, then gets what exists. Automatic requests are what
+# the user waits on while typing; an explicit request or a variants pick can take longer.
 AUTOMATIC_BUDGET_S = 2.5
 INVOKED_BUDGET_S = 6.0
+# A generation no request waits for any more goes on this long at most (its result serves the next ask).
+JOB_BUDGET_S = 20.0
+# A block still streaming is shown (its complete lines) once the request has waited this long; before
+# that the request waits for the whole block.
+PARTIAL_AFTER_S = 0.3
+# Futures start only after this pause: a user who keeps typing drops them before they cost anything.
+FUTURE_DELAY_S = 0.15
 SINGLE_LINE_TOKENS = 48
 TOKENS_PER_LINE = 24
 MAX_TOKENS = 256
 REMEMBERED_COMPLETIONS = 256  # ids kept for didShow / didAccept
+TYPING_HISTORY = 9  # keystroke times kept per document (for the adaptive debounce)
 
 
 class RequestError(Exception):
@@ -78,6 +103,7 @@ class Suggestions:
     mode: str
     total_ms: float = 0.0  # request to response, as the user saw it
     source: str | None = None
+    origin: str | None = None  # "disk" when a type-through answer came from a disk entry
 
 
 @dataclass
@@ -86,6 +112,30 @@ class _Record:
     texts: list[str]
     shown: set[int] = field(default_factory=set)
     accepted: bool = False
+
+
+@dataclass
+class State:
+    """A document's text around a cursor, as the engine will see it, and what to generate there."""
+
+    uri: str
+    revision: int
+    offset: int
+    prefix: str  # LF line breaks, windowed (engine.speculation.window_start)
+    suffix: str
+    mode: Mode
+    params: GenParams
+    skip: str | None = None  # why no automatic work is done here
+    not_before: float = 0.0  # adaptive debounce for generations started for this state
+
+
+@dataclass
+class _Answer:
+    comps: list[Completion]  # raw text at the state's cursor
+    source: str
+    mode: Mode
+    complete: bool  # nothing more is coming for it
+    origin: str = "model"
 
 
 class Session:
@@ -107,7 +157,15 @@ class Session:
         self._records: OrderedDict[str, _Record] = OrderedDict()
         # speculate on didChange once the client has shown it asks for suggestions as the user types
         self.speculate = False
-        self.worker = Worker(lambda: load(self.settings), self.documents.revision, self._worker_event)
+        self.typethrough = TypeThrough()
+        self.disk: CompletionCache | None = None
+        self._open_disk()
+        self._states: dict[str, State | None] = {}  # each document's current cursor state (if known)
+        self._typing: dict[str, deque[float]] = {}
+        self._active: str | None = None  # the document the user works in
+        self._tick: asyncio.Future | None = None  # resolved when a generation streams something
+        self.hooks = _Hooks(self)
+        self.worker = Worker(lambda: load(self.settings), self.documents.revision, self._worker_event, self.hooks)
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -120,16 +178,30 @@ class Session:
     def shutdown(self) -> None:
         self.worker.stop()
         self.stats.flush()
+        if self.disk is not None:
+            self.disk.close()
 
     def apply_settings(self, new: Settings) -> bool:
         """Adopt new settings; reload the model when its identity changed. Returns True on reload."""
         old_key = self._loaded_key
+        old_cache = self.settings.cache_size_mb
         self.settings = new
+        if new.cache_size_mb != old_cache:
+            self._open_disk()
         if new.engine_key() != old_key:
             self._loaded_key = new.engine_key()
             self.worker.reload(lambda: self._load(self.settings))
             return True
         return False
+
+    def _open_disk(self) -> None:
+        if self.disk is not None:
+            self.disk.close()
+        self.disk = CompletionCache(size_mb=self.settings.cache_size_mb) if self.settings.cache_size_mb > 0 else None
+
+    @property
+    def speculating(self) -> bool:
+        return self.settings.speculation
 
     def _worker_event(self, state: str, info: dict[str, Any]) -> None:
         """From the engine thread: update the status and hand it to the event loop."""
@@ -147,9 +219,13 @@ class Session:
             if info.get("latency_ms") is not None and not info.get("cancelled"):
                 st.update(lastLatencyMs=round(info["latency_ms"], 1), source=info.get("source"))
         self.status = st
+        self._call_soon(self._status_changed, st)
+
+    def _call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn`` on the event loop (from any thread)."""
         if self._loop is not None and not self._loop.is_closed():
             try:
-                self._loop.call_soon_threadsafe(self._status_changed, st)
+                self._loop.call_soon_threadsafe(fn, *args)
             except RuntimeError:  # loop closed while shutting down
                 pass
 
@@ -160,34 +236,72 @@ class Session:
             self.ready.set()
         self._on_status(st)
 
+    def _answered(self, source: str, origin: str, total_ms: float) -> None:
+        """A suggestion went out: the status says where it came from and how long it took."""
+        st = dict(self.status)
+        via = f" ({origin} entry)" if source == "type-through" and origin == "disk" else ""
+        st.update(lastLatencyMs=round(total_ms, 1), source=source,
+                  message=f"{source}{via} in {total_ms:.0f} ms")
+        self.status = st
+        self._on_status(st)
+
     # ---- documents ------------------------------------------------------------------------------
     def did_change(self, uri: str, cursor: int | None = None) -> None:
-        """After an edit: stop stale work, and when the client completes as the user types, start the
-        generation for the spot the edit left the cursor at (``cursor``, a code point offset) now; the
-        client's request for that spot joins it instead of starting from zero."""
+        """After an edit: stop stale work (but keep a generation the user is typing through), and when
+        the client completes as the user types, start the generation for the spot the edit left the
+        cursor at (``cursor``, a code point offset) now, unless a cache answers it already; the client's
+        request for that spot then joins it instead of starting from zero."""
         rev = self.documents.revision(uri)
         if rev is None:
             return
-        self.worker.document_changed(uri, rev)
-        if cursor is None or not self.speculate or not self.settings.enable:
+        now = time.monotonic()
+        times = self._typing.setdefault(uri, deque(maxlen=TYPING_HISTORY))
+        times.append(now)
+        state = None
+        if cursor is not None and self.settings.enable:
+            doc = self.documents.get(uri)
+            if not doc.problem():
+                state = self._state(uri, rev, doc.text, cursor, invoked=False)
+                intervals = [b - a for a, b in zip(times, list(times)[1:], strict=False)]
+                state.not_before = now + speculation.debounce_s(intervals, self.worker.latency_s)
+        self._states[uri] = state
+        if state is not None:
+            self._active = uri
+        spec = self.speculating and state is not None
+        self.worker.document_changed(uri, rev, self._keep if spec else None)
+        if not spec or not self.speculate or state is None or state.skip:
             return
-        doc = self.documents.get(uri)
-        if doc.problem():
-            return
-        work = self._prepare(doc.text, cursor, invoked=False)
-        if work is not None:
-            prefix, suffix, _, params, budget = work
-            self.worker.submit(uri, rev, prefix, suffix, params, SPECULATIVE, budget_s=budget)
+        if self._lookup(state, since=None, partial=True) is not None:
+            return  # typed through, or on disk: no model call for this keystroke
+        self.worker.submit(uri, rev, state.prefix, state.suffix, state.params, SPECULATIVE,
+                           budget_s=JOB_BUDGET_S, not_before=state.not_before)
 
     def did_close(self, uri: str) -> None:
         self.documents.close(uri)
+        self._states.pop(uri, None)
+        self._typing.pop(uri, None)
+        if self._active == uri:
+            self._active = None
         self.worker.document_closed(uri)
+
+    def _keep(self, job: Job, running: bool) -> bool:
+        """(worker lock held) Does a job made for an older revision still serve the new text? A running
+        generation the user typed through so far does; a future the user is typing toward (or has
+        reached by accepting the suggestion) does."""
+        st = self._states.get(job.uri)
+        if st is None:
+            return False
+        entry = job.handle
+        if running and isinstance(entry, Entry) and self.typethrough.consistent(entry, st.prefix, st.suffix):
+            return True
+        return job.priority == FUTURE and reachable(job.prefix, job.suffix, st.prefix, st.suffix)
 
     # ---- completion -----------------------------------------------------------------------------
     async def suggest(self, uri: str, line: int, character: int, *, invoked: bool,
                       n: int | None = None) -> Suggestions:
         """Suggestions at a position. Raises RequestError for anything the client should hear about."""
         t0 = time.perf_counter()
+        since = time.monotonic()
         self.stats.count("requests")
         try:
             doc = self.documents.get(uri)
@@ -208,65 +322,202 @@ class Session:
         if not invoked:
             self.speculate = True  # this client asks on its own as the user types: worth starting early
         revision, text, version = doc.revision, doc.text, doc.version
-        work = self._prepare(text, offset, invoked=invoked, n=n)
-        if work is None:
+        state = self._state(uri, revision, text, offset, invoked=invoked, n=n)
+        old = self._states.get(uri)
+        if old is not None and old.revision == revision and old.offset == offset:
+            state.not_before = old.not_before  # the debounce did_change chose for this keystroke
+        if not invoked:
+            self._states[uri] = state
+            self._active = uri
+        if state.skip:
             self.stats.completed(0.0, "skip", 0)
             return empty
-        prefix, suffix, mode, params, budget = work
         eol = convert.dominant_eol(text)
         if self.settings.debounce_ms and not invoked:
             await asyncio.sleep(self.settings.debounce_ms / 1000)
             if self.documents.revision(uri) != revision:
                 self.stats.count("stale")
                 raise RequestError(RequestError.CONTENT_MODIFIED, "the document changed")
-        log.debug("suggest %s rev %d %d:%d %s n=%d", uri, revision, line, character, mode, params.n)
-        future = self.worker.submit(uri, revision, prefix, suffix, params, USER, budget_s=budget)
+        log.debug("suggest %s rev %d %d:%d %s n=%d", uri, revision, line, character, state.mode, state.params.n)
+        answer = await self._answer(state, since, invoked)
+        if self.documents.revision(uri) != revision:
+            self.stats.count("stale")
+            raise RequestError(RequestError.CONTENT_MODIFIED, "the document changed")
+        items = self._items(state, text, offset, cursor, eol, answer, doc.starts) if answer else []
+        total_ms = (time.perf_counter() - t0) * 1000
+        source = items[0].source if items else None
+        origin = answer.origin if answer else None
+        self.stats.completed(total_ms, source or "model", len(items))
+        self._remember(sid, uri, [it.text for it in items])
+        if items:
+            self._answered(items[0].source, origin or "model", total_ms)
+            if self.speculating and self.speculate:
+                self._plan_futures(state, items[0], eol)
+        res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1), source, origin)
+        log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s]", "invoked" if invoked else "auto",
+                 uri.rsplit("/", 1)[-1], line, character, state.mode, len(items), total_ms, source or "-")
+        return res
+
+    async def _answer(self, state: State, since: float, invoked: bool) -> _Answer | None:
+        """The best answer for a state within its deadline: caches, else the model (joined or started),
+        watching the caches while the model works (a generation typed through may answer first)."""
+        budget = INVOKED_BUDGET_S if invoked else AUTOMATIC_BUDGET_S
+        deadline = since + budget
+        if not self.speculating:
+            # a plain server: exact repeats (worker memory), the disk, else one model call within the budget
+            found = self._lookup(state, since, partial=False)
+            if found is not None:
+                return found
+            fut = self.worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
+                                     budget_s=budget)
+            return self._from_result(state, await self._await(fut))
+        found = self._lookup(state, since, partial=False)
+        if found is not None and found.complete:
+            return found
+        fut = self.worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
+                                 budget_s=JOB_BUDGET_S, not_before=state.not_before)
+        afut = asyncio.wrap_future(fut)
         try:
-            completions, timings = await asyncio.wrap_future(future)
+            while True:
+                if afut.done():
+                    return self._from_result(state, afut.result())  # raises the worker's errors
+                now = time.monotonic()
+                found = self._lookup(state, since, partial=now >= deadline)
+                # a finished answer goes out at once; one still streaming once a line of it is complete
+                # (at once when typed through, after PARTIAL_AFTER_S for the request's own generation, so
+                # a block that is nearly done is shown whole); at the deadline, whatever exists
+                if found is not None and (found.complete or found.source == "type-through" or
+                                          now - since >= PARTIAL_AFTER_S or now >= deadline):
+                    self.worker.release(fut)
+                    return found
+                if now >= deadline:
+                    self.worker.release(fut)  # keep generating: the next ask gets it
+                    return None
+                tick = self._next_tick()
+                wait_s = min(deadline, since + PARTIAL_AFTER_S) - now if now - since < PARTIAL_AFTER_S \
+                    else deadline - now
+                await asyncio.wait([afut, tick], timeout=max(0.0, wait_s), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            self.stats.count("cancelled")
+            fut.cancel()
+            raise
+        except Exception as e:
+            raise self._map_error(e) from None
+
+    async def _await(self, fut) -> Result:
+        try:
+            return await asyncio.wrap_future(fut)
         except asyncio.CancelledError:
             self.stats.count("cancelled")
             raise
         except Exception as e:
             raise self._map_error(e) from None
-        if self.documents.revision(uri) != revision:
-            self.stats.count("stale")
-            raise RequestError(RequestError.CONTENT_MODIFIED, "the document changed")
-        items: list[Item] = []
-        seen: set[tuple[str, int]] = set()
-        for c in completions:
-            truncated = c.finish_reason in ("length", "deadline", "cancelled")
-            sug = postprocess(c.text, prefix, suffix, mode=mode, max_lines=self.settings.max_lines,
-                              truncated=truncated)
-            if sug is None or (sug.text, sug.replace) in seen:
-                continue
-            seen.add((sug.text, sug.replace))
-            end = doc_position_after(text, offset, sug.replace, self.encoding, doc.starts)
-            items.append(Item(len(items), sug.text.replace("\n", eol) if eol != "\n" else sug.text,
-                              cursor, end, round(c.ttft_ms, 1), round(c.total_ms, 1), c.source,
-                              len(c.token_ids)))
-        total_ms = (time.perf_counter() - t0) * 1000
-        source = items[0].source if items else None
-        self.stats.completed(total_ms, source or "model", len(items))
-        self._remember(sid, uri, [it.text for it in items])
-        res = Suggestions(sid, uri, version, items, mode, round(total_ms, 1), source)
-        log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms (prompt %d tok, reused %d, %d decoded)",
-                 "invoked" if invoked else "auto", uri.rsplit("/", 1)[-1], line, character, mode, len(items),
-                 total_ms, timings.prompt_tokens, timings.reused_tokens, timings.decode_tokens)
-        return res
 
-    def _prepare(self, text: str, offset: int, *, invoked: bool, n: int | None = None
-                 ) -> tuple[str, str, Mode, GenParams, float] | None:
-        """The engine's work for a cursor: (prefix, suffix, mode, params, budget), or None when an automatic
-        request there is not worth a model call. Requests and speculation share it, so a request for the
-        spot a didChange already started joins that generation."""
-        prefix = convert.normalize_eol(text[max(0, offset - WINDOW_PREFIX_CHARS): offset])
+    def _from_result(self, state: State, result: Result) -> _Answer:
+        comps = result[0]
+        source = comps[0].source if comps else "model"
+        return _Answer(comps, source, self._mode_for(state, None), complete=True,
+                       origin="disk" if source == "disk" else "model")
+
+    def _next_tick(self) -> asyncio.Future:
+        if self._tick is None or self._tick.done():
+            self._tick = asyncio.get_running_loop().create_future()
+        return self._tick
+
+    def _pulse(self) -> None:
+        """(event loop) A generation streamed or finished: wake the requests watching the caches."""
+        tick, self._tick = self._tick, None
+        if tick is not None and not tick.done():
+            tick.set_result(None)
+
+    # ---- caches ---------------------------------------------------------------------------------
+    def _lookup(self, state: State, since: float | None, *, partial: bool) -> _Answer | None:
+        """An answer for ``state`` without a model call: type-through / memory, then the disk.
+
+        ``partial``: accept what a generation has streamed so far even if no line of it is complete
+        (at a deadline). ``since``: when the request arrived (a generation finished before it is
+        "memory", one finished while it waited is the "model" it waited for)."""
+        if self.speculating:
+            for hit in self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n):
+                if not hit.variants:
+                    continue
+                entry = hit.entry
+                mode = self._mode_for(state, entry)
+                live = entry.live
+                if hit.typed:
+                    source = "type-through"
+                elif live or since is None or (entry.finished_at or 0.0) >= since:
+                    source = "model"
+                else:
+                    source = "memory"
+                comps = hit.completions(source, state.params.n)
+                usable = [c for c in comps if self._shows(c, state, mode, live, partial)]
+                if usable:
+                    return _Answer(usable, source, mode, complete=not live, origin=entry.origin)
+        stored = self._disk_get(state.prefix, state.suffix, state.params)
+        if stored is not None:
+            comps = stored
+            if self.speculating:
+                self.typethrough.add(state.prefix, state.suffix, comps, n=state.params.n,
+                                     key=state.params.key(), origin="disk")
+            return _Answer(comps[: state.params.n], "disk", state.mode, complete=True, origin="disk")
+        return None
+
+    def _shows(self, c: Completion, state: State, mode: Mode, live: bool, partial: bool) -> bool:
+        """Would this (raw, possibly still streaming) text give a suggestion worth showing now?"""
+        if live and not partial and "\n" not in c.text.lstrip("\n"):
+            return False  # its first line is still being written
+        truncated = live or c.finish_reason in ("length", "deadline", "cancelled", "partial")
+        return postprocess(c.text, state.prefix, state.suffix, mode=mode, max_lines=self.settings.max_lines,
+                           truncated=truncated) is not None
+
+    def _mode_for(self, state: State, entry: Entry | None) -> Mode:
+        """A block being typed through stays a block: once the user types into its first line, that line
+        is no longer empty (a fresh request there would ask for one line), but the rest of the block is
+        what they were shown."""
+        if entry is not None and state.mode == "single" and (entry.key[1] or 2) > 1:
+            _, line_suffix = split_cursor(state.prefix, state.suffix)
+            if not line_suffix.strip():
+                return "multi"
+        return state.mode
+
+    def _disk_key(self, prefix: str, suffix: str, params: GenParams) -> str | None:
+        engine = self.worker.engine
+        model_id = getattr(engine, "model_id", None)
+        if self.disk is None or not model_id:
+            return None
+        max_p, max_s = self._windows()
+        return cache_key(model_id, params, prefix, suffix, max_p, max_s)
+
+    def _disk_get(self, prefix: str, suffix: str, params: GenParams) -> list[Completion] | None:
+        key = self._disk_key(prefix, suffix, params)
+        if key is None or self.disk is None:
+            return None
+        return self.disk.get(key)
+
+    def _windows(self) -> tuple[int, int]:
+        cfg = getattr(self.worker.engine, "config", None)
+        return (getattr(cfg, "max_prefix_chars", DEFAULT_MAX_PREFIX_CHARS),
+                getattr(cfg, "max_suffix_chars", DEFAULT_MAX_SUFFIX_CHARS))
+
+    # ---- building suggestions -------------------------------------------------------------------
+    def _state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool,
+               n: int | None = None) -> State:
+        """The engine's work for a cursor. Requests and speculation share it, so a request for the spot a
+        didChange already started joins that generation."""
+        max_prefix, _ = self._windows()
+        start = speculation.window_start(text, offset, max_prefix)
+        prefix = convert.normalize_eol(text[start: offset])
         suffix = convert.normalize_eol(text[offset: offset + WINDOW_SUFFIX_CHARS])
+        return self._state_at(uri, revision, offset, prefix, suffix, invoked=invoked, n=n)
+
+    def _state_at(self, uri: str, revision: int, offset: int, prefix: str, suffix: str, *, invoked: bool,
+                  n: int | None = None) -> State:
         line_prefix, line_suffix = split_cursor(prefix, suffix)
-        if not invoked and (line_suffix[:1].isalnum() or line_suffix[:1] == "_"):
-            return None  # the cursor sits inside a word: nothing useful to add while it is being edited
         mode = decide_mode(line_prefix, line_suffix, self.settings.multiline)
         params = self.gen_params(mode, invoked=invoked, n=n)
-        return prefix, suffix, mode, params, INVOKED_BUDGET_S if invoked else AUTOMATIC_BUDGET_S
+        skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked)
+        return State(uri, revision, offset, prefix, suffix, mode, params, skip)
 
     def gen_params(self, mode: str, *, invoked: bool, n: int | None = None) -> GenParams:
         """Automatic requests take one greedy variant (the fastest path: prompt-lookup drafts); an explicit
@@ -282,9 +533,50 @@ class Session:
         # no deadline here: the worker starts the time budget when the job starts running
         return GenParams(max_tokens=max_tokens, max_lines=max_lines, n=max(1, min(n, s.max_variants)))
 
+    def _items(self, state: State, text: str, offset: int, cursor: tuple[int, int], eol: str, answer: _Answer,
+               starts: list[int]) -> list[Item]:
+        items: list[Item] = []
+        seen: set[tuple[str, int]] = set()
+        for c in answer.comps:
+            truncated = c.finish_reason in ("length", "deadline", "cancelled", "partial")
+            sug = postprocess(c.text, state.prefix, state.suffix, mode=answer.mode,
+                              max_lines=self.settings.max_lines, truncated=truncated)
+            if sug is None or (sug.text, sug.replace) in seen:
+                continue
+            seen.add((sug.text, sug.replace))
+            end = doc_position_after(text, offset, sug.replace, self.encoding, starts)
+            items.append(Item(len(items), sug.text.replace("\n", eol) if eol != "\n" else sug.text,
+                              cursor, end, round(c.ttft_ms, 1), round(c.total_ms, 1), c.source,
+                              len(c.token_ids)))
+        return items
+
+    # ---- speculation ----------------------------------------------------------------------------
+    def _plan_futures(self, state: State, item: Item, eol: str) -> None:
+        """The suggestion is on screen: pre-generate where accepting it leads (unless already covered)."""
+        text = item.text.replace(eol, "\n") if eol != "\n" else item.text
+        replace = item.end[1] - item.start[1] if item.end[0] == item.start[0] else 0  # auto-closed characters
+        plan = []
+        for f in speculation.futures(state.prefix, state.suffix, text, replace):
+            fs = self._state_at(state.uri, state.revision, state.offset, f.prefix, f.suffix, invoked=False)
+            if fs.skip or self._covered(fs):
+                continue
+            plan.append((fs.prefix, fs.suffix, fs.params, JOB_BUDGET_S))
+        if plan:
+            log.debug("futures for %s: %d", state.uri, len(plan))
+        self.worker.set_futures(state.uri, state.revision, plan, not_before=time.monotonic() + FUTURE_DELAY_S)
+
+    def _covered(self, state: State) -> bool:
+        """A generation (finished or still streaming, agreeing so far) or a disk entry serves ``state``."""
+        for hit in self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n):
+            if hit.live or hit.variants:
+                return True
+        return self._disk_get(state.prefix, state.suffix, state.params) is not None
+
     def _map_error(self, e: BaseException) -> RequestError:
         from .worker import Cancelled, EngineUnavailable, Stale, Superseded
 
+        if isinstance(e, RequestError):
+            return e
         if isinstance(e, Stale):
             self.stats.count("stale")
             return RequestError(RequestError.CONTENT_MODIFIED, str(e))
@@ -336,6 +628,65 @@ class Session:
     def maybe_flush_stats(self, every_s: float = 30.0) -> None:
         if time.monotonic() - self.stats.last_flush >= every_s:
             self.stats.flush()
+
+
+class _Hooks:
+    """The worker's view of the session's caches (worker.Hooks). Runs on the engine thread: it touches
+    only thread-safe things (the type-through store, the disk cache, immutable states)."""
+
+    def __init__(self, session: Session) -> None:
+        self.s = session
+
+    def answer(self, job: Job) -> Result | None:
+        s = self.s
+        mode: Mode = "single" if job.params.max_lines == 1 else "multi"
+        st = State(job.uri, job.revision, 0, job.prefix, job.suffix, mode, job.params)
+        found = s._lookup(st, since=None, partial=False)
+        if found is None or not found.complete:
+            return None
+        return found.comps, Timings()
+
+    def started(self, job: Job) -> None:
+        s = self.s
+        if s.speculating:
+            job.handle = s.typethrough.open(job.prefix, job.suffix, n=job.params.n, key=job.params.key())
+            s._call_soon(s._pulse)
+
+    def token(self, job: Job, index: int, text: str) -> bool:
+        s = self.s
+        entry = job.handle
+        if not isinstance(entry, Entry):
+            return True
+        s.typethrough.update(entry, index, text)
+        s._call_soon(s._pulse)
+        if job.tracking or job.priority == FUTURE:
+            # the document moved on since the job started: stop as soon as its text stops matching
+            return s._keep(job, True)
+        return True
+
+    def finished(self, job: Job, result: Result | None, ms: float) -> None:
+        s = self.s
+        entry = job.handle
+        comps = result[0] if result is not None else None
+        if isinstance(entry, Entry):
+            s.typethrough.close(entry, comps)
+            s._call_soon(s._pulse)
+        if comps and is_complete(comps) and s.disk is not None:
+            key = s._disk_key(job.prefix, job.suffix, job.params)
+            if key is not None:
+                s.disk.put(key, comps, ms)
+
+    def idle(self, kv: tuple[str, str] | None) -> tuple[str, int, str, str] | None:
+        s = self.s
+        uri = s._active
+        if not s.speculating or uri is None:
+            return None
+        st = s._states.get(uri)
+        if st is None or s.documents.revision(uri) != st.revision:
+            return None
+        if speculation.should_warm((st.prefix, st.suffix), kv, idle_s=float("inf")):
+            return uri, st.revision, st.prefix, st.suffix
+        return None
 
 
 def doc_position_after(text: str, offset: int, replace: int, encoding: str,

@@ -25,9 +25,12 @@ class Settings:
     multiline: Multiline = "auto"
     # 0: Flint answers at once; its own cancellation and newest-wins scheduling replace a debounce
     debounce_ms: int = 0
-    cache_size_mb: int = 256
+    cache_size_mb: int = 256  # the on-disk completion cache's cap (0: no disk cache)
     enable: bool = True
     threads: int = 2
+    # pre-generation on didChange, futures after a shown suggestion, idle KV warming and type-through
+    # answers (off: every request is its own model call, as a plain server would do it)
+    speculation: bool = True
 
     def engine_key(self) -> tuple[str, int]:
         """The settings that need the model reloaded when they change."""
@@ -76,6 +79,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "cacheSizeMb": ("cache_size_mb", _int_in(0, 1 << 20)),
     "enable": ("enable", _bool),
     "threads": ("threads", _int_in(1, 256)),
+    "speculation": ("speculation", _bool),
 }
 assert {f for f, _ in _FIELDS.values()} == {f.name for f in fields(Settings)}
 

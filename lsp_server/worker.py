@@ -2,19 +2,30 @@
 
 Scheduling rules (the llama.cpp server / ruff_server shape: handlers post tasks, one loop owns the model):
 
-- At most one pending job per document: a newer request for the same document answers the older one
-  with ``Superseded`` at once, and stops it if it is running.
-- A document change stops every job computed on an older revision (``Stale``), running or pending.
+- At most one pending job per document for its current state: a newer request for the same document
+  answers the older one with ``Superseded`` at once, and stops it if it is running.
+- A document change stops every job computed on an older revision (``Stale``), running or pending,
+  unless the caller's ``keep`` says the job still serves the new text: a running generation the user is
+  typing through (its text so far agrees with what was typed) keeps running for the new revision
+  (*tracking*), and a pre-generated future the user is typing toward (or has accepted) is kept.
 - Identical work (same document revision, text around the cursor and parameters) is computed once:
   the second request joins the first (a speculative job becomes a user job that way).
-- User jobs run before speculative ones; among equals, oldest first.
+- Priorities: user requests, then speculation for a document's current state, then futures (states the
+  user may reach next), then idle KV warming; among equals, oldest first. A job of a better class
+  pre-empts a running job of a worse one (a user request stops speculative work for other documents).
 - Stopping means setting the engine's CancelToken: the generation loop checks it every model step.
 - A job starts only after ``QUIET_S`` without new document activity (``BURST_QUIET_S`` while messages
-  arrive faster than any typist types). Human keystrokes are tens of milliseconds apart, so this costs
-  them ~nothing; a burst (a replayed edit, a client catching up) is read to its end before the model
-  starts, instead of starting a generation per message that the next message stops (each start costs
-  an uninterruptible prompt pass, and the model's threads slow the reading of the rest).
-- Every waiter's future is settled exactly once: a result, or one of the exceptions below.
+  arrive faster than any typist types), and not before its own ``not_before`` (adaptive debounce).
+  A burst (a replayed edit, a client catching up) is read to its end before the model starts, instead
+  of starting a generation per message that the next message stops (each start costs an
+  uninterruptible prompt chunk, and the model's threads slow the reading of the rest).
+- Every waiter's future is settled exactly once: a result, or one of the exceptions below. A waiter can
+  also be *released* (its request answered from elsewhere, or its deadline passed): the job then goes
+  on as speculation, so its result is ready for the next ask.
+- ``Hooks`` connect the caches without the worker knowing them: before a job runs, ``answer`` may
+  settle it without the model (a cache filled since it was queued); tokens stream to ``token`` (which
+  may stop a generation that no longer matches the text); ``finished`` stores results; ``idle`` names
+  a prompt to warm.
 
 Nothing here imports pygls: the worker sees the engine through the facade in engine/engine_api.md.
 """
@@ -26,7 +37,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -37,10 +48,14 @@ from engine.types import CancelToken, Completion, GenParams, Timings
 log = logging.getLogger(__name__)
 
 USER = 0
-SPECULATIVE = 1
+SPECULATIVE = 1  # a document's current state, before (or without) the editor asking
+FUTURE = 2  # a state the user may reach next (a suggestion accepted)
+WARM = 3  # idle time: the KV cache for the active document
 QUIET_S = 0.008
 BURST_QUIET_S = 0.06
 BURST_EVENTS, BURST_WINDOW_S = 12, 0.1  # 12 events within 100 ms (120/s): no human types that fast
+IDLE_WARM_S = 0.5  # engine idle this long (and nothing new happened): ask for idle work once
+LATENCY_EWMA = 0.3
 
 
 class JobDropped(Exception):
@@ -83,25 +98,55 @@ class Job:
     waiters: list[Future] = field(default_factory=list)
     submitted: float = field(default_factory=time.monotonic)
     budget_s: float | None = None  # the deadline starts when the job starts (queueing or loading is free)
+    not_before: float = 0.0  # monotonic time before which the job does not start (debounce)
+    speculative: bool = False  # created as speculation: when its user waiters leave, it goes on
+    released: bool = False  # a waiter let go without stopping it
+    tracking: bool = False  # kept running after its document changed: it serves the new text
+    handle: Any = None  # the hooks' own state for this job (the type-through entry)
+    started: float | None = None
+    first_line: float | None = None  # when its first complete line streamed
 
     def same_work(self, other: Job) -> bool:
         return (self.uri == other.uri and self.revision == other.revision and self.params.key() == other.params.key()
                 and self.prefix == other.prefix and self.suffix == other.suffix)
 
+    @property
+    def kind(self) -> str:
+        return {USER: "now", SPECULATIVE: "now", FUTURE: "future", WARM: "warm"}[self.priority]
+
 
 Result = tuple[list[Completion], Timings]
 # on_event(state, info): "loading" | "ready" | "busy" | "error", called from the worker thread
 EventSink = Callable[[str, dict[str, Any]], None]
+# keep(job, running) -> bool: does this job of an older revision still serve the document's new text?
+Keep = Callable[[Job, bool], bool]
+
+
+class Hooks(Protocol):
+    """What the session plugs into the worker (all called on the engine thread)."""
+
+    def answer(self, job: Job) -> Result | None: ...
+
+    def started(self, job: Job) -> None: ...
+
+    def token(self, job: Job, index: int, text: str) -> bool: ...
+
+    def finished(self, job: Job, result: Result | None, ms: float) -> None: ...
+
+    def idle(self, kv: tuple[str, str] | None) -> tuple[str, int, str, str] | None: ...
 
 
 class Worker:
     def __init__(self, load: Callable[[], EngineLike], revision_of: Callable[[str], int | None],
-                 on_event: EventSink | None = None) -> None:
+                 on_event: EventSink | None = None, hooks: Hooks | None = None) -> None:
         self._load_fn = load
         self._revision_of = revision_of
         self._on_event = on_event or (lambda state, info: None)
+        self.hooks = hooks
         self._cond = threading.Condition()
-        self._pending: dict[str, Job] = {}
+        self._pending: dict[str, Job] = {}  # the current state's job, per document
+        self._futures: list[Job] = []  # pre-generation for states the user may reach next
+        self._warm: Job | None = None
         self._running: Job | None = None
         self._engine: EngineLike | None = None
         self._load_error: str | None = None
@@ -109,10 +154,14 @@ class Worker:
         self._stopping = False
         self._seq = itertools.count()
         self._activity: deque[float] = deque(maxlen=BURST_EVENTS)  # times of recent submits / changes
+        self._idle_asked = False  # idle work is asked for once per quiet period
         self._memo: tuple[Job, Result] | None = None  # the last finished job (same work = same answer)
         self._thread = threading.Thread(target=self._main, name="flint-engine", daemon=True)
         self.loaded = threading.Event()  # set once the first load attempt finished (ok or not)
-        self.jobs_run = 0
+        self.jobs_run = 0  # engine calls (generations and warm-ups)
+        self.model_calls = 0  # generations only
+        self.latency_s: float | None = None  # EWMA: job start to its first complete line (or its end)
+        self.kv_prompt: tuple[str, str] | None = None  # the prompt the engine's KV cache holds
 
     # ---- event loop side ------------------------------------------------------------------------
     def start(self) -> None:
@@ -127,15 +176,18 @@ class Worker:
         return self._load_error
 
     def submit(self, uri: str, revision: int, prefix: str, suffix: str, params: GenParams,
-               priority: int = USER, budget_s: float | None = None) -> Future:
-        """Queue work; the returned future resolves to (completions, timings) or raises JobDropped /
-        EngineUnavailable / the engine's own exception. Cancelling the future abandons the request.
+               priority: int = USER, budget_s: float | None = None, not_before: float = 0.0) -> Future:
+        """Queue work for a document's current state; the returned future resolves to (completions,
+        timings) or raises JobDropped / EngineUnavailable / the engine's own exception. Cancelling the
+        future abandons the request (``release`` lets go without stopping the work).
 
-        ``budget_s``: time allowed once the job starts; the engine returns what it has by then."""
+        ``budget_s``: time allowed once the job starts; the engine returns what it has by then.
+        ``not_before``: a time.monotonic() before which the job does not start (debounce)."""
         fut: Future = Future()
-        job = Job(uri, revision, prefix, suffix, params, priority, next(self._seq), budget_s=budget_s)
+        job = Job(uri, revision, prefix, suffix, params, priority, next(self._seq), budget_s=budget_s,
+                  not_before=not_before, speculative=priority != USER)
         with self._cond:
-            self._activity.append(time.monotonic())
+            self._touch()
             if self._stopping:
                 fut.set_exception(EngineUnavailable("the server is shutting down"))
                 return fut
@@ -146,18 +198,18 @@ class Worker:
                 if priority == USER:  # asked again for what was just computed: answer from memory
                     fut.set_result(_from_memory(self._memo[1]))
                 return fut
-            for j in (self._running, self._pending.get(uri)):
+            for j in (self._running, self._pending.get(uri), *self._futures):
                 if j is not None and not j.cancel.cancelled and j.same_work(job):
                     if priority == USER:
                         j.waiters.append(fut)
                         fut.add_done_callback(partial(self._waiter_done, j))
+                        j.not_before = min(j.not_before, not_before)
                     j.priority = min(j.priority, priority)
                     return fut
             old = self._pending.pop(uri, None)
             if old is not None:
                 self._drop(old, Superseded("a newer request for this document replaced it"))
-            if self._running is not None and self._running.uri == uri:
-                _stop(self._running, "superseded")
+            self._preempt(job)
             if priority == USER:
                 job.waiters.append(fut)
             self._pending[uri] = job
@@ -165,19 +217,77 @@ class Worker:
         fut.add_done_callback(partial(self._waiter_done, job))
         return fut
 
-    def document_changed(self, uri: str, revision: int) -> None:
-        """Stop work on older revisions of ``uri``."""
+    def set_futures(self, uri: str, revision: int, states: Sequence[tuple[str, str, GenParams, float | None]],
+                    not_before: float = 0.0) -> int:
+        """Pre-generate these states of ``uri`` (prefix, suffix, params, budget), best first, replacing
+        the futures planned before, starting no earlier than ``not_before``. A future already queued or
+        running for the same state is kept. Returns how many new jobs were queued."""
+        added = 0
         with self._cond:
-            self._activity.append(time.monotonic())
+            if self._stopping:
+                return 0
+            keep: list[Job] = []
+            for prefix, suffix, params, budget in states:
+                probe = Job(uri, revision, prefix, suffix, params, FUTURE, -1)
+                same = next((j for j in (self._running, *self._futures) if j is not None and not j.cancel.cancelled
+                             and j.same_work(probe)), None)
+                if same is not None:
+                    if same is not self._running:
+                        keep.append(same)
+                    continue
+                keep.append(Job(uri, revision, prefix, suffix, params, FUTURE, next(self._seq), budget_s=budget,
+                                not_before=not_before, speculative=True))
+                added += 1
+            for j in self._futures:
+                if j not in keep:
+                    self._drop(j, Superseded("newer futures were planned"))
+            r = self._running
+            if r is not None and r.priority == FUTURE and not r.tracking and \
+                    not any(r.same_work(Job(uri, revision, p, s, pa, FUTURE, -1)) for p, s, pa, _ in states):
+                _stop(r, "superseded")
+            self._futures = keep
+            if added:
+                self._cond.notify()
+        return added
+
+    def document_changed(self, uri: str, revision: int, keep: Keep | None = None) -> None:
+        """Stop work on older revisions of ``uri``, except what ``keep(job, running)`` says still serves
+        the new text: such a job moves to ``revision`` (its waiters, who asked about the old text, get
+        ``Stale``; the work goes on)."""
+        with self._cond:
+            self._touch()
             job = self._pending.get(uri)
             if job is not None and job.revision < revision:
-                del self._pending[uri]
-                self._drop(job, Stale("the document changed"))
-            if self._running is not None and self._running.uri == uri and self._running.revision < revision:
-                _stop(self._running, "stale")
+                if keep is not None and keep(job, False):
+                    self._rebase(job, revision)
+                else:
+                    del self._pending[uri]
+                    self._drop(job, Stale("the document changed"))
+            for j in [j for j in self._futures if j.uri == uri and j.revision < revision]:
+                if keep is not None and keep(j, False):
+                    self._rebase(j, revision)
+                else:
+                    self._futures.remove(j)
+                    self._drop(j, Stale("the document changed"))
+            r = self._running
+            if r is not None and r.uri == uri and r.revision < revision and not r.cancel.cancelled:
+                if keep is not None and keep(r, True):
+                    self._rebase(r, revision)
+                    r.tracking = True
+                else:
+                    _stop(r, "stale")
 
     def document_closed(self, uri: str) -> None:
         self.document_changed(uri, 1 << 62)
+
+    def release(self, fut: Future) -> None:
+        """Stop waiting on ``fut`` without stopping its job: the job goes on as speculation (its result
+        lands in the caches for the next ask)."""
+        with self._cond:
+            for j in (self._running, *self._pending.values(), *self._futures):
+                if j is not None and fut in j.waiters:
+                    j.released = True
+        fut.cancel()
 
     def reload(self, load: Callable[[], EngineLike]) -> None:
         """Swap the model (settings changed). Queued requests wait for the new one."""
@@ -190,9 +300,11 @@ class Worker:
     def stop(self, timeout: float = 5.0) -> None:
         with self._cond:
             self._stopping = True
-            for job in list(self._pending.values()):
+            for job in [*self._pending.values(), *self._futures, *([self._warm] if self._warm else [])]:
                 self._drop(job, EngineUnavailable("the server is shutting down"))
             self._pending.clear()
+            self._futures.clear()
+            self._warm = None
             if self._running is not None:
                 _stop(self._running, "shutdown")
             self._cond.notify()
@@ -202,9 +314,40 @@ class Worker:
     def backlog(self) -> int:
         """Jobs waiting or running (for tests and the status line)."""
         with self._cond:
-            return len(self._pending) + (self._running is not None)
+            return len(self._pending) + len(self._futures) + (self._warm is not None) + (self._running is not None)
+
+    def running(self) -> Job | None:
+        return self._running
 
     # ---- internals ------------------------------------------------------------------------------
+    def _touch(self) -> None:
+        """New activity (called under the lock): a pending warm-up is pointless now."""
+        self._activity.append(time.monotonic())
+        self._idle_asked = False
+        if self._warm is not None:
+            self._warm = None
+        if self._running is not None and self._running.priority == WARM:
+            _stop(self._running, "superseded")
+
+    def _preempt(self, job: Job) -> None:
+        """(lock held) Stop the running job if ``job`` replaces or outranks it."""
+        r = self._running
+        if r is None or r.cancel.cancelled:
+            return
+        if r.uri == job.uri and r.tracking and r.revision == job.revision:
+            return  # kept through the last edit: it serves this very text
+        if r.uri == job.uri and r.priority <= SPECULATIVE:
+            _stop(r, "superseded")
+        elif job.priority < r.priority and r.priority != USER:
+            _stop(r, "preempted")
+
+    def _rebase(self, job: Job, revision: int) -> None:
+        job.revision = revision
+        self._settle(job, exc=Stale("the document changed"))
+        job.speculative = True
+        if job.priority == USER:
+            job.priority = SPECULATIVE
+
     def _quiet_left(self) -> float:
         """Seconds to wait before starting the model (called under the lock)."""
         if not self._activity:
@@ -213,6 +356,25 @@ class Worker:
         burst = len(self._activity) == BURST_EVENTS and last - self._activity[0] < BURST_WINDOW_S
         return last + (BURST_QUIET_S if burst else QUIET_S) - time.monotonic()
 
+    def _next_job(self) -> tuple[Job | None, float]:
+        """(lock held) The job to run now, or None and how long until one may start."""
+        now = time.monotonic()
+        jobs = [*self._pending.values(), *self._futures, *([self._warm] if self._warm else [])]
+        ready = [j for j in jobs if j.not_before <= now]
+        if ready:
+            return min(ready, key=lambda j: (j.priority, j.seq)), 0.0
+        if jobs:
+            return None, min(j.not_before for j in jobs) - now
+        return None, -1.0
+
+    def _take(self, job: Job) -> None:
+        if self._pending.get(job.uri) is job:
+            del self._pending[job.uri]
+        elif job in self._futures:
+            self._futures.remove(job)
+        elif job is self._warm:
+            self._warm = None
+
     def _waiter_done(self, job: Job, fut: Future) -> None:
         """A waiter's future finished; if it was cancelled by the client, maybe stop the job."""
         if not fut.cancelled():
@@ -220,10 +382,14 @@ class Worker:
         with self._cond:
             if fut in job.waiters:
                 job.waiters.remove(fut)
-            if not job.waiters:
-                _stop(job, "client cancelled")
-                if self._pending.get(job.uri) is job:
-                    del self._pending[job.uri]
+            if job.waiters:
+                return
+            if job.speculative or job.released:  # speculation a request had joined: it goes on
+                job.priority = max(job.priority, SPECULATIVE)
+                return
+            _stop(job, "client cancelled")
+            if self._pending.get(job.uri) is job:
+                del self._pending[job.uri]
 
     @staticmethod
     def _settle(job: Job, result: Result | None = None, exc: BaseException | None = None) -> None:
@@ -259,42 +425,82 @@ class Worker:
             with self._cond:
                 self._engine = None
                 self._load_error = str(e)
-                for job in list(self._pending.values()):
+                for job in [*self._pending.values(), *self._futures]:
                     self._drop(job, EngineUnavailable(str(e)))
                 self._pending.clear()
+                self._futures.clear()
             self._emit("error", message=str(e))
         else:
             with self._cond:
                 self._engine = engine
                 self._load_error = None
+                self.kv_prompt = None
             log.info("model %s ready in %.1f s", getattr(engine, "model_id", "?"), time.perf_counter() - t0)
             self._emit("ready", model=getattr(engine, "model_id", ""), load_s=time.perf_counter() - t0)
         finally:
             self.loaded.set()
 
+    def _wait_for_work(self) -> tuple[Job | None, Callable[[], EngineLike] | None]:
+        """(lock held) Block until there is a job to run (or a reload, or stop)."""
+        while True:
+            if self._stopping:
+                return None, None
+            if self._reload is not None:
+                reload, self._reload = self._reload, None
+                return None, reload
+            if self._engine is None:
+                self._cond.wait()
+                continue
+            job, wait = self._next_job()
+            if job is None and wait < 0:
+                wait = self._maybe_idle_work()
+                if wait == 0:
+                    continue
+            if job is None:
+                self._cond.wait(wait if wait > 0 else None)
+                continue
+            quiet = self._quiet_left()
+            if quiet > 0:
+                self._cond.wait(quiet)  # messages are still arriving: let them land first
+                continue
+            self._take(job)
+            self._running = job
+            return job, None
+
+    def _maybe_idle_work(self) -> float:
+        """(lock held, nothing queued) Ask the hooks for idle work once per quiet period. Returns 0 when a
+        job was queued, else how long to sleep (negative: until something happens)."""
+        if self.hooks is None or self._idle_asked:
+            return -1.0
+        last = self._activity[-1] if self._activity else 0.0
+        left = last + IDLE_WARM_S - time.monotonic()
+        if left > 0:
+            return left
+        self._idle_asked = True
+        try:
+            plan = self.hooks.idle(self.kv_prompt)
+        except Exception:
+            log.exception("idle hook failed")
+            return -1.0
+        if plan is None:
+            return -1.0
+        uri, revision, prefix, suffix = plan
+        self._warm = Job(uri, revision, prefix, suffix, GenParams(), WARM, next(self._seq), speculative=True)
+        return 0.0
+
     def _main(self) -> None:
         self._load(self._load_fn)
         while True:
             with self._cond:
-                while True:
-                    while not self._stopping and self._reload is None and not (self._pending and self._engine):
-                        self._cond.wait()
-                    quiet = self._quiet_left()
-                    if self._stopping or self._reload is not None or quiet <= 0:
-                        break
-                    self._cond.wait(quiet)  # messages are still arriving: let them land first
-                if self._stopping:
+                job, reload = self._wait_for_work()
+                if job is None and reload is None:
                     return
-                reload, self._reload = self._reload, None
-                if reload is None:
-                    job = min(self._pending.values(), key=lambda j: (j.priority, j.seq))
-                    del self._pending[job.uri]
-                    self._running = job
             if reload is not None:
                 self._engine = None
                 self._memo = None
                 self._load(reload)
                 continue
+            assert job is not None
             try:
                 self._run(job)
             except BaseException as e:  # never leave a waiter hanging, whatever happened
@@ -315,15 +521,38 @@ class Worker:
         if engine is None:
             self._settle(job, exc=EngineUnavailable(self._load_error or "no model loaded"))
             return
+        if job.priority == WARM:
+            self._warm_up(engine, job)
+            return
+        hooks = self.hooks
+        if hooks is not None:
+            try:
+                cached = hooks.answer(job)
+            except Exception:
+                log.exception("answer hook failed")
+                cached = None
+            if cached is not None:  # filled since the job was queued (a generation typed through, disk)
+                log.debug("job %d answered without the model", job.seq)
+                self._settle(job, result=cached)
+                return
         self._emit("busy", uri=job.uri)
         t0 = time.perf_counter()
-        log.debug("job %d start: %s rev %d, waited %.0f ms", job.seq, job.uri, job.revision,
+        job.started = time.monotonic()
+        log.debug("job %d start (%s): %s rev %d, waited %.0f ms", job.seq, job.kind, job.uri, job.revision,
                   (time.monotonic() - job.submitted) * 1000)
         params = job.params
         if job.budget_s is not None:
             params = replace(params, deadline=time.monotonic() + job.budget_s)
+        on_token = None
+        if hooks is not None:
+            try:
+                hooks.started(job)
+            except Exception:
+                log.exception("started hook failed")
+            on_token = partial(self._on_token, job)
+        result: Result | None = None
         try:
-            result = engine.complete(job.prefix, job.suffix, params, cancel=job.cancel)
+            result = engine.complete(job.prefix, job.suffix, params, cancel=job.cancel, on_token=on_token)
         except Exception as e:
             log.exception("engine.complete failed")
             self._settle(job, exc=e)
@@ -331,8 +560,19 @@ class Worker:
             return
         finally:
             self.jobs_run += 1
+            self.model_calls += 1
+            self.kv_prompt = (job.prefix, job.suffix)
+            if hooks is not None:
+                try:
+                    hooks.finished(job, result, (time.perf_counter() - t0) * 1000)
+                except Exception:
+                    log.exception("finished hook failed")
         ms = (time.perf_counter() - t0) * 1000
         log.debug("job %d done in %.0f ms (%s)", job.seq, ms, job.cancel.reason or "complete")
+        if not job.cancel.cancelled and job.priority <= SPECULATIVE:
+            first = (job.first_line or time.monotonic()) - job.started
+            self.latency_s = first if self.latency_s is None else \
+                (1 - LATENCY_EWMA) * self.latency_s + LATENCY_EWMA * first
         if self._revision_of(job.uri) != job.revision:
             self._settle(job, exc=Stale("the document changed"))
         elif job.cancel.cancelled:
@@ -347,6 +587,33 @@ class Worker:
             comps = result[0]
             self._emit("ready", latency_ms=ms, source=comps[0].source if comps else None,
                        cancelled=job.cancel.cancelled)
+
+    def _on_token(self, job: Job, index: int, text: str) -> None:
+        if job.first_line is None and "\n" in text.lstrip("\n"):
+            job.first_line = time.monotonic()
+        hooks = self.hooks
+        if hooks is not None and not job.cancel.cancelled:
+            try:
+                if not hooks.token(job, index, text):
+                    _stop(job, "diverged")  # the user typed something else: the text is useless now
+            except Exception:
+                log.exception("token hook failed")
+
+    def _warm_up(self, engine: EngineLike, job: Job) -> None:
+        prefill = getattr(engine, "prefill", None)
+        if prefill is None or self.kv_prompt == (job.prefix, job.suffix):
+            return
+        t0 = time.perf_counter()
+        try:
+            prefill(job.prefix, job.suffix, job.cancel)
+        except Exception:
+            log.exception("warm-up failed")
+            return
+        self.jobs_run += 1
+        if not job.cancel.cancelled:
+            self.kv_prompt = (job.prefix, job.suffix)
+        log.debug("warmed %s in %.0f ms%s", job.uri, (time.perf_counter() - t0) * 1000,
+                  " (interrupted)" if job.cancel.cancelled else "")
 
 
 def _stop(job: Job, reason: str) -> None:
@@ -363,7 +630,7 @@ def _from_memory(result: Result) -> Result:
 def _reason_exc(reason: str) -> BaseException:
     if reason == "stale":
         return Stale("the document changed")
-    if reason in ("superseded",):
+    if reason in ("superseded", "preempted", "diverged"):
         return Superseded("a newer request for this document replaced it")
     if reason in ("shutdown",):
         return EngineUnavailable("the server is shutting down")

@@ -139,3 +139,237 @@ async def test_show_accept_and_stats_file(make_session, tmp_path):
     assert (t["requests"], t["suggestions"], t["shown"], t["accepted"], t["partial_accepts"]) == (1, 1, 1, 1, 1)
     assert t["accepted_units"] == 2  # "1" accepted whole, plus 1 unit partially
     assert len(data["latency_ms"]) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# speculation and caches, against a streaming stand-in: an "oracle" that knows the file being typed and
+# predicts it perfectly, two characters per step, honouring cancel, deadline and max_lines like the real
+# generation loop. The real model runs in tests/test_speculation_e2e.py.
+
+
+class OracleEngine:
+    model_id = "oracle"
+
+    def __init__(self, target: str, step_s: float = 0.005) -> None:
+        self.target = target
+        self.step_s = step_s
+        self.calls: list[tuple[str, str, GenParams]] = []
+
+    def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
+        params = params or GenParams()
+        self.calls.append((prefix, suffix, params))
+        rest = self.target[len(prefix):] if self.target.startswith(prefix) else ""
+        text, reason = "", "eos"
+        while len(text) < len(rest):
+            if cancel is not None and cancel.cancelled:
+                reason = "cancelled"
+                break
+            if params.deadline is not None and time.monotonic() >= params.deadline:
+                reason = "deadline"
+                break
+            time.sleep(self.step_s)
+            text = rest[: len(text) + 2]
+            if params.max_lines is not None and text.count("\n") >= params.max_lines:
+                text = "\n".join(text.split("\n")[: params.max_lines])
+                reason = "lines"
+            if on_token is not None:
+                on_token(0, text)
+            if reason == "lines":
+                break
+        return [Completion(text=text, token_ids=[7] * max(1, len(text) // 2), finish_reason=reason)], Timings()
+
+
+@pytest.fixture
+async def oracle_session(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+    sessions = []
+
+    def make(target: str, step_s: float = 0.005, settings: Settings | None = None, statuses=None):
+        eng = OracleEngine(target, step_s)
+        s = Session(lambda _settings: eng, settings, on_status=statuses.append if statuses is not None else None)
+        s.attach_loop(asyncio.get_running_loop())
+        s.start()
+        assert s.worker.loaded.wait(5)
+        sessions.append(s)
+        return s, eng
+
+    yield make
+    for s in sessions:
+        s.shutdown()
+
+
+TARGET = "def add(a, b):\n    return a + b\n\n\nprint(add(1, 2))\n"
+BODY = "def add(a, b):\n    "
+
+
+def type_chars(s: Session, uri: str, text: str, line: int, col: int, version: int) -> tuple[int, int]:
+    """Type ``text`` one character per didChange, as an editor sends it; returns the new (col, version)."""
+    for ch in text:
+        version += 1
+        s.documents.change(uri, version, [Change(ch, (line, col, line, col))], s.encoding)
+        col += 1
+        s.did_change(uri, cursor=s.documents.get(uri).offset_at(line, col, s.encoding))
+    return col, version
+
+
+async def settle(s: Session, timeout: float = 5.0) -> None:
+    """Wait until the engine thread has nothing left to do."""
+    deadline = time.monotonic() + timeout
+    while s.worker.backlog() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+
+
+async def test_a_repeat_is_answered_from_memory(oracle_session):
+    s, eng = oracle_session(TARGET)
+    s.documents.open("file:///m.py", BODY + "\n", 1)
+    first = await s.suggest("file:///m.py", 1, 4, invoked=False)
+    assert [it.text for it in first.items] == ["return a + b"] and first.source == "model"
+    again = await s.suggest("file:///m.py", 1, 4, invoked=False)
+    assert [it.text for it in again.items] == ["return a + b"] and again.source == "memory"
+    assert len([c for c in eng.calls if c[0] == BODY]) == 1
+
+
+async def test_typing_through_a_suggestion_needs_no_model_call(oracle_session):
+    statuses: list[dict] = []
+    s, eng = oracle_session(TARGET, statuses=statuses)
+    uri = "file:///t.py"
+    s.documents.open(uri, BODY + "\n", 1)
+    await s.suggest(uri, 1, 4, invoked=False)
+    await settle(s)
+    calls = len(eng.calls)
+    col, version = 4, 1
+    for ch in "return a":
+        col, version = type_chars(s, uri, ch, 1, col, version)
+        res = await s.suggest(uri, 1, col, invoked=False)
+        assert res.source == "type-through", (ch, res)
+        assert BODY + "return a"[: col - 4] + res.items[0].text == BODY + "return a + b"
+        assert res.total_ms < 50
+    assert statuses[-1]["source"] == "type-through" and statuses[-1]["lastLatencyMs"] < 50
+    await settle(s)
+    typed_states = [c for c in eng.calls[calls:] if c[0].startswith(BODY + "r")]
+    assert typed_states == []  # no keystroke inside the suggestion reached the engine
+
+
+async def test_a_streaming_generation_is_read_not_restarted(oracle_session):
+    line = "    total = sum(value * weight for value, weight in zip(values, weights))\n"
+    target = "def score(values, weights):\n" + line
+    s, eng = oracle_session(target, step_s=0.04)  # ~1.5 s for the line: the user types meanwhile
+    s.speculate = True
+    uri = "file:///s.py"
+    s.documents.open(uri, "def score(values, weights):\n\n", 1)
+    s.documents.change(uri, 2, [Change("    ", (1, 0, 1, 0))], s.encoding)
+    s.did_change(uri, cursor=len("def score(values, weights):\n    "))
+    await asyncio.sleep(0.15)  # streaming now
+    col, version = 4, 2
+    answers = []
+    for ch in "total = su":
+        col, version = type_chars(s, uri, ch, 1, col, version)
+        res = await s.suggest(uri, 1, col, invoked=False)
+        answers.append(res.source)
+        await asyncio.sleep(0.05)
+    # one generation served every keystroke (later calls are futures: states after the whole line)
+    here = [c[0] for c in eng.calls if len(c[0]) <= len("def score(values, weights):\n    total = su")]
+    assert here == ["def score(values, weights):\n    "], here
+    assert answers[-1] == "type-through"
+    res = await s.suggest(uri, 1, col, invoked=False)
+    assert res.items and ("    total = su" + res.items[0].text) == line.rstrip("\n")
+
+
+async def test_typing_something_else_stops_the_generation(oracle_session):
+    target = "x = " + "compute_something_long(1, 2, 3) " * 4 + "\n"
+    s, eng = oracle_session(target, step_s=0.03)
+    s.speculate = True
+    uri = "file:///d.py"
+    s.documents.open(uri, "\n", 1)
+    s.documents.change(uri, 2, [Change("x = ", (0, 0, 0, 0))], s.encoding)
+    s.did_change(uri, cursor=4)
+    await asyncio.sleep(0.2)
+    assert len(eng.calls) == 1
+    type_chars(s, uri, "None", 0, 4, 2)  # not what the model writes
+    await asyncio.sleep(0.1)
+    assert s.worker.running() is None or s.worker.running().prefix.endswith("None")
+    assert len(eng.calls) == 2 and eng.calls[-1][0] == "x = None"
+
+
+async def test_restart_answers_from_disk(oracle_session, tmp_path):
+    s1, eng1 = oracle_session(TARGET)
+    s1.documents.open("file:///r.py", BODY + "\n", 1)
+    assert (await s1.suggest("file:///r.py", 1, 4, invoked=False)).source == "model"
+    await settle(s1)
+    s1.shutdown()
+    s2, eng2 = oracle_session(TARGET)  # a new server process would see the same FLINT_HOME
+    s2.documents.open("file:///r.py", BODY + "\n", 1)
+    res = await s2.suggest("file:///r.py", 1, 4, invoked=False)
+    assert res.source == "disk" and [it.text for it in res.items] == ["return a + b"]
+    assert eng2.calls == []
+    # and typing through the disk entry answers without the model too
+    col, _ = type_chars(s2, "file:///r.py", "re", 1, 4, 1)
+    res = await s2.suggest("file:///r.py", 1, col, invoked=False)
+    assert res.source == "type-through" and res.origin == "disk" and eng2.calls == []
+
+
+async def test_deadline_answers_with_what_exists_and_the_next_ask_gets_the_rest(oracle_session, monkeypatch):
+    from lsp_server import session as session_mod
+
+    monkeypatch.setattr(session_mod, "AUTOMATIC_BUDGET_S", 0.3)
+    target = "value = " + "a_long_expression_part + " * 6 + "end\n"
+    s, eng = oracle_session(target, step_s=0.02)  # ~1.7 s for the whole line
+    uri = "file:///dl.py"
+    s.documents.open(uri, "value = \n", 1)
+    t0 = time.monotonic()
+    res = await s.suggest(uri, 0, 8, invoked=False)
+    assert time.monotonic() - t0 < 0.6  # the deadline, not the generation
+    assert not res.items or target.startswith("value = " + res.items[0].text)  # partial, never wrong
+    await settle(s)
+    res = await s.suggest(uri, 0, 8, invoked=False)
+    assert res.source == "memory" and "value = " + res.items[0].text == target.rstrip("\n")
+    assert len(eng.calls) == 1  # the first generation went on after its request had its answer
+
+
+async def test_accepting_a_suggestion_was_pre_generated(oracle_session):
+    target = "def f(a, b):\n    total = a + b\n    return total\n"
+    s, eng = oracle_session(target)
+    uri = "file:///f.py"
+    head = "def f(a, b):\n    total = "
+    s.documents.open(uri, head + "\n", 1)
+    res = await s.suggest(uri, 1, 12, invoked=False)
+    assert res.items[0].text == "a + b" and res.mode == "single"
+    await asyncio.sleep(0.3)
+    await settle(s)
+    futures = [c[0] for c in eng.calls[1:]]
+    assert head + "a + b\n" in futures  # accepted, then Enter: the next line is ready
+    calls = len(eng.calls)
+    # Tab, then Enter (the editor indents the new line): answered without the model
+    s.documents.change(uri, 2, [Change("a + b", (1, 12, 1, 12))], s.encoding)
+    s.did_change(uri, cursor=len(head + "a + b"))
+    s.documents.change(uri, 3, [Change("\n    ", (1, 17, 1, 17))], s.encoding)
+    s.did_change(uri, cursor=len(head + "a + b\n    "))
+    res = await s.suggest(uri, 2, 4, invoked=False)
+    assert res.source == "type-through" and res.items[0].text == "return total"
+    await settle(s)
+    # no call for a state the user was in; the only new ones pre-generate beyond the shown "return total"
+    assert all(c[0].startswith(head + "a + b\n    return total") for c in eng.calls[calls:]), eng.calls[calls:]
+
+
+async def test_speculation_off_is_a_plain_server(oracle_session):
+    s, eng = oracle_session(TARGET, settings=Settings(speculation=False, cache_size_mb=0))
+    uri = "file:///o.py"
+    s.documents.open(uri, BODY + "\n", 1)
+    assert (await s.suggest(uri, 1, 4, invoked=False)).source == "model"
+    await asyncio.sleep(0.3)
+    assert len(eng.calls) == 1  # no futures
+    col, _ = type_chars(s, uri, "re", 1, 4, 1)
+    res = await s.suggest(uri, 1, col, invoked=False)
+    assert res.source == "model" and res.items[0].text == "turn a + b"
+    assert len(eng.calls) == 2
+    assert s.disk is None
+
+
+async def test_text_right_of_the_cursor_is_not_worth_a_model_call(oracle_session):
+    s, eng = oracle_session("x = foo(" + "\n")
+    uri = "file:///k.py"
+    s.documents.open(uri, "x =  + compute_offset(value)\n", 1)
+    s.speculate = True
+    s.did_change(uri, cursor=4)
+    res = await s.suggest(uri, 0, 4, invoked=False)
+    assert res.items == [] and eng.calls == []

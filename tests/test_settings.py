@@ -12,16 +12,16 @@ def test_defaults_when_nothing_sent():
     assert s == Settings() and warnings == []
     assert s.model == "qwen2.5-coder-0.5b" and s.max_variants == 3 and s.max_lines == 8
     assert s.multiline == "auto" and s.debounce_ms == 0 and s.cache_size_mb == 256
-    assert s.enable is True and s.threads == 2
+    assert s.enable is True and s.threads == 2 and s.speculation is True
 
 
 def test_all_fields_camel_case():
     raw = {"model": "/models/mine", "maxVariants": 5, "maxLines": 3, "multiline": "never", "debounceMs": 50,
-           "cacheSizeMb": 64, "enable": False, "threads": 4}
+           "cacheSizeMb": 64, "enable": False, "threads": 4, "speculation": False}
     s, warnings = parse_settings(raw)
     assert warnings == []
     assert s == Settings(model="/models/mine", max_variants=5, max_lines=3, multiline="never", debounce_ms=50,
-                         cache_size_mb=64, enable=False, threads=4)
+                         cache_size_mb=64, enable=False, threads=4, speculation=False)
     assert to_camel(s) == raw
 
 

@@ -8,6 +8,7 @@ import threading
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine.types import Completion
 from engine.typethrough import (
     ANCHOR_CHARS,
     Trie,
@@ -17,7 +18,6 @@ from engine.typethrough import (
     suffix_compatible,
     typed_since,
 )
-from engine.types import Completion
 
 KEY = (64, 1, 1)
 

@@ -324,3 +324,258 @@ def test_user_requests_run_before_speculation():
     time.sleep(10 * STEP)
     assert [c[0] for c in eng.calls][:3] == ["busy", "user", "spec"]
     w.stop()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# speculation: kept jobs, futures, release, hooks, idle warming, debounce
+#
+# ``Hooks`` below is the session's side of the worker in miniature (the session's own hooks run against
+# the real caches in tests/test_session.py); here it only records and answers what each test sets.
+
+
+class Hooks:
+    def __init__(self) -> None:
+        self.answers: dict[str, object] = {}  # prefix -> Result to answer without the model
+        self.tokens: list[tuple[int, str, int]] = []
+        self.finished_jobs: list[tuple[str, object]] = []
+        self.stop_on: str | None = None  # token() says stop once a text contains this
+        self.idle_plan = None
+        self.idle_calls = 0
+
+    def answer(self, job):
+        return self.answers.get(job.prefix)
+
+    def started(self, job):
+        job.handle = "entry"
+
+    def token(self, job, index, text):
+        self.tokens.append((index, text, job.revision))
+        return not (self.stop_on and self.stop_on in text)
+
+    def finished(self, job, result, ms):
+        self.finished_jobs.append((job.prefix, result))
+
+    def idle(self, kv):
+        self.idle_calls += 1
+        plan, self.idle_plan = self.idle_plan, None
+        return plan
+
+
+class TokenEngine(StepEngine):
+    """StepEngine that also streams each step through on_token, and can prefill."""
+
+    def __init__(self, steps: int = 20, slow: tuple[str, ...] = ()) -> None:
+        super().__init__(steps, slow)
+        self.prefills: list[tuple[str, str]] = []
+
+    def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
+        params = params or GenParams()
+        self.calls.append((prefix, suffix, params))
+        self.running.set()
+        text, reason = prefix[-1:], "length"
+        for _ in range(1000 if prefix in self.slow else self.steps):
+            if cancel is not None and cancel.cancelled:
+                reason = "cancelled"
+                break
+            if params.deadline is not None and time.monotonic() >= params.deadline:
+                reason = "deadline"
+                break
+            time.sleep(STEP)
+            self.steps_run += 1
+            text += "x"
+            if on_token is not None:
+                on_token(0, text)
+        self.running.clear()
+        return [Completion(text=text, token_ids=[1] * len(text), finish_reason=reason)], Timings()
+
+    def prefill(self, prefix, suffix="", cancel=None):
+        self.prefills.append((prefix, suffix))
+        return Timings()
+
+
+def make_hooked(engine=None, hooks=None):
+    revs = Revisions()
+    engine = engine or TokenEngine()
+    hooks = hooks or Hooks()
+    w = Worker(lambda: engine, revs, None, hooks)
+    w.start()
+    assert w.loaded.wait(5)
+    return w, engine, revs, hooks
+
+
+def test_a_kept_job_runs_on_for_the_new_revision():
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=30))
+    revs["a"] = 1
+    w.submit("a", 1, "p", "", GenParams(), SPECULATIVE)
+    wait_running(eng)
+    while not hooks.tokens:
+        time.sleep(STEP / 2)
+    revs["a"] = 2
+    w.document_changed("a", 2, keep=lambda job, running: running)  # "the user typed what it streams"
+    deadline = time.monotonic() + 5
+    while not hooks.finished_jobs and time.monotonic() < deadline:
+        time.sleep(STEP)
+    prefix, (comps, _) = hooks.finished_jobs[0]
+    assert prefix == "p" and comps[0].finish_reason == "length" and len(comps[0].text) == 31  # not cut
+    assert {rev for _, _, rev in hooks.tokens} == {1, 2}  # streamed on, now for revision 2
+    assert len(eng.calls) == 1
+    w.stop()
+
+
+def test_a_job_not_kept_stops_and_its_waiters_hear_stale():
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=500))
+    revs["a"] = 1
+    fut = w.submit("a", 1, "p", "", GenParams())
+    wait_running(eng)
+    revs["a"] = 2
+    w.document_changed("a", 2, keep=lambda job, running: False)
+    with pytest.raises(Stale):
+        fut.result(5)
+    assert eng.steps_run < 100
+    w.stop()
+
+
+def test_kept_running_job_is_not_superseded_by_the_new_states_speculation():
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=30))
+    revs["a"] = 1
+    w.submit("a", 1, "p", "", GenParams(), SPECULATIVE)
+    wait_running(eng)
+    revs["a"] = 2
+    w.document_changed("a", 2, keep=lambda job, running: running)
+    hooks.answers["q"] = ([Completion("from the stream", [1], "eos", source="type-through")], Timings())
+    user = w.submit("a", 2, "q", "", GenParams(), USER)  # queued behind the kept job, not stopping it
+    comps, _ = user.result(5)
+    assert comps[0].source == "type-through"  # by the time it ran, the caches answered it
+    assert [c[0] for c in eng.calls] == ["p"]  # the kept job ran to its end, the request cost no model call
+    assert hooks.finished_jobs[0][1][0][0].finish_reason == "length"
+    w.stop()
+
+
+def test_token_hook_stops_a_diverged_generation():
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=500))
+    hooks.stop_on = "xxxxx"
+    revs["a"] = 1
+    w.submit("a", 1, "p", "", GenParams(), SPECULATIVE)
+    wait_running(eng)
+    deadline = time.monotonic() + 5
+    while not hooks.finished_jobs and time.monotonic() < deadline:
+        time.sleep(STEP)
+    comps, _ = hooks.finished_jobs[0][1]
+    assert comps[0].finish_reason == "cancelled" and eng.steps_run < 10
+    w.stop()
+
+
+def test_answer_hook_saves_the_model_call():
+    w, eng, revs, hooks = make_hooked()
+    revs["a"] = 1
+    hooks.answers["p"] = ([Completion("cached", [1], "eos", source="disk")], Timings())
+    comps, _ = w.submit("a", 1, "p", "", GenParams()).result(5)
+    assert comps[0].text == "cached" and eng.calls == []
+    w.stop()
+
+
+def test_released_request_lets_the_generation_finish_for_the_next_ask():
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=30))
+    revs["a"] = 1
+    fut = w.submit("a", 1, "p", "", GenParams(), USER, budget_s=5)
+    wait_running(eng)
+    w.release(fut)  # the request's deadline passed: it answered with what existed
+    deadline = time.monotonic() + 5
+    while not hooks.finished_jobs and time.monotonic() < deadline:
+        time.sleep(STEP)
+    assert hooks.finished_jobs[0][1][0][0].finish_reason == "length"
+    again = w.submit("a", 1, "p", "", GenParams(), USER).result(0.5)  # the next ask: from memory
+    assert again[0][0].source == "memory" and len(eng.calls) == 1
+    w.stop()
+
+
+def test_cancelled_user_request_stops_its_own_job_but_not_joined_speculation():
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=40))
+    revs["a"] = 1
+    w.submit("a", 1, "p", "", GenParams(), SPECULATIVE)
+    user = w.submit("a", 1, "p", "", GenParams(), USER)  # joins it
+    wait_running(eng)
+    user.cancel()
+    deadline = time.monotonic() + 5
+    while not hooks.finished_jobs and time.monotonic() < deadline:
+        time.sleep(STEP)
+    assert hooks.finished_jobs[0][1][0][0].finish_reason == "length"  # the speculation went on
+
+
+def test_user_request_preempts_futures_and_futures_run_when_idle():
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=5, slow=("future-1",)))
+    revs.update(a=1, b=1)
+    assert w.set_futures("a", 1, [("future-1", "", GenParams(), None), ("future-2", "", GenParams(), None)]) == 2
+    wait_running(eng)
+    t0 = time.monotonic()
+    comps, _ = w.submit("b", 1, "user", "", GenParams(), USER).result(5)
+    assert time.monotonic() - t0 < 20 * STEP + 0.3  # did not wait for the 1000-step future
+    time.sleep(20 * STEP)
+    assert [c[0] for c in eng.calls] == ["future-1", "user", "future-2"]
+    w.stop()
+
+
+def test_new_futures_replace_old_ones_but_keep_the_same_state():
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=3, slow=("busy",)))
+    revs.update(a=1, c=1)
+    w.submit("c", 1, "busy", "", GenParams(), SPECULATIVE, budget_s=0.3)
+    wait_running(eng)
+    w.set_futures("a", 1, [("f1", "", GenParams(), None), ("f2", "", GenParams(), None)])
+    assert w.set_futures("a", 1, [("f2", "", GenParams(), None), ("f3", "", GenParams(), None)]) == 1
+    assert w.backlog() == 3  # busy + f2 + f3
+    time.sleep(0.3 + 20 * STEP)
+    assert [c[0] for c in eng.calls] == ["busy", "f2", "f3"]
+    w.stop()
+
+
+def test_futures_the_user_does_not_head_for_are_dropped_on_change():
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=3, slow=("busy",)))
+    revs.update(a=1, c=1)
+    w.submit("c", 1, "busy", "", GenParams(), SPECULATIVE, budget_s=0.3)
+    wait_running(eng)
+    w.set_futures("a", 1, [("def f(): return 1", "", GenParams(), None), ("other", "", GenParams(), None)])
+    revs["a"] = 2
+    w.document_changed("a", 2, keep=lambda job, running: job.prefix.startswith("def f"))
+    time.sleep(0.3 + 20 * STEP)
+    assert [c[0] for c in eng.calls] == ["busy", "def f(): return 1"]
+    w.stop()
+
+
+def test_debounced_job_waits_for_its_time_and_a_newer_keystroke_replaces_it():
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=2))
+    revs["a"] = 1
+    t0 = time.monotonic()
+    w.submit("a", 1, "p1", "", GenParams(), SPECULATIVE, not_before=t0 + 0.2)
+    time.sleep(0.1)
+    assert eng.calls == []
+    revs["a"] = 2
+    w.document_changed("a", 2)
+    w.submit("a", 2, "p2", "", GenParams(), SPECULATIVE, not_before=time.monotonic() + 0.2)
+    time.sleep(0.15)
+    assert eng.calls == []  # still debouncing the newest keystroke
+    time.sleep(0.2)
+    assert [c[0] for c in eng.calls] == ["p2"]
+    w.stop()
+
+
+def test_idle_time_warms_once_and_new_work_interrupts_it():
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=2))
+    revs["a"] = 1
+    w.submit("a", 1, "p", "s", GenParams()).result(5)
+    hooks.idle_plan = ("a", 1, "active prefix", "active suffix")
+    calls = hooks.idle_calls
+    w.document_changed("a", 1)  # activity: idle work is asked for again after a quiet period
+    time.sleep(IDLE + 0.3)
+    assert eng.prefills == [("active prefix", "active suffix")]
+    assert w.kv_prompt == ("active prefix", "active suffix")
+    time.sleep(IDLE + 0.2)
+    assert hooks.idle_calls == calls + 1 and len(eng.prefills) == 1  # once per quiet period, not in a loop
+    # new work arrives while warming: the warm-up is dropped, the request runs
+    hooks.idle_plan = ("a", 1, "other prefix", "x")
+    w.document_changed("a", 1)
+    time.sleep(IDLE + 0.05)
+    assert w.submit("a", 1, "q", "", GenParams()).result(5)[0][0].text.startswith("q")
+    w.stop()
+
+
+IDLE = 0.5  # worker.IDLE_WARM_S
