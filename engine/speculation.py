@@ -17,6 +17,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .postprocess import opens_block
+
 # ---------------------------------------------------------------------------------------------- futures
 
 
@@ -34,8 +36,8 @@ def futures(prefix: str, suffix: str, text: str, replace: int = 0) -> list[Futur
     characters right of it) is taken, best first, without duplicates:
 
     1. accepted whole: the cursor right after it;
-    2. accepted, then Enter: the cursor at column 0 of a new line (column 0, not the editor's guess at
-       indentation: any indentation the editor inserts is then typed *through* the generated text);
+    2. accepted, then Enter: the cursor on a new line, indented as an editor indents it (the accepted
+       line's indentation, one level deeper after a line that opens a block);
     3. a block's first line accepted, then Enter (Tab on the first line in editors that accept by line).
 
     The caller drops the ones a suggestion it already has covers (type-through of the same generation
@@ -47,11 +49,12 @@ def futures(prefix: str, suffix: str, text: str, replace: int = 0) -> list[Futur
     out = [Future(after, rest, "accepted")]
     line_end = rest.find("\n")
     if not rest[: line_end if line_end >= 0 else len(rest)].strip():  # nothing else on the line
-        out.append(Future(after + "\n", rest, "accepted-newline"))
+        out.append(Future(after + "\n" + next_indent(after), rest, "accepted-newline"))
     first, nl, _ = text.partition("\n")
     if nl and first.strip():
         # only the first line taken: the rest of the block is no longer right of the cursor
-        out.append(Future(prefix + first + "\n", rest, "first-line-newline"))
+        head = prefix + first
+        out.append(Future(head + "\n" + next_indent(head), rest, "first-line-newline"))
     seen: set[tuple[str, str]] = set()
     uniq = []
     for f in out:
@@ -61,20 +64,46 @@ def futures(prefix: str, suffix: str, text: str, replace: int = 0) -> list[Futur
     return uniq
 
 
+def next_indent(prefix: str) -> str:
+    """The indentation an editor gives the line after the last line of ``prefix`` when Enter is pressed:
+    the same as that line's, plus one level when it opens a block (``:``, ``{``, ``(``...). The level is
+    a tab if the line is indented with tabs, else four spaces."""
+    line = prefix[prefix.rfind("\n") + 1:]
+    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    if opens_block(line):
+        indent += "\t" if indent.startswith("\t") else "    "
+    return indent
+
+
 # ------------------------------------------------------------------------------------------- idle warm
 
 
 def should_warm(active: tuple[str, str] | None, kv: tuple[str, str] | None, idle_s: float,
-                min_idle_s: float = 0.5) -> bool:
+                min_idle_s: float = 0.5, min_shared: float = 0.9) -> bool:
     """Warm the KV cache for the active document's state (prefix, suffix) when the engine has been idle
-    ``min_idle_s`` and its cache holds another prompt (another document, a future, nothing yet). The next
-    keystroke there then runs only its own new tokens instead of the whole prompt."""
+    ``min_idle_s`` and its cache holds another prompt (another document, another region, nothing yet).
+
+    The engine reuses the longest common token prefix of consecutive prompts, and the next keystroke's
+    prompt differs from the active state only at the cursor. So the cache is good enough when its
+    prompt starts with (almost all of, ``min_shared``) the active prefix: a future generated for
+    "this suggestion accepted" shares it, and re-running the active state would only repeat its tail."""
     if active is None or idle_s < min_idle_s:
         return False
     if kv is None:
         return True
-    # the KV cache holds a prompt that starts with the active prefix: the next keystroke reuses it all
-    return not (kv[0] == active[0] and kv[1] == active[1])
+    return shared_prefix(kv[0], active[0]) < min_shared * len(active[0])
+
+
+def shared_prefix(a: str, b: str) -> int:
+    """Length of the common prefix of two strings (binary search over slice comparisons: C speed)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 # ---------------------------------------------------------------------------------------------- debounce

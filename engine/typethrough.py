@@ -26,6 +26,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from .postprocess import fix_first_indent, split_cursor
@@ -35,6 +36,8 @@ ANCHOR_CHARS = 2048  # tail of the base prefix that locates it inside a later pr
 RUN_AHEAD_CHARS = 512  # how far typing may run ahead of a streaming generation and still match it
 CAPACITY = 64
 _CLOSERS = ")]}\"'`"
+# the model stopped on its own terms (not a deadline or a cancel): its text, even empty, is its answer
+COMPLETE_REASONS = frozenset({"eos", "length", "lines", "stop"})
 
 
 # ---------------------------------------------------------------------------------------------- text
@@ -129,7 +132,7 @@ class Trie:
         del self.texts[i]
         del self._ends[i]
 
-    def walk(self, typed: str) -> set[int]:
+    def walk(self, typed: str) -> AbstractSet[int]:
         """Variants whose text starts with ``typed``."""
         node = self.root
         for ch in typed:
@@ -179,6 +182,12 @@ class Entry:
     def max_len(self) -> int:
         return max((len(t) for t in self.trie.texts.values()), default=0)
 
+    @property
+    def complete(self) -> bool:
+        """Finished, every variant on the model's own terms: for its base state this is *the* answer,
+        even when there is no text (the model has nothing to add there)."""
+        return not self.live and all(f in COMPLETE_REASONS for f in self.finish)
+
 
 @dataclass
 class Variant:
@@ -202,6 +211,11 @@ class Hit:
     @property
     def live(self) -> bool:
         return self.entry.live
+
+    @property
+    def known_empty(self) -> bool:
+        """The exact state, and the model finished there with nothing more to write."""
+        return self.exact and not self.variants and self.entry.complete
 
     def completions(self, source: str, limit: int) -> list[Completion]:
         return [Completion(text=v.text, token_ids=[0] * v.tokens,
@@ -262,8 +276,8 @@ class TypeThrough:
             entry.live = False
             entry.finished_at = time.monotonic()
             entry.version += 1
-            if not any(t for t in entry.trie.texts.values()) and entry.seq in self._entries:
-                del self._entries[entry.seq]  # nothing to type through
+            if not any(t for t in entry.trie.texts.values()) and not entry.complete and entry.seq in self._entries:
+                del self._entries[entry.seq]  # cut off before it wrote anything: nothing to serve
 
     def add(self, prefix: str, suffix: str, comps: Sequence[Completion], *, n: int, key: tuple,
             origin: str) -> Entry:
@@ -288,7 +302,8 @@ class TypeThrough:
         """Generations that continue into this state, best first: the exact state, then the closest base
         (least typed since it), then the newest. A hit's variants are the ones the typed text continues,
         with something left after it; a streaming generation that the typed text agrees with so far is
-        a hit with no variants yet (the text may still come)."""
+        a hit with no variants yet (the text may still come), and so is the exact state of a finished
+        generation that wrote nothing (``known_empty``: nothing to ask the model again)."""
         hits: list[Hit] = []
         with self._lock:
             for entry in reversed(self._entries.values()):
@@ -297,7 +312,7 @@ class TypeThrough:
                 typed = typed_since(entry.anchor, entry.at_start, prefix, entry.max_len + RUN_AHEAD_CHARS)
                 if typed is None:
                     continue
-                variants = []
+                variants: list[Variant] = []
                 for i in sorted(entry.trie.walk(typed)):
                     full = entry.trie.texts[i]
                     rest = full[len(typed):]
@@ -306,7 +321,7 @@ class TypeThrough:
                     ntok = entry.tokens[i] if i < len(entry.tokens) else 0
                     variants.append(Variant(i, rest, entry.finish[i] if i < len(entry.finish) else None,
                                             max(1, round(ntok * len(rest) / len(full)))))
-                if variants or (entry.live and self._agrees(entry, typed)):
+                if variants or (entry.live and self._agrees(entry, typed)) or (typed == "" and entry.complete):
                     hits.append(Hit(entry, typed, variants))
             for h in hits:  # recently useful entries are kept longest
                 self._entries.move_to_end(h.entry.seq)

@@ -363,6 +363,9 @@ class Session:
         watching the caches while the model works (a generation typed through may answer first)."""
         budget = INVOKED_BUDGET_S if invoked else AUTOMATIC_BUDGET_S
         deadline = since + budget
+        # an explicit request waits for the whole suggestion; one made as the user types shows the
+        # complete lines of a block still streaming after PARTIAL_AFTER_S
+        show_partial_after = budget if invoked else PARTIAL_AFTER_S
         if not self.speculating:
             # a plain server: exact repeats (worker memory), the disk, else one model call within the budget
             found = self._lookup(state, since, partial=False)
@@ -382,19 +385,21 @@ class Session:
                 if afut.done():
                     return self._from_result(state, afut.result())  # raises the worker's errors
                 now = time.monotonic()
+                if self.worker.engine is None:  # the model is (re)loading: that time is not the request's
+                    since, deadline = now, now + budget
                 found = self._lookup(state, since, partial=now >= deadline)
                 # a finished answer goes out at once; one still streaming once a line of it is complete
                 # (at once when typed through, after PARTIAL_AFTER_S for the request's own generation, so
                 # a block that is nearly done is shown whole); at the deadline, whatever exists
                 if found is not None and (found.complete or found.source == "type-through" or
-                                          now - since >= PARTIAL_AFTER_S or now >= deadline):
+                                          now - since >= show_partial_after or now >= deadline):
                     self.worker.release(fut)
                     return found
                 if now >= deadline:
                     self.worker.release(fut)  # keep generating: the next ask gets it
                     return None
                 tick = self._next_tick()
-                wait_s = min(deadline, since + PARTIAL_AFTER_S) - now if now - since < PARTIAL_AFTER_S \
+                wait_s = min(deadline, since + show_partial_after) - now if now - since < show_partial_after \
                     else deadline - now
                 await asyncio.wait([afut, tick], timeout=max(0.0, wait_s), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
@@ -439,9 +444,11 @@ class Session:
         "memory", one finished while it waited is the "model" it waited for)."""
         if self.speculating:
             for hit in self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n):
+                entry = hit.entry
+                if hit.known_empty:  # the model finished here with nothing to add: do not ask again
+                    return _Answer([], "memory", state.mode, complete=True, origin=entry.origin)
                 if not hit.variants:
                     continue
-                entry = hit.entry
                 mode = self._mode_for(state, entry)
                 live = entry.live
                 if hit.typed:
@@ -454,6 +461,8 @@ class Session:
                 usable = [c for c in comps if self._shows(c, state, mode, live, partial)]
                 if usable:
                     return _Answer(usable, source, mode, complete=not live, origin=entry.origin)
+                if hit.exact and entry.complete:  # what it wrote repeats the text around: nothing to show
+                    return _Answer([], "memory", state.mode, complete=True, origin=entry.origin)
         stored = self._disk_get(state.prefix, state.suffix, state.params)
         if stored is not None:
             comps = stored

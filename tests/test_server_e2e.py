@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
+import tempfile
 import time
 import uuid
 from concurrent.futures import Future
@@ -32,7 +34,9 @@ pytestmark = [pytest.mark.model, pytest.mark.e2e, pytest.mark.asyncio(loop_scope
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = [sys.executable, "-m", "lsp_server", "--threads", "2", *(["-v"] if os.environ.get("FLINT_E2E_VERBOSE") else [])]
-ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+# a fresh disk cache per run: answers from an earlier run's cache would not be the "model" these tests check
+CACHE_DIR = tempfile.mkdtemp(prefix="flint-e2e-cache-")
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "FLINT_CACHE_DIR": CACHE_DIR}
 
 CONTENT_MODIFIED = -32801
 SERVER_CANCELLED = -32802
@@ -40,6 +44,12 @@ REQUEST_CANCELLED = -32800
 INVALID_PARAMS = -32602
 REQUEST_FAILED = -32803
 METHOD_NOT_FOUND = -32601
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cleanup_cache():
+    yield
+    shutil.rmtree(CACHE_DIR, ignore_errors=True)
 
 
 def capabilities(*, inline: bool, encodings: list[str] | None) -> types.ClientCapabilities:

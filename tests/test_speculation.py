@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from engine.speculation import (
     MAX_DEBOUNCE_S,
     futures,
+    next_indent,
+    shared_prefix,
     should_warm,
     skip_reason,
     window_start,
@@ -26,6 +28,8 @@ def test_single_line_suggestion_futures_are_accepted_and_the_next_line():
         ("accepted", "x = compute(a, b)", "\nprint(x)\n"),
         ("accepted-newline", "x = compute(a, b)\n", "\nprint(x)\n"),
     ]
+    fs = futures("def f():\n    y = ", "\n", "1")
+    assert fs[1].prefix == "def f():\n    y = 1\n    "  # the editor keeps the indentation
 
 
 def test_block_futures_include_its_first_line_accepted():
@@ -34,7 +38,7 @@ def test_block_futures_include_its_first_line_accepted():
     fs = futures(prefix, "\n", text)
     kinds = {f.kind: f for f in fs}
     assert set(kinds) == {"accepted", "accepted-newline", "first-line-newline"}
-    assert kinds["first-line-newline"].prefix == prefix + "if n < 2:\n"
+    assert kinds["first-line-newline"].prefix == prefix + "if n < 2:\n        "  # one level deeper
     assert kinds["accepted"].prefix == prefix + text
 
 
@@ -42,6 +46,14 @@ def test_replaced_closers_leave_the_suffix():
     fs = futures('print(', ')\nnext()\n', '"hi")', replace=1)
     assert fs[0].prefix == 'print("hi")' and fs[0].suffix == "\nnext()\n"
     assert fs[1].prefix == 'print("hi")\n'
+
+
+def test_next_indent():
+    assert next_indent("x = 1") == ""
+    assert next_indent("def f():\n    x = 1") == "    "
+    assert next_indent("def f():\n    if x:") == "        "
+    assert next_indent("\tif x {") == "\t\t"
+    assert next_indent("call(") == "    "
 
 
 def test_no_newline_future_when_code_follows_on_the_line():
@@ -68,6 +80,18 @@ def test_warm_only_when_idle_and_the_kv_cache_holds_something_else():
     assert should_warm(a, None, idle_s=1.0)
     assert not should_warm(a, a, idle_s=5.0)  # already warm
     assert not should_warm(None, b, idle_s=5.0)  # no active document with a known cursor
+    # a future ("the suggestion accepted") shares the whole active prefix: warming would repeat it
+    assert not should_warm(a, (a[0] + "return 1\n", "\n"), idle_s=5.0)
+    # the same file far above the cursor shares little
+    doc = "".join(f"x{i} = {i}\n" for i in range(300))
+    assert should_warm((doc, "\n"), (doc[:200], "\n"), idle_s=5.0)
+
+
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_shared_prefix(a, b):
+    import os.path
+
+    assert shared_prefix(a, b) == len(os.path.commonprefix([a, b]))
 
 
 # ---------------------------------------------------------------------------------------------- debounce

@@ -159,6 +159,17 @@ def test_streaming_entry_is_read_while_it_grows():
     assert not tt.consistent(e, prefix + "print(i)!", suffix)  # finished: no more text is coming
 
 
+def test_a_finished_empty_answer_is_remembered_for_its_state_only():
+    tt = TypeThrough()
+    tt.add("x = 1\n", "\n", comps(""), n=1, key=KEY, origin="model")  # the model had nothing to add
+    [hit] = tt.lookup("x = 1\n", "\n")
+    assert hit.known_empty and hit.variants == []
+    assert tt.lookup("x = 1\ny", "\n") == []
+    cut = TypeThrough()
+    cut.add("y = ", "\n", comps("", reason="cancelled"), n=1, key=KEY, origin="model")  # stopped early: unknown
+    assert cut.lookup("y = ", "\n") == [] and len(cut) == 0
+
+
 def test_exact_repeat_ranks_first_and_the_closest_base_next():
     tt = TypeThrough()
     tt.add("a = ", "\n", comps("1 + 2 + 3"), n=1, key=KEY, origin="model")
