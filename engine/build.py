@@ -171,6 +171,29 @@ def _save_dequantised(model: Any, out_dir: Path) -> None:
         model.generation_config.save_pretrained(str(out_dir))
 
 
+def _normalise_config(hf_dir: Path) -> None:
+    """onnxruntime-genai 0.18 reads rope settings in the pre-transformers-5 form: a flat
+    ``rope_parameters`` with ``rope_type``, plus ``rope_theta`` and Gemma3's ``rope_local_base_freq``.
+    transformers 5 writes one dict per attention type; flatten it."""
+    cfg_path = hf_dir / "config.json"
+    cfg = json.loads(cfg_path.read_text())
+    target = cfg.get("text_config", cfg)
+    rp = target.get("rope_parameters")
+    if isinstance(rp, dict) and "rope_type" not in rp:
+        full = rp.get("full_attention") if isinstance(rp.get("full_attention"), dict) else None
+        local = rp.get("sliding_attention") if isinstance(rp.get("sliding_attention"), dict) else None
+        if full is not None:
+            target["rope_parameters"] = dict(full)
+            target["rope_parameters"].setdefault("rope_type", "default")
+            if "rope_theta" in full:
+                target.setdefault("rope_theta", full["rope_theta"])
+        if local is not None and "rope_theta" in local:
+            target.setdefault("rope_local_base_freq", local["rope_theta"])
+    elif isinstance(rp, dict) and "rope_theta" in rp:
+        target.setdefault("rope_theta", rp["rope_theta"])
+    cfg_path.write_text(json.dumps(cfg, indent=2))
+
+
 def _gguf_to_hf(gguf_path: Path, out_dir: Path) -> None:
     """Dequantise a GGUF with transformers and save a float32 HF directory (safetensors)."""
     import torch
@@ -187,16 +210,6 @@ def _gguf_to_hf(gguf_path: Path, out_dir: Path) -> None:
     cfg.pop("quantization_config", None)
     if not cfg.get("architectures"):
         cfg["architectures"] = [type(model).__name__]
-    # onnxruntime-genai 0.18 reads Gemma3 rope settings in the pre-transformers-5 form.
-    rp = cfg.get("rope_parameters")
-    if isinstance(rp, dict):
-        if "rope_theta" not in cfg:
-            full = rp.get("full_attention", rp)
-            if isinstance(full, dict) and "rope_theta" in full:
-                cfg["rope_theta"] = full["rope_theta"]
-        local = rp.get("sliding_attention")
-        if isinstance(local, dict) and "rope_theta" in local and "rope_local_base_freq" not in cfg:
-            cfg["rope_local_base_freq"] = local["rope_theta"]
     cfg_path.write_text(json.dumps(cfg, indent=2))
     del model
 
@@ -207,7 +220,7 @@ def _run_builder(hf_dir: Path, out_dir: Path, precision: str, cache: Path, extra
     if builder_precision in ("int4", "int8"):
         opts.setdefault("accuracy_level", "4")
     precision = builder_precision
-    cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", str(hf_dir), "-o", str(out_dir),
+    cmd = [sys.executable, "-m", "engine._builder_shim", "-i", str(hf_dir), "-o", str(out_dir),
            "-p", precision, "-e", "cpu", "-c", str(cache), "--extra_options",
            *[f"{k}={v}" for k, v in opts.items()]]
     log.info("running the ONNX builder: %s", " ".join(cmd))
@@ -258,6 +271,7 @@ def build_model_dir(
         hf_dir.mkdir(parents=True)
         bar.set_description_str(f"flint {name}: loading weights")
         hf_dir_factory(hf_dir)
+        _normalise_config(hf_dir)
         bar.update(1)
         bar.set_description_str(f"flint {name}: exporting ONNX ({precision})")
         _run_builder(hf_dir, tmp, precision, work / "cache", extra_builder_options or {})
@@ -291,6 +305,8 @@ def build_model_dir(
             vocab_size=int(text_cfg["vocab_size"]),
             fim=None if fim is None else {"prefix": fim.prefix, "suffix": fim.suffix, "middle": fim.middle},
             min_kv_capacity=min_kv_capacity,
+            embed_scale=(float(text_cfg["hidden_size"]) ** 0.5
+                         if str(text_cfg.get("model_type", cfg.get("model_type", ""))).startswith("gemma") else 1.0),
             lm_head=heads,
             built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         )

@@ -28,6 +28,7 @@ class Manifest:
     vocab_size: int
     fim: dict[str, str] | None
     min_kv_capacity: int = 0
+    embed_scale: float = 1.0  # Gemma multiplies token embeddings by sqrt(hidden_size)
     lm_head: dict[str, Any] = field(default_factory=dict)
     built_at: str = ""
     format_version: int = FORMAT_VERSION

@@ -131,6 +131,8 @@ class OnnxDecoder:
         io = self.session.io_binding()
         if self.embeds_input:
             emb = self.embedding_rows(np.asarray(ids, dtype=np.int64))
+            if self.manifest.embed_scale != 1.0:
+                emb = emb * np.float32(self.manifest.embed_scale)
             io.bind_cpu_input("inputs_embeds", np.ascontiguousarray(emb, dtype=np.float32))
         else:
             io.bind_cpu_input("input_ids", np.ascontiguousarray(ids, dtype=np.int64))

