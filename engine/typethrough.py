@@ -33,7 +33,11 @@ from .postprocess import fix_first_indent, split_cursor
 from .types import Completion
 
 ANCHOR_CHARS = 2048  # tail of the base prefix that locates it inside a later prefix
-RUN_AHEAD_CHARS = 512  # how far typing may run ahead of a streaming generation and still match it
+# How far typing may run ahead of a streaming generation (which has not written that far yet) and still
+# count as agreeing with it. Further ahead, its text is for a spot the user has left behind: a new
+# generation from where the user is costs the same (the engine keeps the prompt's KV up to the old
+# cursor) and predicts from the right place.
+RUN_AHEAD_CHARS = 12
 CAPACITY = 64
 _CLOSERS = ")]}\"'`"
 # the model stopped on its own terms (not a deadline or a cancel): its text, even empty, is its answer
@@ -330,12 +334,19 @@ class TypeThrough:
 
     @staticmethod
     def _agrees(entry: Entry, typed: str) -> bool:
-        """(lock held) ``typed`` continues a variant, or runs ahead of one still streaming."""
-        if not entry.trie.texts:
-            return entry.live
-        if entry.trie.walk(typed):
+        """(lock held) ``typed`` continues a variant, or runs at most ``RUN_AHEAD_CHARS`` ahead of one
+        still streaming (or of a generation that has not written anything yet)."""
+        if entry.trie.walk(typed) and entry.trie.texts:
             return True
-        return any(f is None and typed.startswith(entry.trie.texts.get(i, "")) for i, f in enumerate(entry.finish))
+        if not entry.live:
+            return False
+        if not entry.trie.texts:
+            return len(typed) <= RUN_AHEAD_CHARS
+        for i, f in enumerate(entry.finish):
+            t = entry.trie.texts.get(i, "")
+            if f is None and typed.startswith(t) and len(typed) - len(t) <= RUN_AHEAD_CHARS:
+                return True
+        return False
 
     def consistent(self, entry: Entry, prefix: str, suffix: str) -> bool:
         """Can this (usually still streaming) generation serve the state (prefix, suffix)? True while

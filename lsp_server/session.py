@@ -378,7 +378,7 @@ class Session:
         if found is not None and found.complete:
             return found
         fut = self.worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
-                                 budget_s=JOB_BUDGET_S, not_before=state.not_before)
+                                 budget_s=JOB_BUDGET_S, not_before=state.not_before, detachable=not invoked)
         afut = asyncio.wrap_future(fut)
         try:
             while True:

@@ -176,16 +176,19 @@ class Worker:
         return self._load_error
 
     def submit(self, uri: str, revision: int, prefix: str, suffix: str, params: GenParams,
-               priority: int = USER, budget_s: float | None = None, not_before: float = 0.0) -> Future:
+               priority: int = USER, budget_s: float | None = None, not_before: float = 0.0,
+               detachable: bool = False) -> Future:
         """Queue work for a document's current state; the returned future resolves to (completions,
         timings) or raises JobDropped / EngineUnavailable / the engine's own exception. Cancelling the
         future abandons the request (``release`` lets go without stopping the work).
 
         ``budget_s``: time allowed once the job starts; the engine returns what it has by then.
-        ``not_before``: a time.monotonic() before which the job does not start (debounce)."""
+        ``not_before``: a time.monotonic() before which the job does not start (debounce).
+        ``detachable``: when its requests are cancelled the job goes on as speculation (an editor cancels
+        the request of the previous keystroke before it sends the next one, which may type through it)."""
         fut: Future = Future()
         job = Job(uri, revision, prefix, suffix, params, priority, next(self._seq), budget_s=budget_s,
-                  not_before=not_before, speculative=priority != USER)
+                  not_before=not_before, speculative=priority != USER or detachable)
         with self._cond:
             self._touch()
             if self._stopping:

@@ -579,3 +579,18 @@ def test_idle_time_warms_once_and_new_work_interrupts_it():
 
 
 IDLE = 0.5  # worker.IDLE_WARM_S
+
+
+def test_detachable_request_cancelled_by_the_editor_goes_on_as_speculation():
+    """VS Code cancels the previous keystroke's request before it sends the next one: the generation must
+    survive that long enough for the next didChange to keep it (or stop it)."""
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=30))
+    revs["a"] = 1
+    fut = w.submit("a", 1, "p", "", GenParams(), USER, detachable=True)
+    wait_running(eng)
+    fut.cancel()
+    deadline = time.monotonic() + 5
+    while not hooks.finished_jobs and time.monotonic() < deadline:
+        time.sleep(STEP)
+    assert hooks.finished_jobs[0][1][0][0].finish_reason == "length"
+    w.stop()
