@@ -242,12 +242,12 @@ async def replay(server: Server, segments: list[Segment], typist: Typist, seed: 
         next_at = time.perf_counter()
         after_enter = False
 
-        def harvest(now_version: int) -> None:
+        def harvest(req: tuple[int, asyncio.Future, Key] | None, now_version: int) -> None:
             """Record answers that arrived; the latest one for the current version is on screen."""
             nonlocal shown
-            if last_req is None:
+            if req is None:
                 return
-            _, fut, key = last_req
+            _, fut, key = req
             if key.outcome != "pending" or not fut.done():
                 return
             t, msg = fut.result()
@@ -270,7 +270,7 @@ async def replay(server: Server, segments: list[Segment], typist: Typist, seed: 
         while typed < len(seg.typed) and len(run.keys) < max_keys:
             # wait for the next action, recording answers as they come
             while True:
-                harvest(version)
+                harvest(last_req, version)
                 now = time.perf_counter()
                 if now >= next_at:
                     break
@@ -279,7 +279,7 @@ async def replay(server: Server, segments: list[Segment], typist: Typist, seed: 
                     await asyncio.wait(waiters, timeout=next_at - now)
                 else:
                     await asyncio.sleep(next_at - now)
-            harvest(version)
+            harvest(last_req, version)
             rest = seg.typed[typed:]
             action, text = None, ""
             if shown is not None and shown[2] == version and time.perf_counter() - shown[1] >= typist.reaction_s:
@@ -328,7 +328,7 @@ async def replay(server: Server, segments: list[Segment], typist: Typist, seed: 
                 await asyncio.wait_for(asyncio.shield(last_req[1]), 5)
             except TimeoutError:
                 pass
-            harvest(version)
+            harvest(last_req, version)
             if last_req[2].outcome == "pending":
                 last_req[2].outcome = "superseded"
         server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
