@@ -95,9 +95,9 @@ class HFTokenizer:
     """tokenizers.Tokenizer wrapper with byte-level token strings (GPT-2 byte mapping)."""
 
     def __init__(self, path: str) -> None:
-        from tokenizers import Tokenizer
-
         import json
+
+        from tokenizers import Tokenizer
 
         self.tk = Tokenizer.from_file(path)
         self._byte_decoder = {v: k for k, v in _bytes_to_unicode().items()}

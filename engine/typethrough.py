@@ -34,10 +34,11 @@ from .types import Completion
 
 ANCHOR_CHARS = 2048  # tail of the base prefix that locates it inside a later prefix
 # How far typing may run ahead of a streaming generation (which has not written that far yet) and still
-# count as agreeing with it. Further ahead, its text is for a spot the user has left behind: a new
-# generation from where the user is costs the same (the engine keeps the prompt's KV up to the old
-# cursor) and predicts from the right place.
-RUN_AHEAD_CHARS = 12
+# count as agreeing with it. Further ahead (two lines or so), its text is for a spot the user has left
+# behind. Not less: a generation is stopped only between prompt chunks, and one still in its prompt pass
+# is usually most of the way to its first token; replacing it costs a new pass over the text after the
+# cursor, and its prediction is checked against what was typed as soon as it streams.
+RUN_AHEAD_CHARS = 160
 CAPACITY = 64
 _CLOSERS = ")]}\"'`"
 # the model stopped on its own terms (not a deadline or a cancel): its text, even empty, is its answer

@@ -88,8 +88,9 @@ def main() -> int:
     llama = None
     if not args.no_llamacpp:
         try:
+            tok = ref_eng.tok
             llama = run_llamacpp(ref_eng.manifest.source["gguf"], fim_ids, ref_eng.stop_ids,
-                                 lambda ids: ref_eng.tok.decode_bytes(ids).decode("utf-8", "replace"))
+                                 lambda ids: tok.decode_bytes(ids).decode("utf-8", "replace"))
             texts["llama.cpp"] = llama
         except ImportError:
             print("llama-cpp-python missing: skipping", file=sys.stderr)
