@@ -164,21 +164,29 @@ def skip_reason(line_prefix: str, line_suffix: str, *, invoked: bool) -> str | N
 
 # ---------------------------------------------------------------------------------------------- window
 
-WINDOW_QUANTUM = 2048
+WINDOW_QUANTUM = 1024
 
 
-def window_start(text: str, offset: int, max_chars: int, quantum: int = WINDOW_QUANTUM) -> int:
+def window_start(text: str, offset: int, max_chars: int, quantum: int = WINDOW_QUANTUM,
+                 previous: int | None = None) -> int:
     """Start of the prefix window for a cursor at ``offset``: at most ``max_chars`` before it, at a line
-    start, and the same for every cursor in a stretch of ``quantum`` characters.
+    start, and moving as rarely as possible while the user types.
 
-    The engine keeps the KV cache of the previous prompt and reuses its longest common token prefix.
-    A window that starts ``max_chars`` before the cursor moves with every keystroke once the file is
-    long enough, so nothing could be reused; this one moves once per ``quantum`` characters typed (the
-    window is then between ``max_chars - quantum`` and ``max_chars`` long). It depends only on the text
-    and the offset, so reopening a file at the same spot gives the same window (and the same disk key)."""
+    The engine keeps the KV cache of the previous prompt and reuses its longest common token prefix. A
+    window that starts ``max_chars`` before the cursor would move with every keystroke once the file is
+    long enough, and nothing could be reused. So: the whole text while it fits; else the ``previous``
+    start while it is still valid (a line start, the window within ``max_chars``); else a new start on a
+    ``quantum`` grid that leaves at least ``quantum`` characters to type before the next move (the
+    window is then ``max_chars - 2*quantum`` to ``max_chars - quantum`` long). Without ``previous`` the
+    result depends only on the text and the offset, so reopening a file at a spot gives the same window
+    (and the same disk key)."""
     if offset <= max_chars:
         return 0
-    quantum = max(1, min(quantum, max_chars // 2))
-    q = -(-(offset - max_chars) // quantum) * quantum  # round up to the quantum: always within max_chars
+    if previous is not None and 0 <= previous <= offset and offset - previous <= max_chars and \
+            (previous == 0 or text[previous - 1: previous] == "\n"):
+        return previous
+    quantum = max(1, min(quantum, max_chars // 3))
+    room = max_chars - quantum  # the new window's longest length: a quantum of headroom to type into
+    q = -(-(offset - room) // quantum) * quantum  # round up to the grid: within ``room``
     nl = text.find("\n", q, offset)
     return nl + 1 if nl >= 0 else q

@@ -25,6 +25,7 @@ import asyncio
 import itertools
 import logging
 import os
+import statistics
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -58,7 +59,8 @@ JOB_BUDGET_S = 20.0
 # A block still streaming is shown (its complete lines) once the request has waited this long; before
 # that the request waits for the whole block.
 PARTIAL_AFTER_S = 0.3
-# Futures start only after this pause: a user who keeps typing drops them before they cost anything.
+# Futures start only after this pause (at least; longer when the user types slower): a user who keeps
+# typing drops them before they cost anything.
 FUTURE_DELAY_S = 0.15
 SINGLE_LINE_TOKENS = 48
 TOKENS_PER_LINE = 24
@@ -162,6 +164,7 @@ class Session:
         self._open_disk()
         self._states: dict[str, State | None] = {}  # each document's current cursor state (if known)
         self._typing: dict[str, deque[float]] = {}
+        self._wstart: dict[str, int] = {}  # each document's prefix window start (kept while it fits)
         self._active: str | None = None  # the document the user works in
         self._tick: asyncio.Future | None = None  # resolved when a generation streams something
         self.hooks = _Hooks(self)
@@ -280,6 +283,7 @@ class Session:
         self.documents.close(uri)
         self._states.pop(uri, None)
         self._typing.pop(uri, None)
+        self._wstart.pop(uri, None)
         if self._active == uri:
             self._active = None
         self.worker.document_closed(uri)
@@ -453,6 +457,8 @@ class Session:
                 live = entry.live
                 if hit.typed:
                     source = "type-through"
+                elif entry.origin == "disk":
+                    source = "disk"  # read from disk for this very state (by the didChange before the request)
                 elif live or since is None or (entry.finished_at or 0.0) >= since:
                     source = "model"
                 else:
@@ -515,7 +521,8 @@ class Session:
         """The engine's work for a cursor. Requests and speculation share it, so a request for the spot a
         didChange already started joins that generation."""
         max_prefix, _ = self._windows()
-        start = speculation.window_start(text, offset, max_prefix)
+        start = speculation.window_start(text, offset, max_prefix, previous=self._wstart.get(uri))
+        self._wstart[uri] = start
         prefix = convert.normalize_eol(text[start: offset])
         suffix = convert.normalize_eol(text[offset: offset + WINDOW_SUFFIX_CHARS])
         return self._state_at(uri, revision, offset, prefix, suffix, invoked=invoked, n=n)
@@ -572,7 +579,13 @@ class Session:
             plan.append((fs.prefix, fs.suffix, fs.params, JOB_BUDGET_S))
         if plan:
             log.debug("futures for %s: %d", state.uri, len(plan))
-        self.worker.set_futures(state.uri, state.revision, plan, not_before=time.monotonic() + FUTURE_DELAY_S)
+        # futures start once the user pauses: a typist who keeps going would only pre-empt them (and a
+        # generation stops between prompt chunks only, so starting one costs a chunk)
+        times = list(self._typing.get(state.uri, ()))
+        intervals = [b - a for a, b in zip(times, times[1:], strict=False)][-8:]
+        delay = max(FUTURE_DELAY_S, speculation.PAUSE_FACTOR * statistics.median(intervals)) if intervals \
+            else FUTURE_DELAY_S
+        self.worker.set_futures(state.uri, state.revision, plan, not_before=time.monotonic() + delay)
 
     def _covered(self, state: State) -> bool:
         """A generation (finished or still streaming, agreeing so far) or a disk entry serves ``state``."""

@@ -236,6 +236,7 @@ class Worker:
                              and j.same_work(probe)), None)
                 if same is not None:
                     if same is not self._running:
+                        same.not_before = max(same.not_before, not_before)  # still waiting for a pause
                         keep.append(same)
                     continue
                 keep.append(Job(uri, revision, prefix, suffix, params, FUTURE, next(self._seq), budget_s=budget,

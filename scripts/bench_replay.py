@@ -7,7 +7,9 @@ automatic ``textDocument/inlineCompletion`` right after it, ``$/cancelRequest`` 
 if it is still open). When the suggestion on screen is what the file says next, the simulated user
 accepts it (Tab; or the first line of a block that only matches there) once it has been visible for a
 reaction time. Enter inserts the line break plus the next line's indentation (a perfect auto-indent),
-so indentation is not typed.
+so indentation is not typed. Before typing in a file, the editor asks once at the cursor (the cursor
+landed there) and typing starts when the server has finished that first whole-prompt generation: its
+time is reported apart, as it depends on the file and the engine only (``--cold`` types at once).
 
 Per configuration it measures:
 
@@ -186,16 +188,28 @@ def utf16_position(text: str, offset: int) -> dict:
 
 @dataclass
 class Typist:
-    """Timing of the simulated user (seconds). Defaults: ~6 characters/s (about 70 words per minute)."""
+    """Timing of the simulated user (seconds), after the keystroke-level model (Card, Moran & Newell):
+    keystrokes at ~6 characters/s within a burst (about 70 words per minute), and the KLM's mental
+    operator (1.35 s) before each new line and, with probability ``pause_p``, at a word boundary."""
 
     key_s: float = 1 / 6
     jitter: float = 0.35  # each interval is key_s * uniform(1 - jitter, 1 + jitter)
-    line_pause_s: float = 0.6  # after Enter: reading, thinking
+    mental_s: float = 1.35  # KLM "M": deciding what to type next
+    pause_p: float = 0.15  # chance of an M after a space or , ( = :
     reaction_s: float = 0.3  # a suggestion must have been visible this long before Tab
 
-    def interval(self, rng: random.Random, after_enter: bool) -> float:
+    def interval(self, rng: random.Random, typed: str) -> float:
         dt = self.key_s * rng.uniform(1 - self.jitter, 1 + self.jitter)
-        return dt + (self.line_pause_s if after_enter else 0.0)
+        if typed.startswith("\n"):
+            dt += self.mental_s
+        elif typed[-1:] in " ,(=:" and rng.random() < self.pause_p:
+            dt += self.mental_s
+        return dt
+
+    def describe(self) -> str:
+        return (f"{1 / self.key_s:.1f} characters/s ±{int(100 * self.jitter)}% within bursts, a {self.mental_s} s "
+                f"pause (KLM mental operator) after each Enter and with probability {self.pause_p} after a space "
+                f"or `,(=:`, Tab once a suggestion has been visible {self.reaction_s} s, Enter auto-indents")
 
 
 @dataclass
@@ -219,10 +233,11 @@ class Run:
     target_chars: int = 0
     wall_s: float = 0.0
     model_load_s: float = 0.0
+    cold_s: list[float] = field(default_factory=list)  # per segment: the first whole-prompt generation
 
 
 async def replay(server: Server, segments: list[Segment], typist: Typist, seed: int, run: Run,
-                 max_keys: int) -> None:
+                 max_keys: int, warm_start: bool = True) -> None:
     rng = random.Random(seed)
     version = 0
     for seg_no, seg in enumerate(segments):
@@ -236,11 +251,27 @@ async def replay(server: Server, segments: list[Segment], typist: Typist, seed: 
             "uri": uri, "languageId": seg.language, "version": version, "text": doc}})
         run.target_chars += len(seg.typed)
         await asyncio.sleep(1.0)  # the file is open; the user starts typing a moment later
+        if warm_start:
+            # the cursor lands at the spot and the editor asks there once; typing starts when the server
+            # has finished its first (whole-prompt) generation. Its time is reported apart ("cold").
+            n_status = len(server.statuses)
+            t_cold = time.perf_counter()
+            _, fut = server.request("textDocument/inlineCompletion", {
+                "context": {"triggerKind": 2}, "textDocument": {"uri": uri},
+                "position": utf16_position(doc, cursor)})
+            await asyncio.wait_for(fut, 120)
+            deadline = time.perf_counter() + 120
+            while time.perf_counter() < deadline:
+                engine_says = [p["message"] for _, p in server.statuses[n_status:]
+                               if p.get("message") in ("generating", "ready")]
+                if engine_says and engine_says[-1] == "ready":
+                    break
+                await asyncio.sleep(0.05)
+            run.cold_s.append(round(time.perf_counter() - t_cold, 2))
         typed = 0  # characters of seg.typed in the document
         shown: tuple[str, float, int] | None = None  # (text, time shown, document version)
         last_req: tuple[int, asyncio.Future, Key] | None = None
         next_at = time.perf_counter()
-        after_enter = False
 
         def harvest(req: tuple[int, asyncio.Future, Key] | None, now_version: int) -> None:
             """Record answers that arrived; the latest one for the current version is on screen."""
@@ -265,7 +296,12 @@ async def replay(server: Server, segments: list[Segment], typist: Typist, seed: 
             if st is not None:
                 m = ANSWER_RE.match(st["message"])
                 key.source, key.origin = m.group(1), m.group(3) or ("disk" if m.group(1) == "disk" else None)
-            shown = (items[0]["insertText"], t, now_version)
+            text = items[0]["insertText"]
+            if shown is not None and shown[2] == now_version and shown[0] and \
+                    (text.startswith(shown[0]) or shown[0].startswith(text)):
+                shown = (text, shown[1], now_version)  # the same suggestion, on screen since it first came
+            else:
+                shown = (text, t, now_version)
 
         while typed < len(seg.typed) and len(run.keys) < max_keys:
             # wait for the next action, recording answers as they come
@@ -320,8 +356,7 @@ async def replay(server: Server, segments: list[Segment], typist: Typist, seed: 
                 "position": utf16_position(doc, cursor)})
             last_req = (msg_id, fut, key)
             shown = (shown[0][len(text):], shown[1], version) if in_ghost and shown is not None else None
-            after_enter = action == "enter"
-            next_at = sent + typist.interval(rng, after_enter)
+            next_at = sent + typist.interval(rng, text)
         # let the last answer land, then close the file
         if last_req is not None:
             try:
@@ -351,7 +386,8 @@ async def run_config(name: str, options: dict, segments: list[Segment], args, en
     await asyncio.wait_for(server.ready.wait(), 300)
     run = Run(name, model_load_s=time.perf_counter() - t0)
     t1 = time.perf_counter()
-    await replay(server, segments, Typist(key_s=1 / args.cps), args.seed, run, args.keys)
+    await replay(server, segments, Typist(key_s=1 / args.cps, pause_p=args.pause_p), args.seed, run, args.keys,
+                 not args.cold)
     run.wall_s = time.perf_counter() - t1
     await server.stop()
     return run
@@ -384,6 +420,7 @@ def summarize(run: Run) -> dict:
         "target_chars": run.target_chars,
         "wall_s": round(run.wall_s, 1),
         "server_ready_s": round(run.model_load_s, 1),
+        "cold_first_generation_s": run.cold_s,
         "with_suggestion": len(answered),
         "empty": sum(k.outcome == "empty" for k in keys),
         "superseded": sum(k.outcome == "superseded" for k in keys),
@@ -463,6 +500,8 @@ def report(summaries: list[dict], meta: dict, hist: str, cdf: str) -> str:
     cols = [s["config"] for s in summaries]
     rows = [
         ("keystrokes (chars, Enter, Tab)", [str(s["keystrokes"]) for s in summaries]),
+        ("first generation per file, before typing (s)", [", ".join(f"{x:.1f}" for x in s["cold_first_generation_s"])
+                                                         or "–" for s in summaries]),
         ("answered with a suggestion", [f"{s['with_suggestion']} ({share(s['with_suggestion'] / max(1, s['keystrokes']))})"
                                         for s in summaries]),
         ("latency p50", [ms(s["latency_ms"]["p50"]) for s in summaries]),
@@ -490,7 +529,8 @@ def report(summaries: list[dict], meta: dict, hist: str, cdf: str) -> str:
         "right after it (the previous one cancelled with `$/cancelRequest` if still open), Tab when the "
         "suggestion on screen is what the file says next and has been visible for the reaction time. "
         "Latency is didChange sent → non-empty response received, per keystroke; the source of each answer "
-        "is what the server reports in `flint/status`.",
+        "is what the server reports in `flint/status`. Before typing in each file the editor asks once at "
+        "the cursor and typing starts once that first whole-prompt generation is done (listed apart below).",
         "",
         f"Corpus: {', '.join(f'`{s}`' for s in meta['segments'])}. Typist: {meta['typist']}.",
         "",
@@ -559,7 +599,7 @@ async def amain(args) -> int:
         else:
             shutil.rmtree(work, ignore_errors=True)
     summaries = [summarize(r) for r in runs]
-    typist = Typist(key_s=1 / args.cps)
+    typist = Typist(key_s=1 / args.cps, pause_p=args.pause_p)
     meta = {
         "command": "python scripts/bench_replay.py " + " ".join(sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M"),
@@ -568,9 +608,7 @@ async def amain(args) -> int:
         "model": manifest.model_id if manifest else str(model_dir),
         "threads": args.threads,
         "segments": [f"{s.name} ({s.language}, {len(s.typed)} chars)" for s in segments],
-        "typist": (f"{1 / typist.key_s:.1f} characters/s ±{int(100 * typist.jitter)}%, +{typist.line_pause_s} s "
-                   f"after Enter, Tab after a suggestion was visible {typist.reaction_s} s, "
-                   f"seed {args.seed}, Enter auto-indents"),
+        "typist": f"{typist.describe()}; seed {args.seed}",
     }
     hist, cdf = plot(runs, out)
     (out / "replay.md").write_text(report(summaries, meta, hist, cdf))
@@ -587,11 +625,14 @@ def main() -> int:
     p.add_argument("--keys", type=int, default=300, help="keystrokes per configuration (default 300)")
     p.add_argument("--files", type=int, default=3, help="corpus files to draw segments from (1-5, default 3)")
     p.add_argument("--configs", default="off,on,restart", help="comma-separated: off, on, restart")
-    p.add_argument("--cps", type=float, default=6.0, help="typing speed, characters per second")
+    p.add_argument("--cps", type=float, default=6.0, help="typing speed within a burst, characters per second")
+    p.add_argument("--pause-p", type=float, default=0.15, help="chance of a 1.35 s pause at a word boundary")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--model", default=None, help="preset or model directory (default: the default model)")
     p.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
+    p.add_argument("--cold", action="store_true",
+                   help="start typing at once after opening each file (the first keystroke pays the whole prompt)")
     p.add_argument("--keep-logs", action="store_true", help="keep the servers' stderr logs (verbose)")
     args = p.parse_args()
     if "restart" in args.configs and "on" not in args.configs:

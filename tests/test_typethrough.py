@@ -146,12 +146,12 @@ def test_streaming_entry_is_read_while_it_grows():
     [pending] = tt.lookup(prefix + "pri", suffix)  # nothing streamed yet: agrees, no text
     assert pending.live and pending.variants == []
     assert tt.consistent(e, prefix + "pri", suffix)
-    assert not tt.consistent(e, prefix + "print(value_of_x)", suffix)  # nothing yet, and far ahead
+    assert not tt.consistent(e, prefix + "print(value_of_x)\n" * 20, suffix)  # nothing yet, and far ahead
     tt.update(e, 0, "print")
     [hit] = tt.lookup(prefix + "pri", suffix)
     assert hit.variants[0].text == "nt" and hit.variants[0].finish is None
     assert tt.consistent(e, prefix + "print(i", suffix)  # typed past the stream: may still come
-    assert not tt.consistent(e, prefix + "print(item_from_the_list", suffix)  # too far ahead of it
+    assert not tt.consistent(e, prefix + "print(i" + "x" * 200, suffix)  # too far ahead of it
     tt.update(e, 0, "print(i)")
     assert tt.consistent(e, prefix + "print(i", suffix)
     assert not tt.consistent(e, prefix + "pass", suffix)  # diverged: the generation is useless
