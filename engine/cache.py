@@ -11,8 +11,8 @@ Built on diskcache (SQLite in WAL mode, one connection per thread and process):
   ``TIMEOUT_S`` is a miss, never a stall of the editor.
 - Crash-safe: an entry is one SQLite transaction, so a process killed mid-write (``kill -9``) leaves
   either the whole entry or none of it; the next open replays or discards the WAL.
-- Size-capped: ``size_mb`` is diskcache's ``size_limit``; every write evicts least-recently-used
-  entries while the database is over it (auto-vacuum returns freed pages, so the file shrinks too).
+- Size-capped: ``size_mb`` is diskcache's ``size_limit``; every write evicts the oldest entries while
+  the database is over it (auto-vacuum returns freed pages, so the file shrinks too).
 - Corruption: a database that does not open, a query that reports a malformed image, or a value that
   does not decode to what was stored is detected; the directory is moved aside and rebuilt empty
   (under a lock file, so two processes do not rebuild it twice). Nothing here raises to the caller:
@@ -231,7 +231,9 @@ class CompletionCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         cache = diskcache.Cache(str(self.directory), timeout=TIMEOUT_S,
                                 size_limit=self.size_mb * 2**20,
-                                eviction_policy="least-recently-used",
+                                # by age of storage: a lookup stays a plain read (LRU would make every
+                                # hit a write transaction, contended between server processes)
+                                eviction_policy="least-recently-stored",
                                 cull_limit=10)
         marker = cache.get(MARKER_KEY, default=None, retry=True)
         if marker is None:

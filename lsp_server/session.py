@@ -26,6 +26,7 @@ import itertools
 import logging
 import os
 import statistics
+import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -67,6 +68,7 @@ TOKENS_PER_LINE = 24
 MAX_TOKENS = 256
 REMEMBERED_COMPLETIONS = 256  # ids kept for didShow / didAccept
 TYPING_HISTORY = 9  # keystroke times kept per document (for the adaptive debounce)
+DISK_MISS_MEMORY = 64  # recent disk misses not asked again (this server fills the entries it misses)
 
 
 class RequestError(Exception):
@@ -161,6 +163,8 @@ class Session:
         self.speculate = False
         self.typethrough = TypeThrough()
         self.disk: CompletionCache | None = None
+        self._disk_misses: OrderedDict[str, None] = OrderedDict()  # keys just looked up in vain
+        self._misses_lock = threading.Lock()  # the engine thread looks up and fills entries too
         self._open_disk()
         self._states: dict[str, State | None] = {}  # each document's current cursor state (if known)
         self._typing: dict[str, deque[float]] = {}
@@ -326,10 +330,11 @@ class Session:
         if not invoked:
             self.speculate = True  # this client asks on its own as the user types: worth starting early
         revision, text, version = doc.revision, doc.text, doc.version
-        state = self._state(uri, revision, text, offset, invoked=invoked, n=n)
         old = self._states.get(uri)
-        if old is not None and old.revision == revision and old.offset == offset:
-            state.not_before = old.not_before  # the debounce did_change chose for this keystroke
+        if old is not None and old.revision == revision and old.offset == offset and not invoked and n is None:
+            state = old  # the didChange before this request prepared this very state (and chose its debounce)
+        else:
+            state = self._state(uri, revision, text, offset, invoked=invoked, n=n)
         if not invoked:
             self._states[uri] = state
             self._active = uri
@@ -391,7 +396,7 @@ class Session:
                 now = time.monotonic()
                 if self.worker.engine is None:  # the model is (re)loading: that time is not the request's
                     since, deadline = now, now + budget
-                found = self._lookup(state, since, partial=now >= deadline)
+                found = self._lookup(state, since, partial=now >= deadline, disk=False)
                 # a finished answer goes out at once; one still streaming once a line of it is complete
                 # (at once when typed through, after PARTIAL_AFTER_S for the request's own generation, so
                 # a block that is nearly done is shown whole); at the deadline, whatever exists
@@ -440,7 +445,7 @@ class Session:
             tick.set_result(None)
 
     # ---- caches ---------------------------------------------------------------------------------
-    def _lookup(self, state: State, since: float | None, *, partial: bool) -> _Answer | None:
+    def _lookup(self, state: State, since: float | None, *, partial: bool, disk: bool = True) -> _Answer | None:
         """An answer for ``state`` without a model call: type-through / memory, then the disk.
 
         ``partial``: accept what a generation has streamed so far even if no line of it is complete
@@ -469,7 +474,7 @@ class Session:
                     return _Answer(usable, source, mode, complete=not live, origin=entry.origin)
                 if hit.exact and entry.complete:  # what it wrote repeats the text around: nothing to show
                     return _Answer([], "memory", state.mode, complete=True, origin=entry.origin)
-        stored = self._disk_get(state.prefix, state.suffix, state.params)
+        stored = self._disk_get(state.prefix, state.suffix, state.params) if disk else None
         if stored is not None:
             comps = stored
             if self.speculating:
@@ -508,7 +513,16 @@ class Session:
         key = self._disk_key(prefix, suffix, params)
         if key is None or self.disk is None:
             return None
-        return self.disk.get(key)
+        with self._misses_lock:
+            if key in self._disk_misses:
+                return None
+        found = self.disk.get(key)
+        if found is None:  # the didChange and the request for one keystroke ask for the same key
+            with self._misses_lock:
+                self._disk_misses[key] = None
+                if len(self._disk_misses) > DISK_MISS_MEMORY:
+                    self._disk_misses.popitem(last=False)
+        return found
 
     def _windows(self) -> tuple[int, int]:
         cfg = getattr(self.worker.engine, "config", None)
@@ -695,8 +709,9 @@ class _Hooks:
             s._call_soon(s._pulse)
         if comps and is_complete(comps) and s.disk is not None:
             key = s._disk_key(job.prefix, job.suffix, job.params)
-            if key is not None:
-                s.disk.put(key, comps, ms)
+            if key is not None and s.disk.put(key, comps, ms):
+                with s._misses_lock:
+                    s._disk_misses.pop(key, None)
 
     def idle(self, kv: tuple[str, str] | None) -> tuple[str, int, str, str] | None:
         s = self.s

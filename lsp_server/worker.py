@@ -12,7 +12,8 @@ Scheduling rules (the llama.cpp server / ruff_server shape: handlers post tasks,
   the second request joins the first (a speculative job becomes a user job that way).
 - Priorities: user requests, then speculation for a document's current state, then futures (states the
   user may reach next), then idle KV warming; among equals, oldest first. A job of a better class
-  pre-empts a running job of a worse one (a user request stops speculative work for other documents).
+  pre-empts a running job of a worse one (a user request stops speculative work for other documents),
+  and work for the document the user is typing in stops speculation nobody waits for in another one.
 - Stopping means setting the engine's CancelToken: the generation loop checks it every model step.
 - A job starts only after ``QUIET_S`` without new document activity (``BURST_QUIET_S`` while messages
   arrive faster than any typist types), and not before its own ``not_before`` (adaptive debounce).
@@ -208,6 +209,8 @@ class Worker:
                         fut.add_done_callback(partial(self._waiter_done, j))
                         j.not_before = min(j.not_before, not_before)
                     j.priority = min(j.priority, priority)
+                    if j is not self._running:
+                        self._preempt(j)  # now a user's request: it may outrank what is running
                     return fut
             old = self._pending.pop(uri, None)
             if old is not None:
@@ -342,7 +345,10 @@ class Worker:
             return  # kept through the last edit: it serves this very text
         if r.uri == job.uri and r.priority <= SPECULATIVE:
             _stop(r, "superseded")
-        elif job.priority < r.priority and r.priority != USER:
+        elif r.priority != USER and (job.priority < r.priority or
+                                     (job.priority <= SPECULATIVE and not r.waiters)):
+            # outranked, or speculation nobody waits for in another document while the user works in this
+            # one (a generation let go by its request, say): the document the user is in comes first
             _stop(r, "preempted")
 
     def _rebase(self, job: Job, revision: int) -> None:

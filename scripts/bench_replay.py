@@ -234,6 +234,7 @@ class Run:
     wall_s: float = 0.0
     model_load_s: float = 0.0
     cold_s: list[float] = field(default_factory=list)  # per segment: the first whole-prompt generation
+    busy_s: list[float] = field(default_factory=list)  # engine busy stretches (busy .. ready), seconds
 
 
 async def replay(server: Server, segments: list[Segment], typist: Typist, seed: int, run: Run,
@@ -259,13 +260,15 @@ async def replay(server: Server, segments: list[Segment], typist: Typist, seed: 
             _, fut = server.request("textDocument/inlineCompletion", {
                 "context": {"triggerKind": 2}, "textDocument": {"uri": uri},
                 "position": utf16_position(doc, cursor)})
-            await asyncio.wait_for(fut, 120)
+            answered_at, _ = await asyncio.wait_for(fut, 120)
             deadline = time.perf_counter() + 120
             while time.perf_counter() < deadline:
                 engine_says = [p["message"] for _, p in server.statuses[n_status:]
                                if p.get("message") in ("generating", "ready")]
                 if engine_says and engine_says[-1] == "ready":
                     break
+                if not engine_says and time.perf_counter() - answered_at > 1.0:
+                    break  # answered without the model (from disk): nothing to wait for
                 await asyncio.sleep(0.05)
             run.cold_s.append(round(time.perf_counter() - t_cold, 2))
         typed = 0  # characters of seg.typed in the document
@@ -389,6 +392,14 @@ async def run_config(name: str, options: dict, segments: list[Segment], args, en
     await replay(server, segments, Typist(key_s=1 / args.cps, pause_p=args.pause_p), args.seed, run, args.keys,
                  not args.cold)
     run.wall_s = time.perf_counter() - t1
+    # how long the engine was busy per stretch of work ("generating" .. "ready"), for context
+    busy_at = None
+    for ts, p in server.statuses:
+        if p.get("message") == "generating" and busy_at is None:
+            busy_at = ts
+        elif p.get("message") == "ready" and busy_at is not None:
+            run.busy_s.append(ts - busy_at)
+            busy_at = None
     await server.stop()
     return run
 
@@ -421,6 +432,8 @@ def summarize(run: Run) -> dict:
         "wall_s": round(run.wall_s, 1),
         "server_ready_s": round(run.model_load_s, 1),
         "cold_first_generation_s": run.cold_s,
+        "engine_busy_stretch_s": {"count": len(run.busy_s), "p50": round(pct(run.busy_s, 50) or 0, 2),
+                                  "total": round(sum(run.busy_s), 1)},
         "with_suggestion": len(answered),
         "empty": sum(k.outcome == "empty" for k in keys),
         "superseded": sum(k.outcome == "superseded" for k in keys),
@@ -500,6 +513,9 @@ def report(summaries: list[dict], meta: dict, hist: str, cdf: str) -> str:
     cols = [s["config"] for s in summaries]
     rows = [
         ("keystrokes (chars, Enter, Tab)", [str(s["keystrokes"]) for s in summaries]),
+        ("engine busy stretches: count, median, total (s)",
+         [f"{s['engine_busy_stretch_s']['count']}, {s['engine_busy_stretch_s']['p50']:.1f}, "
+          f"{s['engine_busy_stretch_s']['total']:.0f}" for s in summaries]),
         ("first generation per file, before typing (s)", [", ".join(f"{x:.1f}" for x in s["cold_first_generation_s"])
                                                          or "–" for s in summaries]),
         ("answered with a suggestion", [f"{s['with_suggestion']} ({share(s['with_suggestion'] / max(1, s['keystrokes']))})"

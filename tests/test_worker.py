@@ -594,3 +594,31 @@ def test_detachable_request_cancelled_by_the_editor_goes_on_as_speculation():
         time.sleep(STEP)
     assert hooks.finished_jobs[0][1][0][0].finish_reason == "length"
     w.stop()
+
+
+def test_work_in_the_users_document_stops_orphaned_speculation_elsewhere():
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=500))
+    revs.update(a=1, b=1)
+    fut = w.submit("a", 1, "a-prefix", "", GenParams(), USER, detachable=True)
+    wait_running(eng)
+    w.release(fut)  # answered at its deadline; the generation goes on as speculation for a
+    t0 = time.monotonic()
+    w.submit("b", 1, "b-prefix", "", GenParams(), SPECULATIVE)  # the user now types in b
+    deadline = time.monotonic() + 5
+    while not any(c[0] == "b-prefix" for c in eng.calls) and time.monotonic() < deadline:
+        time.sleep(STEP)
+    assert any(c[0] == "b-prefix" for c in eng.calls) and time.monotonic() - t0 < 20 * STEP + 0.2
+    assert hooks.finished_jobs[0][1][0][0].finish_reason == "cancelled"  # a's stopped within a step
+    w.stop()
+
+
+def test_a_request_joining_queued_speculation_preempts_other_speculation():
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=3, slow=("busy",)))
+    revs.update(a=1, c=1)
+    w.set_futures("c", 1, [("busy", "", GenParams(), None)])  # a future runs
+    wait_running(eng)
+    w.submit("a", 1, "p", "", GenParams(), SPECULATIVE, not_before=time.monotonic() + 5)  # debounced
+    t0 = time.monotonic()
+    comps, _ = w.submit("a", 1, "p", "", GenParams(), USER).result(5)  # the request joins it
+    assert time.monotonic() - t0 < 20 * STEP + 0.3 and comps[0].text.startswith("p")
+    w.stop()
