@@ -119,8 +119,8 @@ def run_vscode(vscode_env: dict, vsix: Path, server: dict, tmp_path: Path, artif
                timeout_ms: int, pick_header: str = "def mul(a, b):") -> dict:
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / "add.py").write_text("def add(a, b):")
-    (ws / "pick.py").write_text(pick_header)
+    (ws / "add.py").write_text("def add(a, b):\n")
+    (ws / "pick.py").write_text(pick_header + "\n")
     cs = CodeServer(vscode_env, vsix, server, tmp_path, artifacts)
     try:
         cfg = {"url": cs.url, "workspace": str(ws), "artifacts": str(artifacts),
@@ -146,7 +146,7 @@ def test_vscode_client_protocol_with_stub(vscode_env, vsix, stub_server, tmp_pat
     """The packaged extension against the protocol stub: exact texts, reports reach the server."""
     seen = run_vscode(vscode_env, vsix, stub_server, tmp_path, artifacts, timeout_ms=30000)
     assert seen["ghost"] == "return a + b", seen
-    assert seen["afterTab"] == "def add(a, b):\n    return a + b", seen
+    assert seen["afterTab"] == "def add(a, b):\n    return a + b\n", seen
     assert [v["label"] for v in seen["variants"]] == ["return a * b", "return math.prod((a, b))",
                                                       "raise NotImplementedError"]
     assert seen["picked"] == "return math.prod((a, b))"

@@ -52,8 +52,10 @@ async function openFile(page, name) {
   await page.keyboard.press('Control+P');
   await page.locator('.quick-input-widget input').waitFor({ state: 'visible', timeout: 20000 });
   await page.keyboard.type(name, { delay: 20 });
-  await waitFor(async () => (await page.locator('.quick-input-list .monaco-list-row').count()) > 0, 20000, 'file in quick open', page);
-  await page.keyboard.press('Enter');
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first();
+  await row.waitFor({ timeout: 20000 });
+  await sleep(300); // let the list settle (recently opened files move around)
+  await row.click();
   await page.locator(`.tab[data-resource-name="${name}"], .tab:has-text("${name}")`).first().waitFor({ timeout: 20000 });
   await page.locator('.editor-instance .monaco-editor .view-lines').first().click();
   await sleep(300);
@@ -92,10 +94,14 @@ async function runCommand(page, title) {
     await waitFor(() => statusText(page), 60000, 'the Flint status bar item', page);
     out.statusAtStart = await statusText(page);
     await shot(page, '0-workbench');
+    // The status bar says "starting"/"loading" until the model is in memory.
+    await waitFor(async () => !/starting|loading/.test((await statusText(page)) || 'starting'), cfg.timeoutMs, 'Flint ready', page);
+    out.statusReady = await statusText(page);
 
     // 1. Type in add.py and wait for ghost text from the server.
     await openFile(page, 'add.py');
-    await page.keyboard.press('Control+End');
+    await page.keyboard.press('Control+Home');
+    await page.keyboard.press('End'); // end of the `def` line
     await page.keyboard.press('Enter'); // new indented line in the function body
     const t0 = Date.now();
     out.ghost = await waitFor(async () => {
@@ -116,7 +122,8 @@ async function runCommand(page, title) {
 
     // 3. Flint: Pick Variant in pick.py, choose the second variant.
     await openFile(page, 'pick.py');
-    await page.keyboard.press('Control+End');
+    await page.keyboard.press('Control+Home');
+    await page.keyboard.press('End');
     await page.keyboard.press('Enter');
     await waitFor(async () => (await ghostText(page)).trim(), cfg.timeoutMs, 'ghost text in pick.py', page);
     await runCommand(page, 'Flint: Pick Variant');

@@ -174,8 +174,13 @@ class Flint implements vscode.Disposable {
     if (this.client !== client) return;
     this.positionEncoding = (client.initializeResult?.capabilities.positionEncoding as string) ?? 'utf-16';
     client.onNotification('flint/status', (s: FlintStatus) => this.onStatus(s));
-    // The server may have reported `loading` before the handler existed: assume ready unless told otherwise.
-    if (this.state === 'starting') this.setState(settings.enable ? 'ready' : 'disabled', 'server running');
+    // Flint reports `loading` right after `initialized`; a server that never sends flint/status is
+    // taken as ready after a moment.
+    setTimeout(() => {
+      if (this.client === client && this.state === 'starting' && client.state === State.Running) {
+        this.setState(this.settings().enable ? 'ready' : 'disabled', 'server running');
+      }
+    }, 3000);
     this.updateContext();
   }
 
