@@ -462,7 +462,7 @@ def plot(runs: list[Run], out: Path) -> tuple[str, str]:
     colors = {"off": "#888888", "on": "#d9480f", "restart": "#1c7ed6"}
     lat = {r.config: [k.latency_ms for k in r.keys if k.latency_ms is not None] for r in runs}
     hi = max([max(v) for v in lat.values() if v] + [10.0])
-    bins = [10 ** (x / 10) for x in range(-10, int(math.log10(hi) * 10) + 2)]  # 0.1 ms .. max, log-spaced
+    bins = [10 ** (x / 10) for x in range(0, int(math.log10(hi) * 10) + 2)]  # 1 ms .. max, log-spaced
     fig, ax = plt.subplots(figsize=(8, 4.2))
     for r in runs:
         if lat[r.config]:
@@ -562,6 +562,10 @@ def report(summaries: list[dict], meta: dict, hist: str, cdf: str) -> str:
         "- Latency percentiles are over keystrokes that got a suggestion; the CDF is over all keystrokes "
         "(keystrokes with none never arrive, so a curve's height is also its answer rate).",
         "",
+        "## Reading the numbers",
+        "",
+        *reading(summaries),
+        "",
         f"![latency histogram]({hist})",
         "",
         f"![latency CDF]({cdf})",
@@ -572,7 +576,53 @@ def report(summaries: list[dict], meta: dict, hist: str, cdf: str) -> str:
     return "\n".join(lines)
 
 
+def reading(summaries: list[dict]) -> list[str]:
+    """What the table says, in words (computed from this run's numbers)."""
+    by = {s["config"]: s for s in summaries}
+    out = []
+    if "off" in by:
+        off = by["off"]
+        out.append(
+            f"- Without speculation each keystroke waits for its own generation: {share(off['with_suggestion'] / max(1, off['keystrokes']))} "
+            f"of keystrokes got a suggestion before the next keystroke replaced the request (p50 "
+            f"{ms(off['latency_ms']['p50'])} for those). A typist at this speed leaves ~170 ms between keys; the first "
+            f"generation in each file took {', '.join(f'{x:.0f}' for x in off['cold_first_generation_s'])} s "
+            f"(whole prompt), and each later keystroke re-runs the text after the cursor (FIM puts it after the "
+            f"prefix), which takes seconds on this machine.")
+    if "on" in by:
+        on = by["on"]
+        ins = on["inside_suggestion"]
+        out.append(
+            f"- With speculation, every answer came without a model call at request time "
+            f"({share(on['no_model_call_share_of_answers'])}): p50 {ms(on['latency_ms']['p50'])}, p95 "
+            f"{ms(on['latency_ms']['p95'])}. {ins['keystrokes']} keystrokes typed what the ghost text showed; "
+            f"{share(ins['share'])} of them were answered without the model. The share of keystrokes answered at all "
+            f"({share(on['with_suggestion'] / max(1, on['keystrokes']))}) is bounded by how often a generation that started "
+            f"seconds earlier still agrees with what the user typed since.")
+    if "restart" in by:
+        rs = by["restart"]
+        out.append(
+            f"- After a restart on the same disk cache, {share(rs['from_disk_share_of_answers'])} of answers came from "
+            f"disk entries (directly, or typed through), and {share(rs['with_suggestion'] / max(1, rs['keystrokes']))} of "
+            f"keystrokes were answered.")
+    return out
+
+
 # -------------------------------------------------------------------------------------------------- main
+
+
+def render_only(out: Path) -> int:
+    """Redraw replay.md and the PNGs from replay.json (no replay)."""
+    data = json.loads((out / "replay.json").read_text())
+    runs = []
+    for name, keys in data["keystrokes"].items():
+        run = Run(name)
+        run.keys = [Key(**{**k, "sent": 0.0}) for k in keys]
+        runs.append(run)
+    hist, cdf = plot(runs, out)
+    (out / "replay.md").write_text(report(data["summaries"], data["meta"], hist, cdf))
+    print(f"wrote {out / 'replay.md'}")
+    return 0
 
 
 async def amain(args) -> int:
@@ -650,7 +700,10 @@ def main() -> int:
     p.add_argument("--cold", action="store_true",
                    help="start typing at once after opening each file (the first keystroke pays the whole prompt)")
     p.add_argument("--keep-logs", action="store_true", help="keep the servers' stderr logs (verbose)")
+    p.add_argument("--render-only", action="store_true", help="redraw the report from --out/replay.json")
     args = p.parse_args()
+    if args.render_only:
+        return render_only(Path(args.out))
     if "restart" in args.configs and "on" not in args.configs:
         p.error("restart replays on the cache that `on` fills: include `on` before it")
     return asyncio.run(amain(args))
