@@ -55,8 +55,10 @@ DEFAULT_MAX_PREFIX_CHARS, DEFAULT_MAX_SUFFIX_CHARS = 6000, 600
 # the user waits on while typing; an explicit request or a variants pick can take longer.
 AUTOMATIC_BUDGET_S = 2.5
 INVOKED_BUDGET_S = 6.0
-# A generation no request waits for any more goes on this long at most (its result serves the next ask).
-JOB_BUDGET_S = 20.0
+# A generation no request waits for any more goes on this long at most (its result serves the next ask);
+# a pre-generated future gets less (it is a guess; what it wrote by then is still typed through).
+JOB_BUDGET_S = 10.0
+FUTURE_BUDGET_S = 5.0
 # A block still streaming is shown (its complete lines) once the request has waited this long; before
 # that the request waits for the whole block.
 PARTIAL_AFTER_S = 0.3
@@ -590,7 +592,7 @@ class Session:
             fs = self._state_at(state.uri, state.revision, state.offset, f.prefix, f.suffix, invoked=False)
             if fs.skip or self._covered(fs):
                 continue
-            plan.append((fs.prefix, fs.suffix, fs.params, JOB_BUDGET_S))
+            plan.append((fs.prefix, fs.suffix, fs.params, FUTURE_BUDGET_S))
         if plan:
             log.debug("futures for %s: %d", state.uri, len(plan))
         # futures start once the user pauses: a typist who keeps going would only pre-empt them (and a
