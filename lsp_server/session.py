@@ -55,10 +55,12 @@ DEFAULT_MAX_PREFIX_CHARS, DEFAULT_MAX_SUFFIX_CHARS = 6000, 600
 # the user waits on while typing; an explicit request or a variants pick can take longer.
 AUTOMATIC_BUDGET_S = 2.5
 INVOKED_BUDGET_S = 6.0
-# A generation no request waits for any more goes on this long at most (its result serves the next ask);
-# a pre-generated future gets less (it is a guess; what it wrote by then is still typed through).
-JOB_BUDGET_S = 10.0
-FUTURE_BUDGET_S = 5.0
+# A generation no request waits for any more goes on this long at most (its result serves the next ask),
+# and so does a pre-generated future. Any new work pre-empts them, so this bounds idle CPU only; it is
+# long because the engine's deadline counts the prompt pass too, which alone takes 10-20 s for a whole
+# window on a slow 2-core machine (a deadline right after it would throw that work away).
+JOB_BUDGET_S = 30.0
+FUTURE_BUDGET_S = 30.0
 # A block still streaming is shown (its complete lines) once the request has waited this long; before
 # that the request waits for the whole block.
 PARTIAL_AFTER_S = 0.3
