@@ -39,6 +39,7 @@ DID_SHOW = "flint/didShow"
 DID_ACCEPT = "flint/didAccept"
 DID_PARTIALLY_ACCEPT = "flint/didPartiallyAccept"
 STATUS = "flint/status"
+REFRESH = "flint/refresh"
 STATS_FLUSH_S = 30.0
 
 
@@ -138,7 +139,8 @@ class FlintServer(LanguageServer):
     def __init__(self, settings: Settings | None = None, load=None) -> None:
         super().__init__("flint", __version__, protocol_cls=FlintProtocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
-        self.session = Session(load or load_engine, settings, on_status=self._send_status)
+        self.session = Session(load or load_engine, settings, on_status=self._send_status,
+                               on_refresh=self._send_refresh)
         self.initialized = False
         self.pending_warnings: list[str] = []
         self._tasks: set[asyncio.Task] = set()
@@ -153,6 +155,11 @@ class FlintServer(LanguageServer):
             self._shown_error = status["message"]
             self.window_show_message(types.ShowMessageParams(
                 type=types.MessageType.Error, message=f"Flint: {status['message']}"))
+
+    def _send_refresh(self, uri: str, version: int) -> None:
+        """A race's remote answer replaced the local one: a client may ask again to show it."""
+        if self.initialized:
+            self.protocol.notify(REFRESH, {"textDocument": {"uri": uri, "version": version}})
 
     def warn(self, message: str) -> None:
         log.warning("%s", message)
@@ -314,7 +321,8 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
             types.InlineCompletionItem(
                 insert_text=it.text, range=_range(it),
                 command=types.Command(title="Flint: accepted", command=ACCEPT_COMMAND,
-                                      arguments=[{"id": res.id, "index": it.index}]))
+                                      arguments=[{"id": res.id, "index": it.index, "source": it.source,
+                                                  "backend": it.backend}]))
             for it in res.items])
 
     @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())
@@ -333,7 +341,8 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
                 label=f"⚡ Flint: {first[:60]}",
                 insert_text_format=types.InsertTextFormat.PlainText,
                 text_edit=types.TextEdit(range=_range(it), new_text=it.text),
-                detail=f"Flint ({it.total_ms:.0f} ms, {it.source})",
+                detail=f"Flint ({it.total_ms:.0f} ms, {it.source}"
+                       f"{', remote' if it.backend == 'remote' else ''})",
                 documentation=it.text,  # a plain string: plain text for every client
                 sort_text="0", filter_text="",
                 command=types.Command(title="Flint: accepted", command=ACCEPT_COMMAND,
@@ -344,17 +353,19 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
     @server.feature(VARIANTS)
     async def variants(ls: FlintServer, params: Any) -> dict[str, Any]:
         p = _position_params(ls, params)
-        res = await _suggest(p.text_document.uri, p.position, invoked=True)
+        res = await _suggest(p.text_document.uri, p.position, invoked=True, variants=True)
         return {"id": res.id, "version": res.version, "items": [
             {"index": it.index, "insertText": it.text,
              "range": {"start": {"line": it.start[0], "character": it.start[1]},
                        "end": {"line": it.end[0], "character": it.end[1]}},
-             "ttftMs": it.ttft_ms, "totalMs": it.total_ms, "source": it.source, "tokens": it.tokens}
+             "ttftMs": it.ttft_ms, "totalMs": it.total_ms, "source": it.source, "tokens": it.tokens,
+             "backend": it.backend}
             for it in res.items]}
 
-    async def _suggest(uri: str, pos: types.Position, *, invoked: bool, n: int | None = None) -> Suggestions:
+    async def _suggest(uri: str, pos: types.Position, *, invoked: bool, n: int | None = None,
+                       variants: bool = False) -> Suggestions:
         try:
-            return await session.suggest(uri, pos.line, pos.character, invoked=invoked, n=n)
+            return await session.suggest(uri, pos.line, pos.character, invoked=invoked, n=n, variants=variants)
         except RequestError as e:
             raise _error(e) from None
 

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine import speculation
+from engine import routing, speculation
 from engine.cache import CompletionCache, cache_key, is_complete
 from engine.postprocess import Mode, decide_mode, postprocess, split_cursor
 from engine.types import Completion, GenParams, Timings
@@ -43,7 +43,7 @@ from . import convert
 from .documents import DocumentError, DocumentStore
 from .settings import Settings
 from .stats import Stats
-from .worker import FUTURE, SPECULATIVE, USER, EngineLike, Job, Result, Worker
+from .worker import FUTURE, SPECULATIVE, USER, EngineLike, Job, JobDropped, Result, Worker
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,9 @@ TOKENS_PER_LINE = 24
 MAX_TOKENS = 256
 REMEMBERED_COMPLETIONS = 256  # ids kept for didShow / didAccept
 TYPING_HISTORY = 9  # keystroke times kept per document (for the adaptive debounce)
+# Edits closer together than this are a burst (a paste replayed, a client catching up), not typing: the
+# caches are asked by the request for the state the burst ends in, not on every edit of it.
+BURST_GAP_S = 0.015
 DISK_MISS_MEMORY = 64  # recent disk misses not asked again (this server fills the entries it misses)
 
 
@@ -100,6 +103,7 @@ class Item:
     total_ms: float
     source: str
     tokens: int
+    backend: str = "local"  # which backend wrote it: local | remote
 
 
 @dataclass
@@ -112,6 +116,7 @@ class Suggestions:
     total_ms: float = 0.0  # request to response, as the user saw it
     source: str | None = None
     origin: str | None = None  # "disk" when a type-through answer came from a disk entry
+    backend: str | None = None  # local | remote (the first item's)
 
 
 @dataclass
@@ -135,6 +140,7 @@ class State:
     params: GenParams
     skip: str | None = None  # why no automatic work is done here
     not_before: float = 0.0  # adaptive debounce for generations started for this state
+    route: str = "local"  # local | remote | race (engine/routing.py)
 
 
 @dataclass
@@ -144,11 +150,25 @@ class _Answer:
     mode: Mode
     complete: bool  # nothing more is coming for it
     origin: str = "model"
+    backend: str = "local"
+    note: str = ""  # said in the status message (a fallback, a race outcome)
+
+
+def load_remote(settings: Settings) -> EngineLike:
+    """The remote backend for these settings (no network until its first request)."""
+    from engine.remote import RemoteBackend
+
+    cfg = settings.remote_config()
+    if cfg is None:
+        raise ValueError("no remote configured (routing and remoteUrl)")
+    return RemoteBackend(cfg)
 
 
 class Session:
     def __init__(self, load: Callable[[Settings], EngineLike], settings: Settings | None = None,
-                 on_status: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 on_status: Callable[[dict[str, Any]], None] | None = None,
+                 load_remote: Callable[[Settings], EngineLike] = load_remote,
+                 on_refresh: Callable[[str, int], None] | None = None) -> None:
         self.settings = settings or Settings()
         self.encoding = convert.UTF16
         self.documents = DocumentStore()
@@ -157,7 +177,8 @@ class Session:
         self._loaded_key = self.settings.engine_key()
         self._on_status = on_status or (lambda s: None)
         self.status: dict[str, Any] = {"state": "loading", "model": self.settings.model, "lastLatencyMs": None,
-                                       "source": None, "message": "loading the model"}
+                                       "source": None, "message": "loading the model", "backend": None,
+                                       "remote": None}
         self.ready = asyncio.Event()  # set once the model is loaded (or failed to); binds to the loop on use
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ids = itertools.count(1)
@@ -175,19 +196,60 @@ class Session:
         self._wstart: dict[str, int] = {}  # each document's prefix window start (kept while it fits)
         self._active: str | None = None  # the document the user works in
         self._tick: asyncio.Future | None = None  # resolved when a generation streams something
-        self.hooks = _Hooks(self)
+        self.hooks = _Hooks(self, "local")
         self.worker = Worker(lambda: load(self.settings), self.documents.revision, self._worker_event, self.hooks)
+        # the remote tier (hybrid routing): its own worker thread, so a slow server never holds the local model
+        self._load_remote = load_remote
+        self._on_refresh = on_refresh or (lambda uri, version: None)
+        self.remote_hooks = _Hooks(self, "remote")
+        self.remote_worker: Worker | None = None
+        self._remote_key: tuple | None = None
+        self._started = False
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
         """Start loading the model now (process start), before the client even says hello."""
+        self._started = True
         self.worker.start()
+        self._sync_remote()
+
+    def _sync_remote(self) -> None:
+        """Start, replace or stop the remote tier to match the settings."""
+        key = self.settings.remote_key() if self.settings.remote_config() is not None else None
+        if key == self._remote_key and (key is None) == (self.remote_worker is None):
+            return
+        old, self.remote_worker = self.remote_worker, None
+        self._remote_key = key
+        if old is not None:
+            old.stop(timeout=2.0)
+            close = getattr(old.engine, "close", None)
+            if close is not None:
+                close()
+        if key is None or not self._started:
+            self._remote_status(None)
+            return
+        w = Worker(lambda: self._load_remote(self.settings), self.documents.revision, self._remote_event,
+                   self.remote_hooks)
+        self.remote_worker = w
+        w.start()
+
+    def remote_ready(self) -> bool:
+        """Is a remote configured, loaded and not backing off after a failure?"""
+        w = self.remote_worker
+        eng = w.engine if w is not None else None
+        ready = getattr(eng, "ready", None)
+        return eng is not None and (ready is None or bool(ready()))
 
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
     def shutdown(self) -> None:
         self.worker.stop()
+        if self.remote_worker is not None:
+            self.remote_worker.stop(timeout=2.0)
+            close = getattr(self.remote_worker.engine, "close", None)
+            if close is not None:
+                close()
         self.stats.flush()
         if self.disk is not None:
             self.disk.close()
@@ -199,6 +261,7 @@ class Session:
         self.settings = new
         if new.cache_size_mb != old_cache:
             self._open_disk()
+        self._sync_remote()
         if new.engine_key() != old_key:
             self._loaded_key = new.engine_key()
             self.worker.reload(lambda: self._load(self.settings))
@@ -232,6 +295,33 @@ class Session:
         self.status = st
         self._call_soon(self._status_changed, st)
 
+    def _remote_event(self, state: str, info: dict[str, Any]) -> None:
+        """From the remote worker's thread: the remote tier's part of the status (``remote``)."""
+        w = self.remote_worker
+        eng = w.engine if w is not None else None
+        model = getattr(eng, "model_id", None) or self.settings.remote_url
+        if state == "loading":
+            self._remote_status({"state": "loading", "model": model, "message": "connecting"})
+        elif state == "error":
+            self._remote_status({"state": "error", "model": model, "message": info.get("message", "")})
+        elif state == "busy":
+            self._remote_status({"state": "busy", "model": model, "message": "generating"})
+        elif state == "ready":
+            err = info.get("error")
+            backoff = getattr(eng, "backoff", None)
+            if err:
+                pause = max(0.0, backoff.retry_at - time.monotonic()) if backoff is not None else 0.0
+                self._remote_status({"state": "error", "model": model,
+                                     "message": f"remote failed: {err}; local answers, retry in {pause:.1f} s"})
+            else:
+                self._remote_status({"state": "ready", "model": model, "message": "ready"})
+
+    def _remote_status(self, remote: dict[str, Any] | None) -> None:
+        st = dict(self.status)
+        st["remote"] = remote
+        self.status = st
+        self._call_soon(self._on_status, st)
+
     def _call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn`` on the event loop (from any thread)."""
         if self._loop is not None and not self._loop.is_closed():
@@ -247,12 +337,14 @@ class Session:
             self.ready.set()
         self._on_status(st)
 
-    def _answered(self, source: str, origin: str, total_ms: float) -> None:
+    def _answered(self, source: str, origin: str, total_ms: float, backend: str = "local",
+                  note: str = "") -> None:
         """A suggestion went out: the status says where it came from and how long it took."""
         st = dict(self.status)
         via = f" ({origin} entry)" if source == "type-through" and origin == "disk" else ""
-        st.update(lastLatencyMs=round(total_ms, 1), source=source,
-                  message=f"{source}{via} in {total_ms:.0f} ms")
+        tier = " · remote" if backend == "remote" else ""
+        st.update(lastLatencyMs=round(total_ms, 1), source=source, backend=backend,
+                  message=f"{source}{via} in {total_ms:.0f} ms{tier}{note}")
         self.status = st
         self._on_status(st)
 
@@ -279,13 +371,32 @@ class Session:
         if state is not None:
             self._active = uri
         spec = self.speculating and state is not None
-        self.worker.document_changed(uri, rev, self._keep if spec else None)
+        for w in self._workers():
+            w.document_changed(uri, rev, self._keep if spec else None)
         if not spec or not self.speculate or state is None or state.skip:
             return
-        if self._lookup(state, since=None, partial=True) is not None:
+        burst = len(times) > 1 and now - times[-2] < BURST_GAP_S
+        if not burst and self._lookup(state, since=None, partial=True,
+                                      backend="remote" if state.route == routing.REMOTE else None) is not None:
             return  # typed through, or on disk: no model call for this keystroke
-        self.worker.submit(uri, rev, state.prefix, state.suffix, state.params, SPECULATIVE,
-                           budget_s=JOB_BUDGET_S, not_before=state.not_before)
+        for w, budget in self._speculation_workers(state):
+            w.submit(uri, rev, state.prefix, state.suffix, state.params, SPECULATIVE,
+                     budget_s=budget, not_before=state.not_before)
+
+    def _workers(self) -> list[Worker]:
+        return [self.worker] if self.remote_worker is None else [self.worker, self.remote_worker]
+
+    def _speculation_workers(self, state: State) -> list[tuple[Worker, float]]:
+        """Where a state's speculative generation runs: the local model, the remote (routed there), or
+        both (race: the local answer is shown at once, the remote one may replace it)."""
+        rw = self.remote_worker
+        remote_budget = max(self.settings.remote_timeout_ms / 1000, JOB_BUDGET_S if state.route == routing.REMOTE
+                            else 0.0)
+        if state.route == routing.REMOTE and rw is not None:
+            return [(rw, remote_budget)]
+        if state.route == routing.RACE and rw is not None:
+            return [(self.worker, JOB_BUDGET_S), (rw, remote_budget)]
+        return [(self.worker, JOB_BUDGET_S)]
 
     def did_close(self, uri: str) -> None:
         self.documents.close(uri)
@@ -294,7 +405,8 @@ class Session:
         self._wstart.pop(uri, None)
         if self._active == uri:
             self._active = None
-        self.worker.document_closed(uri)
+        for w in self._workers():
+            w.document_closed(uri)
 
     def _keep(self, job: Job, running: bool) -> bool:
         """(worker lock held) Does a job made for an older revision still serve the new text? A running
@@ -310,7 +422,7 @@ class Session:
 
     # ---- completion -----------------------------------------------------------------------------
     async def suggest(self, uri: str, line: int, character: int, *, invoked: bool,
-                      n: int | None = None) -> Suggestions:
+                      n: int | None = None, variants: bool = False) -> Suggestions:
         """Suggestions at a position. Raises RequestError for anything the client should hear about."""
         t0 = time.perf_counter()
         since = time.monotonic()
@@ -335,10 +447,11 @@ class Session:
             self.speculate = True  # this client asks on its own as the user types: worth starting early
         revision, text, version = doc.revision, doc.text, doc.version
         old = self._states.get(uri)
-        if old is not None and old.revision == revision and old.offset == offset and not invoked and n is None:
+        if old is not None and old.revision == revision and old.offset == offset and not invoked and n is None \
+                and not variants:
             state = old  # the didChange before this request prepared this very state (and chose its debounce)
         else:
-            state = self._state(uri, revision, text, offset, invoked=invoked, n=n)
+            state = self._state(uri, revision, text, offset, invoked=invoked, n=n, variants=variants)
         if not invoked:
             self._states[uri] = state
             self._active = uri
@@ -360,56 +473,182 @@ class Session:
         total_ms = (time.perf_counter() - t0) * 1000
         source = items[0].source if items else None
         origin = answer.origin if answer else None
+        backend = items[0].backend if items else None
         self.stats.completed(total_ms, source or "model", len(items))
+        if backend == "remote":
+            self.stats.count("remote_answers")
         self._remember(sid, uri, [it.text for it in items])
         if items:
-            self._answered(items[0].source, origin or "model", total_ms)
+            self._answered(items[0].source, origin or "model", total_ms, backend or "local",
+                           answer.note if answer else "")
             if self.speculating and self.speculate:
                 self._plan_futures(state, items[0], eol)
-        res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1), source, origin)
-        log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s]", "invoked" if invoked else "auto",
-                 uri.rsplit("/", 1)[-1], line, character, state.mode, len(items), total_ms, source or "-")
+        res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1), source, origin, backend)
+        log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s%s]", "invoked" if invoked else "auto",
+                 uri.rsplit("/", 1)[-1], line, character, state.mode, len(items), total_ms, source or "-",
+                 f" {backend}" if backend == "remote" else "")
         return res
 
     async def _answer(self, state: State, since: float, invoked: bool) -> _Answer | None:
-        """The best answer for a state within its deadline: caches, else the model (joined or started),
-        watching the caches while the model works (a generation typed through may answer first)."""
+        """The best answer for a state within its deadline, from the backend its route names (engine/
+        routing.py): caches, else the model (joined or started). A remote that fails, is slow or is backing
+        off leaves the answer to the local model; a race shows the local answer unless the remote one is
+        there first within the race budget (and may replace it afterwards, still within the budget)."""
+        try:
+            route = state.route
+            if route != routing.LOCAL and not self.remote_ready():
+                route = routing.LOCAL
+            if route == routing.REMOTE:
+                return await self._answer_remote(state, since, invoked)
+            if route == routing.RACE:
+                return await self._answer_race(state, since, invoked)
+            return await self._answer_on(self.worker, state, since, invoked)
+        except (RequestError, asyncio.CancelledError):
+            raise
+        except Exception as e:
+            raise self._map_error(e) from None
+
+    async def _answer_remote(self, state: State, since: float, invoked: bool) -> _Answer | None:
+        rw = self.remote_worker
+        assert rw is not None
         budget = INVOKED_BUDGET_S if invoked else AUTOMATIC_BUDGET_S
+        limit = min(budget, self.settings.remote_timeout_ms / 1000)
+        try:
+            ans = await self._answer_on(rw, state, since, invoked, budget=limit, backend="remote")
+        except (JobDropped, asyncio.CancelledError):
+            raise  # the document changed, a newer request came: the same for any backend
+        except Exception as e:
+            reason = f"remote failed ({e})"
+        else:
+            if ans is not None and (ans.comps or ans.complete):
+                return ans
+            reason = f"no remote answer within {limit * 1000:.0f} ms"
+        log.info("remote answer unavailable for %s: %s; asking the local model", state.uri, reason)
+        self.stats.count("remote_fallbacks")
+        ans = await self._answer_on(self.worker, state, time.monotonic(), invoked)
+        if ans is not None:
+            ans.note = f" (local fallback: {reason})"
+        return ans
+
+    async def _answer_race(self, state: State, since: float, invoked: bool) -> _Answer | None:
+        """Local and remote side by side. The remote answer wins if it arrives within the race budget
+        while nothing is shown yet, or arrives within the budget after the local one went out and extends
+        or improves it (routing.race_accepts): then it takes the local one's place in the type-through
+        store (the next ask, a keystroke typed through, gets it) and the client hears flint/refresh."""
+        rw = self.remote_worker
+        assert rw is not None
+        race_s = self.settings.race_budget_ms / 1000
+        found = self._lookup(state, since, partial=False)
+        if found is not None and found.complete:
+            return found  # a repeat, a promoted remote answer, or the disk: nothing to race
+        rfut = rw.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
+                         budget_s=self.settings.remote_timeout_ms / 1000, detachable=True)
+        arrived: list[float] = []
+        rfut.add_done_callback(lambda f: arrived.append(time.monotonic()))
+        local_task = asyncio.ensure_future(self._answer_on(self.worker, state, since, invoked))
+        remote_wait = asyncio.wrap_future(rfut)
+        await asyncio.wait([local_task, remote_wait], timeout=max(0.0, since + race_s - time.monotonic()),
+                           return_when=asyncio.FIRST_COMPLETED)
+        if not local_task.done() and remote_wait.done():
+            won = self._race_result(state, rfut, arrived, since, race_s, None)
+            if won is not None:
+                local_task.cancel()
+                self._promote(state, won)
+                return won
+        local = await local_task
+        shown = local.comps[0].text if local is not None and local.comps else None
+        if rfut.done():
+            won = self._race_result(state, rfut, arrived, since, race_s, shown)
+            if won is not None:
+                self._promote(state, won)
+                return won
+        elif time.monotonic() - since < race_s:
+            version = self.documents.get(state.uri).version if self.documents.revision(state.uri) is not None else 0
+            rfut.add_done_callback(lambda f: self._call_soon(self._race_late, state, f, arrived, since, race_s,
+                                                             shown, version))
+        return local
+
+    def _race_result(self, state: State, rfut, arrived: list[float], since: float, race_s: float,
+                     shown: str | None) -> _Answer | None:
+        """The remote answer if it came within the budget and may replace ``shown`` (None: nothing shown)."""
+        if not arrived or arrived[0] - since > race_s or rfut.cancelled() or rfut.exception() is not None:
+            return None
+        comps = rfut.result()[0]
+        if not comps or not routing.race_accepts(shown, comps[0].text):
+            return None
+        mode = self._mode_for(state, None)
+        if not any(self._shows(c, state, mode, False, True) for c in comps):
+            return None
+        return _Answer(comps, "model", mode, complete=True, backend="remote",
+                       note=" (race: remote replaced local)" if shown else " (race: remote first)")
+
+    def _race_late(self, state: State, rfut, arrived: list[float], since: float, race_s: float,
+                   shown: str | None, version: int) -> None:
+        """(event loop) A race's remote answer arrived after the local one went out."""
+        if self.documents.revision(state.uri) != state.revision:
+            return
+        won = self._race_result(state, rfut, arrived, since, race_s, shown)
+        if won is None:
+            log.debug("race: remote answer for %s not shown (late, failed or unrelated)", state.uri)
+            return
+        self._promote(state, won)
+        st = dict(self.status)
+        st.update(source="model", backend="remote",
+                  message=f"model in {(arrived[0] - since) * 1000:.0f} ms · remote (race: replaces local)")
+        self.status = st
+        self._on_status(st)
+        self._on_refresh(state.uri, version)
+
+    def _promote(self, state: State, ans: _Answer) -> None:
+        """A race's remote answer becomes the newest generation for its state (type-through serves it)."""
+        if self.speculating:
+            self.typethrough.add(state.prefix, state.suffix, ans.comps, n=state.params.n,
+                                 key=(*state.params.key(), "remote"), origin="model")
+            self._pulse()
+
+    async def _answer_on(self, worker: Worker, state: State, since: float, invoked: bool,
+                         budget: float | None = None, backend: str | None = None) -> _Answer | None:
+        """The answer from one backend's worker: caches (``backend``: only that backend's entries), else
+        its model. Raises the worker's exceptions."""
+        if budget is None:
+            budget = INVOKED_BUDGET_S if invoked else AUTOMATIC_BUDGET_S
         deadline = since + budget
+        tier = "remote" if worker is self.remote_worker and worker is not None else "local"
         # an explicit request waits for the whole suggestion; one made as the user types shows the
         # complete lines of a block still streaming after PARTIAL_AFTER_S
         show_partial_after = budget if invoked else PARTIAL_AFTER_S
         if not self.speculating:
             # a plain server: exact repeats (worker memory), the disk, else one model call within the budget
-            found = self._lookup(state, since, partial=False)
+            found = self._lookup(state, since, partial=False, backend=backend)
             if found is not None:
                 return found
-            fut = self.worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
-                                     budget_s=budget)
-            return self._from_result(state, await self._await(fut))
-        found = self._lookup(state, since, partial=False)
+            fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
+                                budget_s=budget)
+            return self._from_result(state, await self._await(fut), tier)
+        found = self._lookup(state, since, partial=False, backend=backend)
         if found is not None and found.complete:
             return found
-        fut = self.worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
-                                 budget_s=JOB_BUDGET_S, not_before=state.not_before, detachable=not invoked)
+        job_budget = JOB_BUDGET_S if tier == "local" else max(budget, self.settings.remote_timeout_ms / 1000)
+        fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
+                            budget_s=job_budget, not_before=state.not_before, detachable=not invoked)
         afut = asyncio.wrap_future(fut)
         try:
             while True:
                 if afut.done():
-                    return self._from_result(state, afut.result())  # raises the worker's errors
+                    return self._from_result(state, afut.result(), tier)  # raises the worker's errors
                 now = time.monotonic()
-                if self.worker.engine is None:  # the model is (re)loading: that time is not the request's
+                if worker.engine is None:  # the model is (re)loading: that time is not the request's
                     since, deadline = now, now + budget
-                found = self._lookup(state, since, partial=now >= deadline, disk=False)
+                found = self._lookup(state, since, partial=now >= deadline, disk=False, backend=backend)
                 # a finished answer goes out at once; one still streaming once a line of it is complete
                 # (at once when typed through, after PARTIAL_AFTER_S for the request's own generation, so
                 # a block that is nearly done is shown whole); at the deadline, whatever exists
                 if found is not None and (found.complete or found.source == "type-through" or
                                           now - since >= show_partial_after or now >= deadline):
-                    self.worker.release(fut)
+                    worker.release(fut)
                     return found
                 if now >= deadline:
-                    self.worker.release(fut)  # keep generating: the next ask gets it
+                    worker.release(fut)  # keep generating: the next ask gets it
                     return None
                 tick = self._next_tick()
                 wait_s = min(deadline, since + show_partial_after) - now if now - since < show_partial_after \
@@ -419,8 +658,6 @@ class Session:
             self.stats.count("cancelled")
             fut.cancel()
             raise
-        except Exception as e:
-            raise self._map_error(e) from None
 
     async def _await(self, fut) -> Result:
         try:
@@ -428,14 +665,12 @@ class Session:
         except asyncio.CancelledError:
             self.stats.count("cancelled")
             raise
-        except Exception as e:
-            raise self._map_error(e) from None
 
-    def _from_result(self, state: State, result: Result) -> _Answer:
+    def _from_result(self, state: State, result: Result, backend: str = "local") -> _Answer:
         comps = result[0]
         source = comps[0].source if comps else "model"
         return _Answer(comps, source, self._mode_for(state, None), complete=True,
-                       origin="disk" if source == "disk" else "model")
+                       origin="disk" if source == "disk" else "model", backend=backend)
 
     def _next_tick(self) -> asyncio.Future:
         if self._tick is None or self._tick.done():
@@ -449,17 +684,22 @@ class Session:
             tick.set_result(None)
 
     # ---- caches ---------------------------------------------------------------------------------
-    def _lookup(self, state: State, since: float | None, *, partial: bool, disk: bool = True) -> _Answer | None:
+    def _lookup(self, state: State, since: float | None, *, partial: bool, disk: bool = True,
+                backend: str | None = None) -> _Answer | None:
         """An answer for ``state`` without a model call: type-through / memory, then the disk.
 
         ``partial``: accept what a generation has streamed so far even if no line of it is complete
         (at a deadline). ``since``: when the request arrived (a generation finished before it is
-        "memory", one finished while it waited is the "model" it waited for)."""
+        "memory", one finished while it waited is the "model" it waited for). ``backend``: only that
+        backend's generations and disk entries (None: any generation; the disk of the state's route)."""
         if self.speculating:
             for hit in self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n):
                 entry = hit.entry
+                tier = entry_backend(entry)
+                if backend is not None and tier != backend:
+                    continue
                 if hit.known_empty:  # the model finished here with nothing to add: do not ask again
-                    return _Answer([], "memory", state.mode, complete=True, origin=entry.origin)
+                    return _Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier)
                 if not hit.variants:
                     continue
                 mode = self._mode_for(state, entry)
@@ -475,16 +715,19 @@ class Session:
                 comps = hit.completions(source, state.params.n)
                 usable = [c for c in comps if self._shows(c, state, mode, live, partial)]
                 if usable:
-                    return _Answer(usable, source, mode, complete=not live, origin=entry.origin)
+                    return _Answer(usable, source, mode, complete=not live, origin=entry.origin, backend=tier)
                 if hit.exact and entry.complete:  # what it wrote repeats the text around: nothing to show
-                    return _Answer([], "memory", state.mode, complete=True, origin=entry.origin)
-        stored = self._disk_get(state.prefix, state.suffix, state.params) if disk else None
+                    return _Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier)
+        if not disk:
+            return None
+        tier = backend or ("remote" if state.route == routing.REMOTE else "local")
+        stored = self._disk_get(state.prefix, state.suffix, state.params, tier)
         if stored is not None:
             comps = stored
             if self.speculating:
                 self.typethrough.add(state.prefix, state.suffix, comps, n=state.params.n,
-                                     key=state.params.key(), origin="disk")
-            return _Answer(comps[: state.params.n], "disk", state.mode, complete=True, origin="disk")
+                                     key=(*state.params.key(), tier), origin="disk")
+            return _Answer(comps[: state.params.n], "disk", state.mode, complete=True, origin="disk", backend=tier)
         return None
 
     def _shows(self, c: Completion, state: State, mode: Mode, live: bool, partial: bool) -> bool:
@@ -505,16 +748,21 @@ class Session:
                 return "multi"
         return state.mode
 
-    def _disk_key(self, prefix: str, suffix: str, params: GenParams) -> str | None:
-        engine = self.worker.engine
+    def _engine(self, tier: str = "local") -> EngineLike | None:
+        w = self.remote_worker if tier == "remote" else self.worker
+        return w.engine if w is not None else None
+
+    def _disk_key(self, prefix: str, suffix: str, params: GenParams, tier: str = "local") -> str | None:
+        """The disk entry's key: the backend's model id is part of it (local and remote never mix)."""
+        engine = self._engine(tier)
         model_id = getattr(engine, "model_id", None)
         if self.disk is None or not model_id:
             return None
-        max_p, max_s = self._windows()
+        max_p, max_s = self._windows(tier)
         return cache_key(model_id, params, prefix, suffix, max_p, max_s)
 
-    def _disk_get(self, prefix: str, suffix: str, params: GenParams) -> list[Completion] | None:
-        key = self._disk_key(prefix, suffix, params)
+    def _disk_get(self, prefix: str, suffix: str, params: GenParams, tier: str = "local") -> list[Completion] | None:
+        key = self._disk_key(prefix, suffix, params, tier)
         if key is None or self.disk is None:
             return None
         with self._misses_lock:
@@ -528,14 +776,14 @@ class Session:
                     self._disk_misses.popitem(last=False)
         return found
 
-    def _windows(self) -> tuple[int, int]:
-        cfg = getattr(self.worker.engine, "config", None)
+    def _windows(self, tier: str = "local") -> tuple[int, int]:
+        cfg = getattr(self._engine(tier), "config", None)
         return (getattr(cfg, "max_prefix_chars", DEFAULT_MAX_PREFIX_CHARS),
                 getattr(cfg, "max_suffix_chars", DEFAULT_MAX_SUFFIX_CHARS))
 
     # ---- building suggestions -------------------------------------------------------------------
     def _state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool,
-               n: int | None = None) -> State:
+               n: int | None = None, variants: bool = False) -> State:
         """The engine's work for a cursor. Requests and speculation share it, so a request for the spot a
         didChange already started joins that generation."""
         max_prefix, _ = self._windows()
@@ -543,15 +791,17 @@ class Session:
         self._wstart[uri] = start
         prefix = convert.normalize_eol(text[start: offset])
         suffix = convert.normalize_eol(text[offset: offset + WINDOW_SUFFIX_CHARS])
-        return self._state_at(uri, revision, offset, prefix, suffix, invoked=invoked, n=n)
+        return self._state_at(uri, revision, offset, prefix, suffix, invoked=invoked, n=n, variants=variants)
 
     def _state_at(self, uri: str, revision: int, offset: int, prefix: str, suffix: str, *, invoked: bool,
-                  n: int | None = None) -> State:
+                  n: int | None = None, variants: bool = False) -> State:
         line_prefix, line_suffix = split_cursor(prefix, suffix)
         mode = decide_mode(line_prefix, line_suffix, self.settings.multiline)
         params = self.gen_params(mode, invoked=invoked, n=n)
         skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked)
-        return State(uri, revision, offset, prefix, suffix, mode, params, skip)
+        route = routing.route(self.settings.route_config(), invoked=invoked, variants=variants,
+                              multiline=mode == "multi", remote_ready=self.remote_ready())
+        return State(uri, revision, offset, prefix, suffix, mode, params, skip, route=route)
 
     def gen_params(self, mode: str, *, invoked: bool, n: int | None = None) -> GenParams:
         """Automatic requests take one greedy variant (the fastest path: prompt-lookup drafts); an explicit
@@ -581,7 +831,7 @@ class Session:
             end = doc_position_after(text, offset, sug.replace, self.encoding, starts)
             items.append(Item(len(items), sug.text.replace("\n", eol) if eol != "\n" else sug.text,
                               cursor, end, round(c.ttft_ms, 1), round(c.total_ms, 1), c.source,
-                              len(c.token_ids)))
+                              len(c.token_ids), answer.backend))
         return items
 
     # ---- speculation ----------------------------------------------------------------------------
@@ -589,12 +839,14 @@ class Session:
         """The suggestion is on screen: pre-generate where accepting it leads (unless already covered)."""
         text = item.text.replace(eol, "\n") if eol != "\n" else item.text
         replace = item.end[1] - item.start[1] if item.end[0] == item.start[0] else 0  # auto-closed characters
-        plan = []
+        plan, remote_plan = [], []
         for f in speculation.futures(state.prefix, state.suffix, text, replace):
             fs = self._state_at(state.uri, state.revision, state.offset, f.prefix, f.suffix, invoked=False)
             if fs.skip or self._covered(fs):
                 continue
-            plan.append((fs.prefix, fs.suffix, fs.params, FUTURE_BUDGET_S))
+            # where the state's own generation would run (a race's futures are local: that is what shows)
+            (remote_plan if fs.route == routing.REMOTE and self.remote_worker is not None else plan).append(
+                (fs.prefix, fs.suffix, fs.params, FUTURE_BUDGET_S))
         if plan:
             log.debug("futures for %s: %d", state.uri, len(plan))
         # futures start once the user pauses: a typist who keeps going would only pre-empt them (and a
@@ -604,13 +856,16 @@ class Session:
         delay = max(FUTURE_DELAY_S, speculation.PAUSE_FACTOR * statistics.median(intervals)) if intervals \
             else FUTURE_DELAY_S
         self.worker.set_futures(state.uri, state.revision, plan, not_before=time.monotonic() + delay)
+        if self.remote_worker is not None:
+            self.remote_worker.set_futures(state.uri, state.revision, remote_plan, not_before=time.monotonic() + delay)
 
     def _covered(self, state: State) -> bool:
         """A generation (finished or still streaming, agreeing so far) or a disk entry serves ``state``."""
         for hit in self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n):
             if hit.live or hit.variants:
                 return True
-        return self._disk_get(state.prefix, state.suffix, state.params) is not None
+        tier = "remote" if state.route == routing.REMOTE else "local"
+        return self._disk_get(state.prefix, state.suffix, state.params, tier) is not None
 
     def _map_error(self, e: BaseException) -> RequestError:
         from .worker import Cancelled, EngineUnavailable, Stale, Superseded
@@ -674,22 +929,25 @@ class _Hooks:
     """The worker's view of the session's caches (worker.Hooks). Runs on the engine thread: it touches
     only thread-safe things (the type-through store, the disk cache, immutable states)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, tier: str = "local") -> None:
         self.s = session
+        self.tier = tier  # whose worker these hooks serve: local | remote
 
     def answer(self, job: Job) -> Result | None:
         s = self.s
         mode: Mode = "single" if job.params.max_lines == 1 else "multi"
-        st = State(job.uri, job.revision, 0, job.prefix, job.suffix, mode, job.params)
-        found = s._lookup(st, since=None, partial=False)
+        st = State(job.uri, job.revision, 0, job.prefix, job.suffix, mode, job.params, route=self.tier)
+        found = s._lookup(st, since=None, partial=False, backend=self.tier)
         if found is None or not found.complete:
             return None
         return found.comps, Timings()
 
     def started(self, job: Job) -> None:
         s = self.s
-        if s.speculating:
-            job.handle = s.typethrough.open(job.prefix, job.suffix, n=job.params.n, key=job.params.key())
+        # a race's remote generation stays out of sight until it wins (Session._promote)
+        if s.speculating and not (self.tier == "remote" and s.settings.routing == routing.RACE):
+            job.handle = s.typethrough.open(job.prefix, job.suffix, n=job.params.n,
+                                            key=(*job.params.key(), self.tier))
             s._call_soon(s._pulse)
 
     def token(self, job: Job, index: int, text: str) -> bool:
@@ -709,10 +967,13 @@ class _Hooks:
         entry = job.handle
         comps = result[0] if result is not None else None
         if isinstance(entry, Entry):
-            s.typethrough.close(entry, comps)
+            if comps is None and self.tier == "remote":
+                s.typethrough.discard(entry)  # a failed remote stream: the local fallback answers instead
+            else:
+                s.typethrough.close(entry, comps)
             s._call_soon(s._pulse)
         if comps and is_complete(comps) and s.disk is not None:
-            key = s._disk_key(job.prefix, job.suffix, job.params)
+            key = s._disk_key(job.prefix, job.suffix, job.params, self.tier)
             if key is not None and s.disk.put(key, comps, ms):
                 with s._misses_lock:
                     s._disk_misses.pop(key, None)
@@ -720,7 +981,7 @@ class _Hooks:
     def idle(self, kv: tuple[str, str] | None) -> tuple[str, int, str, str] | None:
         s = self.s
         uri = s._active
-        if not s.speculating or uri is None:
+        if not s.speculating or uri is None or self.tier != "local":
             return None
         st = s._states.get(uri)
         if st is None or s.documents.revision(uri) != st.revision:
@@ -728,6 +989,12 @@ class _Hooks:
         if speculation.should_warm((st.prefix, st.suffix), kv, idle_s=float("inf")):
             return uri, st.revision, st.prefix, st.suffix
         return None
+
+
+def entry_backend(entry: Entry) -> str:
+    """Which backend wrote a type-through entry (its key ends with the backend's tier)."""
+    tail = entry.key[-1] if entry.key else None
+    return tail if tail in ("local", "remote") else "local"
 
 
 def doc_position_after(text: str, offset: int, replace: int, encoding: str,

@@ -8,10 +8,12 @@ raises.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from engine.presets import DEFAULT_MODEL
+from engine.remote import FIM_MODES, QWEN_FIM_TEMPLATE, RemoteConfig, parse_endpoint
+from engine.routing import REMOTE_KINDS, ROUTING_MODES, RouteConfig
 
 Multiline = Literal["auto", "always", "never"]
 MULTILINE_CHOICES: tuple[str, ...] = ("auto", "always", "never")
@@ -31,10 +33,37 @@ class Settings:
     # pre-generation on didChange, futures after a shown suggestion, idle KV warming and type-through
     # answers (off: every request is its own model call, as a plain server would do it)
     speculation: bool = True
+    # hybrid routing (docs/remote.md): a remote OpenAI-compatible server beside the local model
+    routing: str = "local"  # local | hybrid | race | remote (engine/routing.py)
+    remote_url: str = ""  # base URL, e.g. http://127.0.0.1:8080/v1
+    remote_model: str = ""  # "" = the model the server lists first
+    remote_api_key: str = field(default="", repr=False)  # "" = $FLINT_REMOTE_API_KEY; never logged
+    remote_fim: str = "template"  # template | suffix | none
+    remote_fim_template: str = QWEN_FIM_TEMPLATE
+    remote_for: tuple[str, ...] = REMOTE_KINDS  # what hybrid / race send to the remote
+    race_budget_ms: int = 600  # race: a remote answer later than this (from the request) is not shown
+    remote_timeout_ms: int = 5000  # a remote answer the user waits for: after this, the local model
+    remote_allow_insecure_http: bool = False  # plain http:// to a non-loopback host
 
     def engine_key(self) -> tuple[str, int]:
         """The settings that need the model reloaded when they change."""
         return (self.model, self.threads)
+
+    def remote_key(self) -> tuple:
+        """The settings that need the remote client rebuilt when they change."""
+        return (self.remote_url, self.remote_model, self.remote_api_key, self.remote_fim,
+                self.remote_fim_template, self.remote_allow_insecure_http)
+
+    def remote_config(self) -> RemoteConfig | None:
+        """The remote client's configuration, or None when no remote is in use."""
+        if self.routing == "local" or not self.remote_url:
+            return None
+        return RemoteConfig(url=self.remote_url, model=self.remote_model, api_key=self.remote_api_key,
+                            fim=self.remote_fim, fim_template=self.remote_fim_template,
+                            allow_insecure_http=self.remote_allow_insecure_http)
+
+    def route_config(self) -> RouteConfig:
+        return RouteConfig(self.routing, frozenset(self.remote_for), self.race_budget_ms / 1000)
 
 
 # camelCase name -> (field name, checker). Each checker returns the parsed value or raises ValueError
@@ -64,6 +93,35 @@ def _choice(*choices: str):
     return check
 
 
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise ValueError(f"expected a string, got {v!r}")
+    return v.strip()
+
+
+def _url(v: Any) -> str:
+    v = _str(v)
+    if v:
+        parse_endpoint(v, allow_insecure_http=True)  # the http-to-remote rule is checked with its switch
+    return v
+
+
+def _template(v: Any) -> str:
+    v = _str(v)
+    if "{prefix}" not in v:
+        raise ValueError("the FIM template must contain {prefix} (and usually {suffix})")
+    return v
+
+
+def _kinds(v: Any) -> tuple[str, ...]:
+    if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
+        raise ValueError(f"expected a list of {', '.join(REMOTE_KINDS)}, got {v!r}")
+    bad = [k for k in v if k not in REMOTE_KINDS]
+    if bad:
+        raise ValueError(f"unknown kinds {bad!r}: expected some of {', '.join(REMOTE_KINDS)}")
+    return tuple(k for k in REMOTE_KINDS if k in v)
+
+
 def _bool(v: Any) -> bool:
     if not isinstance(v, bool):
         raise ValueError(f"expected true or false, got {v!r}")
@@ -80,7 +138,18 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "enable": ("enable", _bool),
     "threads": ("threads", _int_in(1, 256)),
     "speculation": ("speculation", _bool),
+    "routing": ("routing", _choice(*ROUTING_MODES)),
+    "remoteUrl": ("remote_url", _url),
+    "remoteModel": ("remote_model", _str),
+    "remoteApiKey": ("remote_api_key", _str),
+    "remoteFim": ("remote_fim", _choice(*FIM_MODES)),
+    "remoteFimTemplate": ("remote_fim_template", _template),
+    "remoteFor": ("remote_for", _kinds),
+    "raceBudgetMs": ("race_budget_ms", _int_in(0, 60_000)),
+    "remoteTimeoutMs": ("remote_timeout_ms", _int_in(100, 600_000)),
+    "remoteAllowInsecureHttp": ("remote_allow_insecure_http", _bool),
 }
+SECRET_FIELDS = frozenset({"remote_api_key"})
 assert {f for f, _ in _FIELDS.values()} == {f.name for f in fields(Settings)}
 
 
@@ -116,12 +185,31 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
             continue
         try:
             changes[name] = check(value)
-        except ValueError as e:
+        except ValueError as err:
             changes[name] = getattr(defaults, name)
-            warnings.append(f"Flint: invalid setting {key}: {e}; using {getattr(defaults, name)!r}")
-    return replace(base, **changes), warnings
+            secret = name in SECRET_FIELDS  # a secret's value is never repeated back
+            msg = "expected a string" if secret else str(err)
+            shown = "none" if secret else repr(getattr(defaults, name))
+            warnings.append(f"Flint: invalid setting {key}: {msg}; using {shown}")
+    out = replace(base, **changes)
+    if out.routing != "local":
+        if not out.remote_url:
+            warnings.append(f"Flint: routing {out.routing!r} needs remoteUrl; answering locally")
+        else:
+            try:
+                parse_endpoint(out.remote_url, out.remote_allow_insecure_http)
+            except ValueError as e:
+                warnings.append(f"Flint: remoteUrl: {e}; answering locally")
+                out = replace(out, remote_url="")
+    return out, warnings
 
 
 def to_camel(settings: Settings) -> dict[str, Any]:
-    """Settings as the client would spell them (for logs and the status notification)."""
-    return {key: getattr(settings, name) for key, (name, _) in _FIELDS.items()}
+    """Settings as the client would spell them (for logs and the status notification); secrets masked."""
+    out = {key: getattr(settings, name) for key, (name, _) in _FIELDS.items()}
+    for key, (name, _) in _FIELDS.items():
+        if name in SECRET_FIELDS and out[key]:
+            out[key] = "***"
+        elif isinstance(out[key], tuple):
+            out[key] = list(out[key])
+    return out

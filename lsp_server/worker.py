@@ -564,7 +564,10 @@ class Worker:
         try:
             result = engine.complete(job.prefix, job.suffix, params, cancel=job.cancel, on_token=on_token)
         except Exception as e:
-            log.exception("engine.complete failed")
+            if getattr(e, "quiet", False):  # an expected failure (a remote server down): one line
+                log.warning("%s: %s", type(e).__name__, e)
+            else:
+                log.exception("engine.complete failed")
             self._settle(job, exc=e)
             self._emit("ready", error=str(e))
             return

@@ -1,0 +1,90 @@
+"""Backends: what answers a completion request. Each has the Engine facade's shape
+(engine/engine_api.md): ``model_id``, ``config`` (the prompt windows), ``complete(prefix, suffix,
+params, cancel, on_token)``; plus ``kind`` (``local`` | ``remote``, reported as an answer's backend)
+and ``ready()`` (may it be asked now: a remote backs off after failures).
+
+- ``LocalBackend``: an in-process ONNX model (``engine.engine.Engine``): the fast default, or the
+  Qwen2.5-Coder-1.5B preset as the capable tier on one machine.
+- ``RemoteBackend`` (engine/remote.py): an OpenAI-compatible ``/v1/completions`` server.
+
+``load_backend`` is the registry: a spec names the kind and its settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from .remote import RemoteBackend, RemoteConfig
+from .types import CancelToken, Completion, GenParams, Timings, TokenCallback
+
+
+class Backend(Protocol):
+    kind: str
+    model_id: str
+    config: Any
+
+    def ready(self) -> bool: ...
+
+    def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
+                 cancel: CancelToken | None = None, on_token: TokenCallback | None = None
+                 ) -> tuple[list[Completion], Timings]: ...
+
+
+class LocalBackend:
+    """An ``Engine`` as a backend (it forwards everything; ``prefill`` warms its KV cache when idle)."""
+
+    kind = "local"
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    @classmethod
+    def load(cls, model: str | Path | None = None, threads: int | None = None, warm: bool = True) -> LocalBackend:
+        from .engine import Engine
+
+        return cls(Engine.load(model, threads=threads, warm=warm))
+
+    @property
+    def model_id(self) -> str:
+        return self.engine.model_id
+
+    @property
+    def config(self) -> Any:
+        return getattr(self.engine, "config", None)
+
+    @property
+    def manifest(self) -> Any:
+        return getattr(self.engine, "manifest", None)
+
+    def ready(self) -> bool:
+        return True
+
+    def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
+                 cancel: CancelToken | None = None, on_token: TokenCallback | None = None
+                 ) -> tuple[list[Completion], Timings]:
+        return self.engine.complete(prefix, suffix, params, cancel=cancel, on_token=on_token)
+
+    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Any:
+        return self.engine.prefill(prefix, suffix, cancel)
+
+
+@dataclass(frozen=True)
+class LocalSpec:
+    model: str | None = None
+    threads: int | None = None
+    warm: bool = True
+
+
+def load_backend(spec: LocalSpec | RemoteConfig) -> LocalBackend | RemoteBackend:
+    """A backend from its spec: a local model (loaded and warmed) or a remote server (no network until
+    the first request)."""
+    if isinstance(spec, RemoteConfig):
+        return RemoteBackend(spec)
+    return LocalBackend.load(spec.model, threads=spec.threads, warm=spec.warm)
+
+
+def backend_kind(backend: Any) -> str:
+    """``local`` or ``remote`` for any engine-like object (a bare Engine is local)."""
+    return getattr(backend, "kind", "local")

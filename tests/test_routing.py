@@ -1,0 +1,66 @@
+"""Routing decisions, the race rule and the remote's backoff (engine/routing.py): pure logic."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.routing import Backoff, RouteConfig, race_accepts, route
+
+ALL = dict(invoked=False, variants=False, multiline=False)
+
+
+def r(mode: str, remote_for=("invoked", "variants", "multiline"), ready=True, **kind) -> str:
+    return route(RouteConfig(mode, frozenset(remote_for)), **{**ALL, **kind}, remote_ready=ready)
+
+
+@pytest.mark.parametrize("mode", ["local", "hybrid", "race"])
+def test_an_automatic_keystroke_stays_local(mode):
+    assert r(mode) == "local"
+
+
+def test_remote_mode_sends_everything_there_unless_it_is_backing_off():
+    assert r("remote") == "remote"
+    assert r("remote", invoked=True) == "remote"
+    assert r("remote", ready=False) == "local"
+
+
+@pytest.mark.parametrize("kind", ["invoked", "variants", "multiline"])
+def test_hybrid_and_race_route_the_kinds_named(kind):
+    assert r("hybrid", **{kind: True}) == "remote"
+    assert r("race", **{kind: True}) == "race"
+    assert r("local", **{kind: True}) == "local"
+    others = tuple(k for k in ("invoked", "variants", "multiline") if k != kind)
+    assert r("hybrid", remote_for=others, **{kind: True}) == "local"
+    assert r("hybrid", ready=False, **{kind: True}) == "local"
+
+
+@pytest.mark.parametrize("local,remote,ok", [
+    (None, "x = 1", True),  # nothing shown: anything useful wins
+    ("", "x = 1", True),
+    ("x = 1", "x = 1", True),  # the same text: nothing moves
+    ("total = a", "total = a + b", True),  # extends
+    ("\n    if x:", "\n    if x:\n        return y", True),  # the same first line, more lines
+    ("if x:\n    pass", "if x:\n    return y\n", True),  # same first line, says more
+    ("x = 1", "y = 2", False),  # unrelated: no flicker
+    ("total = a + b", "total = a", False),  # shorter, not an extension
+    ("x = 1", "", False),
+    ("x = 1", "   \n", False),
+    ("if x:\n    return y", "if x:\n    pass", False),  # same first line but says less
+])
+def test_race_accepts_only_extensions_and_improvements(local, remote, ok):
+    assert race_accepts(local, remote) is ok
+
+
+def test_backoff_doubles_to_a_cap_and_resets_on_success():
+    b = Backoff(base_s=0.5, cap_s=3.0)
+    assert b.ready(0.0)
+    assert b.failed(10.0, "refused") == 0.5
+    assert not b.ready(10.4) and b.ready(10.5)
+    assert b.failed(10.5, "refused") == 1.0
+    assert b.failed(11.5, "refused") == 2.0
+    assert b.failed(13.5, "refused") == 3.0  # capped
+    assert b.failed(16.5, "refused") == 3.0
+    assert b.last_error == "refused" and not b.ready(19.0)
+    b.succeeded()
+    assert b.ready(0.0) and b.failures == 0
+    assert b.failed(20.0, "x") == 0.5
