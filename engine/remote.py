@@ -291,9 +291,11 @@ class RemoteBackend:
                     if (cancel is not None and cancel.cancelled) or (left is not None and left < spent / i):
                         break  # no time for another variant
                 c = self._one(prefix, suffix, params, i, cancel, on_token, t)
-                outs.append(c)
                 if c.finish_reason in ("cancelled", "deadline"):
+                    if c.text or i == 0:
+                        outs.append(c)
                     break
+                outs.append(c)
         except RemoteError as e:
             self.failures += 1
             pause = self.backoff.failed(time.monotonic(), str(e))
@@ -417,6 +419,9 @@ class RemoteBackend:
                 if tripped:
                     return _ended(text, ntok, tripped[0], ttft, variant)
                 raise
+            if tripped:  # the answer's head arrived just as time ran out
+                self.close()
+                return _ended(text, ntok, tripped[0], ttft, variant)
             self._check_status(resp)
             done = False
             while True:
@@ -492,9 +497,9 @@ class RemoteBackend:
 
 
 def _ended(text: str, ntok: int, reason: str, ttft: float, variant: int) -> Completion:
-    """A stream stopped by a cancel or the deadline: what it wrote so far (nothing at a deadline is a
-    failure: the server did not answer in time)."""
-    if reason == "deadline" and not text:
+    """A stream stopped by a cancel or the deadline: what it wrote so far (nothing at a deadline for the
+    first variant is a failure: the server did not answer in time)."""
+    if reason == "deadline" and not text and variant == 0:
         raise RemoteError("no answer before the deadline")
     return Completion(text=text, token_ids=[0] * ntok, finish_reason=reason, ttft_ms=ttft, variant=variant,
                       source="model")

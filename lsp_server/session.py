@@ -203,6 +203,7 @@ class Session:
         self._on_refresh = on_refresh or (lambda uri, version: None)
         self.remote_hooks = _Hooks(self, "remote")
         self.remote_worker: Worker | None = None
+        self._remote_st: dict[str, Any] | None = None
         self._remote_key: tuple | None = None
         self._started = False
 
@@ -291,7 +292,8 @@ class Session:
         elif state == "ready":
             st.update(state="ready", message=info.get("error") or "ready")
             if info.get("latency_ms") is not None and not info.get("cancelled"):
-                st.update(lastLatencyMs=round(info["latency_ms"], 1), source=info.get("source"))
+                st.update(lastLatencyMs=round(info["latency_ms"], 1), source=info.get("source"), backend="local")
+        st["remote"] = self._remote_st
         self.status = st
         self._call_soon(self._status_changed, st)
 
@@ -317,6 +319,7 @@ class Session:
                 self._remote_status({"state": "ready", "model": model, "message": "ready"})
 
     def _remote_status(self, remote: dict[str, Any] | None) -> None:
+        self._remote_st = remote  # kept apart: the two workers' threads both publish the status
         st = dict(self.status)
         st["remote"] = remote
         self.status = st
@@ -344,7 +347,7 @@ class Session:
         via = f" ({origin} entry)" if source == "type-through" and origin == "disk" else ""
         tier = " · remote" if backend == "remote" else ""
         st.update(lastLatencyMs=round(total_ms, 1), source=source, backend=backend,
-                  message=f"{source}{via} in {total_ms:.0f} ms{tier}{note}")
+                  message=f"{source}{via} in {total_ms:.0f} ms{tier}{note}", remote=self._remote_st)
         self.status = st
         self._on_status(st)
 
@@ -511,8 +514,9 @@ class Session:
     async def _answer_remote(self, state: State, since: float, invoked: bool) -> _Answer | None:
         rw = self.remote_worker
         assert rw is not None
-        budget = INVOKED_BUDGET_S if invoked else AUTOMATIC_BUDGET_S
-        limit = min(budget, self.settings.remote_timeout_ms / 1000)
+        # an explicit request waits for the remote up to remoteTimeoutMs, then asks the local model; one
+        # made as the user types has its usual deadline (and the generation goes on for the next ask)
+        limit = self.settings.remote_timeout_ms / 1000 if invoked else AUTOMATIC_BUDGET_S
         try:
             ans = await self._answer_on(rw, state, since, invoked, budget=limit, backend="remote")
         except (JobDropped, asyncio.CancelledError):
@@ -521,6 +525,8 @@ class Session:
             reason = f"remote failed ({e})"
         else:
             if ans is not None and (ans.comps or ans.complete):
+                return ans
+            if not invoked:
                 return ans
             reason = f"no remote answer within {limit * 1000:.0f} ms"
         log.info("remote answer unavailable for %s: %s; asking the local model", state.uri, reason)
@@ -593,7 +599,7 @@ class Session:
             return
         self._promote(state, won)
         st = dict(self.status)
-        st.update(source="model", backend="remote",
+        st.update(source="model", backend="remote", remote=self._remote_st,
                   message=f"model in {(arrived[0] - since) * 1000:.0f} ms · remote (race: replaces local)")
         self.status = st
         self._on_status(st)

@@ -290,3 +290,9 @@ def test_api_key_is_sent_but_never_shown(fake, caplog, monkeypatch):
     be2 = backend(fake, model="m")
     be2.complete("p", "", GenParams())
     assert fake.headers[-1]["Authorization"] == "Bearer sk-from-env"
+
+
+def test_a_variant_cut_by_the_deadline_keeps_the_ones_before(fake):
+    fake.script = [{"stream": ["a"]}, {"stall": 5}]
+    comps, _ = backend(fake, model="m").complete("p", "", GenParams(n=2, deadline=time.monotonic() + 1.0))
+    assert [c.text for c in comps] == ["a"] and comps[0].finish_reason == "eos"

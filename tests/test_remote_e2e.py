@@ -1,0 +1,212 @@
+"""Hybrid routing against a real OpenAI-compatible server: llama-cpp-python's server (the `remote-test`
+extra) serving the packaged Qwen2.5-Coder-0.5B GGUF on 127.0.0.1, beside the real local model.
+
+- hybrid: automatic keystroke requests are answered locally (the remote gets no completion request),
+  invoked ones and variant picks by the remote, reported as such on items and in the status;
+- race: a remote answer later than the race budget is never shown; within the budget it replaces
+  the local one exactly when it extends it (engine.routing.race_accepts);
+- killing the server while it streams: the request is answered by the local model, the status says
+  what happened, nothing raises; later requests go local at once while the remote backs off.
+
+The race's choice between two given texts, malformed streams, 5xx and stalls are tested on a fault
+injecting server (tests/test_remote_client.py, tests/test_remote_session.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from engine import paths
+from engine.presets import DEFAULT_MODEL, PRESETS
+from engine.routing import race_accepts
+from lsp_server.session import Session
+from lsp_server.settings import Settings
+
+pytestmark = [pytest.mark.model, pytest.mark.e2e]
+
+CODE = ("import os\n\n\ndef list_python_files(path):\n    \"\"\"Names of the .py files in path.\"\"\"\n"
+        "    names = []\n    for name in os.listdir(path):\n        \n    return names\n")
+BLOCK = (7, 8)  # the empty line in the loop: a block (multi-line) position
+LINE = "    names = []\n    for name in os.listdir(path):\n        if name."
+URI = "file:///w/files.py"
+
+
+GGUF = paths.gguf_dir() / PRESETS[DEFAULT_MODEL].gguf_name  # FLINT_HOME as the suite starts
+
+
+def gguf_path() -> Path:
+    p = GGUF
+    if not p.exists():  # the default model's build fetches it: required, never skipped
+        pytest.fail(f"{p} is missing: run `flint model build` (it fetches the GGUF)")
+    return p
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LlamaServer:
+    """`python -m llama_cpp.server` on 127.0.0.1 (one thread: the local model has the other core)."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--host", "127.0.0.1",
+               "--port", str(self.port), "--n_ctx", "2048", "--n_threads", "1", "--verbose", "False"]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama_cpp.server exited: {self.proc.stderr.read().decode()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/models", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError("llama_cpp.server did not come up in 180 s")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = LlamaServer()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+async def make_session(engine, tmp_path, monkeypatch):
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+    made: list[Session] = []
+    statuses: list[dict] = []
+
+    def make(**settings) -> Session:
+        settings = {"max_lines": 4, "max_variants": 2, "remote_timeout_ms": 60_000, **settings}
+        s = Session(lambda _s: engine, Settings(**settings), on_status=statuses.append)
+        s.attach_loop(asyncio.get_running_loop())
+        s.start()
+        assert s.worker.loaded.wait(120)
+        if s.remote_worker is not None:
+            assert s.remote_worker.loaded.wait(10)
+        s.documents.open(URI, CODE, 1)
+        s.statuses = statuses
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.shutdown()
+
+
+async def idle(s: Session, timeout: float = 120.0) -> None:
+    """Both workers finished what they were doing (a race's remote generation included)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if s.worker.backlog() == 0 and (s.remote_worker is None or s.remote_worker.backlog() == 0):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the workers did not go idle")
+
+
+def completion_requests(s: Session) -> int:
+    return s.remote_worker.engine.requests
+
+
+async def test_hybrid_keystrokes_stay_local_invoked_goes_remote(server, make_session):
+    s = make_session(routing="hybrid", remote_url=server.url, remote_for=("invoked", "variants"))
+    # an automatic request as the user types (one line): local, and the remote is not asked at all
+    line = CODE.split("\n").index("        ")
+    text = CODE.replace("        \n    return", "        if name.\n    return")
+    s.documents.open(URI + "2", text, 1)
+    auto = await s.suggest(URI + "2", line, len("        if name."), invoked=False)
+    assert auto.items and auto.backend == "local" and all(it.backend == "local" for it in auto.items)
+    assert completion_requests(s) == 0
+    # the same spot asked for explicitly: the remote answers, and says so
+    inv = await s.suggest(URI + "2", line, len("        if name."), invoked=True)
+    assert inv.items, "the remote gave nothing"
+    assert inv.backend == "remote" and inv.items[0].backend == "remote" and inv.items[0].source == "model"
+    assert completion_requests(s) >= 1
+    assert s.status["backend"] == "remote" and s.status["message"].endswith("· remote")
+    # a variants pick (flint/variants) on a block: remote too
+    picks = await s.suggest(URI, *BLOCK, invoked=True, variants=True)
+    assert picks.items and {it.backend for it in picks.items} == {"remote"}
+    assert s.stats.counts["remote_answers"] == 2
+
+
+@pytest.mark.parametrize("budget_ms", [0, 60_000])
+async def test_race_obeys_its_budget(server, make_session, budget_ms):
+    s = make_session(routing="race", remote_url=server.url, race_budget_ms=budget_ms, max_variants=1)
+    first = await s.suggest(URI, *BLOCK, invoked=True)
+    await idle(s)  # the remote generation ran to its end
+    memo = s.remote_worker._memo
+    assert memo is not None, "the remote never answered"
+    remote_text = memo[1][0][0].text
+    again = await s.suggest(URI, *BLOCK, invoked=True)
+    assert again.items
+    if budget_ms == 0:
+        # the remote answered, but later than the budget: the local answer stays, now and on the next ask
+        assert first.backend == "local" and again.backend == "local"
+    else:
+        local_text = next((c.text for c in _local_answers(s)), None)
+        expect = "remote" if race_accepts(local_text, remote_text) or first.backend == "remote" else "local"
+        assert again.backend == expect, (first.backend, local_text, remote_text)
+        print(f"race: first {first.backend}, then {again.backend}; local {local_text!r} remote {remote_text!r}")
+
+
+def _local_answers(s: Session):
+    memo = s.worker._memo
+    return memo[1][0] if memo is not None else []
+
+
+async def test_killing_the_server_mid_stream_falls_back_to_local(make_session):
+    srv = LlamaServer()
+    try:
+        s = make_session(routing="hybrid", remote_url=srv.url, max_lines=8, remote_timeout_ms=60_000)
+        task = asyncio.ensure_future(s.suggest(URI, *BLOCK, invoked=True))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # wait until the remote is streaming its answer
+            job = s.remote_worker.running()
+            entry = job.handle if job is not None else None
+            if entry is not None and any(entry.raw):
+                break
+            await asyncio.sleep(0.005)
+        else:
+            raise AssertionError("the remote never streamed")
+        srv.kill()
+        res = await asyncio.wait_for(task, 120)
+        assert res.items and res.backend == "local"  # the local model answered instead
+        assert any("local fallback: remote failed" in st["message"] for st in s.statuses), \
+            [st["message"] for st in s.statuses]
+        assert s.status["remote"]["state"] == "error" and "retry in" in s.status["remote"]["message"]
+        assert s.remote_worker.engine.backoff.failures == 1
+        # the server stays down: the next routed request is local again (backing off, or refused at once)
+        res2 = await asyncio.wait_for(s.suggest(URI, *BLOCK, invoked=True), 120)
+        assert res2.items and res2.backend == "local"
+    finally:
+        srv.stop()
