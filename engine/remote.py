@@ -271,6 +271,19 @@ class RemoteBackend:
             except Exception:
                 pass
 
+    def probe(self, timeout_s: float = 2.0) -> bool:
+        """Learn the served model's name now (it is part of the cache identity), if the server answers
+        within ``timeout_s``; a server that is down is not an error here (the first request retries)."""
+        if self._model is not None:
+            return True
+        try:
+            self._model = self._discover_model(GenParams(deadline=time.monotonic() + timeout_s), None)
+            return True
+        except RemoteError as e:
+            log.info("remote %s not reachable yet: %s", self.endpoint.label, e)
+            self.close()
+            return False
+
     # ---- the facade ---------------------------------------------------------------------------------
     def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
                  cancel: CancelToken | None = None, on_token: TokenCallback | None = None
@@ -335,9 +348,10 @@ class RemoteBackend:
                 self.connections += 1
             return self._conn
 
-    def _send(self, method: str, path: str, body: bytes | None, stream: bool, deadline: float | None
-              ) -> http.client.HTTPResponse:
-        """Send a request on the kept-alive connection (a fresh one if the server closed it meanwhile)."""
+    def _send(self, method: str, path: str, body: bytes | None, stream: bool, deadline: float | None,
+              watched: bool = True) -> http.client.HTTPResponse:
+        """Send a request on the kept-alive connection (a fresh one if the server closed it meanwhile).
+        ``watched``: a watchdog enforces the deadline while the answer is read (else a socket timeout)."""
         for attempt in (0, 1):
             conn = self._connection()
             reused = conn.sock is not None
@@ -351,7 +365,12 @@ class RemoteBackend:
                 conn.request(method, self.endpoint.path + path, body=body, headers=self._headers(stream))
                 self.requests += 1
                 # the first byte may take a whole prompt pass: the watchdog enforces the deadline
-                conn.sock.settimeout(None if deadline is not None else max(30.0, self.cfg.connect_timeout_s))
+                if watched and deadline is not None:
+                    conn.sock.settimeout(None)
+                elif deadline is not None:
+                    conn.sock.settimeout(max(0.05, deadline - time.monotonic()))
+                else:
+                    conn.sock.settimeout(max(30.0, self.cfg.connect_timeout_s))
                 return conn.getresponse()
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as e:
                 self.close()
@@ -388,7 +407,8 @@ class RemoteBackend:
 
     def _discover_model(self, params: GenParams, cancel: CancelToken | None) -> str:
         """The served model's name (GET {url}/models), for the cache identity and the request body."""
-        resp = self._send("GET", "/models", None, stream=False, deadline=params.deadline)
+        deadline = params.deadline if params.deadline is not None else time.monotonic() + 30.0
+        resp = self._send("GET", "/models", None, stream=False, deadline=deadline, watched=False)
         self._check_status(resp)
         try:
             obj = json.loads(resp.read(1 << 20))
@@ -397,6 +417,9 @@ class RemoteBackend:
         except (ValueError, KeyError, TypeError, IndexError):
             self.close()
             raise RemoteError("malformed answer to GET /models") from None
+        except OSError as e:
+            self.close()
+            raise RemoteError(f"GET /models from {self.endpoint.label} failed: {_describe(e)}") from None
         if not isinstance(name, str) or not name:
             raise RemoteError("the server lists no model")
         return name

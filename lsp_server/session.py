@@ -161,7 +161,9 @@ def load_remote(settings: Settings) -> EngineLike:
     cfg = settings.remote_config()
     if cfg is None:
         raise ValueError("no remote configured (routing and remoteUrl)")
-    return RemoteBackend(cfg)
+    backend = RemoteBackend(cfg)
+    backend.probe()  # the served model's name, for the cache identity (best effort)
+    return backend
 
 
 class Session:

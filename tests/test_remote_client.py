@@ -296,3 +296,18 @@ def test_a_variant_cut_by_the_deadline_keeps_the_ones_before(fake):
     fake.script = [{"stream": ["a"]}, {"stall": 5}]
     comps, _ = backend(fake, model="m").complete("p", "", GenParams(n=2, deadline=time.monotonic() + 1.0))
     assert [c.text for c in comps] == ["a"] and comps[0].finish_reason == "eos"
+
+
+def test_a_server_that_accepts_but_never_answers_cannot_hang_the_model_lookup():
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)  # accepts connections (the kernel does), never reads or answers
+    try:
+        be = RemoteBackend(RemoteConfig(url=f"http://127.0.0.1:{srv.getsockname()[1]}/v1"))
+        t0 = time.monotonic()
+        assert be.probe(timeout_s=0.5) is False
+        with pytest.raises(RemoteError):
+            be.complete("p", "", GenParams(deadline=time.monotonic() + 0.5))
+        assert time.monotonic() - t0 < 3.0
+    finally:
+        srv.close()
