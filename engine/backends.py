@@ -35,16 +35,16 @@ class Backend(Protocol):
 class LocalBackend:
     """An ``Engine`` as a backend (it forwards everything; ``prefill`` warms its KV cache when idle)."""
 
-    kind = "local"
-
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Any, kind: str = "local") -> None:
         self.engine = engine
+        self.kind = kind  # "local" (the fast model) or "capable" (a second local model as the capable tier)
 
     @classmethod
-    def load(cls, model: str | Path | None = None, threads: int | None = None, warm: bool = True) -> LocalBackend:
+    def load(cls, model: str | Path | None = None, threads: int | None = None, warm: bool = True,
+             kind: str = "local") -> LocalBackend:
         from .engine import Engine
 
-        return cls(Engine.load(model, threads=threads, warm=warm))
+        return cls(Engine.load(model, threads=threads, warm=warm), kind)
 
     @property
     def model_id(self) -> str:
@@ -75,6 +75,7 @@ class LocalSpec:
     model: str | None = None
     threads: int | None = None
     warm: bool = True
+    kind: str = "local"
 
 
 def load_backend(spec: LocalSpec | RemoteConfig) -> LocalBackend | RemoteBackend:
@@ -82,7 +83,7 @@ def load_backend(spec: LocalSpec | RemoteConfig) -> LocalBackend | RemoteBackend
     the first request)."""
     if isinstance(spec, RemoteConfig):
         return RemoteBackend(spec)
-    return LocalBackend.load(spec.model, threads=spec.threads, warm=spec.warm)
+    return LocalBackend.load(spec.model, threads=spec.threads, warm=spec.warm, kind=spec.kind)
 
 
 def backend_kind(backend: Any) -> str:

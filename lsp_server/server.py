@@ -342,7 +342,7 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
                 insert_text_format=types.InsertTextFormat.PlainText,
                 text_edit=types.TextEdit(range=_range(it), new_text=it.text),
                 detail=f"Flint ({it.total_ms:.0f} ms, {it.source}"
-                       f"{', remote' if it.backend == 'remote' else ''})",
+                       f"{', ' + it.backend if it.backend != 'local' else ''})",
                 documentation=it.text,  # a plain string: plain text for every client
                 sort_text="0", filter_text="",
                 command=types.Command(title="Flint: accepted", command=ACCEPT_COMMAND,

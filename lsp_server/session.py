@@ -155,15 +155,21 @@ class _Answer:
 
 
 def load_remote(settings: Settings) -> EngineLike:
-    """The remote backend for these settings (no network until its first request)."""
+    """The capable tier for these settings: the remote server's client (asked for the name of the model
+    it serves, best effort) or a second local model (``capableModel``, loaded and warmed)."""
+    from engine.backends import LocalBackend, LocalSpec, load_backend
     from engine.remote import RemoteBackend
 
     cfg = settings.remote_config()
-    if cfg is None:
-        raise ValueError("no remote configured (routing and remoteUrl)")
-    backend = RemoteBackend(cfg)
-    backend.probe()  # the served model's name, for the cache identity (best effort)
-    return backend
+    if cfg is not None:
+        backend = RemoteBackend(cfg)
+        backend.probe()  # the served model's name, for the cache identity
+        return backend
+    if settings.capable_tier() == "capable":
+        local = load_backend(LocalSpec(settings.capable_model, threads=settings.threads, kind="capable"))
+        assert isinstance(local, LocalBackend)
+        return local
+    raise ValueError("no capable tier configured (routing with remoteUrl or capableModel)")
 
 
 class Session:
@@ -218,7 +224,7 @@ class Session:
 
     def _sync_remote(self) -> None:
         """Start, replace or stop the remote tier to match the settings."""
-        key = self.settings.remote_key() if self.settings.remote_config() is not None else None
+        key = self.settings.remote_key() if self.settings.capable_tier() is not None else None
         if key == self._remote_key and (key is None) == (self.remote_worker is None):
             return
         old, self.remote_worker = self.remote_worker, None
@@ -303,7 +309,7 @@ class Session:
         """From the remote worker's thread: the remote tier's part of the status (``remote``)."""
         w = self.remote_worker
         eng = w.engine if w is not None else None
-        model = getattr(eng, "model_id", None) or self.settings.remote_url
+        model = getattr(eng, "model_id", None) or self.settings.remote_url or self.settings.capable_model
         if state == "loading":
             self._remote_status({"state": "loading", "model": model, "message": "connecting"})
         elif state == "error":
@@ -347,7 +353,7 @@ class Session:
         """A suggestion went out: the status says where it came from and how long it took."""
         st = dict(self.status)
         via = f" ({origin} entry)" if source == "type-through" and origin == "disk" else ""
-        tier = " · remote" if backend == "remote" else ""
+        tier = f" · {backend}" if backend != "local" else ""
         st.update(lastLatencyMs=round(total_ms, 1), source=source, backend=backend,
                   message=f"{source}{via} in {total_ms:.0f} ms{tier}{note}", remote=self._remote_st)
         self.status = st
@@ -480,7 +486,7 @@ class Session:
         origin = answer.origin if answer else None
         backend = items[0].backend if items else None
         self.stats.completed(total_ms, source or "model", len(items))
-        if backend == "remote":
+        if backend is not None and backend != "local":
             self.stats.count("remote_answers")
         self._remember(sid, uri, [it.text for it in items])
         if items:
@@ -491,7 +497,7 @@ class Session:
         res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1), source, origin, backend)
         log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s%s]", "invoked" if invoked else "auto",
                  uri.rsplit("/", 1)[-1], line, character, state.mode, len(items), total_ms, source or "-",
-                 f" {backend}" if backend == "remote" else "")
+                 f" {backend}" if backend not in (None, "local") else "")
         return res
 
     async def _answer(self, state: State, since: float, invoked: bool) -> _Answer | None:
@@ -601,8 +607,9 @@ class Session:
             return
         self._promote(state, won)
         st = dict(self.status)
-        st.update(source="model", backend="remote", remote=self._remote_st,
-                  message=f"model in {(arrived[0] - since) * 1000:.0f} ms · remote (race: replaces local)")
+        name = self._backend_name("remote")
+        st.update(source="model", backend=name, remote=self._remote_st,
+                  message=f"model in {(arrived[0] - since) * 1000:.0f} ms · {name} (race: replaces local)")
         self.status = st
         self._on_status(st)
         self._on_refresh(state.uri, version)
@@ -756,6 +763,13 @@ class Session:
                 return "multi"
         return state.mode
 
+    def _backend_name(self, tier: str) -> str:
+        """What an answer's backend is called on items and in the status: ``local`` (the fast model),
+        ``remote`` (a server) or ``capable`` (a second local model)."""
+        if tier != "remote":
+            return "local"
+        return getattr(self._engine("remote"), "kind", None) or self.settings.capable_tier() or "remote"
+
     def _engine(self, tier: str = "local") -> EngineLike | None:
         w = self.remote_worker if tier == "remote" else self.worker
         return w.engine if w is not None else None
@@ -839,7 +853,7 @@ class Session:
             end = doc_position_after(text, offset, sug.replace, self.encoding, starts)
             items.append(Item(len(items), sug.text.replace("\n", eol) if eol != "\n" else sug.text,
                               cursor, end, round(c.ttft_ms, 1), round(c.total_ms, 1), c.source,
-                              len(c.token_ids), answer.backend))
+                              len(c.token_ids), self._backend_name(answer.backend)))
         return items
 
     # ---- speculation ----------------------------------------------------------------------------

@@ -44,19 +44,32 @@ class Settings:
     race_budget_ms: int = 600  # race: a remote answer later than this (from the request) is not shown
     remote_timeout_ms: int = 5000  # a remote answer the user waits for: after this, the local model
     remote_allow_insecure_http: bool = False  # plain http:// to a non-loopback host
+    # the capable tier on this machine when there is no remote: a second local model (a preset name or a
+    # model directory, e.g. qwen2.5-coder-1.5b); remoteUrl takes precedence
+    capable_model: str = ""
 
     def engine_key(self) -> tuple[str, int]:
         """The settings that need the model reloaded when they change."""
         return (self.model, self.threads)
 
     def remote_key(self) -> tuple:
-        """The settings that need the remote client rebuilt when they change."""
+        """The settings that need the capable tier (remote client or local model) rebuilt on change."""
         return (self.remote_url, self.remote_model, self.remote_api_key, self.remote_fim,
-                self.remote_fim_template, self.remote_allow_insecure_http)
+                self.remote_fim_template, self.remote_allow_insecure_http, self.capable_model, self.threads)
+
+    def capable_tier(self) -> str | None:
+        """``remote`` | ``capable`` (a second local model) | None: what answers routed requests."""
+        if self.routing == "local":
+            return None
+        if self.remote_url:
+            return "remote"
+        if self.capable_model:
+            return "capable"
+        return None
 
     def remote_config(self) -> RemoteConfig | None:
         """The remote client's configuration, or None when no remote is in use."""
-        if self.routing == "local" or not self.remote_url:
+        if self.capable_tier() != "remote":
             return None
         return RemoteConfig(url=self.remote_url, model=self.remote_model, api_key=self.remote_api_key,
                             fim=self.remote_fim, fim_template=self.remote_fim_template,
@@ -148,6 +161,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "raceBudgetMs": ("race_budget_ms", _int_in(0, 60_000)),
     "remoteTimeoutMs": ("remote_timeout_ms", _int_in(100, 600_000)),
     "remoteAllowInsecureHttp": ("remote_allow_insecure_http", _bool),
+    "capableModel": ("capable_model", _str),
 }
 SECRET_FIELDS = frozenset({"remote_api_key"})
 assert {f for f, _ in _FIELDS.values()} == {f.name for f in fields(Settings)}
@@ -193,8 +207,8 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
             warnings.append(f"Flint: invalid setting {key}: {msg}; using {shown}")
     out = replace(base, **changes)
     if out.routing != "local":
-        if not out.remote_url:
-            warnings.append(f"Flint: routing {out.routing!r} needs remoteUrl; answering locally")
+        if not out.remote_url and not out.capable_model:
+            warnings.append(f"Flint: routing {out.routing!r} needs remoteUrl or capableModel; answering locally")
         else:
             try:
                 parse_endpoint(out.remote_url, out.remote_allow_insecure_http)

@@ -41,6 +41,7 @@ URI = "file:///w/files.py"
 
 
 GGUF = paths.gguf_dir() / PRESETS[DEFAULT_MODEL].gguf_name  # FLINT_HOME as the suite starts
+FP32 = paths.models_dir() / f"{DEFAULT_MODEL}-fp32"  # scripts/test.sh builds it (the reference model)
 
 
 def gguf_path() -> Path:
@@ -113,7 +114,7 @@ async def make_session(engine, tmp_path, monkeypatch):
         s.start()
         assert s.worker.loaded.wait(120)
         if s.remote_worker is not None:
-            assert s.remote_worker.loaded.wait(10)
+            assert s.remote_worker.loaded.wait(180)
         s.documents.open(URI, CODE, 1)
         s.statuses = statuses
         made.append(s)
@@ -210,3 +211,21 @@ async def test_killing_the_server_mid_stream_falls_back_to_local(make_session):
         assert res2.items and res2.backend == "local"
     finally:
         srv.stop()
+
+
+async def test_a_second_local_model_as_the_capable_tier(make_session):
+    """No server: the capable tier is a second local model (here the fp32 build scripts/test.sh makes;
+    in use the 1.5B preset, `capableModel: qwen2.5-coder-1.5b`)."""
+    from engine.engine import resolve_model_dir
+
+    fp32 = str(resolve_model_dir(FP32))  # raises (fails the test) when it is not built
+    s = make_session(routing="hybrid", capable_model=fp32, remote_for=("invoked",))
+    assert s.remote_worker is not None and s.remote_worker.loaded.wait(120)
+    assert s.remote_worker.engine.model_id != s.worker.engine.model_id
+    text = CODE.replace("        \n    return", "        if name.\n    return")
+    s.documents.open(URI + "3", text, 1)
+    line = CODE.split("\n").index("        ")
+    auto = await s.suggest(URI + "3", line, len("        if name."), invoked=False)
+    assert auto.items and auto.backend == "local"
+    inv = await s.suggest(URI + "3", line, len("        if name."), invoked=True)
+    assert inv.items and inv.backend == "capable" and s.status["message"].endswith("· capable")
