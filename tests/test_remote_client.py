@@ -311,3 +311,21 @@ def test_a_server_that_accepts_but_never_answers_cannot_hang_the_model_lookup():
         assert time.monotonic() - t0 < 3.0
     finally:
         srv.close()
+
+
+def test_tls_verification_stays_on(fake, tmp_path):
+    """A server with a certificate nobody vouches for is refused (no silent fallback to unverified TLS)."""
+    import ssl
+    import subprocess
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    fake.httpd.socket = ctx.wrap_socket(fake.httpd.socket, server_side=True)
+    be = RemoteBackend(RemoteConfig(url=f"https://127.0.0.1:{fake.port}/v1", model="m"))
+    with pytest.raises(RemoteError, match="TLS|certificate"):
+        be.complete("p", "", GenParams(deadline=time.monotonic() + 5))
+    assert fake.requests == []  # nothing was sent over the unverified connection
