@@ -229,3 +229,44 @@ async def test_a_second_local_model_as_the_capable_tier(make_session):
     assert auto.items and auto.backend == "local"
     inv = await s.suggest(URI + "3", line, len("        if name."), invoked=True)
     assert inv.items and inv.backend == "capable" and s.status["message"].endswith("· capable")
+
+
+async def test_the_backend_is_on_the_wire(server, tmp_path):
+    """Through the real `flint serve` (stdio): flint/variants items, the inline items' accept command and
+    flint/status name the backend that wrote the answer."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from bench_replay import Server
+
+    lsp = Server()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "FLINT_CACHE_DIR": str(tmp_path / "cache")}
+    await lsp.start([sys.executable, "-m", "lsp_server", "--threads", "2"], env, tmp_path / "server.log")
+    try:
+        _, init = lsp.request("initialize", {
+            "processId": os.getpid(), "rootUri": None, "capabilities": {"textDocument": {"inlineCompletion": {}}},
+            "initializationOptions": {"routing": "hybrid", "remoteUrl": server.url, "maxVariants": 1,
+                                      "remoteFor": ["invoked", "variants"], "remoteTimeoutMs": 60_000,
+                                      "remoteApiKey": "sk-wire-SECRET"}})
+        await asyncio.wait_for(init, 120)
+        lsp.notify("initialized", {})
+        await asyncio.wait_for(lsp.ready.wait(), 240)
+        text = CODE.replace("        \n    return", "        if name.\n    return")
+        line = CODE.split("\n").index("        ")
+        lsp.notify("textDocument/didOpen", {"textDocument": {"uri": URI, "languageId": "python", "version": 1,
+                                                             "text": text}})
+        pos = {"textDocument": {"uri": URI}, "position": {"line": line, "character": len("        if name.")}}
+        # an automatic request: the local model
+        _, fut = lsp.request("textDocument/inlineCompletion", {**pos, "context": {"triggerKind": 2}})
+        _, msg = await asyncio.wait_for(fut, 120)
+        inline = msg["result"]["items"]
+        assert inline and inline[0]["command"]["arguments"][0]["backend"] == "local"
+        assert any(p.get("backend") == "local" and "· " not in p["message"] for _, p in lsp.statuses)
+        # a variants pick at the same spot: the remote (the local answer there does not count for it)
+        _, fut = lsp.request("flint/variants", pos)
+        _, msg = await asyncio.wait_for(fut, 120)
+        items = msg["result"]["items"]
+        assert items and {it["backend"] for it in items} == {"remote"}
+        assert [p for _, p in lsp.statuses if p.get("backend") == "remote" and "· remote" in p["message"]]
+    finally:
+        await lsp.stop()
+    log = (tmp_path / "server.log").read_text()
+    assert "sk-wire-SECRET" not in log and "Traceback" not in log
