@@ -404,6 +404,7 @@ class Session:
         remote_budget = max(self.settings.remote_timeout_ms / 1000, JOB_BUDGET_S if state.route == routing.REMOTE
                             else 0.0)
         if state.route == routing.REMOTE and rw is not None:
+            self.worker.poke()  # the keystrokes after this one are local: warm its KV meanwhile
             return [(rw, remote_budget)]
         if state.route == routing.RACE and rw is not None:
             return [(self.worker, JOB_BUDGET_S), (rw, remote_budget)]
@@ -525,6 +526,7 @@ class Session:
         # an explicit request waits for the remote up to remoteTimeoutMs, then asks the local model; one
         # made as the user types has its usual deadline (and the generation goes on for the next ask)
         limit = self.settings.remote_timeout_ms / 1000 if invoked else AUTOMATIC_BUDGET_S
+        self.worker.poke()  # the local model warms its KV for this spot meanwhile (the next keystrokes)
         try:
             ans = await self._answer_on(rw, state, since, invoked, budget=limit, backend="remote")
         except (JobDropped, asyncio.CancelledError):

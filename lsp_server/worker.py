@@ -318,6 +318,13 @@ class Worker:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
+    def poke(self) -> None:
+        """Look for idle work again (KV warming) once it is quiet: the caller routed work elsewhere (the
+        capable tier) and the next keystrokes will be this worker's."""
+        with self._cond:
+            self._idle_asked = False
+            self._cond.notify()
+
     def backlog(self) -> int:
         """Jobs waiting or running (for tests and the status line)."""
         with self._cond:
