@@ -210,7 +210,7 @@ async def test_loading_progress_and_ready_status(client: LanguageClient):
         await asyncio.sleep(0.2)
     assert any(s["state"] == "ready" for s in client.statuses), client.statuses
     st = client.statuses[-1]
-    assert set(st) == {"state", "model", "lastLatencyMs", "source", "message"}
+    assert set(st) == {"state", "model", "lastLatencyMs", "source", "message", "backend", "remote"}
     assert st["model"].startswith("qwen2.5-coder-0.5b")
     # $/progress: begin while loading, end once ready
     while time.monotonic() < deadline and not any(
