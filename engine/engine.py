@@ -22,7 +22,7 @@ from . import paths
 from .manifest import Manifest, load_manifest
 from .model import OnnxDecoder, default_threads
 from .presets import DEFAULT_MODEL, PRESETS
-from .prompt import Fim, HFTokenizer, Prompt, build_prompt, clip_window, safe_decode
+from .prompt import Fim, Healer, HFTokenizer, Prompt, build_prompt, choose_anchor, clip_window, safe_decode
 from .sampling import Sampler, choose_draft_len, ngram_draft
 from .types import CancelToken, Completion, GenParams, Timings, TokenCallback
 
@@ -66,6 +66,7 @@ class FastPaths:
     trimmed_head: bool = False  # LM head over the tokens code uses, full head as fallback
     trimmed_min_prob: float = 0.5  # below this top-1 probability the full head decides
     kv_reuse: bool = True
+    anchored_fim: bool = True  # typed text after the FIM middle token (a keystroke appends), else plain PSM
 
 
 @dataclass
@@ -104,6 +105,7 @@ class Engine:
         self.decoder = OnnxDecoder(self.model_dir, m, threads=self.config.threads,
                                    capacity=self.config.capacity, batch_max=self.config.batch_max)
         self.tokens: list[int] = []  # tokens whose KV is valid in row 0
+        self._anchor: tuple[str, str] | None = None  # (FIM prefix-slot text, suffix) of the cached prompt
         self._last_hidden: np.ndarray | None = None  # hidden state after self.tokens[-1]
         # measured forward time per token count (filled at warm-up) and the running draft acceptance
         self._costs: dict[int, float] = {1: 1.0}
@@ -158,12 +160,22 @@ class Engine:
     def reset(self) -> None:
         self.tokens = []
         self._last_hidden = None
+        self._anchor = None
 
     # ---- prompt -> KV ---------------------------------------------------------------------------
-    def build(self, prefix: str, suffix: str, heal: bool = True, max_new: int = 64) -> Prompt:
+    def build(self, prefix: str, suffix: str, heal: bool = True, max_new: int = 64,
+              previous: tuple[str, str] | None = None) -> Prompt:
+        """The prompt for a cursor. FIM models: the text typed since an anchor goes after the middle token;
+        ``previous`` is the anchor the KV cache holds (kept while the new text extends it), and the anchor
+        used is returned in ``Prompt.anchor``."""
         prefix, suffix = clip_window(prefix, suffix, self.config.max_prefix_chars, self.config.max_suffix_chars)
         bos = self.manifest.bos_token_id
-        pr = build_prompt(self.tok, prefix, suffix, self.fim, bos_id=bos, heal=heal)
+        anchor = None
+        if self.fim is not None and self.config.fast.anchored_fim:
+            anchor = choose_anchor(prefix, suffix, previous)
+        pr = build_prompt(self.tok, prefix, suffix, self.fim, bos_id=bos, heal=heal, anchor=anchor)
+        if anchor is not None:
+            pr.anchor = (prefix[:anchor], suffix)
         limit = self.decoder.capacity - max_new - 16
         if len(pr.ids) > limit:  # drop the oldest prefix tokens (after BOS / FIM-prefix markers)
             keep_head = (1 if bos is not None else 0) + (1 if self.fim else 0)
@@ -201,7 +213,8 @@ class Engine:
     def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings:
         """Warm the KV cache for a prompt without generating (idle time)."""
         t = Timings()
-        pr = self.build(prefix, suffix)
+        pr = self.build(prefix, suffix, previous=self._anchor)
+        self._anchor = pr.anchor
         self._sync(pr.ids, t, cancel)
         t.total_ms = (time.perf_counter() - t.started) * 1000
         return t
@@ -248,14 +261,11 @@ class Engine:
         params = params or GenParams()
         t = Timings()
         n = max(1, min(params.n, self.config.batch_max))
-        pr = self.build(prefix, suffix, heal=params.token_healing, max_new=params.max_tokens)
-        allowed = None
-        if pr.heal:
-            allowed = np.asarray(self.tok.prefix_index.starting_with(pr.heal), dtype=np.int64)
-            if allowed.size == 0:
-                allowed = None
+        pr = self.build(prefix, suffix, heal=params.token_healing, max_new=params.max_tokens, previous=self._anchor)
+        healer = Healer(self.tok.prefix_index, pr.heal) if pr.heal else None
         if cancel is not None and cancel.cancelled:
             return [Completion("", [], "cancelled")], t
+        self._anchor = pr.anchor
         hidden = self._sync(pr.ids, t, cancel)
         if hidden is None:
             return [Completion("", [], "cancelled")], t
@@ -266,9 +276,9 @@ class Engine:
             samplers.append(Sampler(params.variant_temperature, params.top_k, params.top_p, params.seed + i))
         greedy_single = n == 1 and samplers[0].greedy
         if greedy_single:
-            outs = [self._decode_greedy(pr, hidden, allowed, params, t, cancel, on_token)]
+            outs = [self._decode_greedy(pr, hidden, healer, params, t, cancel, on_token)]
         else:
-            outs = self._decode_batch(pr, hidden, allowed, samplers, params, t, cancel, on_token)
+            outs = self._decode_batch(pr, hidden, healer, samplers, params, t, cancel, on_token)
         t.total_ms = (time.perf_counter() - t.started) * 1000
         for i, c in enumerate(outs):
             c.variant = i
@@ -278,7 +288,10 @@ class Engine:
     def _finish_text(self, pr: Prompt, ids: list[int]) -> str:
         data = self.tok.decode_bytes(ids)
         if pr.heal:
-            data = data[len(pr.heal):] if data.startswith(pr.heal) else data
+            if data.startswith(pr.heal):
+                data = data[len(pr.heal):]
+            elif pr.heal.startswith(data):  # stopped while still re-typing the healed bytes
+                data = b""
         return safe_decode(data)
 
     def _stop_reason(self, text: str, params: GenParams) -> tuple[str | None, str]:
@@ -301,9 +314,17 @@ class Engine:
             return "deadline"
         return None
 
-    def _decode_greedy(self, pr: Prompt, hidden: np.ndarray, allowed: np.ndarray | None, params: GenParams,
+    def _allowed(self, healer: Healer | None, out: list[int]) -> np.ndarray | None:
+        """Token ids the next token must be one of while token healing is not done (None: any)."""
+        if healer is None:
+            return None
+        ids = healer.allowed(self.tok.decode_bytes(out))
+        return np.asarray(ids, dtype=np.int64) if ids else None
+
+    def _decode_greedy(self, pr: Prompt, hidden: np.ndarray, healer: Healer | None, params: GenParams,
                        t: Timings, cancel: CancelToken | None, on_token: TokenCallback | None) -> Completion:
         fast = self.config.fast
+        allowed = self._allowed(healer, [])
         logits = self._logits(hidden, exact=allowed is not None)[0]
         tok = int(allowed[np.argmax(logits[allowed])]) if allowed is not None else int(np.argmax(logits))
         out: list[int] = []
@@ -333,7 +354,8 @@ class Engine:
                 break
             # one forward: the pending token plus a draft copied from earlier context
             draft: list[int] = []
-            if fast.speculative:
+            allowed = self._allowed(healer, out)  # still healing: the next token is constrained, no draft
+            if fast.speculative and allowed is None:
                 room = min(fast.max_draft, params.max_tokens - len(out), self.decoder.capacity - len(self.tokens) - 2)
                 if room > 0:
                     draft = ngram_draft(self.tokens + [pending], max_draft=room)
@@ -347,8 +369,10 @@ class Engine:
             ids = [pending] + draft
             hid = self.decoder.forward(np.asarray([ids], dtype=np.int64), len(self.tokens))[0]
             t.forward_calls += 1
-            lg = self._logits(hid, exact=False)
+            lg = self._logits(hid, exact=allowed is not None)
             guesses = np.argmax(lg, axis=1)
+            if allowed is not None:
+                guesses[0] = allowed[np.argmax(lg[0, allowed])]
             # accept rule: draft[j] stands if the model's own greedy choice after ids[:j+1] equals it
             acc = 0
             while acc < len(draft) and int(guesses[acc]) == draft[acc]:
@@ -382,14 +406,15 @@ class Engine:
         t.decode_tokens += len(out)
         return Completion(text=text, token_ids=out, finish_reason=reason, ttft_ms=t.ttft_ms)
 
-    def _decode_batch(self, pr: Prompt, hidden: np.ndarray, allowed: np.ndarray | None,
+    def _decode_batch(self, pr: Prompt, hidden: np.ndarray, healer: Healer | None,
                       samplers: list[Sampler], params: GenParams, t: Timings, cancel: CancelToken | None,
                       on_token: TokenCallback | None) -> list[Completion]:
         n = len(samplers)
         prompt_len = len(self.tokens)
         exact = True  # sampling needs the full distribution
         logits = self._logits(hidden, exact=exact)[0]
-        pending = [s(logits, allowed) for s in samplers]
+        first = self._allowed(healer, [])
+        pending = [s(logits, first) for s in samplers]
         outs: list[list[int]] = [[] for _ in range(n)]
         texts = [""] * n
         reasons: list[str | None] = [None] * n
@@ -438,7 +463,7 @@ class Engine:
             lg = self._logits(hid[:, -1, :], exact=exact)
             for i in range(n):
                 if reasons[i] is None:
-                    pending[i] = samplers[i](lg[i])
+                    pending[i] = samplers[i](lg[i], self._allowed(healer, outs[i]))
         # row 0 holds the prompt plus the tokens fed for variant 0
         valid0 = fed0 if reasons[0] is not None else fed0
         self.tokens = self.tokens[:prompt_len] + valid0

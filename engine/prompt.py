@@ -32,7 +32,8 @@ class Fim:
 @dataclass
 class Prompt:
     ids: list[int]
-    heal: bytes = b""  # bytes already typed that the first generated token must start with
+    heal: bytes = b""  # bytes already typed that the generated text must start with (token healing)
+    anchor: tuple[str, str] | None = None  # FIM: (prefix-slot text, suffix), see choose_anchor
 
 
 def clip_window(prefix: str, suffix: str, max_prefix_chars: int, max_suffix_chars: int) -> tuple[str, str]:
@@ -52,34 +53,92 @@ def should_heal(prefix: str) -> bool:
     return bool(prefix) and not prefix[-1].isspace()
 
 
+# Most of the prefix goes before the suffix (FIM's usual prefix slot); the text typed since the *anchor*
+# goes after the middle token, as if the model had written it itself. Typing then only appends tokens
+# after the cached suffix: a keystroke costs its own token(s), not a re-run of the suffix (which PSM order
+# puts after the prefix). Measured on held-out stdlib lines (scripts/bench_quality.py): as good as PSM.
+MAX_MIDDLE_CHARS = 240
+
+
+def choose_anchor(prefix: str, suffix: str, previous: tuple[str, str] | None,
+                  max_middle: int = MAX_MIDDLE_CHARS) -> int:
+    """How many characters of ``prefix`` go into the FIM prefix slot (the rest is typed-so-far middle).
+
+    ``previous`` is the (prefix-slot text, suffix) the KV cache holds. It is kept while the new prompt
+    extends it: same suffix, the prefix still starts with the slot's text, and the middle is short.
+    Otherwise the new anchor is the start of the cursor's line (a line boundary, so the same cursor
+    state always gives the same prompt)."""
+    if previous is not None:
+        head, prev_suffix = previous
+        if prev_suffix == suffix and prefix.startswith(head) and len(prefix) - len(head) <= max_middle:
+            return len(head)
+    nl = prefix.rfind("\n")
+    anchor = nl + 1
+    if len(prefix) - anchor > max_middle:  # a very long line: anchor inside it
+        anchor = len(prefix) - max_middle // 2
+    return anchor
+
+
 def build_prompt(tok: Tok, prefix: str, suffix: str, fim: Fim | None, *, bos_id: int | None = None,
-                 heal: bool = True) -> Prompt:
-    head: list[int] = [bos_id] if bos_id is not None else []
-    pre_ids = tok.encode(prefix) if prefix else []
+                 heal: bool = True, anchor: int | None = None) -> Prompt:
+    """FIM: ``<prefix> P[:anchor] <suffix> S <middle> P[anchor:]`` (``anchor`` None: the whole prefix in
+    the prefix slot, plain PSM). Prefix-only models: the prefix. With ``heal``, the last token of the text
+    the model continues is backed off and the generation must reproduce its bytes (see Healer)."""
+    ids: list[int] = [bos_id] if bos_id is not None else []
+    flow = prefix
+    if fim is not None:
+        fp, fs, fm = (tok.special_id(fim.prefix), tok.special_id(fim.suffix), tok.special_id(fim.middle))
+        assert fp is not None and fs is not None and fm is not None, "FIM tokens missing from the tokenizer"
+        cut = len(prefix) if anchor is None else max(0, min(anchor, len(prefix)))
+        slot, flow = prefix[:cut], prefix[cut:]
+        slot_ids = tok.encode(slot) if slot else []
+        healed = b""
+        if anchor is None and heal and slot_ids and should_heal(slot):  # PSM: only a partial word heals
+            last = tok.token_bytes(slot_ids[-1])
+            if last and b"\n" not in last:
+                healed, slot_ids = last, slot_ids[:-1]
+        ids = ids + [fp] + slot_ids + [fs] + (tok.encode(suffix) if suffix else []) + [fm]
+        if anchor is None:
+            return Prompt(ids, healed)
+    flow_ids = tok.encode(flow) if flow else []
     healed = b""
-    if heal and pre_ids and should_heal(prefix):
-        last = tok.token_bytes(pre_ids[-1])
-        # back off one token; keep it only if its bytes are a complete string ending (valid UTF-8)
-        if last and b"\n" not in last:
-            healed = last
-            pre_ids = pre_ids[:-1]
-    if fim is None:
-        return Prompt(head + pre_ids, healed)
-    fp, fs, fm = (tok.special_id(fim.prefix), tok.special_id(fim.suffix), tok.special_id(fim.middle))
-    assert fp is not None and fs is not None and fm is not None, "FIM tokens missing from the tokenizer"
-    # PSM order: <prefix> P <suffix> S <middle>. The suffix sits after the prefix, so a keystroke at the
-    # cursor re-runs the (windowed) suffix too; the suffix window is kept short for that reason.
-    suf_ids = tok.encode(suffix) if suffix else []
-    return Prompt(head + [fp] + pre_ids + [fs] + suf_ids + [fm], healed)
+    if heal and flow_ids:
+        # the text after the prompt's last special token reads as the model's own output: its last token
+        # is whatever the tokenizer cut at the cursor ("re" of "return", a trailing space, a newline and
+        # indentation the next word would absorb), so it is always backed off and re-chosen
+        healed = tok.token_bytes(flow_ids[-1])
+        flow_ids = flow_ids[:-1]
+    return Prompt(ids + flow_ids, healed)
+
+
+class Healer:
+    """Token healing over several tokens: the generated bytes must start with ``heal``. While they do not
+    yet cover it, the next token must either start with the rest of it or be a prefix of that rest."""
+
+    def __init__(self, index: PrefixIndex, heal: bytes) -> None:
+        self.index = index
+        self.heal = heal
+
+    def allowed(self, produced: bytes) -> list[int] | None:
+        """Token ids allowed next after ``produced`` bytes, or None when healing is done."""
+        if len(produced) >= len(self.heal):
+            return None
+        rest = self.heal[len(produced):]
+        return self.index.starting_with(rest) + self.index.prefixes_of(rest)
 
 
 class PrefixIndex:
     """Which token ids start with given bytes (for token healing), by bisect over sorted token bytes."""
 
-    def __init__(self, token_bytes: list[bytes]) -> None:
-        order = sorted(range(len(token_bytes)), key=lambda i: token_bytes[i])
+    def __init__(self, token_bytes: list[bytes], skip: set[int] | None = None) -> None:
+        skip = skip or set()
+        order = sorted((i for i in range(len(token_bytes)) if token_bytes[i] and i not in skip),
+                       key=lambda i: token_bytes[i])
         self._keys = [token_bytes[i] for i in order]
         self._ids = order
+        self._exact: dict[bytes, int] = {}
+        for i in order:
+            self._exact.setdefault(token_bytes[i], i)
 
     def starting_with(self, prefix: bytes) -> list[int]:
         lo = bisect.bisect_left(self._keys, prefix)
@@ -89,6 +148,10 @@ class PrefixIndex:
                 break
             out.append(self._ids[j])
         return out
+
+    def prefixes_of(self, data: bytes) -> list[int]:
+        """Tokens whose bytes are a proper prefix of ``data`` (the first piece of a multi-token heal)."""
+        return [i for n in range(1, len(data)) if (i := self._exact.get(data[:n])) is not None]
 
 
 class HFTokenizer:
@@ -144,7 +207,8 @@ class HFTokenizer:
 
     @cached_property
     def prefix_index(self) -> PrefixIndex:
-        return PrefixIndex(self._token_bytes)
+        # special tokens never heal text (their bytes would spell "<|fim_middle|>" as text)
+        return PrefixIndex(self._token_bytes, self.special_ids())
 
     def special_ids(self) -> set[int]:
         return set(self.tk.get_added_tokens_decoder().keys())

@@ -90,3 +90,67 @@ def test_safe_decode_holds_back_partial_utf8():
     data = "é€".encode()
     assert safe_decode(data[:-1]) == "é"
     assert safe_decode(data) == "é€"
+
+
+# ---- anchored FIM: text typed since the anchor goes after the middle token -----------------------------
+from engine.prompt import Healer, choose_anchor  # noqa: E402
+
+
+def test_anchored_prompt_puts_the_typed_line_after_the_middle_token_and_heals_its_last_token():
+    t = ByteTok()
+    pre = "def f():\n    return x +"
+    p = build_prompt(t, pre, "\nnext", FIM, anchor=pre.index("    return"))
+    assert t.decode_bytes(p.ids) == b"<P>def f():\n<S>\nnext<M>    return x "
+    assert p.heal == b"+"
+    # after whitespace too: the trailing space is backed off (the next word's token absorbs it)
+    p = build_prompt(t, "a\nx = ", "", FIM, anchor=2)
+    assert t.decode_bytes(p.ids) + p.heal == b"<P>a\n<S><M>x = "
+    assert p.heal == b" "
+    # the cursor on the anchor: nothing to heal
+    p = build_prompt(t, "a\n", "", FIM, anchor=2)
+    assert t.decode_bytes(p.ids) == b"<P>a\n<S><M>" and p.heal == b""
+
+
+def _shared(a: list[int], b: list[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def test_typing_only_appends_to_an_anchored_prompt():
+    """A keystroke never re-runs the suffix: at most the last token(s) the tokenizer merges change."""
+    t = ByteTok()
+    text = "import os\n\ndef main():\n    for arg in argv:\n        print(arg)\n"
+    suffix = "\nmain()\n"
+    prev = None
+    last: list[int] = []
+    for i in range(text.index("def"), len(text)):
+        pre = text[:i]
+        a = choose_anchor(pre, suffix, prev)
+        p = build_prompt(t, pre, suffix, FIM, anchor=a, heal=False)
+        if last:
+            assert _shared(last, p.ids) >= max(last.index(302) + 1, len(last) - 1), f"keystroke {i}"
+        last, prev = p.ids, (pre[:a], suffix)
+    assert prev[0] == text[: text.index("def")]  # one anchor for the whole function
+
+
+def test_choose_anchor_keeps_the_previous_anchor_while_the_prompt_extends_it():
+    pre = "a\nbb\ncc"
+    assert choose_anchor(pre, "S", None) == pre.rindex("\n") + 1
+    assert choose_anchor(pre + "c\ndd", "S", (pre[:5], "S")) == 5  # same slot, same suffix: kept
+    assert choose_anchor(pre + "c\ndd", "T", (pre[:5], "S")) == len(pre + "c\n")  # the suffix changed
+    assert choose_anchor("a\nb", "S", ("a\nbb\n", "S")) == 2  # deleted back past the anchor
+    long = "x" * 1000
+    assert choose_anchor("a\n" + long, "", ("a\n", ""), max_middle=100) == 1002 - 50  # middle too long
+    assert choose_anchor(long, "", None, max_middle=100) == 1000 - 50  # one long line: inside it
+
+
+def test_healer_allows_tokens_that_cover_or_start_the_healed_bytes():
+    toks = [b"\n", b"\n  ", b"\n    ", b"\n    return", b"  ", b"x", b"<|fim_middle|>"]
+    idx = PrefixIndex(toks, skip={6})
+    h = Healer(idx, b"\n    ")
+    assert sorted(h.allowed(b"")) == [0, 1, 2, 3]  # "\n" and "\n  " start it; the others cover it
+    assert sorted(h.allowed(b"\n  ")) == [4]  # two spaces left
+    assert h.allowed(b"\n    ") is None  # covered: healing is done
+    assert Healer(idx, b"<|fim").allowed(b"") == []  # special tokens never heal text
