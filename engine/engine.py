@@ -172,7 +172,7 @@ class Engine:
         bos = self.manifest.bos_token_id
         anchor = None
         if self.fim is not None and self.config.fast.anchored_fim:
-            anchor = choose_anchor(prefix, suffix, previous)
+            anchor, suffix = choose_anchor(prefix, suffix, previous)
         pr = build_prompt(self.tok, prefix, suffix, self.fim, bos_id=bos, heal=heal, anchor=anchor)
         if anchor is not None:
             pr.anchor = (prefix[:anchor], suffix)

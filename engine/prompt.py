@@ -60,23 +60,30 @@ def should_heal(prefix: str) -> bool:
 MAX_MIDDLE_CHARS = 240
 
 
+AUTO_CLOSERS = frozenset(")]}\"'`")
+
+
 def choose_anchor(prefix: str, suffix: str, previous: tuple[str, str] | None,
-                  max_middle: int = MAX_MIDDLE_CHARS) -> int:
-    """How many characters of ``prefix`` go into the FIM prefix slot (the rest is typed-so-far middle).
+                  max_middle: int = MAX_MIDDLE_CHARS) -> tuple[int, str]:
+    """(anchor, suffix for the prompt): how many characters of ``prefix`` go into the FIM prefix slot (the
+    rest is the typed-so-far middle), and the suffix text the prompt carries.
 
     ``previous`` is the (prefix-slot text, suffix) the KV cache holds. It is kept while the new prompt
-    extends it: same suffix, the prefix still starts with the slot's text, and the middle is short.
-    Otherwise the new anchor is the start of the cursor's line (a line boundary, so the same cursor
-    state always gives the same prompt)."""
+    extends it: the prefix still starts with the slot's text, the middle is short, and the suffix is the
+    same — or the same after a few characters an editor auto-closes (typing ``(`` inserts ``)`` after the
+    cursor: the prompt keeps its suffix; post-processing merges the closers). Otherwise the new anchor is
+    the start of the cursor's line (a line boundary: the same cursor state always gives the same prompt)."""
     if previous is not None:
         head, prev_suffix = previous
-        if prev_suffix == suffix and prefix.startswith(head) and len(prefix) - len(head) <= max_middle:
-            return len(head)
+        if prefix.startswith(head) and len(prefix) - len(head) <= max_middle and suffix.endswith(prev_suffix):
+            extra = suffix[: len(suffix) - len(prev_suffix)]
+            if len(extra) <= 4 and all(c in AUTO_CLOSERS for c in extra):
+                return len(head), prev_suffix
     nl = prefix.rfind("\n")
     anchor = nl + 1
     if len(prefix) - anchor > max_middle:  # a very long line: anchor inside it
         anchor = len(prefix) - max_middle // 2
-    return anchor
+    return anchor, suffix
 
 
 def build_prompt(tok: Tok, prefix: str, suffix: str, fim: Fim | None, *, bos_id: int | None = None,

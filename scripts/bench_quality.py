@@ -64,6 +64,53 @@ def run_llamacpp(gguf: str, fim_prompts: list[list[int]], stop: set[int], detok)
     return out
 
 
+def line_samples(n: int, seed: int = 0) -> list[tuple[str, str, str]]:
+    """Held-out line completions from the Python standard library: (prefix, suffix, truth). The cursor sits
+    inside a line after a non-word character; the truth is the rest of that line; the suffix starts at
+    the line break after it (the middle is missing from the prompt, as when the user is writing it)."""
+    import random
+    import sysconfig
+
+    std = Path(sysconfig.get_paths()["stdlib"])
+    files = ["textwrap.py", "shlex.py", "csv.py", "argparse.py", "json/encoder.py", "dataclasses.py",
+             "fractions.py", "heapq.py", "bisect.py", "statistics.py"]
+    rng = random.Random(seed)
+    out: list[tuple[str, str, str]] = []
+    while len(out) < n:
+        t = (std / rng.choice(files)).read_text()
+        i = rng.randrange(2000, len(t) - 500)
+        ls, le = t.rfind("\n", 0, i) + 1, t.find("\n", i)
+        line = t[ls:le]
+        if len(line.strip()) < 12 or line.strip().startswith("#"):
+            continue
+        ind = len(line) - len(line.lstrip())
+        cands = [k for k in range(ind + 1, len(line) - 5) if not line[k - 1].isalnum()]
+        if cands:
+            k = rng.choice(cands)
+            out.append((t[max(0, ls + k - 1500): ls + k], t[le: le + 400], line[k:]))
+    return out
+
+
+def line_eval(mdir: Path, samples: list[tuple[str, str, str]]) -> dict[str, dict[str, float]]:
+    """Exact first-line match and shared-prefix share against the held-out line, for plain PSM prompts
+    and anchored prompts (the typed line after the middle token, engine/prompt.py), greedy, healing on."""
+    eng = Engine.load(mdir, config=EngineConfig(threads=2))
+    res = {}
+    for name, anchored in (("psm", False), ("anchored", True)):
+        eng.config.fast.anchored_fim = anchored
+        exact, share = 0, 0.0
+        for pre, suf, truth in samples:
+            eng.reset()
+            c, _ = eng.complete(pre, suf, GenParams(max_tokens=24, max_lines=1))
+            got = c[0].text.split("\n")[0]
+            exact += got.rstrip() == truth.rstrip()
+            share += prefix_agreement(got, truth) * max(len(got), len(truth)) / max(1, len(truth))
+        res[name] = {"exact": exact, "n": len(samples), "share": round(share / len(samples), 3)}
+    del eng
+    gc.collect()
+    return res
+
+
 def prefix_agreement(a: str, b: str) -> float:
     n = 0
     for x, y in zip(a, b, strict=False):
@@ -78,6 +125,7 @@ def main() -> int:
     ap.add_argument("--model", default="qwen2.5-coder-0.5b")
     ap.add_argument("--precisions", default="int4,int4-mixed,int8")
     ap.add_argument("--no-llamacpp", action="store_true")
+    ap.add_argument("--lines", type=int, default=60, help="held-out line completions for PSM vs anchored (0: skip)")
     args = ap.parse_args()
     ref_dir = resolve_model_dir(paths.models_dir() / f"{args.model}-fp32")
     ref, ref_rate, _ = run_flint(ref_dir)
@@ -110,6 +158,7 @@ def main() -> int:
             rows.setdefault(k, {})["same_as_llamacpp"] = sum(a == b for a, b in zip(t, llama, strict=True))
         rows["llama.cpp"].update({"same_as_fp32": sum(a == b for a, b in zip(llama, ref, strict=True)),
                                   "char_agreement": round(statistics.mean(prefix_agreement(a, b) for a, b in zip(llama, ref, strict=True)), 3)})
+    lines_res = line_eval(resolve_model_dir(args.model), line_samples(args.lines)) if args.lines else {}
     n = len(PROMPTS)
     head = "| precision | same greedy text as fp32 | mean shared-prefix share | same as llama.cpp | decode tok/s (plain, 2 threads) |\n|---|---|---|---|---|"
     lines = [head]
@@ -117,17 +166,31 @@ def main() -> int:
         lines.append(f"| {k} | {r.get('same_as_fp32', '')}/{n} | {r.get('char_agreement', '')} | "
                      f"{str(r.get('same_as_llamacpp', '')) + '/' + str(n) if 'same_as_llamacpp' in r else ''} | {r.get('decode_tok_s', '')} |")
     table = "\n".join(lines)
+    if lines_res:
+        table2 = ("| prompt layout | exact line | mean shared-prefix share of the line |\n|---|---|---|\n" +
+                  "\n".join(f"| {k} | {v['exact']}/{v['n']} | {v['share']} |" for k, v in lines_res.items()))
+    else:
+        table2 = ""
     print(table)
+    print(table2)
     out = ROOT / "docs" / "benchmarks"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "quality.json").write_text(json.dumps({"rows": rows, "prompts": n, "max_new_tokens": MAX_NEW,
+    (out / "quality.json").write_text(json.dumps({"rows": rows, "prompts": n, "lines": lines_res, "max_new_tokens": MAX_NEW,
                                                   "texts": texts, "date": time.strftime("%Y-%m-%d %H:%M")}, indent=1))
     (out / "quality.md").write_text(
         f"# Quantisation quality vs speed\n\n{time.strftime('%Y-%m-%d %H:%M')} · model `{args.model}` · {n} prompts "
         f"(FIM and prefix-only, engine/data/eval_prompts.json) · greedy, {MAX_NEW} new tokens, token healing off.\n\n"
         "fp32 is the dequantised GGUF (its ONNX greedy text equals transformers' — tests/test_reference.py). "
         "The GGUF itself is mixed Q5_0/Q6_K/Q4_K/Q8_0, so llama.cpp's text is the quality users get today.\n\n"
-        f"Reproduce: `python scripts/bench_quality.py`\n\n{table}\n")
+        f"Reproduce: `python scripts/bench_quality.py`\n\n{table}\n\n"
+        "## Prompt layout: PSM vs anchored\n\n"
+        f"{args.lines} held-out line completions from the Python standard library (the cursor inside a line after a "
+        "non-word character; the truth is the rest of the line; the suffix starts at the next line break), "
+        f"default model (`{args.model}`), greedy, token healing on. *psm*: `<prefix> P <suffix> S <middle>`; "
+        "*anchored* (Flint's default): the cursor's line goes after the middle token, as if the model had "
+        "written it (`<prefix> P[:line start] <suffix> S <middle> line`), so typing appends tokens instead of "
+        "re-running the suffix (engine/prompt.py).\n\n"
+        f"{table2}\n")
     return 0
 
 

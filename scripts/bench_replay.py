@@ -76,11 +76,15 @@ def default_corpus() -> list[tuple[str, str, str]]:
     """(path, language id, start marker): Python standard library files and a JavaScript file from the
     VS Code extension's dependencies (both are on this machine; neither was written for Flint)."""
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    js = ROOT / "editor-extension/vscode/node_modules/vscode-jsonrpc/lib/common"
+    js = ROOT / "editor-extension/vscode/node_modules/vscode-jsonrpc/lib/common/linkedMap.js"
+    js_entry = (str(js), "javascript", "    forEach(callbackfn, thisArg) {")
+    if not js.exists():  # the extension's dependencies are not installed: npm's own copy of semver
+        npm_js = Path(shutil.which("npm") or "/usr/bin/npm").resolve().parent.parent / "node_modules/semver/classes/comparator.js"
+        js_entry = (str(npm_js), "javascript", "  parse (comp) {")
     return [
         (str(stdlib / "textwrap.py"), "python", "    def _split_chunks(self, text):"),
         (str(stdlib / "shlex.py"), "python", "def split(s, comments=False, posix=True):"),
-        (str(js / "linkedMap.js"), "javascript", "    forEach(callbackfn, thisArg) {"),
+        js_entry,
         (str(stdlib / "graphlib.py"), "python", "    def done(self, *nodes):"),
         (str(stdlib / "fnmatch.py"), "python", "def filter(names, pat):"),
     ]

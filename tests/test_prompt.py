@@ -127,7 +127,7 @@ def test_typing_only_appends_to_an_anchored_prompt():
     last: list[int] = []
     for i in range(text.index("def"), len(text)):
         pre = text[:i]
-        a = choose_anchor(pre, suffix, prev)
+        a, _ = choose_anchor(pre, suffix, prev)
         p = build_prompt(t, pre, suffix, FIM, anchor=a, heal=False)
         if last:
             assert _shared(last, p.ids) >= max(last.index(302) + 1, len(last) - 1), f"keystroke {i}"
@@ -137,13 +137,16 @@ def test_typing_only_appends_to_an_anchored_prompt():
 
 def test_choose_anchor_keeps_the_previous_anchor_while_the_prompt_extends_it():
     pre = "a\nbb\ncc"
-    assert choose_anchor(pre, "S", None) == pre.rindex("\n") + 1
-    assert choose_anchor(pre + "c\ndd", "S", (pre[:5], "S")) == 5  # same slot, same suffix: kept
-    assert choose_anchor(pre + "c\ndd", "T", (pre[:5], "S")) == len(pre + "c\n")  # the suffix changed
-    assert choose_anchor("a\nb", "S", ("a\nbb\n", "S")) == 2  # deleted back past the anchor
+    assert choose_anchor(pre, "S", None) == (pre.rindex("\n") + 1, "S")
+    assert choose_anchor(pre + "c\ndd", "S", (pre[:5], "S")) == (5, "S")  # same slot, same suffix: kept
+    assert choose_anchor(pre + "c\ndd", "T", (pre[:5], "S")) == (len(pre + "c\n"), "T")  # the suffix changed
+    # the editor auto-closed a bracket after the cursor: the prompt keeps its suffix
+    assert choose_anchor(pre + "c(", ")S", (pre[:5], "S")) == (5, "S")
+    assert choose_anchor(pre + "c(", "x)S", (pre[:5], "S")) == (5, "x)S")  # not a closer: a new prompt
+    assert choose_anchor("a\nb", "S", ("a\nbb\n", "S")) == (2, "S")  # deleted back past the anchor
     long = "x" * 1000
-    assert choose_anchor("a\n" + long, "", ("a\n", ""), max_middle=100) == 1002 - 50  # middle too long
-    assert choose_anchor(long, "", None, max_middle=100) == 1000 - 50  # one long line: inside it
+    assert choose_anchor("a\n" + long, "", ("a\n", ""), max_middle=100) == (1002 - 50, "")  # middle too long
+    assert choose_anchor(long, "", None, max_middle=100) == (1000 - 50, "")  # one long line: inside it
 
 
 def test_healer_allows_tokens_that_cover_or_start_the_healed_bytes():
