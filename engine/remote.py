@@ -242,6 +242,7 @@ class RemoteBackend:
         self.backoff = Backoff(cfg.backoff_base_s, cfg.backoff_cap_s)
         self.config = cfg  # the prompt windows (max_prefix_chars / max_suffix_chars), as Engine.config
         self.requests = 0  # HTTP requests sent
+        self.completion_requests = 0  # POST /completions among them
         self.connections = 0  # connections opened
         self.failures = 0
 
@@ -428,6 +429,7 @@ class RemoteBackend:
              on_token: TokenCallback | None, t: Timings) -> Completion:
         """One streamed variant."""
         body = json.dumps(request_body(self.cfg, self._model or "", prefix, suffix, params, variant)).encode()
+        self.completion_requests += 1
         t0 = time.perf_counter()
         stop = threading.Event()
         tripped: list[str] = []

@@ -75,6 +75,7 @@ TYPING_HISTORY = 9  # keystroke times kept per document (for the adaptive deboun
 # Edits closer together than this are a burst (a paste replayed, a client catching up), not typing: the
 # caches are asked by the request for the state the burst ends in, not on every edit of it.
 BURST_GAP_S = 0.015
+RACES_KEPT = 16  # races whose remote generation may still finish and win
 DISK_MISS_MEMORY = 64  # recent disk misses not asked again (this server fills the entries it misses)
 
 
@@ -141,6 +142,20 @@ class State:
     skip: str | None = None  # why no automatic work is done here
     not_before: float = 0.0  # adaptive debounce for generations started for this state
     route: str = "local"  # local | remote | race (engine/routing.py)
+
+
+@dataclass
+class _Race:
+    """A race between the local model and the capable tier for one state (Session._answer_race)."""
+
+    state: State
+    since: float  # when the request came
+    budget_s: float
+    shown: str | None = None  # the local answer's raw text, once it went out
+    local_done: bool = False
+    result: list[Completion] | None = None  # the remote generation's, when it finished
+    arrived: float | None = None
+    decided: bool = False
 
 
 @dataclass
@@ -214,6 +229,7 @@ class Session:
         self._remote_st: dict[str, Any] | None = None
         self._remote_key: tuple | None = None
         self._started = False
+        self._races: dict[tuple[str, str, str], _Race] = {}  # (uri, prefix, suffix) -> a race under way
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -550,71 +566,91 @@ class Session:
         """Local and remote side by side. The remote answer wins if it arrives within the race budget
         while nothing is shown yet, or arrives within the budget after the local one went out and extends
         or improves it (routing.race_accepts): then it takes the local one's place in the type-through
-        store (the next ask, a keystroke typed through, gets it) and the client hears flint/refresh."""
+        store (the next ask, or a keystroke typed through it, gets it) and the client hears flint/refresh.
+        The remote generation keeps running while the user types what agrees with it (as a local one
+        does), so it can still win for the text typed since, within the budget."""
         rw = self.remote_worker
         assert rw is not None
-        race_s = self.settings.race_budget_ms / 1000
         found = self._lookup(state, since, partial=False)
         if found is not None and found.complete:
             return found  # a repeat, a promoted remote answer, or the disk: nothing to race
+        race = _Race(state, since, self.settings.race_budget_ms / 1000)
+        self._races[(state.uri, state.prefix, state.suffix)] = race
+        while len(self._races) > RACES_KEPT:
+            self._races.pop(next(iter(self._races)))
         rfut = rw.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
                          budget_s=self.settings.remote_timeout_ms / 1000, detachable=True)
-        arrived: list[float] = []
-        rfut.add_done_callback(lambda f: arrived.append(time.monotonic()))
+        # answered at once from the remote's memory or caches (no generation, so no finished hook)
+        rfut.add_done_callback(lambda f: None if f.cancelled() or f.exception() is not None else
+                               self._call_soon(self._race_finished, race, f.result()[0], time.monotonic()))
         local_task = asyncio.ensure_future(self._answer_on(self.worker, state, since, invoked))
-        remote_wait = asyncio.wrap_future(rfut)
-        await asyncio.wait([local_task, remote_wait], timeout=max(0.0, since + race_s - time.monotonic()),
-                           return_when=asyncio.FIRST_COMPLETED)
-        if not local_task.done() and remote_wait.done():
-            won = self._race_result(state, rfut, arrived, since, race_s, None)
-            if won is not None:
-                local_task.cancel()
-                self._promote(state, won)
-                return won
+        while not local_task.done():
+            if race.result is not None and not race.decided:  # the remote came first, within the budget
+                race.decided = True
+                won = self._race_pick(race, None)
+                if won is not None:
+                    local_task.cancel()
+                    self._promote(state, won)
+                    return won
+            left = since + race.budget_s - time.monotonic()
+            if left <= 0 or race.decided:
+                break
+            await asyncio.wait([local_task, self._next_tick()], timeout=left, return_when=asyncio.FIRST_COMPLETED)
         local = await local_task
-        shown = local.comps[0].text if local is not None and local.comps else None
-        if rfut.done():
-            won = self._race_result(state, rfut, arrived, since, race_s, shown)
+        race.shown = local.comps[0].text if local is not None and local.comps else None
+        race.local_done = True
+        if race.result is not None and not race.decided:
+            race.decided = True
+            won = self._race_pick(race, race.shown)
             if won is not None:
                 self._promote(state, won)
                 return won
-        elif time.monotonic() - since < race_s:
-            version = self.documents.get(state.uri).version if self.documents.revision(state.uri) is not None else 0
-            rfut.add_done_callback(lambda f: self._call_soon(self._race_late, state, f, arrived, since, race_s,
-                                                             shown, version))
         return local
 
-    def _race_result(self, state: State, rfut, arrived: list[float], since: float, race_s: float,
-                     shown: str | None) -> _Answer | None:
+    def _race_pick(self, race: _Race, shown: str | None) -> _Answer | None:
         """The remote answer if it came within the budget and may replace ``shown`` (None: nothing shown)."""
-        if not arrived or arrived[0] - since > race_s or rfut.cancelled() or rfut.exception() is not None:
+        comps = race.result
+        if not comps or race.arrived is None or race.arrived - race.since > race.budget_s:
             return None
-        comps = rfut.result()[0]
-        if not comps or not routing.race_accepts(shown, comps[0].text):
+        if not routing.race_accepts(shown, comps[0].text):
             return None
+        state = race.state
         mode = self._mode_for(state, None)
         if not any(self._shows(c, state, mode, False, True) for c in comps):
             return None
         return _Answer(comps, "model", mode, complete=True, backend="remote",
                        note=" (race: remote replaced local)" if shown else " (race: remote first)")
 
-    def _race_late(self, state: State, rfut, arrived: list[float], since: float, race_s: float,
-                   shown: str | None, version: int) -> None:
-        """(event loop) A race's remote answer arrived after the local one went out."""
-        if self.documents.revision(state.uri) != state.revision:
+    def _race_finished(self, race: _Race, comps: list[Completion], arrived: float) -> None:
+        """(event loop) A race's remote generation finished (for its own state, possibly typed past)."""
+        if race.result is not None or not comps or not comps[0].text or comps[0].finish_reason == "cancelled":
             return
-        won = self._race_result(state, rfut, arrived, since, race_s, shown)
+        race.result, race.arrived = comps, arrived
+        self._pulse()  # a request still waiting for its local answer looks again
+        if not race.local_done or race.decided:
+            return
+        race.decided = True
+        won = self._race_pick(race, race.shown)
         if won is None:
-            log.debug("race: remote answer for %s not shown (late, failed or unrelated)", state.uri)
+            log.debug("race: remote answer for %s not shown (late or unrelated)", race.state.uri)
             return
-        self._promote(state, won)
-        st = dict(self.status)
+        self._promote(race.state, won)
+        uri = race.state.uri
+        rev = self.documents.revision(uri)
+        cur = race.state if rev == race.state.revision else self._states.get(uri)  # the spot the user is at
+        if cur is None or rev != cur.revision:
+            return
+        now = self._lookup(cur, None, partial=False, disk=False)
+        log.debug("race: promoted for %s; at the current spot: %s", uri, now and (now.source, now.backend))
+        if now is None or now.backend != "remote":
+            return  # typed past it in another direction: nothing to replace
         name = self._backend_name("remote")
+        st = dict(self.status)
         st.update(source="model", backend=name, remote=self._remote_st,
-                  message=f"model in {(arrived[0] - since) * 1000:.0f} ms · {name} (race: replaces local)")
+                  message=f"model in {(arrived - race.since) * 1000:.0f} ms · {name} (race: replaces local)")
         self.status = st
         self._on_status(st)
-        self._on_refresh(state.uri, version)
+        self._on_refresh(uri, self.documents.get(uri).version)
 
     def _promote(self, state: State, ans: _Answer) -> None:
         """A race's remote answer becomes the newest generation for its state (type-through serves it)."""
@@ -968,11 +1004,16 @@ class _Hooks:
 
     def started(self, job: Job) -> None:
         s = self.s
-        # a race's remote generation stays out of sight until it wins (Session._promote)
-        if s.speculating and not (self.tier == "remote" and s.settings.routing == routing.RACE):
-            job.handle = s.typethrough.open(job.prefix, job.suffix, n=job.params.n,
-                                            key=(*job.params.key(), self.tier))
-            s._call_soon(s._pulse)
+        if not s.speculating:
+            return
+        key = (*job.params.key(), self.tier)
+        if self.tier == "remote" and s.settings.routing == routing.RACE:
+            # a race's remote generation stays out of sight until it wins (Session._promote); its entry
+            # is kept aside only to tell whether the user's typing still agrees with it
+            job.handle = hidden_entry(job.prefix, job.suffix, job.params.n, key)
+            return
+        job.handle = s.typethrough.open(job.prefix, job.suffix, n=job.params.n, key=key)
+        s._call_soon(s._pulse)
 
     def token(self, job: Job, index: int, text: str) -> bool:
         s = self.s
@@ -996,6 +1037,10 @@ class _Hooks:
             else:
                 s.typethrough.close(entry, comps)
             s._call_soon(s._pulse)
+        if self.tier == "remote" and comps and any(c.text for c in comps):
+            race = s._races.get((job.uri, job.prefix, job.suffix))
+            if race is not None:
+                s._call_soon(s._race_finished, race, comps, time.monotonic())
         if comps and is_complete(comps) and s.disk is not None:
             key = s._disk_key(job.prefix, job.suffix, job.params, self.tier)
             if key is not None and s.disk.put(key, comps, ms):
@@ -1013,6 +1058,15 @@ class _Hooks:
         if speculation.should_warm((st.prefix, st.suffix), kv, idle_s=float("inf")):
             return uri, st.revision, st.prefix, st.suffix
         return None
+
+
+def hidden_entry(prefix: str, suffix: str, n: int, key: tuple) -> Entry:
+    """A type-through entry outside the store: it answers nothing, but says whether typing agrees with
+    the generation streaming into it (TypeThrough.consistent)."""
+    from engine.typethrough import anchor_of
+
+    anchor, at_start = anchor_of(prefix)
+    return Entry(anchor, at_start, suffix, split_cursor(prefix, "")[0], n, key)
 
 
 def entry_backend(entry: Entry) -> str:

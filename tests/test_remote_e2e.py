@@ -136,7 +136,7 @@ async def idle(s: Session, timeout: float = 120.0) -> None:
 
 
 def completion_requests(s: Session) -> int:
-    return s.remote_worker.engine.requests
+    return s.remote_worker.engine.completion_requests
 
 
 async def test_hybrid_keystrokes_stay_local_invoked_goes_remote(server, make_session):

@@ -196,3 +196,22 @@ def test_settings_check_the_url_and_hide_the_key():
     assert w and "12345" not in w[0]
     s, w = parse_settings({"remoteFor": ["invoked", "tabs"]})
     assert s.remote_for == Settings().remote_for and "tabs" in w[0]
+
+
+async def test_a_race_survives_typing_that_agrees_with_it(make, fake):
+    """The remote generation of a race keeps running while the user types what it is writing, and wins
+    for the typed spot when it finishes within the budget (type-through of the remote's text)."""
+    from tests.test_session import type_chars
+
+    fake.default = {"stream": ["a", " +", " b"], "delay": 0.4}
+    s = make(LocalScript("a"), routing="race", remote_url=fake.url, race_budget_ms=5000)
+    res = await s.suggest(URI, *POS, invoked=True)
+    assert res.backend == "local" and res.items[0].text == "a"
+    # a keystroke comes ~150 ms later: the remote generation has started (and opened its hidden entry)
+    await wait_for(lambda: getattr(s.remote_worker.running(), "handle", None) is not None, 15)
+    col, version = type_chars(s, URI, "a", POS[0], POS[1], 1)  # the user types on, as the remote streams "a"
+    await wait_for(lambda: remote_done(s) and len(fake.requests) >= 1 and s.refreshed, 15)
+    assert s.refreshed == [(URI, version)]
+    got = await s.suggest(URI, POS[0], col, invoked=False)
+    assert (got.source, got.backend, got.items[0].text) == ("type-through", "remote", " + b")
+    assert len(fake.requests) == 1  # one remote generation served both spots
