@@ -584,6 +584,17 @@ class Session:
         rfut.add_done_callback(lambda f: None if f.cancelled() or f.exception() is not None else
                                self._call_soon(self._race_finished, race, f.result()[0], time.monotonic()))
         local_task = asyncio.ensure_future(self._answer_on(self.worker, state, since, invoked))
+        try:
+            return await self._race(race, local_task)
+        except asyncio.CancelledError:  # the client cancelled the request: the local side stops waiting too
+            local_task.cancel()
+            raise
+        finally:
+            # an outcome nobody waits for (Stale, cancelled) is not an unhandled error
+            local_task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    async def _race(self, race: _Race, local_task: asyncio.Future) -> _Answer | None:
+        state, since = race.state, race.since
         while not local_task.done():
             if race.result is not None and not race.decided:  # the remote came first, within the budget
                 race.decided = True
