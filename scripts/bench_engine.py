@@ -89,6 +89,19 @@ class FlintWorker:
         outs, t = self._complete(changed, 1, False)
         return {"ms": t.ttft_ms, "reused": t.reused_tokens, "tokens": t.prompt_tokens}
 
+    def keystroke(self, prefix: str, suffix: str, typed: str, anchored: bool) -> dict:
+        """First token after one keystroke in a FIM prompt whose previous state is cached."""
+        from engine.types import GenParams
+
+        self.eng.config.fast.anchored_fim = anchored
+        try:
+            self.eng.reset()
+            self.eng.complete(prefix, suffix, GenParams(max_tokens=1))
+            outs, t = self.eng.complete(prefix + typed, suffix, GenParams(max_tokens=1))
+        finally:
+            self.eng.config.fast.anchored_fim = True
+        return {"ms": t.ttft_ms, "reused": t.reused_tokens, "tokens": t.prompt_tokens}
+
     def decode(self, prompt: str, max_tokens: int, fast: bool) -> dict:
         self._complete(prompt, 1, False)  # prefill outside the timing
         outs, t = self._complete(prompt, max_tokens, fast)
@@ -123,7 +136,7 @@ class LlamaWorker:
     def ntok(self, text: str) -> int:
         return len(self.llm.tokenize(text.encode(), add_bos=False, special=False))
 
-    def _ttft(self, prompt: str) -> float:
+    def _ttft(self, prompt: str | list[int]) -> float:
         t0 = time.perf_counter()
         for _ in self.llm.create_completion(prompt, max_tokens=1, temperature=0.0, top_k=1, repeat_penalty=1.0,
                                             stream=True):
@@ -139,6 +152,15 @@ class LlamaWorker:
     def reuse(self, prompt: str, changed: str) -> dict:
         self._ttft(prompt)
         return {"ms": self._ttft(changed), "tokens": self.ntok(changed)}
+
+    def keystroke(self, prefix: str, suffix: str, typed: str, anchored: bool) -> dict:
+        """The same keystroke as llama.cpp's /infill lays it out (PSM): the suffix after the prefix."""
+        def ids(pre: str) -> list[int]:
+            text = f"<|fim_prefix|>{pre}<|fim_suffix|>{suffix}<|fim_middle|>"
+            return self.llm.tokenize(text.encode(), add_bos=False, special=True)
+
+        self._ttft(ids(prefix))
+        return {"ms": self._ttft(ids(prefix + typed))}
 
     def decode(self, prompt: str, max_tokens: int, fast: bool) -> dict:
         self._ttft(prompt)
@@ -235,6 +257,7 @@ def main() -> int:
 
     mdir = resolve_model_dir(args.model)
     man = load_manifest(mdir)
+    load_start = os.getloadavg()
     gguf = man.source.get("gguf") if man else None
 
     flint = Proc("flint", str(mdir), args.threads)
@@ -265,6 +288,10 @@ def main() -> int:
     tail_text = tk.decode_bytes(ids[-5:]).decode("utf-8", "replace")
     changed = p1000[: len(p1000) - len(tail_text)] + "    x_y = 1\n" if p1000.endswith(tail_text) else p1000 + " "
     dprompts = decode_prompts(text)
+    # a FIM keystroke: the cursor inside a method, ~3,000 characters before it and 600 after it
+    cur = text.find("\n", text.find("    def _get_values(self, action, arg_strings):")) + 1
+    cur = text.find("\n", cur + 200) + 9
+    k_prefix, k_suffix = text[cur - 3000: cur], text[cur: cur + 600]
 
     res: dict[str, dict[str, list]] = {k: {} for k in engines}
 
@@ -291,6 +318,12 @@ def main() -> int:
                     o3 = w("decode", prompt=dp, max_tokens=args.decode_tokens, fast="spec")
                     add(name, "decode_spec_tok_s", o3["tok_s"])
                     add(name, "spec_same_text", float(o3["text"] == o["text"]))
+            for _ in range(max(1, args.reuse_samples // args.rounds)):
+                o = w("keystroke", prefix=k_prefix, suffix=k_suffix, typed="x", anchored=True)
+                add(name, "ttft_keystroke_fim_ms", o["ms"])
+                if name == "flint":
+                    o = w("keystroke", prefix=k_prefix, suffix=k_suffix, typed="x", anchored=False)
+                    add(name, "ttft_keystroke_psm_ms", o["ms"])
             if name == "flint":
                 o = w("variants", prompt=dprompts[0], max_tokens=32)
                 add(name, "variants3_over_1", o["ms3"] / o["ms1"])
@@ -314,7 +347,8 @@ def main() -> int:
         w.close()
 
     ratios = {}
-    for k in ("prefill_tok_s_200", "prefill_tok_s_1000", "decode_tok_s", "ttft_reuse_ms_1000", "ttft_cold_ms_1000"):
+    for k in ("prefill_tok_s_200", "prefill_tok_s_1000", "decode_tok_s", "ttft_reuse_ms_1000", "ttft_cold_ms_1000",
+              "ttft_keystroke_fim_ms"):
         if f"llamacpp_{k}" in summary and summary[f"llamacpp_{k}"]:
             ratios[f"{k}_vs_llamacpp"] = round(summary[k] / summary[f"llamacpp_{k}"], 2)
     if "llamacpp_decode_tok_s" in summary:
@@ -322,7 +356,8 @@ def main() -> int:
             summary["decode_fast_tok_s"] / summary["llamacpp_decode_tok_s"], 2)
     meta = {"model": man.model_id if man else str(mdir), "threads": args.threads, "rounds": args.rounds,
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "cpu": _cpu(), "decode_prompts": len(dprompts),
-            "decode_tokens": args.decode_tokens}
+            "decode_tokens": args.decode_tokens, "load_avg_start": [round(x, 2) for x in load_start],
+            "load_avg_end": [round(x, 2) for x in os.getloadavg()]}
     OUTD = Path(args.out)
     OUTD.mkdir(parents=True, exist_ok=True)
     (OUTD / "engine.json").write_text(json.dumps({**summary, "ratios": ratios, "detail": detail, "meta": meta},
@@ -330,8 +365,10 @@ def main() -> int:
     rows = [("metric", "Flint", "llama.cpp", "Flint / llama.cpp")]
     for k in ("prefill_tok_s_200", "prefill_tok_s_1000", "decode_tok_s", "decode_spec_tok_s", "decode_fast_tok_s",
               "ttft_cold_ms_1000",
-              "ttft_reuse_ms_1000", "variants3_over_1", "rss_mb", "rss_peak_mb", "cold_start_s"):
+              "ttft_reuse_ms_1000", "ttft_keystroke_fim_ms", "ttft_keystroke_psm_ms", "variants3_over_1", "rss_mb",
+              "rss_peak_mb", "cold_start_s"):
         lk = "llamacpp_decode_tok_s" if k.startswith("decode_") else f"llamacpp_{k}"
+        lk = "llamacpp_ttft_keystroke_fim_ms" if k == "ttft_keystroke_psm_ms" else lk
         lv = summary.get(lk, "")
         fv = summary.get(k, "")
         ratio = f"{fv / lv:.2f}" if isinstance(fv, float | int) and isinstance(lv, float | int) and lv else ""
@@ -341,12 +378,18 @@ def main() -> int:
                       for i, r in enumerate(rows))
     print(table)
     md = [f"# Engine benchmark\n\n{meta['date']} · model `{meta['model']}` · {args.threads} threads · "
-          f"{args.rounds} rounds, engines alternated (A B A B), one at a time · CPU: {meta['cpu']}\n",
+          f"{args.rounds} rounds, engines alternated (A B A B), one at a time · CPU: {meta['cpu']} · load average "
+          f"{meta['load_avg_start'][0]} at start, {meta['load_avg_end'][0]} at the end (2 cores: anything above ~0.2 "
+          "is other work sharing them; llama.cpp, whose threads busy-wait, loses more to it)\n",
           "Reproduce: `python scripts/bench_engine.py` (llama.cpp via `pip install -e '.[bench]'`).\n",
           "Medians (p95 where a metric has more than 3 samples). decode = greedy tokens/s after the first token "
           f"on {len(dprompts)} code prompts from the Python stdlib ({args.decode_tokens} tokens); decode_fast = "
           "prompt-lookup speculation + trimmed LM head; ttft_reuse = first token after only the last 5 tokens "
-          "of a 1,000-token prompt changed (KV cache reused).\n", table, "",
+          "of a 1,000-token prompt changed (KV cache reused); ttft_keystroke_fim = first token after one character is "
+          "typed in a FIM prompt (3,000 characters before the cursor, 600 after) whose previous state is cached: "
+          "Flint's anchored layout (the typed line after the middle token) vs the PSM layout "
+          "(`ttft_keystroke_psm`, suffix after the prefix: a keystroke re-runs it), and llama.cpp with the PSM "
+          "layout `/infill` uses.\n", table, "",
           f"Greedy text identical to plain decoding: speculation only (decode_spec) "
           f"{statistics.mean(res['flint'].get('spec_same_text', [0])) * 100:.0f}% of runs, all fast paths (decode_fast, "
           f"which adds the trimmed LM head) {statistics.mean(res['flint'].get('fast_same_text', [0])) * 100:.0f}%. "

@@ -32,6 +32,7 @@ MAX_NEW = 24
 def run_flint(mdir: Path) -> tuple[list[str], float, list[list[int]]]:
     eng = Engine.load(mdir, config=EngineConfig(threads=2))
     eng.config.fast.speculative = False
+    eng.config.fast.anchored_fim = False  # the same token ids for every engine: this table is about weights
     texts, ids, rates = [], [], []
     for p in PROMPTS:
         eng.reset()
@@ -130,6 +131,7 @@ def main() -> int:
     ref_dir = resolve_model_dir(paths.models_dir() / f"{args.model}-fp32")
     ref, ref_rate, _ = run_flint(ref_dir)
     ref_eng = Engine(ref_dir, EngineConfig(threads=2))
+    ref_eng.config.fast.anchored_fim = False
     fim_ids = [ref_eng.build(p["prefix"], p["suffix"], heal=False).ids for p in PROMPTS]
     rows = {"fp32": {"same_as_fp32": len(PROMPTS), "char_agreement": 1.0, "decode_tok_s": round(ref_rate, 1)}}
     texts = {"fp32": ref}
@@ -179,7 +181,8 @@ def main() -> int:
                                                   "texts": texts, "date": time.strftime("%Y-%m-%d %H:%M")}, indent=1))
     (out / "quality.md").write_text(
         f"# Quantisation quality vs speed\n\n{time.strftime('%Y-%m-%d %H:%M')} · model `{args.model}` · {n} prompts "
-        f"(FIM and prefix-only, engine/data/eval_prompts.json) · greedy, {MAX_NEW} new tokens, token healing off.\n\n"
+        f"(FIM and prefix-only, engine/data/eval_prompts.json) · greedy, {MAX_NEW} new tokens, token healing off, "
+        "plain PSM prompts: every engine gets the same token ids, so this table is about the weights alone.\n\n"
         "fp32 is the dequantised GGUF (its ONNX greedy text equals transformers' — tests/test_reference.py). "
         "The GGUF itself is mixed Q5_0/Q6_K/Q4_K/Q8_0, so llama.cpp's text is the quality users get today.\n\n"
         f"Reproduce: `python scripts/bench_quality.py`\n\n{table}\n\n"

@@ -116,3 +116,32 @@ def test_token_healing_completes_the_partial_word(engine):
     # the cursor sits after "ret": the completion must continue the word, e.g. "urn f.readlines()"
     assert out[0].text and not out[0].text.startswith(("ret", " ")), repr(out[0].text)
     assert ("ret" + out[0].text).startswith("return"), repr(out[0].text)
+
+
+def test_a_keystroke_in_a_fim_prompt_runs_only_its_own_tokens(engine):
+    """Anchored prompts: the typed line sits after the middle token, so typing does not re-run the
+    suffix (PSM order would: it follows the prefix); the reused state gives what a fresh run gives."""
+    import sysconfig
+    from pathlib import Path
+
+    src = (Path(sysconfig.get_paths()["stdlib"]) / "textwrap.py").read_text()
+    cur = src.index("        if width <= 0:") + len("        if ")
+    prefix, suffix = src[cur - 1500: cur], src[cur: cur + 600]
+    engine.reset()
+    engine.complete(prefix, suffix, GenParams(max_tokens=4))
+    typed, t = engine.complete(prefix + "w", suffix, GenParams(max_tokens=12))
+    assert t.prompt_tokens > 300
+    assert t.prompt_tokens - t.reused_tokens <= 3, (t.prompt_tokens, t.reused_tokens)
+    fresh, tf = _fresh(engine, prefix + "w", suffix, GenParams(max_tokens=12))
+    assert tf.reused_tokens == 0
+    assert typed[0].text == fresh[0].text
+    assert typed[0].text.strip(), "no completion"
+    # the same keystroke with plain PSM prompts re-runs the suffix
+    engine.config.fast.anchored_fim = False
+    try:
+        engine.reset()
+        engine.complete(prefix, suffix, GenParams(max_tokens=4))
+        _, tp = engine.complete(prefix + "w", suffix, GenParams(max_tokens=4))
+    finally:
+        engine.config.fast.anchored_fim = True
+    assert tp.prompt_tokens - tp.reused_tokens > 100
