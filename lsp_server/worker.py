@@ -156,6 +156,7 @@ class Worker:
         self._seq = itertools.count()
         self._activity: deque[float] = deque(maxlen=BURST_EVENTS)  # times of recent submits / changes
         self._idle_asked = False  # idle work is asked for once per quiet period
+        self._busy = False  # the last status event said "busy" (a "ready" must follow)
         self._memo: tuple[Job, Result] | None = None  # the last finished job (same work = same answer)
         self._thread = threading.Thread(target=self._main, name="flint-engine", daemon=True)
         self.loaded = threading.Event()  # set once the first load attempt finished (ok or not)
@@ -427,6 +428,7 @@ class Worker:
         self._settle(job, exc=exc)
 
     def _emit(self, state: str, **info: Any) -> None:
+        self._busy = state == "busy"
         try:
             self._on_event(state, info)
         except Exception:  # a broken sink must not kill the engine thread
@@ -551,6 +553,10 @@ class Worker:
             if cached is not None:  # filled since the job was queued (a generation typed through, disk)
                 log.debug("job %d answered without the model", job.seq)
                 self._settle(job, result=cached)
+                with self._cond:
+                    idle = not self._pending
+                if idle and self._busy:  # the generation before this job left the status at "busy"
+                    self._emit("ready")
                 return
         self._emit("busy", uri=job.uri)
         t0 = time.perf_counter()

@@ -125,7 +125,7 @@ def test_a_keystroke_in_a_fim_prompt_runs_only_its_own_tokens(engine):
     from pathlib import Path
 
     src = (Path(sysconfig.get_paths()["stdlib"]) / "textwrap.py").read_text()
-    cur = src.index("        if width <= 0:") + len("        if ")
+    cur = src.index("        if self.width <= 0:") + len("        if ")
     prefix, suffix = src[cur - 1500: cur], src[cur: cur + 600]
     engine.reset()
     engine.complete(prefix, suffix, GenParams(max_tokens=4))

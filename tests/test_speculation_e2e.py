@@ -115,7 +115,7 @@ async def idle(client: LanguageClient, quiet_s: float = 1.5, timeout: float = 12
             engine = [st["message"] for st in client.statuses if st["message"] in ("generating", "ready")]
             if engine and engine[-1] == "ready":  # the engine thread's own last word: nothing running
                 return
-    raise AssertionError(f"engine still busy after {timeout}s")
+    raise AssertionError(f"engine still busy after {timeout}s: {[s['message'] for s in client.statuses[-12:]]}")
 
 
 # ---------------------------------------------------------------------------------------------------------
