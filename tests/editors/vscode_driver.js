@@ -62,11 +62,24 @@ async function openFile(page, name) {
 }
 
 async function save(page, file, expectFn) {
-  await page.keyboard.press('Control+S');
-  return waitFor(async () => {
-    const text = fs.readFileSync(file, 'utf8');
-    return expectFn(text) ? text : null;
-  }, 15000, `saved ${path.basename(file)}`, page);
+  // Ctrl+S right after a QuickPick closes can land before focus is back in the editor: press it again
+  // (after Escape and a click on the file's tab) until the file on disk holds the expected text.
+  const read = () => { const t = fs.readFileSync(file, 'utf8'); return expectFn(t) ? t : null; };
+  for (let attempt = 0; attempt < 4; attempt++) {
+    if (attempt > 0) {
+      await page.keyboard.press('Escape');
+      await page.locator('.tabs-container .tab', { hasText: path.basename(file) }).first().click().catch(() => {});
+      await sleep(200);
+    }
+    await page.keyboard.press('Control+S');
+    const t0 = Date.now();
+    while (Date.now() - t0 < 3000) {
+      const text = read();
+      if (text) return text;
+      await sleep(100);
+    }
+  }
+  return waitFor(async () => read(), 100, `saved ${path.basename(file)}`, page);
 }
 
 async function runCommand(page, title) {
