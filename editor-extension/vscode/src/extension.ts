@@ -174,6 +174,15 @@ class Flint implements vscode.Disposable {
     if (this.client !== client) return;
     this.positionEncoding = (client.initializeResult?.capabilities.positionEncoding as string) ?? 'utf-16';
     client.onNotification('flint/status', (s: FlintStatus) => this.onStatus(s));
+    // routing `race`: a capable answer replaced the suggestion on screen; asking again shows it
+    client.onNotification('flint/refresh', (p: { textDocument: { uri: string; version?: number } }) => {
+      const ed = vscode.window.activeTextEditor;
+      if (!ed || this.client !== client) return;
+      const uri = client.protocol2CodeConverter.asUri(p.textDocument.uri).toString();
+      if (ed.document.uri.toString() !== uri) return;
+      if (p.textDocument.version !== undefined && ed.document.version !== p.textDocument.version) return;
+      void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
+    });
     // Flint reports `loading` right after `initialized`; a server that never sends flint/status is
     // taken as ready after a moment.
     setTimeout(() => {

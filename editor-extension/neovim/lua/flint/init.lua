@@ -609,6 +609,19 @@ local function on_status(_, result)
   pcall(vim.api.nvim_exec_autocmds, 'User', { pattern = 'FlintStatus', modeline = false })
 end
 
+-- routing `race`: a capable answer replaced the suggestion on screen; ask again where the cursor still is
+local function on_refresh(_, result)
+  if type(result) ~= 'table' or type(result.textDocument) ~= 'table' then
+    return
+  end
+  vim.schedule(function()
+    local bufnr = vim.api.nvim_get_current_buf()
+    if vim.uri_from_bufnr(bufnr) == result.textDocument.uri then
+      M.trigger(2)
+    end
+  end)
+end
+
 --- For a statusline: e.g. "⚡ Flint 38 ms", "Flint loading", "Flint off".
 function M.statusline()
   if not enabled then
@@ -713,7 +726,7 @@ function M.attach(bufnr)
     init_options = M.config.settings,
     settings = { flint = M.config.settings },
     capabilities = capabilities(),
-    handlers = { ['flint/status'] = on_status },
+    handlers = { ['flint/status'] = on_status, ['flint/refresh'] = on_refresh },
     on_attach = on_attach,
     on_exit = function()
       M.status.state = 'stopped'
