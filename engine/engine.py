@@ -25,7 +25,7 @@ from .model import OnnxDecoder, default_threads
 from .presets import DEFAULT_MODEL, PRESETS
 from .prompt import Fim, Healer, HFTokenizer, Prompt, build_prompt, choose_anchor, clip_window, safe_decode
 from .sampling import Sampler, choose_draft_len, ngram_draft
-from .types import CancelToken, Completion, GenParams, Timings, TokenCallback
+from .types import CancelToken, Completion, GenParams, Timings, TokenCallback, stop_cut
 
 log = logging.getLogger("flint.engine")
 
@@ -307,19 +307,6 @@ class Engine:
                 data = b""
         return safe_decode(data)
 
-    def _stop_reason(self, text: str, params: GenParams) -> tuple[str | None, str]:
-        """(reason, possibly cut text) after a token was appended."""
-        for s in params.stop:
-            j = text.find(s)
-            if j >= 0:
-                return "stop", text[:j]
-        if params.max_lines is not None and text.count("\n") >= params.max_lines:
-            cut = -1
-            for _ in range(params.max_lines):
-                cut = text.find("\n", cut + 1)
-            return "lines", text[:cut]
-        return None, text
-
     def _interrupted(self, params: GenParams, cancel: CancelToken | None) -> str | None:
         if cancel is not None and cancel.cancelled:
             return "cancelled"
@@ -353,7 +340,7 @@ class Engine:
             if len(out) == 1:
                 t.ttft_ms = (time.perf_counter() - t.started) * 1000
             text = self._finish_text(pr, out)
-            r, cut = self._stop_reason(text, params)
+            r, cut = stop_cut(text, params)
             if on_token is not None:
                 on_token(0, cut)
             if r is not None:
@@ -404,7 +391,7 @@ class Engine:
                     break
                 out.append(d)
                 text = self._finish_text(pr, out)
-                r, cut = self._stop_reason(text, params)
+                r, cut = stop_cut(text, params)
                 if on_token is not None:
                     on_token(0, cut)
                 if r is not None:
@@ -450,7 +437,7 @@ class Engine:
                     if i == 0:
                         t.ttft_ms = ttft[0]
                 text = self._finish_text(pr, outs[i])
-                r, cut = self._stop_reason(text, params)
+                r, cut = stop_cut(text, params)
                 texts[i] = cut
                 if on_token is not None:
                     on_token(i, cut)

@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 
 from .routing import Backoff
 from .types import CancelToken, Completion, GenParams, Timings, TokenCallback
+from .types import stop_cut as cut
 
 log = logging.getLogger("flint.remote")
 
@@ -202,24 +203,6 @@ def event_text(obj: dict[str, Any]) -> tuple[str, str | None]:
         raise RemoteError("malformed event from the server: text is not a string")
     fr = c.get("finish_reason")
     return text, fr if isinstance(fr, str) else None
-
-
-def cut(text: str, params: GenParams, stop_texts: tuple[str, ...] = ()) -> tuple[str | None, str]:
-    """(reason, text) once the streamed text reaches a stop string or the line limit (as the local
-    engine stops), else (None, text)."""
-    best = -1
-    for s in (*params.stop, *stop_texts):
-        j = text.find(s)
-        if j >= 0 and (best < 0 or j < best):
-            best = j
-    if best >= 0:
-        return "stop", text[:best]
-    if params.max_lines is not None and text.count("\n") >= params.max_lines:
-        c = -1
-        for _ in range(params.max_lines):
-            c = text.find("\n", c + 1)
-        return "lines", text[:c]
-    return None, text
 
 
 class RemoteBackend:

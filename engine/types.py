@@ -75,3 +75,22 @@ class Timings:
 
 # on_token(variant_index, text_so_far) -> None. Called from the generating thread.
 TokenCallback = Callable[[int, str], None]
+
+
+def stop_cut(text: str, params: GenParams, stop_texts: tuple[str, ...] = ()) -> tuple[str | None, str]:
+    """(reason, text) once generated text reaches a stop string (the earliest of ``params.stop`` and
+    ``stop_texts``) or ``params.max_lines`` line breaks, cut there; else (None, text). The local engine
+    and the remote client stop by the same rule."""
+    best = -1
+    for s in (*params.stop, *stop_texts):
+        j = text.find(s)
+        if j >= 0 and (best < 0 or j < best):
+            best = j
+    if best >= 0:
+        return "stop", text[:best]
+    if params.max_lines is not None and text.count("\n") >= params.max_lines:
+        c = -1
+        for _ in range(params.max_lines):
+            c = text.find("\n", c + 1)
+        return "lines", text[:c]
+    return None, text
