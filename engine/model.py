@@ -28,16 +28,46 @@ from .manifest import Manifest
 log = logging.getLogger("flint.model")
 
 
+_POOL: dict[str, int | bool] = {}
+
+
+def _shared_pool(threads: int) -> bool:
+    """One process-wide intra-op pool for every session (decoder and LM heads), created before the first
+    session. Why: decode alternates the decoder and a head session every step. With a pool per session a
+    spinning pool steals the cores from the other (2x slower decode measured), so spinning had to be off,
+    and then every one of the ~250 ops per step pays a thread wake-up (a 1-token forward: 31 ms without
+    spinning, 26 ms with one shared spinning pool). ``FLINT_SHARED_POOL=0`` goes back to per-session pools.
+    Returns whether sessions should use the shared pool (its size is fixed by the first caller)."""
+    if "on" in _POOL:
+        return bool(_POOL["on"])
+    on = os.environ.get("FLINT_SHARED_POOL", "1") != "0"
+    if on:
+        try:
+            from onnxruntime.capi import onnxruntime_pybind11_state as _C
+
+            _C.set_global_thread_pool_sizes(max(1, threads), 1)
+            # a warning per session otherwise ("thread_pool_size ... ignored when using a global thread pool")
+            ort.set_default_logger_severity(3)
+        except Exception as e:  # the environment already exists (a session was made elsewhere first)
+            log.info("no shared onnxruntime thread pool (%s): per-session pools", e)
+            on = False
+    _POOL["on"], _POOL["threads"] = on, threads
+    return on
+
+
 def _session_options(threads: int) -> ort.SessionOptions:
     so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    # no spinning: the decoder and the LM-head sessions alternate every step, and a pool spinning after
-    # its run steals the cores from the other (measured: 2x slower decode with spinning on)
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.log_severity_level = 3
+    if _shared_pool(threads):
+        so.use_per_session_threads = False
+    else:
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        # no spinning with a pool per session: the decoder and the LM-head sessions alternate every step,
+        # and a pool spinning after its run steals the cores from the other
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return so
 
 
