@@ -64,8 +64,11 @@ class FastPaths:
 
     speculative: bool = True  # prompt-lookup (n-gram) drafts verified in one batched forward
     max_draft: int = 8
-    trimmed_head: bool = False  # LM head over the tokens code uses, full head as fallback
-    trimmed_min_prob: float = 0.5  # below this top-1 probability the full head decides
+    # greedy decoding picks tokens with an LM head over the tokens code uses (+ the prompt's own); the full
+    # head re-checks those picks in batches (at each line break, every ``verify_rows`` picks, at the end)
+    # and decoding rewinds to the first pick it disagrees with: the output is the full head's
+    trimmed_head: bool = True
+    verify_rows: int = 16
     kv_reuse: bool = True
     anchored_fim: bool = True  # typed text after the FIM middle token (a keystroke appends), else plain PSM
 
@@ -247,25 +250,34 @@ class Engine:
             self._ctx_ids = ids
             self._ctx_w = self.decoder.embedding_rows(ids)  # [k, H] float32
 
+    def _lazy_trimmed(self) -> bool:
+        return self.config.fast.trimmed_head and "code" in self.decoder.heads
+
     def _logits(self, hidden: np.ndarray, exact: bool) -> np.ndarray:
-        """Full-vocabulary logits [rows, V]. With the trimmed head on and ``exact`` False: the code-token
-        head plus the prompt's own tokens; rows whose top-1 probability among those is below
-        ``trimmed_min_prob`` fall back to the full head (other tokens get -inf)."""
+        """Logits [rows, V]: the full head, or (``exact`` False, trimmed head on) the code-token head plus
+        the prompt's own tokens, other tokens -inf. Trimmed picks are provisional: ``_verify`` checks them."""
         heads = self.decoder.heads
         h2 = hidden.reshape(-1, hidden.shape[-1])
-        if exact or not self.config.fast.trimmed_head or "code" not in heads:
+        if exact or not self._lazy_trimmed():
             return heads["full"](h2)
         code = heads["code"]
         out = np.full((h2.shape[0], self.manifest.vocab_size), -np.inf, dtype=np.float32)
         out[:, code.ids] = code(h2)
         if getattr(self, "_ctx_ids", None) is not None:
             out[:, self._ctx_ids] = h2 @ self._ctx_w.T
-        m = out.max(axis=1, keepdims=True)
-        p_top = 1.0 / np.exp(out - m).sum(axis=1)
-        low = np.nonzero(p_top < self.config.fast.trimmed_min_prob)[0]
-        if low.size:
-            out[low] = heads["full"](h2[low])
         return out
+
+    def _verify(self, picks: list[tuple[int, np.ndarray, int]]) -> tuple[int, int, np.ndarray] | None:
+        """Check provisional picks (output index, hidden row, token) with the full head in one call; the
+        first disagreement as (output index, the full head's token, its hidden row), else None."""
+        if not picks:
+            return None
+        rows = np.stack([h for _, h, _ in picks])
+        best = np.argmax(self.decoder.heads["full"](rows), axis=1)
+        for (idx, h, tok), b in zip(picks, best, strict=True):
+            if int(b) != tok:
+                return idx, int(b), h
+        return None
 
     # ---- generation -----------------------------------------------------------------------------
     def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
@@ -324,33 +336,61 @@ class Engine:
     def _decode_greedy(self, pr: Prompt, hidden: np.ndarray, healer: Healer | None, params: GenParams,
                        t: Timings, cancel: CancelToken | None, on_token: TokenCallback | None) -> Completion:
         fast = self.config.fast
+        lazy = self._lazy_trimmed()
+        base = len(self.tokens)  # the prompt's tokens in the KV cache; output token i sits at base + i
+        # provisional picks of the trimmed head not yet re-checked by the full head: (out index, row, token)
+        picks: list[tuple[int, np.ndarray, int]] = []
         allowed = self._allowed(healer, [])
-        logits = self._logits(hidden, exact=allowed is not None)[0]
+        exact = allowed is not None or not lazy
+        logits = self._logits(hidden, exact=exact)[0]
         tok = int(allowed[np.argmax(logits[allowed])]) if allowed is not None else int(np.argmax(logits))
+        if not exact:
+            picks.append((0, np.asarray(hidden).reshape(-1), tok))
         out: list[int] = []
         text = ""
-        reason = "length"
         pending = tok  # chosen, not yet in the KV cache
+
+        def rewind() -> bool:
+            """Re-check the provisional picks; on a disagreement go back to it (True)."""
+            nonlocal pending, out, text
+            bad = self._verify(picks)
+            t.verified_rows += len(picks)
+            picks.clear()
+            if bad is None:
+                return False
+            idx, right, row = bad
+            t.rewinds += 1
+            out = out[:idx]
+            self.tokens = self.tokens[:base + idx]
+            self._last_hidden = row
+            pending = right
+            text = stop_cut(self._finish_text(pr, out), params)[1] if out else ""
+            if on_token is not None:
+                on_token(0, text)
+            return True
+
         while True:
             # emit the pending token
+            reason: str | None = None
             if pending in self.stop_ids:
                 reason = "eos"
-                break
-            out.append(pending)
-            if len(out) == 1:
-                t.ttft_ms = (time.perf_counter() - t.started) * 1000
-            text = self._finish_text(pr, out)
-            r, cut = stop_cut(text, params)
-            if on_token is not None:
-                on_token(0, cut)
-            if r is not None:
-                reason, text = r, cut
-                break
-            if len(out) >= params.max_tokens:
-                break
-            stop = self._interrupted(params, cancel)
-            if stop:
-                reason = stop
+            else:
+                out.append(pending)
+                if len(out) == 1:
+                    t.ttft_ms = (time.perf_counter() - t.started) * 1000
+                text = self._finish_text(pr, out)
+                r, cut = stop_cut(text, params)
+                if on_token is not None:
+                    on_token(0, cut)
+                if r is not None:
+                    reason, text = r, cut
+                elif len(out) >= params.max_tokens:
+                    reason = "length"
+                else:
+                    reason = self._interrupted(params, cancel)
+            if reason is not None:
+                if reason != "cancelled" and rewind():
+                    continue
                 break
             # one forward: the pending token plus a draft copied from earlier context
             draft: list[int] = []
@@ -364,12 +404,15 @@ class Engine:
                     if not draft:  # drift back toward the prior so a bad patch does not switch drafting off for good
                         self._accept += 0.05 * (0.6 - self._accept)
             if len(self.tokens) + 1 + len(draft) > self.decoder.capacity:
+                if rewind():
+                    continue
                 reason = "length"
                 break
             ids = [pending] + draft
             hid = self.decoder.forward(np.asarray([ids], dtype=np.int64), len(self.tokens))[0]
             t.forward_calls += 1
-            lg = self._logits(hid, exact=allowed is not None)
+            exact = allowed is not None or not lazy
+            lg = self._logits(hid, exact=exact)
             guesses = np.argmax(lg, axis=1)
             if allowed is not None:
                 guesses[0] = allowed[np.argmax(lg[0, allowed])]
@@ -383,28 +426,40 @@ class Engine:
                 self._accept = 0.8 * self._accept + 0.2 * hit
             self.tokens = self.tokens + ids[: 1 + acc]
             self._last_hidden = hid[acc]
-            # emit accepted draft tokens one at a time (stop rules apply to each)
-            stopped = False
+            pending = int(guesses[acc])
+            if not exact:
+                # row j picked the token at output index len(out) + j (the draft's, then the pending one)
+                picks.extend((len(out) + j, hid[j], int(guesses[j])) for j in range(acc + 1))
+            # take the accepted draft tokens one at a time (stop rules apply to each)
+            cut = None
             for d in draft[:acc]:
                 if d in self.stop_ids:
-                    reason, stopped = "eos", True
+                    reason = "eos"
                     break
                 out.append(d)
                 text = self._finish_text(pr, out)
                 r, cut = stop_cut(text, params)
-                if on_token is not None:
-                    on_token(0, cut)
                 if r is not None:
-                    reason, text, stopped = r, cut, True
+                    reason, text = r, cut
                     break
                 if len(out) >= params.max_tokens:
-                    reason, stopped = "length", True
+                    reason = "length"
                     break
-            if stopped:
+            if reason is not None:  # picks past the end do not count (an end token's own pick does)
+                last = len(out) if reason == "eos" else len(out) - 1
+                picks[:] = [pk for pk in picks if pk[0] <= last]
+            # provisional picks are re-checked before a line is complete (what the server shows), at the
+            # end, and in bounded batches; nothing unchecked is streamed past a line break
+            if picks and (reason is not None or len(picks) >= fast.verify_rows
+                          or b"\n" in self.tok.decode_bytes(draft[:acc] + [pending])):
+                if rewind():
+                    continue
+            if cut is not None and on_token is not None:
+                on_token(0, cut)
+            if reason is not None:
                 break
-            pending = int(guesses[acc])
         t.decode_tokens += len(out)
-        return Completion(text=text, token_ids=out, finish_reason=reason, ttft_ms=t.ttft_ms)
+        return Completion(text=text, token_ids=out, finish_reason=reason or "length", ttft_ms=t.ttft_ms)
 
     def _decode_batch(self, pr: Prompt, hidden: np.ndarray, healer: Healer | None,
                       samplers: list[Sampler], params: GenParams, t: Timings, cancel: CancelToken | None,

@@ -70,6 +70,8 @@ class Timings:
     decode_tokens: int = 0
     forward_calls: int = 0
     draft_accepted: int = 0
+    verified_rows: int = 0  # trimmed-head picks the full head re-checked
+    rewinds: int = 0  # ... and disagreed with (decoding went back to the first such pick)
     started: float = field(default_factory=time.perf_counter)
 
 

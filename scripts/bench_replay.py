@@ -228,6 +228,7 @@ class Key:
     outcome: str = "pending"  # "suggestion" | "empty" | "superseded" | "error"
     in_ghost: bool = False  # the typed text is what the ghost text on screen showed
     saved: int = 0
+    at: int = 0  # characters of the segment's text typed after this keystroke (the state it leaves)
 
 
 @dataclass
@@ -356,7 +357,7 @@ async def replay(server: Server, segments: list[Segment], typist: Typist, seed: 
                 "textDocument": {"uri": uri, "version": version},
                 "contentChanges": [{"range": {"start": pos, "end": pos}, "text": text}]})
             key = Key(seg.name, action, text, sent, in_ghost=in_ghost,
-                      saved=len(text) - 1 if action in ("tab", "tab-line") else 0)
+                      saved=len(text) - 1 if action in ("tab", "tab-line") else 0, at=typed)
             run.keys.append(key)
             msg_id, fut = server.request("textDocument/inlineCompletion", {
                 "context": {"triggerKind": 2}, "textDocument": {"uri": uri},
@@ -457,6 +458,26 @@ def summarize(run: Run) -> dict:
     }
 
 
+def restart_overlap(first: Run, again: Run) -> dict:
+    """The editor states (segment, characters typed) the first run answered that the restart visited too
+    (accepts make the two keystroke scripts differ slightly), and how many of them the restart answered from
+    disk entries (directly or typed through) / at all."""
+    answered = {(k.segment, k.at) for k in first.keys if k.outcome == "suggestion"}
+    revisits = [k for k in again.keys if (k.segment, k.at) in answered]
+    disk = [k for k in revisits if k.outcome == "suggestion" and (k.source == "disk" or k.origin == "disk")]
+    any_ = [k for k in revisits if k.outcome == "suggestion"]
+    return {"states": len(revisits), "from_disk": len(disk), "answered": len(any_),
+            "from_disk_share": round(len(disk) / len(revisits), 3) if revisits else None}
+
+
+def add_overlap(runs: list[Run], summaries: list[dict]) -> None:
+    by = {r.config: r for r in runs}
+    if "on" in by and "restart" in by:
+        for sm in summaries:
+            if sm["config"] == "restart":
+                sm["restart_overlap"] = restart_overlap(by["on"], by["restart"])
+
+
 def plot(runs: list[Run], out: Path) -> tuple[str, str]:
     import matplotlib
 
@@ -534,6 +555,9 @@ def report(summaries: list[dict], meta: dict, hist: str, cdf: str) -> str:
         ("… answered with no model call", [share(s["inside_suggestion"]["share"]) for s in summaries]),
         ("answers from disk (incl. type-through of disk entries)", [share(s["from_disk_share_of_answers"])
                                                                     for s in summaries]),
+        ("states `on` answered, revisited: answered from disk", [
+            f"{share(s['restart_overlap']['from_disk_share'])} ({s['restart_overlap']['from_disk']} of "
+            f"{s['restart_overlap']['states']})" if s.get("restart_overlap") else "–" for s in summaries]),
         ("accepts (Tab)", [str(s["accepts"]) for s in summaries]),
         ("characters saved", [f"{s['chars_saved']} of {s['target_chars']} ({share(s['chars_saved_share'])})"
                               for s in summaries]),
@@ -610,6 +634,12 @@ def reading(summaries: list[dict]) -> list[str]:
             f"- After a restart on the same disk cache, {share(rs['from_disk_share_of_answers'])} of answers came from "
             f"disk entries (directly, or typed through), and {share(rs['with_suggestion'] / max(1, rs['keystrokes']))} of "
             f"keystrokes were answered.")
+        ov = rs.get("restart_overlap")
+        if ov and ov["states"]:
+            out.append(
+                f"- The editor states `on` answered and the restart reached again ({ov['states']}; accepts make the "
+                f"two keystroke scripts differ a little): {share(ov['from_disk_share'])} of them were answered from "
+                f"disk entries after the restart ({ov['from_disk']}), {ov['answered']} answered at all.")
         if "on" in by:
             n_disk = round(rs["from_disk_share_of_answers"] * rs["with_suggestion"])
             out.append(
@@ -630,6 +660,8 @@ def render_only(out: Path) -> int:
         run = Run(name)
         run.keys = [Key(**{**k, "sent": 0.0}) for k in keys]
         runs.append(run)
+    if all("at" in k for keys in data["keystrokes"].values() for k in keys):  # older reports lack the states
+        add_overlap(runs, data["summaries"])
     hist, cdf = plot(runs, out)
     (out / "replay.md").write_text(report(data["summaries"], data["meta"], hist, cdf))
     print(f"wrote {out / 'replay.md'}")
@@ -676,6 +708,7 @@ async def amain(args) -> int:
         else:
             shutil.rmtree(work, ignore_errors=True)
     summaries = [summarize(r) for r in runs]
+    add_overlap(runs, summaries)
     typist = Typist(key_s=1 / args.cps, pause_p=args.pause_p)
     meta = {
         "command": "python scripts/bench_replay.py " + " ".join(sys.argv[1:]),

@@ -6,6 +6,7 @@ import json
 import time
 from importlib import resources
 
+import numpy as np
 import pytest
 
 from engine.types import CancelToken, GenParams
@@ -54,6 +55,31 @@ def test_speculative_decoding_keeps_greedy_output(engine):
     # batched verification may flip a near-tie in float arithmetic; allow at most one prompt to differ
     assert same >= len(PROMPTS) - 1, f"{same}/{len(PROMPTS)} identical"
     assert accepted > 0, "prompt-lookup drafts never accepted on code"
+
+
+def test_trimmed_head_picks_are_checked_by_the_full_head(engine):
+    """The trimmed head only proposes: here it is sabotaged (its columns mapped to the wrong token ids, so
+    nearly every pick is wrong) and the output must still be the full head's, through rewinds."""
+    fast = engine.config.fast
+    code = engine.decoder.heads["code"]
+    saved_ids, saved = code.ids, (fast.speculative, fast.trimmed_head)
+    p = PROMPTS[1]
+    params = GenParams(max_tokens=10, token_healing=False)
+    try:
+        fast.speculative = False
+        fast.trimmed_head = False
+        full, _ = _fresh(engine, p["prefix"], "", params)
+        fast.trimmed_head = True
+        honest, th = _fresh(engine, p["prefix"], "", params)
+        code.ids = np.roll(saved_ids, 1)
+        sabotaged, ts = _fresh(engine, p["prefix"], "", params)
+    finally:
+        code.ids = saved_ids
+        fast.speculative, fast.trimmed_head = saved
+    assert th.verified_rows >= len(honest[0].token_ids) - 1  # every pick was re-checked
+    assert ts.rewinds >= 3, ts
+    assert sabotaged[0].token_ids == full[0].token_ids
+    assert honest[0].token_ids == full[0].token_ids
 
 
 def test_variants_are_distinct_and_reproducible_from_their_seed(engine):
