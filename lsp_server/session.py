@@ -69,6 +69,24 @@ PARTIAL_AFTER_S = 0.3
 FUTURE_DELAY_S = 0.15
 SINGLE_LINE_TOKENS = 48
 TOKENS_PER_LINE = 24
+# A one-line suggestion at the end of a line (nothing right of the cursor) is generated one line further
+# than it is shown: when the user finishes the line by hand and presses Enter, that next line is typed
+# through at once instead of waiting for a new generation (after Enter the server otherwise starts from
+# nothing: the slowest answers of bench_replay). The request is answered as soon as the shown line is done.
+LOOKAHEAD_TOKENS = SINGLE_LINE_TOKENS + TOKENS_PER_LINE
+
+
+def _lookahead_for_block(entry: Entry, state: State) -> bool:
+    """A one-line suggestion's look-ahead line serving a state that wants a block (after Enter): shown at
+    once, but it does not stand for the block a generation there would write."""
+    return state.mode == "multi" and len(entry.key) > 1 and entry.key[1] == 2 and \
+        shows_one_line(GenParams(max_tokens=entry.key[0], max_lines=2))
+
+
+def shows_one_line(params: GenParams) -> bool:
+    """Whether a generation's parameters are a one-line suggestion's (possibly with its look-ahead line):
+    (72, 2) is no block's (a block of k lines asks for 24 * (k + 1) tokens and k + 1 lines)."""
+    return params.max_lines == 1 or (params.max_lines == 2 and params.max_tokens == LOOKAHEAD_TOKENS)
 MAX_TOKENS = 256
 REMEMBERED_COMPLETIONS = 256  # ids kept for didShow / didAccept
 TYPING_HISTORY = 9  # keystroke times kept per document (for the adaptive debounce)
@@ -777,9 +795,17 @@ class Session:
                 else:
                     source = "memory"
                 comps = hit.completions(source, state.params.n)
+                if hit.typed and mode == "single" and comps and comps[0].text.startswith("\n"):
+                    # typed up to where the model ended the line (a one-line suggestion's look-ahead goes
+                    # on past it): nothing to add on this line, as a generation from here would say
+                    return _Answer([], source, mode, complete=True, origin=entry.origin, backend=tier)
                 usable = [c for c in comps if self._shows(c, state, mode, live, partial)]
                 if usable:
-                    return _Answer(usable, source, mode, complete=not live, origin=entry.origin, backend=tier)
+                    # one line shown: done once that line is (the generation goes on with its look-ahead);
+                    # a look-ahead line typed into after Enter is shown at once, while a block is generated
+                    done = (not live or (mode == "single" and "\n" in usable[0].text.lstrip("\n"))) and \
+                        not _lookahead_for_block(entry, state)
+                    return _Answer(usable, source, mode, complete=done, origin=entry.origin, backend=tier)
                 if hit.exact and entry.complete:  # what it wrote repeats the text around: nothing to show
                     return _Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier)
         if not disk:
@@ -806,7 +832,8 @@ class Session:
         """A block being typed through stays a block: once the user types into its first line, that line
         is no longer empty (a fresh request there would ask for one line), but the rest of the block is
         what they were shown."""
-        if entry is not None and state.mode == "single" and (entry.key[1] or 2) > 1:
+        if entry is not None and state.mode == "single" and (entry.key[1] or 2) > 1 and \
+                not shows_one_line(GenParams(max_tokens=entry.key[0], max_lines=entry.key[1])):
             _, line_suffix = split_cursor(state.prefix, state.suffix)
             if not line_suffix.strip():
                 return "multi"
@@ -868,13 +895,13 @@ class Session:
                   n: int | None = None, variants: bool = False) -> State:
         line_prefix, line_suffix = split_cursor(prefix, suffix)
         mode = decide_mode(line_prefix, line_suffix, self.settings.multiline)
-        params = self.gen_params(mode, invoked=invoked, n=n)
+        params = self.gen_params(mode, invoked=invoked, n=n, lookahead=not line_suffix.strip())
         skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked)
         route = routing.route(self.settings.route_config(), invoked=invoked, variants=variants,
                               multiline=mode == "multi", remote_ready=self.remote_ready())
         return State(uri, revision, offset, prefix, suffix, mode, params, skip, route=route)
 
-    def gen_params(self, mode: str, *, invoked: bool, n: int | None = None) -> GenParams:
+    def gen_params(self, mode: str, *, invoked: bool, n: int | None = None, lookahead: bool = False) -> GenParams:
         """Automatic requests take one greedy variant (the fastest path: prompt-lookup drafts); an explicit
         request or a variants pick takes ``maxVariants`` from one batched pass."""
         s = self.settings
@@ -882,6 +909,8 @@ class Session:
             n = s.max_variants if invoked else 1
         if mode == "single":
             max_tokens, max_lines = SINGLE_LINE_TOKENS, 1
+            if lookahead and self.speculating:  # the next line too, for type-through after Enter
+                max_tokens, max_lines = LOOKAHEAD_TOKENS, 2
         else:
             max_tokens = min(MAX_TOKENS, TOKENS_PER_LINE * (s.max_lines + 1))
             max_lines = s.max_lines + 1  # +1: a block opened at the cursor starts with a line break
@@ -933,7 +962,7 @@ class Session:
     def _covered(self, state: State) -> bool:
         """A generation (finished or still streaming, agreeing so far) or a disk entry serves ``state``."""
         for hit in self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n):
-            if hit.live or hit.variants:
+            if (hit.live or hit.variants) and not _lookahead_for_block(hit.entry, state):
                 return True
         tier = "remote" if state.route == routing.REMOTE else "local"
         return self._disk_get(state.prefix, state.suffix, state.params, tier) is not None
@@ -1006,7 +1035,7 @@ class _Hooks:
 
     def answer(self, job: Job) -> Result | None:
         s = self.s
-        mode: Mode = "single" if job.params.max_lines == 1 else "multi"
+        mode: Mode = "single" if shows_one_line(job.params) else "multi"
         st = State(job.uri, job.revision, 0, job.prefix, job.suffix, mode, job.params, route=self.tier)
         found = s._lookup(st, since=None, partial=False, backend=self.tier)
         if found is None or not found.complete:

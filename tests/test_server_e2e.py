@@ -373,7 +373,10 @@ async def test_cancel_request_stops_the_generation(client: LanguageClient):
 
 
 async def test_newer_request_supersedes_older_one(client: LanguageClient):
-    text = "def merge(a, b):\n    "
+    # a prompt of a few hundred tokens: the first request is still running when the second comes
+    preamble = "".join(f"def helper_{i}(values):\n    return [v * {i} for v in values if v > {i}]\n\n\n"
+                       for i in range(40))
+    text = preamble + "def merge(a, b):\n    "
     uri = open_doc(client, text + "\n")
     line, col = end_of(text)
     first = send_inline(client, inline_params(uri, line, col, invoked=True))
