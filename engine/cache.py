@@ -178,6 +178,25 @@ class CompletionCache:
         self.stats["puts"] += 1
         return True
 
+    def put_partial(self, key: str, comps: Sequence[Completion], gen_ms: float = 0.0) -> bool:
+        """Store the start of a generation that was cut off (cancelled, deadline): greedy text is the
+        model's own as far as it goes, so after a restart it answers the keystrokes it covers at once,
+        while a generation there writes the rest. Never replaces an entry (a complete one stays); ``put``
+        of the complete generation replaces it. True when written."""
+        if not comps or is_complete(comps) or not any(c.text.strip() for c in comps):
+            return False
+        cache = self._current()
+        if cache is None:
+            return False
+        try:
+            added = bool(cache.add(key, encode(key, comps, gen_ms), retry=False))
+        except Exception as e:
+            self._failed(cache, e, "put")
+            return False
+        if added:
+            self.stats["puts"] += 1
+        return added
+
     def volume(self) -> int:
         """Bytes on disk (diskcache's estimate: database pages plus value files)."""
         cache = self._current()

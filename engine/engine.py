@@ -112,7 +112,8 @@ class Engine:
         self.stop_ids = set(m.stop_token_ids) | set(m.eos_token_ids)
         try:
             self.decoder = OnnxDecoder(self.model_dir, m, threads=self.config.threads,
-                                       capacity=self.config.capacity, batch_max=self.config.batch_max)
+                                       capacity=self.config.capacity, batch_max=self.config.batch_max,
+                                       prefetch=("full", "code") if self.config.fast.trimmed_head else ("full",))
         finally:
             loader.join()
         if not tok:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,11 +108,20 @@ class OnnxDecoder:
     """forward(ids[b, s], past_len) -> hidden[b, s, H], writing KV for positions past_len..past_len+s-1."""
 
     def __init__(self, model_dir: Path, manifest: Manifest, *, threads: int = 2, capacity: int = 2048,
-                 batch_max: int = 4, head_threads: int | None = None) -> None:
+                 batch_max: int = 4, head_threads: int | None = None, prefetch: tuple[str, ...] = ("full",)
+                 ) -> None:
         head_threads = int(os.environ.get("FLINT_HEAD_THREADS", head_threads or threads))
         self.manifest = manifest
         self.model_dir = Path(model_dir)
-        so = _session_options(threads)
+        head_info = manifest.lm_head or {}
+        makers = {"full": lambda: LMHead(self.model_dir / head_info.get("full", "lm_head.onnx"), head_threads)}
+        if head_info.get("code"):
+            makers["code"] = lambda: LMHead(self.model_dir / head_info["code"], head_threads,
+                                            np.load(self.model_dir / head_info["code_ids"]))
+        self.heads = LazyHeads(makers)
+        so = _session_options(threads)  # before any session: the shared thread pool is made here
+        for name in prefetch:  # the head sessions are created while the decoder's is
+            self.heads.prefetch(name)
         self.session = ort.InferenceSession(str(self.model_dir / "model.onnx"), so,
                                             providers=["CPUExecutionProvider"])
         self.input_names = [i.name for i in self.session.get_inputs()]
@@ -139,13 +149,7 @@ class OnnxDecoder:
             ]
         # the LM head is the embedding matrix when the model ties them (Qwen2.5, Gemma)
         self.head_is_embedding = bool((manifest.lm_head or {}).get("tied", False)) and self.embeds_input
-        head_info = manifest.lm_head or {}
-        makers = {"full": lambda: LMHead(self.model_dir / head_info.get("full", "lm_head.onnx"), head_threads)}
-        if head_info.get("code"):
-            makers["code"] = lambda: LMHead(self.model_dir / head_info["code"], head_threads,
-                                            np.load(self.model_dir / head_info["code_ids"]))
-        self.heads = LazyHeads(makers)
-        self.heads["full"]  # the full head is always used; the trimmed one only once switched on
+        self.heads["full"]  # the full head is always used
 
     def embedding_rows(self, ids: np.ndarray) -> np.ndarray:
         if self._emb_f32 is not None:
@@ -190,19 +194,47 @@ class OnnxDecoder:
 
 
 class LazyHeads:
-    """LM head sessions by name, each created on first use (a session costs ~0.4 s to create)."""
+    """LM head sessions by name, each created on first use (a session costs ~0.4 s to create), or ahead of
+    it on a background thread (``prefetch``) while the caller does other work."""
 
     def __init__(self, makers: dict[str, Callable[[], LMHead]]) -> None:
         self._makers = makers
         self._made: dict[str, LMHead] = {}
+        self._pending: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
 
     def __contains__(self, name: object) -> bool:
         return name in self._makers
 
+    def prefetch(self, name: str) -> None:
+        with self._lock:
+            if name not in self._makers or name in self._made or name in self._pending:
+                return
+            th = threading.Thread(target=self._make, args=(name,), name=f"flint-head-{name}", daemon=True)
+            self._pending[name] = th
+        th.start()
+
+    def _make(self, name: str) -> None:
+        try:
+            head = self._makers[name]()
+        except Exception:  # surfaced again by __getitem__, which makes it in the caller's thread
+            log.exception("creating the %s LM head failed", name)
+            return
+        with self._lock:
+            self._made.setdefault(name, head)
+
     def __getitem__(self, name: str) -> LMHead:
+        th = self._pending.get(name)
+        if th is not None:
+            th.join()
         if name not in self._made:
-            self._made[name] = self._makers[name]()
+            self._make_here(name)
         return self._made[name]
+
+    def _make_here(self, name: str) -> None:
+        head = self._makers[name]()
+        with self._lock:
+            self._made.setdefault(name, head)
 
     def get(self, name: str) -> LMHead | None:
         return self[name] if name in self._makers else None

@@ -725,7 +725,7 @@ class Session:
                 # a finished answer goes out at once; one still streaming once a line of it is complete
                 # (at once when typed through, after PARTIAL_AFTER_S for the request's own generation, so
                 # a block that is nearly done is shown whole); at the deadline, whatever exists
-                if found is not None and (found.complete or found.source == "type-through" or
+                if found is not None and (found.complete or found.source in ("type-through", "disk") or
                                           now - since >= show_partial_after or now >= deadline):
                     worker.release(fut)
                     return found
@@ -804,7 +804,7 @@ class Session:
                     # one line shown: done once that line is (the generation goes on with its look-ahead);
                     # a look-ahead line typed into after Enter is shown at once, while a block is generated
                     done = (not live or (mode == "single" and "\n" in usable[0].text.lstrip("\n"))) and \
-                        not _lookahead_for_block(entry, state)
+                        not _lookahead_for_block(entry, state) and (entry.origin != "disk" or entry.complete)
                     return _Answer(usable, source, mode, complete=done, origin=entry.origin, backend=tier)
                 if hit.exact and entry.complete:  # what it wrote repeats the text around: nothing to show
                     return _Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier)
@@ -817,7 +817,9 @@ class Session:
             if self.speculating:
                 self.typethrough.add(state.prefix, state.suffix, comps, n=state.params.n,
                                      key=(*state.params.key(), tier), origin="disk")
-            return _Answer(comps[: state.params.n], "disk", state.mode, complete=True, origin="disk", backend=tier)
+            # a stored start of a generation answers now; a generation here still writes the rest
+            return _Answer(comps[: state.params.n], "disk", state.mode, complete=is_complete(comps), origin="disk",
+                           backend=tier)
         return None
 
     def _shows(self, c: Completion, state: State, mode: Mode, live: bool, partial: bool) -> bool:
@@ -1081,9 +1083,11 @@ class _Hooks:
             race = s._races.get((job.uri, job.prefix, job.suffix))
             if race is not None:
                 s._call_soon(s._race_finished, race, comps, time.monotonic())
-        if comps and is_complete(comps) and s.disk is not None:
+        if comps and s.disk is not None and (is_complete(comps) or job.params.temperature == 0):
             key = s._disk_key(job.prefix, job.suffix, job.params, self.tier)
-            if key is not None and s.disk.put(key, comps, ms):
+            # a greedy generation cut off is kept too (as a start: cache.put_partial), for after a restart
+            put = s.disk.put if is_complete(comps) else s.disk.put_partial
+            if key is not None and put(key, comps, ms):
                 with s._misses_lock:
                     s._disk_misses.pop(key, None)
 

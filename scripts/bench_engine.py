@@ -377,6 +377,9 @@ def main() -> int:
     table = "\n".join(f"| {' | '.join(r)} |" if i else f"| {' | '.join(r)} |\n|---|---|---|---|"
                       for i, r in enumerate(rows))
     print(table)
+    # reading notes written by people (what bounds each number, dead ends measured) survive re-runs
+    notes_file = OUTD / "engine_notes.md"
+    notes = [notes_file.read_text().rstrip() + "\n"] if notes_file.exists() else []
     md = [f"# Engine benchmark\n\n{meta['date']} · model `{meta['model']}` · {args.threads} threads · "
           f"{args.rounds} rounds, engines alternated (A B A B), one at a time · CPU: {meta['cpu']} · load average "
           f"{meta['load_avg_start'][0]} at start, {meta['load_avg_end'][0]} at the end (2 cores: anything above ~0.2 "
@@ -384,7 +387,7 @@ def main() -> int:
           "Reproduce: `python scripts/bench_engine.py` (llama.cpp via `pip install -e '.[bench]'`).\n",
           "Medians (p95 where a metric has more than 3 samples). decode = greedy tokens/s after the first token "
           f"on {len(dprompts)} code prompts from the Python stdlib ({args.decode_tokens} tokens); decode_fast = "
-          "prompt-lookup speculation + trimmed LM head; ttft_reuse = first token after only the last 5 tokens "
+          "prompt-lookup speculation + trimmed LM head (its picks re-checked by the full head in batches: exact); ttft_reuse = first token after only the last 5 tokens "
           "of a 1,000-token prompt changed (KV cache reused); ttft_keystroke_fim = first token after one character is "
           "typed in a FIM prompt (3,000 characters before the cursor, 600 after) whose previous state is cached: "
           "Flint's anchored layout (the typed line after the middle token) vs the PSM layout "
@@ -394,7 +397,7 @@ def main() -> int:
           f"{statistics.mean(res['flint'].get('spec_same_text', [0])) * 100:.0f}% of runs, all fast paths (decode_fast, "
           f"which adds the trimmed LM head) {statistics.mean(res['flint'].get('fast_same_text', [0])) * 100:.0f}%. "
           "Differences come from near-ties: a forward over several tokens uses other MatMulNBits kernels than "
-          "over one, so logits differ in the last bits.", "", "```json", json.dumps({"summary": summary, "ratios": ratios}, indent=2), "```"]
+          "over one, so logits differ in the last bits.", "", *notes, "```json", json.dumps({"summary": summary, "ratios": ratios}, indent=2), "```"]
     (OUTD / "engine.md").write_text("\n".join(md) + "\n")
     return 0
 

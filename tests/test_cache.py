@@ -81,6 +81,19 @@ def test_put_get_and_partial_generations_are_not_stored(tmp_path):
     assert len(c) == 1
 
 
+def test_a_cut_off_generation_is_kept_as_a_start_and_never_replaces_a_complete_one(tmp_path):
+    c = CompletionCache(tmp_path / "c", size_mb=8)
+    k = key("z = ")
+    nothing = [Completion(text="  ", token_ids=[5], finish_reason="cancelled")]
+    assert not c.put_partial(k, nothing)  # nothing written yet: nothing to keep
+    assert c.put_partial(k, comps("fo", reason="cancelled"))
+    assert [(x.text, x.finish_reason) for x in c.get(k)] == [("fo#0", "cancelled")]
+    assert c.put(k, comps("foo"))  # the complete generation replaces the start
+    assert not c.put_partial(k, comps("f", reason="deadline"))  # ... and a later start never replaces it
+    assert [(x.text, x.finish_reason) for x in c.get(k)] == [("foo#0", "eos")]
+    assert not c.put_partial(key("w = "), comps("1"))  # complete generations go through put
+
+
 def test_survives_restart(tmp_path):
     c = CompletionCache(tmp_path / "c")
     c.put(key("p"), comps("persisted"))

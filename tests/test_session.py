@@ -329,6 +329,30 @@ async def test_restart_answers_from_disk(oracle_session, tmp_path):
     assert res.source == "type-through" and res.origin == "disk" and eng2.calls == []
 
 
+async def test_restart_answers_from_the_start_a_cut_off_generation_left_on_disk(oracle_session):
+    target = "value = " + "part_one + " * 8 + "end\n"
+    s1, eng1 = oracle_session(target, step_s=0.03)  # ~1.4 s for the line
+    s1.speculate = True
+    uri = "file:///p.py"
+    s1.documents.open(uri, "value = \n", 1)
+    s1.did_change(uri, cursor=8)  # the cursor arrives: a generation starts
+    await asyncio.sleep(0.4)
+    type_chars(s1, uri, "z", 0, 8, 1)  # the user types something else: the generation stops, cut off
+    await settle(s1)
+    s1.shutdown()
+    s2, eng2 = oracle_session(target, step_s=0.03)
+    s2.documents.open(uri, "value = \n", 1)
+    t0 = time.monotonic()
+    res = await s2.suggest(uri, 0, 8, invoked=False)
+    assert res.source == "disk" and time.monotonic() - t0 < 0.2, res
+    shown = res.items[0].text
+    assert shown and target.startswith("value = " + shown) and len(shown) < len(target) - 9  # the start
+    await settle(s2)
+    assert [c[0] for c in eng2.calls].count("value = ") == 1  # a generation there writes the rest
+    res = await s2.suggest(uri, 0, 8, invoked=False)
+    assert "value = " + res.items[0].text == target.rstrip("\n")
+
+
 async def test_deadline_answers_with_what_exists_and_the_next_ask_gets_the_rest(oracle_session, monkeypatch):
     from lsp_server import session as session_mod
 
