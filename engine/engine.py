@@ -125,6 +125,9 @@ class Engine:
         # measured forward time per token count (filled at warm-up) and the running draft acceptance
         self._costs: dict[int, float] = {1: 1.0}
         self._accept = 0.6
+        # the prompt's tokens the trimmed head lacks, and their (tied) embedding rows
+        self._ctx_ids: np.ndarray | None = None
+        self._ctx_w: np.ndarray | None = None
         self.load_s = time.perf_counter() - t0
         self.warm_s = 0.0
 
@@ -243,7 +246,7 @@ class Engine:
         if not self.config.fast.trimmed_head or not self.decoder.head_is_embedding:
             return
         code = self.decoder.heads.get("code")
-        if code is None:
+        if code is None or code.ids is None:
             return
         ids = np.setdiff1d(np.unique(np.asarray(prompt_ids, dtype=np.int64)), code.ids, assume_unique=True)
         ids = ids[ids < self.manifest.vocab_size]
@@ -264,7 +267,7 @@ class Engine:
         code = heads["code"]
         out = np.full((h2.shape[0], self.manifest.vocab_size), -np.inf, dtype=np.float32)
         out[:, code.ids] = code(h2)
-        if getattr(self, "_ctx_ids", None) is not None:
+        if self._ctx_ids is not None and self._ctx_w is not None:
             out[:, self._ctx_ids] = h2 @ self._ctx_w.T
         return out
 
@@ -432,16 +435,16 @@ class Engine:
                 # row j picked the token at output index len(out) + j (the draft's, then the pending one)
                 picks.extend((len(out) + j, hid[j], int(guesses[j])) for j in range(acc + 1))
             # take the accepted draft tokens one at a time (stop rules apply to each)
-            cut = None
+            shown: str | None = None
             for d in draft[:acc]:
                 if d in self.stop_ids:
                     reason = "eos"
                     break
                 out.append(d)
                 text = self._finish_text(pr, out)
-                r, cut = stop_cut(text, params)
+                r, shown = stop_cut(text, params)
                 if r is not None:
-                    reason, text = r, cut
+                    reason, text = r, shown
                     break
                 if len(out) >= params.max_tokens:
                     reason = "length"
@@ -455,8 +458,8 @@ class Engine:
                           or b"\n" in self.tok.decode_bytes(draft[:acc] + [pending])):
                 if rewind():
                     continue
-            if cut is not None and on_token is not None:
-                on_token(0, cut)
+            if shown is not None and on_token is not None:
+                on_token(0, shown)
             if reason is not None:
                 break
         t.decode_tokens += len(out)

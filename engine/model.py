@@ -154,6 +154,7 @@ class OnnxDecoder:
     def embedding_rows(self, ids: np.ndarray) -> np.ndarray:
         if self._emb_f32 is not None:
             return self._emb_f32[ids]
+        assert self._emb_q is not None and self._emb_s is not None, "no embedding table in the model directory"
         return embed_lookup(self._emb_q, self._emb_s, ids, self._emb_dim)
 
     @property

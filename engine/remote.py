@@ -302,7 +302,7 @@ class RemoteBackend:
         self.backoff.succeeded()
         t.total_ms = (time.perf_counter() - t.started) * 1000
         seen: set[str] = set()
-        uniq = []
+        uniq: list[Completion] = []
         for c in outs:
             if c.text in seen and uniq:
                 continue

@@ -941,7 +941,8 @@ class Session:
         """The suggestion is on screen: pre-generate where accepting it leads (unless already covered)."""
         text = item.text.replace(eol, "\n") if eol != "\n" else item.text
         replace = item.end[1] - item.start[1] if item.end[0] == item.start[0] else 0  # auto-closed characters
-        plan, remote_plan = [], []
+        plan: list[tuple[str, str, GenParams, float | None]] = []
+        remote_plan: list[tuple[str, str, GenParams, float | None]] = []
         for f in speculation.futures(state.prefix, state.suffix, text, replace):
             fs = self._state_at(state.uri, state.revision, state.offset, f.prefix, f.suffix, invoked=False)
             if fs.skip or self._covered(fs):

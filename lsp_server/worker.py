@@ -80,7 +80,8 @@ class EngineUnavailable(Exception):
 
 
 class EngineLike(Protocol):
-    model_id: str
+    @property
+    def model_id(self) -> str: ...
 
     def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
                  cancel: CancelToken | None = None, on_token: Any = None) -> tuple[list[Completion], Timings]: ...

@@ -10,8 +10,8 @@ tests can check what the client reported. The real end-to-end tests use the real
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import threading
 import time
 import uuid
@@ -100,7 +100,7 @@ def inline(ls: LanguageServer, params: t.InlineCompletionParams) -> t.InlineComp
     t0 = time.perf_counter()
     cid = uuid.uuid4().hex[:12]
     items = []
-    for rank, (i, text) in enumerate(typed_through(params.text_document.uri, params.position,
+    for rank, (_i, text) in enumerate(typed_through(params.text_document.uri, params.position,
                                                    suggestions(params.text_document.uri, params.position))):
         items.append(t.InlineCompletionItem(
             insert_text=text,
