@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,6 +70,7 @@ class FastPaths:
     # and decoding rewinds to the first pick it disagrees with: the output is the full head's
     trimmed_head: bool = True
     verify_rows: int = 16
+    earlier_drafts: int = 4  # recent generations' outputs also serve as drafts (0: the prompt only)
     kv_reuse: bool = True
     anchored_fim: bool = True  # typed text after the FIM middle token (a keystroke appends), else plain PSM
 
@@ -127,6 +129,7 @@ class Engine:
         self._accept = 0.6
         # the prompt's tokens the trimmed head lacks, and their (tied) embedding rows
         self._ctx_ids: np.ndarray | None = None
+        self._earlier: deque[list[int]] = deque(maxlen=max(1, self.config.fast.earlier_drafts))
         self._ctx_w: np.ndarray | None = None
         self.load_s = time.perf_counter() - t0
         self.warm_s = 0.0
@@ -402,7 +405,8 @@ class Engine:
             if fast.speculative and allowed is None:
                 room = min(fast.max_draft, params.max_tokens - len(out), self.decoder.capacity - len(self.tokens) - 2)
                 if room > 0:
-                    draft = ngram_draft(self.tokens + [pending], max_draft=room)
+                    earlier = list(self._earlier) if fast.earlier_drafts else ()
+                    draft = ngram_draft(self.tokens + [pending], max_draft=room, earlier=earlier[::-1])
                     if draft:
                         draft = draft[: choose_draft_len(self._costs, self._accept, len(draft))]
                     if not draft:  # drift back toward the prior so a bad patch does not switch drafting off for good
@@ -463,6 +467,8 @@ class Engine:
             if reason is not None:
                 break
         t.decode_tokens += len(out)
+        if len(out) >= 4 and (not self._earlier or self._earlier[-1] != out):
+            self._earlier.append(list(out))
         return Completion(text=text, token_ids=out, finish_reason=reason or "length", ttft_ms=t.ttft_ms)
 
     def _decode_batch(self, pr: Prompt, hidden: np.ndarray, healer: Healer | None,

@@ -3,6 +3,8 @@ one uniform draw per step, so a variant is reproducible from its seed alone."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 
@@ -52,10 +54,14 @@ def sample_index(logits: np.ndarray, temperature: float, top_k: int, top_p: floa
     return int(idx[min(j, len(idx) - 1)])
 
 
-def ngram_draft(seq: list[int], max_ngram: int = 3, min_ngram: int = 1, max_draft: int = 8) -> list[int]:
+def ngram_draft(seq: list[int], max_ngram: int = 3, min_ngram: int = 1, max_draft: int = 8,
+                earlier: Sequence[Sequence[int]] = ()) -> list[int]:
     """Prompt-lookup drafting: find the latest earlier occurrence of the sequence's last n-gram
     (longest n first) and propose the tokens that followed it. Code repeats itself, so these drafts
-    are often right, and verifying k of them costs about one forward pass (decode is memory bound)."""
+    are often right, and verifying k of them costs about one forward pass (decode is memory bound).
+    ``earlier``: outputs of recent generations (newest first), searched after ``seq`` for the same n-gram
+    (n >= 2): after the user types something a stream did not predict, the new generation often writes
+    much of what the old one had."""
     L = len(seq)
     for n in range(min(max_ngram, L - 1), min_ngram - 1, -1):
         tail = seq[L - n:]
@@ -66,6 +72,12 @@ def ngram_draft(seq: list[int], max_ngram: int = 3, min_ngram: int = 1, max_draf
                 if follow:
                     return follow
                 break
+        if n < 2:
+            continue
+        for out in earlier:
+            for start in range(len(out) - n - 1, -1, -1):
+                if list(out[start:start + n]) == tail:
+                    return list(out[start + n:start + n + max_draft])
     return []
 
 

@@ -47,6 +47,17 @@ def test_ngram_draft_copies_what_followed_the_last_match():
     assert ngram_draft([7, 8, 1, 7, 8, 2, 7, 8], max_ngram=2, max_draft=1) == [2]
 
 
+def test_ngram_draft_falls_back_to_earlier_outputs_for_longer_matches():
+    seq = [50, 51, 1, 2]  # [1, 2] never occurred before in seq
+    earlier = [[9, 1, 2, 3, 4, 5], [1, 2, 7]]  # newest first
+    assert ngram_draft(seq, max_draft=2, earlier=earlier) == [3, 4]
+    assert ngram_draft(seq, max_draft=2, earlier=earlier[1:]) == [7]
+    assert ngram_draft(seq, max_draft=2) == []
+    # the sequence itself wins over earlier outputs, and single tokens never match across them
+    assert ngram_draft([1, 2, 8, 1, 2], max_draft=1, earlier=earlier) == [8]
+    assert ngram_draft([60, 2], max_draft=2, earlier=[[2, 3]]) == []
+
+
 def test_expected_tokens_and_draft_choice():
     from engine.sampling import choose_draft_len, expected_tokens
 
