@@ -103,6 +103,8 @@ class FlintWorker:
         return {"ms": t.ttft_ms, "reused": t.reused_tokens, "tokens": t.prompt_tokens}
 
     def decode(self, prompt: str, max_tokens: int, fast: bool) -> dict:
+        # the same prompt runs once per round and mode: an earlier run's output would be a perfect draft
+        self.eng._earlier.clear()
         self._complete(prompt, 1, False)  # prefill outside the timing
         outs, t = self._complete(prompt, max_tokens, fast)
         n = len(outs[0].token_ids)
