@@ -63,6 +63,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
     import time
 
     from engine.engine import Engine, EngineConfig, ModelNotBuilt
+    from engine.postprocess import decide_mode, postprocess, split_cursor
     from engine.types import GenParams
 
     try:
@@ -86,6 +87,12 @@ def cmd_complete(args: argparse.Namespace) -> int:
     load_s = time.perf_counter() - t0
     params = GenParams(max_tokens=args.max_tokens, max_lines=args.max_lines, n=args.n)
     comps, t = eng.complete(prefix, suffix, params)
+    # what an editor would show: the server's post-processing (one line or a block, cut where the model
+    # runs past the code or repeats the text after the cursor)
+    line_prefix, line_suffix = split_cursor(prefix, suffix)
+    mode = decide_mode(line_prefix, line_suffix)
+    shown = [postprocess(c.text, prefix, suffix, mode=mode, max_lines=args.max_lines or 8,
+                         truncated=c.finish_reason not in ("eos", "stop")) for c in comps]
     if args.json:
         print(json.dumps({
             "model": eng.model_id, "load_s": round(load_s, 3),
@@ -93,15 +100,19 @@ def cmd_complete(args: argparse.Namespace) -> int:
                         "prefill_ms": round(t.prefill_ms, 1), "ttft_ms": round(t.ttft_ms, 1),
                         "total_ms": round(t.total_ms, 1), "decode_tokens": t.decode_tokens,
                         "forward_calls": t.forward_calls, "draft_accepted": t.draft_accepted},
+            "mode": mode,
             "completions": [{"variant": c.variant, "text": c.text, "finish_reason": c.finish_reason,
-                             "ttft_ms": round(c.ttft_ms, 1), "tokens": len(c.token_ids)} for c in comps],
+                             "suggestion": sug.text if sug else None, "replace": sug.replace if sug else 0,
+                             "ttft_ms": round(c.ttft_ms, 1), "tokens": len(c.token_ids)}
+                            for c, sug in zip(comps, shown, strict=True)],
         }, indent=2))
         return 0
     print(f"# {eng.model_id}: load {load_s:.2f}s, prompt {t.prompt_tokens} tok, "
           f"ttft {t.ttft_ms:.0f} ms, total {t.total_ms:.0f} ms, {t.decode_tokens} tok generated")
-    for c in comps:
-        print(f"--- variant {c.variant} ({c.finish_reason}, {len(c.token_ids)} tok, ttft {c.ttft_ms:.0f} ms)")
-        print(c.text)
+    for c, sug in zip(comps, shown, strict=True):
+        print(f"--- variant {c.variant} ({c.finish_reason}, {len(c.token_ids)} tok, ttft {c.ttft_ms:.0f} ms, "
+              f"{mode}-line suggestion{'' if args.raw else '; --raw for the model text'})")
+        print(c.text if args.raw else (sug.text if sug else "(nothing to show)"))
     return 0
 
 
@@ -214,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     pc.add_argument("location", metavar="FILE:LINE:COL")
     pc.add_argument("-n", type=int, default=1, help="number of variants")
     pc.add_argument("--json", action="store_true")
+    pc.add_argument("--raw", action="store_true", help="print the model's raw text, not the suggestion")
     pc.add_argument("--model", default=None, help="preset name or model directory")
     pc.add_argument("--max-tokens", type=int, default=64)
     pc.add_argument("--max-lines", type=int, default=None)
