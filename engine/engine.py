@@ -129,8 +129,9 @@ class Engine:
         self._accept = 0.6
         # the prompt's tokens the trimmed head lacks, and their (tied) embedding rows
         self._ctx_ids: np.ndarray | None = None
-        self._earlier: deque[list[int]] = deque(maxlen=max(1, self.config.fast.earlier_drafts))
         self._ctx_w: np.ndarray | None = None
+        # outputs of the last greedy generations, oldest first (drafts for the next ones)
+        self._earlier: deque[list[int]] = deque(maxlen=max(1, self.config.fast.earlier_drafts))
         self.load_s = time.perf_counter() - t0
         self.warm_s = 0.0
 
@@ -177,6 +178,10 @@ class Engine:
         log.info("forward cost per token count (ms): %s", {k: round(v * 1000, 1) for k, v in costs.items()})
         self.tokens = self.tokens[:past]
         self._last_hidden = None
+
+    def forget_outputs(self) -> None:
+        """Drop the remembered outputs that serve as drafts (benchmarks repeating a prompt)."""
+        self._earlier.clear()
 
     def reset(self) -> None:
         self.tokens = []
@@ -347,6 +352,7 @@ class Engine:
         base = len(self.tokens)  # the prompt's tokens in the KV cache; output token i sits at base + i
         # provisional picks of the trimmed head not yet re-checked by the full head: (out index, row, token)
         picks: list[tuple[int, np.ndarray, int]] = []
+        earlier = list(reversed(self._earlier)) if fast.earlier_drafts else []  # newest first
         allowed = self._allowed(healer, [])
         exact = allowed is not None or not lazy
         logits = self._logits(hidden, exact=exact)[0]
@@ -405,8 +411,7 @@ class Engine:
             if fast.speculative and allowed is None:
                 room = min(fast.max_draft, params.max_tokens - len(out), self.decoder.capacity - len(self.tokens) - 2)
                 if room > 0:
-                    earlier = list(self._earlier) if fast.earlier_drafts else ()
-                    draft = ngram_draft(self.tokens + [pending], max_draft=room, earlier=earlier[::-1])
+                    draft = ngram_draft(self.tokens + [pending], max_draft=room, earlier=earlier)
                     if draft:
                         draft = draft[: choose_draft_len(self._costs, self._accept, len(draft))]
                     if not draft:  # drift back toward the prior so a bad patch does not switch drafting off for good

@@ -29,7 +29,7 @@ from .manifest import Manifest
 log = logging.getLogger("flint.model")
 
 
-_POOL: dict[str, int | bool] = {}
+_shared: list[bool] = []  # decided once per process: whether sessions use the shared pool
 
 
 def _shared_pool(threads: int) -> bool:
@@ -39,8 +39,8 @@ def _shared_pool(threads: int) -> bool:
     and then every one of the ~250 ops per step pays a thread wake-up (a 1-token forward: 31 ms without
     spinning, 26 ms with one shared spinning pool). ``FLINT_SHARED_POOL=0`` goes back to per-session pools.
     Returns whether sessions should use the shared pool (its size is fixed by the first caller)."""
-    if "on" in _POOL:
-        return bool(_POOL["on"])
+    if _shared:
+        return _shared[0]
     on = os.environ.get("FLINT_SHARED_POOL", "1") != "0"
     if on:
         try:
@@ -52,7 +52,7 @@ def _shared_pool(threads: int) -> bool:
         except Exception as e:  # the environment already exists (a session was made elsewhere first)
             log.info("no shared onnxruntime thread pool (%s): per-session pools", e)
             on = False
-    _POOL["on"], _POOL["threads"] = on, threads
+    _shared.append(on)
     return on
 
 
@@ -217,10 +217,11 @@ class LazyHeads:
 
     def _make(self, name: str) -> None:
         try:
-            head = self._makers[name]()
+            self._store(name, self._makers[name]())
         except Exception:  # surfaced again by __getitem__, which makes it in the caller's thread
             log.exception("creating the %s LM head failed", name)
-            return
+
+    def _store(self, name: str, head: LMHead) -> None:
         with self._lock:
             self._made.setdefault(name, head)
 
@@ -229,13 +230,8 @@ class LazyHeads:
         if th is not None:
             th.join()
         if name not in self._made:
-            self._make_here(name)
+            self._store(name, self._makers[name]())
         return self._made[name]
-
-    def _make_here(self, name: str) -> None:
-        head = self._makers[name]()
-        with self._lock:
-            self._made.setdefault(name, head)
 
     def get(self, name: str) -> LMHead | None:
         return self[name] if name in self._makers else None

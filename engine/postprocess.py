@@ -359,6 +359,10 @@ def _is_subsequence(needle: str, hay: str) -> bool:
     return all(c in it for c in needle)
 
 
+# finish reasons of a generation stopped by a limit rather than by the model (its last line may be unfinished)
+CUT_OFF_REASONS = frozenset({"length", "deadline", "cancelled", "partial"})
+
+
 def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", max_lines: int = 8,
                 truncated: bool = False) -> Suggestion | None:
     """Raw model text at the cursor -> the suggestion to show, or None when nothing useful is left.

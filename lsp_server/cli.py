@@ -63,7 +63,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
     import time
 
     from engine.engine import Engine, EngineConfig, ModelNotBuilt
-    from engine.postprocess import decide_mode, postprocess, split_cursor
+    from engine.postprocess import CUT_OFF_REASONS, decide_mode, postprocess, split_cursor
     from engine.types import GenParams
 
     try:
@@ -92,7 +92,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
     line_prefix, line_suffix = split_cursor(prefix, suffix)
     mode = decide_mode(line_prefix, line_suffix)
     shown = [postprocess(c.text, prefix, suffix, mode=mode, max_lines=args.max_lines or 8,
-                         truncated=c.finish_reason not in ("eos", "stop")) for c in comps]
+                         truncated=c.finish_reason in CUT_OFF_REASONS) for c in comps]
     if args.json:
         print(json.dumps({
             "model": eng.model_id, "load_s": round(load_s, 3),

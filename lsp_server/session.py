@@ -35,7 +35,7 @@ from typing import Any
 
 from engine import routing, speculation
 from engine.cache import CompletionCache, cache_key, is_complete
-from engine.postprocess import Mode, decide_mode, postprocess, split_cursor
+from engine.postprocess import CUT_OFF_REASONS, Mode, decide_mode, postprocess, split_cursor
 from engine.types import Completion, GenParams, Timings
 from engine.typethrough import Entry, TypeThrough, reachable
 
@@ -74,19 +74,6 @@ TOKENS_PER_LINE = 24
 # through at once instead of waiting for a new generation (after Enter the server otherwise starts from
 # nothing: the slowest answers of bench_replay). The request is answered as soon as the shown line is done.
 LOOKAHEAD_TOKENS = SINGLE_LINE_TOKENS + TOKENS_PER_LINE
-
-
-def _lookahead_for_block(entry: Entry, state: State) -> bool:
-    """A one-line suggestion's look-ahead line serving a state that wants a block (after Enter): shown at
-    once, but it does not stand for the block a generation there would write."""
-    return state.mode == "multi" and len(entry.key) > 1 and entry.key[1] == 2 and \
-        shows_one_line(GenParams(max_tokens=entry.key[0], max_lines=2))
-
-
-def shows_one_line(params: GenParams) -> bool:
-    """Whether a generation's parameters are a one-line suggestion's (possibly with its look-ahead line):
-    (72, 2) is no block's (a block of k lines asks for 24 * (k + 1) tokens and k + 1 lines)."""
-    return params.max_lines == 1 or (params.max_lines == 2 and params.max_tokens == LOOKAHEAD_TOKENS)
 MAX_TOKENS = 256
 REMEMBERED_COMPLETIONS = 256  # ids kept for didShow / didAccept
 TYPING_HISTORY = 9  # keystroke times kept per document (for the adaptive debounce)
@@ -95,6 +82,22 @@ TYPING_HISTORY = 9  # keystroke times kept per document (for the adaptive deboun
 BURST_GAP_S = 0.015
 RACES_KEPT = 16  # races whose remote generation may still finish and win
 DISK_MISS_MEMORY = 64  # recent disk misses not asked again (this server fills the entries it misses)
+
+
+def is_lookahead(max_tokens: int, max_lines: int | None) -> bool:
+    """A one-line suggestion's generation with its look-ahead line, from its parameters (entries keep them
+    as ``key[:2]``): (72, 2) is no block's (a block of k lines asks for 24 * (k + 1) tokens, k + 1 lines)."""
+    return max_lines == 2 and max_tokens == LOOKAHEAD_TOKENS
+
+
+def shows_one_line(params: GenParams) -> bool:
+    return params.max_lines == 1 or is_lookahead(params.max_tokens, params.max_lines)
+
+
+def _lookahead_for_block(entry: Entry, state: State) -> bool:
+    """A look-ahead line serving a state that wants a block (after Enter): shown at once, but it does not
+    stand for the block a generation there would write."""
+    return state.mode == "multi" and len(entry.key) > 1 and is_lookahead(entry.key[0], entry.key[1])
 
 
 class RequestError(Exception):
@@ -826,7 +829,7 @@ class Session:
         """Would this (raw, possibly still streaming) text give a suggestion worth showing now?"""
         if live and not partial and "\n" not in c.text.lstrip("\n"):
             return False  # its first line is still being written
-        truncated = live or c.finish_reason in ("length", "deadline", "cancelled", "partial")
+        truncated = live or c.finish_reason in CUT_OFF_REASONS
         return postprocess(c.text, state.prefix, state.suffix, mode=mode, max_lines=self.settings.max_lines,
                            truncated=truncated) is not None
 
@@ -835,7 +838,7 @@ class Session:
         is no longer empty (a fresh request there would ask for one line), but the rest of the block is
         what they were shown."""
         if entry is not None and state.mode == "single" and (entry.key[1] or 2) > 1 and \
-                not shows_one_line(GenParams(max_tokens=entry.key[0], max_lines=entry.key[1])):
+                not is_lookahead(entry.key[0], entry.key[1]):
             _, line_suffix = split_cursor(state.prefix, state.suffix)
             if not line_suffix.strip():
                 return "multi"
@@ -924,7 +927,7 @@ class Session:
         items: list[Item] = []
         seen: set[tuple[str, int]] = set()
         for c in answer.comps:
-            truncated = c.finish_reason in ("length", "deadline", "cancelled", "partial")
+            truncated = c.finish_reason in CUT_OFF_REASONS
             sug = postprocess(c.text, state.prefix, state.suffix, mode=answer.mode,
                               max_lines=self.settings.max_lines, truncated=truncated)
             if sug is None or (sug.text, sug.replace) in seen:

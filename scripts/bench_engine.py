@@ -104,7 +104,7 @@ class FlintWorker:
 
     def decode(self, prompt: str, max_tokens: int, fast: bool) -> dict:
         # the same prompt runs once per round and mode: an earlier run's output would be a perfect draft
-        self.eng._earlier.clear()
+        self.eng.forget_outputs()
         self._complete(prompt, 1, False)  # prefill outside the timing
         outs, t = self._complete(prompt, max_tokens, fast)
         n = len(outs[0].token_ids)
