@@ -777,8 +777,16 @@ class Session:
         (at a deadline). ``since``: when the request arrived (a generation finished before it is
         "memory", one finished while it waited is the "model" it waited for). ``backend``: only that
         backend's generations and disk entries (None: any generation; the disk of the state's route)."""
+        hits = self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n) if self.speculating else []
+        if disk and hits and not any(h.exact for h in hits):
+            # the exact state beats typing through another state's generation, on disk as in memory: a
+            # complete entry stored for this very state (a restart revisiting it) answers whole at once,
+            # where a generation typed through may still be streaming toward it
+            stored = self._disk_answer(state, backend, complete_only=True)
+            if stored is not None:
+                return stored
         if self.speculating:
-            for hit in self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n):
+            for hit in hits:
                 entry = hit.entry
                 tier = entry_backend(entry)
                 if backend is not None and tier != backend:
@@ -813,17 +821,20 @@ class Session:
                     return _Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier)
         if not disk:
             return None
+        return self._disk_answer(state, backend)
+
+    def _disk_answer(self, state: State, backend: str | None, complete_only: bool = False) -> _Answer | None:
+        """The disk entry stored for this very state, as an answer (it joins the type-through entries)."""
         tier = backend or ("remote" if state.route == routing.REMOTE else "local")
-        stored = self._disk_get(state.prefix, state.suffix, state.params, tier)
-        if stored is not None:
-            comps = stored
-            if self.speculating:
-                self.typethrough.add(state.prefix, state.suffix, comps, n=state.params.n,
-                                     key=(*state.params.key(), tier), origin="disk")
-            # a stored start of a generation answers now; a generation here still writes the rest
-            return _Answer(comps[: state.params.n], "disk", state.mode, complete=is_complete(comps), origin="disk",
-                           backend=tier)
-        return None
+        comps = self._disk_get(state.prefix, state.suffix, state.params, tier)
+        if comps is None or (complete_only and not is_complete(comps)):
+            return None
+        if self.speculating:
+            self.typethrough.add(state.prefix, state.suffix, comps, n=state.params.n,
+                                 key=(*state.params.key(), tier), origin="disk")
+        # a stored start of a generation answers now; a generation here still writes the rest
+        return _Answer(comps[: state.params.n], "disk", state.mode, complete=is_complete(comps), origin="disk",
+                       backend=tier)
 
     def _shows(self, c: Completion, state: State, mode: Mode, live: bool, partial: bool) -> bool:
         """Would this (raw, possibly still streaming) text give a suggestion worth showing now?"""

@@ -329,6 +329,26 @@ async def test_restart_answers_from_disk(oracle_session, tmp_path):
     assert res.source == "type-through" and res.origin == "disk" and eng2.calls == []
 
 
+async def test_after_a_restart_the_exact_state_on_disk_beats_typing_through(oracle_session):
+    """A restarted server could type through a generation it started itself toward a state the first
+    server had answered: the complete entry stored for that very state answers instead (the exact state
+    first, on disk as in memory; a stream typed through may still be writing toward it)."""
+    s1, _ = oracle_session(TARGET)
+    s1.documents.open("file:///x.py", BODY + "re\n", 1)
+    assert (await s1.suggest("file:///x.py", 1, 6, invoked=False)).source == "model"  # stored for BODY + "re"
+    await settle(s1)
+    s1.shutdown()
+    s2, eng2 = oracle_session(TARGET)
+    s2.speculate = True
+    s2.documents.open("file:///x.py", BODY + "\n", 1)
+    s2.did_change("file:///x.py", cursor=len(BODY))  # the cursor arrives: a generation starts here
+    await settle(s2)
+    col, _ = type_chars(s2, "file:///x.py", "re", 1, 4, 1)
+    res = await s2.suggest("file:///x.py", 1, col, invoked=False)
+    assert res.source == "disk" and [it.text for it in res.items] == ["turn a + b"], res
+    assert [c[0] for c in eng2.calls] == [BODY]  # nothing generated for the state the disk answered
+
+
 async def test_restart_answers_from_the_start_a_cut_off_generation_left_on_disk(oracle_session):
     target = "value = " + "part_one + " * 8 + "end\n"
     s1, eng1 = oracle_session(target, step_s=0.03)  # ~1.4 s for the line
