@@ -248,10 +248,10 @@ class Engine:
     # ---- logits ---------------------------------------------------------------------------------
     def _set_context_rows(self, prompt_ids: list[int]) -> None:
         """Identifiers come from the user's own code: the prompt's tokens that the trimmed head lacks get
-        their logits from the (tied) embedding rows directly, a few hundred rows computed in numpy."""
+        their logits from the full head's own weight rows, a few hundred rows computed in numpy."""
         self._ctx_ids = None
         self._ctx_w = None
-        if not self.config.fast.trimmed_head or not self.decoder.head_is_embedding:
+        if not self.config.fast.trimmed_head:
             return
         code = self.decoder.heads.get("code")
         if code is None or code.ids is None:
@@ -259,8 +259,9 @@ class Engine:
         ids = np.setdiff1d(np.unique(np.asarray(prompt_ids, dtype=np.int64)), code.ids, assume_unique=True)
         ids = ids[ids < self.manifest.vocab_size]
         if ids.size:
-            self._ctx_ids = ids
-            self._ctx_w = self.decoder.embedding_rows(ids)  # [k, H] float32
+            rows = self.decoder.head_rows(ids)  # [k, H] float32
+            if rows is not None:
+                self._ctx_ids, self._ctx_w = ids, rows
 
     def _lazy_trimmed(self) -> bool:
         return self.config.fast.trimmed_head and "code" in self.decoder.heads

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
+from .lm_head import BLOCK as HEAD_BLOCK
 from .lm_head import embed_lookup
 from .manifest import Manifest
 
@@ -147,9 +148,43 @@ class OnnxDecoder:
                  ort.OrtValue.ortvalue_from_numpy(self.kv.values[i][:b]))
                 for i in range(manifest.num_layers)
             ]
-        # the LM head is the embedding matrix when the model ties them (Qwen2.5, Gemma)
+        # the LM head is the embedding matrix when the model ties them (Gemma; Qwen2.5's GGUF carries its
+        # own, separately quantised output matrix, so there it is not)
         self.head_is_embedding = bool((manifest.lm_head or {}).get("tied", False)) and self.embeds_input
+        self._head_w = self._map_head_weight()
         self.heads["full"]  # the full head is always used
+
+    def _map_head_weight(self) -> tuple[np.ndarray, np.ndarray | None] | None:
+        """The full head's own weight, memory-mapped from its ONNX external data file (written by
+        engine.lm_head.make_head_model: B then scales, or the fp32 W [K, N]); None if the file does not
+        have exactly that layout. Rows are read only where a prompt's tokens need them."""
+        info = self.manifest.lm_head or {}
+        path = self.model_dir / (info.get("full", "lm_head.onnx") + ".data")
+        n, k, bits = int(info.get("vocab", 0)), int(self.manifest.hidden_size), info.get("bits")
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return None
+        nb = (k + HEAD_BLOCK - 1) // HEAD_BLOCK
+        if bits == 8 and size == n * nb * HEAD_BLOCK + n * nb * 4:
+            q = np.memmap(path, dtype=np.uint8, mode="r", shape=(n, nb * HEAD_BLOCK))
+            s = np.memmap(path, dtype=np.float32, mode="r", offset=n * nb * HEAD_BLOCK, shape=(n, nb))
+            return q, s
+        if bits is None and size == n * k * 4:
+            return np.memmap(path, dtype=np.float32, mode="r", shape=(k, n)), None
+        return None
+
+    def head_rows(self, ids: np.ndarray) -> np.ndarray | None:
+        """The LM head's weight rows for ``ids`` ([len(ids), H] float32): logits for a few tokens without
+        running the whole head. None when they cannot be read."""
+        if self.head_is_embedding:
+            return self.embedding_rows(ids)
+        if self._head_w is None:
+            return None
+        w, scales = self._head_w
+        if scales is None:
+            return np.ascontiguousarray(w[:, ids].T)
+        return embed_lookup(w, scales, ids, self.manifest.hidden_size, HEAD_BLOCK)
 
     def embedding_rows(self, ids: np.ndarray) -> np.ndarray:
         if self._emb_f32 is not None:

@@ -82,6 +82,36 @@ def test_trimmed_head_picks_are_checked_by_the_full_head(engine):
     assert honest[0].token_ids == full[0].token_ids
 
 
+def test_the_prompts_own_tokens_are_scored_with_the_full_heads_rows(engine, monkeypatch):
+    """Identifiers in the user's code that the trimmed head lacks get their logits from the full head's own
+    weight rows: a prompt repeating such words is continued without a single rewind (without those rows,
+    every such word is a trimmed-head miss that the full head's re-check has to undo)."""
+    code_ids = set(engine.decoder.heads["code"].ids.tolist())
+    vocab = engine.tok.tk.get_vocab()
+    words = [w for w, i in sorted(vocab.items(), key=lambda kv: kv[1])
+             if w.startswith("\u0120") and w[1:].isalpha() and w[1:].islower() and len(w) > 6 and i not in code_ids][:3]
+    assert len(words) == 3, words
+    text = " ".join(w[1:] for w in words)
+    prefix = "# " + " ".join([text] * 5) + " " + words[0][1:]
+    ids = np.asarray([vocab[w] for w in words])
+    rows = engine.decoder.head_rows(ids)
+    hidden = np.random.default_rng(0).standard_normal((2, rows.shape[1])).astype(np.float32)
+    np.testing.assert_allclose(hidden @ rows.T, engine.decoder.heads["full"](hidden)[:, ids], atol=0.05)
+    fast = engine.config.fast
+    saved = fast.speculative
+    params = GenParams(max_tokens=6, token_healing=False)
+    try:
+        fast.speculative = False
+        with_rows, t = _fresh(engine, prefix, "", params)
+        monkeypatch.setattr(engine.decoder, "head_rows", lambda ids: None)
+        without, t0 = _fresh(engine, prefix, "", params)
+    finally:
+        fast.speculative = saved
+    assert set(with_rows[0].token_ids) & set(ids.tolist()), with_rows[0].text  # the pattern goes on
+    assert t.rewinds == 0 and t0.rewinds >= 1, (t, t0)
+    assert with_rows[0].token_ids == without[0].token_ids
+
+
 def test_variants_are_distinct_and_reproducible_from_their_seed(engine):
     p = PROMPTS[3]
     params = GenParams(max_tokens=20, n=3, seed=11, variant_temperature=0.9)
