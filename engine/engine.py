@@ -25,10 +25,12 @@ from .manifest import Manifest, load_manifest
 from .model import OnnxDecoder, default_threads
 from .presets import DEFAULT_MODEL, PRESETS
 from .prompt import Fim, Healer, HFTokenizer, Prompt, build_prompt, choose_anchor, clip_window, safe_decode
-from .sampling import Sampler, choose_draft_len, ngram_draft
+from .sampling import Sampler, choose_draft_len, ngram_match
 from .types import CancelToken, Completion, GenParams, Timings, TokenCallback, stop_cut
 
 log = logging.getLogger("flint.engine")
+
+ACCEPT_PRIOR = 0.6  # draft acceptance assumed for an n-gram match length not seen yet
 
 
 class ModelNotBuilt(RuntimeError):
@@ -126,7 +128,8 @@ class Engine:
         self._last_hidden: np.ndarray | None = None  # hidden state after self.tokens[-1]
         # measured forward time per token count (filled at warm-up) and the running draft acceptance
         self._costs: dict[int, float] = {1: 1.0}
-        self._accept = 0.6
+        # running draft acceptance per length of the n-gram the draft came from (a longer match drafts better)
+        self._accept: dict[int, float] = {}
         # the prompt's tokens the trimmed head lacks, and their (tied) embedding rows
         self._ctx_ids: np.ndarray | None = None
         self._ctx_w: np.ndarray | None = None
@@ -178,6 +181,12 @@ class Engine:
         log.info("forward cost per token count (ms): %s", {k: round(v * 1000, 1) for k, v in costs.items()})
         self.tokens = self.tokens[:past]
         self._last_hidden = None
+
+    def _observe_cost(self, m: int, seconds: float) -> None:
+        """Keep the forward cost table current from real decoding (the warm-up's two timings per size run
+        on cold shapes and overstate multi-token forwards, which makes drafts too long)."""
+        old = self._costs.get(m)
+        self._costs[m] = seconds if old is None else old + 0.1 * (seconds - old)
 
     def forget_outputs(self) -> None:
         """Drop the remembered outputs that serve as drafts (benchmarks repeating a prompt)."""
@@ -266,19 +275,32 @@ class Engine:
     def _lazy_trimmed(self) -> bool:
         return self.config.fast.trimmed_head and "code" in self.decoder.heads
 
-    def _logits(self, hidden: np.ndarray, exact: bool) -> np.ndarray:
-        """Logits [rows, V]: the full head, or (``exact`` False, trimmed head on) the code-token head plus
-        the prompt's own tokens, other tokens -inf. Trimmed picks are provisional: ``_verify`` checks them."""
-        heads = self.decoder.heads
+    def _logits(self, hidden: np.ndarray) -> np.ndarray:
+        """Logits [rows, V] from the full head (sampling needs the whole distribution)."""
+        return self.decoder.heads["full"](hidden.reshape(-1, hidden.shape[-1]))
+
+    def _greedy(self, hidden: np.ndarray, exact: bool, allowed: np.ndarray | None = None) -> np.ndarray:
+        """Greedy token ids [rows] (``allowed`` constrains the first row): like argmax over ``_logits``, but
+        the trimmed head's picks come from its own columns and the prompt's rows, without a vocabulary-
+        sized row per position."""
         h2 = hidden.reshape(-1, hidden.shape[-1])
         if exact or not self._lazy_trimmed():
-            return heads["full"](h2)
-        code = heads["code"]
-        out = np.full((h2.shape[0], self.manifest.vocab_size), -np.inf, dtype=np.float32)
-        out[:, code.ids] = code(h2)
+            lg = self._logits(h2)
+            guesses = np.argmax(lg, axis=1)
+            if allowed is not None:
+                guesses[0] = allowed[np.argmax(lg[0, allowed])]
+            return guesses
+        code = self.decoder.heads["code"]
+        lg = code(h2)
+        rows = np.arange(h2.shape[0])
+        best = np.argmax(lg, axis=1)
+        guesses = code.ids[best] if code.ids is not None else best
         if self._ctx_ids is not None and self._ctx_w is not None:
-            out[:, self._ctx_ids] = h2 @ self._ctx_w.T
-        return out
+            cl = h2 @ self._ctx_w.T
+            cb = np.argmax(cl, axis=1)
+            take = cl[rows, cb] > lg[rows, best]
+            guesses = np.where(take, self._ctx_ids[cb], guesses)
+        return guesses.astype(np.int64)
 
     def _verify(self, picks: list[tuple[int, np.ndarray, int]]) -> tuple[int, int, np.ndarray] | None:
         """Check provisional picks (output index, hidden row, token) with the full head in one call; the
@@ -356,8 +378,7 @@ class Engine:
         earlier = list(reversed(self._earlier)) if fast.earlier_drafts else []  # newest first
         allowed = self._allowed(healer, [])
         exact = allowed is not None or not lazy
-        logits = self._logits(hidden, exact=exact)[0]
-        tok = int(allowed[np.argmax(logits[allowed])]) if allowed is not None else int(np.argmax(logits))
+        tok = int(self._greedy(hidden, exact, allowed)[0])
         if not exact:
             picks.append((0, np.asarray(hidden).reshape(-1), tok))
         out: list[int] = []
@@ -408,28 +429,29 @@ class Engine:
                 break
             # one forward: the pending token plus a draft copied from earlier context
             draft: list[int] = []
+            match = 0
             allowed = self._allowed(healer, out)  # still healing: the next token is constrained, no draft
             if fast.speculative and allowed is None:
                 room = min(fast.max_draft, params.max_tokens - len(out), self.decoder.capacity - len(self.tokens) - 2)
                 if room > 0:
-                    draft = ngram_draft(self.tokens + [pending], max_draft=room, earlier=earlier)
+                    draft, match = ngram_match(self.tokens + [pending], max_draft=room, earlier=earlier)
                     if draft:
-                        draft = draft[: choose_draft_len(self._costs, self._accept, len(draft))]
-                    if not draft:  # drift back toward the prior so a bad patch does not switch drafting off for good
-                        self._accept += 0.05 * (0.6 - self._accept)
+                        a = self._accept.get(match, ACCEPT_PRIOR)
+                        draft = draft[: choose_draft_len(self._costs, a, len(draft))]
+                        if not draft:  # drift back toward the prior so a bad patch does not switch drafting off
+                            self._accept[match] = a + 0.05 * (ACCEPT_PRIOR - a)
             if len(self.tokens) + 1 + len(draft) > self.decoder.capacity:
                 if rewind():
                     continue
                 reason = "length"
                 break
             ids = [pending] + draft
+            t0 = time.perf_counter()
             hid = self.decoder.forward(np.asarray([ids], dtype=np.int64), len(self.tokens))[0]
+            self._observe_cost(len(ids), time.perf_counter() - t0)
             t.forward_calls += 1
             exact = allowed is not None or not lazy
-            lg = self._logits(hid, exact=exact)
-            guesses = np.argmax(lg, axis=1)
-            if allowed is not None:
-                guesses[0] = allowed[np.argmax(lg[0, allowed])]
+            guesses = self._greedy(hid, exact, allowed)
             # accept rule: draft[j] stands if the model's own greedy choice after ids[:j+1] equals it
             acc = 0
             while acc < len(draft) and int(guesses[acc]) == draft[acc]:
@@ -437,7 +459,7 @@ class Engine:
             t.draft_accepted += acc
             if draft:  # running per-token acceptance: P(accept next | accepted so far)
                 hit = acc / len(draft) if acc < len(draft) else 1.0
-                self._accept = 0.8 * self._accept + 0.2 * hit
+                self._accept[match] = 0.8 * self._accept.get(match, ACCEPT_PRIOR) + 0.2 * hit
             self.tokens = self.tokens + ids[: 1 + acc]
             self._last_hidden = hid[acc]
             pending = int(guesses[acc])
@@ -482,8 +504,7 @@ class Engine:
                       on_token: TokenCallback | None) -> list[Completion]:
         n = len(samplers)
         prompt_len = len(self.tokens)
-        exact = True  # sampling needs the full distribution
-        logits = self._logits(hidden, exact=exact)[0]
+        logits = self._logits(hidden)[0]
         first = self._allowed(healer, [])
         pending = [s(logits, first) for s in samplers]
         outs: list[list[int]] = [[] for _ in range(n)]
@@ -531,7 +552,7 @@ class Engine:
             if reasons[0] is None:
                 fed0.append(pending[0])
             step += 1
-            lg = self._logits(hid[:, -1, :], exact=exact)
+            lg = self._logits(hid[:, -1, :])
             for i in range(n):
                 if reasons[i] is None:
                     pending[i] = samplers[i](lg[i], self._allowed(healer, outs[i]))

@@ -36,10 +36,29 @@ def code_text() -> str:
     return "\n".join(parts)
 
 
-def decode_prompts(text: str) -> list[str]:
-    """Prefixes that end inside function bodies (places where code repeats its own names)."""
+# Decode prompts come from code the trimmed LM head's corpus (engine.lm_head.code_corpus_files) does not
+# include, as a user's own code is not in it: stdlib modules past the corpus' share of the stdlib, and pygls
+# (a runtime dependency, so present wherever Flint is installed; site-packages are never in the corpus).
+DECODE_SPOTS = (("stdlib", "textwrap.py", "def dedent("), ("stdlib", "shlex.py", "    def read_token"),
+                ("stdlib", "json/decoder.py", "def JSONArray("),
+                ("pygls", "workspace/text_document.py", "    def position_to_client_units"))
+
+
+def decode_prompts() -> list[str]:
+    """Prefixes that end inside function bodies (places where code repeats its own names), from files
+    the trimmed head's corpus does not hold."""
+    import pygls
+
+    from engine.lm_head import code_corpus_files
+
+    roots = {"stdlib": Path(sysconfig.get_paths()["stdlib"]), "pygls": Path(pygls.__file__).parent}
+    corpus = {p.resolve() for p in code_corpus_files()}
     out = []
-    for marker in ("    def _get_optional_kwargs", "    def _match_argument", "def dedent(", "    def read_token"):
+    for root, name, marker in DECODE_SPOTS:
+        path = roots[root] / name
+        if not path.exists() or path.resolve() in corpus:
+            continue
+        text = path.read_text()
         i = text.find(marker)
         if i > 0:
             j = text.find("\n", text.find("\n", i) + 1)  # keep the def line and one more
@@ -289,7 +308,7 @@ def main() -> int:
     ids = tk.encode(p1000)
     tail_text = tk.decode_bytes(ids[-5:]).decode("utf-8", "replace")
     changed = p1000[: len(p1000) - len(tail_text)] + "    x_y = 1\n" if p1000.endswith(tail_text) else p1000 + " "
-    dprompts = decode_prompts(text)
+    dprompts = decode_prompts()
     # a FIM keystroke: the cursor inside a method, ~3,000 characters before it and 600 after it
     cur = text.find("\n", text.find("    def _get_values(self, action, arg_strings):")) + 1
     cur = text.find("\n", cur + 200) + 9
@@ -388,7 +407,8 @@ def main() -> int:
           "is other work sharing them; llama.cpp, whose threads busy-wait, loses more to it)\n",
           "Reproduce: `python scripts/bench_engine.py` (llama.cpp via `pip install -e '.[bench]'`).\n",
           "Medians (p95 where a metric has more than 3 samples). decode = greedy tokens/s after the first token "
-          f"on {len(dprompts)} code prompts from the Python stdlib ({args.decode_tokens} tokens); decode_fast = "
+          f"on {len(dprompts)} code prompts from files outside the trimmed head's corpus (stdlib textwrap, shlex, json.decoder; "
+          f"pygls) ({args.decode_tokens} tokens); decode_fast = "
           "prompt-lookup speculation + trimmed LM head (its picks re-checked by the full head in batches: exact); ttft_reuse = first token after only the last 5 tokens "
           "of a 1,000-token prompt changed (KV cache reused); ttft_keystroke_fim = first token after one character is "
           "typed in a FIM prompt (3,000 characters before the cursor, 600 after) whose previous state is cached: "
