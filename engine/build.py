@@ -47,13 +47,22 @@ EXPORT_HINT = (
 PRECISIONS: dict[str, tuple[str, dict[str, str]]] = {
     "int4": ("int4", {}),  # round-to-nearest int4 blocks of 32, int8 compute (accuracy_level 4)
     "int4-mixed": ("int4", {"algo_config": "k_quant_mixed"}),  # k-quant int4, sensitive layers int8
-    "int8": ("int8", {}),
+    # int8 blocks of 128 (not the builder's 32): decode ~18% faster (fewer scales to read and apply), and
+    # the same greedy text as fp32 as often (39/44 prompts vs 38/44: docs/benchmarks/quality.md)
+    "int8": ("int8", {"block_size": "128"}),
     "fp32": ("fp32", {}),
 }
 
 
 class BuildError(RuntimeError):
     pass
+
+
+def is_current(model_dir: Path, precision: str) -> bool:
+    """A complete build made with the current weight recipe for its precision (an older recipe is rebuilt:
+    ``flint model build`` after an upgrade replaces it, atomically, as any build does)."""
+    m = load_manifest(model_dir)
+    return m is not None and precision in PRECISIONS and m.quant == PRECISIONS[precision][1]
 
 
 def _require_export_deps() -> None:
@@ -260,7 +269,7 @@ def build_model_dir(
         raise BuildError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     head_bits = None if PRECISIONS[precision][0] == "fp32" else 8
     final = paths.models_dir() / f"{name}-{precision}"
-    if not force and (final / MANIFEST_NAME).exists():
+    if not force and is_current(final, precision):
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".build-{name}-"))
@@ -308,6 +317,7 @@ def build_model_dir(
             embed_scale=(float(text_cfg["hidden_size"]) ** 0.5
                          if str(text_cfg.get("model_type", cfg.get("model_type", ""))).startswith("gemma") else 1.0),
             lm_head=heads,
+            quant=dict(PRECISIONS[precision][1]),
             built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         )
         shutil.rmtree(work, ignore_errors=True)
@@ -329,7 +339,7 @@ def build_preset(preset_name: str, precision: str | None = None, *, force: bool 
     preset = PRESETS[preset_name]
     precision = precision or preset.default_precision
     final = paths.models_dir() / f"{preset.name}-{precision}"
-    if not force and (final / MANIFEST_NAME).exists():
+    if not force and is_current(final, precision):
         return final
     _require_export_deps()
     gguf_path = fetch_gguf(preset)

@@ -30,15 +30,19 @@ class Manifest:
     min_kv_capacity: int = 0
     embed_scale: float = 1.0  # Gemma multiplies token embeddings by sqrt(hidden_size)
     lm_head: dict[str, Any] = field(default_factory=dict)
+    # the weight recipe (builder options that change the weights, e.g. {"block_size": "128"}): a build made
+    # with another recipe than the current one for its precision is rebuilt, and caches never mix the two
+    quant: dict[str, str] = field(default_factory=dict)
     built_at: str = ""
     format_version: int = FORMAT_VERSION
     path: str = ""  # filled on load, not stored
 
     @property
     def model_id(self) -> str:
-        """Identity for caches: name, precision and the source checksum."""
+        """Identity for caches: name, precision (+ its weight recipe) and the source checksum."""
         sha = str(self.source.get("sha256", self.source.get("path", "")))[:16]
-        return f"{self.name}-{self.precision}-{sha}"
+        recipe = "".join(f"-{k[0]}{v}" for k, v in sorted(self.quant.items()))  # block_size 128 -> "-b128"
+        return f"{self.name}-{self.precision}{recipe}-{sha}"
 
     def write(self, directory: Path) -> None:
         data = asdict(self)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import random
 import statistics
 import sys
 import time
@@ -27,6 +28,26 @@ from engine.types import GenParams  # noqa: E402
 
 PROMPTS = json.loads(resources.files("engine").joinpath("data/eval_prompts.json").read_text())
 MAX_NEW = 24
+
+
+def heldout_prompts(n: int, seed: int = 7) -> list[dict[str, str]]:
+    """Cursors at the start of a line's code in pygls and lsprotocol (runtime dependencies, so on every
+    machine; never in the trimmed head's corpus, as a user's code is not): 1,500 characters before, 300 after."""
+    import lsprotocol
+    import pygls
+
+    files = [f for root in (Path(pygls.__file__).parent, Path(lsprotocol.__file__).parent)
+             for f in sorted(root.rglob("*.py")) if f.stat().st_size > 4000]
+    rng = random.Random(seed)
+    rng.shuffle(files)
+    out = []
+    for f in files[:n]:
+        t = f.read_text()
+        lines = t.split("\n")
+        i = rng.randrange(len(lines) // 4, len(lines) - 3)
+        off = sum(len(x) + 1 for x in lines[:i]) + len(lines[i]) - len(lines[i].lstrip())
+        out.append({"prefix": t[max(0, off - 1500):off], "suffix": t[off:off + 300]})
+    return out
 
 
 def run_flint(mdir: Path) -> tuple[list[str], float, list[list[int]]]:
@@ -127,7 +148,13 @@ def main() -> int:
     ap.add_argument("--precisions", default="int4,int4-mixed,int8")
     ap.add_argument("--no-llamacpp", action="store_true")
     ap.add_argument("--lines", type=int, default=60, help="held-out line completions for PSM vs anchored (0: skip)")
+    ap.add_argument("--heldout", type=int, default=30,
+                    help="prompts from pygls/lsprotocol code added to the eval prompts (0: eval prompts only)")
+    ap.add_argument("--extra", action="append", default=[], metavar="LABEL=DIR",
+                    help="another model directory to compare (e.g. an older weight recipe)")
     args = ap.parse_args()
+    n_eval = len(PROMPTS)
+    PROMPTS.extend(heldout_prompts(args.heldout) if args.heldout else [])
     ref_dir = resolve_model_dir(paths.models_dir() / f"{args.model}-fp32")
     ref, ref_rate, _ = run_flint(ref_dir)
     ref_eng = Engine(ref_dir, EngineConfig(threads=2))
@@ -145,8 +172,9 @@ def main() -> int:
         except ImportError:
             print("llama-cpp-python missing: skipping", file=sys.stderr)
     del ref_eng
-    for prec in [p for p in args.precisions.split(",") if p]:
-        d = paths.models_dir() / f"{args.model}-{prec}"
+    dirs = [(prec, paths.models_dir() / f"{args.model}-{prec}") for prec in args.precisions.split(",") if prec]
+    dirs += [(e.split("=", 1)[0], Path(e.split("=", 1)[1])) for e in args.extra]
+    for prec, d in dirs:
         if not (d / "flint.json").exists():
             print(f"{d} not built; skipping (flint model build -p {prec})", file=sys.stderr)
             continue
@@ -162,10 +190,16 @@ def main() -> int:
                                   "char_agreement": round(statistics.mean(prefix_agreement(a, b) for a, b in zip(llama, ref, strict=True)), 3)})
     lines_res = line_eval(resolve_model_dir(args.model), line_samples(args.lines)) if args.lines else {}
     n = len(PROMPTS)
-    head = "| precision | same greedy text as fp32 | mean shared-prefix share | same as llama.cpp | decode tok/s (plain, 2 threads) |\n|---|---|---|---|---|"
+    for k, t in texts.items():
+        if k in rows:
+            rows[k]["same_as_fp32_eval"] = sum(a == b for a, b in zip(t[:n_eval], ref[:n_eval], strict=True))
+    head = ("| precision | same greedy text as fp32 (all) | … eval prompts | … held-out code | mean shared-prefix share | "
+            "same as llama.cpp | decode tok/s (plain, 2 threads) |\n|---|---|---|---|---|---|---|")
     lines = [head]
     for k, r in rows.items():
-        lines.append(f"| {k} | {r.get('same_as_fp32', '')}/{n} | {r.get('char_agreement', '')} | "
+        ev = r.get("same_as_fp32_eval", n_eval if k == "fp32" else None)
+        split = f"{ev}/{n_eval} | {r.get('same_as_fp32', 0) - ev}/{n - n_eval}" if ev is not None else " | "
+        lines.append(f"| {k} | {r.get('same_as_fp32', '')}/{n} | {split} | {r.get('char_agreement', '')} | "
                      f"{str(r.get('same_as_llamacpp', '')) + '/' + str(n) if 'same_as_llamacpp' in r else ''} | {r.get('decode_tok_s', '')} |")
     table = "\n".join(lines)
     if lines_res:
@@ -181,11 +215,12 @@ def main() -> int:
                                                   "texts": texts, "date": time.strftime("%Y-%m-%d %H:%M")}, indent=1))
     (out / "quality.md").write_text(
         f"# Quantisation quality vs speed\n\n{time.strftime('%Y-%m-%d %H:%M')} · model `{args.model}` · {n} prompts "
-        f"(FIM and prefix-only, engine/data/eval_prompts.json) · greedy, {MAX_NEW} new tokens, token healing off, "
+        f"({n_eval} FIM and prefix-only eval prompts, engine/data/eval_prompts.json; {n - n_eval} cursors in pygls and "
+        "lsprotocol code, at the start of a line's code, 1,500 characters before and 300 after) · greedy, {MAX_NEW} new tokens, token healing off, "
         "plain PSM prompts: every engine gets the same token ids, so this table is about the weights alone.\n\n"
         "fp32 is the dequantised GGUF (its ONNX greedy text equals transformers' — tests/test_reference.py). "
         "The GGUF itself is mixed Q5_0/Q6_K/Q4_K/Q8_0, so llama.cpp's text is the quality users get today.\n\n"
-        f"Reproduce: `python scripts/bench_quality.py`\n\n{table}\n\n"
+        f"Reproduce: `python {' '.join(['scripts/bench_quality.py', *sys.argv[1:]])}`\n\n{table}\n\n"
         "## Prompt layout: PSM vs anchored\n\n"
         f"{args.lines} held-out line completions from the Python standard library (the cursor inside a line after a "
         "non-word character; the truth is the rest of the line; the suffix starts at the next line break), "

@@ -120,3 +120,25 @@ def test_bad_precision_is_refused(tiny_hf, home):
 
     with pytest.raises(BuildError, match="unknown precision"):
         build_from_hf(Path(tiny_hf), name="x", precision="int3")
+
+
+def test_an_int8_build_with_an_older_weight_recipe_is_rebuilt_and_never_shares_cache_keys(tiny_hf, home):
+    """int8 weights changed recipe (blocks of 128): a directory built before is not current, `flint model
+    build` replaces it, and its completions are cached under another model id."""
+    from engine.build import PRECISIONS, build_from_hf, is_current
+
+    out = build_from_hf(tiny_hf, name="tiny", precision="int8")
+    m = load_manifest(out)
+    assert m is not None and m.quant == PRECISIONS["int8"][1] == {"block_size": "128"} and is_current(out, "int8")
+    new_id = m.model_id
+    data = json.loads((out / MANIFEST_NAME).read_text())
+    data.pop("quant")  # as written before the recipe was recorded
+    (out / MANIFEST_NAME).write_text(json.dumps(data))
+    old = load_manifest(out)
+    assert old is not None and not is_current(out, "int8") and old.model_id != new_id
+    built_at = old.built_at
+    time.sleep(1.1)
+    assert build_from_hf(tiny_hf, name="tiny", precision="int8") == out
+    again = load_manifest(out)
+    assert again is not None and again.quant == {"block_size": "128"} and again.built_at != built_at
+    assert again.model_id == new_id
