@@ -18,10 +18,13 @@ pytestmark = pytest.mark.model
 
 PROMPTS = json.loads(resources.files("engine").joinpath("data/eval_prompts.json").read_text())
 MAX_NEW = 24
-# The default (int8 body and head) reproduces fp32's greedy text on 12/14 prompts with the prompts Flint
-# serves (anchored FIM, token healing on); the two that differ part at a near-tie after the function
-# ends (docs/benchmarks/quality.md). With plain PSM prompts it was 14/14.
-MIN_AGREEMENT = 0.8
+# The default (int8 body in blocks of 128, int8 head) reproduces fp32's greedy text on 11/14 prompts with
+# the prompts Flint serves (anchored FIM, token healing on): two part at the first token between two
+# plausible lines, one after a blank line. Blocks of 32 did 12/14 here; on plain PSM prompts (33, with 19
+# from pygls/lsprotocol code) they did 29 against 28, on 30 other held-out spots 24 against 27: no quality
+# difference these samples can show, and blocks of 128 decode 14-18% faster (docs/benchmarks/quality.md).
+# int4 does 4/14: this bound still tells them apart.
+MIN_AGREEMENT = 0.75
 
 
 def _engine_texts(model_dir, heal: bool) -> list[str]:
