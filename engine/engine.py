@@ -130,7 +130,7 @@ class Engine:
         self._costs: dict[int, float] = {1: 1.0}
         # running draft acceptance per length of the n-gram the draft came from (a longer match drafts better)
         self._accept: dict[int, float] = {}
-        # the prompt's tokens the trimmed head lacks, and their (tied) embedding rows
+        # the prompt's tokens the trimmed head lacks, and their rows of the full head
         self._ctx_ids: np.ndarray | None = None
         self._ctx_w: np.ndarray | None = None
         # outputs of the last greedy generations, oldest first (drafts for the next ones)
