@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from . import paths
-from .manifest import MANIFEST_NAME, Manifest, load_manifest
+from .manifest import Manifest, load_manifest
 from .presets import DEFAULT_MODEL, PRESETS, FimTemplate, Preset
 
 log = logging.getLogger("flint.build")
