@@ -238,7 +238,7 @@ class Proc:
 
 # ---------------------------------------------------------------------------------------------------
 def cut_tokens(text: str, ntok, target: int) -> str:
-    """The longest line-aligned... no: the shortest prefix of text with >= target tokens (by bisection)."""
+    """The shortest prefix of text with at least target tokens (by bisection)."""
     lo, hi = 1, len(text)
     while lo < hi:
         mid = (lo + hi) // 2
