@@ -171,6 +171,11 @@ class HFTokenizer:
 
         self.tk = Tokenizer.from_file(path)
         self._byte_decoder = {v: k for k, v in _bytes_to_unicode().items()}
+        # str.translate table: byte-level characters to the bytes they stand for (as latin-1 characters);
+        # any other character of the first 256 becomes one latin-1 cannot encode, so a token holding it takes
+        # the general path, exactly as the per-character check would
+        self._byte_table = {i: "\u0100" for i in range(256)}
+        self._byte_table.update({ord(c): chr(b) for c, b in self._byte_decoder.items()})
         dec = json.loads(self.tk.to_str()).get("decoder") or {}
         kinds = {dec.get("type")} | {d.get("type") for d in dec.get("decoders", []) or []}
         self.byte_level = "ByteLevel" in kinds
@@ -196,6 +201,12 @@ class HFTokenizer:
             if i in added:
                 out[i] = added[i].encode("utf-8")
                 continue
+            if self.byte_level:
+                try:  # the whole token in C: ~8x faster than a generator over its characters (151k tokens)
+                    out[i] = s.translate(self._byte_table).encode("latin-1")
+                    continue
+                except UnicodeEncodeError:
+                    pass
             if self.byte_level and all(c in self._byte_decoder for c in s):
                 out[i] = bytes(self._byte_decoder[c] for c in s)
             else:  # sentencepiece-style vocab (e.g. Gemma): '▁' is a space, <0xNN> a byte

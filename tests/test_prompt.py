@@ -157,3 +157,26 @@ def test_healer_allows_tokens_that_cover_or_start_the_healed_bytes():
     assert sorted(h.allowed(b"\n  ")) == [4]  # two spaces left
     assert h.allowed(b"\n    ") is None  # covered: healing is done
     assert Healer(idx, b"<|fim").allowed(b"") == []  # special tokens never heal text
+
+
+def test_token_byte_table_matches_the_byte_level_mapping_of_every_token(model_dir):
+    """The table is built with str.translate for speed; each entry must equal the GPT-2 byte mapping applied
+    character by character (and the tokenizer's own decoding of that token)."""
+    from engine.prompt import HFTokenizer
+
+    tk = HFTokenizer(str(model_dir / "tokenizer.json"))
+    table = tk._token_bytes
+    added = set(tk.special_ids())
+    checked = 0
+    for s, i in tk.tk.get_vocab(with_added_tokens=True).items():
+        if i in added or i >= len(table):
+            continue
+        assert all(c in tk._byte_decoder for c in s), s
+        assert table[i] == bytes(tk._byte_decoder[c] for c in s), (i, s)
+        checked += 1
+    assert checked > 150_000
+    # a multi-byte character split over tokens joins back into the text
+    text = "naïve façade → 日本語 ✓"
+    assert tk.decode_bytes(tk.encode(text)).decode("utf-8") == text
+    # a character outside the byte-level alphabet takes the general path instead of a wrong byte
+    assert " ".translate(tk._byte_table) == "\u0100"
