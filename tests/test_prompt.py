@@ -165,6 +165,7 @@ def test_token_byte_table_matches_the_byte_level_mapping_of_every_token(model_di
     from engine.prompt import HFTokenizer
 
     tk = HFTokenizer(str(model_dir / "tokenizer.json"))
+    assert tk.byte_level
     table = tk._token_bytes
     added = set(tk.special_ids())
     checked = 0
@@ -180,3 +181,18 @@ def test_token_byte_table_matches_the_byte_level_mapping_of_every_token(model_di
     assert tk.decode_bytes(tk.encode(text)).decode("utf-8") == text
     # a character outside the byte-level alphabet takes the general path instead of a wrong byte
     assert " ".translate(tk._byte_table) == "\u0100"
+
+
+def test_byte_level_vocabularies_are_told_from_sentencepiece_ones(tmp_path):
+    from tokenizers import Tokenizer, decoders, models
+
+    from engine.prompt import HFTokenizer
+
+    for dec, expected in ((decoders.ByteLevel(), True),
+                          (decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]), False),
+                          (decoders.Sequence([decoders.ByteLevel()]), True)):
+        tk = Tokenizer(models.WordLevel({"a": 0, "<unk>": 1}, unk_token="<unk>"))
+        tk.decoder = dec
+        path = tmp_path / "tokenizer.json"
+        tk.save(str(path))
+        assert HFTokenizer(str(path)).byte_level is expected, dec
