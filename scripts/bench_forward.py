@@ -81,11 +81,15 @@ def main() -> int:
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
 
-    from engine.engine import resolve_model_dir
+    from engine.engine import ModelNotBuilt, resolve_model_dir
     from engine.manifest import load_manifest
     from engine.model import OnnxDecoder
 
-    mdir = resolve_model_dir(args.model)
+    try:
+        mdir = resolve_model_dir(args.model)
+    except ModelNotBuilt as e:
+        print(e, file=sys.stderr)
+        return 2
     man = load_manifest(mdir)
     if man is None:
         print(f"no built model at {mdir}: run `flint model build {args.model}`", file=sys.stderr)
