@@ -165,7 +165,6 @@ class HFTokenizer:
     """tokenizers.Tokenizer wrapper with byte-level token strings (GPT-2 byte mapping)."""
 
     def __init__(self, path: str) -> None:
-
         from tokenizers import Tokenizer
 
         self.tk = Tokenizer.from_file(path)
@@ -201,7 +200,7 @@ class HFTokenizer:
                 out[i] = added[i].encode("utf-8")
                 continue
             if self.byte_level:
-                try:  # the whole token in C: ~8x faster than a generator over its characters (151k tokens)
+                try:  # the whole token in C, not a generator over its characters (the table: 0.71 -> 0.32 s)
                     out[i] = s.translate(self._byte_table).encode("latin-1")
                     continue
                 except UnicodeEncodeError:

@@ -161,7 +161,7 @@ def test_healer_allows_tokens_that_cover_or_start_the_healed_bytes():
 
 def test_token_byte_table_matches_the_byte_level_mapping_of_every_token(model_dir):
     """The table is built with str.translate for speed; each entry must equal the GPT-2 byte mapping applied
-    character by character (and the tokenizer's own decoding of that token)."""
+    character by character."""
     from engine.prompt import HFTokenizer
 
     tk = HFTokenizer(str(model_dir / "tokenizer.json"))
