@@ -200,18 +200,18 @@ class HFTokenizer:
                 out[i] = added[i].encode("utf-8")
                 continue
             if self.byte_level:
-                try:  # the whole token in C, not a generator over its characters (the table: 0.71 -> 0.32 s)
+                # the whole token in C, not a generator over its characters (the table: 0.71 -> 0.32 s); it
+                # fails exactly when a character is outside the byte-level alphabet
+                try:
                     out[i] = s.translate(self._byte_table).encode("latin-1")
                     continue
                 except UnicodeEncodeError:
                     pass
-            if self.byte_level and all(c in self._byte_decoder for c in s):
-                out[i] = bytes(self._byte_decoder[c] for c in s)
-            else:  # sentencepiece-style vocab (e.g. Gemma): '▁' is a space, <0xNN> a byte
-                if s.startswith("<0x") and s.endswith(">") and len(s) == 6:
-                    out[i] = bytes([int(s[3:5], 16)])
-                else:
-                    out[i] = s.replace("\u2581", " ").encode("utf-8")
+            # sentencepiece-style vocab (e.g. Gemma): '▁' is a space, <0xNN> a byte
+            if s.startswith("<0x") and s.endswith(">") and len(s) == 6:
+                out[i] = bytes([int(s[3:5], 16)])
+            else:
+                out[i] = s.replace("\u2581", " ").encode("utf-8")
         return out
 
     def token_bytes(self, i: int) -> bytes:

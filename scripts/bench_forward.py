@@ -60,7 +60,8 @@ def weight_mb(mdir: Path) -> float:
     return sum(f.stat().st_size for f in mdir.glob("model.onnx*")) / 1e6
 
 
-def median_ms(fn, n: int) -> list[float]:
+def timings_ms(fn, n: int) -> list[float]:
+    """n timed calls of fn after one untimed one (ms)."""
     fn()
     xs = []
     for _ in range(n):
@@ -129,8 +130,8 @@ def main() -> int:
                 for m in TOKENS:
                     x = np.array([[500 + i for i in range(m)]], dtype=np.int64)
                     res[label].setdefault(f"{c}:{m}", []).extend(
-                        median_ms(lambda dec=dec, x=x, c=c: dec.forward(x, c), args.repeats))
-            res[label].setdefault("head", []).extend(median_ms(lambda dec=dec: dec.heads["full"](h), args.repeats))
+                        timings_ms(lambda dec=dec, x=x, c=c: dec.forward(x, c), args.repeats))
+            res[label].setdefault("head", []).extend(timings_ms(lambda dec=dec: dec.heads["full"](h), args.repeats))
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
 
     out: dict[str, dict] = {}
