@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from functools import cached_property
+from collections.abc import Sequence
 from typing import Protocol
 
 
@@ -34,6 +35,38 @@ class Prompt:
     ids: list[int]
     heal: bytes = b""  # bytes already typed that the generated text must start with (token healing)
     anchor: tuple[str, str] | None = None  # FIM: (prefix-slot text, suffix), see choose_anchor
+    head: int = 0  # leading ids a window cut must keep (BOS, the repository context block, the FIM prefix token)
+
+
+# Repository-level FIM markers, per model family: Qwen2.5-Coder's (its report's "repo-level FIM format"),
+# StarCoder2's. A tokenizer with neither pair gets no context block.
+REPO_MARKERS = (("<|repo_name|>", "<|file_sep|>"), ("<repo_name>", "<file_sep>"))
+
+
+class ChunkLike(Protocol):
+    @property
+    def path(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+
+
+def context_ids(tok: Tok, repo: str, chunks: Sequence[ChunkLike], current_path: str) -> list[int]:
+    """The repository context block in tokens: ``<|repo_name|>`` repo, then ``<|file_sep|>`` path + text
+    per chunk, then ``<|file_sep|>`` current_path (each name on its own line); the FIM block follows. Each
+    piece is encoded on its own, so the ids of a chunk never depend on its neighbours (a block that keeps its
+    first chunks keeps their KV). Empty when the tokenizer has no repository markers."""
+    rid = sid = None
+    for repo_mark, sep_mark in REPO_MARKERS:
+        rid, sid = tok.special_id(repo_mark), tok.special_id(sep_mark)
+        if rid is not None and sid is not None:
+            break
+    if rid is None or sid is None:
+        return []
+    ids = [rid] + tok.encode(repo + "\n")
+    for c in chunks:
+        text = c.text if c.text.endswith("\n") else c.text + "\n"
+        ids += [sid] + tok.encode(c.path + "\n" + text)
+    return ids + [sid] + tok.encode(current_path + "\n")
 
 
 def clip_window(prefix: str, suffix: str, max_prefix_chars: int, max_suffix_chars: int) -> tuple[str, str]:
@@ -87,11 +120,13 @@ def choose_anchor(prefix: str, suffix: str, previous: tuple[str, str] | None,
 
 
 def build_prompt(tok: Tok, prefix: str, suffix: str, fim: Fim | None, *, bos_id: int | None = None,
-                 heal: bool = True, anchor: int | None = None) -> Prompt:
+                 heal: bool = True, anchor: int | None = None, context: Sequence[int] = ()) -> Prompt:
     """FIM: ``<prefix> P[:anchor] <suffix> S <middle> P[anchor:]`` (``anchor`` None: the whole prefix in
     the prefix slot, plain PSM). Prefix-only models: the prefix. With ``heal``, the last token of the text
-    the model continues is backed off and the generation must reproduce its bytes (see Healer)."""
-    ids: list[int] = [bos_id] if bos_id is not None else []
+    the model continues is backed off and the generation must reproduce its bytes (see Healer).
+    ``context`` (see context_ids) goes first, after BOS: a stable prefix whose KV every keystroke reuses."""
+    ids: list[int] = ([bos_id] if bos_id is not None else []) + list(context)
+    head = len(ids) + (1 if fim is not None else 0)
     flow = prefix
     if fim is not None:
         fp, fs, fm = (tok.special_id(fim.prefix), tok.special_id(fim.suffix), tok.special_id(fim.middle))
@@ -106,7 +141,7 @@ def build_prompt(tok: Tok, prefix: str, suffix: str, fim: Fim | None, *, bos_id:
                 healed, slot_ids = last, slot_ids[:-1]
         ids = ids + [fp] + slot_ids + [fs] + (tok.encode(suffix) if suffix else []) + [fm]
         if anchor is None:
-            return Prompt(ids, healed)
+            return Prompt(ids, healed, head=head)
     flow_ids = tok.encode(flow) if flow else []
     healed = b""
     if heal and flow_ids:
@@ -115,7 +150,7 @@ def build_prompt(tok: Tok, prefix: str, suffix: str, fim: Fim | None, *, bos_id:
         # indentation the next word would absorb), so it is always backed off and re-chosen
         healed = tok.token_bytes(flow_ids[-1])
         flow_ids = flow_ids[:-1]
-    return Prompt(ids + flow_ids, healed)
+    return Prompt(ids + flow_ids, healed, head=head)
 
 
 class Healer:

@@ -196,3 +196,38 @@ def test_byte_level_vocabularies_are_told_from_sentencepiece_ones(tmp_path):
         path = tmp_path / "tokenizer.json"
         tk.save(str(path))
         assert HFTokenizer(str(path)).byte_level is expected, dec
+
+
+# ---- repository context block in front of the file window ----------------------------------------------
+from engine.prompt import context_ids  # noqa: E402
+
+
+class RepoTok(ByteTok):
+    specials = {**ByteTok.specials, "<|repo_name|>": 303, "<|file_sep|>": 304}
+    vocab_size = 305  # type: ignore[assignment]
+
+
+class _C:
+    def __init__(self, path, text):
+        self.path, self.text = path, text
+
+
+def test_context_block_uses_the_repository_format_and_goes_first_after_bos():
+    t = RepoTok()
+    ctx = context_ids(t, "proj", [_C("pkg/a.py", "def f(x):\n    ...")], "pkg/b.py")
+    assert t.decode_bytes(ctx) == b"<|repo_name|>proj\n<|file_sep|>pkg/a.py\ndef f(x):\n    ...\n<|file_sep|>pkg/b.py\n"
+    pre = "import a\nf("
+    p = build_prompt(t, pre, "\n", FIM, bos_id=7, anchor=pre.index("f("), context=ctx)
+    assert p.ids[: 1 + len(ctx)] == [7] + ctx and p.head == len(ctx) + 2
+    # the rest is exactly the prompt without context
+    q = build_prompt(t, pre, "\n", FIM, bos_id=7, anchor=pre.index("f("))
+    assert p.ids[1 + len(ctx):] == q.ids[1:] and p.heal == q.heal and q.head == 2
+
+
+def test_context_block_is_empty_without_repository_markers_and_chunks_encode_independently():
+    assert context_ids(ByteTok(), "proj", [_C("a.py", "x = 1\n")], "b.py") == []
+    t = RepoTok()
+    one = context_ids(t, "r", [_C("a.py", "x = 1\n")], "c.py")
+    two = context_ids(t, "r", [_C("a.py", "x = 1\n"), _C("b.py", "y = 2\n")], "c.py")
+    # a chunk appended after the kept ones leaves the earlier ids (their KV) as they were
+    assert two[: len(one) - len(t.encode("c.py\n")) - 1] == one[: len(one) - len(t.encode("c.py\n")) - 1]

@@ -1,0 +1,586 @@
+"""Repository context for the prompt: chunks of other open files, definitions of the names the current file
+imports from the workspace, and recent edits as small diffs (issue 17).
+
+Pure logic plus guarded file reads; no pygls. The server keeps one ``Workspace`` per session, tells it about
+documents (``open`` / ``change`` / ``focus`` / ``close``) and, in idle time, asks ``gather`` for a
+``ContextBlock``; ``engine.prompt.context_ids`` turns the block into the token ids put in front of the file
+window (Qwen2.5-Coder's repository format). Chunk selection follows llama.vim's ring buffer: chunks of at
+most 64 lines, dropped when > 0.5 word-Dice similar to the text around the cursor (they make the model copy),
+merged when > 0.9 similar to a chunk already taken.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger("flint.context")
+
+CHUNK_LINES = 64  # llama.vim's chunk size
+MAX_FILE_BYTES = 1_000_000  # larger files are generated or data: never read
+DROP_SIMILAR = 0.5  # a chunk this similar to the text around the cursor is dropped
+MERGE_SIMILAR = 0.9  # a chunk this similar to one already taken is a duplicate
+AROUND_LINES = 32  # lines either side of the cursor compared against chunks / searched for used names
+DEFAULT_BUDGET = 1024  # tokens; see docs/benchmarks/context.md
+DEFAULT_SOURCES = ("imports", "open", "edits")
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def approx_tokens(text: str) -> int:
+    """A tokenizer-free token estimate for code (~3.3 characters per token)."""
+    return len(text) * 3 // 10 + 1
+
+
+# ---- similarity ---------------------------------------------------------------------------------------
+def words(text: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(text))
+
+
+def dice(a: frozenset[str], b: frozenset[str]) -> float:
+    """Word-Dice similarity of two word sets: 2|a & b| / (|a| + |b|)."""
+    if not a or not b:
+        return 0.0
+    return 2 * len(a & b) / (len(a) + len(b))
+
+
+# ---- chunks --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Chunk:
+    path: str  # as shown after <|file_sep|>: relative to the workspace folder
+    text: str
+    source: str  # "open" | "import" | "edit"
+    line: int = 0  # first line (0-based) of the chunk in its file
+    score: float = 0.0  # higher first; set by the source
+
+    @property
+    def label(self) -> str:
+        """What status / `flint complete --json` shows: path:line (1-based) and the source."""
+        return f"{self.path}:{self.line + 1} ({self.source})"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.path, self.text)
+
+
+def split_chunks(text: str, max_lines: int = CHUNK_LINES) -> list[tuple[int, str]]:
+    """(first line, text) pieces of at most ``max_lines`` lines, cut preferably where a top-level statement
+    starts (a line with no indentation after a blank line), so a chunk tends to hold whole definitions."""
+    lines = text.splitlines(keepends=True)
+    out: list[tuple[int, str]] = []
+    start = 0
+    while start < len(lines):
+        end = min(len(lines), start + max_lines)
+        if end < len(lines):
+            # the last top-level start in the second half of the window
+            for j in range(end, start + max_lines // 2, -1):
+                ln = lines[j]
+                if ln[:1] not in (" ", "\t", "\n", "\r", "") and lines[j - 1].strip() == "":
+                    end = j
+                    break
+        piece = "".join(lines[start:end])
+        if piece.strip():
+            out.append((start, piece))
+        start = end
+    return out
+
+
+def select_chunks(candidates: Iterable[Chunk], around: str, budget: int,
+                  count: Callable[[str], int] = approx_tokens) -> list[Chunk]:
+    """The best-scored chunks that fit ``budget`` tokens: those too similar to ``around`` (the text near the
+    cursor) dropped, near-duplicates of a better chunk dropped (the better one stands for both)."""
+    near = words(around)
+    taken: list[tuple[Chunk, frozenset[str]]] = []
+    used = 0
+    for c in sorted(candidates, key=lambda c: -c.score):
+        w = words(c.text)
+        if dice(w, near) > DROP_SIMILAR:
+            log.debug("context: %s dropped, too similar to the cursor's text", c.label)
+            continue
+        if any(c.key == t.key or dice(w, tw) > MERGE_SIMILAR for t, tw in taken):
+            continue
+        cost = count(c.path) + count(c.text) + 2
+        if used + cost > budget:
+            continue  # a smaller, lower-scored chunk may still fit
+        taken.append((c, w))
+        used += cost
+    return [c for c, _ in taken]
+
+
+def order_stably(previous: Iterable[Chunk], chosen: list[Chunk]) -> list[Chunk]:
+    """The block's order: chunks the previous block had keep their order at the front (their KV stays valid
+    up to the first change), new ones follow, best last (nearest the file being completed)."""
+    keep = {c.key for c in chosen}
+    head = [c for c in previous if c.key in keep]
+    seen = {c.key for c in head}
+    tail = sorted((c for c in chosen if c.key not in seen), key=lambda c: c.score)
+    return head + tail
+
+
+@dataclass(frozen=True)
+class ContextBlock:
+    """What goes in front of the file window: ``<|repo_name|>repo``, then ``<|file_sep|>path`` + text per
+    chunk, then ``<|file_sep|>current_path`` (engine.prompt.context_ids lays it out in tokens)."""
+
+    repo: str
+    chunks: tuple[Chunk, ...]
+    current_path: str
+
+    def digest(self) -> str:
+        """Identity of the block for caches (a suggestion made with other context is another entry)."""
+        h = hashlib.sha256()
+        for part in (self.repo, self.current_path, *(f"{c.path}\0{c.text}" for c in self.chunks)):
+            h.update(part.encode("utf-8", "surrogatepass"))
+            h.update(b"\1")
+        return h.hexdigest()[:16]
+
+    def labels(self) -> list[str]:
+        return [c.label for c in self.chunks]
+
+
+# ---- guarded file access -------------------------------------------------------------------------------
+def inside(path: Path, roots: Iterable[Path]) -> Path | None:
+    """The real path if it lies under one of the (real) workspace roots, else None (symlink loops and
+    vanished files: None)."""
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop before Python 3.13
+        log.debug("context: %s skipped (%s)", path, e)
+        return None
+    for r in roots:
+        if real == r or r in real.parents:
+            return real
+    log.debug("context: %s skipped, outside the workspace", path)
+    return None
+
+
+def read_text(path: Path, roots: Iterable[Path], max_bytes: int = MAX_FILE_BYTES) -> str | None:
+    """A workspace file's text, or None (outside the workspace, vanished, a loop, huge, binary, not UTF-8)."""
+    real = inside(path, roots)
+    if real is None:
+        return None
+    try:
+        if not real.is_file() or real.stat().st_size > max_bytes:
+            log.debug("context: %s skipped (not a regular file or larger than %d bytes)", path, max_bytes)
+            return None
+        data = real.read_bytes()
+    except OSError as e:
+        log.debug("context: %s skipped (%s)", path, e)
+        return None
+    return decode_text(data, str(path))
+
+
+def decode_text(data: bytes, name: str = "") -> str | None:
+    if b"\0" in data[:8192]:
+        log.debug("context: %s skipped (binary)", name)
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        log.debug("context: %s skipped (not UTF-8)", name)
+        return None
+
+
+def usable_text(text: str, name: str = "", max_bytes: int = MAX_FILE_BYTES) -> bool:
+    """Whether an open document's text may feed the context (not huge, not binary)."""
+    if len(text) > max_bytes or "\0" in text[:8192]:
+        log.debug("context: %s skipped (huge or binary)", name)
+        return False
+    return True
+
+
+# ---- imports (Python) ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Imported:
+    local: str  # the name bound in the current file
+    module: Path  # the workspace file it comes from
+    attr: str | None  # the name inside that module (None: the module itself is bound)
+
+
+def _import_nodes(source: str) -> list[ast.Import | ast.ImportFrom]:
+    """Import statements of a file; a file mid-edit rarely parses, so then each import statement alone."""
+    try:
+        tree = ast.parse(source)
+        return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    except (SyntaxError, ValueError):
+        pass
+    out: list[ast.Import | ast.ImportFrom] = []
+    for m in re.finditer(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)",
+                         source, re.M):
+        try:
+            node = ast.parse(m.group(0).strip()).body
+        except (SyntaxError, ValueError):
+            continue
+        out.extend(n for n in node if isinstance(n, (ast.Import, ast.ImportFrom)))
+    return out
+
+
+def _module_file(base: Path, parts: list[str]) -> Path | None:
+    p = base.joinpath(*parts) if parts else base
+    for cand in (p.with_name(p.name + ".py") if parts else None, p / "__init__.py"):
+        if cand is not None and cand.is_file():
+            return cand
+    return None
+
+
+def search_bases(roots: Iterable[Path]) -> list[Path]:
+    """Where absolute imports are looked up: each workspace folder and its src/ (the src layout)."""
+    out = []
+    for r in roots:
+        out.append(r)
+        if (r / "src").is_dir():
+            out.append(r / "src")
+    return out
+
+
+def resolve_imports(source: str, file: Path, roots: list[Path]) -> list[Imported]:
+    """The names ``source`` (the text of ``file``) imports from Python files under ``roots``. Imports
+    resolving outside the workspace (installed packages, the stdlib) are never read."""
+    real_roots = _real_roots(roots)
+    bases = search_bases(real_roots)
+    out: list[Imported] = []
+    for node in _import_nodes(source):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                parts = a.name.split(".")
+                target = _find_module(bases, parts)
+                real = inside(target, real_roots) if target is not None else None
+                if real is not None:
+                    # `import a.b` binds a; `import a.b as m` binds m to a.b
+                    out.append(Imported(a.asname or a.name, real, None))
+            continue
+        mod_parts = node.module.split(".") if node.module else []
+        if node.level:
+            base: Path | None = file.parent
+            for _ in range(node.level - 1):
+                base = base.parent if base is not None else None
+            mbases = [base] if base is not None else []
+        else:
+            mbases = bases
+        for a in node.names:
+            if a.name == "*":
+                continue
+            local = a.asname or a.name
+            sub = _find_module(mbases, mod_parts + [a.name])  # `from pkg import mod`
+            real = inside(sub, real_roots) if sub is not None else None
+            if real is not None:
+                out.append(Imported(local, real, None))
+                continue
+            target = _find_module(mbases, mod_parts)
+            real = inside(target, real_roots) if target is not None else None
+            if real is not None:
+                out.append(Imported(local, real, a.name))
+    return out
+
+
+def _find_module(bases: Iterable[Path], parts: list[str]) -> Path | None:
+    for b in bases:
+        f = _module_file(b, parts)
+        if f is not None:
+            return f
+    return None
+
+
+def _real_roots(roots: Iterable[Path]) -> list[Path]:
+    out = []
+    for r in roots:
+        try:
+            out.append(Path(r).resolve(strict=True))
+        except (OSError, RuntimeError):
+            log.debug("context: workspace folder %s skipped", r)
+    return out
+
+
+# ---- definitions ---------------------------------------------------------------------------------------
+def _doc_lines(node: ast.AST, lines: list[str], max_doc_lines: int) -> list[str]:
+    body = getattr(node, "body", None)
+    if not body or not isinstance(body[0], ast.Expr) or not isinstance(getattr(body[0], "value", None), ast.Constant) \
+            or not isinstance(body[0].value.value, str):
+        return []
+    d = body[0]
+    seg = lines[d.lineno - 1: (d.end_lineno or d.lineno)]
+    if len(seg) > max_doc_lines:
+        indent = seg[0][: len(seg[0]) - len(seg[0].lstrip())]
+        seg = seg[: max_doc_lines - 1] + [f'{indent}..."""\n']
+    return seg
+
+
+def _header(node: ast.AST, lines: list[str]) -> list[str]:
+    """Decorators and the def/class line(s) up to the colon that opens the body."""
+    first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])  # type: ignore[attr-defined]
+    body = getattr(node, "body", [])
+    last = body[0].lineno - 1 if body else node.lineno  # type: ignore[attr-defined]
+    if body and body[0].lineno == node.lineno:  # `def f(): return 1`: one line
+        last = node.lineno  # type: ignore[attr-defined]
+    return lines[first - 1: max(last, node.lineno)]  # type: ignore[attr-defined]
+
+
+def _outline(node: ast.AST, lines: list[str], max_doc_lines: int) -> str:
+    """A definition as the model needs it to call it: signature and docstring (a class: also its
+    attributes' lines and its methods' signatures with the first docstring line)."""
+    out = _header(node, lines) + _doc_lines(node, lines, max_doc_lines)
+    if isinstance(node, ast.ClassDef):
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if item.name.startswith("_") and item.name not in ("__init__", "__call__", "__enter__"):
+                    continue
+                out += _header(item, lines) + _doc_lines(item, lines, 1)
+                indent = " " * (item.col_offset + 4)
+                out.append(f"{indent}...\n")
+            elif isinstance(item, (ast.AnnAssign, ast.Assign)) and item.end_lineno and item.end_lineno - item.lineno < 3:
+                out += lines[item.lineno - 1: item.end_lineno]
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        indent = " " * (node.col_offset + 4)
+        out.append(f"{indent}...\n")
+    return "".join(ln if ln.endswith("\n") else ln + "\n" for ln in out)
+
+
+def python_definitions(source: str, names: Iterable[str] | None = None, max_doc_lines: int = 12) -> dict[str, tuple[int, str]]:
+    """Top-level definitions of ``source`` (all when ``names`` is None) as name -> (line, outline):
+    functions and classes by signature and docstring, short assignments verbatim."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return regex_definitions(source, names)
+    want = None if names is None else set(names)
+    lines = source.splitlines(keepends=True)
+    out: dict[str, tuple[int, str]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if want is None or node.name in want:
+                out[node.name] = (node.lineno - 1, _outline(node, lines, max_doc_lines))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.end_lineno and node.end_lineno - node.lineno < 4:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and (want is None or t.id in want):
+                    out[t.id] = (node.lineno - 1, "".join(lines[node.lineno - 1: node.end_lineno]))
+    return out
+
+
+_DEF_RE = r"^[ \t]*(?:export[ \t]+)?(?:pub(?:\([^)]*\))?[ \t]+)?(?:async[ \t]+)?" \
+          r"(?:def|class|function|fn|func|const|let|var|type|interface|struct|enum|trait)[ \t]+{name}\b"
+
+
+def regex_definitions(source: str, names: Iterable[str] | None, max_lines: int = 8) -> dict[str, tuple[int, str]]:
+    """A cheap fallback for files ``ast`` cannot read (other languages, a broken file): the line defining each
+    name and what follows it up to a blank line (at most ``max_lines``)."""
+    out: dict[str, tuple[int, str]] = {}
+    if names is None:
+        return out
+    lines = source.splitlines(keepends=True)
+    for name in names:
+        m = re.search(_DEF_RE.format(name=re.escape(name)), source, re.M)
+        if m is None:
+            continue
+        first = source.count("\n", 0, m.start())
+        seg = []
+        for ln in lines[first: first + max_lines]:
+            if seg and not ln.strip():
+                break
+            seg.append(ln)
+        out[name] = (first, "".join(seg))
+    return out
+
+
+def names_near(text: str, offset: int, lines: int = AROUND_LINES) -> list[str]:
+    """Identifiers (and dotted ``a.b`` pairs as ``a.b``) near ``offset``, nearest first."""
+    start, end = around_span(text, offset, lines)
+    found: dict[str, int] = {}
+    for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?", text[start:end]):
+        d = abs(start + m.start() - offset)
+        for name in (m.group(0), m.group(0).split(".")[0]):
+            if name not in found or d < found[name]:
+                found[name] = d
+    return sorted(found, key=lambda n: found[n])
+
+
+def around_span(text: str, offset: int, lines: int = AROUND_LINES) -> tuple[int, int]:
+    start = offset
+    for _ in range(lines):
+        start = text.rfind("\n", 0, max(0, start - 1)) + 1 if start > 0 else 0
+        if start == 0:
+            break
+    end = offset
+    for _ in range(lines):
+        nl = text.find("\n", end + 1)
+        end = len(text) if nl < 0 else nl
+        if nl < 0:
+            break
+    return start, end
+
+
+# ---- recent edits --------------------------------------------------------------------------------------
+def edit_diff(path: str, before: str, after: str, context: int = 2, max_lines: int = 24) -> str | None:
+    """A small unified diff of one edit (None when nothing changed or the diff is too large to help)."""
+    if before == after:
+        return None
+    diff = list(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                     f"a/{path}", f"b/{path}", n=context))
+    if not diff or len(diff) > max_lines:
+        return None
+    return "".join(ln if ln.endswith("\n") else ln + "\n" for ln in diff)
+
+
+# ---- the session's view of the workspace -----------------------------------------------------------------
+@dataclass
+class _Doc:
+    text: str
+    base: str  # the text the pending edit diff starts from
+    focused: float = 0.0
+    edited: float = 0.0
+
+
+@dataclass
+class Workspace:
+    """Documents the user has open, their recent edits, and the workspace folders imports resolve in.
+
+    Not thread-safe: the session's thread owns it (``gather`` is cheap pure work plus reads of the few
+    files the current one imports)."""
+
+    roots: list[Path]
+    budget: int = DEFAULT_BUDGET
+    sources: tuple[str, ...] = DEFAULT_SOURCES
+    max_edits: int = 4
+    docs: dict[Path, _Doc] = field(default_factory=dict)
+    edits: list[tuple[float, Path, str]] = field(default_factory=list)  # (time, file, diff), newest last
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        self.roots = [Path(r) for r in self.roots]
+        self._real = _real_roots(self.roots)
+        self._last: tuple[Chunk, ...] = ()
+
+    def relpath(self, file: Path) -> str:
+        for r in list(self.roots) + list(self._real):
+            if r in file.parents:
+                return file.relative_to(r).as_posix()
+        return file.name
+
+    def open(self, file: Path, text: str) -> None:
+        self.docs[Path(file)] = _Doc(text, text, focused=self.clock())
+
+    def focus(self, file: Path) -> None:
+        d = self.docs.get(Path(file))
+        if d is not None:
+            d.focused = self.clock()
+
+    def close(self, file: Path) -> None:
+        self.docs.pop(Path(file), None)
+
+    def change(self, file: Path, text: str) -> None:
+        """A new text of an open document; the edit since the last checkpoint becomes a diff when it stops
+        growing small (see ``checkpoint``)."""
+        d = self.docs.get(Path(file))
+        if d is None:
+            self.open(file, text)
+            return
+        d.text = text
+        d.edited = d.focused = self.clock()
+
+    def checkpoint(self, file: Path) -> None:
+        """Record the document's edit since the last checkpoint as a recent-edit diff (the server calls this
+        when the user pauses or leaves the document)."""
+        file = Path(file)
+        d = self.docs.get(file)
+        if d is None or d.text == d.base:
+            return
+        diff = edit_diff(self.relpath(file), d.base, d.text)
+        d.base = d.text
+        if diff is not None:
+            self.edits.append((self.clock(), file, diff))
+            del self.edits[: -self.max_edits]
+
+    def gather(self, file: Path, text: str, offset: int, count: Callable[[str], int] = approx_tokens,
+               budget: int | None = None) -> ContextBlock | None:
+        """The context block for a cursor at ``offset`` in ``text`` (the document ``file``), or None when no
+        source has anything to add."""
+        file = Path(file)
+        budget = self.budget if budget is None else budget
+        if budget <= 0:
+            return None
+        s, e = around_span(text, offset)
+        around = text[s:e]
+        cands: list[Chunk] = []
+        if "imports" in self.sources and file.suffix in (".py", ".pyi"):
+            cands += self.import_chunks(file, text, offset)
+        if "open" in self.sources:
+            cands += self.open_chunks(file, around)
+        if "edits" in self.sources:
+            now = self.clock()
+            for t, f, diff in self.edits:
+                cands.append(Chunk(self.relpath(f) + ".diff", diff, "edit", 0, 1.0 + 1.0 / (1.0 + (now - t) / 60)))
+        chosen = select_chunks(cands, around, budget, count)
+        if not chosen:
+            return None
+        self._last = tuple(order_stably(self._last, chosen))
+        return ContextBlock(self.repo_name(), self._last, self.relpath(file))
+
+    def repo_name(self) -> str:
+        return self.roots[0].name if self.roots else "workspace"
+
+    def import_chunks(self, file: Path, text: str, offset: int) -> list[Chunk]:
+        """Outlines of the imported names used near the cursor (nearest first), then of the rest."""
+        near = names_near(text, offset)
+        rank = {n: i for i, n in enumerate(near)}
+        by_module: dict[Path, list[tuple[str | None, str]]] = {}
+        for imp in resolve_imports(text, file, self.roots):
+            by_module.setdefault(imp.module, []).append((imp.attr, imp.local))
+        out: list[Chunk] = []
+        for mod, uses in by_module.items():
+            src = self._text_of(mod)
+            if src is None:
+                continue
+            wanted: dict[str, float] = {}
+            for attr, local in uses:
+                if attr is not None:
+                    wanted[attr] = max(wanted.get(attr, 0.0), _near_score(rank.get(local)))
+                else:  # a module: the attributes used as local.attr near the cursor
+                    for n, i in rank.items():
+                        if n.startswith(local + "."):
+                            a = n[len(local) + 1:]
+                            wanted[a] = max(wanted.get(a, 0.0), _near_score(i))
+            if not wanted:
+                continue
+            defs = python_definitions(src, wanted) if mod.suffix in (".py", ".pyi") else regex_definitions(src, wanted)
+            rel = self.relpath(mod)
+            for name, (line, outline) in defs.items():
+                out.append(Chunk(rel, outline, "import", line, 2.0 + wanted[name]))
+        return out
+
+    def open_chunks(self, file: Path, around: str) -> list[Chunk]:
+        """Chunks of the other open documents: the more recently focused or edited, the better; within a
+        document, the chunk sharing the most words with the cursor's neighbourhood first."""
+        near = words(around)
+        others = sorted(((max(d.focused, d.edited), f, d) for f, d in self.docs.items() if f != file), reverse=True)
+        out: list[Chunk] = []
+        for rank, (_, f, d) in enumerate(others[:8]):
+            if not usable_text(d.text, str(f)):
+                continue
+            rel = self.relpath(f)
+            recency = 1.0 / (1 + rank)
+            for line, piece in split_chunks(d.text):
+                w = words(piece)
+                overlap = len(w & near) / (len(near) or 1)
+                out.append(Chunk(rel, piece, "open", line, recency * 0.5 + overlap))
+        return out
+
+    def _text_of(self, file: Path) -> str | None:
+        d = self.docs.get(file)
+        if d is not None:
+            return d.text if usable_text(d.text, str(file)) else None
+        for f, dd in self.docs.items():  # the same file open under another spelling (a symlink)
+            if inside(f, self._real) == file:
+                return dd.text if usable_text(dd.text, str(f)) else None
+        return read_text(file, self._real)
+
+
+def _near_score(rank: int | None) -> float:
+    """Names used nearer the cursor rank higher; imported names not used nearby still count a little."""
+    return 0.1 if rank is None else 1.0 / (1.0 + rank / 8)

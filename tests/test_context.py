@@ -1,0 +1,227 @@
+"""Repository context sources (engine/context.py): pure logic and guarded reads of a temporary workspace."""
+
+import logging
+import os
+from pathlib import Path
+
+from engine.context import (
+    Chunk,
+    ContextBlock,
+    Workspace,
+    dice,
+    edit_diff,
+    names_near,
+    order_stably,
+    python_definitions,
+    read_text,
+    regex_definitions,
+    resolve_imports,
+    select_chunks,
+    split_chunks,
+    words,
+)
+
+SHAPES = '''"""Shapes."""
+
+SCALE = 2
+
+
+def area(width: int,
+         height: int = 1) -> int:
+    """Area of a rectangle.
+
+    Both sides in pixels.
+    """
+    return width * height * SCALE
+
+
+class Box:
+    """A box on screen."""
+
+    kind: str = "box"
+
+    def __init__(self, w: int, h: int) -> None:
+        self.w, self.h = w, h
+
+    def grow(self, by: int) -> "Box":
+        """A bigger box."""
+        return Box(self.w + by, self.h + by)
+
+    def _secret(self):
+        return 1
+'''
+
+
+def make_ws(tmp_path: Path) -> Path:
+    (tmp_path / "pkg").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "shapes.py").write_text(SHAPES)
+    (tmp_path / "pkg" / "util.py").write_text("def helper(a, b):\n    return a\n")
+    return tmp_path
+
+
+def test_dice_and_words():
+    assert dice(words("a b c"), words("a b c")) == 1.0
+    assert dice(words("a b"), words("c d")) == 0.0
+    assert dice(words("alpha beta"), words("alpha gamma")) == 0.5
+    assert dice(frozenset(), words("x")) == 0.0
+
+
+def test_split_chunks_bounds_size_and_prefers_top_level_starts():
+    text = "".join(f"def f{i}():\n" + "    x = 1\n" * 9 + "\n" for i in range(20))  # 11-line defs
+    chunks = split_chunks(text, max_lines=64)
+    assert "".join(c for _, c in chunks) == text
+    for line, c in chunks:
+        assert c.count("\n") <= 64 and c.startswith("def ")
+        assert text.splitlines()[line] == c.splitlines()[0]
+
+
+def test_select_drops_chunks_like_the_cursor_text_merges_duplicates_and_keeps_the_budget():
+    around = "result = area(width, height)\nprint(result)\n" + "".join(f"v{i} = load(v{i - 1})\n" for i in range(30))
+    same = Chunk("a.py", around[:200], "open", 0, 9.0)
+    good = Chunk("s.py", "def area(width, height):\n    return width * height\n", "import", 0, 3.0)
+    dup = Chunk("t.py", "def area(width, height):\n    return width * height  # copy\n", "open", 0, 1.0)
+    other = Chunk("u.py", "class Box:\n    pass\n" * 40, "open", 0, 2.0)
+    got = select_chunks([same, good, dup, other], around, budget=60, count=lambda s: len(s) // 4)
+    assert got == [good]  # `same` copies the cursor text, `dup` merges into `good`, `other` is over budget
+    assert select_chunks([same, good, dup, other], around, budget=10_000) == [good, other]
+
+
+def test_order_is_stable_old_chunks_first_new_best_last():
+    a, b, c, d = (Chunk(p, p, "open", 0, s) for p, s in (("a", 1.0), ("b", 2.0), ("c", 3.0), ("d", 0.5)))
+    assert order_stably([], [c, a, b]) == [a, b, c]
+    assert order_stably([a, b, c], [c, d, a]) == [a, c, d]  # b left; a and c keep their order; d appended
+
+
+def test_block_digest_depends_on_every_chunk():
+    c1, c2 = Chunk("a.py", "x = 1\n", "open"), Chunk("a.py", "x = 2\n", "open")
+    b1 = ContextBlock("r", (c1,), "b.py")
+    assert b1.digest() == ContextBlock("r", (c1,), "b.py").digest()
+    assert b1.digest() != ContextBlock("r", (c2,), "b.py").digest() != ContextBlock("r", (c1,), "c.py").digest()
+    assert b1.labels() == ["a.py:1 (open)"]
+
+
+def test_python_definitions_give_signature_and_docstring():
+    defs = python_definitions(SHAPES, ["area", "Box", "SCALE"])
+    line, area = defs["area"]
+    assert line == 5 and area.startswith("def area(width: int,\n         height: int = 1) -> int:\n")
+    assert "Area of a rectangle." in area and "return width" not in area
+    box = defs["Box"][1]
+    assert "def __init__(self, w: int, h: int) -> None:" in box and "def grow(self, by: int)" in box
+    assert "A bigger box." in box and "_secret" not in box and 'kind: str = "box"' in box
+    assert "self.w, self.h = w, h" not in box
+    assert defs["SCALE"][1] == "SCALE = 2\n"
+    # a broken file falls back to the regex
+    assert python_definitions(SHAPES + "\ndef broken(:\n", ["area"])["area"][1].startswith("def area(")
+
+
+def test_regex_definitions_for_other_languages():
+    js = "import x from 'y'\n\nexport function total(items, tax) {\n  return 1\n}\n\nconst other = 2\n"
+    d = regex_definitions(js, ["total", "missing"])
+    assert d == {"total": (2, "export function total(items, tax) {\n  return 1\n}\n")}
+
+
+def test_names_near_the_cursor_nearest_first():
+    text = "far_away = 1\n" + "\n" * 50 + "x = shapes.area(w)\ny = helper(\n"
+    names = names_near(text, len(text) - 1, lines=3)
+    assert names.index("helper") < names.index("shapes.area") and "far_away" not in names
+    assert "shapes" in names
+
+
+def test_resolve_imports_relative_absolute_and_module_forms(tmp_path):
+    root = make_ws(tmp_path)
+    me = root / "pkg" / "main.py"
+    src = ("import os\nfrom .shapes import area, Box as B\nfrom pkg import util\nimport pkg.shapes as sh\n"
+           "from pkg.util import helper\nimport numpy\n")
+    got = {(i.local, i.module.name, i.attr) for i in resolve_imports(src, me, [root])}
+    assert got == {("area", "shapes.py", "area"), ("B", "shapes.py", "Box"), ("util", "util.py", None),
+                   ("sh", "shapes.py", None), ("helper", "util.py", "helper")}
+    # a file mid-edit that does not parse still has its imports read
+    broken = "from .shapes import (area,\n    Box)\n\ndef f(:\n"
+    assert {i.local for i in resolve_imports(broken, me, [root])} == {"area", "Box"}
+
+
+def test_imports_resolving_outside_the_workspace_are_never_read(tmp_path, caplog):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("def token(): ...\n")
+    root = make_ws(tmp_path / "ws")
+    os.symlink(outside / "secret.py", root / "pkg" / "secret.py")
+    me = root / "pkg" / "main.py"
+    with caplog.at_level(logging.DEBUG, logger="flint.context"):
+        assert resolve_imports("from .secret import token\nfrom .. import outside\n", me, [root]) == []
+    assert "outside the workspace" in caplog.text
+
+
+def test_bad_files_are_skipped(tmp_path, caplog):
+    root = make_ws(tmp_path)
+    (root / "bin.py").write_bytes(b"\x00\x01\x02def")
+    (root / "latin.py").write_bytes("x = 'caf\xe9'\n".encode("latin-1"))
+    (root / "huge.py").write_text("x = 1\n" * 100)
+    os.symlink(root / "loop_b", root / "loop_a")
+    os.symlink(root / "loop_a", root / "loop_b")
+    with caplog.at_level(logging.DEBUG, logger="flint.context"):
+        assert read_text(root / "bin.py", [root]) is None
+        assert read_text(root / "latin.py", [root]) is None
+        assert read_text(root / "huge.py", [root], max_bytes=100) is None
+        assert read_text(root / "loop_a", [root]) is None
+        assert read_text(root / "gone.py", [root]) is None
+    assert read_text(root / "pkg" / "util.py", [root.resolve()]) is not None
+    assert all(w in caplog.text for w in ("binary", "not UTF-8", "larger than"))
+
+
+def test_edit_diff_is_small_or_nothing():
+    d = edit_diff("a.py", "x = 1\ny = 2\n", "x = 1\ny = 3\n")
+    assert d is not None and "-y = 2\n+y = 3\n" in d and d.startswith("--- a/a.py\n+++ b/a.py\n")
+    assert edit_diff("a.py", "same", "same") is None
+    assert edit_diff("a.py", "".join(f"{i}\n" for i in range(100)), "", max_lines=24) is None
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        self.t += 1.0
+        return self.t
+
+
+def test_workspace_gathers_imported_definitions_used_near_the_cursor(tmp_path):
+    root = make_ws(tmp_path)
+    me = root / "pkg" / "main.py"
+    text = "from .shapes import area, Box\nfrom .util import helper\n\n\ndef f(w, h):\n    return area("
+    ws = Workspace([root], clock=Clock())
+    block = ws.gather(me, text, len(text))
+    assert block is not None and block.repo == root.name and block.current_path == "pkg/main.py"
+    paths = [c.label for c in block.chunks]
+    assert paths[-1] == "pkg/shapes.py:6 (import)"  # `area`, used at the cursor, is last (nearest the window)
+    assert all(c.source == "import" for c in block.chunks) and len(block.chunks) == 3
+    # a small budget keeps the best that fits (area: 44 estimated tokens, helper: 14, Box: 66)
+    small = Workspace([root], budget=50, clock=Clock()).gather(me, text, len(text))
+    assert small is not None and [c.path for c in small.chunks] == ["pkg/shapes.py"]  # helper no longer fits
+    assert "def area(" in small.chunks[0].text
+    assert Workspace([root], budget=0).gather(me, text, len(text)) is None
+
+
+def test_workspace_open_documents_by_recency_and_edits_as_diffs(tmp_path):
+    root = make_ws(tmp_path)
+    ws = Workspace([root], sources=("open", "edits"), clock=Clock())
+    a, b, me = root / "a.py", root / "b.py", root / "main.py"
+    ws.open(a, "def alpha_fn(value):\n    return value + 1\n")
+    ws.open(b, "def beta_fn(item):\n    return item * 2\n")
+    ws.open(me, "x = 1\n")
+    ws.focus(a)  # a was looked at last
+    ws.change(b, "def beta_fn(item):\n    return item * 3\n")
+    ws.checkpoint(b)
+    ws.focus(me)
+    block = ws.gather(me, "x = 1\n", 6)
+    assert block is not None
+    labels = block.labels()
+    assert "b.py.diff:1 (edit)" in labels and "a.py:1 (open)" in labels and "b.py:1 (open)" in labels
+    diff = next(c for c in block.chunks if c.source == "edit").text
+    assert "-    return item * 2\n+    return item * 3\n" in diff
+    ws.close(a)
+    assert "a.py:1 (open)" not in (ws.gather(me, "x = 1\n", 6) or block).labels()
+    # an open binary document never feeds the context
+    ws.open(root / "blob.py", "\0\0\0 binary")
+    assert all(c.path != "blob.py" for c in (ws.gather(me, "x = 1\n", 6) or block).chunks)
