@@ -114,6 +114,30 @@ def select_chunks(candidates: Iterable[Chunk], around: str, budget: int,
     return [c for c, _ in taken]
 
 
+def merge_by_file(chunks: list[Chunk]) -> list[Chunk]:
+    """Definitions taken from one module become one chunk in source order (a stub of what is used), so the
+    block names each file once; other chunks stay as they are."""
+    groups: dict[str, list[Chunk]] = {}
+    out: list[Chunk] = []
+    for c in chunks:
+        if c.source == "import":
+            if c.path not in groups:
+                groups[c.path] = []
+                out.append(c)  # placeholder, replaced below
+            groups[c.path].append(c)
+        else:
+            out.append(c)
+    merged = []
+    for c in out:
+        if c.source != "import":
+            merged.append(c)
+            continue
+        parts = sorted(groups[c.path], key=lambda x: x.line)
+        text = "\n".join(x.text.rstrip("\n") + "\n" for x in parts)
+        merged.append(Chunk(c.path, text, "import", parts[0].line, max(x.score for x in parts)))
+    return merged
+
+
 def order_stably(previous: Iterable[Chunk], chosen: list[Chunk]) -> list[Chunk]:
     """The block's order: chunks the previous block had keep their order at the front (their KV stays valid
     up to the first change), new ones follow, best last (nearest the file being completed)."""
@@ -322,6 +346,9 @@ def _header(node: ast.AST, lines: list[str]) -> list[str]:
     return lines[first - 1: max(last, node.lineno)]  # type: ignore[attr-defined]
 
 
+MAX_OUTLINE_LINES = 48  # a huge class shows its first members only
+
+
 def _outline(node: ast.AST, lines: list[str], max_doc_lines: int) -> str:
     """A definition as the model needs it to call it: signature and docstring (a class: also its
     attributes' lines and its methods' signatures with the first docstring line)."""
@@ -339,6 +366,8 @@ def _outline(node: ast.AST, lines: list[str], max_doc_lines: int) -> str:
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         indent = " " * (node.col_offset + 4)
         out.append(f"{indent}...\n")
+    if len(out) > MAX_OUTLINE_LINES:
+        out = out[:MAX_OUTLINE_LINES] + ["    ...\n"]
     return "".join(ln if ln.endswith("\n") else ln + "\n" for ln in out)
 
 
@@ -456,6 +485,8 @@ class Workspace:
         self.roots = [Path(r) for r in self.roots]
         self._real = _real_roots(self.roots)
         self._last: tuple[Chunk, ...] = ()
+        # a module's definitions by (file, text hash): parsing a big module costs tens of ms
+        self._defs: dict[tuple[Path, int], dict[str, tuple[int, str]]] = {}
 
     def relpath(self, file: Path) -> str:
         for r in list(self.roots) + list(self._real):
@@ -516,7 +547,7 @@ class Workspace:
             now = self.clock()
             for t, f, diff in self.edits:
                 cands.append(Chunk(self.relpath(f) + ".diff", diff, "edit", 0, 1.0 + 1.0 / (1.0 + (now - t) / 60)))
-        chosen = select_chunks(cands, around, budget, count)
+        chosen = merge_by_file(select_chunks(cands, around, budget, count))
         if not chosen:
             return None
         self._last = tuple(order_stably(self._last, chosen))
@@ -548,7 +579,14 @@ class Workspace:
                             wanted[a] = max(wanted.get(a, 0.0), _near_score(i))
             if not wanted:
                 continue
-            defs = python_definitions(src, wanted) if mod.suffix in (".py", ".pyi") else regex_definitions(src, wanted)
+            key = (mod, hash(src))
+            every = self._defs.get(key)
+            if every is None:
+                every = python_definitions(src) if mod.suffix in (".py", ".pyi") else {}
+                if len(self._defs) > 64:
+                    self._defs.clear()
+                self._defs[key] = every
+            defs = {n: every[n] for n in wanted if n in every} or regex_definitions(src, wanted)
             rel = self.relpath(mod)
             for name, (line, outline) in defs.items():
                 out.append(Chunk(rel, outline, "import", line, 2.0 + wanted[name]))

@@ -195,7 +195,9 @@ def test_workspace_gathers_imported_definitions_used_near_the_cursor(tmp_path):
     assert block is not None and block.repo == root.name and block.current_path == "pkg/main.py"
     paths = [c.label for c in block.chunks]
     assert paths[-1] == "pkg/shapes.py:6 (import)"  # `area`, used at the cursor, is last (nearest the window)
-    assert all(c.source == "import" for c in block.chunks) and len(block.chunks) == 3
+    assert all(c.source == "import" for c in block.chunks) and len(block.chunks) == 2
+    shapes = block.chunks[-1].text  # one chunk per module: its used definitions in source order
+    assert shapes.index("def area(") < shapes.index("class Box:") and "return width" not in shapes
     # a small budget keeps the best that fits (area: 44 estimated tokens, helper: 14, Box: 66)
     small = Workspace([root], budget=50, clock=Clock()).gather(me, text, len(text))
     assert small is not None and [c.path for c in small.chunks] == ["pkg/shapes.py"]  # helper no longer fits
