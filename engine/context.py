@@ -323,12 +323,13 @@ def _real_roots(roots: Iterable[Path]) -> list[Path]:
 
 
 # ---- definitions ---------------------------------------------------------------------------------------
-def _doc_lines(node: ast.AST, lines: list[str], max_doc_lines: int) -> list[str]:
-    body = getattr(node, "body", None)
-    if not body or not isinstance(body[0], ast.Expr) or not isinstance(getattr(body[0], "value", None), ast.Constant) \
-            or not isinstance(body[0].value.value, str):
+_Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _doc_lines(node: _Def, lines: list[str], max_doc_lines: int) -> list[str]:
+    d = node.body[0] if node.body else None
+    if not isinstance(d, ast.Expr) or not isinstance(d.value, ast.Constant) or not isinstance(d.value.value, str):
         return []
-    d = body[0]
     seg = lines[d.lineno - 1: (d.end_lineno or d.lineno)]
     if len(seg) > max_doc_lines:
         indent = seg[0][: len(seg[0]) - len(seg[0].lstrip())]
@@ -336,20 +337,17 @@ def _doc_lines(node: ast.AST, lines: list[str], max_doc_lines: int) -> list[str]
     return seg
 
 
-def _header(node: ast.AST, lines: list[str]) -> list[str]:
+def _header(node: _Def, lines: list[str]) -> list[str]:
     """Decorators and the def/class line(s) up to the colon that opens the body."""
-    first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])  # type: ignore[attr-defined]
-    body = getattr(node, "body", [])
-    last = body[0].lineno - 1 if body else node.lineno  # type: ignore[attr-defined]
-    if body and body[0].lineno == node.lineno:  # `def f(): return 1`: one line
-        last = node.lineno  # type: ignore[attr-defined]
-    return lines[first - 1: max(last, node.lineno)]  # type: ignore[attr-defined]
+    first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+    last = node.body[0].lineno - 1 if node.body else node.lineno
+    return lines[first - 1: max(last, node.lineno)]  # `def f(): return 1` is one line
 
 
 MAX_OUTLINE_LINES = 48  # a huge class shows its first members only
 
 
-def _outline(node: ast.AST, lines: list[str], max_doc_lines: int) -> str:
+def _outline(node: _Def, lines: list[str], max_doc_lines: int) -> str:
     """A definition as the model needs it to call it: signature and docstring (a class: also its
     attributes' lines and its methods' signatures with the first docstring line)."""
     out = _header(node, lines) + _doc_lines(node, lines, max_doc_lines)
@@ -409,7 +407,7 @@ def regex_definitions(source: str, names: Iterable[str] | None, max_lines: int =
         if m is None:
             continue
         first = source.count("\n", 0, m.start())
-        seg = []
+        seg: list[str] = []
         for ln in lines[first: first + max_lines]:
             if seg and not ln.strip():
                 break

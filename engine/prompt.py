@@ -8,9 +8,9 @@ first generated token to start with its text, so the model re-chooses the whole 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from collections.abc import Sequence
 from typing import Protocol
 
 
