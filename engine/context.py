@@ -16,6 +16,7 @@ import difflib
 import hashlib
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -468,8 +469,8 @@ class _Doc:
 class Workspace:
     """Documents the user has open, their recent edits, and the workspace folders imports resolve in.
 
-    Not thread-safe: the session's thread owns it (``gather`` is cheap pure work plus reads of the few
-    files the current one imports)."""
+    The session's thread reports documents; ``gather`` may run on another thread (the engine's worker, in
+    idle time): it works on a snapshot taken under a lock."""
 
     roots: list[Path]
     budget: int = DEFAULT_BUDGET
@@ -482,7 +483,7 @@ class Workspace:
     def __post_init__(self) -> None:
         self.roots = [Path(r) for r in self.roots]
         self._real = _real_roots(self.roots)
-        self._last: tuple[Chunk, ...] = ()
+        self._lock = threading.Lock()
         # a module's definitions by (file, text hash): parsing a big module costs tens of ms
         self._defs: dict[tuple[Path, int], dict[str, tuple[int, str]]] = {}
 
@@ -493,44 +494,55 @@ class Workspace:
         return file.name
 
     def open(self, file: Path, text: str) -> None:
-        self.docs[Path(file)] = _Doc(text, text, focused=self.clock())
+        with self._lock:
+            self.docs[Path(file)] = _Doc(text, text, focused=self.clock())
 
     def focus(self, file: Path) -> None:
-        d = self.docs.get(Path(file))
-        if d is not None:
-            d.focused = self.clock()
+        with self._lock:
+            d = self.docs.get(Path(file))
+            if d is not None:
+                d.focused = self.clock()
 
     def close(self, file: Path) -> None:
-        self.docs.pop(Path(file), None)
+        with self._lock:
+            self.docs.pop(Path(file), None)
 
     def change(self, file: Path, text: str) -> None:
         """A new text of an open document; the edit since the last checkpoint becomes a diff when it stops
         growing small (see ``checkpoint``)."""
-        d = self.docs.get(Path(file))
-        if d is None:
-            self.open(file, text)
-            return
-        d.text = text
-        d.edited = d.focused = self.clock()
+        with self._lock:
+            d = self.docs.get(Path(file))
+            if d is None:
+                self.docs[Path(file)] = _Doc(text, text, focused=self.clock())
+                return
+            d.text = text
+            d.edited = d.focused = self.clock()
 
     def checkpoint(self, file: Path) -> None:
         """Record the document's edit since the last checkpoint as a recent-edit diff (the server calls this
         when the user pauses or leaves the document)."""
         file = Path(file)
-        d = self.docs.get(file)
-        if d is None or d.text == d.base:
-            return
-        diff = edit_diff(self.relpath(file), d.base, d.text)
-        d.base = d.text
+        with self._lock:
+            d = self.docs.get(file)
+            if d is None or d.text == d.base:
+                return
+            before, after = d.base, d.text
+            d.base = d.text
+        diff = edit_diff(self.relpath(file), before, after)
         if diff is not None:
-            self.edits.append((self.clock(), file, diff))
-            del self.edits[: -self.max_edits]
+            with self._lock:
+                self.edits.append((self.clock(), file, diff))
+                del self.edits[: -self.max_edits]
 
     def gather(self, file: Path, text: str, offset: int, count: Callable[[str], int] = approx_tokens,
-               budget: int | None = None) -> ContextBlock | None:
+               budget: int | None = None, previous: ContextBlock | None = None) -> ContextBlock | None:
         """The context block for a cursor at ``offset`` in ``text`` (the document ``file``), or None when no
-        source has anything to add."""
+        source has anything to add. Chunks ``previous`` (the block the engine holds) also has keep their
+        order at its front, so their KV stays valid."""
         file = Path(file)
+        with self._lock:
+            docs = {f: _Doc(d.text, d.base, d.focused, d.edited) for f, d in self.docs.items()}
+            edits = list(self.edits)
         budget = self.budget if budget is None else budget
         if budget <= 0:
             return None
@@ -538,23 +550,23 @@ class Workspace:
         around = text[s:e]
         cands: list[Chunk] = []
         if "imports" in self.sources and file.suffix in (".py", ".pyi"):
-            cands += self.import_chunks(file, text, offset)
+            cands += self.import_chunks(file, text, offset, docs)
         if "open" in self.sources:
-            cands += self.open_chunks(file, around)
+            cands += self.open_chunks(file, around, docs)
         if "edits" in self.sources:
             now = self.clock()
-            for t, f, diff in self.edits:
+            for t, f, diff in edits:
                 cands.append(Chunk(self.relpath(f) + ".diff", diff, "edit", 0, 1.0 + 1.0 / (1.0 + (now - t) / 60)))
         chosen = merge_by_file(select_chunks(cands, around, budget, count))
         if not chosen:
             return None
-        self._last = tuple(order_stably(self._last, chosen))
-        return ContextBlock(self.repo_name(), self._last, self.relpath(file))
+        ordered = order_stably(previous.chunks if previous is not None else (), chosen)
+        return ContextBlock(self.repo_name(), tuple(ordered), self.relpath(file))
 
     def repo_name(self) -> str:
         return self.roots[0].name if self.roots else "workspace"
 
-    def import_chunks(self, file: Path, text: str, offset: int) -> list[Chunk]:
+    def import_chunks(self, file: Path, text: str, offset: int, docs: dict[Path, _Doc]) -> list[Chunk]:
         """Outlines of the imported names used near the cursor (nearest first), then of the rest."""
         near = names_near(text, offset)
         rank = {n: i for i, n in enumerate(near)}
@@ -563,7 +575,7 @@ class Workspace:
             by_module.setdefault(imp.module, []).append((imp.attr, imp.local))
         out: list[Chunk] = []
         for mod, uses in by_module.items():
-            src = self._text_of(mod)
+            src = self._text_of(mod, docs)
             if src is None:
                 continue
             wanted: dict[str, float] = {}
@@ -590,11 +602,12 @@ class Workspace:
                 out.append(Chunk(rel, outline, "import", line, 2.0 + wanted[name]))
         return out
 
-    def open_chunks(self, file: Path, around: str) -> list[Chunk]:
+    def open_chunks(self, file: Path, around: str, docs: dict[Path, _Doc]) -> list[Chunk]:
         """Chunks of the other open documents: the more recently focused or edited, the better; within a
         document, the chunk sharing the most words with the cursor's neighbourhood first."""
         near = words(around)
-        others = sorted(((max(d.focused, d.edited), f, d) for f, d in self.docs.items() if f != file), reverse=True)
+        others = sorted(((max(d.focused, d.edited), f, d) for f, d in docs.items() if f != file),
+                        key=lambda x: -x[0])
         out: list[Chunk] = []
         for rank, (_, f, d) in enumerate(others[:8]):
             if not usable_text(d.text, str(f)):
@@ -607,11 +620,11 @@ class Workspace:
                 out.append(Chunk(rel, piece, "open", line, recency * 0.5 + overlap))
         return out
 
-    def _text_of(self, file: Path) -> str | None:
-        d = self.docs.get(file)
+    def _text_of(self, file: Path, docs: dict[Path, _Doc]) -> str | None:
+        d = docs.get(file)
         if d is not None:
             return d.text if usable_text(d.text, str(file)) else None
-        for f, dd in self.docs.items():  # the same file open under another spelling (a symlink)
+        for f, dd in docs.items():  # the same file open under another spelling (a symlink)
             if inside(f, self._real) == file:
                 return dd.text if usable_text(dd.text, str(f)) else None
         return read_text(file, self._real)

@@ -222,6 +222,9 @@ def test_workspace_open_documents_by_recency_and_edits_as_diffs(tmp_path):
     assert "b.py.diff:1 (edit)" in labels and "a.py:1 (open)" in labels and "b.py:1 (open)" in labels
     diff = next(c for c in block.chunks if c.source == "edit").text
     assert "-    return item * 2\n+    return item * 3\n" in diff
+    # a later block keeps the chunks of the block the engine holds in front, in their order
+    again = ws.gather(me, "x = 1\n", 6, previous=ContextBlock(block.repo, block.chunks[::-1], block.current_path))
+    assert again is not None and again.chunks == block.chunks[::-1]
     ws.close(a)
     assert "a.py:1 (open)" not in (ws.gather(me, "x = 1\n", 6) or block).labels()
     # an open binary document never feeds the context
