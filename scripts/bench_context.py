@@ -183,7 +183,8 @@ def complete_line(eng: ContextEngine, ctx: list[int], case: dict) -> tuple[str, 
     eng.forget_outputs()
     outs, t = eng.complete(case["prefix"], case["suffix"], GenParams(max_tokens=48, max_lines=1))
     got = outs[0].text.split("\n")[0].strip()
-    return got, {"prompt_tokens": t.prompt_tokens, "prefill_ms": t.prefill_ms}
+    return got, {"raw": outs[0].text, "finish": outs[0].finish_reason, "prompt_tokens": t.prompt_tokens,
+                 "prefill_ms": t.prefill_ms}
 
 
 def keystrokes(eng: ContextEngine, ctx: list[int], case: dict, n: int = 3) -> list[float]:
@@ -234,6 +235,7 @@ def main() -> int:
     ap.add_argument("--infile", type=int, default=16)
     ap.add_argument("--keys", type=int, default=8, help="spots timed for keystrokes")
     ap.add_argument("--seed", type=int, default=17)
+    ap.add_argument("--max-prefix-chars", type=int, default=0, help="file window before the cursor (0: the engine's)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "context"))
     args = ap.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
@@ -260,6 +262,8 @@ def main() -> int:
 
     rss0 = rss_mb()
     cfg = EngineConfig(threads=args.threads, capacity=2048 + max(budgets))
+    if args.max_prefix_chars:
+        cfg.max_prefix_chars = args.max_prefix_chars
     t0 = time.perf_counter()
     eng = ContextEngine.load(args.model, config=cfg)
     print(f"model {eng.model_id} loaded in {time.perf_counter() - t0:.1f} s; KV capacity {eng.decoder.capacity}",
@@ -306,7 +310,8 @@ def main() -> int:
                                               f"budget_{max(budgets)}": rss_ctx,
                                               "kv_mb_per_1k_positions_all_rows": kv_per_token * 1000 / 2**20})
     meta = {"packages": list(PACKAGES), "cpu": cpu_model(), "threads": args.threads, "model": eng.model_id,
-            "kv_capacity": eng.decoder.capacity, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+            "kv_capacity": eng.decoder.capacity, "max_prefix_chars": cfg.max_prefix_chars,
+            "max_suffix_chars": cfg.max_suffix_chars, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     Path(args.out + ".json").write_text(json.dumps({"meta": meta, "summary": summary, "results": results},
                                                    indent=1, default=str))
     md = render(meta, summary, arms)
@@ -339,7 +344,8 @@ def render(meta: dict, s: dict, arms: list[int]) -> str:
     lines = [
         "# Repository context: quality and keystroke cost (scripts/bench_context.py)", "",
         f"{meta['date']}; CPU: {meta['cpu']}, {meta['threads']} threads; model {meta['model']}; "
-        f"KV capacity {meta['kv_capacity']}.",
+        f"KV capacity {meta['kv_capacity']}; file window {meta['max_prefix_chars']} characters before the "
+        f"cursor, {meta['max_suffix_chars']} after.",
         f"Held-out code: {', '.join(meta['packages'])} (wheels fetched at bench time).", "",
         "Greedy, one line, cursor after the emptied line's indentation; the sibling module open in another tab.",
         "Budget 0 = no context (today's prompt, byte-identical).", "",
