@@ -417,11 +417,16 @@ def regex_definitions(source: str, names: Iterable[str] | None, max_lines: int =
     return out
 
 
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)", re.M)
+
+
 def names_near(text: str, offset: int, lines: int = AROUND_LINES) -> list[str]:
-    """Identifiers (and dotted ``a.b`` pairs as ``a.b``) near ``offset``, nearest first."""
+    """Identifiers (and dotted ``a.b`` pairs as ``a.b``) used near ``offset``, nearest first (import
+    statements bind names, they do not use them)."""
     start, end = around_span(text, offset, lines)
+    window = _IMPORT_LINE.sub(lambda m: " " * len(m.group(0)), text[start:end])
     found: dict[str, int] = {}
-    for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?", text[start:end]):
+    for m in re.finditer(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?", window):
         d = abs(start + m.start() - offset)
         for name in (m.group(0), m.group(0).split(".")[0]):
             if name not in found or d < found[name]:
@@ -567,7 +572,7 @@ class Workspace:
         return self.roots[0].name if self.roots else "workspace"
 
     def import_chunks(self, file: Path, text: str, offset: int, docs: dict[Path, _Doc]) -> list[Chunk]:
-        """Outlines of the imported names used near the cursor (nearest first), then of the rest."""
+        """Outlines of the imported names used near the cursor, nearest first."""
         near = names_near(text, offset)
         rank = {n: i for i, n in enumerate(near)}
         by_module: dict[Path, list[tuple[str | None, str]]] = {}
@@ -581,7 +586,8 @@ class Workspace:
             wanted: dict[str, float] = {}
             for attr, local in uses:
                 if attr is not None:
-                    wanted[attr] = max(wanted.get(attr, 0.0), _near_score(rank.get(local)))
+                    if local in rank:  # imported names not used near the cursor are noise to the model
+                        wanted[attr] = max(wanted.get(attr, 0.0), _near_score(rank[local]))
                 else:  # a module: the attributes used as local.attr near the cursor
                     for n, i in rank.items():
                         if n.startswith(local + "."):
@@ -630,6 +636,6 @@ class Workspace:
         return read_text(file, self._real)
 
 
-def _near_score(rank: int | None) -> float:
-    """Names used nearer the cursor rank higher; imported names not used nearby still count a little."""
-    return 0.1 if rank is None else 1.0 / (1.0 + rank / 8)
+def _near_score(rank: int) -> float:
+    """Names used nearer the cursor rank higher."""
+    return 1.0 / (1.0 + rank / 8)

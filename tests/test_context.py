@@ -126,6 +126,8 @@ def test_names_near_the_cursor_nearest_first():
     names = names_near(text, len(text) - 1, lines=3)
     assert names.index("helper") < names.index("shapes.area") and "far_away" not in names
     assert "shapes" in names
+    # names in import statements are bound there, not used
+    assert names_near("from x import (a,\n  b)\nimport c\nd(\n", 18) == ["d"]
 
 
 def test_resolve_imports_relative_absolute_and_module_forms(tmp_path):
@@ -189,7 +191,8 @@ class Clock:
 def test_workspace_gathers_imported_definitions_used_near_the_cursor(tmp_path):
     root = make_ws(tmp_path)
     me = root / "pkg" / "main.py"
-    text = "from .shapes import area, Box\nfrom .util import helper\n\n\ndef f(w, h):\n    return area("
+    text = ("from .shapes import area, Box\nfrom .util import helper\nfrom .util import unused\n\n\n"
+            "def f(w, h):\n    b = Box(w, h)\n    helper(b, 1)\n    return area(")
     ws = Workspace([root], clock=Clock())
     block = ws.gather(me, text, len(text))
     assert block is not None and block.repo == root.name and block.current_path == "pkg/main.py"
@@ -198,6 +201,7 @@ def test_workspace_gathers_imported_definitions_used_near_the_cursor(tmp_path):
     assert all(c.source == "import" for c in block.chunks) and len(block.chunks) == 2
     shapes = block.chunks[-1].text  # one chunk per module: its used definitions in source order
     assert shapes.index("def area(") < shapes.index("class Box:") and "return width" not in shapes
+    assert "unused" not in "".join(c.text for c in block.chunks)  # imported, not used near the cursor
     # a small budget keeps the best that fits (area: 44 estimated tokens, helper: 14, Box: 66)
     small = Workspace([root], budget=50, clock=Clock()).gather(me, text, len(text))
     assert small is not None and [c.path for c in small.chunks] == ["pkg/shapes.py"]  # helper no longer fits
