@@ -29,7 +29,7 @@ MAX_FILE_BYTES = 1_000_000  # larger files are generated or data: never read
 DROP_SIMILAR = 0.5  # a chunk this similar to the text around the cursor is dropped
 MERGE_SIMILAR = 0.9  # a chunk this similar to one already taken is a duplicate
 AROUND_LINES = 32  # lines either side of the cursor compared against chunks / searched for used names
-DEFAULT_BUDGET = 1024  # tokens; see docs/benchmarks/context.md
+DEFAULT_BUDGET = 512  # tokens; see docs/benchmarks/context.md
 DEFAULT_SOURCES = ("imports", "open", "edits")
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
