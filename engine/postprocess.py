@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -137,6 +138,7 @@ def scan(text: str, state: ScanState = ScanState()) -> tuple[ScanState, int | No
     return ScanState(tuple(stack), quote), None
 
 
+@functools.lru_cache(maxsize=64)  # one request asks it for every variant and every streamed check
 def prefix_state(prefix: str, max_lines: int = 40) -> ScanState:
     """Bracket state at the cursor, from the last ``max_lines`` lines (stray closers there are skipped)."""
     start = len(prefix)
@@ -426,6 +428,7 @@ _TOKEN = re.compile(r"\w+|\"(?:\\.|[^\"\\])*\"?|'(?:\\.|[^'\\])*'?|\S")
 _PY_CONTINUES = re.compile(r"^\s*(elif\b|else\b|except\b|finally\b)")
 
 
+@functools.lru_cache(maxsize=64)
 def guess_language(text: str) -> str:
     """``python`` or ``other`` from the text itself, for callers that do not pass the document's
     language: Python lines (``def``, ``import``, a trailing colon) against C-family ones (``;``, braces)."""
@@ -448,7 +451,11 @@ def _depth_brackets(lang: str) -> str:
 def statement_start(prefix: str, language: str | None = None, max_lines: int = 40) -> str:
     """The text of the statement the cursor is in, from its first line (the last line before the cursor
     that starts outside any bracket and does not follow a ``\\`` continuation) to the cursor."""
-    lang = _lang(language, prefix[-2000:])
+    return _statement_start(prefix, _lang(language, prefix[-2000:]), max_lines)
+
+
+@functools.lru_cache(maxsize=64)
+def _statement_start(prefix: str, lang: str, max_lines: int = 40) -> str:
     keep = _depth_brackets(lang)
     lines = prefix.split("\n")[-max_lines:]
     state = ScanState()
@@ -525,13 +532,18 @@ def is_complete_statement(stmt: str, language: str | None = None) -> bool:
 
 def ends_mid_statement(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> bool:
     """Would inserting ``text`` at the cursor leave its last line unfinished (``for b in``, ``x = (a +``)?"""
-    lang = _lang(language, prefix[-2000:] + text)
-    if _inside_open_bracket(prefix, lang):
+    lang = _lang(language, prefix[-2000:])
+    return _ends_mid(text, prefix, line_suffix, lang, _inside_open_bracket(prefix, lang),
+                     _statement_start(prefix, lang))
+
+
+def _ends_mid(text: str, prefix: str, line_suffix: str, lang: str, inside: bool, stmt: str) -> bool:
+    if inside:
         # inside a call/list the suffix continues: only an open end (operator, keyword, string) is cut
-        last = _code_part((prefix + text).split("\n")[-1]).strip()
+        last = _code_part((prefix[-400:] + text).split("\n")[-1]).strip()
         state, _ = scan(text)
         return state.quote is not None or bool(last) and bool(_OPEN_END.search(last)) and not last.endswith(",")
-    return not is_complete_statement(statement_start(prefix, lang) + text + line_suffix, lang)
+    return not is_complete_statement(stmt + text + line_suffix, lang)
 
 
 def _cut_points(line: str) -> list[int]:
@@ -544,7 +556,8 @@ def cut_to_complete(text: str, prefix: str, line_suffix: str = "", language: str
     statement (``for b in`` -> nothing; ``x = foo(a, b`` -> ``x = foo``... -> the whole line once it is
     complete). Whole lines before the last one are kept; a last line with no complete cut goes. May return
     ``""``: nothing complete to show."""
-    lang = _lang(language, prefix[-2000:] + text)
+    lang = _lang(language, prefix[-2000:])
+    inside, stmt = _inside_open_bracket(prefix, lang), _statement_start(prefix, lang)
     nl = text.rfind("\n")
     head, last = text[: nl + 1], text[nl + 1:]
     for cut in _cut_points(last):
@@ -552,7 +565,7 @@ def cut_to_complete(text: str, prefix: str, line_suffix: str = "", language: str
         if rest and (rest[0] in "([.=:" or not any(ch.isalnum() for ch in last[:cut])):
             continue  # a name cut from its call, index, attribute or assignment says something else
         cand = head + last[:cut]
-        if not ends_mid_statement(cand, prefix, line_suffix, lang):
+        if not _ends_mid(cand, prefix, line_suffix, lang, inside, stmt):
             return cand
     return head.rstrip("\n") if head.strip() else ""
 
