@@ -714,7 +714,7 @@ def _finish_statement(first: str, rest: list[str], prefix: str, language: str | 
 
 def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", max_lines: int = 8,
                 truncated: bool = False, language: str | None = None, complete_statements: bool = True,
-                offer_next_line: bool = True) -> Suggestion | None:
+                offer_next_line: bool = True, one_statement_in_code: bool = True) -> Suggestion | None:
     """Raw model text at the cursor -> the suggestion to show, or None when nothing useful is left.
 
     ``prefix``/``suffix`` are the document text before/after the cursor (LF line breaks). ``truncated``:
@@ -723,7 +723,9 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
     (or a one-line text whose statement goes on below) is finished from the model's next lines or cut back
     to a complete statement, never shown mid-statement. ``offer_next_line``: at the end of a finished line
     (nothing right of the cursor) a one-line request whose text starts with a line break shows that next
-    line (after the break) instead of nothing.
+    line (after the break) instead of nothing. ``one_statement_in_code``: a block asked for in the middle of
+    code (the next line is at the cursor's indentation) shows one statement (``budget_for``'s
+    ``statement``), a compound one with its body.
     """
     line_prefix, line_suffix = split_cursor(prefix, suffix)
     text = normalize(raw)
@@ -743,6 +745,10 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
     text = cut_at_following_lines(text, line_prefix, suffix)
     if mode == "multi":
         text = limit_scope(text, line_prefix)
+        if one_statement_in_code:
+            budget = budget_for(prefix, suffix, language, max_lines=max_lines)
+            if budget.kind == "statement":
+                text = cut_to_budget(text, line_prefix, budget)
         if truncated:
             text = drop_dangling_header(text, line_prefix)
     text = drop_repetition(text, line_prefix, prefix, truncated)

@@ -207,12 +207,18 @@ PY_FN = "def triangle(a, b, c):\n    "
     ("block overlap: the model skips the next line then copies two after it",
      "def f(xs):\n    █\n    a = first(xs)\n    b = second(a)\n    c = third(b)\n",
      "xs = clean(xs)\n    a = first(xs)\n    b = second(a)", Suggestion("xs = clean(xs)")),
-    ("two short lines equal to lines below are not an overlap",
-     "def f(x):\n    █\n    x += 1\n    i += 1\n    return x\n",
-     "i = 0\n    i += 1", Suggestion("i = 0\n    i += 1")),
+    ("in the middle of code one statement is shown, a compound one with its body",
+     "def f(xs):\n    total = 0\n    █\n    print(total)\n",
+     "for x in xs:\n        total += x\n    total *= 2\n    return total",
+     Suggestion("for x in xs:\n        total += x")),
 ], ids=lambda v: v if isinstance(v, str) and len(v) > 30 else "")
 def test_overlap_with_following_lines(name, doc, raw, expected):
     assert run(doc, raw) == expected
+
+
+def test_two_short_lines_equal_to_lines_below_are_not_an_overlap():
+    suffix = "\n    x += 1\n    i += 1\n    return x\n"
+    assert cut_at_following_lines("i = 0\n    i += 1", "    ", suffix) == "i = 0\n    i += 1"
 
 
 def test_cut_at_following_lines_keeps_an_inner_closer():
