@@ -35,7 +35,6 @@ obvious damage, not a parser.
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import re
 from dataclasses import dataclass
@@ -53,6 +52,7 @@ _BLOCK_OPENERS = re.compile(r"(?:[:{(\[]|=>|->|\bdo|\bthen|\bbegin|\belse)\s*$")
 _TRAILING_COMMENT = re.compile(r"\s+(?:#|//).*$")
 # a line that only closes something: the end of a block
 _CLOSING_LINE = re.compile(r"^\s*(?:[)\]}]+[;,)]*|end\b|fi\b|done\b|esac\b)")
+_WORDS = re.compile(r"\w+")
 MAX_LINE_CHARS = 400  # a longer generated line is noise (minified data, a looping model)
 
 
@@ -237,16 +237,15 @@ def following_lines(suffix: str, n: int = 8) -> list[str]:
 
 
 def _similar(a: str, b: str) -> bool:
-    """Two lines that say the same thing: equal once stripped, or (both long enough to mean something)
-    within ~10% edit distance, the threshold Continue's stopAtSimilarLine uses."""
+    """Two lines that say the same thing: equal once stripped, or the same words with only spacing or
+    punctuation apart (``f(a, b)`` / ``f(a,b),``). Lines that differ in a word (``x = f(a)`` / ``y = f(a)``)
+    are different code, however close: runs of similar lines are where completion helps most."""
     if _is_trivial(a) or _is_trivial(b):
         return a.rstrip() == b.rstrip()  # `}` closing an inner block is not the enclosing `}`
     a, b = a.strip(), b.strip()
     if a == b:
         return True
-    if min(len(a), len(b)) < 6:
-        return False
-    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio() >= 0.9
+    return min(len(a), len(b)) >= 6 and _WORDS.findall(a) == _WORDS.findall(b)
 
 
 def cut_at_following_lines(text: str, line_prefix: str, suffix: str) -> str:
@@ -255,7 +254,7 @@ def cut_at_following_lines(text: str, line_prefix: str, suffix: str) -> str:
     A text line overlaps when
     - it is the next non-blank line after the cursor's line, with its indentation (so a ``}`` that
       closes an inner block is not the ``}`` of the enclosing one that follows the cursor);
-    - or it is that line up to small edits (a meaningful line, not ``}``/``else:``);
+    - or it is that line up to spacing and punctuation (a meaningful line, not ``}``/``else:``);
     - or it and the text line after it are two consecutive lines among the next few below the cursor
       (block overlap: the model skipped a line of the suffix and then copies the rest).
     """

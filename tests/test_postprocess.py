@@ -335,3 +335,9 @@ def test_cut_to_budget_next_line_starts_with_the_break():
     assert cut_to_budget("\n    for x in xs:\n        total += x\n    return", "    total = 0", b) == \
         "\n    for x in xs:\n        total += x"
     assert cut_to_budget(" + 1\n    return", "    total = 0", b) == " + 1"
+
+
+def test_a_similar_line_that_differs_in_a_word_is_not_an_overlap():
+    suffix = '\n    parser.add_argument("--blocks", type=int, default=10)\n'
+    text = 'parser.add_argument("--lines", type=int, default=20)'
+    assert cut_at_following_lines(text, "    ", suffix) == text
