@@ -695,6 +695,13 @@ def stop_reached(text: str, line_prefix: str, budget: Budget) -> bool:
     return len(shown) < len(seen.rstrip())
 
 
+def settled(text: str, finished: bool, line_prefix: str, budget: Budget) -> bool:
+    """Is a (possibly still streaming) variant's suggestion final? Its generation ended, or it has gone
+    past what ``budget`` shows (``stop_reached``). A request can answer with item 1 once it is settled
+    and let the other variants follow (flint/variants, a refresh) instead of waiting for all of them."""
+    return finished or stop_reached(text, line_prefix, budget)
+
+
 # finish reasons of a generation stopped by a limit rather than by the model (its last line may be unfinished)
 CUT_OFF_REASONS = frozenset({"length", "deadline", "cancelled", "partial"})
 

@@ -77,3 +77,12 @@ def rank(texts: Sequence[str], *, incomplete: Callable[[str], bool] | None = Non
         return (_ORDER[kind(t)], 1 if incomplete is not None and incomplete(t) else 0, i)
 
     return sorted(range(len(texts)), key=key)
+
+
+def order_at_cursor(texts: Sequence[str], prefix: str, suffix: str, language: str | None = None) -> list[int]:
+    """``rank`` for suggestions at a cursor (LF text before/after it): a suggestion that would leave its
+    statement unfinished there follows the complete ones of its kind."""
+    from .postprocess import ends_mid_statement, split_cursor
+
+    _, line_suffix = split_cursor(prefix, suffix)
+    return rank(texts, incomplete=lambda t: ends_mid_statement(t, prefix, line_suffix, language))

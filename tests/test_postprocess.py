@@ -341,3 +341,15 @@ def test_a_similar_line_that_differs_in_a_word_is_not_an_overlap():
     suffix = '\n    parser.add_argument("--blocks", type=int, default=10)\n'
     text = 'parser.add_argument("--lines", type=int, default=20)'
     assert cut_at_following_lines(text, "    ", suffix) == text
+
+
+def test_settled_when_finished_or_past_the_budget():
+    from engine.postprocess import settled
+
+    b = budget_for(*MIDDLE)
+    assert settled("x = 1", True, "    ", b)
+    assert not settled("for x in xs:\n        total += x\n", False, "    ", b)
+    assert settled("for x in xs:\n        total += x\n    return", False, "    ", b)
+    line = budget_for("x = ", "\n")
+    assert not settled("compute(a", False, "x = ", line)
+    assert settled("compute(a)\ny", False, "x = ", line)

@@ -41,3 +41,10 @@ def test_model_order_kept_within_a_kind_and_nothing_dropped():
 def test_incomplete_code_follows_complete_code():
     texts = ["for b in", "x = 1", "# c"]
     assert rank(texts, incomplete=lambda t: t.endswith(" in")) == [1, 0, 2]
+
+
+def test_order_at_cursor_puts_unfinished_code_after_finished_code():
+    from engine.rank import order_at_cursor
+
+    prefix = "def f(xs):\n    "
+    assert order_at_cursor(["for x in", "return sum(xs)", "# sum them"], prefix, "\n") == [1, 0, 2]
