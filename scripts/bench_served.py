@@ -59,6 +59,9 @@ from engine.rank import kind  # noqa: E402
 
 PACKAGES = [("boltons", "24.0.0"), ("toolz", "0.12.1"), ("humanize", "4.9.0")]
 MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS = 6000, 600  # engine.engine.EngineConfig's windows
+# an empty answer that took less than this did not wait for its deadline (automatic 2.5 s, invoked 6 s in
+# lsp_server/session.py): nothing more will come at that spot
+DEADLINE_FLOOR_MS = {False: 2000.0, True: 5000.0}
 
 
 # ------------------------------------------------------------------------------------------------ spots
@@ -322,14 +325,15 @@ async def ask(server: Server, uri: str, text: str, offset: int, invoked: bool, p
     t0 = time.perf_counter()
     asks = 0
     while True:
-        _, msg = await server.request("textDocument/inlineCompletion", {
+        one_ms, msg = await server.request("textDocument/inlineCompletion", {
             "textDocument": {"uri": uri}, "position": lsp_position(text, offset),
             "context": {"triggerKind": 1 if invoked else 2}})
         asks += 1
         res = msg.get("result") or {}
         items = res.get("items", []) if isinstance(res, dict) else res
         ms = (time.perf_counter() - t0) * 1000
-        if items or ms >= patience_s * 1000:
+        # an empty answer before the deadline means the model had its say and it shows nothing: done
+        if items or one_ms < DEADLINE_FLOOR_MS[invoked] or ms >= patience_s * 1000:
             return ms, items, asks
 
 
@@ -532,6 +536,17 @@ def markdown(rows: list[dict], ranked: list[dict], meta: dict) -> str:
     return "\n".join(out)
 
 
+def write_partial(args, outs: list[Outcome]) -> None:
+    """Outcomes so far (a long run that is stopped still leaves its finished configurations)."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "served.partial.json").write_text(json.dumps([asdict(o) for o in outs], indent=1))
+    print(markdown(summarize(outs), [], {"command": "(partial)", "date": "", "cpu": "", "machine": "", "load": "",
+                                         "model": "", "gguf": "", "llama_cpp": "", "threads": args.threads,
+                                         "packages": [], "trees": args.trees, "tab_rounds": args.tab_rounds,
+                                         "patience": args.patience, "spots": []}), flush=True)
+
+
 async def amain(args) -> int:
     from engine.engine import resolve_model_dir
     from engine.manifest import load_manifest
@@ -547,13 +562,14 @@ async def amain(args) -> int:
               f"{sum(s.kind == 'block' for s in spots)} blocks", flush=True)
         load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
         outs: list[Outcome] = []
-        if gguf and not args.no_direct:
-            print("[direct] llama-cpp-python ...", flush=True)
-            outs += run_direct(gguf, spots, args.threads)
         for spec in args.trees.split(","):
             name, tree = spec.split("=", 1)
             print(f"[{name}] flint serve from {tree} ...", flush=True)
             outs += await run_config(name, tree, spots, args, work)
+            write_partial(args, outs)
+        if gguf and not args.no_direct:
+            print("[direct] llama-cpp-python ...", flush=True)
+            outs += run_direct(gguf, spots, args.threads)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
