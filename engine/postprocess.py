@@ -7,12 +7,23 @@ with golden tests (tests/test_postprocess.py):
 2. ``drop_incomplete_last_line`` a generation cut by a limit ends mid-line: drop that partial line.
 3. ``limit_lines``               single-line mode keeps the first line; multi-line keeps ``max_lines``.
    ``fix_first_indent``          no extra indentation after the indentation already at the cursor.
-4. ``cut_at_following_lines``    stop where the text starts repeating the lines after the cursor.
-5. ``limit_scope``               stop when indentation leaves the block the cursor is in.
+   ``_finish_statement``         a one-line text whose statement goes on below takes the lines that end it.
+4. ``cut_at_following_lines``    stop where the text starts re-writing the code below the cursor (the
+                                 next line, a near copy of it, or two consecutive lines a little below).
+5. ``limit_scope``               stop when indentation leaves the block the cursor is in;
+   ``drop_dangling_header``      a cut block does not end on a header without its body.
 6. ``drop_repetition``           the previous line again, a looping block, a looping character run.
 7. ``fit_line_suffix``           text right of the cursor: cut what duplicates it, replace auto-closed
                                  brackets/quotes when the text supplies them, never leave a stray closer.
-8. never return empty or whitespace-only text (``None`` instead).
+8. ``cut_to_complete``           a line a limit cut is cut back to a complete statement (Python: parsed
+                                 with ``ast``; others: brackets and the last token), or nothing.
+9. never return empty or whitespace-only text (``None`` instead).
+
+At the end of a finished line a one-line request whose text starts with a line break shows that next line.
+
+``budget_for(prefix, suffix, language)`` sizes a generation by the context (one line, one statement, the
+rest of a body, the statement after a finished line); ``cut_to_budget`` / ``stop_reached`` say what of a
+streaming text that budget shows and when generating more is wasted.
 
 Everything works on LF text; the caller converts line breaks back to the document's own. The bracket
 scanner is deliberately small (strings on one line, ``#``/``//`` comments): it is a guard against
@@ -23,6 +34,8 @@ obvious damage, not a parser.
 
 from __future__ import annotations
 
+import ast
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -39,6 +52,7 @@ _BLOCK_OPENERS = re.compile(r"(?:[:{(\[]|=>|->|\bdo|\bthen|\bbegin|\belse)\s*$")
 _TRAILING_COMMENT = re.compile(r"\s+(?:#|//).*$")
 # a line that only closes something: the end of a block
 _CLOSING_LINE = re.compile(r"^\s*(?:[)\]}]+[;,)]*|end\b|fi\b|done\b|esac\b)")
+_WORDS = re.compile(r"\w+")
 MAX_LINE_CHARS = 400  # a longer generated line is noise (minified data, a looping model)
 
 
@@ -124,6 +138,7 @@ def scan(text: str, state: ScanState = ScanState()) -> tuple[ScanState, int | No
     return ScanState(tuple(stack), quote), None
 
 
+@functools.lru_cache(maxsize=64)  # one request asks it for every variant and every streamed check
 def prefix_state(prefix: str, max_lines: int = 40) -> ScanState:
     """Bracket state at the cursor, from the last ``max_lines`` lines (stray closers there are skipped)."""
     start = len(prefix)
@@ -207,24 +222,62 @@ def limit_lines(text: str, mode: Mode, max_lines: int) -> str:
     return "\n".join(lines[: max(1, max_lines) + (1 if lines[0] == "" else 0)])
 
 
-def cut_at_following_lines(text: str, line_prefix: str, suffix: str) -> str:
-    """Stop before the first line that repeats the next non-blank line after the cursor's line.
-
-    Lines compare with their indentation: a ``}`` that closes an inner block is not the ``}`` of the
-    enclosing one that follows the cursor."""
+def following_lines(suffix: str, n: int = 8) -> list[str]:
+    """The first ``n`` non-blank lines after the cursor's line (right-stripped)."""
     nl = suffix.find("\n")
     if nl == -1:
-        return text
-    following = next((ln.rstrip() for ln in suffix[nl + 1:].split("\n") if ln.strip()), None)
-    if following is None:
+        return []
+    out: list[str] = []
+    for ln in suffix[nl + 1:].split("\n"):
+        if ln.strip():
+            out.append(ln.rstrip())
+            if len(out) == n:
+                break
+    return out
+
+
+def _similar(a: str, b: str) -> bool:
+    """Two lines that say the same thing: equal once stripped, or the same words with only spacing or
+    punctuation apart (``f(a, b)`` / ``f(a,b),``). Lines that differ in a word (``x = f(a)`` / ``y = f(a)``)
+    are different code, however close: runs of similar lines are where completion helps most."""
+    if _is_trivial(a) or _is_trivial(b):
+        return a.rstrip() == b.rstrip()  # `}` closing an inner block is not the enclosing `}`
+    a, b = a.strip(), b.strip()
+    if a == b:
+        return True
+    return min(len(a), len(b)) >= 6 and _WORDS.findall(a) == _WORDS.findall(b)
+
+
+def cut_at_following_lines(text: str, line_prefix: str, suffix: str) -> str:
+    """Stop where the text starts re-writing the code below the cursor (Tab would duplicate it).
+
+    A text line overlaps when
+    - it is the next non-blank line after the cursor's line, with its indentation (so a ``}`` that
+      closes an inner block is not the ``}`` of the enclosing one that follows the cursor);
+    - or it is that line up to spacing and punctuation (a meaningful line, not ``}``/``else:``);
+    - or it and the text line after it are two consecutive lines among the next few below the cursor
+      (block overlap: the model skipped a line of the suffix and then copies the rest).
+    """
+    following = following_lines(suffix)
+    if not following:
         return text
     lines = text.split("\n")
-    for i, ln in enumerate(lines):
+    full = [line_prefix + lines[0]] + lines[1:]
+    for i, ln in enumerate(full):
         if i == 0 and line_prefix.strip():
             continue  # the cursor's own line is never a copy of the next one
-        full = (line_prefix + ln) if i == 0 else ln
-        if full.rstrip() == following:
+        if not ln.strip():
+            continue
+        if ln.rstrip() == following[0] or _similar(ln, following[0]):
             return "\n".join(lines[:i])
+        nxt = next((x for x in full[i + 1:] if x.strip()), None)
+        if nxt is None:
+            continue
+        for k in range(1, min(4, len(following) - 1)):
+            pair = (following[k], following[k + 1])
+            if _similar(ln, pair[0]) and _similar(nxt, pair[1]) and \
+                    not (_is_trivial(ln) and _is_trivial(nxt)):
+                return "\n".join(lines[:i])
     return text
 
 
@@ -359,33 +412,364 @@ def _is_subsequence(needle: str, hay: str) -> bool:
     return all(c in it for c in needle)
 
 
+# ---------------------------------------------------------------------------------------------------------
+# complete statements: never show a line cut in the middle (``for b in``, a condition without its colon)
+
+_PY_HINT = re.compile(r"^\s*(?:def |class |import |from \S+ import |elif |except\b|with |async def )|:\s*(?:#.*)?$",
+                      re.M)
+_C_HINT = re.compile(r"[;{}]\s*(?://.*)?$|^\s*(?:function |const |let |var |fn |func |#include)", re.M)
+# a line ending in one of these goes on (binary operators, separators, keywords that need what follows)
+_OPEN_END = re.compile(
+    r"(?:[-+*/%=<>!&|^~,.?@\\]|\b(?:and|or|not|in|is|if|elif|else|for|while|with|as|from|import|def|class|"
+    r"lambda|return\s+not|await|yield\s+from|new|of|let|const|var|function|typeof|instanceof|case|fn|"
+    r"match|where|impl|struct|enum|async|del|assert|raise|except|throw))$")
+_TOKEN = re.compile(r"\w+|\"(?:\\.|[^\"\\])*\"?|'(?:\\.|[^'\\])*'?|\S")
+_PY_CONTINUES = re.compile(r"^\s*(elif\b|else\b|except\b|finally\b)")
+
+
+@functools.lru_cache(maxsize=64)
+def guess_language(text: str) -> str:
+    """``python`` or ``other`` from the text itself, for callers that do not pass the document's
+    language: Python lines (``def``, ``import``, a trailing colon) against C-family ones (``;``, braces)."""
+    py = len(_PY_HINT.findall(text))
+    c = len(_C_HINT.findall(text))
+    return "python" if py > c else "other"
+
+
+def _lang(language: str | None, text: str) -> str:
+    if language is None:
+        return guess_language(text)
+    return "python" if language.lower() in ("python", "py", "python3") else "other"
+
+
+def _depth_brackets(lang: str) -> str:
+    # C-family bodies live inside `{`, so a statement is delimited by ( and [ only
+    return "([{" if lang == "python" else "(["
+
+
+def statement_start(prefix: str, language: str | None = None, max_lines: int = 40) -> str:
+    """The text of the statement the cursor is in, from its first line (the last line before the cursor
+    that starts outside any bracket and does not follow a ``\\`` continuation) to the cursor."""
+    return _statement_start(prefix, _lang(language, prefix[-2000:]), max_lines)
+
+
+@functools.lru_cache(maxsize=64)
+def _statement_start(prefix: str, lang: str, max_lines: int = 40) -> str:
+    keep = _depth_brackets(lang)
+    lines = prefix.split("\n")[-max_lines:]
+    state = ScanState()
+    start = 0
+    for j, ln in enumerate(lines):
+        if not any(c in keep for c in state.stack) and not (j and lines[j - 1].endswith("\\")):
+            start = j
+        text = ln + "\n"
+        while True:
+            state, bad = scan(text, state)
+            if bad is None:
+                break
+            text = text[bad + 1:]
+    return "\n".join(lines[start:])
+
+
+def _python_complete(src: str) -> bool:
+    """Does ``src`` (a statement, or the start of a block) parse? A trailing header (``for x in y:``) gets a
+    ``pass`` body and a leading ``else:``/``except:`` its opener, so a finished header line counts."""
+    lines = src.split("\n")
+    first = next((ln for ln in lines if ln.strip()), "")
+    code = [ln for ln in lines if ln.strip() and not ln.strip().startswith("#")]
+    if not code:
+        return True
+    last = code[-1]
+    ind0 = first[: len(first) - len(first.lstrip())]
+    pre = ""
+    m = _PY_CONTINUES.match(first)
+    if m:
+        pre = ind0 + ("try:" if m.group(1) in ("except", "finally") else "if x:") + "\n" + ind0 + "    pass\n"
+    post = ""
+    stripped = _code_part(last)
+    if stripped.endswith(":") or stripped.lstrip().startswith("@"):
+        ind = last[: len(last) - len(last.lstrip())]
+        post = "\n" + ind + ("    pass" if stripped.endswith(":") else "def _(): pass")
+    # inside `if 1:` every line may keep its own indentation (one more column than written)
+    body = pre + src + post
+    wrapped = "if 1:\n" + "\n".join(" " + ln for ln in body.split("\n"))
+    try:
+        ast.parse(wrapped)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _heuristic_complete(src: str, keep: str) -> bool:
+    """Brackets (those ``keep`` names) balanced and closed strings, and not ending on an operator or a
+    keyword that needs more: the check for languages we do not parse."""
+    state, bad = scan(src)
+    if bad is not None or state.quote is not None:
+        return False
+    if any(c in keep for c in state.stack):
+        return False
+    last = _code_part(src.rstrip().split("\n")[-1]).strip()
+    if not last:
+        return True
+    if last.endswith(("{", "}", ";", ")", "]", "++", "--")):
+        return True
+    return not _OPEN_END.search(last)
+
+
+def _inside_open_bracket(prefix: str, lang: str) -> bool:
+    return any(c in _depth_brackets(lang) for c in prefix_state(prefix).stack)
+
+
+def is_complete_statement(stmt: str, language: str | None = None) -> bool:
+    """``stmt`` (from ``statement_start`` through the inserted text and the rest of its line) is a whole
+    statement or block header: Python by its parser, other languages by brackets and the last token."""
+    lang = _lang(language, stmt)
+    if lang == "python":
+        return _python_complete(stmt)
+    return _heuristic_complete(stmt, _depth_brackets(lang))
+
+
+def ends_mid_statement(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> bool:
+    """Would inserting ``text`` at the cursor leave its last line unfinished (``for b in``, ``x = (a +``)?"""
+    lang = _lang(language, prefix[-2000:])
+    return _ends_mid(text, prefix, line_suffix, lang, _inside_open_bracket(prefix, lang),
+                     _statement_start(prefix, lang))
+
+
+def _ends_mid(text: str, prefix: str, line_suffix: str, lang: str, inside: bool, stmt: str) -> bool:
+    if inside:
+        # inside a call/list the suffix continues: only an open end (operator, keyword, string) is cut
+        last = _code_part((prefix[-400:] + text).split("\n")[-1]).strip()
+        state, _ = scan(text)
+        return state.quote is not None or bool(last) and bool(_OPEN_END.search(last)) and not last.endswith(",")
+    return not is_complete_statement(stmt + text + line_suffix, lang)
+
+
+def _cut_points(line: str) -> list[int]:
+    """Ends of the tokens of ``line``, longest first."""
+    return sorted({m.end() for m in _TOKEN.finditer(line)}, reverse=True)
+
+
+def cut_to_complete(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> str:
+    """Cut a text that a limit stopped mid-line back to the longest token sequence that completes the
+    statement (``for b in`` -> nothing; ``x = foo(a, b`` -> ``x = foo``... -> the whole line once it is
+    complete). Whole lines before the last one are kept; a last line with no complete cut goes. May return
+    ``""``: nothing complete to show."""
+    lang = _lang(language, prefix[-2000:])
+    inside, stmt = _inside_open_bracket(prefix, lang), _statement_start(prefix, lang)
+    nl = text.rfind("\n")
+    head, last = text[: nl + 1], text[nl + 1:]
+    for cut in _cut_points(last):
+        rest = last[cut:].lstrip()
+        if rest and (rest[0] in "([.=:" or not any(ch.isalnum() for ch in last[:cut])):
+            continue  # a name cut from its call, index, attribute or assignment says something else
+        cand = head + last[:cut]
+        if not _ends_mid(cand, prefix, line_suffix, lang, inside, stmt):
+            return cand
+    return head.rstrip("\n") if head.strip() else ""
+
+
+def drop_dangling_header(text: str, line_prefix: str) -> str:
+    """A block cut by a limit that ends on a line opening a nested block (``for x in xs:`` with no body
+    yet) stops before that line: Tab would leave a header without its body."""
+    lines = text.split("\n")
+    if len(lines) < 2 or not opens_block(lines[-1]):
+        return text
+    return "\n".join(lines[:-1]).rstrip()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# budgets: how much to generate for a cursor, and when a streaming generation has written enough
+
+SINGLE_LINE_TOKENS = 48
+TOKENS_PER_LINE = 24
+MAX_BLOCK_TOKENS = 384
+BODY_LINES = 16  # the rest of a body: most function bodies fit
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What to ask the model for at a cursor (``budget_for``) and when to stop it (``stop_reached``).
+
+    ``kind``: ``line`` (finish the cursor's line), ``statement`` (one statement, a compound one with its
+    body: a gap in the middle of code), ``next`` (the statement after a finished line, starting with the
+    line break), ``body`` (the rest of the block: the cursor is at the end of a body or opens one).
+    ``max_lines`` counts shown lines (+1 for a leading line break is the caller's ``max_lines`` for the
+    generation, as today); ``stop_below``: a line indented less than this column ends the suggestion.
+    """
+    kind: Literal["line", "statement", "next", "body"]
+    mode: Mode
+    max_tokens: int
+    max_lines: int
+    stop_below: int | None = None
+
+
+def _ends_body(suffix: str, column: int) -> bool:
+    """The next non-blank line after the cursor's line is indented less than ``column`` (or there is
+    none): the cursor is at the end of its block."""
+    following = following_lines(suffix, 1)
+    return not following or indent_width(following[0]) < column
+
+
+def budget_for(prefix: str, suffix: str, language: str | None = None, *, max_lines: int = 8) -> Budget:
+    """Size the generation by the context:
+
+    - text right of the cursor, or a line being written: finish the line;
+    - an empty line in the middle of code (the next line is at the cursor's indentation or deeper):
+      one statement (a compound one with its body);
+    - an empty line at the end of a body, or a line that opens a block with no body below yet: the rest of
+      the body, up to ``BODY_LINES``, stopping at a dedent below the body;
+    - the end of a finished line with nothing right of it: the next statement, after the line break.
+    """
+    line_prefix, line_suffix = split_cursor(prefix, suffix)
+    col = indent_width(line_prefix)
+    if line_suffix.strip():
+        mode = decide_mode(line_prefix, line_suffix)
+        if mode == "multi":  # `{|}`: a body between braces
+            return Budget("body", "multi", min(MAX_BLOCK_TOKENS, TOKENS_PER_LINE * (max_lines + 1)), max_lines,
+                          col + 1)
+        return Budget("line", "single", SINGLE_LINE_TOKENS, 1)
+    if not line_prefix.strip():
+        if _ends_body(suffix, col):
+            n = max(max_lines, BODY_LINES)
+            return Budget("body", "multi", min(MAX_BLOCK_TOKENS, TOKENS_PER_LINE * (n + 1)), n, col)
+        return Budget("statement", "multi", TOKENS_PER_LINE * (max_lines + 1), max_lines, col)
+    if opens_block(line_prefix):
+        body_col = col + 1
+        following = following_lines(suffix, 1)
+        if following and indent_width(following[0]) > col:  # the body exists: add its first statement
+            return Budget("statement", "multi", TOKENS_PER_LINE * (max_lines + 1), max_lines, body_col)
+        n = max(max_lines, BODY_LINES)
+        return Budget("body", "multi", min(MAX_BLOCK_TOKENS, TOKENS_PER_LINE * (n + 1)), n, body_col)
+    if not ends_mid_statement("", prefix, "", language):
+        return Budget("next", "multi", TOKENS_PER_LINE * 3, 2, col)
+    return Budget("line", "single", SINGLE_LINE_TOKENS, 1)
+
+
+def cut_to_budget(text: str, line_prefix: str, budget: Budget) -> str:
+    """What of a (possibly still streaming) text the budget shows: one line; one statement (the first line
+    and, when it opens a block, its body); or the lines until a dedent below ``stop_below``. A ``next``
+    text must start with the line break (otherwise it continues the finished line: the first line only)."""
+    lines = text.split("\n")
+    if budget.kind == "line":
+        return lines[0]
+    if budget.kind == "next" and lines[0].strip():
+        return lines[0]
+    start = 1 if budget.kind == "next" or (lines[0] == "" and len(lines) > 1) else 0
+    out = lines[: start + 1]
+    if len(lines) <= start:
+        return text
+    first = line_prefix + lines[0] if start == 0 else lines[start]
+    base = indent_width(first) if first.strip() else (budget.stop_below or 0)
+    opened = opens_block(first) or (start == 1 and opens_block(line_prefix))
+    for ln in lines[start + 1:]:
+        if len(out) - start >= budget.max_lines:
+            break
+        if ln.strip():
+            w = indent_width(ln)
+            if budget.stop_below is not None and w < budget.stop_below:
+                if budget.kind == "body" and w == budget.stop_below - 1 and _CLOSING_LINE.match(ln):
+                    out.append(ln)  # the `}` that closes the body opened at the cursor
+                break
+            if budget.kind in ("statement", "next") and w <= base and not (opened and _PY_CONTINUES.match(ln)):
+                if not (opened and w == base and _CLOSING_LINE.match(ln)):
+                    break
+                out.append(ln)  # the `}` that closes the statement's block
+                break
+            if budget.kind in ("statement", "next") and not opened and w > base:
+                out.append(ln)  # a continuation line of the one statement
+                continue
+        out.append(ln)
+    return "\n".join(out).rstrip()
+
+
+def stop_reached(text: str, line_prefix: str, budget: Budget) -> bool:
+    """For the engine's streaming loop: the text has gone past what ``cut_to_budget`` will show (a line
+    after the shown ones has started), so generating more is wasted."""
+    if "\n" not in text:
+        return False
+    last = text[text.rfind("\n") + 1:]
+    # a started line's indentation already tells whether it is shown; an empty one tells nothing yet
+    seen = text if last.strip() else text[: text.rfind("\n")]
+    shown = cut_to_budget(seen, line_prefix, budget)
+    return len(shown) < len(seen.rstrip())
+
+
+def settled(text: str, finished: bool, line_prefix: str, budget: Budget) -> bool:
+    """Is a (possibly still streaming) variant's suggestion final? Its generation ended, or it has gone
+    past what ``budget`` shows (``stop_reached``). A request can answer with item 1 once it is settled
+    and let the other variants follow (flint/variants, a refresh) instead of waiting for all of them."""
+    return finished or stop_reached(text, line_prefix, budget)
+
+
 # finish reasons of a generation stopped by a limit rather than by the model (its last line may be unfinished)
 CUT_OFF_REASONS = frozenset({"length", "deadline", "cancelled", "partial"})
 
 
+def _finish_statement(first: str, rest: list[str], prefix: str, language: str | None,
+                      max_extra: int = 3) -> str:
+    """A one-line text whose statement goes on over the next lines the model wrote (``x = f(a,`` then
+    ``b)``): take those lines until the statement is complete (at most ``max_extra``)."""
+    text = first
+    for ln in rest[:max_extra]:
+        if not ends_mid_statement(text, prefix, "", language):
+            break
+        text = text + "\n" + ln
+    return text
+
+
 def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", max_lines: int = 8,
-                truncated: bool = False) -> Suggestion | None:
+                truncated: bool = False, language: str | None = None, complete_statements: bool = True,
+                offer_next_line: bool = True, one_statement_in_code: bool = True) -> Suggestion | None:
     """Raw model text at the cursor -> the suggestion to show, or None when nothing useful is left.
 
     ``prefix``/``suffix`` are the document text before/after the cursor (LF line breaks). ``truncated``:
-    the generation stopped on a limit (tokens, lines, deadline) rather than on its own.
+    the generation stopped on a limit (tokens, lines, deadline) rather than on its own. ``language``: the
+    document's language id (guessed from the text when None). ``complete_statements``: a line a limit cut
+    (or a one-line text whose statement goes on below) is finished from the model's next lines or cut back
+    to a complete statement, never shown mid-statement. ``offer_next_line``: at the end of a finished line
+    (nothing right of the cursor) a one-line request whose text starts with a line break shows that next
+    line (after the break) instead of nothing. ``one_statement_in_code``: a block asked for in the middle of
+    code (the next line is at the cursor's indentation) shows one statement (``budget_for``'s
+    ``statement``), a compound one with its body.
     """
     line_prefix, line_suffix = split_cursor(prefix, suffix)
     text = normalize(raw)
+    if offer_next_line and mode == "single" and text.startswith("\n") and not line_suffix.strip() \
+            and line_prefix.strip() and not opens_block(line_prefix) \
+            and not ends_mid_statement("", prefix, "", language):
+        mode, max_lines = "multi", 1  # the model ended the line: its next line is the suggestion
     text = drop_incomplete_last_line(text, truncated and mode == "multi")
+    raw_lines = text.split("\n")
     text = limit_lines(text, mode, max_lines)
+    # the last shown line is one the model had not finished: a limit stopped it, or it continues below
+    cut_mid_line = truncated and "\n" not in text
+    if complete_statements and mode == "single" and len(raw_lines) > 1 and text.strip() and \
+            not line_suffix.strip():
+        text = _finish_statement(text, raw_lines[1:], prefix, language)
     text = fix_first_indent(text, line_prefix)
+    text = cut_at_following_lines(text, line_prefix, suffix)
     if mode == "multi":
-        text = cut_at_following_lines(text, line_prefix, suffix)
         text = limit_scope(text, line_prefix)
+        if one_statement_in_code:
+            budget = budget_for(prefix, suffix, language, max_lines=max_lines)
+            if budget.kind == "statement":
+                text = cut_to_budget(text, line_prefix, budget)
+        if truncated:
+            text = drop_dangling_header(text, line_prefix)
     text = drop_repetition(text, line_prefix, prefix, truncated)
     if not text.strip():
         return None
     sug = fit_line_suffix(text, line_prefix, line_suffix, prefix)
     text = sug.text.rstrip()
-    if mode == "multi" and "\n" in text and sug.replace == 0 and line_suffix.strip().startswith("}"):
+    replace = sug.replace
+    if complete_statements and (cut_mid_line or (mode == "single" and len(raw_lines) > 1)) and \
+            ends_mid_statement(text, prefix, line_suffix[replace:], language):
+        text = cut_to_complete(text, prefix, line_suffix, language).rstrip()
+        replace = 0
+    if mode == "multi" and "\n" in text and replace == 0 and line_suffix.strip().startswith("}"):
         # `{|}`: the block goes between the braces, the brace on its own line below it
         text = text + "\n" + line_prefix[: len(line_prefix) - len(line_prefix.lstrip())]
     if not text.strip():
         return None
-    return Suggestion(text, sug.replace)
+    return Suggestion(text, replace)

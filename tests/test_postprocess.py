@@ -101,7 +101,10 @@ GOLDEN = [
     ("whitespace only is nothing", "x = █\n", "   \n  ", None),
     ("empty is nothing", "x = █\n", "", None),
     ("only the rest of the line is nothing", "print(█)\n", ")", None),
-    ("single-line mode with the model starting a new line is nothing", "x = 1█\n", "\ny = 2", None),
+    ("single-line mode at the end of a finished line offers the model's next line",
+     "x = 1█\n", "\ny = 2\nz = 3", Suggestion("\ny = 2")),
+    ("single-line mode in an unfinished line with the model starting a new line is nothing",
+     "x = █\n", "\ny = 2", None),
 ]
 
 
@@ -176,3 +179,177 @@ def test_never_whitespace_only_over_many_inputs():
         for r in raws:
             s = run(d, r)
             assert s is None or s.text.strip(), (d, r, s)
+
+
+# --- issue 16: overlap with the code below, complete statements, budgets ---------------------------------
+
+from engine.postprocess import (  # noqa: E402
+    budget_for,
+    cut_at_following_lines,
+    cut_to_budget,
+    cut_to_complete,
+    ends_mid_statement,
+    guess_language,
+    statement_start,
+    stop_reached,
+)
+
+PY_FN = "def triangle(a, b, c):\n    "
+
+
+@pytest.mark.parametrize("name,doc,raw,expected", [
+    ("a gap before a loop: the loop the model re-writes is cut",
+     "def f(arr):\n    sorted_arr = sorted(arr)\n    █\n    for var in sorted_arr:\n        print(var)\n",
+     "total = 0\n    for var in sorted_arr:\n        print(var)", Suggestion("total = 0")),
+    ("a near copy of the next line (a small edit) is cut",
+     "def f(xs):\n    █\n    result = compute(xs, key=None)\n",
+     "xs = list(xs)\n    result = compute(xs, key=None )", Suggestion("xs = list(xs)")),
+    ("block overlap: the model skips the next line then copies two after it",
+     "def f(xs):\n    █\n    a = first(xs)\n    b = second(a)\n    c = third(b)\n",
+     "xs = clean(xs)\n    a = first(xs)\n    b = second(a)", Suggestion("xs = clean(xs)")),
+    ("in the middle of code one statement is shown, a compound one with its body",
+     "def f(xs):\n    total = 0\n    █\n    print(total)\n",
+     "for x in xs:\n        total += x\n    total *= 2\n    return total",
+     Suggestion("for x in xs:\n        total += x")),
+], ids=lambda v: v if isinstance(v, str) and len(v) > 30 else "")
+def test_overlap_with_following_lines(name, doc, raw, expected):
+    assert run(doc, raw) == expected
+
+
+def test_two_short_lines_equal_to_lines_below_are_not_an_overlap():
+    suffix = "\n    x += 1\n    i += 1\n    return x\n"
+    assert cut_at_following_lines("i = 0\n    i += 1", "    ", suffix) == "i = 0\n    i += 1"
+
+
+def test_cut_at_following_lines_keeps_an_inner_closer():
+    # `    }` closes the model's own inner block; the `}` below the cursor closes the function
+    assert cut_at_following_lines("if a {\n        b\n    }", "    ", "\n}\n") == "if a {\n        b\n    }"
+
+
+@pytest.mark.parametrize("prefix,text,line_suffix,mid", [
+    (PY_FN, "for b in", "", True),
+    (PY_FN, "for b in range(c):", "", False),
+    (PY_FN, "if a + b <= c or a + c <= b or b + c <= a", "", True),
+    (PY_FN, "if a + b <= c or a + c <= b or b + c <= a:", "", False),
+    (PY_FN, "return (a +", "", True),
+    (PY_FN, "s = 'abc", "", True),
+    ("if x:\n    pass\n", "else:", "", False),
+    ("try:\n    pass\n", "except ValueError as e:", "", False),
+    ("print(", '"hi"', ")", False),
+    ("x = f(\n    a,\n    ", "b,", "", False),
+    ("x = f(\n    a,\n    ", "b +", "", True),
+    ("int main() {\n    ", "return 0;", "", False),
+    ("int main() {\n    ", "int x = a +", "", True),
+    ("function f() {\n  ", "if (a && b) {", "", False),
+])
+def test_ends_mid_statement(prefix, text, line_suffix, mid):
+    assert ends_mid_statement(text, prefix, line_suffix) is mid
+
+
+@pytest.mark.parametrize("prefix,text,expected", [
+    (PY_FN, "for b in", ""),
+    (PY_FN, "if a + b <= c or a + c <= b or b + c <= a", ""),
+    (PY_FN, "return (a +", ""),  # not `return`: a name cut from its expression says something else
+    (PY_FN, "x = foo(a, b", ""),
+    (PY_FN, "x = a + b if c", "x = a + b"),
+    (PY_FN, "total = 0\n    for b in", "total = 0"),
+    (PY_FN, "return a + b", "return a + b"),
+])
+def test_cut_to_complete(prefix, text, expected):
+    assert cut_to_complete(text, prefix) == expected
+
+
+def test_statement_start_spans_open_brackets():
+    assert statement_start("def f():\n    x = foo(a,\n        b, ") == "    x = foo(a,\n        b, "
+    assert statement_start("int f() {\n  int x = 1;\n  y = ") == "  y = "
+
+
+def test_guess_language():
+    assert guess_language("import os\n\ndef f(x):\n    return x\n") == "python"
+    assert guess_language("int main() {\n  return 0;\n}\n") == "other"
+
+
+@pytest.mark.parametrize("name,doc,raw,truncated,expected", [
+    ("a deadline-cut line is not shown", PY_FN + "█\n", "if a + b <= c or a + c", True, None),
+    ("a deadline-cut line after whole lines keeps the whole lines",
+     PY_FN + "█\n", "s = a + b + c\n    if s > 10", True, Suggestion("s = a + b + c")),
+    ("a line the model continues below is finished from its next lines",
+     "def f(a, b, c):\n    x = (a █\n", "+ b +\n        c)\n    return x", False, Suggestion("+ b +\n        c)")),
+    ("a block cut after a header drops the header",
+     PY_FN + "█\n", "s = a + b\n    for x in s:\n        pri", True, Suggestion("s = a + b")),
+], ids=lambda v: v if isinstance(v, str) and len(v) > 30 else "")
+def test_complete_statements_on_screen(name, doc, raw, truncated, expected):
+    assert run(doc, raw, truncated=truncated) == expected
+
+
+def test_complete_statements_can_be_switched_off():
+    prefix = PY_FN
+    sug = postprocess("for b in", prefix, "\n", mode="single", truncated=True, complete_statements=False)
+    assert sug == Suggestion("for b in")
+
+
+# budgets: how much to ask for by context, and when a stream has written enough
+
+MIDDLE = ("def f(xs):\n    total = 0\n    ", "\n    return total\n")
+END_OF_BODY = ("def f(xs):\n    total = 0\n    ", "\n\ndef g():\n    pass\n")
+
+
+@pytest.mark.parametrize("prefix,suffix,kind,mode", [
+    (*MIDDLE, "statement", "multi"),
+    (*END_OF_BODY, "body", "multi"),
+    ("def f(xs):", "\n\ndef g():\n    pass\n", "body", "multi"),
+    ("def f(xs):", "\n    return 1\n", "statement", "multi"),
+    ("def f(xs):\n    total = 0", "\n    return total\n", "next", "multi"),
+    ("def f(xs):\n    total = ", "\n    return total\n", "line", "single"),
+    ("print(", ")\n", "line", "single"),
+    ("function f() {", "}\n", "body", "multi"),
+])
+def test_budget_for(prefix, suffix, kind, mode):
+    b = budget_for(prefix, suffix)
+    assert (b.kind, b.mode) == (kind, mode)
+    assert b.max_tokens >= 24 * b.max_lines or b.kind == "line"
+
+
+def test_body_budget_is_larger_than_a_statement():
+    assert budget_for(*END_OF_BODY).max_lines > budget_for(*MIDDLE).max_lines
+
+
+def test_cut_to_budget_statement_keeps_a_compound_statement_whole():
+    b = budget_for(*MIDDLE)
+    text = "for x in xs:\n        total += x\n    return total"
+    assert cut_to_budget(text, "    ", b) == "for x in xs:\n        total += x"
+    assert cut_to_budget("if x:\n        a()\n    else:\n        b()\n    y = 1", "    ", b) == \
+        "if x:\n        a()\n    else:\n        b()"
+    assert stop_reached(text, "    ", b)
+    assert not stop_reached("for x in xs:\n        total += x\n", "    ", b)
+
+
+def test_cut_to_budget_body_stops_at_the_dedent():
+    b = budget_for(*END_OF_BODY)
+    text = "for x in xs:\n        total += x\n    return total\n\ndef g():"
+    assert cut_to_budget(text, "    ", b) == "for x in xs:\n        total += x\n    return total"
+
+
+def test_cut_to_budget_next_line_starts_with_the_break():
+    b = budget_for("def f(xs):\n    total = 0", "\n    return total\n")
+    assert cut_to_budget("\n    for x in xs:\n        total += x\n    return", "    total = 0", b) == \
+        "\n    for x in xs:\n        total += x"
+    assert cut_to_budget(" + 1\n    return", "    total = 0", b) == " + 1"
+
+
+def test_a_similar_line_that_differs_in_a_word_is_not_an_overlap():
+    suffix = '\n    parser.add_argument("--blocks", type=int, default=10)\n'
+    text = 'parser.add_argument("--lines", type=int, default=20)'
+    assert cut_at_following_lines(text, "    ", suffix) == text
+
+
+def test_settled_when_finished_or_past_the_budget():
+    from engine.postprocess import settled
+
+    b = budget_for(*MIDDLE)
+    assert settled("x = 1", True, "    ", b)
+    assert not settled("for x in xs:\n        total += x\n", False, "    ", b)
+    assert settled("for x in xs:\n        total += x\n    return", False, "    ", b)
+    line = budget_for("x = ", "\n")
+    assert not settled("compute(a", False, "x = ", line)
+    assert settled("compute(a)\ny", False, "x = ", line)

@@ -1,0 +1,623 @@
+#!/usr/bin/env python3
+"""What Tab inserts: suggestions served by `flint serve` against the same GGUF asked directly, one run.
+
+    flock /tmp/flint-heavy.lock python scripts/bench_served.py [--lines 20] [--blocks 10] \\
+        [--trees base=/work/wt/served-base,new=.]
+
+Held-out code: pinned PyPI packages fetched at bench time with `pip download --no-deps` (PACKAGES below;
+none of them is in the eval prompts, pygls/lsprotocol, the standard library or Flint). From their
+functions, spots are drawn with a fixed seed:
+
+- ``line``:  one simple statement inside a function body emptied to its indentation (the cursor after it);
+- ``block``: a function's body after its docstring emptied, the cursor on an empty line at the body's
+  indentation.
+
+Each server configuration (a source tree run as ``PYTHONPATH=<tree> python -m lsp_server serve``, fresh
+FLINT_HOME / FLINT_CACHE_DIR) gets every spot in its own newly opened document, asked as an editor asks:
+``textDocument/inlineCompletion`` automatic and invoked (order alternating per spot, so half of each kind is
+asked at a freshly opened spot and half at a warm one). Tab is applied as the editor applies it: item 1's
+insertText over its range. On blocks, automatic requests go on as a user pressing Tab would: up to
+``--tab-rounds`` times, ask again at the end of what was inserted while the body is not done. The direct
+model is llama-cpp-python on the GGUF the build used: plain FIM prompt (the engine's windows), greedy, a
+newline stop for lines, EOS or 256 tokens for blocks.
+
+Scores per (configuration, request kind, spot kind): exact match (the completed document equals the
+original), edit similarity (1 - Levenshtein / longer length, inserted text against the emptied text),
+duplicates (an inserted line repeats one of the next three lines below the gap that the emptied text did
+not have), mid-statement (the inserted text ends mid-statement, judged by engine.postprocess with the
+Python parser), comment-only (engine.rank.kind), file parses (the completed file parses), and latency
+(response time: the server returns all items in one response today, so first item = all items).
+
+Writes docs/benchmarks/served.json and docs/benchmarks/served.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from engine.postprocess import ends_mid_statement, split_cursor  # noqa: E402
+from engine.rank import kind  # noqa: E402
+
+PACKAGES = [("boltons", "24.0.0"), ("toolz", "0.12.1"), ("humanize", "4.9.0")]
+MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS = 6000, 600  # engine.engine.EngineConfig's windows
+# an empty answer that took less than this did not wait for its deadline (automatic 2.5 s, invoked 6 s in
+# lsp_server/session.py): nothing more will come at that spot
+DEADLINE_FLOOR_MS = {False: 2000.0, True: 5000.0}
+
+
+# ------------------------------------------------------------------------------------------------ spots
+
+
+@dataclass
+class Spot:
+    name: str
+    kind: str  # "line" | "block"
+    prefix: str  # document text before the cursor
+    suffix: str  # after it
+    expected: str  # the emptied text (inserted at the cursor, it restores the original file)
+
+
+def fetch_sources(work: Path) -> list[tuple[str, str]]:
+    """(name, source) of every .py file of the pinned packages, downloaded now."""
+    dl = work / "wheels"
+    dl.mkdir()
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "--disable-pip-version-check",
+                    "-d", str(dl), *[f"{n}=={v}" for n, v in PACKAGES]], check=True)
+    out = []
+    for whl in sorted(dl.glob("*.whl")):
+        with zipfile.ZipFile(whl) as z:
+            for member in sorted(z.namelist()):
+                if member.endswith(".py") and "/tests/" not in member and not member.endswith("__init__.py"):
+                    src = z.read(member).decode("utf-8", "replace")
+                    if len(src) > 2000:
+                        out.append((member, src))
+    return out
+
+
+def _offset(lines: list[str], i: int) -> int:
+    return sum(len(x) + 1 for x in lines[:i])
+
+
+def draw_spots(sources: list[tuple[str, str]], n_lines: int, n_blocks: int, seed: int) -> list[Spot]:
+    rng = random.Random(seed)
+    line_cands: list[Spot] = []
+    block_cands: list[Spot] = []
+    for name, src in sources:
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        lines = src.split("\n")
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            body = list(fn.body)
+            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+                body = body[1:]  # the docstring stays: it says what the body should do
+            if not body or body[0].lineno == fn.lineno:
+                continue
+            start, end = body[0].lineno - 1, (body[-1].end_lineno or body[-1].lineno)  # 0-based [start, end)
+            indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+            if 3 <= end - start <= 12 and not any(isinstance(s, ast.FunctionDef | ast.ClassDef) for s in body):
+                off = _offset(lines, start)
+                expected = "\n".join(lines[start:end])[len(indent):]
+                block_cands.append(Spot(f"{name}:{start + 1}", "block", src[:off] + indent,
+                                        src[_offset(lines, end) - 1:], expected))
+            for st in ast.walk(fn):
+                if isinstance(st, ast.Assign | ast.AugAssign | ast.Return | ast.Expr | ast.If | ast.For) and \
+                        st.lineno > fn.lineno and st.lineno == (st.end_lineno or st.lineno) or \
+                        isinstance(st, ast.If | ast.For | ast.While | ast.With) and st.lineno > fn.lineno:
+                    i = st.lineno - 1
+                    ln = lines[i]
+                    code = ln.strip()
+                    if not 8 <= len(code) <= 100 or code.startswith(("#", '"', "'")) or not ln.startswith(" "):
+                        continue
+                    ind = ln[: len(ln) - len(ln.lstrip())]
+                    off = _offset(lines, i) + len(ind)
+                    line_cands.append(Spot(f"{name}:{i + 1}", "line", src[:off], src[off + len(code):], code))
+    rng.shuffle(line_cands)
+    rng.shuffle(block_cands)
+
+    def spread(cands: list[Spot], n: int) -> list[Spot]:
+        """At most a few spots per file, so one big module does not dominate."""
+        per: dict[str, int] = {}
+        out = []
+        for c in cands:
+            f = c.name.rsplit(":", 1)[0]
+            if per.get(f, 0) < max(2, n // 6):
+                per[f] = per.get(f, 0) + 1
+                out.append(c)
+            if len(out) == n:
+                break
+        return out
+
+    return spread(line_cands, n_lines) + spread(block_cands, n_blocks)
+
+
+# ------------------------------------------------------------------------------------------------ scoring
+
+
+def levenshtein(a: str, b: str) -> int:
+    if len(a) < len(b):
+        a, b = b, a
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def edit_similarity(got: str, want: str) -> float:
+    got, want = got.rstrip(), want.rstrip()
+    if not got and not want:
+        return 1.0
+    return 1.0 - levenshtein(got, want) / max(len(got), len(want))
+
+
+def _nontrivial(s: str) -> bool:
+    s = s.strip()
+    return len(s) >= 4 and any(c.isalnum() for c in s)
+
+
+def duplicates_below(inserted: str, spot: Spot) -> bool:
+    below = [ln.strip() for ln in spot.suffix.split("\n")[1:] if ln.strip()][:3]
+    wanted = {ln.strip() for ln in spot.expected.split("\n")}
+    return any(_nontrivial(ln) and ln.strip() in below and ln.strip() not in wanted
+               for ln in inserted.split("\n"))
+
+
+@dataclass
+class Outcome:
+    spot: str
+    spot_kind: str
+    config: str
+    request: str  # "automatic" | "invoked" | "direct"
+    fresh: bool
+    inserted: str
+    exact: bool
+    edit_sim: float
+    duplicate: bool
+    mid_statement: bool
+    comment_only: bool
+    parses: bool
+    latency_ms: float
+    items: int = 1
+    rounds: int = 1
+    asks: int = 1  # requests until the first non-empty answer
+    alt_inserted: str = ""  # invoked: what the items reordered by engine.rank would insert
+
+
+def score(spot: Spot, inserted: str, config: str, request: str, fresh: bool, latency_ms: float,
+          items: int = 1, rounds: int = 1) -> Outcome:
+    doc = spot.prefix + inserted + spot.suffix
+    original = spot.prefix + spot.expected + spot.suffix
+    _, line_suffix = split_cursor(spot.prefix, spot.suffix)
+    try:
+        ast.parse(doc)
+        parses = True
+    except SyntaxError:
+        parses = False
+    return Outcome(spot.name, spot.kind, config, request, fresh, inserted, doc == original,
+                   round(edit_similarity(inserted, spot.expected), 4), duplicates_below(inserted, spot),
+                   bool(inserted.strip()) and ends_mid_statement(inserted, spot.prefix, line_suffix, "python"),
+                   bool(inserted.strip()) and kind(inserted) == "comment", parses, round(latency_ms, 1), items,
+                   rounds)
+
+
+# ------------------------------------------------------------------------------------------ LSP over stdio
+
+
+class Server:
+    """A minimal JSON-RPC client for `flint serve` over stdio."""
+
+    def __init__(self) -> None:
+        self.proc: asyncio.subprocess.Process | None = None
+        self._id = 0
+        self.pending: dict[int, asyncio.Future] = {}
+        self.ready = asyncio.Event()
+
+    async def start(self, cmd: list[str], env: dict[str, str], log: Path) -> None:
+        self._log = open(log, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = await asyncio.create_subprocess_exec(*cmd, stdin=asyncio.subprocess.PIPE,
+                                                         stdout=asyncio.subprocess.PIPE, stderr=self._log,
+                                                         env=env, limit=2**24)
+        self._reader = asyncio.create_task(self._read())
+
+    def _send(self, msg: dict) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        body = json.dumps(msg).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def notify(self, method: str, params: dict) -> None:
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(self, method: str, params: dict, timeout: float = 120) -> tuple[float, dict]:
+        self._id += 1
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[self._id] = fut
+        t0 = time.perf_counter()
+        self._send({"jsonrpc": "2.0", "id": self._id, "method": method, "params": params})
+        t1, msg = await asyncio.wait_for(fut, timeout)
+        return (t1 - t0) * 1000, msg
+
+    async def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        out = self.proc.stdout
+        while True:
+            headers = await out.readuntil(b"\r\n\r\n")
+            m = re.search(rb"Content-Length: (\d+)", headers)
+            assert m is not None
+            msg = json.loads(await out.readexactly(int(m.group(1))))
+            now = time.perf_counter()
+            if "id" in msg and "method" in msg:
+                self._send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+            elif "id" in msg:
+                fut = self.pending.pop(msg["id"], None)
+                if fut is not None and not fut.done():
+                    fut.set_result((now, msg))
+            elif msg.get("method") == "flint/status" and msg["params"].get("state") in ("ready", "error"):
+                self.ready.set()
+
+    async def stop(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            await self.request("shutdown", {}, timeout=30)
+            self.notify("exit", {})
+            await asyncio.wait_for(self.proc.wait(), 30)
+        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            self.proc.kill()
+            await self.proc.wait()
+        self._reader.cancel()
+        self._log.close()
+
+
+def lsp_position(text: str, offset: int) -> dict:
+    line = text.count("\n", 0, offset)
+    col_text = text[text.rfind("\n", 0, offset) + 1: offset]
+    return {"line": line, "character": len(col_text.encode("utf-16-le")) // 2}
+
+
+def lsp_offset(text: str, pos: dict) -> int:
+    lines = text.split("\n")
+    off = _offset(lines, pos["line"])
+    ln = lines[pos["line"]] if pos["line"] < len(lines) else ""
+    units, i = 0, 0
+    while i < len(ln) and units < pos["character"]:
+        units += 2 if ord(ln[i]) > 0xFFFF else 1
+        i += 1
+    return off + i
+
+
+def apply_tab(text: str, item: dict) -> tuple[str, int]:
+    """The document after accepting ``item`` (insertText over its range) and the cursor after it."""
+    start = lsp_offset(text, item["range"]["start"])
+    end = lsp_offset(text, item["range"]["end"])
+    return text[:start] + item["insertText"] + text[end:], start + len(item["insertText"])
+
+
+async def ask(server: Server, uri: str, text: str, offset: int, invoked: bool, patience_s: float
+              ) -> tuple[float, list[dict], int]:
+    """Ask as the editor does; while the answer is empty (the deadline passed before the model had
+    anything), ask again at once, as a user who waits at the spot would make the editor do, for up to
+    ``patience_s``. Returns (ms to the first non-empty answer or to giving up, items, asks)."""
+    t0 = time.perf_counter()
+    asks = 0
+    while True:
+        one_ms, msg = await server.request("textDocument/inlineCompletion", {
+            "textDocument": {"uri": uri}, "position": lsp_position(text, offset),
+            "context": {"triggerKind": 1 if invoked else 2}})
+        asks += 1
+        res = msg.get("result") or {}
+        items = res.get("items", []) if isinstance(res, dict) else res
+        ms = (time.perf_counter() - t0) * 1000
+        # an empty answer before the deadline means the model had its say and it shows nothing: done
+        if items or one_ms < DEADLINE_FLOOR_MS[invoked] or ms >= patience_s * 1000:
+            return ms, items, asks
+
+
+def _inserted(spot: Spot, doc: str) -> str:
+    """What now stands between the spot's prefix and suffix (the suffix is never edited by a Tab here)."""
+    if doc.startswith(spot.prefix) and doc.endswith(spot.suffix) and \
+            len(doc) >= len(spot.prefix) + len(spot.suffix):
+        return doc[len(spot.prefix): len(doc) - len(spot.suffix)]
+    return "\x00replaced-outside-the-gap"
+
+
+async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) -> list[Outcome]:
+    from engine.rank import rank
+
+    env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "PYTHONUNBUFFERED": "1",
+           "FLINT_HOME": str(work / f"home-{name}"), "FLINT_CACHE_DIR": tempfile.mkdtemp(prefix="flint-cache-")}
+    # the built model stays where it is; only caches and stats are fresh
+    server = Server()
+    cmd = [sys.executable, "-m", "lsp_server.cli", "serve", "--model", args.model_dir, "--threads", str(args.threads)]
+    await server.start(cmd, env, work / f"server-{name}.log")
+    await server.request("initialize", {
+        "processId": os.getpid(), "rootUri": None, "clientInfo": {"name": "bench-served", "version": "1"},
+        "capabilities": {"textDocument": {"synchronization": {"dynamicRegistration": False},
+                                          "inlineCompletion": {}}},
+        "initializationOptions": {}}, timeout=300)
+    server.notify("initialized", {})
+    await asyncio.wait_for(server.ready.wait(), 600)
+    out: list[Outcome] = []
+    for k, spot in enumerate(spots):
+        uri = f"file:///bench/{name}/{k}_{re.sub(r'[^A-Za-z0-9_.]', '_', spot.name)}"
+        text = spot.prefix + spot.suffix
+        server.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                                "text": text}})
+        order = ["invoked", "automatic"] if k % 2 == 0 else ["automatic", "invoked"]
+        for j, req in enumerate(order):
+            ms, items, asks = await ask(server, uri, text, len(spot.prefix), req == "invoked", args.patience)
+            doc, cursor = (apply_tab(text, items[0]) if items else (text, len(spot.prefix)))
+            rounds, total_ms = 1, ms
+            version = 1
+            # blocks, automatic: the user keeps pressing Tab while the body is not done
+            while req == "automatic" and spot.kind == "block" and items and rounds < args.tab_rounds and \
+                    doc.count("\n") - text.count("\n") < spot.expected.count("\n") + 1 and \
+                    _inserted(spot, doc).strip() != spot.expected.strip():
+                version += 1
+                server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                                         "contentChanges": [{"text": doc}]})
+                ms2, items, _ = await ask(server, uri, doc, cursor, False, args.patience / 2)
+                total_ms += ms2
+                rounds += 1
+                if items:
+                    doc, cursor = apply_tab(doc, items[0])
+            o = score(spot, _inserted(spot, doc), name, req, j == 0, ms, len(items), rounds)
+            o.asks = asks
+            if req == "invoked" and len(items) > 1:
+                order_ = rank([it["insertText"] for it in items])
+                o.alt_inserted = _inserted(spot, apply_tab(text, items[order_[0]])[0])
+            out.append(o)
+            if version > 1 or j == 0:  # back to the emptied spot for the other request
+                version += 1
+                server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                                         "contentChanges": [{"text": text}]})
+        server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+        print(f"  [{name}] {k + 1}/{len(spots)} {spot.name}: " + " | ".join(
+            f"{o.request} {o.latency_ms:.0f} ms {'EXACT' if o.exact else f'es {o.edit_sim:.2f}'}" for o in out[-2:]),
+            flush=True)
+    await server.stop()
+    return out
+
+
+# ------------------------------------------------------------------------------------------ direct model
+
+
+def run_direct(gguf: str, spots: list[Spot], threads: int) -> list[Outcome]:
+    from llama_cpp import Llama
+
+    llm = Llama(model_path=gguf, n_threads=threads, n_threads_batch=threads, n_ctx=4096, n_batch=512,
+                verbose=False)
+    eos = {llm.token_eos()} | {t for s in ("<|endoftext|>", "<|im_end|>", "<|fim_pad|>", "<|file_sep|>",
+                                           "<|repo_name|>", "<|fim_prefix|>")
+                               for t in llm.tokenize(s.encode(), add_bos=False, special=True)}
+    out = []
+    for spot in spots:
+        prompt = f"<|fim_prefix|>{spot.prefix[-MAX_PREFIX_CHARS:]}<|fim_suffix|>" \
+                 f"{spot.suffix[:MAX_SUFFIX_CHARS]}<|fim_middle|>"
+        ids = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+        llm.reset()
+        t0 = time.perf_counter()
+        gen: list[int] = []
+        text = ""
+        for t in llm.generate(ids, top_k=1, temp=0.0, repeat_penalty=1.0):
+            if t in eos or len(gen) >= (48 if spot.kind == "line" else 256):
+                break
+            gen.append(t)
+            text = llm.detokenize(gen).decode("utf-8", "replace")
+            if spot.kind == "line" and "\n" in text:
+                text = text[: text.index("\n")]
+                break
+        ms = (time.perf_counter() - t0) * 1000
+        out.append(score(spot, text.rstrip() if spot.kind == "line" else text.rstrip(), "direct", "direct", True,
+                         ms))
+    del llm
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ report
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(q / 100 * (len(v) - 1))))]
+
+
+def summarize(outs: list[Outcome]) -> list[dict]:
+    rows = []
+    keys = sorted({(o.config, o.request, o.spot_kind) for o in outs}, key=lambda k: (k[2], k[0] != "direct", k))
+    for cfg, req, sk in keys:
+        g = [o for o in outs if (o.config, o.request, o.spot_kind) == (cfg, req, sk)]
+        shown = [o for o in g if o.inserted.strip()]
+        n = len(g)
+        row = {
+            "spots": sk, "config": cfg, "request": req, "n": n,
+            "exact": round(sum(o.exact for o in g) / n, 3),
+            "edit_sim": round(statistics.mean(o.edit_sim for o in g), 3),
+            "shown": round(len(shown) / n, 3),
+            "duplicate": round(sum(o.duplicate for o in shown) / max(1, len(shown)), 3),
+            "mid_statement": round(sum(o.mid_statement for o in shown) / max(1, len(shown)), 3),
+            "comment_only": round(sum(o.comment_only for o in shown) / max(1, len(shown)), 3),
+            "parses": round(sum(o.parses for o in g) / n, 3),
+            "latency_p50_ms": pct([o.latency_ms for o in g], 50),
+            "latency_p95_ms": pct([o.latency_ms for o in g], 95),
+            "fresh_p50_ms": pct([o.latency_ms for o in g if o.fresh], 50),
+            "warm_p50_ms": pct([o.latency_ms for o in g if not o.fresh], 50),
+            "asks_p50": pct([float(o.asks) for o in g], 50),
+        }
+        rows.append(row)
+    return rows
+
+
+def ranked_rows(outs: list[Outcome], spots: dict[str, Spot]) -> list[dict]:
+    """Invoked requests with item 1 chosen by engine.rank among the served items (what the session would
+    serve once it ranks): exact match and comment-only share."""
+    rows = []
+    for cfg in sorted({o.config for o in outs if o.request == "invoked"}):
+        for sk in ("line", "block"):
+            g = [o for o in outs if o.config == cfg and o.request == "invoked" and o.spot_kind == sk]
+            if not g:
+                continue
+            ins = [o.alt_inserted or o.inserted for o in g]
+            sc = [score(spots[o.spot], t, cfg, "invoked+rank", o.fresh, o.latency_ms) for o, t in zip(g, ins, strict=True)]
+            rows.append({"spots": sk, "config": cfg, "request": "invoked, ranked", "n": len(sc),
+                         "exact": round(sum(s.exact for s in sc) / len(sc), 3),
+                         "edit_sim": round(statistics.mean(s.edit_sim for s in sc), 3),
+                         "comment_only": round(sum(s.comment_only for s in sc if s.inserted.strip())
+                                               / max(1, sum(1 for s in sc if s.inserted.strip())), 3),
+                         "reordered": sum(1 for o in g if o.alt_inserted and o.alt_inserted != o.inserted)})
+    return rows
+
+
+def fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.3f}" if v <= 1.0 else f"{v:.0f}"
+    return str(v)
+
+
+def markdown(rows: list[dict], ranked: list[dict], meta: dict) -> str:
+    cols = ["spots", "config", "request", "n", "exact", "edit_sim", "shown", "duplicate", "mid_statement",
+            "comment_only", "parses", "latency_p50_ms", "latency_p95_ms", "fresh_p50_ms", "warm_p50_ms", "asks_p50"]
+    out = ["# Served suggestions against the model asked directly (bench_served.py)", "",
+           f"Command: `{meta['command']}`  ", f"Date: {meta['date']}; CPU: {meta['cpu']}; {meta['machine']}; "
+           f"load average at start {meta['load']}  ",
+           f"Model: {meta['model']} (served, onnxruntime) and {meta['gguf']} (direct, llama-cpp-python "
+           f"{meta['llama_cpp']}); threads {meta['threads']}  ",
+           f"Held-out code: {', '.join(meta['packages'])} (pip download --no-deps at bench time)  ",
+           f"Configurations: {meta['trees']}  ", "",
+           "Shares of duplicate / mid_statement / comment_only are of the spots where something was inserted; "
+           "exact and edit_sim count an empty insertion as a miss. Latency: from the first request at the spot "
+           "to the first non-empty answer (an empty answer at the deadline is asked again at once, as a user "
+           f"waiting there would make the editor do, up to {meta['patience']} s; asks_p50 = requests it "
+           "took); blocks, automatic: the first of up to "
+           f"{meta['tab_rounds']} Tab rounds. fresh = the first request in a newly opened document, warm = "
+           "the second one at the same spot. The server answers all items in one response, so the first "
+           "item's latency is the all-items latency. Direct: prompt pass + greedy decode to the line's end "
+           "(lines) or EOS / 256 tokens (blocks), from a reset state.", "",
+           "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        out.append("| " + " | ".join(fmt(r.get(c)) for c in cols) + " |")
+    if ranked:
+        out += ["", "## Invoked requests with item 1 chosen by engine.rank among the served items", "",
+                "What the session would serve once it orders items with `engine.rank.rank` (the served items "
+                "reordered here, offline).", "",
+                "| spots | config | n | exact | edit_sim | comment_only | reordered |", "|---|---|---|---|---|---|---|"]
+        for r in ranked:
+            out.append(f"| {r['spots']} | {r['config']} | {r['n']} | {fmt(r['exact'])} | {fmt(r['edit_sim'])} | "
+                       f"{fmt(r['comment_only'])} | {r['reordered']} |")
+    out += ["", "Spots: " + ", ".join(meta["spots"]), ""]
+    return "\n".join(out)
+
+
+def write_partial(args, outs: list[Outcome]) -> None:
+    """Outcomes so far (a long run that is stopped still leaves its finished configurations)."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "served.partial.json").write_text(json.dumps([asdict(o) for o in outs], indent=1))
+    print(markdown(summarize(outs), [], {"command": "(partial)", "date": "", "cpu": "", "machine": "", "load": "",
+                                         "model": "", "gguf": "", "llama_cpp": "", "threads": args.threads,
+                                         "packages": [], "trees": args.trees, "tab_rounds": args.tab_rounds,
+                                         "patience": args.patience, "spots": []}), flush=True)
+
+
+async def amain(args) -> int:
+    from engine.engine import resolve_model_dir
+    from engine.manifest import load_manifest
+
+    model_dir = resolve_model_dir(args.model)
+    args.model_dir = str(model_dir)
+    manifest = load_manifest(model_dir)
+    gguf = args.gguf or (str(manifest.source.get("gguf", "")) if manifest else "")
+    work = Path(tempfile.mkdtemp(prefix="flint-served-"))
+    try:
+        spots = draw_spots(fetch_sources(work), args.lines, args.blocks, args.seed)
+        print(f"{len(spots)} spots: {sum(s.kind == 'line' for s in spots)} lines, "
+              f"{sum(s.kind == 'block' for s in spots)} blocks", flush=True)
+        load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+        outs: list[Outcome] = []
+        for spec in args.trees.split(","):
+            name, tree = spec.split("=", 1)
+            print(f"[{name}] flint serve from {tree} ...", flush=True)
+            outs += await run_config(name, tree, spots, args, work)
+            write_partial(args, outs)
+        if gguf and not args.no_direct:
+            print("[direct] llama-cpp-python ...", flush=True)
+            outs += run_direct(gguf, spots, args.threads)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"kept {work}")
+    rows = summarize(outs)
+    ranked = ranked_rows(outs, {s.name: s for s in spots})
+    cpu = next((ln.split(":", 1)[1].strip() for ln in subprocess.run(["lscpu"], capture_output=True, text=True)
+                .stdout.splitlines() if ln.startswith("Model name")), platform.processor())
+    try:
+        import llama_cpp
+        llama_version = llama_cpp.__version__
+    except ImportError:
+        llama_version = "-"
+    meta = {"command": "python scripts/bench_served.py " + " ".join(sys.argv[1:]),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu,
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+            "load": load, "model": manifest.model_id if manifest else str(model_dir), "gguf": Path(gguf).name,
+            "llama_cpp": llama_version, "threads": args.threads,
+            "packages": [f"{n}=={v}" for n, v in PACKAGES], "trees": args.trees, "tab_rounds": args.tab_rounds,
+            "patience": args.patience,
+            "spots": [s.name for s in spots]}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "served.json").write_text(json.dumps({"meta": meta, "rows": rows, "ranked": ranked,
+                                                 "outcomes": [asdict(o) for o in outs]}, indent=1))
+    (out / "served.md").write_text(markdown(rows, ranked, meta))
+    print(markdown(rows, ranked, meta))
+    return 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--lines", type=int, default=20)
+    p.add_argument("--blocks", type=int, default=10)
+    p.add_argument("--seed", type=int, default=16)
+    p.add_argument("--trees", default=f"new={ROOT}", help="NAME=SOURCE_TREE,... (each runs its own server)")
+    p.add_argument("--model", default=None)
+    p.add_argument("--gguf", default=None, help="default: the GGUF the model was built from (its manifest)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--tab-rounds", type=int, default=3)
+    p.add_argument("--patience", type=float, default=40.0,
+                   help="seconds a user waits at a spot, asking again while the answer is empty")
+    p.add_argument("--no-direct", action="store_true")
+    p.add_argument("--keep", action="store_true", help="keep the work directory (server logs)")
+    p.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
+    return asyncio.run(amain(p.parse_args()))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
