@@ -174,8 +174,19 @@ def test_neovim_real_model(neovim_env, real_server, tmp_path, artifacts):
     nv = Nvim(neovim_env["FLINT_NVIM"], tmp_path, real_server, artifacts)
     try:
         seen = run_flow(nv, timeout=180)
+        # :FlintPick's rows for the variants at the cursor (issue 15 item 6): each with its own latency
+        # or where it came from.
+        seen["pick"] = json.loads(nv.expr(
+            "json_encode(luaeval('(function() local c = vim.lsp.get_clients({name = \"flint\"})[1];"
+            " local p = vim.lsp.util.make_position_params(0, c.offset_encoding);"
+            " local r = c:request_sync(\"flint/variants\", {textDocument = p.textDocument, position = p.position},"
+            " 60000, 0); return vim.tbl_map(require(\"flint\").variant_label, (r and r.result or {}).items or {})"
+            " end)()'))"))
     finally:
         nv.close()
+    assert seen["pick"], seen
+    for label in seen["pick"]:
+        assert "latency not reported" not in label and "(0.0 ms" not in label, seen["pick"]
     (artifacts / "seen.json").write_text(json.dumps(seen, indent=1))
     assert seen["status"]["state"] in ("ready", "busy"), seen["status"]
     assert isinstance(seen["status"]["lastLatencyMs"], (int, float)), seen["status"]

@@ -227,3 +227,8 @@ def test_vscode_real_model(vscode_env, vsix, real_server, tmp_path, artifacts):
     assert len(seen["variants"]) >= 2, seen["variants"]
     assert seen["picked"] and seen["picked"] in seen["afterPick"], seen
     assert seen["statusLatencyMs"] is not None, seen["status"]
+    # Issue 15 item 6: each variant shows its own latency (or where it came from), never a blank figure.
+    for v in seen["variants"]:
+        d = v["description"]
+        assert "latency not reported" not in d and " 0.0 ms" not in d, seen["variants"]
+        assert "from cache" in d or "typed through" in d or " ms" in d, seen["variants"]
