@@ -28,7 +28,7 @@ local cmds = {
     function(o) flint().toggle_filetype(o.args) end, 'Turn Flint off/on for a filetype (default: this buffer\'s)', '?',
   },
   FlintMenu = { function() flint().menu() end, 'Flint menu: toggle, snooze, filetype, pick, stats, log' },
-  FlintLog = { function() flint().open_log() end, 'Open the LSP log (server messages and traces)' },
+  FlintLog = { function() flint().open_log() end, 'Open the LSP log (server messages at vim.lsp log level)' },
 }
 for name, def in pairs(cmds) do
   vim.api.nvim_create_user_command(name, def[1], { desc = def[2], nargs = def[3] or 0 })

@@ -24,7 +24,9 @@ M.defaults = {
   disabled_filetypes = {}, -- filetypes Flint stays off in (their text never reaches the server)
   -- Files Flint stays off in: globs matched against the full path and the path relative to the root.
   exclude = { '**/.env', '**/.env.*', '**/*.pem', '**/*.key' },
-  trace = 'off', -- 'off' | 'messages' | 'verbose': LSP traffic in the LSP log (:FlintLog)
+  -- 'off' | 'messages' | 'verbose': the trace level sent in `initialize` (the client's own record of the
+  -- traffic: vim.lsp.set_log_level('debug'), then :FlintLog)
+  trace = 'off',
   auto_trigger = true, -- ask on every edit in insert mode ('ghost' mode)
   debounce_ms = 0, -- client-side wait before asking ('ghost' mode); Flint speculates, 0 is right
   keymaps = {
@@ -788,7 +790,7 @@ function M.snoozed_until()
   return snoozed() and snoozed_until or nil
 end
 
---- Open the LSP log, where window/logMessage lines and traces (opts.trace) land.
+--- Open the LSP log: the server's window/logMessage lines at or above vim.lsp's log level (WARN unless set).
 function M.open_log()
   vim.cmd('tab split ' .. vim.fn.fnameescape(vim.lsp.get_log_path()))
 end
