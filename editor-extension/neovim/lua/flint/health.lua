@@ -82,8 +82,10 @@ local function server_starts(cmd, env)
     local tail = table.concat(vim.list_slice(stderr, math.max(1, #stderr - 5)), '\n')
     return false, 'no answer to initialize within 30 s' .. (tail ~= '' and (':\n' .. tail) or '')
   end
-  local name = got:match('"serverInfo":%s*{[^}]-"version":%s*"([^"]+)"')
-  return true, string.format('answered initialize in %d ms%s', ms, name and (' (server ' .. name .. ')') or '')
+  local info = got:match('"serverInfo":%s*(%b{})')
+  local okj, si = pcall(vim.json.decode, info or '')
+  local who = (okj and type(si) == 'table') and string.format(' (%s %s)', si.name or '?', si.version or '') or ''
+  return true, string.format('answered initialize in %d ms%s', ms, who)
 end
 
 function M.check()
