@@ -32,7 +32,7 @@ async function waitFor(fn, timeoutMs, what, page) {
 }
 
 async function statusText(page) {
-  const items = page.locator('.statusbar-item', { hasText: 'Flint' });
+  const items = page.locator('.statusbar .right-items .statusbar-item', { hasText: 'Flint' });
   if ((await items.count()) === 0) return null;
   return norm(await items.first().innerText()).trim();
 }
@@ -91,7 +91,7 @@ async function runCommand(page, title) {
 }
 
 async function statusClick(page) {
-  await page.locator('.statusbar-item', { hasText: 'Flint' }).first().click();
+  await page.locator('.statusbar .right-items .statusbar-item', { hasText: 'Flint' }).first().click();
   await page.locator('.quick-input-widget .quick-input-list .monaco-list-row').first().waitFor({ timeout: 20000 });
   await sleep(200);
 }
@@ -229,7 +229,7 @@ async function switches(page) {
     out.status = await statusText(page);
     const m = /([\d.]+) ms/.exec(out.status || '');
     out.statusLatencyMs = m ? Number(m[1]) : null;
-    const tip = page.locator('.statusbar-item', { hasText: 'Flint' }).first();
+    const tip = page.locator('.statusbar .right-items .statusbar-item', { hasText: 'Flint' }).first();
     out.statusAria = await tip.getAttribute('aria-label').catch(() => null);
     await shot(page, '5-status-bar');
     if (cfg.switches) await switches(page);
