@@ -155,6 +155,7 @@ def test_vscode_client_protocol_with_stub(vscode_env, vsix, stub_server, tmp_pat
     issue 15's client side: settings, the secret, switches, logs, per-variant latency."""
     seen = run_vscode(vscode_env, vsix, stub_server, tmp_path, artifacts, timeout_ms=30000, switches=True,
                       settings={"flint.disabledLanguages": ["markdown"], "flint.routing": "hybrid",
+                                "flint.trace.server": "verbose",  # traces carry params: the key is masked
                                 "flint.remoteUrl": "http://127.0.0.1:9/v1"})
     assert seen["ghost"] == "return a + b", seen
     assert seen["afterTab"] == "def add(a, b):\n    return a + b\n", seen

@@ -79,7 +79,11 @@ class Flint implements vscode.Disposable {
   constructor(private readonly context: vscode.ExtensionContext) {
     this.log = vscode.window.createOutputChannel('Flint', { log: true });
     // LSP traces go to the same channel, shown whenever `flint.trace.server` is not `off`.
-    this.trace = new TraceChannel(this.log, () => this.cfg().get<string>('trace.server', 'off'));
+    this.trace = new TraceChannel(
+      this.log,
+      () => this.cfg().get<string>('trace.server', 'off'),
+      () => Object.values(this.secrets).filter((v): v is string => !!v),
+    );
     this.settingKeys = serverSettingKeys(context.extension.packageJSON?.contributes?.configuration?.properties ?? {});
     this.status = vscode.window.createStatusBarItem('flint.status', vscode.StatusBarAlignment.Right, 100);
     this.status.name = 'Flint';

@@ -3,6 +3,7 @@
 // this wrapper makes that setting work: while it is `messages` or `verbose` it reports level Trace and
 // writes the traces into the Flint channel at info level (so they show at the channel's default level).
 import * as vscode from 'vscode';
+import { redact } from './util';
 
 export class TraceChannel implements vscode.LogOutputChannel {
   private readonly emitter = new vscode.EventEmitter<vscode.LogLevel>();
@@ -13,6 +14,8 @@ export class TraceChannel implements vscode.LogOutputChannel {
   constructor(
     private readonly log: vscode.LogOutputChannel,
     private readonly setting: () => string,
+    // Secret values the traffic may carry (the remote API key in didChangeConfiguration): masked.
+    private readonly secrets: () => string[] = () => [],
   ) {
     this.last = setting();
     this.sub = vscode.Disposable.from(
@@ -46,8 +49,9 @@ export class TraceChannel implements vscode.LogOutputChannel {
   }
 
   trace(message: string, ...args: any[]): void {
-    if (this.on()) this.log.info(message, ...args);
-    else this.log.trace(message, ...args);
+    const text = redact(message, this.secrets());
+    if (this.on()) this.log.info(text);
+    else this.log.trace(text);
   }
   debug(message: string, ...args: any[]): void {
     this.log.debug(message, ...args);
@@ -86,3 +90,4 @@ export class TraceChannel implements vscode.LogOutputChannel {
     this.emitter.dispose();
   }
 }
+

@@ -302,3 +302,10 @@ export function statusView(
     .join('\n');
   return { text, tooltip: tip };
 }
+
+/** `text` with every occurrence of each secret (4+ characters) replaced by `***`. */
+export function redact(text: string, secrets: string[]): string {
+  let out = text;
+  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('***');
+  return out;
+}

@@ -9,6 +9,7 @@ import {
   parseSnooze,
   percentile,
   readSettings,
+  redact,
   serverSettingKeys,
   stderrLevel,
   resolvePython,
@@ -109,4 +110,9 @@ test('stats percentiles', () => {
   s.accepted = 1;
   assert.match(s.summary(), /acceptance rate 50.0%/);
   assert.match(s.summary(), /sources: model 1, memory 1/);
+});
+
+test('secrets are masked in traces', () => {
+  assert.equal(redact('{"remoteApiKey":"sk-123456"} sk-123456', ['sk-123456']), '{"remoteApiKey":"***"} ***');
+  assert.equal(redact('a b', ['', 'ab']), 'a b'); // empty and too-short values are not masked
 });
