@@ -90,8 +90,19 @@ class Nvim:
         self.stderr.close()
 
 
-def run_flow(nv: Nvim, timeout: float) -> dict:
-    """Type in a function body, see ghost text, cycle variants, accept; returns what it saw."""
+def pick_labels(nv: Nvim) -> list[str]:
+    """:FlintPick's rows for the variants at the cursor (flint/variants through the plugin's formatter)."""
+    return json.loads(nv.expr(
+        "json_encode(luaeval('(function() local c = vim.lsp.get_clients({name = \"flint\"})[1];"
+        " local p = vim.lsp.util.make_position_params(0, c.offset_encoding);"
+        " local r = c:request_sync(\"flint/variants\", {textDocument = p.textDocument, position = p.position},"
+        " 60000, 0); return vim.tbl_map(require(\"flint\").variant_label, (r and r.result or {}).items or {})"
+        " end)()'))"))
+
+
+def run_flow(nv: Nvim, timeout: float, pick: bool = False) -> dict:
+    """Type in a function body, see ghost text, cycle variants, accept; returns what it saw. With `pick`,
+    also the Pick Variant rows where the first ghost text showed (issue 15 item 6)."""
     seen: dict = {}
     nv.wait(lambda p: p["ready"], 60, "the Flint client to initialize")
     if nv.probe()["status"]["state"] == "loading":
@@ -106,6 +117,8 @@ def run_flow(nv: Nvim, timeout: float) -> dict:
     seen["ghost"] = p["ghost"]
     seen["first"] = p["current"]
     seen["status_after_first"] = p["statusline"]
+    if pick:
+        seen["pick"] = pick_labels(nv)
     assert p["current"]["text"].startswith(p["ghost"].rstrip("\n")[:1]), p
 
     # Cycling changes the ghost text. An automatic request brings the fastest single variant; the
@@ -173,15 +186,7 @@ def test_neovim_real_model(neovim_env, real_server, tmp_path, artifacts):
     _write_sample(tmp_path / "sample.py", "def greet(name):")
     nv = Nvim(neovim_env["FLINT_NVIM"], tmp_path, real_server, artifacts)
     try:
-        seen = run_flow(nv, timeout=180)
-        # :FlintPick's rows for the variants at the cursor (issue 15 item 6): each with its own latency
-        # or where it came from.
-        seen["pick"] = json.loads(nv.expr(
-            "json_encode(luaeval('(function() local c = vim.lsp.get_clients({name = \"flint\"})[1];"
-            " local p = vim.lsp.util.make_position_params(0, c.offset_encoding);"
-            " local r = c:request_sync(\"flint/variants\", {textDocument = p.textDocument, position = p.position},"
-            " 60000, 0); return vim.tbl_map(require(\"flint\").variant_label, (r and r.result or {}).items or {})"
-            " end)()'))"))
+        seen = run_flow(nv, timeout=180, pick=True)
     finally:
         nv.close()
     assert seen["pick"], seen
