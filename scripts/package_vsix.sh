@@ -34,5 +34,14 @@ if [ ! -f node_modules/.package-lock.json ] || ! cmp -s package-lock.json node_m
 fi
 npm run -s compile >&2
 node --test out/test/*.test.js >&2
-"$CACHE/vsce/node_modules/.bin/vsce" package --skip-license --allow-missing-repository --out "$out" >&2
+# vscode:prepublish type-checks (tsc) and bundles (esbuild) into dist/extension.js. Any vsce warning fails
+# the build: the extension must package cleanly.
+log="$(mktemp)"
+"$CACHE/vsce/node_modules/.bin/vsce" package --skip-license --allow-missing-repository --out "$out" 2>&1 | tee "$log" >&2
+if grep -q "WARNING" "$log"; then
+  echo "[package_vsix] vsce printed a warning (above)" >&2
+  rm -f "$log"
+  exit 1
+fi
+rm -f "$log"
 echo "$out"

@@ -6,11 +6,20 @@ vim.opt.shada = ''
 vim.cmd('filetype plugin indent on')
 vim.cmd('runtime plugin/flint.lua')
 local flint = require('flint')
-flint.setup({
+-- FLINT_TEST_OPTS: more setup{} options as JSON (a test's switches); FLINT_TEST_CMD "null": the default
+-- command from `python`.
+local opts = {
   cmd = vim.json.decode(vim.env.FLINT_TEST_CMD),
   mode = vim.env.FLINT_TEST_MODE ~= '' and vim.env.FLINT_TEST_MODE or nil,
   settings = { maxVariants = 3, maxLines = 4, multiline = 'auto' },
-})
+}
+if vim.env.FLINT_TEST_OPTS and vim.env.FLINT_TEST_OPTS ~= '' then
+  opts = vim.tbl_deep_extend('force', opts, vim.json.decode(vim.env.FLINT_TEST_OPTS))
+end
+if opts.cmd == vim.NIL then
+  opts.cmd = nil
+end
+flint.setup(opts)
 
 -- One JSON snapshot of what the test looks at.
 function _G.flint_probe()
@@ -33,5 +42,8 @@ function _G.flint_probe()
     lines = vim.api.nvim_buf_get_lines(0, 0, -1, false),
     cursor = cur,
     last_drop = flint.last_drop or vim.NIL,
+    off_reason = flint.off_reason(0) or vim.NIL,
+    buffer = vim.fn.expand('%:t'),
+    attached = c ~= nil and (vim.lsp.buf_is_attached(0, c.id)) or false,
   })
 end

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import threading
 import time
 import uuid
@@ -86,6 +87,13 @@ def typed_through(uri: str, pos: t.Position, variants: list[str]) -> list[tuple[
 
 @server.feature(t.INITIALIZED)
 def initialized(ls: LanguageServer, params: t.InitializedParams) -> None:
+    # One line of each kind a client must show at its level: window/logMessage, and stderr in the
+    # real server's logging format (lsp_server/cli.py).
+    ls.window_log_message(t.LogMessageParams(type=t.MessageType.Info, message="stub logMessage info"))
+    ls.window_log_message(t.LogMessageParams(type=t.MessageType.Warning, message="stub logMessage warning"))
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S") + ",000"
+    sys.stderr.write(f"{stamp} flint.stub INFO stub stderr info\n{stamp} flint.stub WARNING stub stderr warning\n")
+    sys.stderr.flush()
     status("loading")
 
     def ready() -> None:
@@ -150,9 +158,20 @@ for _method in ("flint/didShow", "flint/didAccept", "flint/didPartiallyAccept"):
     _make(_method)
 
 
+@server.feature(t.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: LanguageServer, params: t.DidOpenTextDocumentParams) -> None:
+    record("didOpen", {"uri": params.text_document.uri, "languageId": params.text_document.language_id})
+
+
+@server.feature(t.INITIALIZE)
+def initialize(ls: LanguageServer, params: t.InitializeParams) -> None:
+    record("initialize", {"initializationOptions": params.initialization_options,
+                          "trace": params.trace})
+
+
 @server.feature(t.WORKSPACE_DID_CHANGE_CONFIGURATION)
 def did_change_config(ls: LanguageServer, params: t.DidChangeConfigurationParams) -> None:
-    record("didChangeConfiguration", params)
+    record("didChangeConfiguration", {"settings": plain(params.settings)})
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.e2e
 
 
 class Nvim:
-    def __init__(self, exe: str, workdir: Path, server: dict, artifacts: Path, mode: str = ""):
+    def __init__(self, exe: str, workdir: Path, server: dict, artifacts: Path, mode: str = "",
+                 opts: dict | None = None):
         self.exe = exe
         self.sock = str(workdir / "nvim.sock")
         self.artifacts = artifacts
@@ -30,6 +31,7 @@ class Nvim:
             "FLINT_TEST_PLUGIN": str(ROOT / "editor-extension" / "neovim"),
             "FLINT_TEST_CMD": json.dumps(server["cmd"]),
             "FLINT_TEST_MODE": mode,
+            "FLINT_TEST_OPTS": json.dumps(opts or {}),
             "XDG_STATE_HOME": str(workdir / "state"),  # LSP log and shada stay in the test dir
             "XDG_DATA_HOME": str(workdir / "data"),
             "XDG_CONFIG_HOME": str(workdir / "config"),
@@ -48,6 +50,12 @@ class Nvim:
 
     def send(self, keys: str) -> None:
         subprocess.run([self.exe, "--server", self.sock, "--remote-send", keys], check=True, timeout=20)
+
+    def expr(self, expr: str) -> str:
+        out = subprocess.run([self.exe, "--server", self.sock, "--remote-expr", expr],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
 
     def probe(self) -> dict:
         out = subprocess.run([self.exe, "--server", self.sock, "--remote-expr", "v:lua.flint_probe()"],
@@ -82,8 +90,19 @@ class Nvim:
         self.stderr.close()
 
 
-def run_flow(nv: Nvim, timeout: float) -> dict:
-    """Type in a function body, see ghost text, cycle variants, accept; returns what it saw."""
+def pick_labels(nv: Nvim) -> list[str]:
+    """:FlintPick's rows for the variants at the cursor (flint/variants through the plugin's formatter)."""
+    return json.loads(nv.expr(
+        "json_encode(luaeval('(function() local c = vim.lsp.get_clients({name = \"flint\"})[1];"
+        " local p = vim.lsp.util.make_position_params(0, c.offset_encoding);"
+        " local r = c:request_sync(\"flint/variants\", {textDocument = p.textDocument, position = p.position},"
+        " 60000, 0); return vim.tbl_map(require(\"flint\").variant_label, (r and r.result or {}).items or {})"
+        " end)()'))"))
+
+
+def run_flow(nv: Nvim, timeout: float, pick: bool = False) -> dict:
+    """Type in a function body, see ghost text, cycle variants, accept; returns what it saw. With `pick`,
+    also the Pick Variant rows where the first ghost text showed (issue 15 item 6)."""
     seen: dict = {}
     nv.wait(lambda p: p["ready"], 60, "the Flint client to initialize")
     if nv.probe()["status"]["state"] == "loading":
@@ -98,6 +117,8 @@ def run_flow(nv: Nvim, timeout: float) -> dict:
     seen["ghost"] = p["ghost"]
     seen["first"] = p["current"]
     seen["status_after_first"] = p["statusline"]
+    if pick:
+        seen["pick"] = pick_labels(nv)
     assert p["current"]["text"].startswith(p["ghost"].rstrip("\n")[:1]), p
 
     # Cycling changes the ghost text. An automatic request brings the fastest single variant; the
@@ -165,9 +186,12 @@ def test_neovim_real_model(neovim_env, real_server, tmp_path, artifacts):
     _write_sample(tmp_path / "sample.py", "def greet(name):")
     nv = Nvim(neovim_env["FLINT_NVIM"], tmp_path, real_server, artifacts)
     try:
-        seen = run_flow(nv, timeout=180)
+        seen = run_flow(nv, timeout=180, pick=True)
     finally:
         nv.close()
+    assert seen["pick"], seen
+    for label in seen["pick"]:
+        assert "latency not reported" not in label and "(0.0 ms" not in label, seen["pick"]
     (artifacts / "seen.json").write_text(json.dumps(seen, indent=1))
     assert seen["status"]["state"] in ("ready", "busy"), seen["status"]
     assert isinstance(seen["status"]["lastLatencyMs"], (int, float)), seen["status"]
@@ -208,3 +232,128 @@ def test_neovim_07_fallback_loads(neovim_env, stub_server, tmp_path, artifacts):
     assert data.get("mode") == "completion", out
     assert data["attached"] and data["omnifunc"] == "v:lua.vim.lsp.omnifunc"
     assert data["labels"] and data["labels"][0].startswith("⚡ Flint: "), data
+
+
+def _stub_log(stub_server: dict) -> list[dict]:
+    path = stub_server["log"]
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _flint_config(entry: dict) -> dict:
+    s = entry["params"]["settings"]
+    return s.get("flint", s) if isinstance(s, dict) else {}
+
+
+def test_neovim_switches_with_stub(neovim_env, stub_server, tmp_path, artifacts):
+    """Issue 15 items 3-6 in Neovim: settings and trace reach the server, snooze stops and resumes
+    suggestions (and tells the server), disabled filetypes and excluded files never reach it, Pick
+    Variant rows carry each variant's own latency or where it came from."""
+    _write_sample(tmp_path / "sample.py")
+    (tmp_path / "notes.md").write_text("# notes\n")
+    (tmp_path / ".env").write_text("TOKEN=abc\n")
+    (tmp_path / "other.py").write_text("x = 1\n")
+    nv = Nvim(neovim_env["FLINT_NVIM"], tmp_path, stub_server, artifacts,
+              opts={"disabled_filetypes": ["markdown"], "trace": "messages",
+                    "settings": {"routing": "hybrid", "raceBudgetMs": 300}})
+    try:
+        nv.wait(lambda p: p["ready"] and p["status"]["state"] == "ready", 30, "the stub to be ready")
+        init = next(e for e in _stub_log(stub_server) if e["kind"] == "initialize")["params"]
+        assert init["initializationOptions"] == {"maxVariants": 3, "maxLines": 4, "multiline": "auto",
+                                                 "routing": "hybrid", "raceBudgetMs": 300}, init
+        assert init["trace"] == "messages"
+
+        # Snooze: no requests, the status line says so, the server is told (enable false).
+        nv.send(":FlintSnooze 5<CR>")
+        p = nv.wait(lambda q: q["statusline"].startswith("Flint snoozed"), 10, "snoozed status line")
+        assert p["statusline"] == "Flint snoozed 5 min", p["statusline"]
+        cfgs = [_flint_config(e) for e in _stub_log(stub_server) if e["kind"] == "didChangeConfiguration"]
+        assert cfgs and cfgs[-1].get("enable") is False and cfgs[-1].get("routing") == "hybrid", cfgs
+        before = p["stats"]["requests"]
+        nv.send("Go")
+        time.sleep(1.5)
+        p = nv.probe()
+        assert p["mode"] == "i" and p["ghost"] is None and p["stats"]["requests"] == before, p
+        nv.send("<Esc>:FlintResume<CR>")
+        nv.wait(lambda q: q["statusline"].startswith("⚡ Flint"), 10, "resumed status line")
+        cfgs = [_flint_config(e) for e in _stub_log(stub_server) if e["kind"] == "didChangeConfiguration"]
+        assert cfgs[-1].get("enable") is not False, cfgs[-1]
+        nv.send("cc")  # the empty body line again, in insert mode: Flint asks
+        nv.wait(lambda q: q["ghost"] == "return a + b", 20, "ghost text after resume")
+        nv.send("<Esc>")
+
+        # Pick Variant rows: the server's own per-item figures, or what the answer cost instead.
+        labels = json.loads(nv.expr(
+            "json_encode(luaeval('vim.tbl_map(require\"flint\".variant_label, _A)', ["
+            "{'insertText': 'return a + b', 'source': 'memory', 'totalMs': 0, 'ttftMs': 0},"
+            "{'insertText': 'return a', 'source': 'type-through', 'totalMs': 0},"
+            "{'insertText': \"\\n  return sum((a, b))\", 'source': 'model', 'totalMs': 312.4, 'ttftMs': 95.0,"
+            " 'backend': 'remote'},"
+            "{'insertText': 'pass', 'source': 'model', 'totalMs': 0}]))"))
+        assert labels == ["return a + b   (from cache (memory))", "return a   (typed through)",
+                          "return sum((a, b))   (312 ms, first token 95 ms, model, remote)",
+                          "pass   (latency not reported, model)"], labels
+
+        # A disabled filetype and an excluded file: not attached, never opened on the server.
+        nv.send(":e notes.md<CR>")
+        p = nv.wait(lambda q: q["buffer"] == "notes.md", 10, "notes.md")
+        assert p["off_reason"] == "markdown" and not p["attached"], p
+        assert p["statusline"] == "Flint off (markdown)"
+        nv.send(":e .env<CR>")
+        p = nv.wait(lambda q: q["buffer"] == ".env", 10, ".env")
+        assert p["off_reason"] == "excluded file" and not p["attached"], p
+        nv.send(":e other.py<CR>")
+        nv.wait(lambda q: q["buffer"] == "other.py" and q["attached"], 10, "other.py attached")
+        time.sleep(0.5)
+        opened = [e["params"]["uri"] for e in _stub_log(stub_server) if e["kind"] == "didOpen"]
+        assert any(u.endswith("/other.py") for u in opened), opened
+        assert not any(u.endswith((".md", ".env")) for u in opened), opened
+        # Turning a filetype off at run time detaches its buffers.
+        nv.send(":FlintToggleFiletype<CR>")
+        p = nv.wait(lambda q: not q["attached"], 10, "python detached")
+        assert p["off_reason"] == "python"
+        nv.snapshot("switches")
+    finally:
+        nv.close()
+
+
+def test_neovim_checkhealth_with_stub(neovim_env, stub_server, tmp_path, artifacts):
+    """:checkhealth flint with a custom command: the server-start check runs it and times initialize."""
+    _write_sample(tmp_path / "sample.py")
+    nv = Nvim(neovim_env["FLINT_NVIM"], tmp_path, stub_server, artifacts)
+    try:
+        nv.wait(lambda p: p["ready"], 30, "the client")
+        nv.send(":checkhealth flint<CR>")
+        deadline = time.time() + 60
+        text = ""
+        while time.time() < deadline and "answered initialize" not in text and "ERROR" not in text:
+            time.sleep(0.3)
+            text = nv.expr("join(getline(1, '$'), \"\\n\")")
+        (artifacts / "checkhealth.txt").write_text(text)
+        assert "Flint: server" in text and "OK answered initialize in" in text, text
+        assert "custom `cmd`" in text and "ERROR" not in text, text
+    finally:
+        nv.close()
+
+
+def test_neovim_checkhealth_real(neovim_env, real_server, tmp_path, artifacts):
+    """:checkhealth flint against the real interpreter: Flint importable with a version, the model
+    built, `flint serve` answers initialize."""
+    _write_sample(tmp_path / "sample.py")
+    server = dict(real_server, cmd=None)
+    nv = Nvim(neovim_env["FLINT_NVIM"], tmp_path, server, artifacts,
+              opts={"python": real_server["python"], "cmd_env": real_server["env"]})
+    try:
+        nv.wait(lambda p: p["ready"], 60, "the client")
+        nv.send(":checkhealth flint<CR>")
+        deadline = time.time() + 120
+        text = ""
+        while time.time() < deadline and "answered initialize" not in text and "ERROR" not in text:
+            time.sleep(0.5)
+            text = nv.expr("join(getline(1, '$'), \"\\n\")")
+        (artifacts / "checkhealth.txt").write_text(text)
+        assert "OK Python 3." in text, text
+        assert "OK built: " + real_server["model"] in text, text
+        assert "OK answered initialize in" in text, text
+        assert "ERROR" not in text, text
+    finally:
+        nv.close()

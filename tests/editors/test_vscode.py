@@ -19,6 +19,8 @@ from .conftest import HERE
 
 pytestmark = pytest.mark.e2e
 
+API_KEY = "sk-e2e-secret-4242"  # set through the extension's command; must reach only the server
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -29,7 +31,8 @@ def _free_port() -> int:
 class CodeServer:
     """code-server with its own config, user data and extensions dirs (nothing written to ~)."""
 
-    def __init__(self, env_paths: dict, vsix: Path, server: dict, tmp: Path, artifacts: Path):
+    def __init__(self, env_paths: dict, vsix: Path, server: dict, tmp: Path, artifacts: Path,
+                 settings: dict | None = None):
         self.tmp = tmp
         self.exe = env_paths["FLINT_CODE_SERVER"]
         node_bin = str(Path(env_paths["FLINT_NODE24"]).parent)
@@ -74,6 +77,7 @@ class CodeServer:
             "extensions.ignoreRecommendations": True,
             "github.gitAuthentication": False,
             "files.autoSave": "off",
+            **(settings or {}),
         }, indent=1))
         common = ["--config", str(self.config), "--user-data-dir", str(self.data),
                   "--extensions-dir", str(self.exts)]
@@ -116,15 +120,19 @@ class CodeServer:
 
 
 def run_vscode(vscode_env: dict, vsix: Path, server: dict, tmp_path: Path, artifacts: Path,
-               timeout_ms: int, pick_header: str = "def mul(a, b):") -> dict:
+               timeout_ms: int, pick_header: str = "def mul(a, b):", switches: bool = False,
+               settings: dict | None = None) -> dict:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "add.py").write_text("def add(a, b):\n")
     (ws / "pick.py").write_text(pick_header + "\n")
-    cs = CodeServer(vscode_env, vsix, server, tmp_path, artifacts)
+    (ws / "notes.md").write_text("# notes\n")
+    (ws / "secrets.pem").write_text("-----BEGIN KEY-----\n")
+    cs = CodeServer(vscode_env, vsix, server, tmp_path, artifacts, settings)
     try:
         cfg = {"url": cs.url, "workspace": str(ws), "artifacts": str(artifacts),
-               "chromium": vscode_env["FLINT_CHROMIUM"], "timeoutMs": timeout_ms}
+               "chromium": vscode_env["FLINT_CHROMIUM"], "timeoutMs": timeout_ms, "switches": switches,
+               "apiKey": API_KEY}
         env = dict(os.environ, NODE_PATH=vscode_env["FLINT_NODE_PATH"])
         proc = subprocess.run([vscode_env["FLINT_NODE24"], str(HERE / "vscode_driver.js"), json.dumps(cfg)],
                               capture_output=True, text=True, timeout=timeout_ms / 1000 * 3 + 240, env=env)
@@ -143,21 +151,70 @@ def run_vscode(vscode_env: dict, vsix: Path, server: dict, tmp_path: Path, artif
 
 
 def test_vscode_client_protocol_with_stub(vscode_env, vsix, stub_server, tmp_path, artifacts):
-    """The packaged extension against the protocol stub: exact texts, reports reach the server."""
-    seen = run_vscode(vscode_env, vsix, stub_server, tmp_path, artifacts, timeout_ms=30000)
+    """The packaged extension against the protocol stub: exact texts, reports reach the server, and
+    issue 15's client side: settings, the secret, switches, logs, per-variant latency."""
+    seen = run_vscode(vscode_env, vsix, stub_server, tmp_path, artifacts, timeout_ms=30000, switches=True,
+                      settings={"flint.disabledLanguages": ["markdown"], "flint.routing": "hybrid",
+                                "flint.trace.server": "verbose",  # traces carry params: the key is masked
+                                "flint.remoteUrl": "http://127.0.0.1:9/v1"})
     assert seen["ghost"] == "return a + b", seen
     assert seen["afterTab"] == "def add(a, b):\n    return a + b\n", seen
     assert [v["label"] for v in seen["variants"]] == ["return a * b", "return math.prod((a, b))",
                                                       "raise NotImplementedError"]
     assert seen["picked"] == "return math.prod((a, b))"
     assert seen["afterPick"].startswith("def mul(a, b):\n    " + seen["picked"]), seen
-    assert "ms" in seen["variants"][1]["description"] and "model" in seen["variants"][1]["description"]
+    # Each variant's own figures from flint/variants (the stub: #1 from memory, #2 30 ms / first token 6 ms).
+    assert seen["variants"][0]["description"] == "#1 · from cache (memory)", seen["variants"]
+    assert seen["variants"][1]["description"] == "#2 · 30 ms · first token 6.0 ms · model · 6 tok", seen["variants"]
     assert seen["statusLatencyMs"] is not None and seen["statusLatencyMs"] > 0, seen["status"]
     log = [json.loads(line) for line in stub_server["log"].read_text().splitlines()]
     accepts = [e["params"] for e in log if e["kind"] == "flint/didAccept"]
     assert len(accepts) == 2, log
     assert accepts[1]["index"] == 1  # the picked second variant
     assert any(e["kind"] == "flint/didShow" for e in log)
+
+    # 3. Every server setting from package.json reaches the server; secrets only from SecretStorage.
+    pkg = json.loads((HERE.parent.parent / "editor-extension" / "vscode" / "package.json").read_text())
+    client_only = {"disabledLanguages", "exclude", "pythonPath", "serverArgs", "trace.server"}
+    server_keys = {k[len("flint."):] for k in pkg["contributes"]["configuration"]["properties"]} - client_only
+    init = next(e for e in log if e["kind"] == "initialize")["params"]["initializationOptions"]
+    assert set(init) == server_keys | {"remoteApiKey"}, set(init) ^ (server_keys | {"remoteApiKey"})
+    assert init["routing"] == "hybrid" and init["remoteUrl"] == "http://127.0.0.1:9/v1"
+    assert init["remoteApiKey"] is None
+    configs = [e["params"]["settings"]["flint"] for e in log if e["kind"] == "didChangeConfiguration"]
+    assert any(c.get("remoteApiKey") == API_KEY for c in configs), configs
+    user_settings = (tmp_path / "data" / "User" / "settings.json").read_text()
+    assert API_KEY not in user_settings
+    output = (artifacts / "flint-output.log").read_text()
+    assert API_KEY not in output, "the secret reached the log"
+
+    # 4. Switches: the status-bar menu, snooze (server told, no suggestion), resume, a disabled
+    # language and an excluded file (never opened on the server).
+    for item in ("Disable completions", "Snooze…", "Pick Variant…", "Show Stats", "Open Log",
+                 "Set Remote API Key…"):
+        assert any(item in label for label in seen["menu"]), (item, seen["menu"])
+    assert any("Disable for python" in label for label in seen["menu"]), seen["menu"]
+    assert seen["statusSnoozed"] == "Flint snoozed 5 min", seen["statusSnoozed"]
+    assert any(c.get("enable") is False for c in configs), configs
+    assert configs[-1].get("enable") is True, configs[-1]
+    assert seen["ghostWhileSnoozed"] == "", seen["ghostWhileSnoozed"]
+    assert any("Resume now" in label for label in seen["menuSnoozed"]), seen["menuSnoozed"]
+    assert "snoozed" not in seen["statusResumed"]
+    assert seen["ghostAfterResume"] == "lint_one()", seen["ghostAfterResume"]
+    assert seen["statusMarkdown"] == "Flint off (markdown)", seen["statusMarkdown"]
+    assert seen["statusExcluded"] == "Flint off (excluded file)", seen["statusExcluded"]
+    opened = [e["params"]["uri"] for e in log if e["kind"] == "didOpen"]
+    assert any(u.endswith("/add.py") for u in opened), opened
+    assert not any(u.endswith((".md", ".pem")) for u in opened), opened
+
+    # 5. Logs at their levels: window/logMessage and stderr lines keep info/warning; traces shown
+    # because flint.trace.server is "messages".
+    for line in ("[info] stub logMessage info", "[warning] stub logMessage warning",
+                 "[info] 20", "[warning] 20"):
+        assert line in output, (line, output[-3000:])
+    assert "stub stderr info" in output and "[error]" not in output.split("stub stderr info")[0][-200:]
+    assert not [ln for ln in output.splitlines() if "[error]" in ln and "stub stderr" in ln], output[-3000:]
+    assert "Sending request 'initialize" in output, output[:3000]
 
 
 def test_vscode_real_model(vscode_env, vsix, real_server, tmp_path, artifacts):
@@ -171,3 +228,8 @@ def test_vscode_real_model(vscode_env, vsix, real_server, tmp_path, artifacts):
     assert len(seen["variants"]) >= 2, seen["variants"]
     assert seen["picked"] and seen["picked"] in seen["afterPick"], seen
     assert seen["statusLatencyMs"] is not None, seen["status"]
+    # Issue 15 item 6: each variant shows its own latency (or where it came from), never a blank figure.
+    for v in seen["variants"]:
+        d = v["description"]
+        assert "latency not reported" not in d and " 0.0 ms" not in d, seen["variants"]
+        assert "from cache" in d or "typed through" in d or " ms" in d, seen["variants"]

@@ -32,7 +32,7 @@ async function waitFor(fn, timeoutMs, what, page) {
 }
 
 async function statusText(page) {
-  const items = page.locator('.statusbar-item', { hasText: 'Flint' });
+  const items = page.locator('.statusbar .right-items .statusbar-item', { hasText: 'Flint' });
   if ((await items.count()) === 0) return null;
   return norm(await items.first().innerText()).trim();
 }
@@ -88,6 +88,71 @@ async function runCommand(page, title) {
   await page.keyboard.type(title, { delay: 10 });
   await waitFor(async () => (await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).count()) > 0, 20000, `command ${title}`, page);
   await page.keyboard.press('Enter');
+}
+
+async function statusClick(page) {
+  await page.locator('.statusbar .right-items .statusbar-item', { hasText: 'Flint' }).first().click();
+  await page.locator('.quick-input-widget .quick-input-list .monaco-list-row').first().waitFor({ timeout: 20000 });
+  await sleep(200);
+}
+
+async function quickPickLabels(page) {
+  const rows = page.locator('.quick-input-widget .quick-input-list .monaco-list-row .label-name');
+  const out = [];
+  for (let i = 0; i < (await rows.count()); i++) out.push(norm(await rows.nth(i).innerText()).trim());
+  return out;
+}
+
+async function pickRow(page, text) {
+  const row = page.locator('.quick-input-widget .quick-input-list .monaco-list-row', { hasText: text }).first();
+  await row.waitFor({ timeout: 20000 });
+  await row.click();
+}
+
+// Issue 15's switches, as a person uses them: the API key command, the status-bar menu, snooze and
+// resume, a disabled language and an excluded file.
+async function switches(page) {
+  // 1. Flint: Set Remote API Key (a password input box).
+  await runCommand(page, 'Flint: Set Remote API Key');
+  await page.locator('.quick-input-widget input[type="password"]').waitFor({ state: 'visible', timeout: 20000 });
+  await page.keyboard.type(cfg.apiKey, { delay: 5 });
+  await page.keyboard.press('Enter');
+  await sleep(1500);
+  // 2. The status-bar menu.
+  await statusClick(page);
+  out.menu = await quickPickLabels(page);
+  await shot(page, '6-menu');
+  // 3. Snooze from the menu: 5 minutes.
+  await pickRow(page, 'Snooze');
+  await pickRow(page, '5 minutes');
+  await waitFor(async () => /snoozed/.test((await statusText(page)) || ''), 20000, 'snoozed status', page);
+  out.statusSnoozed = await statusText(page);
+  await shot(page, '7-snoozed');
+  // No suggestion while snoozed.
+  await openFile(page, 'add.py');
+  await page.keyboard.press('Control+End');
+  await page.keyboard.press('Enter');
+  await page.keyboard.type('x = ', { delay: 30 });
+  await sleep(2500);
+  out.ghostWhileSnoozed = await ghostText(page);
+  // 4. Resume from the menu: suggestions come back.
+  await statusClick(page);
+  out.menuSnoozed = await quickPickLabels(page);
+  await pickRow(page, 'Resume now');
+  await waitFor(async () => !/snoozed/.test((await statusText(page)) || 'snoozed'), 20000, 'resumed status', page);
+  out.statusResumed = await statusText(page);
+  await page.locator('.editor-instance .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type('f', { delay: 30 });
+  out.ghostAfterResume = await waitFor(async () => (await ghostText(page)).trim(), 20000, 'ghost text after resume', page);
+  // 5. A disabled language and an excluded file.
+  await openFile(page, 'notes.md');
+  await waitFor(async () => /off/.test((await statusText(page)) || ''), 20000, 'Flint off for markdown', page);
+  out.statusMarkdown = await statusText(page);
+  await shot(page, '8-markdown');
+  await openFile(page, 'secrets.pem');
+  await waitFor(async () => /excluded/.test((await statusText(page)) || ''), 20000, 'Flint off for an excluded file', page);
+  out.statusExcluded = await statusText(page);
 }
 
 (async () => {
@@ -164,9 +229,10 @@ async function runCommand(page, title) {
     out.status = await statusText(page);
     const m = /([\d.]+) ms/.exec(out.status || '');
     out.statusLatencyMs = m ? Number(m[1]) : null;
-    const tip = page.locator('.statusbar-item', { hasText: 'Flint' }).first();
+    const tip = page.locator('.statusbar .right-items .statusbar-item', { hasText: 'Flint' }).first();
     out.statusAria = await tip.getAttribute('aria-label').catch(() => null);
     await shot(page, '5-status-bar');
+    if (cfg.switches) await switches(page);
     out.ok = true;
   } catch (err) {
     out.ok = false;

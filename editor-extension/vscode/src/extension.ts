@@ -1,4 +1,5 @@
 // Flint for VS Code: runs `flint serve` (LSP over stdio) and shows its inline completions.
+import * as readline from 'readline';
 import * as vscode from 'vscode';
 import {
   InlineCompletionRequest,
@@ -11,18 +12,27 @@ import type * as proto from 'vscode-languageclient/node';
 import {
   encodedLength,
   fmtMs,
+  LogLevelName,
+  maskSecrets,
+  parseSnooze,
   readSettings,
   resolvePython,
   RESTART_KEYS,
+  SECRET_KEYS,
   serverArgs,
+  serverSettingKeys,
   ServerState,
+  SNOOZE_CHOICES,
+  stderrLevel,
   Stats,
   statusView,
   variantLabel,
   VariantItem,
 } from './util';
+import { TraceChannel } from './trace';
 
 const ACCEPTED_CMD = 'flint._accepted';
+const SNOOZE_KEY = 'flint.snoozedUntil';
 
 interface FlintStatus {
   state: 'loading' | 'ready' | 'busy' | 'error';
@@ -61,12 +71,23 @@ class Flint implements vscode.Disposable {
   private shown: Shown | undefined;
   private positionEncoding = 'utf-16';
   private starting: Promise<void> | undefined;
+  private readonly settingKeys: string[];
+  private readonly secrets: Record<string, string | undefined> = {};
+  private readonly trace: TraceChannel;
+  private snoozeTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.log = vscode.window.createOutputChannel('Flint', { log: true });
+    // LSP traces go to the same channel, shown whenever `flint.trace.server` is not `off`.
+    this.trace = new TraceChannel(
+      this.log,
+      () => this.cfg().get<string>('trace.server', 'off'),
+      () => Object.values(this.secrets).filter((v): v is string => !!v),
+    );
+    this.settingKeys = serverSettingKeys(context.extension.packageJSON?.contributes?.configuration?.properties ?? {});
     this.status = vscode.window.createStatusBarItem('flint.status', vscode.StatusBarAlignment.Right, 100);
     this.status.name = 'Flint';
-    this.status.command = 'flint.showStats';
+    this.status.command = 'flint.menu';
     this.status.show();
     this.render();
 
@@ -81,6 +102,10 @@ class Flint implements vscode.Disposable {
     reg('flint.showStats', () => this.showStats());
     reg('flint.restart', () => this.restart('restart command'));
     reg('flint.showLog', () => this.log.show());
+    reg('flint.menu', () => this.menu());
+    reg('flint.snooze', (minutes?: number) => this.snooze(minutes));
+    reg('flint.resume', () => this.resume());
+    reg('flint.setRemoteApiKey', (key?: string) => this.setSecret('remoteApiKey', key));
     reg(ACCEPTED_CMD, (arg: { id?: string; index?: number } | undefined) => this.accepted(arg));
 
     this.disposables.push(
@@ -92,16 +117,170 @@ class Flint implements vscode.Disposable {
       vscode.workspace.onDidChangeWorkspaceFolders(() => {
         if (!this.cfg().get<string>('pythonPath')) void this.restart('workspace folders changed');
       }),
+      vscode.window.onDidChangeActiveTextEditor(() => this.render()),
+      context.secrets.onDidChange((e) => {
+        if (e.key.startsWith('flint.')) void this.loadSecrets().then(() => this.pushSettings());
+      }),
+      this.trace,
     );
+  }
+
+  /** Secrets from VS Code's SecretStorage (never settings.json); read before the server starts. */
+  private async loadSecrets(): Promise<void> {
+    for (const k of SECRET_KEYS) {
+      try {
+        this.secrets[k] = await this.context.secrets.get(`flint.${k}`);
+      } catch (err) {
+        this.log.warn(`secret storage: ${String(err)}`);
+      }
+    }
+  }
+
+  private async setSecret(name: string, value?: string): Promise<void> {
+    const v =
+      value ??
+      (await vscode.window.showInputBox({
+        title: 'Flint: Remote API Key',
+        prompt: 'Sent as `Authorization: Bearer …` to flint.remoteUrl. Kept in VS Code\'s secret storage. Empty: remove it.',
+        password: true,
+        ignoreFocusOut: true,
+      }));
+    if (v === undefined) return;
+    if (v.trim()) await this.context.secrets.store(`flint.${name}`, v.trim());
+    else await this.context.secrets.delete(`flint.${name}`);
+    this.secrets[name] = v.trim() || undefined;
+    this.pushSettings();
+    void vscode.window.setStatusBarMessage(`Flint: remote API key ${v.trim() ? 'stored' : 'removed'}`, 3000);
+  }
+
+  /** Whether Flint works in this document: not a disabled language, not an excluded file. */
+  private wanted(doc: vscode.TextDocument): boolean {
+    return this.offReason(doc) === null;
+  }
+
+  private offReason(doc: vscode.TextDocument): string | null {
+    const c = this.cfg();
+    if (c.get<string[]>('disabledLanguages', []).includes(doc.languageId)) return doc.languageId;
+    for (const pattern of c.get<string[]>('exclude', [])) {
+      if (typeof pattern !== 'string' || !pattern) continue;
+      const filters: vscode.DocumentFilter[] = [{ pattern }];
+      const folder = vscode.workspace.getWorkspaceFolder(doc.uri);
+      if (folder) filters.push({ pattern: new vscode.RelativePattern(folder, pattern) });
+      if (filters.some((f) => vscode.languages.match(f, doc) > 0)) return 'excluded file';
+    }
+    return null;
+  }
+
+  private snoozedUntil(): number {
+    const t = this.context.globalState.get<number>(SNOOZE_KEY, 0);
+    return t > Date.now() ? t : 0;
+  }
+
+  private async snooze(minutes?: number): Promise<void> {
+    let n: number | string | undefined = minutes;
+    if (n === undefined) {
+      const items = [
+        ...SNOOZE_CHOICES.map((m) => ({ label: `${m} minutes`, minutes: m })),
+        { label: 'Other…', minutes: 0 },
+      ];
+      const pick = await vscode.window.showQuickPick(items, { title: 'Flint: Snooze suggestions for…' });
+      if (!pick) return;
+      n = pick.minutes;
+      if (!n) {
+        const text = await vscode.window.showInputBox({
+          title: 'Flint: Snooze for how many minutes?',
+          validateInput: (t) => (typeof parseSnooze(t) === 'string' ? (parseSnooze(t) as string) : null),
+        });
+        if (text === undefined) return;
+        n = parseSnooze(text);
+      }
+    }
+    if (typeof n !== 'number' || !Number.isFinite(n) || n <= 0) return;
+    await this.context.globalState.update(SNOOZE_KEY, Date.now() + n * 60000);
+    this.log.info(`snoozed for ${n} min`);
+    await vscode.commands.executeCommand('editor.action.inlineSuggest.hide');
+    this.armSnooze();
+    this.pushSettings();
+  }
+
+  private async resume(): Promise<void> {
+    await this.context.globalState.update(SNOOZE_KEY, 0);
+    this.armSnooze();
+    this.pushSettings();
+  }
+
+  /** Re-render while snoozed (the minutes left) and end the snooze on time. */
+  armSnooze(): void {
+    if (this.snoozeTimer) clearTimeout(this.snoozeTimer);
+    this.snoozeTimer = undefined;
+    const until = this.snoozedUntil();
+    if (until) {
+      const wait = Math.min(until - Date.now(), 60000 - ((until - Date.now()) % 60000) || 60000);
+      this.snoozeTimer = setTimeout(() => {
+        const still = this.snoozedUntil();
+        if (!still) this.pushSettings();
+        this.armSnooze();
+      }, Math.max(250, wait));
+    }
+    this.render();
+    this.updateContext();
+  }
+
+  private pushSettings(): void {
+    const settings = this.settings();
+    this.client?.sendNotification('workspace/didChangeConfiguration', { settings: { flint: settings } });
+    this.render();
+    this.updateContext();
+  }
+
+  /** The status-bar menu: everything a user switches, in one place. */
+  private async menu(): Promise<void> {
+    type Item = vscode.QuickPickItem & { run?: () => unknown };
+    const enabled = this.cfg().get<boolean>('enable', true);
+    const until = this.snoozedUntil();
+    const doc = vscode.window.activeTextEditor?.document;
+    const lang = doc?.languageId;
+    const langOff = !!lang && this.cfg().get<string[]>('disabledLanguages', []).includes(lang);
+    const items: Item[] = [
+      { label: `$(${enabled ? 'circle-slash' : 'check'}) ${enabled ? 'Disable' : 'Enable'} completions`, run: () => this.toggle() },
+      until
+        ? { label: '$(bell) Resume now', description: `snoozed until ${new Date(until).toLocaleTimeString()}`, run: () => this.resume() }
+        : { label: '$(bell-slash) Snooze…', description: 'pause suggestions for some minutes', run: () => this.snooze() },
+    ];
+    if (lang) {
+      items.push({
+        label: `$(symbol-file) ${langOff ? 'Enable' : 'Disable'} for ${lang}`,
+        description: 'flint.disabledLanguages',
+        run: () => this.toggleLanguage(lang),
+      });
+    }
+    items.push(
+      { label: '$(list-selection) Pick Variant…', run: () => vscode.commands.executeCommand('flint.pickVariant') },
+      { label: '$(graph) Show Stats', run: () => this.showStats() },
+      { label: '$(output) Open Log', run: () => this.log.show() },
+      { label: '$(key) Set Remote API Key…', run: () => this.setSecret('remoteApiKey') },
+      { label: '$(gear) Settings', run: () => vscode.commands.executeCommand('workbench.action.openSettings', '@ext:flint.flint') },
+      { label: '$(debug-restart) Restart Server', run: () => this.restart('menu') },
+    );
+    const pick = await vscode.window.showQuickPick(items, { title: `Flint: ${this.state}${this.model ? ` · ${this.model}` : ''}` });
+    await pick?.run?.();
+  }
+
+  private async toggleLanguage(lang: string): Promise<void> {
+    const cur = this.cfg().get<string[]>('disabledLanguages', []);
+    const next = cur.includes(lang) ? cur.filter((l) => l !== lang) : [...cur, lang];
+    await this.cfg().update('disabledLanguages', next, vscode.ConfigurationTarget.Global);
+    void vscode.window.setStatusBarMessage(`Flint ${next.includes(lang) ? 'disabled' : 'enabled'} for ${lang}`, 3000);
   }
 
   private cfg(): vscode.WorkspaceConfiguration {
     return vscode.workspace.getConfiguration('flint');
   }
 
-  private settings() {
+  /** What the server gets (secrets included: never log this, log maskSecrets(...) instead). */
+  private settings(): Record<string, unknown> {
     const c = this.cfg();
-    return readSettings({ get: <T>(k: string, d: T) => c.get<T>(k, d) });
+    return readSettings(this.settingKeys, { get: <T>(k: string, d: T) => c.get<T>(k, d) }, this.secrets, !!this.snoozedUntil());
   }
 
   // ---------------------------------------------------------------- server lifecycle
@@ -117,10 +296,11 @@ class Flint implements vscode.Disposable {
       .map((f) => f.uri.fsPath);
     const py = resolvePython(this.cfg().get<string>('pythonPath', ''), folders);
     const args = serverArgs(this.cfg().get<string[]>('serverArgs', []));
+    await this.loadSecrets();
     const settings = this.settings();
-    this.model = settings.model;
+    this.model = String(settings.model ?? '');
     this.log.info(`starting: ${py.python} ${args.join(' ')} (interpreter from ${py.reason})`);
-    this.log.info(`initializationOptions: ${JSON.stringify(settings)}`);
+    this.log.info(`initializationOptions: ${JSON.stringify(maskSecrets(settings))}`);
 
     const serverOptions: ServerOptions = {
       command: py.python,
@@ -131,8 +311,24 @@ class Flint implements vscode.Disposable {
       documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }, { scheme: 'vscode-remote' }],
       initializationOptions: settings,
       outputChannel: this.log,
-      traceOutputChannel: this.log,
+      traceOutputChannel: this.trace,
+      // Server stderr at the level it was logged with (the default shows every line as an error).
+      stdioOptions: {
+        stdout: (input, out) => lines(input, (l) => out.info(l)),
+        stderr: (input, out) => {
+          let level: LogLevelName | null = null;
+          lines(input, (l) => {
+            level = stderrLevel(l, level);
+            out[level](l);
+          });
+        },
+      },
       middleware: {
+        // Disabled languages and excluded files: their text never reaches the server.
+        didOpen: (doc, next) => (this.wanted(doc) ? next(doc) : Promise.resolve()),
+        didChange: (e, next) => (this.wanted(e.document) ? next(e) : Promise.resolve()),
+        didSave: (doc, next) => (this.wanted(doc) ? next(doc) : Promise.resolve()),
+        didClose: (doc, next) => (this.wanted(doc) ? next(doc) : Promise.resolve()),
         // Flint's own provider (below) issues textDocument/inlineCompletion so it can track ids, variants
         // and latency; the generic one from vscode-languageclient is switched off here.
         provideInlineCompletionItems: () => null,
@@ -187,7 +383,7 @@ class Flint implements vscode.Disposable {
     // taken as ready after a moment.
     setTimeout(() => {
       if (this.client === client && this.state === 'starting' && client.state === State.Running) {
-        this.setState(this.settings().enable ? 'ready' : 'disabled', 'server running');
+        this.setState(this.cfg().get<boolean>('enable', true) ? 'ready' : 'disabled', 'server running');
       }
     }, 3000);
     this.updateContext();
@@ -220,10 +416,9 @@ class Flint implements vscode.Disposable {
       void this.restart('settings changed');
       return;
     }
-    const settings = this.settings();
-    this.client?.sendNotification('workspace/didChangeConfiguration', { settings: { flint: settings } });
-    if (this.state === 'disabled' || !settings.enable) this.setState(settings.enable ? 'ready' : 'disabled', '');
-    this.updateContext();
+    this.pushSettings();
+    const enable = this.cfg().get<boolean>('enable', true);
+    if (this.state === 'disabled' || !enable) this.setState(enable ? 'ready' : 'disabled', '');
   }
 
   private running(): LanguageClient | undefined {
@@ -232,7 +427,7 @@ class Flint implements vscode.Disposable {
   }
 
   private updateContext(): void {
-    const active = !!this.running() && this.settings().enable;
+    const active = !!this.running() && this.cfg().get<boolean>('enable', true) && !this.snoozedUntil();
     void vscode.commands.executeCommand('setContext', 'flint.active', active);
   }
 
@@ -245,7 +440,7 @@ class Flint implements vscode.Disposable {
       this.latencySource = s.source ?? null;
       if (s.state !== 'loading') this.stats.addServer(s.lastLatencyMs, s.source);
     }
-    const state: ServerState = !this.settings().enable && s.state !== 'error' ? 'disabled' : s.state;
+    const state: ServerState = !this.cfg().get<boolean>('enable', true) && s.state !== 'error' ? 'disabled' : s.state;
     this.setState(state, s.message ?? '');
   }
 
@@ -256,7 +451,11 @@ class Flint implements vscode.Disposable {
   }
 
   private render(): void {
-    const v = statusView(this.state, this.latencyMs, this.latencySource, this.model, this.message);
+    const doc = vscode.window.activeTextEditor?.document;
+    const v = statusView(this.state, this.latencyMs, this.latencySource, this.model, this.message, {
+      snoozedUntil: this.snoozedUntil(),
+      offFor: doc ? this.offReason(doc) : null,
+    });
     this.status.text = v.text;
     this.status.tooltip = v.tooltip;
     this.status.accessibilityInformation = { label: v.tooltip.split('\n').slice(0, 2).join(', ') };
@@ -273,7 +472,7 @@ class Flint implements vscode.Disposable {
     token: vscode.CancellationToken,
   ): Promise<vscode.InlineCompletionItem[] | null> {
     const client = this.running();
-    if (!client || !this.settings().enable) return null;
+    if (!client || !this.cfg().get<boolean>('enable', true) || this.snoozedUntil() || !this.wanted(document)) return null;
     const params = client.code2ProtocolConverter.asInlineCompletionParams(document, position, context);
     const t0 = performance.now();
     this.stats.requests++;
@@ -430,7 +629,7 @@ class Flint implements vscode.Disposable {
   // ---------------------------------------------------------------- Toggle / Stats
 
   private async toggle(): Promise<void> {
-    const enable = !this.settings().enable;
+    const enable = !this.cfg().get<boolean>('enable', true);
     await this.cfg().update('enable', enable, vscode.ConfigurationTarget.Global);
     void vscode.window.setStatusBarMessage(`Flint ${enable ? 'enabled' : 'disabled'}`, 2000);
   }
@@ -446,10 +645,15 @@ class Flint implements vscode.Disposable {
   }
 
   dispose(): void {
+    if (this.snoozeTimer) clearTimeout(this.snoozeTimer);
     for (const d of this.disposables) d.dispose();
     this.status.dispose();
     this.log.dispose();
   }
+}
+
+function lines(input: NodeJS.ReadableStream, fn: (line: string) => void): void {
+  readline.createInterface({ input, crlfDelay: Infinity, terminal: false, historySize: 0 }).on('line', fn);
 }
 
 let flint: Flint | undefined;
@@ -457,6 +661,7 @@ let flint: Flint | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   flint = new Flint(context);
   context.subscriptions.push(flint);
+  flint.armSnooze();
   await flint.start();
 }
 

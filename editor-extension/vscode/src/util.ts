@@ -3,42 +3,83 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 
-/** Settings the extension sends as initializationOptions / didChangeConfiguration (docs/protocol.md). */
-export interface FlintSettings {
-  enable: boolean;
-  model: string;
-  maxVariants: number;
-  maxLines: number;
-  multiline: 'auto' | 'always' | 'never';
-  debounceMs: number;
-  threads: number;
-  cacheSizeMb: number;
-}
+/**
+ * Settings the extension keeps to itself (everything else under `flint.` in package.json is a server
+ * setting, sent as initializationOptions / didChangeConfiguration: docs/protocol.md).
+ */
+export const CLIENT_KEYS = ['disabledLanguages', 'exclude', 'pythonPath', 'serverArgs', 'trace.server'];
+
+/** Server settings kept in VS Code's SecretStorage, never in settings.json (storage key `flint.<name>`). */
+export const SECRET_KEYS = ['remoteApiKey'];
 
 /** Settings whose change needs a new server process (everything else is pushed live). */
-export const RESTART_KEYS = ['pythonPath', 'serverArgs', 'model', 'threads'];
+export const RESTART_KEYS = ['pythonPath', 'serverArgs', 'model', 'threads', 'disabledLanguages', 'exclude'];
 
 export interface SettingsSource {
   get<T>(key: string, fallback: T): T;
 }
 
-export function readSettings(cfg: SettingsSource): FlintSettings {
-  const multiline = cfg.get<string>('multiline', 'auto');
-  return {
-    enable: cfg.get<boolean>('enable', true),
-    model: cfg.get<string>('model', 'qwen2.5-coder-0.5b') || 'qwen2.5-coder-0.5b',
-    maxVariants: clampInt(cfg.get<number>('maxVariants', 3), 1, 8, 3),
-    maxLines: clampInt(cfg.get<number>('maxLines', 8), 1, 64, 8),
-    multiline: multiline === 'always' || multiline === 'never' ? multiline : 'auto',
-    debounceMs: clampInt(cfg.get<number>('debounceMs', 0), 0, 2000, 0),
-    threads: clampInt(cfg.get<number>('threads', 2), 1, 256, 2),
-    cacheSizeMb: clampInt(cfg.get<number>('cacheSizeMb', 256), 0, 1 << 20, 256),
-  };
+/** The server settings' names: package.json's `flint.*` properties minus the client's own. */
+export function serverSettingKeys(properties: Record<string, unknown>): string[] {
+  return Object.keys(properties)
+    .filter((k) => k.startsWith('flint.'))
+    .map((k) => k.slice('flint.'.length))
+    .filter((k) => !CLIENT_KEYS.includes(k));
 }
 
-function clampInt(v: unknown, lo: number, hi: number, dflt: number): number {
-  const n = typeof v === 'number' && Number.isFinite(v) ? Math.round(v) : dflt;
-  return Math.min(hi, Math.max(lo, n));
+/**
+ * What the server gets: every server setting as VS Code resolves it (defaults come from package.json,
+ * which a test keeps equal to the server's), the secrets from SecretStorage (null: not set, so the
+ * server falls back to $FLINT_REMOTE_API_KEY), and `enable` off while snoozed. The server validates.
+ */
+export function readSettings(
+  keys: string[],
+  cfg: SettingsSource,
+  secrets: Record<string, string | undefined> = {},
+  snoozed = false,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of keys) out[k] = cfg.get<unknown>(k, null);
+  for (const k of SECRET_KEYS) out[k] = secrets[k] ? secrets[k] : null;
+  if (snoozed) out.enable = false;
+  return out;
+}
+
+/** Settings fit for a log line: secrets shown as `***` when set. */
+export function maskSecrets(settings: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...settings };
+  for (const k of SECRET_KEYS) if (out[k]) out[k] = '***';
+  return out;
+}
+
+export type LogLevelName = 'trace' | 'debug' | 'info' | 'warn' | 'error';
+
+const PY_LEVELS = { DEBUG: 'debug', INFO: 'info', WARNING: 'warn', ERROR: 'error', CRITICAL: 'error' } as const;
+
+/**
+ * The level of one line the server wrote to stderr (Python logging: `<date> <time> <logger> <LEVEL> msg`).
+ * A line without a level (a traceback's body, a wrapped message) keeps the previous line's level; a
+ * traceback's first line is an error; anything else unknown is a warning (stderr is not chatter).
+ */
+export function stderrLevel(line: string, previous: LogLevelName | null): LogLevelName {
+  const m =
+    /^\S+ \S+ \S+ (DEBUG|INFO|WARNING|ERROR|CRITICAL)\b/.exec(line) ??
+    /^(DEBUG|INFO|WARNING|ERROR|CRITICAL)[: ]/.exec(line);
+  if (m) return PY_LEVELS[m[1] as keyof typeof PY_LEVELS];
+  if (line.startsWith('Traceback (most recent call last)')) return 'error';
+  return previous ?? 'warn';
+}
+
+/** Minutes offered by `Flint: Snooze`; it also takes any whole number. */
+export const SNOOZE_CHOICES = [5, 15, 30, 60];
+
+/** A snooze length typed by the user, in minutes (1..1440), or what is wrong with it. */
+export function parseSnooze(text: string): number | string {
+  const n = Number(text.trim());
+  if (text.trim() === '' || !Number.isInteger(n) || n < 1 || n > 24 * 60) {
+    return 'Enter a whole number of minutes from 1 to 1440';
+  }
+  return n;
 }
 
 export function expandPath(p: string, workspaceFolder?: string): string {
@@ -149,6 +190,29 @@ export interface VariantItem {
   totalMs?: number | null;
   source?: string | null;
   tokens?: number | null;
+  backend?: string | null;
+}
+
+/**
+ * How long a variant took, as the user should read it (docs/protocol.md `flint/variants`): a model
+ * answer shows its own generation time (`totalMs`) and first-token time (`ttftMs`); an answer that
+ * cost no generation says where it came from instead of a latency.
+ */
+export function variantTiming(v: VariantItem): string[] {
+  switch (v.source) {
+    case 'memory':
+      return ['from cache (memory)'];
+    case 'disk':
+      return ['from cache (disk)'];
+    case 'type-through':
+      return ['typed through'];
+  }
+  const out: string[] = [];
+  if (typeof v.totalMs === 'number' && v.totalMs > 0) out.push(fmtMs(v.totalMs));
+  else out.push('latency not reported');
+  if (typeof v.ttftMs === 'number' && v.ttftMs > 0) out.push(`first token ${fmtMs(v.ttftMs)}`);
+  out.push(v.source || 'unknown source');
+  return out;
 }
 
 export function variantLabel(v: VariantItem): { label: string; description: string; detail: string } {
@@ -156,10 +220,9 @@ export function variantLabel(v: VariantItem): { label: string; description: stri
   const firstIdx = lines.findIndex((l) => l.trim().length > 0);
   const first = firstIdx >= 0 ? lines[firstIdx].trim() : '(empty)';
   const more = lines.length > 1 ? ` (+${lines.length - 1} line${lines.length > 2 ? 's' : ''})` : '';
-  const parts = [`#${v.index + 1}`, fmtMs(v.totalMs ?? null)];
-  if (v.ttftMs !== null && v.ttftMs !== undefined) parts.push(`first token ${fmtMs(v.ttftMs)}`);
-  parts.push(v.source || 'unknown source');
-  if (v.tokens) parts.push(`${v.tokens} tok`);
+  const parts = [`#${v.index + 1}`, ...variantTiming(v)];
+  if (v.backend && v.backend !== 'local') parts.push(v.backend);
+  if (v.tokens && v.source === 'model') parts.push(`${v.tokens} tok`);
   const detail = lines
     .slice(firstIdx >= 0 ? firstIdx + 1 : 0)
     .map((l) => l.replace(/\s+$/, ''))
@@ -182,12 +245,20 @@ export interface StatusView {
   tooltip: string;
 }
 
+/** Why suggestions are off right now though the server runs (snooze, language, glob), if they are. */
+export interface Pause {
+  snoozedUntil?: number | null; // epoch ms
+  offFor?: string | null; // e.g. "markdown" or "excluded file"
+  now?: number;
+}
+
 export function statusView(
   state: ServerState,
   latencyMs: number | null,
   source: string | null,
   model: string,
   message: string,
+  pause: Pause = {},
 ): StatusView {
   const lat = latencyMs !== null ? ` ${fmtMs(latencyMs)}` : '';
   const icon: Record<ServerState, string> = {
@@ -206,14 +277,35 @@ export function statusView(
     stopped: ' stopped',
     disabled: ' off',
   };
-  const text = `${icon[state]} Flint${word[state] ?? lat}`;
+  const now = pause.now ?? Date.now();
+  const snoozeLeft = pause.snoozedUntil && pause.snoozedUntil > now ? pause.snoozedUntil - now : 0;
+  let text = `${icon[state]} Flint${word[state] ?? lat}`;
+  let why = '';
+  if (state !== 'error' && state !== 'stopped' && state !== 'disabled') {
+    if (snoozeLeft) {
+      const min = Math.ceil(snoozeLeft / 60000);
+      text = `$(bell-slash) Flint snoozed ${min} min`;
+      why = `snoozed until ${new Date(pause.snoozedUntil as number).toLocaleTimeString()}`;
+    } else if (pause.offFor) {
+      text = `$(circle-slash) Flint off (${pause.offFor})`;
+      why = `off for ${pause.offFor} (flint.disabledLanguages / flint.exclude)`;
+    }
+  }
   const tip = [
     `Flint: ${state}${model ? ` (${model})` : ''}`,
+    why,
     latencyMs !== null ? `last suggestion: ${fmtMs(latencyMs)}${source ? ` from ${source}` : ''}` : '',
     message,
-    'Click for stats',
+    'Click for the Flint menu',
   ]
     .filter(Boolean)
     .join('\n');
   return { text, tooltip: tip };
+}
+
+/** `text` with every occurrence of each secret (4+ characters) replaced by `***`. */
+export function redact(text: string, secrets: string[]): string {
+  let out = text;
+  for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('***');
+  return out;
 }

@@ -17,16 +17,16 @@ M.defaults = {
   python = nil,
   cmd = nil, -- full command override, e.g. { 'flint', 'serve' }
   cmd_env = nil, -- extra environment for the server, e.g. { FLINT_HOME = '/path' }
-  -- Sent as initializationOptions and as the `flint` settings section (docs/protocol.md).
-  settings = {
-    model = 'qwen2.5-coder-0.5b',
-    maxVariants = 3,
-    maxLines = 8,
-    multiline = 'auto',
-    debounceMs = 0,
-    enable = true,
-  },
+  -- Server settings (docs/editors.md, "Settings"), sent as initializationOptions and as the `flint`
+  -- settings section; unset ones take the server's defaults. E.g. { maxVariants = 5, routing = 'hybrid' }.
+  settings = {},
   filetypes = nil, -- nil: every normal file buffer; or a list such as { 'python', 'lua' }
+  disabled_filetypes = {}, -- filetypes Flint stays off in (their text never reaches the server)
+  -- Files Flint stays off in: globs matched against the full path and the path relative to the root.
+  exclude = { '**/.env', '**/.env.*', '**/*.pem', '**/*.key' },
+  -- 'off' | 'messages' | 'verbose': the trace level sent in `initialize` (the client's own record of the
+  -- traffic: vim.lsp.set_log_level('debug'), then :FlintLog)
+  trace = 'off',
   auto_trigger = true, -- ask on every edit in insert mode ('ghost' mode)
   debounce_ms = 0, -- client-side wait before asking ('ghost' mode); Flint speculates, 0 is right
   keymaps = {
@@ -57,6 +57,8 @@ local client_id = nil
 local pending = nil -- { client, id }
 local timer = nil
 local state = nil -- the suggestion on screen (ghost mode)
+local snoozed_until = 0 -- os.time() when a snooze ends
+local snooze_timer = nil
 
 ---------------------------------------------------------------------- compat helpers
 
@@ -96,6 +98,15 @@ local function get_client()
     stopped = c.is_stopped()
   end
   return (not stopped) and c or nil
+end
+
+local function snoozed()
+  return snoozed_until > os.time()
+end
+
+--- Whether suggestions are wanted now (enabled and not snoozed).
+local function active()
+  return enabled and not snoozed()
 end
 
 local function encoding(client)
@@ -361,7 +372,7 @@ end
 --- (the server answers with its fastest single variant). `after` runs instead of drawing the result.
 function M.trigger(kind, after)
   local client = get_client()
-  if not client or not enabled then
+  if not client or not active() then
     return
   end
   local bufnr = vim.api.nvim_get_current_buf()
@@ -400,7 +411,7 @@ local function on_text_changed()
   else
     clear()
   end
-  if M.config.auto_trigger and enabled then
+  if M.config.auto_trigger and active() then
     schedule_trigger()
   end
 end
@@ -549,6 +560,35 @@ end
 
 ---------------------------------------------------------------------- Pick Variant (flint/variants)
 
+local function fmt_ms(ms)
+  return ms < 10 and string.format('%.1f ms', ms) or string.format('%d ms', math.floor(ms + 0.5))
+end
+
+--- How long a variant took, as the user should read it (docs/protocol.md `flint/variants`): a model
+--- answer shows its generation time and first-token time; one that cost no generation says where it
+--- came from instead.
+function M.variant_timing(v)
+  if v.source == 'memory' or v.source == 'disk' then
+    return 'from cache (' .. v.source .. ')'
+  elseif v.source == 'type-through' then
+    return 'typed through'
+  end
+  local parts = {}
+  parts[#parts + 1] = (type(v.totalMs) == 'number' and v.totalMs > 0) and fmt_ms(v.totalMs) or 'latency not reported'
+  if type(v.ttftMs) == 'number' and v.ttftMs > 0 then
+    parts[#parts + 1] = 'first token ' .. fmt_ms(v.ttftMs)
+  end
+  parts[#parts + 1] = v.source or 'unknown source'
+  return table.concat(parts, ', ')
+end
+
+--- One row of :FlintPick: the first non-blank line, then the timing and (when not local) the backend.
+function M.variant_label(v)
+  local first = ((v.insertText or ''):match('[^\n]*%S[^\n]*') or ''):gsub('^%s+', '')
+  local extra = (v.backend and v.backend ~= vim.NIL and v.backend ~= 'local') and (', ' .. v.backend) or ''
+  return string.format('%s   (%s%s)', first, M.variant_timing(v), extra)
+end
+
 function M.pick_variant()
   local client = get_client()
   if not client then
@@ -564,10 +604,7 @@ function M.pick_variant()
     end
     vim.ui.select(res.items, {
       prompt = 'Flint variants',
-      format_item = function(v)
-        local first = (v.insertText:match('[^\n]*%S[^\n]*') or ''):gsub('^%s+', '')
-        return string.format('%s   (%d ms, %s)', first, math.floor((v.totalMs or 0) + 0.5), v.source or '?')
-      end,
+      format_item = M.variant_label,
     }, function(v)
       if not v or not vim.api.nvim_win_is_valid(win) then
         return
@@ -627,6 +664,13 @@ function M.statusline()
   if not enabled then
     return 'Flint off'
   end
+  if snoozed() then
+    return string.format('Flint snoozed %d min', math.ceil((snoozed_until - os.time()) / 60))
+  end
+  local b = vim.api.nvim_get_current_buf()
+  if vim.api.nvim_buf_is_valid(b) and M.off_reason(b) then
+    return 'Flint off (' .. M.off_reason(b) .. ')'
+  end
   local st = M.status.state
   if st == 'ready' or st == 'busy' then
     local ms = M.status.lastLatencyMs
@@ -655,21 +699,157 @@ function M.show_stats()
   return msg
 end
 
-function M.toggle()
-  enabled = not enabled
-  M.config.settings.enable = enabled
+--- The settings the server gets: the user's, with `enable` off while disabled or snoozed.
+function M.server_settings()
+  local s = vim.deepcopy(M.config.settings or {})
+  if not active() then
+    s.enable = false
+  elseif s.enable == false then
+    s.enable = nil -- re-enabled: back to the server's default (on)
+  end
+  return s
+end
+
+local function push_settings()
   local c = get_client()
   if c then
-    c_notify(c, 'workspace/didChangeConfiguration', { settings = { flint = M.config.settings } })
+    -- what workspace/configuration answers (client.settings in 0.11+, client.config.settings before)
+    c.config.settings = { flint = M.server_settings() }
+    if type(c.settings) == 'table' then
+      c.settings = { flint = M.server_settings() }
+    end
+    c_notify(c, 'workspace/didChangeConfiguration', { settings = { flint = M.server_settings() } })
   end
-  if not enabled then
+  if not active() then
     M.dismiss()
   end
   if M.mode == 'builtin' then
-    pcall(vim.lsp.inline_completion.enable, enabled)
+    pcall(vim.lsp.inline_completion.enable, active())
   end
+  pcall(vim.api.nvim_exec_autocmds, 'User', { pattern = 'FlintStatus', modeline = false })
+end
+
+--- Turn suggestions on (true), off (false) or flip them (nil).
+function M.toggle(on)
+  if on == nil then
+    enabled = not enabled
+  else
+    enabled = on and true or false
+  end
+  M.config.settings.enable = enabled
+  push_settings()
   vim.notify('Flint ' .. (enabled and 'enabled' or 'disabled'))
   return enabled
+end
+
+--- Pause suggestions for `minutes` (asks with vim.ui.select when nil). The server stops speculating too.
+function M.snooze(minutes)
+  if minutes == nil then
+    local choices = { 5, 15, 30, 60 }
+    vim.ui.select(choices, {
+      prompt = 'Snooze Flint for',
+      format_item = function(m)
+        return m .. ' minutes'
+      end,
+    }, function(m)
+      if m then
+        M.snooze(m)
+      end
+    end)
+    return
+  end
+  minutes = tonumber(minutes)
+  if not minutes or minutes < 1 or minutes > 1440 or minutes ~= math.floor(minutes) then
+    vim.notify('Flint: snooze takes a whole number of minutes from 1 to 1440', vim.log.levels.ERROR)
+    return
+  end
+  snoozed_until = os.time() + minutes * 60
+  if snooze_timer then
+    snooze_timer:stop()
+  end
+  snooze_timer = snooze_timer or uv.new_timer()
+  snooze_timer:start(minutes * 60 * 1000, 0, vim.schedule_wrap(function()
+    if not snoozed() then
+      push_settings()
+      vim.notify('Flint: snooze over')
+    end
+  end))
+  push_settings()
+  vim.notify(string.format('Flint snoozed for %d min', minutes))
+end
+
+function M.resume()
+  snoozed_until = 0
+  if snooze_timer then
+    snooze_timer:stop()
+  end
+  push_settings()
+end
+
+function M.snoozed_until()
+  return snoozed() and snoozed_until or nil
+end
+
+--- Open the LSP log: the server's window/logMessage lines at or above vim.lsp's log level (WARN unless set).
+function M.open_log()
+  vim.cmd('tab split ' .. vim.fn.fnameescape(vim.lsp.get_log_path()))
+end
+
+--- Turn Flint off (or back on) for a filetype (default: the current buffer's).
+function M.toggle_filetype(ft)
+  ft = (ft and ft ~= '') and ft or vim.bo.filetype
+  if ft == '' then
+    return
+  end
+  local list = M.config.disabled_filetypes or {}
+  local off = vim.tbl_contains(list, ft)
+  if off then
+    M.config.disabled_filetypes = vim.tbl_filter(function(x)
+      return x ~= ft
+    end, list)
+  else
+    table.insert(list, ft)
+    M.config.disabled_filetypes = list
+  end
+  local c = get_client()
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(b) and vim.bo[b].filetype == ft then
+      if off then
+        M.attach(b)
+      elseif c then
+        M.dismiss()
+        pcall(vim.lsp.buf_detach_client, b, c.id)
+      end
+    end
+  end
+  vim.notify(string.format('Flint %s for %s', off and 'enabled' or 'disabled', ft))
+end
+
+--- Everything a user switches, in one list (vim.ui.select).
+function M.menu()
+  local ft = vim.bo.filetype
+  local items = {
+    { enabled and 'Disable completions' or 'Enable completions', function() M.toggle() end },
+    snoozed() and { 'Resume now (snoozed)', M.resume } or { 'Snooze…', function() M.snooze() end },
+  }
+  if ft ~= '' then
+    local off = vim.tbl_contains(M.config.disabled_filetypes or {}, ft)
+    items[#items + 1] = { (off and 'Enable' or 'Disable') .. ' for ' .. ft, function() M.toggle_filetype(ft) end }
+  end
+  items[#items + 1] = { 'Pick variant…', M.pick_variant }
+  items[#items + 1] = { 'Show stats', M.show_stats }
+  items[#items + 1] = { 'Open log', M.open_log }
+  items[#items + 1] = { 'Restart server', M.restart }
+  vim.ui.select(items, {
+    prompt = 'Flint (' .. M.statusline() .. ')',
+    format_item = function(it)
+      return it[1]
+    end,
+  }, function(it)
+    if it then
+      it[2]()
+    end
+  end)
 end
 
 ---------------------------------------------------------------------- server lifecycle
@@ -681,6 +861,11 @@ local function server_cmd(root)
   return { find_python(root), '-m', 'lsp_server.cli', 'serve' }
 end
 
+--- The command that starts the server for the current buffer (used by :checkhealth flint).
+function M.server_command()
+  return server_cmd(find_root(vim.api.nvim_get_current_buf()))
+end
+
 local function capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
   if M.mode ~= 'completion' then
@@ -690,8 +875,35 @@ local function capabilities()
   return caps
 end
 
+local function glob_match(pattern, path)
+  local ok, re = pcall(vim.regex, vim.fn.glob2regpat(pattern))
+  return ok and re:match_str(path) ~= nil
+end
+
+--- Why Flint is off in `bufnr` ('<filetype>' or 'excluded file'), or nil when it works there.
+function M.off_reason(bufnr)
+  local ft = vim.bo[bufnr].filetype
+  if ft ~= '' and vim.tbl_contains(M.config.disabled_filetypes or {}, ft) then
+    return ft
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name ~= '' then
+    local full = vim.fn.fnamemodify(name, ':p')
+    local rel = vim.fn.fnamemodify(name, ':.')
+    for _, pat in ipairs(M.config.exclude or {}) do
+      if glob_match(pat, full) or glob_match(pat, rel) or glob_match(pat, vim.fn.fnamemodify(name, ':t')) then
+        return 'excluded file'
+      end
+    end
+  end
+  return nil
+end
+
 local function wanted(bufnr)
   if vim.bo[bufnr].buftype ~= '' or vim.api.nvim_buf_get_name(bufnr) == '' then
+    return false
+  end
+  if M.off_reason(bufnr) then
     return false
   end
   local fts = M.config.filetypes
@@ -723,8 +935,9 @@ function M.attach(bufnr)
     cmd = server_cmd(root),
     cmd_env = env,
     root_dir = root,
-    init_options = M.config.settings,
-    settings = { flint = M.config.settings },
+    init_options = M.server_settings(),
+    settings = { flint = M.server_settings() },
+    trace = M.config.trace,
     capabilities = capabilities(),
     handlers = { ['flint/status'] = on_status, ['flint/refresh'] = on_refresh },
     on_attach = on_attach,
@@ -780,6 +993,7 @@ end
 function M.setup(opts)
   M.config = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts or {})
   M.mode = M.pick_mode()
+  M.config.settings = M.config.settings or {}
   enabled = M.config.settings.enable ~= false
   pcall(vim.api.nvim_set_hl, 0, 'FlintGhost', { link = 'Comment', default = true })
 
@@ -796,7 +1010,7 @@ function M.setup(opts)
     vim.api.nvim_create_autocmd('InsertEnter', {
       group = augroup,
       callback = function()
-        if M.config.auto_trigger and enabled then
+        if M.config.auto_trigger and active() then
           vim.schedule(schedule_trigger) -- after `o`/`cc` put the indentation in
         end
       end,

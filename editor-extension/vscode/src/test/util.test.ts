@@ -2,10 +2,16 @@
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'path';
+import * as fs from 'fs';
 import {
   encodedLength,
+  maskSecrets,
+  parseSnooze,
   percentile,
   readSettings,
+  redact,
+  serverSettingKeys,
+  stderrLevel,
   resolvePython,
   serverArgs,
   Stats,
@@ -30,13 +36,37 @@ test('server command line', () => {
   assert.deepEqual(serverArgs(['--verbose', '']), ['-m', 'lsp_server.cli', 'serve', '--verbose']);
 });
 
-test('settings are clamped and defaulted', () => {
-  const s = readSettings({ get: <T>(k: string, d: T) => (({ maxVariants: 99, multiline: 'bogus', model: '' }) as any)[k] ?? d });
-  assert.equal(s.maxVariants, 8);
-  assert.equal(s.multiline, 'auto');
-  assert.equal(s.model, 'qwen2.5-coder-0.5b');
-  assert.equal(s.debounceMs, 0);
+test('server settings: every flint.* property but the client-only ones, secrets from SecretStorage', () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
+  const keys = serverSettingKeys(pkg.contributes.configuration.properties);
+  assert.ok(keys.includes('routing') && keys.includes('remoteUrl') && keys.includes('enable'), keys.join());
+  for (const k of ['pythonPath', 'serverArgs', 'trace.server', 'disabledLanguages', 'exclude', 'remoteApiKey']) {
+    assert.ok(!keys.includes(k), k);
+  }
+  const cfg = { get: <T>(k: string, d: T) => (({ routing: 'hybrid', enable: true }) as any)[k] ?? d };
+  const s = readSettings(keys, cfg, { remoteApiKey: 'sk-1' });
+  assert.equal(s.routing, 'hybrid');
+  assert.equal(s.remoteApiKey, 'sk-1');
   assert.equal(s.enable, true);
+  assert.equal(readSettings(keys, cfg, {}).remoteApiKey, null); // not set: the server uses $FLINT_REMOTE_API_KEY
+  assert.equal(readSettings(keys, cfg, {}, true).enable, false); // snoozed
+  assert.equal(maskSecrets(s).remoteApiKey, '***');
+  assert.equal(s.remoteApiKey, 'sk-1');
+});
+
+test('server stderr lines keep their logging level', () => {
+  assert.equal(stderrLevel('2026-11-23 10:00:00,123 lsp_server.server INFO model loaded', null), 'info');
+  assert.equal(stderrLevel('2026-11-23 10:00:00,123 flint WARNING slow', 'info'), 'warn');
+  assert.equal(stderrLevel('2026-11-23 10:00:00,123 flint DEBUG x', null), 'debug');
+  assert.equal(stderrLevel('2026-11-23 10:00:00,123 flint ERROR boom', null), 'error');
+  assert.equal(stderrLevel('Traceback (most recent call last):', 'info'), 'error');
+  assert.equal(stderrLevel('  File "x.py", line 1', 'error'), 'error');
+  assert.equal(stderrLevel('usage: flint [-h]', null), 'warn');
+});
+
+test('snooze minutes', () => {
+  assert.equal(parseSnooze(' 15 '), 15);
+  for (const bad of ['', '0', '-3', '1.5', 'abc', '1441']) assert.equal(typeof parseSnooze(bad), 'string', bad);
 });
 
 test('acceptedLength units', () => {
@@ -49,9 +79,23 @@ test('variant rows show latency and source', () => {
   const v = variantLabel({ index: 1, insertText: '\n    return a + b\n', totalMs: 41.6, ttftMs: 7.25, source: 'model', tokens: 6 });
   assert.equal(v.label, 'return a + b (+2 lines)');
   assert.equal(v.description, '#2 · 42 ms · first token 7.3 ms · model · 6 tok');
+  const remote = variantLabel({ index: 0, insertText: 'x', totalMs: 850, ttftMs: 300, source: 'model', backend: 'remote' });
+  assert.equal(remote.description, '#1 · 850 ms · first token 300 ms · model · remote');
+});
+
+test('variants that cost no generation say so instead of a latency', () => {
+  const d = (source: string) => variantLabel({ index: 0, insertText: 'x', totalMs: 0, ttftMs: 0, source, tokens: 3 }).description;
+  assert.equal(d('memory'), '#1 · from cache (memory)');
+  assert.equal(d('disk'), '#1 · from cache (disk)');
+  assert.equal(d('type-through'), '#1 · typed through');
+  assert.equal(d('model'), '#1 · latency not reported · model · 3 tok'); // never "0.0 ms"
 });
 
 test('status bar text', () => {
+  const now = 1_000_000;
+  assert.equal(statusView('ready', 5, 'model', 'm', '', { snoozedUntil: now + 14.5 * 60000, now }).text, '$(bell-slash) Flint snoozed 15 min');
+  assert.equal(statusView('ready', 5, 'model', 'm', '', { snoozedUntil: now - 1, now }).text, '$(zap) Flint 5.0 ms');
+  assert.equal(statusView('ready', 5, 'model', 'm', '', { offFor: 'markdown', now }).text, '$(circle-slash) Flint off (markdown)');
   assert.equal(statusView('ready', 42.4, 'model', 'm', '').text, '$(zap) Flint 42 ms');
   assert.equal(statusView('loading', null, null, 'm', '').text, '$(loading~spin) Flint loading');
   assert.equal(statusView('busy', 3.14, 'memory', 'm', '').text, '$(sync~spin) Flint 3.1 ms');
@@ -66,4 +110,9 @@ test('stats percentiles', () => {
   s.accepted = 1;
   assert.match(s.summary(), /acceptance rate 50.0%/);
   assert.match(s.summary(), /sources: model 1, memory 1/);
+});
+
+test('secrets are masked in traces', () => {
+  assert.equal(redact('{"remoteApiKey":"sk-123456"} sk-123456', ['sk-123456']), '{"remoteApiKey":"***"} ***');
+  assert.equal(redact('a b', ['', 'ab']), 'a b'); // empty and too-short values are not masked
 });
