@@ -16,6 +16,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   if [[ ",$extras," == *",export,"* ]]; then
     python -m pip install -q --disable-pip-version-check "torch==2.13.0" >&2
   fi
+  # the distribution was called "flint" before it became "flint-lsp": drop the old editable install
+  if python -m pip show flint >/dev/null 2>&1; then
+    python -m pip uninstall -y -q flint >&2
+  fi
   python -m pip install -q --disable-pip-version-check -e ".[${extras}]" >&2
   touch "$stamp"
 fi
