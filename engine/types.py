@@ -72,6 +72,7 @@ class Timings:
     draft_accepted: int = 0
     verified_rows: int = 0  # trimmed-head picks the full head re-checked
     rewinds: int = 0  # ... and disagreed with (decoding went back to the first such pick)
+    window: str = "full"  # "quick": served from the short first window (Engine: the full one was cold)
     started: float = field(default_factory=time.perf_counter)
 
 

@@ -25,7 +25,6 @@ import asyncio
 import itertools
 import logging
 import os
-import statistics
 import threading
 import time
 from collections import OrderedDict, deque
@@ -61,12 +60,13 @@ INVOKED_BUDGET_S = 6.0
 # window on a slow 2-core machine (a deadline right after it would throw that work away).
 JOB_BUDGET_S = 30.0
 FUTURE_BUDGET_S = 30.0
-# A block still streaming is shown (its complete lines) once the request has waited this long; before
-# that the request waits for the whole block.
-PARTIAL_AFTER_S = 0.3
-# Futures start only after this pause (at least; longer when the user types slower): a user who keeps
-# typing drops them before they cost anything.
-FUTURE_DELAY_S = 0.15
+# A generation still streaming is shown once the request has waited this long: what it has written so far
+# (the rest of the word, of the line) while the user types, typed through and extended as it goes on.
+# Before that the request waits for a complete line. A client that handles flint/refresh is told when
+# the whole suggestion is there (Session._refresh_when_done).
+PARTIAL_AFTER_S = 0.1
+# How long after a partial answer its completion still refreshes the suggestion on screen.
+REFRESH_WITHIN_S = 4.0
 SINGLE_LINE_TOKENS = 48
 TOKENS_PER_LINE = 24
 # A one-line suggestion at the end of a line (nothing right of the cursor) is generated one line further
@@ -251,6 +251,7 @@ class Session:
         self._remote_key: tuple | None = None
         self._started = False
         self._races: dict[tuple[str, str, str], _Race] = {}  # (uri, prefix, suffix) -> a race under way
+        self._refreshing: dict[str, asyncio.Task] = {}  # uri -> waiting to refresh a partial answer
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -412,9 +413,8 @@ class Session:
         if cursor is not None and self.settings.enable:
             doc = self.documents.get(uri)
             if not doc.problem():
+                # no debounce: the newest state starts at once (newest wins; a keystroke appends to the KV)
                 state = self._state(uri, rev, doc.text, cursor, invoked=False)
-                intervals = [b - a for a, b in zip(times, list(times)[1:], strict=False)]
-                state.not_before = now + speculation.debounce_s(intervals, self.worker.latency_s)
         self._states[uri] = state
         if state is not None:
             self._active = uri
@@ -520,6 +520,10 @@ class Session:
             raise RequestError(RequestError.CONTENT_MODIFIED, "the document changed")
         items = self._items(state, text, offset, cursor, eol, answer, doc.starts) if answer else []
         total_ms = (time.perf_counter() - t0) * 1000
+        for it in items:  # each item's latency is the request's (its source says where it came from)
+            it.total_ms = round(total_ms, 1)
+            if it.source != "model" or not 0 < it.ttft_ms <= total_ms:
+                it.ttft_ms = it.total_ms
         source = items[0].source if items else None
         origin = answer.origin if answer else None
         backend = items[0].backend if items else None
@@ -532,11 +536,36 @@ class Session:
                            answer.note if answer else "")
             if self.speculating and self.speculate:
                 self._plan_futures(state, items[0], eol)
+            if answer is not None and not answer.complete and self.speculating:
+                self._watch_for_refresh(state, version)
         res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1), source, origin, backend)
         log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s%s]", "invoked" if invoked else "auto",
                  uri.rsplit("/", 1)[-1], line, character, state.mode, len(items), total_ms, source or "-",
                  f" {backend}" if backend not in (None, "local") else "")
         return res
+
+    def _watch_for_refresh(self, state: State, version: int) -> None:
+        old = self._refreshing.pop(state.uri, None)
+        if old is not None:
+            old.cancel()
+        task = asyncio.get_running_loop().create_task(self._refresh_when_done(state, version))
+        self._refreshing[state.uri] = task
+        task.add_done_callback(lambda t: self._refreshing.pop(state.uri, None) if
+                               self._refreshing.get(state.uri) is t else None)
+
+    async def _refresh_when_done(self, state: State, version: int) -> None:
+        """A partial answer went out: once its generation has the whole suggestion (the document still at
+        that state), the client hears flint/refresh and asks again (memory answers at once)."""
+        end = time.monotonic() + REFRESH_WITHIN_S
+        while (left := end - time.monotonic()) > 0:
+            await asyncio.wait([self._next_tick()], timeout=left)
+            if self.documents.revision(state.uri) != state.revision:
+                return
+            found = self._lookup(state, None, partial=False, disk=False)
+            if found is not None and found.complete:
+                if found.comps:
+                    self._on_refresh(state.uri, version)
+                return
 
     async def _answer(self, state: State, since: float, invoked: bool) -> _Answer | None:
         """The best answer for a state within its deadline, from the backend its route names (engine/
@@ -709,7 +738,18 @@ class Session:
                 return found
             fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
                                 budget_s=budget)
-            return self._from_result(state, await self._await(fut), tier)
+            # the budget starts when the job does; the request keeps its own deadline (a model loading)
+            afut = asyncio.wrap_future(fut)
+            try:
+                await asyncio.wait([afut], timeout=max(0.0, deadline - time.monotonic()))
+            except asyncio.CancelledError:
+                self.stats.count("cancelled")
+                fut.cancel()
+                raise
+            if not afut.done():
+                worker.release(fut)
+                return None
+            return self._from_result(state, afut.result(), tier)
         found = self._lookup(state, since, partial=False, backend=backend)
         if found is not None and found.complete:
             return found
@@ -722,9 +762,9 @@ class Session:
                 if afut.done():
                     return self._from_result(state, afut.result(), tier)  # raises the worker's errors
                 now = time.monotonic()
-                if worker.engine is None:  # the model is (re)loading: that time is not the request's
-                    since, deadline = now, now + budget
-                found = self._lookup(state, since, partial=now >= deadline, disk=False, backend=backend)
+                # while the model (re)loads the request keeps its deadline: it gets what exists then
+                partial = now >= deadline or (not invoked and now - since >= show_partial_after)
+                found = self._lookup(state, since, partial=partial, disk=False, backend=backend)
                 # a finished answer goes out at once; one still streaming once a line of it is complete
                 # (at once when typed through, after PARTIAL_AFTER_S for the request's own generation, so
                 # a block that is nearly done is shown whole); at the deadline, whatever exists
@@ -742,13 +782,6 @@ class Session:
         except asyncio.CancelledError:
             self.stats.count("cancelled")
             fut.cancel()
-            raise
-
-    async def _await(self, fut) -> Result:
-        try:
-            return await asyncio.wrap_future(fut)
-        except asyncio.CancelledError:
-            self.stats.count("cancelled")
             raise
 
     def _from_result(self, state: State, result: Result, backend: str = "local") -> _Answer:
@@ -966,15 +999,11 @@ class Session:
                 (fs.prefix, fs.suffix, fs.params, FUTURE_BUDGET_S))
         if plan:
             log.debug("futures for %s: %d", state.uri, len(plan))
-        # futures start once the user pauses: a typist who keeps going would only pre-empt them (and a
-        # generation stops between prompt chunks only, so starting one costs a chunk)
-        times = list(self._typing.get(state.uri, ()))
-        intervals = [b - a for a, b in zip(times, times[1:], strict=False)][-8:]
-        delay = max(FUTURE_DELAY_S, speculation.PAUSE_FACTOR * statistics.median(intervals)) if intervals \
-            else FUTURE_DELAY_S
-        self.worker.set_futures(state.uri, state.revision, plan, not_before=time.monotonic() + delay)
+        # futures start at once, below any work for the current state: a keystroke pre-empts them at the
+        # next model step, and their prompts extend the current one (the KV cache keeps it)
+        self.worker.set_futures(state.uri, state.revision, plan)
         if self.remote_worker is not None:
-            self.remote_worker.set_futures(state.uri, state.revision, remote_plan, not_before=time.monotonic() + delay)
+            self.remote_worker.set_futures(state.uri, state.revision, remote_plan)
 
     def _covered(self, state: State) -> bool:
         """A generation (finished or still streaming, agreeing so far) or a disk entry serves ``state``."""
@@ -1098,7 +1127,8 @@ class _Hooks:
             race = s._races.get((job.uri, job.prefix, job.suffix))
             if race is not None:
                 s._call_soon(s._race_finished, race, comps, time.monotonic())
-        if comps and s.disk is not None and (is_complete(comps) or job.params.temperature == 0):
+        quick = result is not None and result[1].window == "quick"  # not what the full window would say
+        if comps and s.disk is not None and not quick and (is_complete(comps) or job.params.temperature == 0):
             key = s._disk_key(job.prefix, job.suffix, job.params, self.tier)
             # a greedy generation cut off is kept too (as a start: cache.put_partial), for after a restart
             put = s.disk.put if is_complete(comps) else s.disk.put_partial

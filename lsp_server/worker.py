@@ -15,11 +15,10 @@ Scheduling rules (the llama.cpp server / ruff_server shape: handlers post tasks,
   pre-empts a running job of a worse one (a user request stops speculative work for other documents),
   and work for the document the user is typing in stops speculation nobody waits for in another one.
 - Stopping means setting the engine's CancelToken: the generation loop checks it every model step.
-- A job starts only after ``QUIET_S`` without new document activity (``BURST_QUIET_S`` while messages
-  arrive faster than any typist types), and not before its own ``not_before`` (adaptive debounce).
-  A burst (a replayed edit, a client catching up) is read to its end before the model starts, instead
-  of starting a generation per message that the next message stops (each start costs an
-  uninterruptible prompt chunk, and the model's threads slow the reading of the rest).
+- No quiet period for typing: a job starts at once (newest wins; a keystroke appends a token or two to
+  the KV cache, so starting costs little), not before its own ``not_before`` if it has one. Only a burst
+  of messages faster than any typist types (a replayed edit, a client catching up) is read to its end
+  first (``BURST_QUIET_S``), instead of starting a generation per message that the next one stops.
 - Every waiter's future is settled exactly once: a result, or one of the exceptions below. A waiter can
   also be *released* (its request answered from elsewhere, or its deadline passed): the job then goes
   on as speculation, so its result is ready for the next ask.
@@ -52,7 +51,6 @@ USER = 0
 SPECULATIVE = 1  # a document's current state, before (or without) the editor asking
 FUTURE = 2  # a state the user may reach next (a suggestion accepted)
 WARM = 3  # idle time: the KV cache for the active document
-QUIET_S = 0.008
 BURST_QUIET_S = 0.06
 BURST_EVENTS, BURST_WINDOW_S = 12, 0.1  # 12 events within 100 ms (120/s): no human types that fast
 IDLE_WARM_S = 0.5  # engine idle this long (and nothing new happened): ask for idle work once
@@ -373,7 +371,7 @@ class Worker:
             return 0.0
         last = self._activity[-1]
         burst = len(self._activity) == BURST_EVENTS and last - self._activity[0] < BURST_WINDOW_S
-        return last + (BURST_QUIET_S if burst else QUIET_S) - time.monotonic()
+        return last + BURST_QUIET_S - time.monotonic() if burst else 0.0
 
     def _next_job(self) -> tuple[Job | None, float]:
         """(lock held) The job to run now, or None and how long until one may start."""
@@ -588,7 +586,10 @@ class Worker:
         finally:
             self.jobs_run += 1
             self.model_calls += 1
-            self.kv_prompt = (job.prefix, job.suffix)
+            # the KV cache holds this prompt's full window only when the engine did not serve it from its
+            # quick first window (then idle time warms the full one: hooks.idle)
+            full = result is not None and getattr(result[1], "window", "full") == "full"
+            self.kv_prompt = (job.prefix, job.suffix) if full and not job.cancel.cancelled else None
             if hooks is not None:
                 try:
                     hooks.finished(job, result, (time.perf_counter() - t0) * 1000)
