@@ -288,8 +288,8 @@ class Engine:
         spare = range(1, self.decoder.kv.batch_max)
         if not spare or not self.tokens:
             return
-        row = next((r for r in spare if r not in self._parked),
-                   min(spare, key=lambda r: self._parked[r].used))
+        free = [r for r in spare if r not in self._parked]
+        row = free[0] if free else min(spare, key=lambda r: self._parked[r].used)
         self.decoder.kv.copy_row(0, row, len(self.tokens))
         self._parked[row] = _Parked(list(self.tokens), self._anchor, self._last_hidden, time.monotonic())
 
@@ -407,7 +407,7 @@ class Engine:
         t = Timings()
         n = max(1, min(params.n, self.config.batch_max))
         pr, quick = self._prepare(prefix, suffix, heal=params.token_healing, max_new=params.max_tokens,
-                                  quick_ok=True)
+                                  quick_ok=params.quick_start)
         t.window = "quick" if quick else "full"
         healer = Healer(self.tok.prefix_index, pr.heal) if pr.heal else None
         if cancel is not None and cancel.cancelled:

@@ -42,6 +42,9 @@ class GenParams:
     deadline: float | None = None  # absolute time.monotonic() value
     stop: tuple[str, ...] = ()  # extra stop strings
     token_healing: bool = True
+    # a cold spot may be served from the engine's quick first window (a short window around the cursor)
+    # while the full one warms in idle time; not part of the key: the server keeps such answers off disk
+    quick_start: bool = False
 
     def key(self) -> tuple:
         """The parameters that change the output (for cache keys)."""
