@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine import routing, speculation
+from engine.backends import Backend
 from engine.types import GenParams
 
 from . import planner
@@ -105,15 +106,14 @@ class CompletionService:
             _stop_worker(self.remote_worker)
         self.store.close_disk()
 
-    def engine(self, tier: str = "local") -> EngineLike | None:
+    def engine(self, tier: str = "local") -> Backend | None:
         w = self.remote_worker if tier == "remote" else self.worker
         return w.engine if w is not None else None
 
     def remote_ready(self) -> bool:
         """Is a capable tier configured, loaded and not backing off after a failure?"""
         eng = self.engine("remote")
-        ready = getattr(eng, "ready", None)  # TODO(issue 13): one Backend protocol, no bridging
-        return eng is not None and (ready is None or bool(ready()))
+        return eng is not None and eng.ready()
 
     def backend_name(self, tier: str) -> str:
         """What an answer's backend is called on items and in the status: ``local`` (the fast model),
@@ -121,18 +121,21 @@ class CompletionService:
         if tier != "remote":
             return "local"
         eng = self.engine("remote")
-        return getattr(eng, "kind", None) or self._settings().capable_tier() or "remote"
+        return eng.kind if eng is not None else self._settings().capable_tier() or "remote"
 
     def windows(self, tier: str = "local") -> tuple[int, int]:
-        cfg = getattr(self.engine(tier), "config", None)
-        return (getattr(cfg, "max_prefix_chars", planner.DEFAULT_MAX_PREFIX_CHARS),
-                getattr(cfg, "max_suffix_chars", planner.DEFAULT_MAX_SUFFIX_CHARS))
+        """The backend's prompt windows (its config; the defaults while none is loaded)."""
+        eng = self.engine(tier)
+        cfg = eng.config if eng is not None else None
+        if cfg is None:
+            return planner.DEFAULT_MAX_PREFIX_CHARS, planner.DEFAULT_MAX_SUFFIX_CHARS
+        return cfg.max_prefix_chars, cfg.max_suffix_chars
 
     def _identity(self, tier: str) -> tuple[str, int, int] | None:
-        model_id = getattr(self.engine(tier), "model_id", None)
-        if not model_id:
+        eng = self.engine(tier)
+        if eng is None or not eng.model_id:
             return None
-        return (model_id, *self.windows(tier))
+        return (eng.model_id, *self.windows(tier))
 
     # ---- states ---------------------------------------------------------------------------------
     def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,
@@ -352,6 +355,5 @@ class CompletionService:
 
 def _stop_worker(w: Worker) -> None:
     w.stop(timeout=2.0)
-    close = getattr(w.engine, "close", None)
-    if close is not None:
-        close()
+    if w.engine is not None:
+        w.engine.close()

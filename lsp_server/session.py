@@ -168,7 +168,8 @@ class Session:
             self._remote_event(state, info)
             return
         st = dict(self.status)
-        st["model"] = getattr(self.service.engine(), "model_id", None) or self.settings.model
+        eng = self.service.engine()
+        st["model"] = (eng.model_id if eng is not None else None) or self.settings.model
         if state == "loading":
             st.update(state="loading", message=f"loading {self.settings.model}")
         elif state == "error":
@@ -186,7 +187,7 @@ class Session:
     def _remote_event(self, state: str, info: dict[str, Any]) -> None:
         """The capable tier's part of the status (``remote``)."""
         eng = self.service.engine("remote")
-        model = getattr(eng, "model_id", None) or self.settings.remote_url or self.settings.capable_model
+        model = (eng.model_id if eng is not None else None) or self.settings.remote_url or self.settings.capable_model
         if state == "loading":
             self._remote_status({"state": "loading", "model": model, "message": "connecting"})
         elif state == "error":

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
 
+from engine.backends import Backend, as_backend
 from engine.types import CancelToken, Completion, GenParams, Timings
 
 log = logging.getLogger(__name__)
@@ -77,12 +78,8 @@ class EngineUnavailable(Exception):
     """The model could not be loaded (or the server is shutting down)."""
 
 
-class EngineLike(Protocol):
-    @property
-    def model_id(self) -> str: ...
-
-    def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
-                 cancel: CancelToken | None = None, on_token: Any = None) -> tuple[list[Completion], Timings]: ...
+# what a loader may return: a Backend, or a bare engine that as_backend wraps as a local one
+EngineLike = Any
 
 
 @dataclass(eq=False)
@@ -148,7 +145,7 @@ class Worker:
         self._futures: list[Job] = []  # pre-generation for states the user may reach next
         self._warm: Job | None = None
         self._running: Job | None = None
-        self._engine: EngineLike | None = None
+        self._engine: Backend | None = None
         self._load_error: str | None = None
         self._reload: Callable[[], EngineLike] | None = None
         self._stopping = False
@@ -169,7 +166,7 @@ class Worker:
         self._thread.start()
 
     @property
-    def engine(self) -> EngineLike | None:
+    def engine(self) -> Backend | None:
         return self._engine
 
     @property
@@ -450,11 +447,12 @@ class Worker:
             self._emit("error", message=str(e))
         else:
             with self._cond:
-                self._engine = engine
+                self._engine = as_backend(engine)
                 self._load_error = None
                 self.kv_prompt = None
-            log.info("model %s ready in %.1f s", getattr(engine, "model_id", "?"), time.perf_counter() - t0)
-            self._emit("ready", model=getattr(engine, "model_id", ""), load_s=time.perf_counter() - t0)
+            model_id = self._engine.model_id
+            log.info("model %s ready in %.1f s", model_id, time.perf_counter() - t0)
+            self._emit("ready", model=model_id, load_s=time.perf_counter() - t0)
         finally:
             self.loaded.set()
 
@@ -627,13 +625,13 @@ class Worker:
             except Exception:
                 log.exception("token hook failed")
 
-    def _warm_up(self, engine: EngineLike, job: Job) -> None:
-        prefill = getattr(engine, "prefill", None)
-        if prefill is None or self.kv_prompt == (job.prefix, job.suffix):
+    def _warm_up(self, engine: Backend, job: Job) -> None:
+        if self.kv_prompt == (job.prefix, job.suffix):
             return
         t0 = time.perf_counter()
         try:
-            prefill(job.prefix, job.suffix, job.cancel)
+            if not engine.prefill(job.prefix, job.suffix, job.cancel):
+                return  # nothing to warm (a remote server)
         except Exception:
             log.exception("warm-up failed")
             return
