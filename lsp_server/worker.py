@@ -39,98 +39,40 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from engine.backends import Backend, as_backend
-from engine.types import CancelToken, Completion, GenParams, Timings
+from engine.types import GenParams
+
+from .jobs import (  # noqa: F401
+    FUTURE,
+    SPECULATIVE,
+    USER,
+    WARM,
+    Cancelled,
+    EngineLike,
+    EngineUnavailable,
+    EventSink,
+    Hooks,
+    Job,
+    JobDropped,
+    Keep,
+    Result,
+    Stale,
+    Superseded,
+    from_memory,
+    reason_exc,
+    stop_job,
+)
 
 log = logging.getLogger(__name__)
 
-USER = 0
-SPECULATIVE = 1  # a document's current state, before (or without) the editor asking
-FUTURE = 2  # a state the user may reach next (a suggestion accepted)
-WARM = 3  # idle time: the KV cache for the active document
 BURST_QUIET_S = 0.06
 BURST_EVENTS, BURST_WINDOW_S = 12, 0.1  # 12 events within 100 ms (120/s): no human types that fast
 IDLE_WARM_S = 0.5  # engine idle this long (and nothing new happened): ask for idle work once
 LATENCY_EWMA = 0.3
-
-
-class JobDropped(Exception):
-    """A job's result will never exist (base class)."""
-
-
-class Stale(JobDropped):
-    """The document changed: a result for the old text is useless."""
-
-
-class Superseded(JobDropped):
-    """A newer request for the same document replaced this one."""
-
-
-class Cancelled(JobDropped):
-    """The client cancelled the request."""
-
-
-class EngineUnavailable(Exception):
-    """The model could not be loaded (or the server is shutting down)."""
-
-
-# what a loader may return: a Backend, or a bare engine that as_backend wraps as a local one
-EngineLike = Any
-
-
-@dataclass(eq=False)
-class Job:
-    uri: str
-    revision: int
-    prefix: str
-    suffix: str
-    params: GenParams
-    priority: int
-    seq: int
-    cancel: CancelToken = field(default_factory=CancelToken)
-    waiters: list[Future] = field(default_factory=list)
-    submitted: float = field(default_factory=time.monotonic)
-    budget_s: float | None = None  # the deadline starts when the job starts (queueing or loading is free)
-    not_before: float = 0.0  # monotonic time before which the job does not start (debounce)
-    speculative: bool = False  # created as speculation: when its user waiters leave, it goes on
-    released: bool = False  # a waiter let go without stopping it
-    tracking: bool = False  # kept running after its document changed: it serves the new text
-    handle: Any = None  # the hooks' own state for this job (the type-through entry)
-    started: float | None = None
-    first_line: float | None = None  # when its first complete line streamed
-
-    def same_work(self, other: Job) -> bool:
-        return (self.uri == other.uri and self.revision == other.revision and self.params.key() == other.params.key()
-                and self.prefix == other.prefix and self.suffix == other.suffix)
-
-    @property
-    def kind(self) -> str:
-        return {USER: "now", SPECULATIVE: "now", FUTURE: "future", WARM: "warm"}[self.priority]
-
-
-Result = tuple[list[Completion], Timings]
-# on_event(state, info): "loading" | "ready" | "busy" | "error", called from the worker thread
-EventSink = Callable[[str, dict[str, Any]], None]
-# keep(job, running) -> bool: does this job of an older revision still serve the document's new text?
-Keep = Callable[[Job, bool], bool]
-
-
-class Hooks(Protocol):
-    """What the session plugs into the worker (all called on the engine thread)."""
-
-    def answer(self, job: Job) -> Result | None: ...
-
-    def started(self, job: Job) -> None: ...
-
-    def token(self, job: Job, index: int, text: str) -> bool: ...
-
-    def finished(self, job: Job, result: Result | None, ms: float) -> None: ...
-
-    def idle(self, kv: tuple[str, str] | None) -> tuple[str, int, str, str] | None: ...
 
 
 class Worker:
@@ -197,7 +139,7 @@ class Worker:
                 return fut
             if self._memo is not None and self._memo[0].same_work(job):
                 if priority == USER:  # asked again for what was just computed: answer from memory
-                    fut.set_result(_from_memory(self._memo[1]))
+                    fut.set_result(from_memory(self._memo[1]))
                 return fut
             for j in (self._running, self._pending.get(uri), *self._futures):
                 if j is not None and not j.cancel.cancelled and j.same_work(job):
@@ -248,7 +190,7 @@ class Worker:
             r = self._running
             if r is not None and r.priority == FUTURE and not r.tracking and \
                     not any(r.same_work(Job(uri, revision, p, s, pa, FUTURE, -1)) for p, s, pa, _ in states):
-                _stop(r, "superseded")
+                stop_job(r, "superseded")
             self._futures = keep
             if added:
                 self._cond.notify()
@@ -279,7 +221,7 @@ class Worker:
                     self._rebase(r, revision)
                     r.tracking = True
                 else:
-                    _stop(r, "stale")
+                    stop_job(r, "stale")
 
     def document_closed(self, uri: str) -> None:
         self.document_changed(uri, 1 << 62)
@@ -298,7 +240,7 @@ class Worker:
         with self._cond:
             self._reload = load
             if self._running is not None:
-                _stop(self._running, "reload")
+                stop_job(self._running, "reload")
             self._cond.notify()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -310,7 +252,7 @@ class Worker:
             self._futures.clear()
             self._warm = None
             if self._running is not None:
-                _stop(self._running, "shutdown")
+                stop_job(self._running, "shutdown")
             self._cond.notify()
         if self._thread.is_alive():
             self._thread.join(timeout)
@@ -338,7 +280,7 @@ class Worker:
         if self._warm is not None:
             self._warm = None
         if self._running is not None and self._running.priority == WARM:
-            _stop(self._running, "superseded")
+            stop_job(self._running, "superseded")
 
     def _preempt(self, job: Job) -> None:
         """(lock held) Stop the running job if ``job`` replaces or outranks it."""
@@ -348,12 +290,12 @@ class Worker:
         if r.uri == job.uri and r.tracking and r.revision == job.revision:
             return  # kept through the last edit: it serves this very text
         if r.uri == job.uri and r.priority <= SPECULATIVE:
-            _stop(r, "superseded")
+            stop_job(r, "superseded")
         elif r.priority != USER and (job.priority < r.priority or
                                      (job.priority <= SPECULATIVE and not r.waiters)):
             # outranked, or speculation nobody waits for in another document while the user works in this
             # one (a generation let go by its request, say): the document the user is in comes first
-            _stop(r, "preempted")
+            stop_job(r, "preempted")
 
     def _rebase(self, job: Job, revision: int) -> None:
         job.revision = revision
@@ -401,7 +343,7 @@ class Worker:
             if job.speculative or job.released:  # speculation a request had joined: it goes on
                 job.priority = max(job.priority, SPECULATIVE)
                 return
-            _stop(job, "client cancelled")
+            stop_job(job, "client cancelled")
             if self._pending.get(job.uri) is job:
                 del self._pending[job.uri]
 
@@ -420,7 +362,7 @@ class Worker:
                 pass
 
     def _drop(self, job: Job, exc: BaseException) -> None:
-        _stop(job, type(exc).__name__.lower())
+        stop_job(job, type(exc).__name__.lower())
         self._settle(job, exc=exc)
 
     def _emit(self, state: str, **info: Any) -> None:
@@ -532,7 +474,7 @@ class Worker:
             self._settle(job, exc=Stale("the document changed"))
             return
         if job.cancel.cancelled:
-            self._settle(job, exc=_reason_exc(job.cancel.reason))
+            self._settle(job, exc=reason_exc(job.cancel.reason))
             return
         if engine is None:
             self._settle(job, exc=EngineUnavailable(self._load_error or "no model loaded"))
@@ -602,7 +544,7 @@ class Worker:
         if self._revision_of(job.uri) != job.revision:
             self._settle(job, exc=Stale("the document changed"))
         elif job.cancel.cancelled:
-            self._settle(job, exc=_reason_exc(job.cancel.reason))
+            self._settle(job, exc=reason_exc(job.cancel.reason))
         else:
             with self._cond:
                 self._memo = (job, result)
@@ -621,7 +563,7 @@ class Worker:
         if hooks is not None and not job.cancel.cancelled:
             try:
                 if not hooks.token(job, index, text):
-                    _stop(job, "diverged")  # the user typed something else: the text is useless now
+                    stop_job(job, "diverged")  # the user typed something else: the text is useless now
             except Exception:
                 log.exception("token hook failed")
 
@@ -640,26 +582,3 @@ class Worker:
             self.kv_prompt = (job.prefix, job.suffix)
         log.debug("warmed %s in %.0f ms%s", job.uri, (time.perf_counter() - t0) * 1000,
                   " (interrupted)" if job.cancel.cancelled else "")
-
-
-def _stop(job: Job, reason: str) -> None:
-    """Stop a job; the first reason sticks (a stale job superseded afterwards is still stale)."""
-    if not job.cancel.cancelled:
-        job.cancel.cancel(reason)
-
-
-def _from_memory(result: Result) -> Result:
-    comps, timings = result
-    return [replace(c, source="memory", ttft_ms=0.0, total_ms=0.0) for c in comps], timings
-
-
-def _reason_exc(reason: str) -> BaseException:
-    if reason == "stale":
-        return Stale("the document changed")
-    if reason in ("superseded", "preempted", "diverged"):
-        return Superseded("a newer request for this document replaced it")
-    if reason in ("shutdown",):
-        return EngineUnavailable("the server is shutting down")
-    if reason == "reload":
-        return Superseded("the model is being reloaded")
-    return Cancelled(reason or "cancelled")
