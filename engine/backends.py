@@ -1,7 +1,9 @@
-"""Backends: what answers a completion request. Each has the Engine facade's shape
-(engine/engine_api.md): ``model_id``, ``config`` (the prompt windows), ``complete(prefix, suffix,
-params, cancel, on_token)``; plus ``kind`` (``local`` | ``remote``, reported as an answer's backend)
-and ``ready()`` (may it be asked now: a remote backs off after failures).
+"""Backends: what answers a completion request. ``Backend`` is the one contract the server codes
+against, implemented fully by both: ``model_id``, ``config`` (the prompt windows: ``max_prefix_chars``,
+``max_suffix_chars``), ``kind`` (``local`` | ``capable`` | ``remote``, reported as an answer's backend),
+``ready()`` (may it be asked now: a remote backs off after failures), ``complete(prefix, suffix, params,
+cancel, on_token)``, ``prefill(prefix, suffix, cancel)`` (idle warm-up; a no-op where there is no KV
+cache to warm) and ``close()``. Each backend clips the prompt window itself.
 
 - ``LocalBackend``: an in-process ONNX model (``engine.engine.Engine``): the fast default, or the
   Qwen2.5-Coder-1.5B preset as the capable tier on one machine.
@@ -21,15 +23,26 @@ from .types import CancelToken, Completion, GenParams, Timings, TokenCallback
 
 
 class Backend(Protocol):
-    kind: str
-    model_id: str
-    config: Any
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def config(self) -> Any: ...
 
     def ready(self) -> bool: ...
 
     def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
                  cancel: CancelToken | None = None, on_token: TokenCallback | None = None
                  ) -> tuple[list[Completion], Timings]: ...
+
+    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> bool:
+        """Warm the KV cache for a prompt (idle time); False when there is nothing to warm."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class LocalBackend:
@@ -66,8 +79,15 @@ class LocalBackend:
                  ) -> tuple[list[Completion], Timings]:
         return self.engine.complete(prefix, suffix, params, cancel=cancel, on_token=on_token)
 
-    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Any:
-        return self.engine.prefill(prefix, suffix, cancel)
+    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> bool:
+        warm = getattr(self.engine, "prefill", None)  # an engine without a KV cache has nothing to warm
+        if warm is None:
+            return False
+        warm(prefix, suffix, cancel)
+        return True
+
+    def close(self) -> None:
+        pass  # the model's memory goes with the object
 
 
 @dataclass(frozen=True)
@@ -84,6 +104,14 @@ def load_backend(spec: LocalSpec | RemoteConfig) -> LocalBackend | RemoteBackend
     if isinstance(spec, RemoteConfig):
         return RemoteBackend(spec)
     return LocalBackend.load(spec.model, threads=spec.threads, warm=spec.warm, kind=spec.kind)
+
+
+def as_backend(obj: Any) -> LocalBackend | RemoteBackend:
+    """The Backend for what a loader returned: a backend as is, a bare engine (``Engine``, a test's
+    stand-in) wrapped as a local one. The one place an engine-shaped object is adapted."""
+    if isinstance(obj, LocalBackend | RemoteBackend):
+        return obj
+    return LocalBackend(obj)
 
 
 def backend_kind(backend: Any) -> str:

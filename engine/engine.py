@@ -31,6 +31,19 @@ from .types import CancelToken, Completion, GenParams, Timings, TokenCallback, s
 log = logging.getLogger("flint.engine")
 
 ACCEPT_PRIOR = 0.6  # draft acceptance assumed for an n-gram match length not seen yet
+# row 0 about to lose at least this many computed positions: its KV is parked in a spare row first (the
+# quick window's while the full one warms, the full one's while the user works elsewhere for a moment)
+PARK_MIN_TOKENS = 96
+
+
+@dataclass
+class _Parked:
+    """A prompt's KV kept in a spare batch row (rows 1.. are free between variant batches)."""
+
+    tokens: list[int]
+    anchor: tuple[str, str] | None
+    hidden: np.ndarray | None
+    used: float
 
 
 class ModelNotBuilt(RuntimeError):
@@ -74,6 +87,9 @@ class FastPaths:
     verify_rows: int = 16
     earlier_drafts: int = 4  # recent generations' outputs also serve as drafts (0: the prompt only)
     kv_reuse: bool = True
+    # a prompt far from every cached one (a file just opened, a jump) is served first from a short window
+    # around the cursor while the full window is prefilled in idle time (Engine.prefill)
+    quick_window: bool = True
     anchored_fim: bool = True  # typed text after the FIM middle token (a keystroke appends), else plain PSM
 
 
@@ -85,6 +101,12 @@ class EngineConfig:
     max_prefix_chars: int = 6000
     max_suffix_chars: int = 600
     prefill_chunk: int = 256  # also the cancel granularity while a prompt runs
+    warm_chunk: int = 64  # prefill chunk in idle time: the user may type any moment
+    # the quick first window (FastPaths.quick_window): used when the full window needs more than
+    # ``quick_above_tokens`` new tokens of prefill and the quick one needs fewer
+    quick_prefix_chars: int = 768
+    quick_suffix_chars: int = 256
+    quick_above_tokens: int = 192
     fast: FastPaths = field(default_factory=FastPaths)
 
 
@@ -132,6 +154,7 @@ class Engine:
         self.tokens: list[int] = []  # tokens whose KV is valid in row 0
         self._anchor: tuple[str, str] | None = None  # (FIM prefix-slot text, suffix) of the cached prompt
         self._last_hidden: np.ndarray | None = None  # hidden state after self.tokens[-1]
+        self._parked: dict[int, _Parked] = {}  # spare KV rows holding other prompts (row -> what it holds)
         # measured forward time per token count (filled at warm-up) and the running draft acceptance
         self._costs: dict[int, float] = {1: 1.0}
         # running draft acceptance per length of the n-gram the draft came from (a longer match drafts better)
@@ -202,6 +225,7 @@ class Engine:
         self.tokens = []
         self._last_hidden = None
         self._anchor = None
+        self._parked.clear()
 
     # ---- prompt -> KV ---------------------------------------------------------------------------
     def build(self, prefix: str, suffix: str, heal: bool = True, max_new: int = 64,
@@ -224,9 +248,63 @@ class Engine:
             pr.ids = pr.ids[:keep_head] + pr.ids[keep_head + excess:]
         return pr
 
-    def _sync(self, ids: list[int], t: Timings, cancel: CancelToken | None = None) -> np.ndarray | None:
+    def _reusable(self, cached: list[int], ids: list[int]) -> int:
+        return _common_prefix(cached, ids) if self.config.fast.kv_reuse else 0
+
+    def _prepare(self, prefix: str, suffix: str, *, heal: bool, max_new: int, quick_ok: bool) -> tuple[Prompt, bool]:
+        """The prompt to run and whether it is the quick window. Tries the full window against row 0 and
+        every parked row (each with its own anchor); when even the best needs more than
+        ``quick_above_tokens`` of prefill, the quick window (the text nearest the cursor) if it needs
+        fewer. The row that serves it best becomes row 0; a row 0 it would overwrite is parked."""
+        cfg = self.config
+        slots = [(0, self._anchor, self.tokens)] + [(r, p.anchor, p.tokens) for r, p in self._parked.items()]
+        best: tuple[int, int, Prompt, bool] | None = None  # (new tokens, row, prompt, quick)
+        for row, anchor, cached in slots:
+            pr = self.build(prefix, suffix, heal=heal, max_new=max_new, previous=anchor)
+            new = len(pr.ids) - self._reusable(cached, pr.ids)
+            if best is None or new < best[0]:
+                best = (new, row, pr, False)
+            if new <= cfg.quick_above_tokens:
+                break
+        assert best is not None
+        if quick_ok and cfg.fast.quick_window and best[0] > cfg.quick_above_tokens:
+            qp, qs = clip_window(prefix, suffix, min(cfg.quick_prefix_chars, cfg.max_prefix_chars),
+                                 min(cfg.quick_suffix_chars, cfg.max_suffix_chars))
+            if (len(qp), len(qs)) != (len(prefix), len(suffix)):
+                for row, anchor, cached in slots:
+                    pr = self.build(qp, qs, heal=heal, max_new=max_new, previous=anchor)
+                    new = len(pr.ids) - self._reusable(cached, pr.ids)
+                    if new < best[0]:
+                        best = (new, row, pr, True)
+        _, row, pr, quick = best
+        if row != 0:
+            self._swap_in(row)
+        elif len(self.tokens) - self._reusable(self.tokens, pr.ids) >= PARK_MIN_TOKENS:
+            self._park_row0()
+        return pr, quick
+
+    def _park_row0(self) -> None:
+        """Copy row 0's KV into a spare row (an empty one, else the least recently used)."""
+        spare = range(1, self.decoder.kv.batch_max)
+        if not spare or not self.tokens:
+            return
+        free = [r for r in spare if r not in self._parked]
+        row = free[0] if free else min(spare, key=lambda r: self._parked[r].used)
+        self.decoder.kv.copy_row(0, row, len(self.tokens))
+        self._parked[row] = _Parked(list(self.tokens), self._anchor, self._last_hidden, time.monotonic())
+
+    def _swap_in(self, row: int) -> None:
+        """A parked prompt back into row 0; row 0's takes its place."""
+        p = self._parked.pop(row)
+        self.decoder.kv.swap_rows(0, row, len(self.tokens), len(p.tokens))
+        if self.tokens:
+            self._parked[row] = _Parked(self.tokens, self._anchor, self._last_hidden, time.monotonic())
+        self.tokens, self._anchor, self._last_hidden = p.tokens, p.anchor, p.hidden
+
+    def _sync(self, ids: list[int], t: Timings, cancel: CancelToken | None = None,
+              chunk: int | None = None) -> np.ndarray | None:
         """Make row 0's KV hold ``ids``; return the hidden state at its last position."""
-        L = _common_prefix(self.tokens, ids) if self.config.fast.kv_reuse else 0
+        L = self._reusable(self.tokens, ids)
         t.prompt_tokens = len(ids)
         if L == len(ids) and L == len(self.tokens) and self._last_hidden is not None:
             t.reused_tokens = L
@@ -236,7 +314,7 @@ class Engine:
         self.tokens = self.tokens[:L]
         self._last_hidden = None
         h = None
-        chunk = self.config.prefill_chunk
+        chunk = chunk or self.config.prefill_chunk
         pos = L
         while pos < len(ids):
             if cancel is not None and cancel.cancelled and pos > L:
@@ -252,11 +330,12 @@ class Engine:
         return h
 
     def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings:
-        """Warm the KV cache for a prompt without generating (idle time)."""
+        """Warm the KV cache for a prompt's full window without generating (idle time, in small chunks:
+        an interrupted warm-up keeps what it computed, parked while the user types, resumed next time)."""
         t = Timings()
-        pr = self.build(prefix, suffix, previous=self._anchor)
+        pr, _ = self._prepare(prefix, suffix, heal=True, max_new=64, quick_ok=False)
         self._anchor = pr.anchor
-        self._sync(pr.ids, t, cancel)
+        self._sync(pr.ids, t, cancel, chunk=self.config.warm_chunk)
         t.total_ms = (time.perf_counter() - t.started) * 1000
         return t
 
@@ -327,7 +406,9 @@ class Engine:
         params = params or GenParams()
         t = Timings()
         n = max(1, min(params.n, self.config.batch_max))
-        pr = self.build(prefix, suffix, heal=params.token_healing, max_new=params.max_tokens, previous=self._anchor)
+        pr, quick = self._prepare(prefix, suffix, heal=params.token_healing, max_new=params.max_tokens,
+                                  quick_ok=params.quick_start)
+        t.window = "quick" if quick else "full"
         healer = Healer(self.tok.prefix_index, pr.heal) if pr.heal else None
         if cancel is not None and cancel.cancelled:
             return [Completion("", [], "cancelled")], t
@@ -518,6 +599,8 @@ class Engine:
         reasons: list[str | None] = [None] * n
         ttft = [0.0] * n
         if n > 1:
+            for row in range(1, n):  # the variants' rows: what was parked there is gone
+                self._parked.pop(row, None)
             self.decoder.kv.broadcast_row0(n, prompt_len)
         fed0: list[int] = []
         step = 0

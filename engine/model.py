@@ -94,6 +94,22 @@ class KVCache:
         for buf in (*self.keys, *self.values):
             buf[1:rows, :, :length, :] = buf[0:1, :, :length, :]
 
+    def copy_row(self, src: int, dst: int, length: int) -> None:
+        """Copy the first ``length`` positions of row ``src`` into row ``dst`` (parking a prompt's KV)."""
+        if src == dst:
+            return
+        for buf in (*self.keys, *self.values):
+            buf[dst, :, :length, :] = buf[src, :, :length, :]
+
+    def swap_rows(self, a: int, b: int, len_a: int, len_b: int) -> None:
+        """Exchange the valid positions of rows ``a`` and ``b`` (a parked prompt back into row 0)."""
+        if a == b:
+            return
+        for buf in (*self.keys, *self.values):
+            keep = buf[a, :, :len_a, :].copy()
+            buf[a, :, :len_b, :] = buf[b, :, :len_b, :]
+            buf[b, :, :len_a, :] = keep
+
     def copy_row_to_row0(self, row: int, length: int) -> None:
         if row == 0:
             return

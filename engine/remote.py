@@ -246,6 +246,10 @@ class RemoteBackend:
         """May a request try the remote now (not backing off after a failure)?"""
         return self.backoff.ready(time.monotonic() if now is None else now)
 
+    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> bool:
+        """Nothing to warm here (the server keeps its own caches)."""
+        return False
+
     def close(self) -> None:
         with self._conn_lock:
             conn, self._conn = self._conn, None

@@ -42,6 +42,9 @@ class GenParams:
     deadline: float | None = None  # absolute time.monotonic() value
     stop: tuple[str, ...] = ()  # extra stop strings
     token_healing: bool = True
+    # a cold spot may be served from the engine's quick first window (a short window around the cursor)
+    # while the full one warms in idle time; not part of the key: the server keeps such answers off disk
+    quick_start: bool = False
 
     def key(self) -> tuple:
         """The parameters that change the output (for cache keys)."""
@@ -72,6 +75,7 @@ class Timings:
     draft_accepted: int = 0
     verified_rows: int = 0  # trimmed-head picks the full head re-checked
     rewinds: int = 0  # ... and disagreed with (decoding went back to the first such pick)
+    window: str = "full"  # "quick": served from the short first window (Engine: the full one was cold)
     started: float = field(default_factory=time.perf_counter)
 
 

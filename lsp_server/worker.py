@@ -15,11 +15,10 @@ Scheduling rules (the llama.cpp server / ruff_server shape: handlers post tasks,
   pre-empts a running job of a worse one (a user request stops speculative work for other documents),
   and work for the document the user is typing in stops speculation nobody waits for in another one.
 - Stopping means setting the engine's CancelToken: the generation loop checks it every model step.
-- A job starts only after ``QUIET_S`` without new document activity (``BURST_QUIET_S`` while messages
-  arrive faster than any typist types), and not before its own ``not_before`` (adaptive debounce).
-  A burst (a replayed edit, a client catching up) is read to its end before the model starts, instead
-  of starting a generation per message that the next message stops (each start costs an
-  uninterruptible prompt chunk, and the model's threads slow the reading of the rest).
+- No quiet period for typing: a job starts at once (newest wins; a keystroke appends a token or two to
+  the KV cache, so starting costs little), not before its own ``not_before`` if it has one. Only a burst
+  of messages faster than any typist types (a replayed edit, a client catching up) is read to its end
+  first (``BURST_QUIET_S``), instead of starting a generation per message that the next one stops.
 - Every waiter's future is settled exactly once: a result, or one of the exceptions below. A waiter can
   also be *released* (its request answered from elsewhere, or its deadline passed): the job then goes
   on as speculation, so its result is ready for the next ask.
@@ -40,102 +39,40 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
-from engine.types import CancelToken, Completion, GenParams, Timings
+from engine.backends import Backend, as_backend
+from engine.types import GenParams
+
+from .jobs import (  # noqa: F401
+    FUTURE,
+    SPECULATIVE,
+    USER,
+    WARM,
+    Cancelled,
+    EngineLike,
+    EngineUnavailable,
+    EventSink,
+    Hooks,
+    Job,
+    JobDropped,
+    Keep,
+    Result,
+    Stale,
+    Superseded,
+    from_memory,
+    reason_exc,
+    stop_job,
+)
 
 log = logging.getLogger(__name__)
 
-USER = 0
-SPECULATIVE = 1  # a document's current state, before (or without) the editor asking
-FUTURE = 2  # a state the user may reach next (a suggestion accepted)
-WARM = 3  # idle time: the KV cache for the active document
-QUIET_S = 0.008
 BURST_QUIET_S = 0.06
 BURST_EVENTS, BURST_WINDOW_S = 12, 0.1  # 12 events within 100 ms (120/s): no human types that fast
 IDLE_WARM_S = 0.5  # engine idle this long (and nothing new happened): ask for idle work once
 LATENCY_EWMA = 0.3
-
-
-class JobDropped(Exception):
-    """A job's result will never exist (base class)."""
-
-
-class Stale(JobDropped):
-    """The document changed: a result for the old text is useless."""
-
-
-class Superseded(JobDropped):
-    """A newer request for the same document replaced this one."""
-
-
-class Cancelled(JobDropped):
-    """The client cancelled the request."""
-
-
-class EngineUnavailable(Exception):
-    """The model could not be loaded (or the server is shutting down)."""
-
-
-class EngineLike(Protocol):
-    @property
-    def model_id(self) -> str: ...
-
-    def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
-                 cancel: CancelToken | None = None, on_token: Any = None) -> tuple[list[Completion], Timings]: ...
-
-
-@dataclass(eq=False)
-class Job:
-    uri: str
-    revision: int
-    prefix: str
-    suffix: str
-    params: GenParams
-    priority: int
-    seq: int
-    cancel: CancelToken = field(default_factory=CancelToken)
-    waiters: list[Future] = field(default_factory=list)
-    submitted: float = field(default_factory=time.monotonic)
-    budget_s: float | None = None  # the deadline starts when the job starts (queueing or loading is free)
-    not_before: float = 0.0  # monotonic time before which the job does not start (debounce)
-    speculative: bool = False  # created as speculation: when its user waiters leave, it goes on
-    released: bool = False  # a waiter let go without stopping it
-    tracking: bool = False  # kept running after its document changed: it serves the new text
-    handle: Any = None  # the hooks' own state for this job (the type-through entry)
-    started: float | None = None
-    first_line: float | None = None  # when its first complete line streamed
-
-    def same_work(self, other: Job) -> bool:
-        return (self.uri == other.uri and self.revision == other.revision and self.params.key() == other.params.key()
-                and self.prefix == other.prefix and self.suffix == other.suffix)
-
-    @property
-    def kind(self) -> str:
-        return {USER: "now", SPECULATIVE: "now", FUTURE: "future", WARM: "warm"}[self.priority]
-
-
-Result = tuple[list[Completion], Timings]
-# on_event(state, info): "loading" | "ready" | "busy" | "error", called from the worker thread
-EventSink = Callable[[str, dict[str, Any]], None]
-# keep(job, running) -> bool: does this job of an older revision still serve the document's new text?
-Keep = Callable[[Job, bool], bool]
-
-
-class Hooks(Protocol):
-    """What the session plugs into the worker (all called on the engine thread)."""
-
-    def answer(self, job: Job) -> Result | None: ...
-
-    def started(self, job: Job) -> None: ...
-
-    def token(self, job: Job, index: int, text: str) -> bool: ...
-
-    def finished(self, job: Job, result: Result | None, ms: float) -> None: ...
-
-    def idle(self, kv: tuple[str, str] | None) -> tuple[str, int, str, str] | None: ...
 
 
 class Worker:
@@ -150,7 +87,7 @@ class Worker:
         self._futures: list[Job] = []  # pre-generation for states the user may reach next
         self._warm: Job | None = None
         self._running: Job | None = None
-        self._engine: EngineLike | None = None
+        self._engine: Backend | None = None
         self._load_error: str | None = None
         self._reload: Callable[[], EngineLike] | None = None
         self._stopping = False
@@ -171,7 +108,7 @@ class Worker:
         self._thread.start()
 
     @property
-    def engine(self) -> EngineLike | None:
+    def engine(self) -> Backend | None:
         return self._engine
 
     @property
@@ -202,7 +139,7 @@ class Worker:
                 return fut
             if self._memo is not None and self._memo[0].same_work(job):
                 if priority == USER:  # asked again for what was just computed: answer from memory
-                    fut.set_result(_from_memory(self._memo[1]))
+                    fut.set_result(from_memory(self._memo[1]))
                 return fut
             for j in (self._running, self._pending.get(uri), *self._futures):
                 if j is not None and not j.cancel.cancelled and j.same_work(job):
@@ -253,7 +190,7 @@ class Worker:
             r = self._running
             if r is not None and r.priority == FUTURE and not r.tracking and \
                     not any(r.same_work(Job(uri, revision, p, s, pa, FUTURE, -1)) for p, s, pa, _ in states):
-                _stop(r, "superseded")
+                stop_job(r, "superseded")
             self._futures = keep
             if added:
                 self._cond.notify()
@@ -284,7 +221,7 @@ class Worker:
                     self._rebase(r, revision)
                     r.tracking = True
                 else:
-                    _stop(r, "stale")
+                    stop_job(r, "stale")
 
     def document_closed(self, uri: str) -> None:
         self.document_changed(uri, 1 << 62)
@@ -303,7 +240,7 @@ class Worker:
         with self._cond:
             self._reload = load
             if self._running is not None:
-                _stop(self._running, "reload")
+                stop_job(self._running, "reload")
             self._cond.notify()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -315,7 +252,7 @@ class Worker:
             self._futures.clear()
             self._warm = None
             if self._running is not None:
-                _stop(self._running, "shutdown")
+                stop_job(self._running, "shutdown")
             self._cond.notify()
         if self._thread.is_alive():
             self._thread.join(timeout)
@@ -343,7 +280,7 @@ class Worker:
         if self._warm is not None:
             self._warm = None
         if self._running is not None and self._running.priority == WARM:
-            _stop(self._running, "superseded")
+            stop_job(self._running, "superseded")
 
     def _preempt(self, job: Job) -> None:
         """(lock held) Stop the running job if ``job`` replaces or outranks it."""
@@ -353,12 +290,12 @@ class Worker:
         if r.uri == job.uri and r.tracking and r.revision == job.revision:
             return  # kept through the last edit: it serves this very text
         if r.uri == job.uri and r.priority <= SPECULATIVE:
-            _stop(r, "superseded")
+            stop_job(r, "superseded")
         elif r.priority != USER and (job.priority < r.priority or
                                      (job.priority <= SPECULATIVE and not r.waiters)):
             # outranked, or speculation nobody waits for in another document while the user works in this
             # one (a generation let go by its request, say): the document the user is in comes first
-            _stop(r, "preempted")
+            stop_job(r, "preempted")
 
     def _rebase(self, job: Job, revision: int) -> None:
         job.revision = revision
@@ -373,7 +310,7 @@ class Worker:
             return 0.0
         last = self._activity[-1]
         burst = len(self._activity) == BURST_EVENTS and last - self._activity[0] < BURST_WINDOW_S
-        return last + (BURST_QUIET_S if burst else QUIET_S) - time.monotonic()
+        return last + BURST_QUIET_S - time.monotonic() if burst else 0.0
 
     def _next_job(self) -> tuple[Job | None, float]:
         """(lock held) The job to run now, or None and how long until one may start."""
@@ -406,7 +343,7 @@ class Worker:
             if job.speculative or job.released:  # speculation a request had joined: it goes on
                 job.priority = max(job.priority, SPECULATIVE)
                 return
-            _stop(job, "client cancelled")
+            stop_job(job, "client cancelled")
             if self._pending.get(job.uri) is job:
                 del self._pending[job.uri]
 
@@ -425,7 +362,7 @@ class Worker:
                 pass
 
     def _drop(self, job: Job, exc: BaseException) -> None:
-        _stop(job, type(exc).__name__.lower())
+        stop_job(job, type(exc).__name__.lower())
         self._settle(job, exc=exc)
 
     def _emit(self, state: str, **info: Any) -> None:
@@ -452,11 +389,12 @@ class Worker:
             self._emit("error", message=str(e))
         else:
             with self._cond:
-                self._engine = engine
+                self._engine = as_backend(engine)
                 self._load_error = None
                 self.kv_prompt = None
-            log.info("model %s ready in %.1f s", getattr(engine, "model_id", "?"), time.perf_counter() - t0)
-            self._emit("ready", model=getattr(engine, "model_id", ""), load_s=time.perf_counter() - t0)
+            model_id = self._engine.model_id
+            log.info("model %s ready in %.1f s", model_id, time.perf_counter() - t0)
+            self._emit("ready", model=model_id, load_s=time.perf_counter() - t0)
         finally:
             self.loaded.set()
 
@@ -536,7 +474,7 @@ class Worker:
             self._settle(job, exc=Stale("the document changed"))
             return
         if job.cancel.cancelled:
-            self._settle(job, exc=_reason_exc(job.cancel.reason))
+            self._settle(job, exc=reason_exc(job.cancel.reason))
             return
         if engine is None:
             self._settle(job, exc=EngineUnavailable(self._load_error or "no model loaded"))
@@ -588,7 +526,10 @@ class Worker:
         finally:
             self.jobs_run += 1
             self.model_calls += 1
-            self.kv_prompt = (job.prefix, job.suffix)
+            # the KV cache holds this prompt's full window only when the engine did not serve it from its
+            # quick first window (then idle time warms the full one: hooks.idle)
+            full = result is not None and getattr(result[1], "window", "full") == "full"
+            self.kv_prompt = (job.prefix, job.suffix) if full and not job.cancel.cancelled else None
             if hooks is not None:
                 try:
                     hooks.finished(job, result, (time.perf_counter() - t0) * 1000)
@@ -603,7 +544,7 @@ class Worker:
         if self._revision_of(job.uri) != job.revision:
             self._settle(job, exc=Stale("the document changed"))
         elif job.cancel.cancelled:
-            self._settle(job, exc=_reason_exc(job.cancel.reason))
+            self._settle(job, exc=reason_exc(job.cancel.reason))
         else:
             with self._cond:
                 self._memo = (job, result)
@@ -622,17 +563,17 @@ class Worker:
         if hooks is not None and not job.cancel.cancelled:
             try:
                 if not hooks.token(job, index, text):
-                    _stop(job, "diverged")  # the user typed something else: the text is useless now
+                    stop_job(job, "diverged")  # the user typed something else: the text is useless now
             except Exception:
                 log.exception("token hook failed")
 
-    def _warm_up(self, engine: EngineLike, job: Job) -> None:
-        prefill = getattr(engine, "prefill", None)
-        if prefill is None or self.kv_prompt == (job.prefix, job.suffix):
+    def _warm_up(self, engine: Backend, job: Job) -> None:
+        if self.kv_prompt == (job.prefix, job.suffix):
             return
         t0 = time.perf_counter()
         try:
-            prefill(job.prefix, job.suffix, job.cancel)
+            if not engine.prefill(job.prefix, job.suffix, job.cancel):
+                return  # nothing to warm (a remote server)
         except Exception:
             log.exception("warm-up failed")
             return
@@ -641,26 +582,3 @@ class Worker:
             self.kv_prompt = (job.prefix, job.suffix)
         log.debug("warmed %s in %.0f ms%s", job.uri, (time.perf_counter() - t0) * 1000,
                   " (interrupted)" if job.cancel.cancelled else "")
-
-
-def _stop(job: Job, reason: str) -> None:
-    """Stop a job; the first reason sticks (a stale job superseded afterwards is still stale)."""
-    if not job.cancel.cancelled:
-        job.cancel.cancel(reason)
-
-
-def _from_memory(result: Result) -> Result:
-    comps, timings = result
-    return [replace(c, source="memory", ttft_ms=0.0, total_ms=0.0) for c in comps], timings
-
-
-def _reason_exc(reason: str) -> BaseException:
-    if reason == "stale":
-        return Stale("the document changed")
-    if reason in ("superseded", "preempted", "diverged"):
-        return Superseded("a newer request for this document replaced it")
-    if reason in ("shutdown",):
-        return EngineUnavailable("the server is shutting down")
-    if reason == "reload":
-        return Superseded("the model is being reloaded")
-    return Cancelled(reason or "cancelled")

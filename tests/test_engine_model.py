@@ -221,3 +221,46 @@ def test_a_keystroke_in_a_fim_prompt_runs_only_its_own_tokens(engine):
     finally:
         engine.config.fast.anchored_fim = True
     assert tp.prompt_tokens - tp.reused_tokens > 100
+
+
+def _textwrap_spot(before: int = 5000, after: int = 600) -> tuple[str, str]:
+    import sysconfig
+    from pathlib import Path
+
+    src = (Path(sysconfig.get_paths()["stdlib"]) / "textwrap.py").read_text()
+    cur = src.index("        if self.width <= 0:") + len("        if ")
+    return src[max(0, cur - before): cur], src[cur: cur + after]
+
+
+def test_a_cold_spot_is_served_from_the_quick_window_and_the_full_one_warms_without_losing_it(engine):
+    """quick_start: a prompt far from the KV cache runs a short window first; a warm-up of the full window
+    parks the quick one (typing goes on appending to it) and, once done, prompts use the full window."""
+    prefix, suffix = _textwrap_spot()
+    quick = GenParams(max_tokens=6, quick_start=True)
+    engine.reset()
+    _, t = engine.complete(prefix, suffix, quick)
+    assert t.window == "quick" and t.prompt_tokens < 400, (t.window, t.prompt_tokens)
+    _, t = engine.complete(prefix + "s", suffix, quick)
+    assert t.window == "quick" and t.prompt_tokens - t.reused_tokens <= 3
+    stop = CancelToken()
+    stop.cancel("typing")  # a warm-up stopped after its first chunk keeps that chunk
+    engine.prefill(prefix + "s", suffix, stop)
+    _, t = engine.complete(prefix + "se", suffix, quick)  # back on the parked quick window
+    assert t.window == "quick" and t.prompt_tokens - t.reused_tokens <= 3, (t.prompt_tokens, t.reused_tokens)
+    engine.prefill(prefix + "se", suffix)
+    typed, t = engine.complete(prefix + "sel", suffix, GenParams(max_tokens=12, quick_start=True))
+    assert t.window == "full" and t.prompt_tokens > 1000 and t.prompt_tokens - t.reused_tokens <= 3
+    fresh, _ = _fresh(engine, prefix + "sel", suffix, GenParams(max_tokens=12))
+    assert typed[0].text == fresh[0].text
+
+
+def test_a_parked_prompt_swapped_back_gives_what_a_fresh_run_gives(engine):
+    a_prefix, a_suffix = _textwrap_spot(3000)
+    b_prefix, b_suffix = PROMPTS[2]["prefix"] * 4, PROMPTS[2]["suffix"]
+    engine.reset()
+    engine.complete(a_prefix, a_suffix, GenParams(max_tokens=4))
+    engine.complete(b_prefix, b_suffix, GenParams(max_tokens=4))  # another file: A is parked, not lost
+    back, t = engine.complete(a_prefix + "s", a_suffix, GenParams(max_tokens=12))
+    assert t.prompt_tokens - t.reused_tokens <= 3, (t.prompt_tokens, t.reused_tokens)
+    fresh, _ = _fresh(engine, a_prefix + "s", a_suffix, GenParams(max_tokens=12))
+    assert back[0].text == fresh[0].text

@@ -181,7 +181,12 @@ class OracleEngine:
 
 @pytest.fixture
 async def oracle_session(tmp_path, monkeypatch):
+    from lsp_server import service
+
     monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+    # these tests pin type-through, memory and disk, not when a line still streaming is shown: a stand-in
+    # slowed by a loaded machine must not turn their whole answers into partial ones
+    monkeypatch.setattr(service, "PARTIAL_AFTER_S", 1.0)
     sessions = []
 
     def make(target: str, step_s: float = 0.005, settings: Settings | None = None, statuses=None):
@@ -374,9 +379,9 @@ async def test_restart_answers_from_the_start_a_cut_off_generation_left_on_disk(
 
 
 async def test_deadline_answers_with_what_exists_and_the_next_ask_gets_the_rest(oracle_session, monkeypatch):
-    from lsp_server import session as session_mod
+    from lsp_server import service
 
-    monkeypatch.setattr(session_mod, "AUTOMATIC_BUDGET_S", 0.3)
+    monkeypatch.setattr(service, "AUTOMATIC_BUDGET_S", 0.3)
     target = "value = " + "a_long_expression_part + " * 6 + "end\n"
     s, eng = oracle_session(target, step_s=0.02)  # ~1.7 s for the whole line
     uri = "file:///dl.py"
@@ -441,3 +446,60 @@ async def test_text_right_of_the_cursor_is_not_worth_a_model_call(oracle_session
     s.did_change(uri, cursor=4)
     res = await s.suggest(uri, 0, 4, invoked=False)
     assert res.items == [] and eng.calls == []
+
+
+async def test_a_slow_line_is_shown_as_it_streams_and_refreshed_when_whole(tmp_path, monkeypatch):
+    """While the user types, a request is shown what has streamed after PARTIAL_AFTER_S (the rest of the
+    word); once the generation has the whole line the client hears flint/refresh, and asking again gets
+    it from memory. Every item reports the request's own latency."""
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+    refreshed: list[tuple[str, int]] = []
+    eng = OracleEngine(TARGET, step_s=0.06)  # ~0.4 s for "return a + b"
+    s = Session(lambda _settings: eng, Settings(cache_size_mb=0), on_refresh=lambda u, v: refreshed.append((u, v)))
+    s.attach_loop(asyncio.get_running_loop())
+    s.start()
+    try:
+        assert s.worker.loaded.wait(5)
+        uri = "file:///p.py"
+        s.documents.open(uri, "def add(a, b):\n    return \n", 1)
+        t0 = time.monotonic()
+        first = await s.suggest(uri, 1, 11, invoked=False)
+        assert time.monotonic() - t0 < 0.35  # not the whole line's time
+        assert first.items and "a + b".startswith(first.items[0].text) and first.items[0].text != "a + b"
+        assert first.items[0].total_ms > 0 and first.items[0].ttft_ms > 0
+        deadline = time.monotonic() + 3
+        while not refreshed and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert refreshed == [(uri, 1)]
+        again = await s.suggest(uri, 1, 11, invoked=False)
+        assert [it.text for it in again.items] == ["a + b"] and again.source in ("memory", "model")
+        assert again.items[0].total_ms == again.total_ms and again.items[0].ttft_ms == again.total_ms
+    finally:
+        s.shutdown()
+
+
+async def test_a_request_keeps_its_deadline_while_the_model_loads(tmp_path, monkeypatch):
+    from lsp_server import service
+
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+    monkeypatch.setattr(service, "AUTOMATIC_BUDGET_S", 0.3)
+    eng = OracleEngine(TARGET)
+
+    def slow_load(_settings):
+        time.sleep(1.5)
+        return eng
+
+    s = Session(slow_load, Settings(cache_size_mb=0))
+    s.attach_loop(asyncio.get_running_loop())
+    s.start()
+    try:
+        s.documents.open("file:///l.py", BODY + "\n", 1)
+        t0 = time.monotonic()
+        res = await s.suggest("file:///l.py", 1, 4, invoked=False)
+        assert time.monotonic() - t0 < 1.0 and res.items == []  # answered (empty) at its deadline
+        assert s.worker.loaded.wait(5)
+        await settle(s)
+        res = await s.suggest("file:///l.py", 1, 4, invoked=False)
+        assert [it.text for it in res.items] == ["return a + b"]  # the generation went on after loading
+    finally:
+        s.shutdown()

@@ -1,0 +1,70 @@
+"""Items: raw model text at a cursor -> the suggestions sent to the client (post-processed, positioned)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.postprocess import CUT_OFF_REASONS, Mode, postprocess
+from engine.types import Completion
+
+from . import convert
+
+
+@dataclass
+class Item:
+    index: int
+    text: str  # with the document's line breaks
+    start: tuple[int, int]  # LSP position (negotiated units)
+    end: tuple[int, int]
+    ttft_ms: float  # the request's time to this answer (a model answer: to its first token, when sooner)
+    total_ms: float  # the request's round trip
+    source: str
+    tokens: int
+    backend: str = "local"  # which backend wrote it: local | remote | capable
+
+
+@dataclass
+class Suggestions:
+    id: str
+    uri: str
+    version: int
+    items: list[Item]
+    mode: str
+    total_ms: float = 0.0  # request to response, as the user saw it
+    source: str | None = None
+    origin: str | None = None  # "disk" when a type-through answer came from a disk entry
+    backend: str | None = None  # local | remote (the first item's)
+
+
+def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *, text: str, offset: int,
+                cursor: tuple[int, int], eol: str, starts: list[int], encoding: str, max_lines: int,
+                backend: str) -> list[Item]:
+    """One item per distinct suggestion, best first (``prefix``/``suffix``: the state's LF text)."""
+    items: list[Item] = []
+    seen: set[tuple[str, int]] = set()
+    for c in comps:
+        truncated = c.finish_reason in CUT_OFF_REASONS
+        sug = postprocess(c.text, prefix, suffix, mode=mode, max_lines=max_lines, truncated=truncated)
+        if sug is None or (sug.text, sug.replace) in seen:
+            continue
+        seen.add((sug.text, sug.replace))
+        end = doc_position_after(text, offset, sug.replace, encoding, starts)
+        items.append(Item(len(items), sug.text.replace("\n", eol) if eol != "\n" else sug.text,
+                          cursor, end, round(c.ttft_ms, 1), round(c.total_ms, 1), c.source,
+                          len(c.token_ids), backend))
+    return items
+
+
+def stamp_latency(items: list[Item], total_ms: float) -> None:
+    """Each item's latency is the request's (its ``source`` says where it came from): a cached or typed-
+    through answer has no generation time of its own to report."""
+    for it in items:
+        it.total_ms = round(total_ms, 1)
+        if it.source != "model" or not 0 < it.ttft_ms <= total_ms:
+            it.ttft_ms = it.total_ms
+
+
+def doc_position_after(text: str, offset: int, replace: int, encoding: str,
+                       starts: list[int]) -> tuple[int, int]:
+    """Position ``replace`` code points right of ``offset`` (on the same line; postprocess guarantees it)."""
+    return convert.offset_to_position(text, offset + replace, encoding, starts=starts)

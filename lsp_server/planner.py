@@ -1,0 +1,187 @@
+"""The planner: what to generate for a cursor, and every timing knob, as plain data and pure functions.
+
+No threads, no model, no LSP types. The session asks ``make_state`` what the engine's work for a cursor
+is (the prompt window, single line or block, generation parameters, whether automatic work is worth it,
+which backend), and ``TypingClock`` / the constants below say when: there is no quiet period before
+work starts (newest wins: a keystroke appends to the KV cache), requests have deadlines, and a
+generation still streaming is shown early (the rest of the word or line while the user types).
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+from engine import routing, speculation
+from engine.postprocess import Mode, decide_mode, split_cursor
+from engine.types import GenParams
+from engine.typethrough import Entry
+
+from . import convert
+from .settings import Settings
+
+# Text after the cursor copied per keystroke (the engine windows it much tighter: max_suffix_chars).
+WINDOW_SUFFIX_CHARS = 8_192
+# The engine's prompt windows when no engine is loaded yet (engine.engine.EngineConfig's defaults).
+DEFAULT_MAX_PREFIX_CHARS, DEFAULT_MAX_SUFFIX_CHARS = 6000, 600
+# Request deadlines: what the user waits at most, then gets what exists. Automatic requests are what
+# the user waits on while typing; an explicit request or a variants pick can take longer.
+AUTOMATIC_BUDGET_S = 2.5
+INVOKED_BUDGET_S = 6.0
+# A generation no request waits for any more goes on this long at most (its result serves the next ask),
+# and so does a pre-generated future. Any new work pre-empts them, so this bounds idle CPU only; it is
+# long because the engine's deadline counts the prompt pass too, which alone takes 10-20 s for a whole
+# window on a slow 2-core machine (a deadline right after it would throw that work away).
+JOB_BUDGET_S = 30.0
+FUTURE_BUDGET_S = 30.0
+# A generation still streaming is shown once the request has waited this long: what it has written so far
+# (the rest of the word, of the line) while the user types, typed through and extended as it goes on.
+# Before that the request waits for a complete line. A client that handles flint/refresh is told when
+# the whole suggestion is there (Session._refresh_when_done).
+PARTIAL_AFTER_S = 0.1
+# How long after a partial answer its completion still refreshes the suggestion on screen.
+REFRESH_WITHIN_S = 4.0
+SINGLE_LINE_TOKENS = 48
+TOKENS_PER_LINE = 24
+# A one-line suggestion at the end of a line (nothing right of the cursor) is generated one line further
+# than it is shown: when the user finishes the line by hand and presses Enter, that next line is typed
+# through at once instead of waiting for a new generation (after Enter the server otherwise starts from
+# nothing: the slowest answers of bench_replay). The request is answered as soon as the shown line is done.
+LOOKAHEAD_TOKENS = SINGLE_LINE_TOKENS + TOKENS_PER_LINE
+MAX_TOKENS = 256
+TYPING_HISTORY = 9  # keystroke times kept per document
+# Futures (where accepting a shown suggestion leads) start after this pause at least, longer when the user
+# types slower: they are pre-work for a pause, and a typist who keeps going is served by type-through.
+FUTURE_DELAY_S = 0.15
+# Edits closer together than this are a burst (a paste replayed, a client catching up), not typing: the
+# caches are asked by the request for the state the burst ends in, not on every edit of it.
+BURST_GAP_S = 0.015
+
+
+def is_lookahead(max_tokens: int, max_lines: int | None) -> bool:
+    """A one-line suggestion's generation with its look-ahead line, from its parameters (entries keep them
+    as ``key[:2]``): (72, 2) is no block's (a block of k lines asks for 24 * (k + 1) tokens, k + 1 lines)."""
+    return max_lines == 2 and max_tokens == LOOKAHEAD_TOKENS
+
+
+def shows_one_line(params: GenParams) -> bool:
+    return params.max_lines == 1 or is_lookahead(params.max_tokens, params.max_lines)
+
+
+@dataclass
+class State:
+    """A document's text around a cursor, as the engine will see it, and what to generate there."""
+
+    uri: str
+    revision: int
+    offset: int
+    prefix: str  # LF line breaks, windowed (engine.speculation.window_start)
+    suffix: str
+    mode: Mode
+    params: GenParams
+    skip: str | None = None  # why no automatic work is done here
+    not_before: float = 0.0  # no generation for this state starts before this time.monotonic()
+    route: str = "local"  # local | remote | race (engine/routing.py)
+
+
+def lookahead_for_block(entry: Entry, state: State) -> bool:
+    """A look-ahead line serving a state that wants a block (after Enter): shown at once, but it does not
+    stand for the block a generation there would write."""
+    return state.mode == "multi" and len(entry.key) > 1 and is_lookahead(entry.key[0], entry.key[1])
+
+
+def gen_params(settings: Settings, mode: str, *, invoked: bool, n: int | None = None,
+               lookahead: bool = False) -> GenParams:
+    """Automatic requests take one greedy variant (the fastest path: prompt-lookup drafts); an explicit
+    request or a variants pick takes ``maxVariants`` from one batched pass."""
+    s = settings
+    if n is None:
+        n = s.max_variants if invoked else 1
+    if mode == "single":
+        max_tokens, max_lines = SINGLE_LINE_TOKENS, 1
+        if lookahead and s.speculation:  # the next line too, for type-through after Enter
+            max_tokens, max_lines = LOOKAHEAD_TOKENS, 2
+    else:
+        max_tokens = min(MAX_TOKENS, TOKENS_PER_LINE * (s.max_lines + 1))
+        max_lines = s.max_lines + 1  # +1: a block opened at the cursor starts with a line break
+    # no deadline here: the worker starts the time budget when the job starts running. Typing at a cold
+    # spot may be answered from the engine's quick first window (an explicit request waits for the whole)
+    return GenParams(max_tokens=max_tokens, max_lines=max_lines, n=max(1, min(n, s.max_variants)),
+                     quick_start=not invoked and s.speculation)
+
+
+def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: str, suffix: str, *,
+             invoked: bool, remote_ready: bool, n: int | None = None, variants: bool = False) -> State:
+    """The work for a cursor given its (windowed) text before and after."""
+    line_prefix, line_suffix = split_cursor(prefix, suffix)
+    mode = decide_mode(line_prefix, line_suffix, settings.multiline)
+    params = gen_params(settings, mode, invoked=invoked, n=n, lookahead=not line_suffix.strip())
+    skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked)
+    route = routing.route(settings.route_config(), invoked=invoked, variants=variants,
+                          multiline=mode == "multi", remote_ready=remote_ready)
+    return State(uri, revision, offset, prefix, suffix, mode, params, skip, route=route)
+
+
+def window(text: str, offset: int, max_prefix: int, previous: int | None) -> tuple[int, str, str]:
+    """(window start, prefix, suffix) for a cursor: the start stays put while the user types (KV reuse)."""
+    start = speculation.window_start(text, offset, max_prefix, previous=previous)
+    prefix = convert.normalize_eol(text[start: offset])
+    suffix = convert.normalize_eol(text[offset: offset + WINDOW_SUFFIX_CHARS])
+    return start, prefix, suffix
+
+
+class Cursors:
+    """Where the user is: each document's current state and the document typed in last. Written on the
+    event loop, read by the engine threads (to keep a generation the user types through, to warm the
+    active spot in idle time); each read is one dict lookup of an immutable state."""
+
+    def __init__(self) -> None:
+        self._states: dict[str, State | None] = {}
+        self._lock = threading.Lock()
+        self.active: str | None = None
+
+    def set(self, uri: str, state: State | None) -> None:
+        with self._lock:
+            self._states[uri] = state
+            if state is not None:
+                self.active = uri
+
+    def get(self, uri: str) -> State | None:
+        with self._lock:
+            return self._states.get(uri)
+
+    def forget(self, uri: str) -> None:
+        with self._lock:
+            self._states.pop(uri, None)
+            if self.active == uri:
+                self.active = None
+
+    def active_state(self) -> State | None:
+        with self._lock:
+            return self._states.get(self.active) if self.active is not None else None
+
+
+class TypingClock:
+    """Keystroke times per document: the one place that knows the user's rhythm."""
+
+    def __init__(self) -> None:
+        self._times: dict[str, deque[float]] = {}
+
+    def keystroke(self, uri: str, now: float) -> bool:
+        """Record a keystroke; True when it ends a burst of edits faster than typing (a paste replayed)."""
+        times = self._times.setdefault(uri, deque(maxlen=TYPING_HISTORY))
+        times.append(now)
+        return len(times) > 1 and now - times[-2] < BURST_GAP_S
+
+    def future_delay(self, uri: str) -> float:
+        """How long to hold futures back: a pause of about twice the user's usual keystroke interval."""
+        times = list(self._times.get(uri, ()))
+        intervals = [b - a for a, b in zip(times, times[1:], strict=False)][-8:]
+        if not intervals:
+            return FUTURE_DELAY_S
+        return max(FUTURE_DELAY_S, speculation.PAUSE_FACTOR * statistics.median(intervals))
+
+    def forget(self, uri: str) -> None:
+        self._times.pop(uri, None)

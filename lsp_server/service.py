@@ -1,0 +1,359 @@
+"""The completion service: the store, one scheduler (worker) per backend, the planner and the race.
+
+One keystroke's path reads top to bottom (docs/architecture.md): the session hands the service a
+document's new state (``did_change``); the service asks the store whether an answer exists, else
+submits the state to the scheduler, which runs the model and writes what it streams into the store
+(``StoreHooks``); a request (``answer``) looks the state up in the store and waits on the store's
+changes until its deadline. Nothing here calls back into the session except the two sinks it was given
+(status events, flint/refresh).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from engine import routing, speculation
+from engine.backends import Backend
+from engine.types import GenParams
+
+from . import planner
+from .planner import (
+    AUTOMATIC_BUDGET_S,
+    FUTURE_BUDGET_S,
+    INVOKED_BUDGET_S,
+    JOB_BUDGET_S,
+    PARTIAL_AFTER_S,
+    REFRESH_WITHIN_S,
+    Cursors,
+    State,
+    TypingClock,
+)
+from .race import Races
+from .settings import Settings
+from .store import Answer, Store, StoreHooks
+from .worker import SPECULATIVE, USER, EngineLike, JobDropped, Result, Worker
+
+log = logging.getLogger(__name__)
+
+# on_event(tier, state, info): a scheduler's status ("loading" | "ready" | "busy" | "error"), any thread
+EventSink = Callable[[str, str, dict[str, Any]], None]
+
+
+class CompletionService:
+    def __init__(self, settings: Callable[[], Settings], load: Callable[[Settings], EngineLike],
+                 load_remote: Callable[[Settings], EngineLike], revision_of: Callable[[str], int | None],
+                 on_event: EventSink, on_refresh: Callable[[str, int], None],
+                 version_of: Callable[[str], int]) -> None:
+        self._settings = settings
+        self._load = load
+        self._load_remote = load_remote
+        self._revision_of = revision_of
+        self._on_event = on_event
+        self._on_refresh = on_refresh
+        self._version_of = version_of
+        self.store = Store(settings, self._identity)
+        self.cursors = Cursors()
+        self.clock = TypingClock()
+        self.races = Races(self.store, self.cursors, revision_of, self._late_win)
+        self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
+        self._wstart: dict[str, int] = {}  # each document's prefix window start (kept while it fits)
+        self._refreshing: dict[str, asyncio.Task] = {}  # uri -> waiting to refresh a partial answer
+        self.worker = Worker(lambda: load(settings()), revision_of, lambda st, info: on_event("local", st, info),
+                             StoreHooks(self.store, self.cursors, settings, "local"))
+        self.remote_worker: Worker | None = None  # the capable tier: its own thread, never holds the local model
+        self._remote_key: tuple | None = None
+        self._started = False
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._started = True
+        self.worker.start()
+        self.sync_remote()
+
+    def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.store.attach_loop(loop)
+        self.races.attach_loop(loop)
+
+    def reload(self) -> None:
+        self.worker.reload(lambda: self._load(self._settings()))
+
+    def sync_remote(self) -> bool:
+        """Start, replace or stop the capable tier to match the settings; False when there is none."""
+        s = self._settings()
+        key = s.remote_key() if s.capable_tier() is not None else None
+        if key == self._remote_key and (key is None) == (self.remote_worker is None):
+            return self.remote_worker is not None
+        old, self.remote_worker = self.remote_worker, None
+        self._remote_key = key
+        if old is not None:
+            _stop_worker(old)
+        if key is None or not self._started:
+            return False
+        w = Worker(lambda: self._load_remote(self._settings()), self._revision_of,
+                   lambda st, info: self._on_event("remote", st, info),
+                   StoreHooks(self.store, self.cursors, self._settings, "remote", self.races.remote_done))
+        self.remote_worker = w
+        w.start()
+        return True
+
+    def shutdown(self) -> None:
+        self.worker.stop()
+        if self.remote_worker is not None:
+            _stop_worker(self.remote_worker)
+        self.store.close_disk()
+
+    def engine(self, tier: str = "local") -> Backend | None:
+        w = self.remote_worker if tier == "remote" else self.worker
+        return w.engine if w is not None else None
+
+    def remote_ready(self) -> bool:
+        """Is a capable tier configured, loaded and not backing off after a failure?"""
+        eng = self.engine("remote")
+        return eng is not None and eng.ready()
+
+    def backend_name(self, tier: str) -> str:
+        """What an answer's backend is called on items and in the status: ``local`` (the fast model),
+        ``remote`` (a server) or ``capable`` (a second local model)."""
+        if tier != "remote":
+            return "local"
+        eng = self.engine("remote")
+        return eng.kind if eng is not None else self._settings().capable_tier() or "remote"
+
+    def windows(self, tier: str = "local") -> tuple[int, int]:
+        """The backend's prompt windows (its config; the defaults while none is loaded)."""
+        eng = self.engine(tier)
+        cfg = eng.config if eng is not None else None
+        if cfg is None:
+            return planner.DEFAULT_MAX_PREFIX_CHARS, planner.DEFAULT_MAX_SUFFIX_CHARS
+        return cfg.max_prefix_chars, cfg.max_suffix_chars
+
+    def _identity(self, tier: str) -> tuple[str, int, int] | None:
+        eng = self.engine(tier)
+        if eng is None or not eng.model_id:
+            return None
+        return (eng.model_id, *self.windows(tier))
+
+    # ---- states ---------------------------------------------------------------------------------
+    def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,
+              variants: bool = False) -> State:
+        """The engine's work for a cursor. Requests and speculation share it, so a request for the spot a
+        didChange already started joins that generation."""
+        start, prefix, suffix = planner.window(text, offset, self.windows()[0], self._wstart.get(uri))
+        self._wstart[uri] = start
+        return planner.state_at(self._settings(), uri, revision, offset, prefix, suffix, invoked=invoked,
+                                remote_ready=self.remote_ready(), n=n, variants=variants)
+
+    def gen_params(self, mode: str, *, invoked: bool, n: int | None = None, lookahead: bool = False) -> GenParams:
+        return planner.gen_params(self._settings(), mode, invoked=invoked, n=n, lookahead=lookahead)
+
+    # ---- keystrokes -----------------------------------------------------------------------------
+    def did_change(self, uri: str, revision: int, state: State | None, *, speculate: bool) -> None:
+        """After an edit: stop stale work (but keep a generation the user is typing through), and start
+        the newest state's generation now (newest wins, no debounce), unless the store answers it."""
+        burst = self.clock.keystroke(uri, time.monotonic())
+        self.cursors.set(uri, state)
+        spec = self._settings().speculation and state is not None
+        for w in self._workers():
+            hooks = w.hooks
+            w.document_changed(uri, revision, hooks.keep if spec and isinstance(hooks, StoreHooks) else None)
+        if not spec or not speculate or state is None or state.skip:
+            return
+        if not burst and self.store.lookup(state, since=None, partial=True,
+                                           backend="remote" if state.route == routing.REMOTE else None) is not None:
+            return  # typed through, or on disk: no model call for this keystroke
+        for w, budget in self._speculation_workers(state):
+            w.submit(uri, revision, state.prefix, state.suffix, state.params, SPECULATIVE,
+                     budget_s=budget, not_before=state.not_before)
+
+    def did_close(self, uri: str) -> None:
+        self.cursors.forget(uri)
+        self.clock.forget(uri)
+        self._wstart.pop(uri, None)
+        for w in self._workers():
+            w.document_closed(uri)
+
+    def _workers(self) -> list[Worker]:
+        return [self.worker] if self.remote_worker is None else [self.worker, self.remote_worker]
+
+    def _speculation_workers(self, state: State) -> list[tuple[Worker, float]]:
+        """Where a state's speculative generation runs: the local model, the remote (routed there), or
+        both (race: the local answer is shown at once, the remote one may replace it)."""
+        rw = self.remote_worker
+        remote_budget = max(self._settings().remote_timeout_ms / 1000,
+                            JOB_BUDGET_S if state.route == routing.REMOTE else 0.0)
+        if state.route == routing.REMOTE and rw is not None:
+            self.worker.poke()  # the keystrokes after this one are local: warm its KV meanwhile
+            return [(rw, remote_budget)]
+        if state.route == routing.RACE and rw is not None:
+            return [(self.worker, JOB_BUDGET_S), (rw, remote_budget)]
+        return [(self.worker, JOB_BUDGET_S)]
+
+    # ---- answers --------------------------------------------------------------------------------
+    async def answer(self, state: State, since: float, invoked: bool) -> Answer | None:
+        """The best answer for a state within its deadline, from the backend its route names (engine/
+        routing.py): the store, else the model (joined or started). A remote that fails, is slow or is
+        backing off leaves the answer to the local model; a race shows the local answer unless the remote
+        one is there first within the race budget. Raises the workers' exceptions."""
+        route = state.route
+        if route != routing.LOCAL and not self.remote_ready():
+            route = routing.LOCAL
+        if route == routing.REMOTE:
+            return await self._answer_remote(state, since, invoked)
+        if route == routing.RACE and self.remote_worker is not None:
+            s = self._settings()
+            return await self.races.answer(state, since, s.race_budget_ms / 1000, self.remote_worker,
+                                           s.remote_timeout_ms / 1000,
+                                           lambda: self._answer_on(self.worker, state, since, invoked))
+        return await self._answer_on(self.worker, state, since, invoked)
+
+    async def _answer_remote(self, state: State, since: float, invoked: bool) -> Answer | None:
+        rw = self.remote_worker
+        assert rw is not None
+        # an explicit request waits for the remote up to remoteTimeoutMs, then asks the local model; one
+        # made as the user types has its usual deadline (and the generation goes on for the next ask)
+        limit = self._settings().remote_timeout_ms / 1000 if invoked else AUTOMATIC_BUDGET_S
+        self.worker.poke()  # the local model warms its KV for this spot meanwhile (the next keystrokes)
+        try:
+            ans = await self._answer_on(rw, state, since, invoked, budget=limit, backend="remote")
+        except (JobDropped, asyncio.CancelledError):
+            raise  # the document changed, a newer request came: the same for any backend
+        except Exception as e:
+            reason = f"remote failed ({e})"
+        else:
+            if ans is not None and (ans.comps or ans.complete):
+                return ans
+            if not invoked:
+                return ans
+            reason = f"no remote answer within {limit * 1000:.0f} ms"
+        log.info("remote answer unavailable for %s: %s; asking the local model", state.uri, reason)
+        ans = await self._answer_on(self.worker, state, time.monotonic(), invoked)
+        if ans is not None:
+            ans.note = f" (local fallback: {reason})"
+        return ans
+
+    async def _answer_on(self, worker: Worker, state: State, since: float, invoked: bool,
+                         budget: float | None = None, backend: str | None = None) -> Answer | None:
+        """The answer from one backend's worker: the store (``backend``: only that backend's entries),
+        else its model. The request keeps its deadline even while the model (re)loads (issue 14.8)."""
+        if budget is None:
+            budget = INVOKED_BUDGET_S if invoked else AUTOMATIC_BUDGET_S
+        deadline = since + budget
+        tier = "remote" if worker is self.remote_worker else "local"
+        # an explicit request waits for the whole suggestion; one made as the user types is shown what
+        # has streamed after PARTIAL_AFTER_S (the rest of the word or line; type-through extends it)
+        show_partial_after = budget if invoked else PARTIAL_AFTER_S
+        found = self.store.lookup(state, since, partial=False, backend=backend)
+        if not self._settings().speculation:
+            # a plain server: exact repeats, the disk, else one model call within the budget
+            if found is not None:
+                return found
+            fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
+                                budget_s=budget)
+            afut = asyncio.wrap_future(fut)
+            try:
+                await asyncio.wait([afut], timeout=max(0.0, deadline - time.monotonic()))
+            except asyncio.CancelledError:
+                fut.cancel()
+                raise
+            if not afut.done():
+                worker.release(fut)
+                return None
+            return self._from_result(state, afut.result(), tier)
+        if found is not None and found.complete:
+            return found
+        job_budget = JOB_BUDGET_S if tier == "local" else max(budget, self._settings().remote_timeout_ms / 1000)
+        fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
+                            budget_s=job_budget, not_before=state.not_before, detachable=not invoked)
+        if found is not None and found.comps and found.source in ("type-through", "disk"):
+            worker.release(fut)  # a start read or typed through answers now; the generation writes the rest
+            return found
+        afut = asyncio.wrap_future(fut)
+        try:
+            while True:
+                if afut.done():
+                    return self._from_result(state, afut.result(), tier)  # raises the worker's errors
+                now = time.monotonic()
+                partial = now >= deadline or (not invoked and now - since >= show_partial_after)
+                found = self.store.lookup(state, since, partial=partial, disk=False, backend=backend)
+                # a finished answer goes out at once, and one typed through; one still streaming after
+                # PARTIAL_AFTER_S; at the deadline, whatever exists
+                if found is not None and (found.complete or found.source in ("type-through", "disk") or
+                                          now - since >= show_partial_after or now >= deadline):
+                    worker.release(fut)
+                    return found
+                if now >= deadline:
+                    worker.release(fut)  # keep generating: the next ask gets it
+                    return None
+                wait_s = min(deadline, since + show_partial_after) - now if now - since < show_partial_after \
+                    else deadline - now
+                await asyncio.wait([afut, self.store.next_change()], timeout=max(0.0, wait_s),
+                                   return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            fut.cancel()
+            raise
+
+    def _from_result(self, state: State, result: Result, backend: str = "local") -> Answer:
+        comps = result[0]
+        source = comps[0].source if comps else "model"
+        return Answer(comps, source, self.store.mode_for(state, None), complete=True,
+                      origin="disk" if source == "disk" else "model", backend=backend)
+
+    # ---- after an answer went out ---------------------------------------------------------------
+    def plan_futures(self, state: State, text: str, replace: int) -> None:
+        """A suggestion (LF ``text``, replacing ``replace`` characters) is on screen: pre-generate where
+        accepting it leads, unless already covered. Futures wait for a pause (TypingClock.future_delay) and
+        run below any work for the current state."""
+        plan: list[tuple[str, str, GenParams, float | None]] = []
+        remote_plan: list[tuple[str, str, GenParams, float | None]] = []
+        s = self._settings()
+        for f in speculation.futures(state.prefix, state.suffix, text, replace):
+            fs = planner.state_at(s, state.uri, state.revision, state.offset, f.prefix, f.suffix, invoked=False,
+                                  remote_ready=self.remote_ready())
+            if fs.skip or self.store.covered(fs):
+                continue
+            # where the state's own generation would run (a race's futures are local: that is what shows)
+            (remote_plan if fs.route == routing.REMOTE and self.remote_worker is not None else plan).append(
+                (fs.prefix, fs.suffix, fs.params, FUTURE_BUDGET_S))
+        if plan:
+            log.debug("futures for %s: %d", state.uri, len(plan))
+        not_before = time.monotonic() + self.clock.future_delay(state.uri)
+        self.worker.set_futures(state.uri, state.revision, plan, not_before=not_before)
+        if self.remote_worker is not None:
+            self.remote_worker.set_futures(state.uri, state.revision, remote_plan, not_before=not_before)
+
+    def watch_for_refresh(self, state: State, version: int) -> None:
+        """A partial answer went out: once its generation has the whole suggestion (the document still at
+        that state), the client hears flint/refresh and asks again (the store answers at once)."""
+        old = self._refreshing.pop(state.uri, None)
+        if old is not None:
+            old.cancel()
+        task = asyncio.get_running_loop().create_task(self._refresh_when_done(state, version))
+        self._refreshing[state.uri] = task
+        task.add_done_callback(lambda t: self._refreshing.pop(state.uri, None) if
+                               self._refreshing.get(state.uri) is t else None)
+
+    async def _refresh_when_done(self, state: State, version: int) -> None:
+        end = time.monotonic() + REFRESH_WITHIN_S
+        while time.monotonic() < end:
+            await self.store.wait(end)
+            if self._revision_of(state.uri) != state.revision:
+                return
+            found = self.store.lookup(state, None, partial=False, disk=False)
+            if found is not None and found.complete:
+                if found.comps:
+                    self._on_refresh(state.uri, version)
+                return
+
+    def _late_win(self, uri: str, ms: float) -> None:
+        self.on_late_win(uri, ms)
+        self._on_refresh(uri, self._version_of(uri))
+
+
+def _stop_worker(w: Worker) -> None:
+    w.stop(timeout=2.0)
+    if w.engine is not None:
+        w.engine.close()

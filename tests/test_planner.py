@@ -1,0 +1,41 @@
+"""The planner's pure parts: states, generation parameters, the typing clock (no model, no threads)."""
+
+from __future__ import annotations
+
+from lsp_server import planner
+from lsp_server.settings import Settings
+
+
+def test_automatic_work_may_start_from_the_quick_window_an_explicit_request_may_not():
+    s = Settings()
+    auto = planner.state_at(s, "file:///a.py", 1, 8, "value = ", "\n", invoked=False, remote_ready=False)
+    asked = planner.state_at(s, "file:///a.py", 1, 8, "value = ", "\n", invoked=True, remote_ready=False)
+    assert auto.mode == "single" and auto.params.quick_start and auto.params.n == 1
+    assert planner.is_lookahead(auto.params.max_tokens, auto.params.max_lines)  # end of line: one line more
+    assert not asked.params.quick_start and asked.params.n == s.max_variants
+    assert auto.params.key() == planner.gen_params(s, "single", invoked=False, lookahead=True).key()
+    off = Settings(speculation=False)
+    assert not planner.gen_params(off, "single", invoked=False).quick_start
+
+
+def test_typing_clock_tells_a_burst_from_typing_and_holds_futures_for_a_pause():
+    clock = planner.TypingClock()
+    assert clock.future_delay("u") == planner.FUTURE_DELAY_S  # nothing known yet
+    assert not clock.keystroke("u", 10.0)
+    assert not clock.keystroke("u", 10.3)
+    assert not clock.keystroke("u", 10.6)
+    assert abs(clock.future_delay("u") - 2 * 0.3) < 1e-9  # twice the usual interval
+    assert clock.keystroke("u", 10.605)  # 5 ms later: a replayed paste, not a typist
+    clock.forget("u")
+    assert clock.future_delay("u") == planner.FUTURE_DELAY_S
+
+
+def test_cursors_board_follows_the_document_typed_in():
+    board = planner.Cursors()
+    st = planner.state_at(Settings(), "file:///b.py", 3, 2, "x ", "", invoked=False, remote_ready=False)
+    board.set("file:///b.py", st)
+    assert board.active == "file:///b.py" and board.active_state() is st
+    board.set("file:///c.py", None)  # a didOpen without a cursor does not move the user
+    assert board.active == "file:///b.py"
+    board.forget("file:///b.py")
+    assert board.active is None and board.active_state() is None
