@@ -119,22 +119,15 @@ def cmd_complete(args: argparse.Namespace) -> int:
 
 # ---- serve / stats (the language server) ---------------------------------------------------------------
 
-_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
-
-
 def _parse_tcp(value: str) -> tuple[str, int]:
     """HOST:PORT on a loopback address only: the server has no authentication."""
-    import ipaddress
+    from engine.remote import is_loopback
 
     host, sep, port = value.rpartition(":")
     host = host.strip("[]")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"expected HOST:PORT, got {value!r}")
-    try:
-        loopback = host in _LOOPBACK_NAMES or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    if not is_loopback(host):  # a name counts only when it resolves to loopback addresses
         raise ValueError(f"{host!r} is not a loopback address: Flint only listens on 127.0.0.1 / ::1 / localhost")
     return host, int(port)
 

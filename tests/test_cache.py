@@ -365,8 +365,8 @@ def small_disk(tmp_path):
     ok = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
                         capture_output=True).returncode == 0
     yield mnt if ok else None
-    if ok:
-        subprocess.run(["umount", str(mnt)], capture_output=True)
+    if ok:  # lazily: a connection another thread opened may still hold a file until it is collected
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
 def test_a_full_disk_keeps_the_entries_and_never_rebuilds(tmp_path, small_disk, caplog):
@@ -389,3 +389,4 @@ def test_a_full_disk_keeps_the_entries_and_never_rebuilds(tmp_path, small_disk, 
     assert c.get(key("early"))[0].text == "kept#0"  # reads go on
     assert c.get(key(f"p{written - 1}")) is not None
     assert (d / "mine.txt").read_text() == "user data"
+    c.close()
