@@ -154,9 +154,12 @@ class FlintProtocol(LanguageServerProtocol):
         if not isinstance(data, dict) or "jsonrpc" not in data or "method" not in data:
             return super().structure_message(data)
         method = data["method"]
+        version = data["jsonrpc"]
         if "id" in data:
-            if not isinstance(method, str) or not _valid_id(data["id"]):
-                what = "method must be a string" if not isinstance(method, str) else "id must be a string or an integer"
+            if version != "2.0" or not isinstance(method, str) or not _valid_id(data["id"]):
+                what = (f'"jsonrpc" must be "2.0", got {version!r}' if version != "2.0" else
+                        "method must be a string" if not isinstance(method, str) else
+                        "id must be a string or an integer")
                 return _Malformed(data["id"] if _valid_id(data["id"]) else None, repr(method), what,
                                   types.ErrorCodes.InvalidRequest)
             request_type = self.get_message_type(method) or JsonRPCRequestMessage
@@ -164,8 +167,9 @@ class FlintProtocol(LanguageServerProtocol):
                 return self._converter.structure(data, request_type)
             except Exception as exc:
                 return _Malformed(data["id"], method, _detail(exc))
-        if not isinstance(method, str):
-            return _BadNotification(repr(method), "method must be a string")
+        if version != "2.0" or not isinstance(method, str):
+            return _BadNotification(repr(method), "method must be a string" if version == "2.0" else
+                                    f'"jsonrpc" must be "2.0", got {version!r}')
         try:  # pygls would log two tracebacks for a notification that does not deserialize
             return self._converter.structure(data, self.get_message_type(method) or JsonRPCNotification)
         except Exception as exc:
@@ -210,8 +214,11 @@ class FlintProtocol(LanguageServerProtocol):
             self._send_response(msg_id if _valid_id(msg_id) else None, error=types.ResponseError(
                 code=types.ErrorCodes.InvalidRequest, message=f"invalid request: {why}"))
         elif not isinstance(message, dict):  # a batch or a bare value: nothing to tie an answer to
-            self._send_response(None, error=types.ResponseError(  # type: ignore[arg-type]
-                code=types.ErrorCodes.InvalidRequest, message=f"invalid request: {why}"))
+            self.send_null_id_error(types.ErrorCodes.InvalidRequest, f"invalid request: {why}")
+
+    def send_null_id_error(self, code: int, message: str) -> None:
+        """The JSON-RPC answer to a message whose id cannot be known: ``"id": null`` (which pygls omits)."""
+        self._send_data({"jsonrpc": "2.0", "id": None, "error": {"code": int(code), "message": redact(message)}})
 
     def notify(self, method: str, params: Any | None = None):
         if method in (types.WINDOW_SHOW_MESSAGE, types.WINDOW_LOG_MESSAGE) and \
@@ -280,8 +287,7 @@ class FlintServer(LanguageServer):
         # malformed notifications and the like: the server stays up; say so in the log, not in a popup
         log.warning("protocol error (%s): %s", getattr(source, "__name__", source), error)
         if isinstance(error, json.JSONDecodeError):  # the JSON-RPC answer to a body that is not JSON
-            self.protocol._send_response(None, error=types.ResponseError(  # type: ignore[arg-type]
-                code=types.ErrorCodes.ParseError, message=f"parse error: {error}"))
+            self.protocol.send_null_id_error(types.ErrorCodes.ParseError, f"parse error: {error}")
 
     def lost_sync(self, uri: str, why: str) -> None:
         """An edit of ``uri`` could not be applied, so Flint's copy differs from the editor's: forget it
