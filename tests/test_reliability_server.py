@@ -339,10 +339,8 @@ def live():
 def test_a_document_with_lone_surrogates_completes(live):
     w = live.wire
     uri = "file:///rel/surrogate.py"
-    text = 's = "\\ud800 lone"\n# \\udc00 another\ndef add(a, b):\n    return '
-    # sent as JSON escapes, exactly as an editor holding lone surrogates would send them
-    w.send('{"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": "%s", '
-           '"languageId": "python", "version": 1, "text": "%s"}}}' % (uri, text.replace('"', '\\"').replace("\n", "\\n")))
+    text = 's = "\ud800 lone"\n# \udc00 another\ndef add(a, b):\n    return '
+    open_doc(w, uri, text)  # json.dumps sends them as \\ud800 escapes, as an editor holding them would
     res = w.answer(inline(w, uri, 3, 11), timeout=120)
     assert "error" not in res, res
     items = res["result"]["items"]
