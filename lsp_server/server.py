@@ -287,7 +287,8 @@ class FlintServer(LanguageServer):
         # malformed notifications and the like: the server stays up; say so in the log, not in a popup
         log.warning("protocol error (%s): %s", getattr(source, "__name__", source), error)
         if isinstance(error, json.JSONDecodeError):  # the JSON-RPC answer to a body that is not JSON
-            self.protocol.send_null_id_error(types.ErrorCodes.ParseError, f"parse error: {error}")
+            if isinstance(self.protocol, FlintProtocol):
+                self.protocol.send_null_id_error(types.ErrorCodes.ParseError, f"parse error: {error}")
 
     def lost_sync(self, uri: str, why: str) -> None:
         """An edit of ``uri`` could not be applied, so Flint's copy differs from the editor's: forget it
