@@ -505,6 +505,9 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
         uri = params.text_document.uri
         if uri in ls.desynced:
             return  # its text is unknown until it is opened again
+        if session.documents.revision(uri) is None:  # never opened (a client bug): nothing to diverge from
+            log.warning("didChange for %s which is not open: ignored", uri)
+            return
         try:
             doc = session.documents.change(uri, params.text_document.version, changes, session.encoding)
         except DocumentError as e:
