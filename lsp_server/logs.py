@@ -88,6 +88,18 @@ class RedactFilter(logging.Filter):
         return True
 
 
+class OneLineParseErrors(logging.Filter):
+    """pygls logs a body that is not JSON with a traceback; the client gets a ParseError answer, the log one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, ValueError) and type(exc).__name__ == "JSONDecodeError":
+            record.msg, record.args, record.exc_info, record.exc_text = f"a message is not valid JSON: {exc}", None, \
+                None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
 _LEVELS = ((logging.ERROR, 1), (logging.WARNING, 2), (logging.INFO, 3))  # LSP MessageType: Error, Warning, Info
 
 
@@ -111,6 +123,7 @@ class ClientLogHandler(logging.Handler):
         self._server: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sending = threading.local()
+        self.addFilter(OneLineParseErrors())
         self.addFilter(RedactFilter())
         self.setFormatter(logging.Formatter("%(name)s: %(message)s"))
 
@@ -198,6 +211,7 @@ def setup(verbose: bool, *, stderr_always: bool = True, client: ClientLogHandler
     err = logging.StreamHandler(sys.stderr)
     err.setLevel(logging.DEBUG if verbose else logging.INFO)
     err.setFormatter(fmt)
+    err.addFilter(OneLineParseErrors())
     err.addFilter(RedactFilter())
     if client is not None and not stderr_always:
         err.addFilter(_NotSentToClient(client))
@@ -206,6 +220,7 @@ def setup(verbose: bool, *, stderr_always: bool = True, client: ClientLogHandler
         fh = logging.FileHandler(log_file, encoding="utf-8")
         fh.setLevel(logging.DEBUG if verbose else logging.INFO)
         fh.setFormatter(fmt)
+        fh.addFilter(OneLineParseErrors())
         fh.addFilter(RedactFilter())
         root.addHandler(fh)
     if client is not None:

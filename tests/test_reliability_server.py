@@ -214,6 +214,7 @@ def test_malformed_json_rpc_gets_invalid_request(bare):
     while not [m for m in w.seen if "id" in m and m["id"] is None and m["error"]["code"] == -32700]:
         assert time.monotonic() < deadline, w.seen[-3:]
         time.sleep(0.05)
+    assert not [ln for ln in bare.stderr if "Traceback" in ln]  # each of them one log line
     # and the server goes on: an unknown method still gets its answer
     assert w.call("flint/noSuchThing", {}, timeout=10)["error"]["code"] == -32601
 
