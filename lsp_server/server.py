@@ -179,8 +179,11 @@ class FlintProtocol(LanguageServerProtocol):
         if isinstance(message, _Malformed):
             log.warning("request %s %s is malformed: %s", message.id, message.method, message.error)
             kind = "invalid params for" if message.code == types.ErrorCodes.InvalidParams else "invalid request"
-            self._send_response(message.id, error=types.ResponseError(
-                code=message.code, message=f"{kind} {message.method}: {message.error}"))
+            if message.id is None:
+                self.send_null_id_error(message.code, f"{kind} {message.method}: {message.error}")
+            else:
+                self._send_response(message.id, error=types.ResponseError(
+                    code=message.code, message=f"{kind} {message.method}: {message.error}"))
             return
         if isinstance(message, _BadNotification):
             log.warning("notification %s ignored: %s", message.method, message.error[:500])
