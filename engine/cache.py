@@ -10,7 +10,8 @@ Built on diskcache (SQLite in WAL mode, one connection per thread and process):
   WAL lets readers run beside a writer. A lookup waits at most ``READ_TIMEOUT_S`` on another process's
   lock and a write at most ``TIMEOUT_S``: longer is a miss (or an unwritten entry), never a stall.
 - Bounded opening: diskcache retries a locked database for up to a minute while it opens, so opening
-  (and any rebuild) runs on a helper thread; a caller waits for it at most ``OPEN_WAIT_S``. A cache that
+  (and any rebuild) runs on a helper thread, started with the object; the first caller waits for it at
+  most ``OPEN_WAIT_S``, the others not at all. A cache that
   is still opening, or failed to, is off (every lookup a miss, one warning) and is retried later.
 - Crash-safe: an entry is one SQLite transaction, so a process killed mid-write (``kill -9``) leaves
   either the whole entry or none of it; the next open replays or discards the WAL.
@@ -180,7 +181,9 @@ class CompletionCache:
         self._warned: dict[str, float] = {}
         self._local = threading.local()  # the busy timeout each thread's connection has now
         self._closed = False
+        self._waited = False  # someone waited for the opening under way already
         self.stats = {"hits": 0, "misses": 0, "puts": 0, "rejected": 0, "rebuilds": 0, "errors": 0}
+        self.start()  # at once: the first lookup (a keystroke) then finds the cache open
 
     # ---- public ----------------------------------------------------------------------------------
     def get(self, key: str) -> list[Completion] | None:
@@ -316,12 +319,10 @@ class CompletionCache:
                 self._local = threading.local()
             opener = self._opener
             if opener is None and now >= self._retry_at:
-                opener = self._opener = threading.Thread(target=self._open_in_background, name="flint-cache-open",
-                                                         daemon=True)
-                opener.start()
-                wait = True
-            else:
-                wait = False
+                opener = self._start_open()
+            # the first caller of an opening waits for it (briefly); the others go on without the cache
+            wait = opener is not None and not self._waited
+            self._waited = self._waited or wait
         if cache is not None and self._cache is None:
             with contextlib.suppress(Exception):
                 cache.close()
@@ -331,6 +332,20 @@ class CompletionCache:
                 self._warn("slow-open", "completion cache %s is slow to open (locked by another process?): "
                            "running without it until it opens", self.directory)
         return self._cache
+
+    def start(self) -> None:
+        """Begin opening in the background (unless open or opening already)."""
+        with self._lock:
+            if self._opener is None and self._cache is None and not self._closed:
+                self._start_open()
+
+    def _start_open(self) -> threading.Thread:
+        """(lock held) The opening thread, started."""
+        self._waited = False
+        opener = self._opener = threading.Thread(target=self._open_in_background, name="flint-cache-open",
+                                                 daemon=True)
+        opener.start()
+        return opener
 
     def _open_in_background(self) -> None:
         try:
