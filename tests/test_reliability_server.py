@@ -371,7 +371,8 @@ def test_shutdown_during_a_generation_is_answered_at_once_and_exit_is_quick():
         s.initialize()
         s.wait_ready()
         w = s.wire
-        _generating(s, "file:///rel/long.py")
+        rid = _generating(s, "file:///rel/long.py")
+        assert not [m for m in w.seen if m.get("id") == rid and "method" not in m]  # still generating
         t0 = time.monotonic()
         res = w.call("shutdown", timeout=10)
         answered = time.monotonic() - t0
@@ -394,7 +395,8 @@ def test_stdin_closed_during_a_generation_ends_the_process_within_a_second():
     try:
         s.initialize()
         s.wait_ready()
-        _generating(s, "file:///rel/long.py")
+        rid = _generating(s, "file:///rel/long.py")
+        assert not [m for m in s.wire.seen if m.get("id") == rid and "method" not in m]  # still generating
         assert s.proc.stdin is not None
         s.proc.stdin.close()
         gone = gone_within(s.proc, 1.0)
