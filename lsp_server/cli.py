@@ -195,6 +195,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
             sys.stdout = sys.stderr
             server.start_io(sys.stdin.buffer, proto_out)
+    except Exception:  # the process ends below without unwinding: say why first
+        logging.getLogger("flint.server").exception("the server stopped on an error")
+        server.exit_code = 1
     finally:
         client_log.detach()
         # the engine thread may be inside a prompt chunk it cannot leave: give the session a moment to stop
