@@ -59,10 +59,33 @@ class BuildError(RuntimeError):
     pass
 
 
+def read_manifest(model_dir: Path) -> tuple[Manifest | None, str | None]:
+    """``(manifest, None)``, ``(None, None)`` when there is no flint.json, or ``(None, problem)`` when it cannot
+    be read: the problem names the file and the command that rebuilds it."""
+    path = Path(model_dir) / "flint.json"
+    try:
+        return load_manifest(Path(model_dir)), None
+    except (OSError, ValueError, TypeError, AttributeError, KeyError) as e:
+        what = f"{type(e).__name__}: {e}" if not isinstance(e, json.JSONDecodeError) else \
+            f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
+        return None, f"{path} is damaged ({what}): rebuild the model with `{rebuild_command(Path(model_dir))}`"
+
+
+def rebuild_command(model_dir: Path) -> str:
+    """The command that rebuilds ``model_dir``: a preset's ``NAME-PRECISION`` directory, else a generic hint."""
+    name = Path(model_dir).name
+    for preset in sorted(PRESETS, key=len, reverse=True):
+        for precision in PRECISIONS:
+            if name == f"{preset}-{precision}":
+                return f"flint model build {preset} --precision {precision} --force"
+    return "flint model build --from-hf HF_DIR --name NAME --force"
+
+
 def is_current(model_dir: Path, precision: str) -> bool:
     """A complete build made with the current weight recipe for its precision (an older recipe is rebuilt:
-    ``flint model build`` after an upgrade replaces it, atomically, as any build does)."""
-    m = load_manifest(model_dir)
+    ``flint model build`` after an upgrade replaces it, atomically, as any build does). A damaged
+    flint.json is not current: it is rebuilt."""
+    m, _ = read_manifest(model_dir)
     return m is not None and precision in PRECISIONS and m.quant == PRECISIONS[precision][1]
 
 
@@ -426,7 +449,9 @@ def list_models() -> list[Manifest]:
         for d in sorted(root.iterdir()):
             if d.name.startswith("."):
                 continue
-            m = load_manifest(d)
+            m, problem = read_manifest(d)
+            if problem is not None:
+                log.warning("%s", problem)
             if m is not None:
                 out.append(m)
     return out

@@ -51,27 +51,50 @@ class ModelNotBuilt(RuntimeError):
 
 
 def resolve_model_dir(model: str | Path | None = None) -> Path:
-    """A model directory from a path, a preset name (default precision) or FLINT_MODEL / the default."""
+    """A model directory from a path, a preset name (default precision) or FLINT_MODEL / the default.
+
+    Raises ModelNotBuilt with a message that says what is wrong, with which file, and what to run."""
+    from .build import read_manifest
+
     model = model or os.environ.get("FLINT_MODEL") or DEFAULT_MODEL
-    p = Path(str(model)).expanduser()
-    if p.is_dir():
-        if load_manifest(p) is None:
-            raise ModelNotBuilt(f"{p} is not a complete Flint model directory (no flint.json)")
-        return p
     name = str(model)
+    p = Path(name).expanduser()
+
+    def manifest_of(d: Path) -> Manifest | None:
+        m, problem = read_manifest(d)
+        if problem is not None:
+            raise ModelNotBuilt(problem)
+        return m
+
+    if p.is_dir():
+        if manifest_of(p) is None:
+            raise ModelNotBuilt(f"{p} is not a Flint model directory (it has no flint.json): build one with "
+                                f"`flint model build` (a preset) or `flint model build --from-hf HF_DIR`, or "
+                                f"pass a preset name ({', '.join(sorted(PRESETS))})")
+        return p
+    looks_like_path = p.is_absolute() or name.startswith((".", "~")) or os.sep in name or "/" in name
+    if looks_like_path:
+        what = "is a file, not a model directory" if p.exists() else "does not exist"
+        raise ModelNotBuilt(f"model directory {p} {what}: build a model with `flint model build` (models go to "
+                            f"{paths.models_dir()}), or pass a preset name ({', '.join(sorted(PRESETS))})")
     candidates = []
     if name in PRESETS:
         candidates.append(paths.models_dir() / f"{name}-{PRESETS[name].default_precision}")
     candidates.append(paths.models_dir() / name)
-    for c in candidates:
-        if load_manifest(c) is not None:
-            return c
     if paths.models_dir().exists():  # any precision of that name
-        for c in sorted(paths.models_dir().glob(f"{name}-*")):
-            if load_manifest(c) is not None:
+        candidates.extend(sorted(paths.models_dir().glob(f"{name}-*")))
+    damaged: list[str] = []
+    for c in candidates:
+        try:
+            if c.is_dir() and manifest_of(c) is not None:
                 return c
-    raise ModelNotBuilt(f"model {name!r} is not built: run `flint model build {name}` "
-                        f"(looked in {paths.models_dir()})")
+        except ModelNotBuilt as e:
+            damaged.append(str(e))
+    if damaged:
+        raise ModelNotBuilt(damaged[0])
+    hint = f"flint model build {name}" if name in PRESETS else \
+        f"flint model build (presets: {', '.join(sorted(PRESETS))}) or flint model build --from-hf HF_DIR --name {name}"
+    raise ModelNotBuilt(f"model {name!r} is not built: run `{hint}` (looked in {paths.models_dir()})")
 
 
 @dataclass

@@ -90,26 +90,73 @@ class Endpoint:
         return f"{self.scheme}://{self.host}:{self.port}{self.path}"
 
 
+LOCAL_NAMES = ("localhost", "localhost.localdomain")
+RESOLVE_TIMEOUT_S = 1.0
+
+
+def _resolve(host: str, timeout: float = RESOLVE_TIMEOUT_S) -> list[str]:
+    """The addresses ``host`` resolves to ([] when it does not, or not within ``timeout``: getaddrinfo has
+    no timeout of its own, so it runs on a helper thread)."""
+    out: list[str] = []
+
+    def look() -> None:
+        try:
+            out.extend(str(info[4][0]) for info in socket.getaddrinfo(host, None))
+        except (OSError, UnicodeError):
+            pass
+
+    t = threading.Thread(target=look, name="flint-resolve", daemon=True)
+    t.start()
+    t.join(timeout)
+    return [] if t.is_alive() else list(out)
+
+
 def is_loopback(host: str) -> bool:
-    if host.lower() in ("localhost", "localhost.localdomain") or host.lower().endswith(".localhost"):
-        return True
+    """A loopback IP address, or a ``localhost`` name that resolves to loopback addresses only (a name is
+    just a name: /etc/hosts or DNS may point ``localhost`` or ``*.localhost`` anywhere)."""
+    h = host.strip("[]").lower().rstrip(".")
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return ipaddress.ip_address(h.split("%")[0]).is_loopback
+    except ValueError:
+        pass
+    if h not in LOCAL_NAMES and not h.endswith(".localhost"):
+        return False
+    addrs = _resolve(h)
+    try:
+        return bool(addrs) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addrs)
     except ValueError:
         return False
 
 
+def safe_url(url: str) -> str:
+    """``url`` fit for a message or a log: credentials, query and fragment (where keys get pasted) hidden."""
+    try:
+        parts = urlsplit(url.strip())
+        netloc = parts.netloc
+        if "@" in netloc:
+            netloc = "***@" + netloc.rsplit("@", 1)[1]
+        query = "?***" if parts.query else ""
+        fragment = "#***" if parts.fragment else ""
+        return f"{parts.scheme}://{netloc}{parts.path}{query}{fragment}" if parts.scheme else \
+            (url.split("?", 1)[0].split("#", 1)[0] + query + fragment)
+    except ValueError:
+        return "<unreadable URL>"
+
+
 def parse_endpoint(url: str, allow_insecure_http: bool = False) -> Endpoint:
-    """Check and split a base URL. Raises ValueError with a message fit for the user."""
+    """Check and split a base URL. Raises ValueError with a message fit for the user (and never repeats a
+    key the URL may carry)."""
+    shown = repr(safe_url(url))
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https"):
-        raise ValueError(f"remote URL must start with http:// or https://, got {url!r}")
-    if not parts.hostname:
-        raise ValueError(f"remote URL has no host: {url!r}")
+        raise ValueError(f"remote URL must start with http:// or https://, got {shown}")
     if parts.username or parts.password:
         raise ValueError("remote URL must not carry credentials: use remoteApiKey or $" + API_KEY_ENV)
+    if not parts.hostname:
+        raise ValueError(f"remote URL has no host: {shown}")
     if parts.query or parts.fragment:
-        raise ValueError(f"remote URL must be a base URL without query or fragment, got {url!r}")
+        raise ValueError(f"remote URL must be a base URL without query or fragment (a key goes in remoteApiKey "
+                         f"or ${API_KEY_ENV}), got {shown}")
     host = parts.hostname
     if parts.scheme == "http" and not is_loopback(host) and not allow_insecure_http:
         raise ValueError(f"plain http:// to {host} would send code unencrypted: use https://, a loopback "
@@ -117,7 +164,7 @@ def parse_endpoint(url: str, allow_insecure_http: bool = False) -> Endpoint:
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError as e:
-        raise ValueError(f"remote URL has a bad port: {url!r}") from e
+        raise ValueError(f"remote URL has a bad port: {shown}") from e
     path = parts.path.rstrip("/")
     for tail in ("/completions", "/chat/completions"):  # a full endpoint URL given: take its base
         if path.endswith(tail):

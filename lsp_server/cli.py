@@ -8,11 +8,15 @@ import logging
 import sys
 from pathlib import Path
 
+SHUTDOWN_BUDGET_S = 0.5  # after exit or a lost connection: time for the session to stop, then the process ends
+
 
 def _setup_logging(verbose: bool) -> None:
-    # stdout is the protocol in stdio mode: logs always go to stderr
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # stdout is the protocol in stdio mode: logs always go to stderr (secrets redacted: lsp_server/logs.py)
+    from lsp_server import logs
+
+    logs.register_env_secrets()
+    logs.setup(verbose)
 
 
 def cmd_model_build(args: argparse.Namespace) -> int:
@@ -84,6 +88,12 @@ def cmd_complete(args: argparse.Namespace) -> int:
     except ModelNotBuilt as e:
         print(f"flint: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # a damaged build (a truncated weight file, a bad tokenizer): say which, no traceback
+        model_dir = _model_dir_or_name(args.model)
+        print(f"flint: the model {model_dir} could not be loaded ({type(e).__name__}: {e}); rebuild it with "
+              f"`flint model build --force`, or run `flint -v complete ...` for details", file=sys.stderr)
+        logging.getLogger("flint").debug("load failed", exc_info=True)
+        return 2
     load_s = time.perf_counter() - t0
     params = GenParams(max_tokens=args.max_tokens, max_lines=args.max_lines, n=args.n)
     comps, t = eng.complete(prefix, suffix, params)
@@ -117,24 +127,26 @@ def cmd_complete(args: argparse.Namespace) -> int:
 
 
 
+def _model_dir_or_name(model: str | None) -> str:
+    from engine.engine import ModelNotBuilt, resolve_model_dir
+
+    try:
+        return str(resolve_model_dir(model))
+    except ModelNotBuilt:
+        return str(model)
+
+
 # ---- serve / stats (the language server) ---------------------------------------------------------------
-
-_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
-
 
 def _parse_tcp(value: str) -> tuple[str, int]:
     """HOST:PORT on a loopback address only: the server has no authentication."""
-    import ipaddress
+    from engine.remote import is_loopback
 
     host, sep, port = value.rpartition(":")
     host = host.strip("[]")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"expected HOST:PORT, got {value!r}")
-    try:
-        loopback = host in _LOOPBACK_NAMES or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    if not is_loopback(host):  # a name counts only when it resolves to loopback addresses
         raise ValueError(f"{host!r} is not a loopback address: Flint only listens on 127.0.0.1 / ::1 / localhost")
     return host, int(port)
 
@@ -142,8 +154,16 @@ def _parse_tcp(value: str) -> tuple[str, int]:
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
 
+    from lsp_server import logs
     from lsp_server.server import create_server
     from lsp_server.settings import parse_settings
+
+    if args.tcp and args.stdio:
+        print("flint: --stdio and --tcp exclude each other", file=sys.stderr)
+        return 2
+    client_log = logs.ClientLogHandler(verbose=args.verbose)
+    logs.register_env_secrets()
+    logs.setup(args.verbose, stderr_always=args.log_stderr, client=client_log, log_file=args.log_file)
 
     raw: dict[str, object] = {}
     if args.model:
@@ -164,6 +184,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"flint: {e}", file=sys.stderr)
             return 2
     server = create_server(settings)
+    server.client_log = client_log
     server.session.start()  # load and warm the model now, while the editor is still starting up
     try:
         if tcp is not None:
@@ -174,9 +195,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
             os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
             sys.stdout = sys.stderr
             server.start_io(sys.stdin.buffer, proto_out)
+    except Exception:  # the process ends below without unwinding: say why first
+        logging.getLogger("flint.server").exception("the server stopped on an error")
+        server.exit_code = 1
     finally:
-        server.session.shutdown()
-    return 0
+        client_log.detach()
+        # the engine thread may be inside a prompt chunk it cannot leave: give the session a moment to stop
+        # (stats, cache), then end the process without joining any thread
+        server.begin_shutdown().join(SHUTDOWN_BUDGET_S)
+        logging.getLogger("flint.server").info("exiting with %d", server.exit_code)
+        for h in logging.getLogger().handlers:
+            h.flush()
+        sys.stderr.flush()
+        os._exit(server.exit_code)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -194,7 +225,13 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def add_server_commands(sub) -> None:
     ps = sub.add_parser("serve", help="run the language server (stdio unless --tcp)")
-    ps.add_argument("--tcp", metavar="HOST:PORT", help="listen on a loopback TCP address instead of stdio")
+    ps.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default; accepted "
+                    "because most clients pass it)")
+    ps.add_argument("--tcp", metavar="HOST:PORT", help="listen on a loopback TCP address instead of stdio "
+                    "(one client per server)")
+    ps.add_argument("--log-stderr", action="store_true", help="log every line to stderr too (by default a "
+                    "line the client received as window/logMessage is not repeated there)")
+    ps.add_argument("--log-file", metavar="PATH", help="also log to this file")
     ps.add_argument("--model", default=None, help="preset name or model directory to load at start")
     ps.add_argument("--threads", type=int, default=None, help="onnxruntime threads")
     ps.set_defaults(func=cmd_serve)
@@ -204,8 +241,11 @@ def add_server_commands(sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from engine import __version__
+
     p = argparse.ArgumentParser(prog="flint", description="Flint: local, latency-first AI code completion")
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--version", action="version", version=f"flint {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     pm = sub.add_parser("model", help="build and list models")

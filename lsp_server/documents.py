@@ -8,6 +8,7 @@ revision moves on; that is how the worker drops results nobody can use.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from dataclasses import dataclass, field
 
@@ -17,6 +18,13 @@ log = logging.getLogger(__name__)
 
 # A document larger than this is not completed (its text is still tracked so later edits stay in sync).
 MAX_DOCUMENT_CHARS = 8 * 1024 * 1024
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON decoding pairs the valid ones: what is left is lone
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone UTF-16 surrogates (an editor can hold them; no tokenizer or UTF-8 can) replaced by
+    U+FFFD. One code point for one, and each is one UTF-16 unit, so every position stays where it was."""
+    return _LONE_SURROGATE.sub("\ufffd", text) if not text.isascii() else text
 
 
 class DocumentError(Exception):
@@ -85,7 +93,7 @@ class DocumentStore:
         return self._revision
 
     def open(self, uri: str, text: str, version: int, language_id: str = "") -> Document:
-        doc = Document(uri, text, version, language_id, self._next_revision())
+        doc = Document(uri, clean_text(text), version, language_id, self._next_revision())
         with self._lock:
             if uri in self._docs:
                 log.warning("didOpen for %s which is already open: replacing its text", uri)
@@ -119,7 +127,7 @@ class DocumentStore:
         starts: list[int] | None = doc._starts
         for ch in changes:
             if ch.range is None:
-                text = ch.text
+                text = clean_text(ch.text)
                 starts = None
                 continue
             sl, sc, el, ec = ch.range
@@ -135,8 +143,9 @@ class DocumentStore:
                             uri, ch.range, len(starts))
             a = convert.position_to_offset(text, sl, sc, encoding, starts=starts, clamp_line=True)
             b = convert.position_to_offset(text, el, ec, encoding, starts=starts, clamp_line=True)
-            text = text[:a] + ch.text + text[b:]
-            starts = _patch_starts(starts, text, a, b, ch.text)
+            new = clean_text(ch.text)
+            text = text[:a] + new + text[b:]
+            starts = _patch_starts(starts, text, a, b, new)
         doc.text = text
         doc._starts = starts
         doc.version = version

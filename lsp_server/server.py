@@ -1,19 +1,30 @@
 """The pygls 2.x language server: thin, typed handlers over ``Session`` (docs/protocol.md).
 
-Three small protocol adjustments live in ``FlintProtocol``:
+Protocol adjustments live in ``FlintProtocol`` (docs/reliability.md says what each promises):
 
 - position encoding: UTF-8 whenever the client offers it (pygls takes the client's first choice);
 - document sync: Flint keeps its own incremental store (lsp_server/documents.py), so pygls' workspace
   copy is not maintained (it would double the work of every keystroke);
-- malformed params: pygls drops a request whose params do not deserialize, which leaves the client
-  waiting forever; Flint answers it with InvalidParams. Flint's own request errors (stale, cancelled)
-  are logged as one line instead of a traceback.
+- bad messages: pygls drops a request whose params do not deserialize, or that is not JSON-RPC 2.0
+  (no ``"jsonrpc": "2.0"``, a method that is not a string), which leaves the client waiting forever;
+  Flint answers InvalidParams / InvalidRequest. A notification that does not deserialize costs one log
+  line (not a traceback); a lost edit marks its document out of sync (``FlintServer.lost_sync``).
+  Flint's own request errors (stale, cancelled) are logged as one line instead of a traceback;
+- lifecycle: a request after ``shutdown`` is answered InvalidRequest; ``exit`` ends the process with
+  0 after ``shutdown`` and 1 without (``FlintServer.exit_code``);
+- secrets: every showMessage / logMessage and every error answer goes out redacted (lsp_server/logs.py).
+
+TCP (``FlintServer.start_tcp``): one client per server. A second connection while the first is open is
+told so (window/showMessage) and closed; it never sees the first client's answers nor ends its session.
+The server ends when its client's connection does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import threading
 import uuid
 from typing import Any
 
@@ -21,13 +32,16 @@ import attrs
 from cattrs import transform_error
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol, lsp_method
+from pygls.protocol.json_rpc import JsonRPCNotification
 
 from engine import __version__
 
 from . import convert
 from .documents import Change, DocumentError
+from .logs import ClientLogHandler, redact
 from .session import RequestError, Session, Suggestions
 from .settings import Settings, parse_settings
 
@@ -52,12 +66,34 @@ class FlintRequestError(JsonRpcException):
 
 @attrs.define
 class _Malformed:
-    """A request whose params could not be read: answered with InvalidParams."""
+    """A request that could not be read: answered with ``code`` (InvalidParams, InvalidRequest)."""
 
     id: Any
     method: str
     error: str
+    code: int = types.ErrorCodes.InvalidParams
     jsonrpc: str = "2.0"
+
+
+@attrs.define
+class _BadNotification:
+    """A notification whose params could not be read: one log line (and, for an edit, a lost document)."""
+
+    method: str
+    error: str
+    params: Any = None
+    jsonrpc: str = "2.0"
+
+
+def _valid_id(msg_id: Any) -> bool:
+    return isinstance(msg_id, str | int) and not isinstance(msg_id, bool)
+
+
+def _detail(exc: Exception) -> str:
+    try:
+        return "; ".join(transform_error(exc))
+    except Exception:
+        return str(exc)
 
 
 class FlintProtocol(LanguageServerProtocol):
@@ -76,6 +112,11 @@ class FlintProtocol(LanguageServerProtocol):
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args):
+        server = self._server
+        if isinstance(server, FlintServer):
+            server.exit_code = 0 if self._shutdown else 1  # the spec: 1 when exit comes without shutdown
+            if server.client_log is not None:
+                server.client_log.detach()
         if isinstance(self.writer, asyncio.StreamWriter):
             # TCP: pygls would sys.exit() inside the connection callback (an asyncio traceback); close
             # the connection and the listener instead, and let `flint serve` return normally
@@ -101,27 +142,97 @@ class FlintProtocol(LanguageServerProtocol):
         if (h := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield h, (params,), None
 
+    @lsp_method(types.SET_TRACE)
+    def lsp_set_trace(self, params: types.SetTraceParams):
+        yield from super().lsp_set_trace(params)
+        server = self._server
+        if isinstance(server, FlintServer) and server.client_log is not None:
+            server.client_log.refresh_level()
+
     def structure_message(self, data: dict[str, Any]):
-        if isinstance(data, dict) and "jsonrpc" in data and "id" in data and "method" in data:
-            request_type = self.get_message_type(data["method"]) or JsonRPCRequestMessage
+        # json.loads calls this for every object, innermost first; only a message has "jsonrpc"
+        if not isinstance(data, dict) or "jsonrpc" not in data or "method" not in data:
+            return super().structure_message(data)
+        method = data["method"]
+        version = data["jsonrpc"]
+        if "id" in data:
+            if version != "2.0" or not isinstance(method, str) or not _valid_id(data["id"]):
+                what = (f'"jsonrpc" must be "2.0", got {version!r}' if version != "2.0" else
+                        "method must be a string" if not isinstance(method, str) else
+                        "id must be a string or an integer")
+                return _Malformed(data["id"] if _valid_id(data["id"]) else None, repr(method), what,
+                                  types.ErrorCodes.InvalidRequest)
+            request_type = self.get_message_type(method) or JsonRPCRequestMessage
             try:
                 return self._converter.structure(data, request_type)
             except Exception as exc:
-                try:
-                    detail = "; ".join(transform_error(exc))
-                except Exception:
-                    detail = str(exc)
-                return _Malformed(data["id"], str(data["method"]), detail)
-        return super().structure_message(data)
+                return _Malformed(data["id"], method, _detail(exc))
+        if version != "2.0" or not isinstance(method, str):
+            return _BadNotification(repr(method), "method must be a string" if version == "2.0" else
+                                    f'"jsonrpc" must be "2.0", got {version!r}')
+        try:  # pygls would log two tracebacks for a notification that does not deserialize
+            return self._converter.structure(data, self.get_message_type(method) or JsonRPCNotification)
+        except Exception as exc:
+            return _BadNotification(method, _detail(exc), data.get("params"))
 
     def handle_message(self, message):
         if isinstance(message, _Malformed):
-            log.warning("request %s %s has malformed params: %s", message.id, message.method, message.error)
+            log.warning("request %s %s is malformed: %s", message.id, message.method, message.error)
+            kind = "invalid params for" if message.code == types.ErrorCodes.InvalidParams else "invalid request"
+            if message.id is None:
+                self.send_null_id_error(message.code, f"{kind} {message.method}: {message.error}")
+            else:
+                self._send_response(message.id, error=types.ResponseError(
+                    code=message.code, message=f"{kind} {message.method}: {message.error}"))
+            return
+        if isinstance(message, _BadNotification):
+            log.warning("notification %s ignored: %s", message.method, message.error[:500])
+            if message.method == types.TEXT_DOCUMENT_DID_CHANGE and isinstance(self._server, FlintServer):
+                uri = _uri_of(message.params)
+                if uri is not None:
+                    self._server.lost_sync(uri, f"an edit could not be read ({message.error[:200]})")
+            return
+        if not hasattr(message, "jsonrpc"):  # not a JSON-RPC 2.0 message at all
+            self._invalid(message, 'not a JSON-RPC 2.0 message (it needs "jsonrpc": "2.0")')
+            return
+        if message.jsonrpc != "2.0":
+            self._invalid(message, f'"jsonrpc" must be "2.0", got {message.jsonrpc!r}')
+            return
+        method = getattr(message, "method", None)
+        if self._shutdown and method is not None and method != types.EXIT and hasattr(message, "id"):
+            log.info("request %s %s after shutdown: refused", message.id, method)
             self._send_response(message.id, error=types.ResponseError(
-                code=types.ErrorCodes.InvalidParams,
-                message=f"invalid params for {message.method}: {message.error}"))
+                code=types.ErrorCodes.InvalidRequest,
+                message=f"{method}: the server is shutting down (shutdown was requested); only exit is accepted"))
             return
         return super().handle_message(message)
+
+    def _invalid(self, message: Any, why: str) -> None:
+        """A message that is not JSON-RPC 2.0: a request (it has an id and a method) gets InvalidRequest."""
+        get = message.get if isinstance(message, dict) else (lambda k, d=None: getattr(message, k, d))
+        msg_id, method = get("id"), get("method")
+        log.warning("message %s ignored: %s", f"{method!r} (id {msg_id!r})" if method is not None else
+                    type(message).__name__, why)
+        if method is not None and msg_id is not None:
+            self._send_response(msg_id if _valid_id(msg_id) else None, error=types.ResponseError(
+                code=types.ErrorCodes.InvalidRequest, message=f"invalid request: {why}"))
+        elif not isinstance(message, dict):  # a batch or a bare value: nothing to tie an answer to
+            self.send_null_id_error(types.ErrorCodes.InvalidRequest, f"invalid request: {why}")
+
+    def send_null_id_error(self, code: int, message: str) -> None:
+        """The JSON-RPC answer to a message whose id cannot be known: ``"id": null`` (which pygls omits)."""
+        self._send_data({"jsonrpc": "2.0", "id": None, "error": {"code": int(code), "message": redact(message)}})
+
+    def notify(self, method: str, params: Any | None = None):
+        if method in (types.WINDOW_SHOW_MESSAGE, types.WINDOW_LOG_MESSAGE) and \
+                isinstance(getattr(params, "message", None), str):
+            params.message = redact(params.message)  # type: ignore[union-attr]
+        return super().notify(method, params)
+
+    def _send_response(self, msg_id, result=None, error=None):
+        if error is not None and isinstance(error.message, str):
+            error.message = redact(error.message)
+        return super()._send_response(msg_id, result, error)
 
     def _send_handler_result(self, future, *, msg_id):
         if not future.cancelled() and isinstance(future.exception(), FlintRequestError):
@@ -145,6 +256,11 @@ class FlintServer(LanguageServer):
         self.pending_warnings: list[str] = []
         self._tasks: set[asyncio.Task] = set()
         self._shown_error: str | None = None
+        self.client_log: ClientLogHandler | None = None  # set by `flint serve`: log lines to the client
+        self.exit_code = 1  # until an exit after shutdown says 0 (a lost connection is not a clean exit)
+        self.desynced: dict[str, str] = {}  # uri -> why Flint's copy of it can no longer be trusted
+        self._stopping: threading.Thread | None = None
+        self._connected = False  # TCP: the one client is connected
 
     def _send_status(self, status: dict[str, Any]) -> None:
         if not self.initialized:
@@ -173,6 +289,98 @@ class FlintServer(LanguageServer):
     def report_server_error(self, error: Exception, source) -> None:
         # malformed notifications and the like: the server stays up; say so in the log, not in a popup
         log.warning("protocol error (%s): %s", getattr(source, "__name__", source), error)
+        if isinstance(error, json.JSONDecodeError):  # the JSON-RPC answer to a body that is not JSON
+            if isinstance(self.protocol, FlintProtocol):
+                self.protocol.send_null_id_error(types.ErrorCodes.ParseError, f"parse error: {error}")
+
+    def lost_sync(self, uri: str, why: str) -> None:
+        """An edit of ``uri`` could not be applied, so Flint's copy differs from the editor's: forget it
+        and refuse completions there (clearly) until the editor opens it again."""
+        first = uri not in self.desynced
+        self.desynced[uri] = why
+        self.session.did_close(uri)
+        log.warning("lost sync with %s: %s; completions there are off until it is reopened", uri, why)
+        if first and self.initialized:
+            self.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Warning,
+                message=f"Flint: lost track of {uri.rsplit('/', 1)[-1]} ({why}); close and reopen it to get "
+                        "suggestions there again"))
+
+    def begin_shutdown(self) -> threading.Thread:
+        """Stop the session on a helper thread (once): the engine may be inside a prompt chunk it cannot
+        leave, and neither the shutdown answer nor the event loop may wait for it."""
+        if self._stopping is None:
+            def stop() -> None:
+                try:
+                    self.session.stats.flush()  # first: joining the engine thread may outlast the process
+                except Exception:
+                    pass
+                self.session.shutdown()
+
+            self._stopping = threading.Thread(target=stop, name="flint-shutdown", daemon=True)
+            self._stopping.start()
+        return self._stopping
+
+    def shutdown(self) -> None:
+        """pygls' end of the transport, without waiting for its thread pool (the stdin reader thread may sit
+        in a read that never returns)."""
+        if self._stop_event is not None:
+            self._stop_event.set()
+        if self._thread_pool is not None:
+            self._thread_pool.shutdown(wait=False, cancel_futures=True)
+        if self._server is not None:
+            self._server.close()
+
+    def start_tcp(self, host: str, port: int) -> None:
+        """Serve one client over TCP (see the module docstring); returns when its connection ends."""
+        self._stop_event = threading.Event()
+
+        async def serve() -> None:
+            done = asyncio.get_running_loop().create_future()
+
+            async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                peer = writer.get_extra_info("peername")
+                if self._connected:
+                    log.warning("refused a second connection from %s: this server serves one client", peer)
+                    body = json.dumps({"jsonrpc": "2.0", "method": types.WINDOW_SHOW_MESSAGE, "params": {
+                        "type": int(types.MessageType.Error),
+                        "message": "Flint: this server already serves another client (one client per server): "
+                                   "start another `flint serve` for this one"}}).encode()
+                    try:
+                        writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                        await writer.drain()
+                    finally:
+                        writer.close()
+                    return
+                self._connected = True
+                log.info("client connected from %s", peer)
+                self.protocol.set_writer(writer)  # type: ignore[arg-type]
+                try:
+                    await run_async(stop_event=self._stop_event, reader=reader, protocol=self.protocol,  # type: ignore[arg-type]
+                                    logger=log, error_handler=self.report_server_error)
+                finally:
+                    log.info("client connection from %s closed", peer)
+                    if not done.done():
+                        done.set_result(None)
+
+            listener = await asyncio.start_server(connected, host, port)
+            self._server = listener
+            log.info("listening on %s", ", ".join(str(sock.getsockname()) for sock in listener.sockets))
+            try:
+                await done
+            finally:
+                listener.close()
+
+        try:
+            asyncio.run(serve())
+        except (KeyboardInterrupt, SystemExit):
+            pass
+
+
+def _uri_of(params: Any) -> str | None:
+    doc = params.get("textDocument") if isinstance(params, dict) else None
+    uri = doc.get("uri") if isinstance(doc, dict) else None
+    return uri if isinstance(uri, str) else None
 
 
 def load_engine(settings: Settings):
@@ -231,6 +439,11 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
     @server.feature(types.INITIALIZE)
     def initialize(ls: FlintServer, params: types.InitializeParams) -> None:
         session.attach_loop(asyncio.get_running_loop())
+        if params.trace is not None:
+            ls.protocol.trace = params.trace
+        if ls.client_log is not None:  # from now on log lines go to the client, with their levels
+            ls.client_log.attach(ls, asyncio.get_running_loop())
+            ls.client_log.refresh_level()
         session.encoding = convert.encoding_name(ls.workspace.position_encoding)
         new, warnings = parse_settings(params.initialization_options, session.settings)
         ls.pending_warnings.extend(warnings)
@@ -251,7 +464,7 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: FlintServer, params: None) -> None:
-        session.shutdown()
+        ls.begin_shutdown()  # answered at once; the engine stops on its own time
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: FlintServer, params: types.DidChangeConfigurationParams) -> None:
@@ -279,6 +492,7 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: FlintServer, params: types.DidOpenTextDocumentParams) -> None:
         d = params.text_document
+        ls.desynced.pop(d.uri, None)
         session.documents.open(d.uri, d.text, d.version, d.language_id)
         session.did_change(d.uri)
 
@@ -292,12 +506,15 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
             else:
                 changes.append(Change(c.text))
         uri = params.text_document.uri
+        if uri in ls.desynced:
+            return  # its text is unknown until it is opened again
+        if session.documents.revision(uri) is None:  # never opened (a client bug): nothing to diverge from
+            log.warning("didChange for %s which is not open: ignored", uri)
+            return
         try:
             doc = session.documents.change(uri, params.text_document.version, changes, session.encoding)
         except DocumentError as e:
-            log.warning("didChange ignored: %s", e)
-            ls.window_log_message(types.LogMessageParams(type=types.MessageType.Warning,
-                                                         message=f"Flint: didChange ignored: {e}"))
+            ls.lost_sync(uri, f"an edit could not be applied: {e}")
             return
         cursor = None
         if len(changes) == 1 and changes[0].range is not None:
@@ -309,6 +526,8 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: FlintServer, params: types.DidCloseTextDocumentParams) -> None:
+        if ls.desynced.pop(params.text_document.uri, None) is not None:
+            return  # forgotten already
         session.did_close(params.text_document.uri)
 
     # ---- completion -----------------------------------------------------------------------------
@@ -364,6 +583,10 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
 
     async def _suggest(uri: str, pos: types.Position, *, invoked: bool, n: int | None = None,
                        variants: bool = False) -> Suggestions:
+        if uri in server.desynced:
+            raise FlintRequestError(code=types.LSPErrorCodes.RequestFailed,
+                                    message=f"Flint lost track of this document's text ({server.desynced[uri]}): "
+                                            "close and reopen it")
         try:
             return await session.suggest(uri, pos.line, pos.character, invoked=invoked, n=n, variants=variants)
         except RequestError as e:

@@ -2,8 +2,8 @@
 
 Raw options come from ``initializationOptions`` or ``workspace/didChangeConfiguration`` as camelCase
 JSON, either bare or under a ``flint`` key. Each field is checked on its own: a bad value costs only
-that field (it keeps its default) and produces a warning the server shows to the user. Parsing never
-raises.
+that field (it keeps its current value: a typo in ``model`` must not reload another model) and produces a
+warning the server shows to the user. Parsing never raises, and never repeats a secret back.
 """
 
 from __future__ import annotations
@@ -171,19 +171,20 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
     """Resolve raw client options into Settings, starting from ``base`` (defaults if None).
 
     Returns the settings and a list of warnings (empty when everything was understood). Fields the client
-    did not send keep their value from ``base``; fields it sent wrong fall back to the default.
+    did not send, and fields it sent wrong, keep their value from ``base``; ``null`` resets a field to
+    its default.
     """
     base = base or Settings()
     defaults = Settings()
     if raw is None:
         return base, []
     if not isinstance(raw, dict):
-        return base, [f"Flint settings must be an object, got {type(raw).__name__}; using defaults"]
+        return base, [f"Flint settings must be an object, got {type(raw).__name__}; keeping the current settings"]
     if isinstance(raw.get("flint"), dict):
         raw = raw["flint"]
     elif "flint" in raw and raw["flint"] is not None:
         return base, [f"Flint settings 'flint' must be an object, got {type(raw['flint']).__name__}; "
-                      "using defaults"]
+                      "keeping the current settings"]
     elif "flint" in raw:
         raw = {}
     changes: dict[str, Any] = {}
@@ -200,11 +201,11 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
         try:
             changes[name] = check(value)
         except ValueError as err:
-            changes[name] = getattr(defaults, name)
             secret = name in SECRET_FIELDS  # a secret's value is never repeated back
             msg = "expected a string" if secret else str(err)
-            shown = "none" if secret else repr(getattr(defaults, name))
-            warnings.append(f"Flint: invalid setting {key}: {msg}; using {shown}")
+            current = getattr(base, name)
+            shown = ("the current key" if current else "none") if secret else repr(current)
+            warnings.append(f"Flint: invalid setting {key}: {msg}; keeping {shown}")
     out = replace(base, **changes)
     if out.routing != "local":
         if not out.remote_url and not out.capable_model:
@@ -213,9 +214,20 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
             try:
                 parse_endpoint(out.remote_url, out.remote_allow_insecure_http)
             except ValueError as e:
-                warnings.append(f"Flint: remoteUrl: {e}; answering locally")
-                out = replace(out, remote_url="")
+                keep = base.remote_url if _endpoint_ok(base.remote_url, out.remote_allow_insecure_http) else ""
+                warnings.append(f"Flint: remoteUrl: {e}; " + (f"keeping {keep}" if keep else "answering locally"))
+                out = replace(out, remote_url=keep)
     return out, warnings
+
+
+def _endpoint_ok(url: str, allow_insecure_http: bool) -> bool:
+    if not url:
+        return False
+    try:
+        parse_endpoint(url, allow_insecure_http)
+    except ValueError:
+        return False
+    return True
 
 
 def to_camel(settings: Settings) -> dict[str, Any]:

@@ -208,7 +208,7 @@ def test_garbage_database_is_rebuilt(tmp_path):
     assert c2.get(key("p")) is None  # gone, and no exception
     assert c2.stats["rebuilds"] == 1
     assert c2.put(key("p"), comps("again")) and c2.get(key("p"))[0].text == "again#0"
-    assert not list(tmp_path.glob("c.corrupt-*"))  # the damaged copy was removed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]  # nothing left beside the directory
 
 
 def test_half_written_database_is_rebuilt(tmp_path):
@@ -250,9 +250,10 @@ def test_another_process_rebuilding_is_followed(tmp_path):
     a.put(key("p"), comps("v"))
     b = CompletionCache(d)
     assert b.get(key("p")) is not None
-    # process "a" finds damage and rebuilds; "b" notices the new directory within INODE_CHECK_S
-    with a._lock:
-        a._cache = a._rebuild("test", a._inode)
+    # process "a" finds damage and rebuilds; "b" notices the new database within INODE_CHECK_S
+    old = a._cache
+    a._cache = a._rebuild("test", a._inode)
+    old.close()
     a.put(key("q"), comps("new"))
     time.sleep(1.1)
     assert b.get(key("q")) is not None and b.get(key("p")) is None
@@ -262,3 +263,130 @@ def test_another_process_rebuilding_is_followed(tmp_path):
 def test_tiny_caps_are_clamped(tmp_path, size_mb):
     c = CompletionCache(tmp_path / "c", size_mb=size_mb)
     assert c.size_mb == 1 and c.put(key("p"), comps("v"))
+
+
+# ------------------------------------------------------------------ only Flint's own files, last resort
+
+
+def test_a_rebuild_removes_only_flints_database_files(tmp_path):
+    d = tmp_path / "shared"
+    d.mkdir()
+    (d / "notes.txt").write_text("the user's own file")
+    (d / "project").mkdir()
+    (d / "project" / "main.py").write_text("print('hi')")
+    c = CompletionCache(d)
+    assert c.put(key("p"), comps("v"))
+    c.close()
+    (d / "cache.db").write_bytes(b"garbage " * 2000)
+    c2 = CompletionCache(d)
+    assert c2.get(key("p")) is None and c2.stats["rebuilds"] == 1
+    assert (d / "notes.txt").read_text() == "the user's own file"
+    assert (d / "project" / "main.py").read_text() == "print('hi')"
+    assert c2.put(key("p"), comps("again")) and c2.get(key("p"))[0].text == "again#0"
+
+
+def test_another_programs_database_is_left_alone(tmp_path, caplog):
+    import sqlite3
+
+    d = tmp_path / "d"
+    d.mkdir()
+    con = sqlite3.connect(d / "cache.db")
+    con.execute("CREATE TABLE invoices (id INTEGER, amount REAL)")
+    con.execute("INSERT INTO invoices VALUES (1, 9.5)")
+    con.commit()
+    con.close()
+    before = (d / "cache.db").read_bytes()
+    c = CompletionCache(d)
+    assert c.get(key("p")) is None and not c.put(key("p"), comps("v"))
+    assert (d / "cache.db").read_bytes() == before and c.stats["rebuilds"] == 0
+    assert "another program's database" in caplog.text
+    # a file that is not a database at all, in a directory Flint never used: not Flint's either
+    e = tmp_path / "e"
+    e.mkdir()
+    (e / "cache.db").write_bytes(b"not sqlite " * 100)
+    c = CompletionCache(e)
+    assert c.get(key("p")) is None and (e / "cache.db").read_bytes() == b"not sqlite " * 100
+
+
+def test_a_locked_database_opens_later_without_stalling_the_caller(tmp_path, monkeypatch, caplog):
+    import sqlite3
+
+    import engine.cache as cache_mod
+
+    d = tmp_path / "c"
+    first = CompletionCache(d)
+    assert first.put(key("old"), comps("v"))
+    first.close()
+    # another process holds the write lock: opening writes settings, and diskcache retries for a minute
+    holder = sqlite3.connect(d / "cache.db", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("INSERT INTO Settings VALUES ('x', 1)")
+    monkeypatch.setattr(cache_mod, "RETRY_S", 0.1)
+    c = CompletionCache(d)
+    t0 = time.monotonic()
+    assert c.get(key("p")) is None
+    assert not c.put(key("p"), comps("v"))
+    assert time.monotonic() - t0 < cache_mod.OPEN_WAIT_S + 1.0
+    assert "slow to open" in caplog.text
+    holder.execute("ROLLBACK")
+    holder.close()
+    deadline = time.monotonic() + 30
+    while not c.put(key("p"), comps("v")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert c.get(key("p"))[0].text == "v#0" and c.stats["rebuilds"] == 0
+
+
+def test_a_write_lock_held_elsewhere_costs_a_lookup_little(tmp_path):
+    import sqlite3
+
+    d = tmp_path / "c"
+    c = CompletionCache(d)
+    assert c.put(key("p"), comps("v"))
+    holder = sqlite3.connect(d / "cache.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+    holder.execute("INSERT INTO Settings VALUES ('x', 1)")
+    try:
+        t0 = time.monotonic()
+        assert c.get(key("p"))[0].text == "v#0"  # WAL: readers go on beside a writer
+        assert not c.put(key("q"), comps("w"))  # a skipped write, not an error and not a rebuild
+        assert time.monotonic() - t0 < 3.0
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert c.stats["rebuilds"] == 0 and c.stats["errors"] == 0
+    assert c.put(key("q"), comps("w"))
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 1 MiB filesystem (tmpfs) when this process may mount one; else None."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    ok = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
+                        capture_output=True).returncode == 0
+    yield mnt if ok else None
+    if ok:  # lazily: a connection another thread opened may still hold a file until it is collected
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_full_disk_keeps_the_entries_and_never_rebuilds(tmp_path, small_disk, caplog):
+    d = (small_disk or tmp_path) / "c"
+    c = CompletionCache(d, size_mb=64)
+    assert c.put(key("early"), comps("kept"))
+    (d / "mine.txt").write_text("user data")
+    if small_disk is None:  # no mount here: SQLite's own page cap gives the same SQLITE_FULL
+        c._current()._con.execute("PRAGMA max_page_count = 40")
+    written = 0
+    for i in range(2000):
+        if not c.put(key(f"p{i}"), comps("x" * 4000 + str(i))):
+            break
+        written += 1
+    assert written < 2000, "the disk never filled"
+    assert c.stats["rebuilds"] == 0 and c.stats["errors"] == 1
+    assert not c.put(key("more"), comps("y"))  # writes pause instead of failing again and again
+    assert c.stats["errors"] == 1
+    assert caplog.text.count("writes paused") == 1
+    assert c.get(key("early"))[0].text == "kept#0"  # reads go on
+    assert c.get(key(f"p{written - 1}")) is not None
+    assert (d / "mine.txt").read_text() == "user data"
+    c.close()

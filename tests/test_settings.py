@@ -49,12 +49,35 @@ def test_flint_section_is_unwrapped():
     ({"model": ""}, "model", "model"),
     ({"debounceMs": 10 ** 9}, "debounce_ms", "debounceMs"),
 ])
-def test_invalid_field_warns_and_uses_its_default(raw, field, bad):
-    s, warnings = parse_settings({**raw, "maxLines": 5} if field != "max_lines" else raw)
-    assert getattr(s, field) == getattr(Settings(), field)
-    assert len(warnings) == 1 and bad in warnings[0]
+def test_invalid_field_warns_and_keeps_its_current_value(raw, field, bad):
+    current, _ = parse_settings({"model": "/models/mine", "maxVariants": 2, "maxLines": 6, "multiline": "never",
+                                 "enable": False, "threads": 3, "debounceMs": 20})
+    s, warnings = parse_settings({**raw, "maxLines": 5} if field != "max_lines" else raw, base=current)
+    assert getattr(s, field) == getattr(current, field) != getattr(Settings(), field)
+    assert len(warnings) == 1 and bad in warnings[0] and repr(getattr(current, field)) in warnings[0]
     if field != "max_lines":
         assert s.max_lines == 5  # a bad field does not cost the good ones
+
+
+def test_a_typo_in_model_keeps_the_loaded_model():
+    current, _ = parse_settings({"model": "qwen2.5-coder-1.5b"})
+    s, warnings = parse_settings({"model": 15}, base=current)
+    assert s.model == "qwen2.5-coder-1.5b" and s.engine_key() == current.engine_key()
+    assert "keeping 'qwen2.5-coder-1.5b'" in warnings[0]
+
+
+def test_a_bad_key_is_never_repeated_and_the_current_one_kept():
+    current, _ = parse_settings({"remoteApiKey": "sk-live-123456"})
+    s, warnings = parse_settings({"remoteApiKey": ["sk-live-999999"]}, base=current)
+    assert s.remote_api_key == "sk-live-123456"
+    assert "sk-live" not in warnings[0] and "keeping the current key" in warnings[0]
+
+
+def test_a_key_pasted_into_remote_url_is_not_echoed():
+    s, warnings = parse_settings({"routing": "hybrid", "remoteUrl": "https://gpu.example/v1?api-key=sk-SECRET42"})
+    assert s.remote_url == "" and warnings
+    assert all("sk-SECRET42" not in w for w in warnings), warnings
+    assert any("?***" in w for w in warnings)
 
 
 def test_unknown_key_warns():
@@ -63,9 +86,10 @@ def test_unknown_key_warns():
 
 
 @pytest.mark.parametrize("raw", [[1, 2], "fast", 3, {"flint": [1]}])
-def test_wrong_shape_warns_and_keeps_defaults(raw):
-    s, warnings = parse_settings(raw)
-    assert s == Settings() and len(warnings) == 1
+def test_wrong_shape_warns_and_keeps_the_current_settings(raw):
+    current, _ = parse_settings({"maxLines": 2})
+    s, warnings = parse_settings(raw, base=current)
+    assert s == current and len(warnings) == 1
 
 
 def test_change_starts_from_current_settings():
