@@ -377,6 +377,8 @@ async def test_newer_request_supersedes_older_one(client: LanguageClient):
     preamble = "".join(f"def helper_{i}(values):\n    return [v * {i} for v in values if v > {i}]\n\n\n"
                        for i in range(40))
     text = preamble + "def merge(a, b):\n    "
+    await wait_ready(client)  # a request made while the model loads is answered at its deadline instead
+    await wait_idle(client)
     uri = open_doc(client, text + "\n")
     line, col = end_of(text)
     first = send_inline(client, inline_params(uri, line, col, invoked=True))
