@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.postprocess import CUT_OFF_REASONS, Mode, postprocess
+from engine.postprocess import CUT_OFF_REASONS, Mode, Suggestion, postprocess
+from engine.rank import order_at_cursor
 from engine.types import Completion
 
 from . import convert
@@ -40,7 +41,7 @@ def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *
                 cursor: tuple[int, int], eol: str, starts: list[int], encoding: str, max_lines: int,
                 backend: str) -> list[Item]:
     """One item per distinct suggestion, best first (``prefix``/``suffix``: the state's LF text)."""
-    items: list[Item] = []
+    kept: list[tuple[Completion, Suggestion]] = []
     seen: set[tuple[str, int]] = set()
     for c in comps:
         truncated = c.finish_reason in CUT_OFF_REASONS
@@ -48,6 +49,12 @@ def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *
         if sug is None or (sug.text, sug.replace) in seen:
             continue
         seen.add((sug.text, sug.replace))
+        kept.append((c, sug))
+    # worth to insert first: code before a comment-only or placeholder variant, complete before unfinished
+    order = order_at_cursor([sug.text for _, sug in kept], prefix, suffix) if len(kept) > 1 else [0] * len(kept)
+    items: list[Item] = []
+    for i in order:
+        c, sug = kept[i]
         end = doc_position_after(text, offset, sug.replace, encoding, starts)
         items.append(Item(len(items), sug.text.replace("\n", eol) if eol != "\n" else sug.text,
                           cursor, end, round(c.ttft_ms, 1), round(c.total_ms, 1), c.source,
