@@ -67,7 +67,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
     import time
 
     from engine.engine import Engine, EngineConfig, ModelNotBuilt
-    from engine.postprocess import CUT_OFF_REASONS, decide_mode, postprocess, split_cursor
+    from engine.postprocess import CUT_OFF_REASONS, budget_for, postprocess
     from engine.types import GenParams
 
     try:
@@ -95,13 +95,16 @@ def cmd_complete(args: argparse.Namespace) -> int:
         logging.getLogger("flint").debug("load failed", exc_info=True)
         return 2
     load_s = time.perf_counter() - t0
-    params = GenParams(max_tokens=args.max_tokens, max_lines=args.max_lines, n=args.n)
+    # the generation is sized by the context (a line, one statement, the rest of a body) unless asked
+    budget = budget_for(prefix, suffix, max_lines=args.max_lines or 8)
+    max_lines = args.max_lines or budget.max_lines
+    params = GenParams(max_tokens=args.max_tokens or budget.max_tokens,
+                       max_lines=max_lines + (1 if budget.mode == "multi" else 0), n=args.n)
     comps, t = eng.complete(prefix, suffix, params)
     # what an editor would show: the server's post-processing (one line or a block, cut where the model
     # runs past the code or repeats the text after the cursor)
-    line_prefix, line_suffix = split_cursor(prefix, suffix)
-    mode = decide_mode(line_prefix, line_suffix)
-    shown = [postprocess(c.text, prefix, suffix, mode=mode, max_lines=args.max_lines or 8,
+    mode = budget.mode
+    shown = [postprocess(c.text, prefix, suffix, mode=mode, max_lines=max_lines,
                          truncated=c.finish_reason in CUT_OFF_REASONS) for c in comps]
     if args.json:
         print(json.dumps({
@@ -267,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     pc.add_argument("--json", action="store_true")
     pc.add_argument("--raw", action="store_true", help="print the model's raw text, not the suggestion")
     pc.add_argument("--model", default=None, help="preset name or model directory")
-    pc.add_argument("--max-tokens", type=int, default=64)
+    pc.add_argument("--max-tokens", type=int, default=None,
+                    help="default: sized by the context (a line, a statement, the rest of a body)")
     pc.add_argument("--max-lines", type=int, default=None)
     pc.add_argument("--threads", type=int, default=None)
     pc.set_defaults(func=cmd_complete)
