@@ -375,7 +375,7 @@ class Run:
 
 async def warm_start(server: Server, uri: str, doc: str, cursor: int, st: SegmentStats) -> None:
     """The cursor lands at the spot and the editor asks there once; typing starts when the server has
-    finished that first generation (or 30 s passed)."""
+    finished that first generation (or 60 s passed)."""
     n_status = len(server.statuses)
     t0 = time.perf_counter()
     _, fut = server.request("textDocument/inlineCompletion", {
@@ -383,7 +383,7 @@ async def warm_start(server: Server, uri: str, doc: str, cursor: int, st: Segmen
     answered_at, msg = await asyncio.wait_for(fut, 120)
     if ((msg.get("result") or {}).get("items") or [{}])[0].get("insertText"):
         st.first_request_s = round(answered_at - t0, 3)
-    deadline = time.perf_counter() + 30
+    deadline = time.perf_counter() + 60
     while time.perf_counter() < deadline:
         engine_says = [p["message"] for _, p in server.statuses[n_status:]
                        if p.get("message") in ("generating", "ready")]
@@ -665,6 +665,9 @@ def summarize(runs: list[Run]) -> dict:
         "first_request_s": [s.first_request_s for s in segs if s.first_generation_s is not None],
         "first_generation_s": [s.first_generation_s for s in segs if s.first_generation_s is not None],
         "first_suggestion_after_open_s": {"per_segment": [s.first_suggestion_s for s in segs],
+                                          # no suggestion in a file: none came within this long
+                                          "none_within_s": [round(s.typing_s + IDLE_WINDOW_S, 1) for s in segs
+                                                            if s.first_suggestion_s is None],
                                           "p50": pct(first_open, 50),
                                           "none": sum(s.first_suggestion_s is None for s in segs)}
         if run.typist == "open" else None,
@@ -816,7 +819,9 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
         f = s["first_suggestion_after_open_s"]
         if f is None:
             return "–"
-        return f"{secs(f['p50'])} ({seclist(f['per_segment'])})"
+        vals = ", ".join(f"{x:.1f}" for x in f["per_segment"] if x is not None)
+        nones = ", ".join(f"none in {x:.0f}" for x in f.get("none_within_s", []))
+        return f"{secs(f['p50'])} ({', '.join(v for v in (vals, nones) if v)})"
 
     rows = [
         ("keystrokes (chars, Enter, Tab)", [str(s["keystrokes"]) for s in summaries]),
@@ -1034,14 +1039,14 @@ async def amain(args) -> int:
         "seed": args.seed,
     }
     print_table(summaries)
-    plots = plot(groups, out)
-    (out / "replay.md").write_text(report(summaries, meta, plots))
     (out / "replay.json").write_text(json.dumps({
         "meta": meta, "summaries": summaries,
         "runs": [{"config": r.config, "server": r.server, "typist": r.typist, "mode": r.mode, "round": r.round,
                   "wall_s": round(r.wall_s, 1), "segments": [asdict(s) for s in r.segments],
                   "keys": [{k: v for k, v in asdict(key).items() if k != "sent"} for key in r.keys]}
                  for r in runs]}, indent=None, separators=(",", ":")))
+    plots = plot(groups, out)
+    (out / "replay.md").write_text(report(summaries, meta, plots))
     print(f"wrote {out / 'replay.md'}")
     return 0
 
