@@ -186,6 +186,8 @@ class Server:
         self._id = 0
         self.pending: dict[int, asyncio.Future] = {}
         self.statuses: list[tuple[float, dict]] = []
+        self.refreshes: list[tuple[float, dict]] = []
+        self._refresh: asyncio.Future | None = None
         self._reader: asyncio.Task | None = None
         self.ready = asyncio.Event()
         self.stderr_path: Path | None = None
@@ -216,6 +218,12 @@ class Server:
     def cancel(self, msg_id: int) -> None:
         self.notify("$/cancelRequest", {"id": msg_id})
 
+    def refresh_signal(self) -> asyncio.Future:
+        """A future that completes at the next flint/refresh."""
+        if self._refresh is None or self._refresh.done():
+            self._refresh = asyncio.get_running_loop().create_future()
+        return self._refresh
+
     def cpu_s(self) -> float:
         """CPU seconds (user + system, all threads) the server process has used so far."""
         assert self.proc is not None
@@ -242,6 +250,10 @@ class Server:
                 self.statuses.append((now, msg["params"]))
                 if msg["params"].get("state") in ("ready", "error"):
                     self.ready.set()
+            elif msg.get("method") == "flint/refresh":
+                self.refreshes.append((now, msg.get("params") or {}))
+                if self._refresh is not None and not self._refresh.done():
+                    self._refresh.set_result(None)
 
     async def stop(self) -> None:
         if self.proc is None:
@@ -344,6 +356,7 @@ class Key:
     saved: int = 0
     at: int = 0  # characters of the segment's text typed after this keystroke (the state it leaves)
     gap_s: float | None = None  # time to the next keystroke in the segment (None: the segment's last)
+    refreshes: int = 0  # flint/refresh notifications for this state the editor asked again on
 
 
 @dataclass
@@ -400,143 +413,168 @@ async def replay(server: Server, segments: list[Segment], typist: Typist, seed: 
     for seg_no, seg in enumerate(segments):
         if len(run.keys) >= max_keys:
             break
-        st = SegmentStats(seg.name, seg.file_lines)
-        run.segments.append(st)
-        uri = f"file:///replay/{seg_no}-{Path(seg.path).name}"
-        doc = seg.before + seg.after
-        cursor = len(seg.before)
-        version = 1
-        server.notify("textDocument/didOpen", {"textDocument": {
-            "uri": uri, "languageId": seg.language, "version": version, "text": doc}})
-        run.target_chars += len(seg.typed)
-        await asyncio.sleep(typist.open_then_type_s or 1.0)  # the file is open; the user starts a moment later
-        if typist.open_then_type_s is None:
-            await warm_start(server, uri, doc, cursor, st)
-        typed = 0  # characters of seg.typed in the document
-        shown: tuple[str, float, int] | None = None  # (text, time shown, document version)
-        last_req: tuple[int, asyncio.Future, Key] | None = None
-        seg_keys: list[Key] = []
-        first_answer: float | None = None
-        next_at = time.perf_counter()
-        cpu0 = server.cpu_s()
+        await type_segment(server, seg, seg_no, typist, seed, run, max_keys)
 
-        def harvest(req: tuple[int, asyncio.Future, Key] | None, now_version: int) -> None:
-            """Record answers that arrived; the latest one for the current version is on screen."""
-            nonlocal shown, first_answer
-            if req is None:
-                return
-            _, fut, key = req
-            if key.outcome != "pending" or not fut.done():
-                return
-            t, msg = fut.result()
-            if "error" in msg:
-                key.outcome = "superseded" if msg["error"].get("code") in (-32800, -32801, -32802) else "error"
-                return
-            items = (msg.get("result") or {}).get("items") or []
-            if not items or not items[0].get("insertText"):
-                key.outcome = "empty"
-                return
+
+async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist, seed: int, run: Run,
+                       max_keys: int) -> None:
+    """Open one file, type its region back keystroke by keystroke, watch the server idle, close it."""
+    st = SegmentStats(seg.name, seg.file_lines)
+    run.segments.append(st)
+    uri = f"file:///replay/{seg_no}-{Path(seg.path).name}"
+    doc = seg.before + seg.after
+    cursor = len(seg.before)
+    version = 1
+    server.notify("textDocument/didOpen", {"textDocument": {
+        "uri": uri, "languageId": seg.language, "version": version, "text": doc}})
+    run.target_chars += len(seg.typed)
+    await asyncio.sleep(typist.open_then_type_s or 1.0)  # the file is open; the user starts a moment later
+    if typist.open_then_type_s is None:
+        await warm_start(server, uri, doc, cursor, st)
+    typed = 0  # characters of seg.typed in the document
+    shown: tuple[str, float, int] | None = None  # (text, time shown, document version)
+    last_req: tuple[int, asyncio.Future, Key] | None = None
+    again: tuple[int, asyncio.Future, Key] | None = None  # the editor asking again after flint/refresh
+    n_refresh = len(server.refreshes)
+    seg_keys: list[Key] = []
+    first_answer: float | None = None
+    next_at = time.perf_counter()
+    cpu0 = server.cpu_s()
+
+    def show(key: Key, t: float, msg: dict, now_version: int) -> bool:
+        """Take a non-empty answer for ``key``'s state; the latest one for the current version is on
+        screen. False when the answer held no suggestion."""
+        nonlocal shown, first_answer
+        items = (msg.get("result") or {}).get("items") or []
+        if not items or not items[0].get("insertText"):
+            return False
+        if key.outcome != "suggestion":
             key.outcome = "suggestion"
             key.latency_ms = (t - key.sent) * 1000
-            if first_answer is None:
-                first_answer = t
             status = next((p for ts, p in reversed(server.statuses)
                            if ts <= t and ANSWER_RE.match(p.get("message", ""))), None)
             if status is not None:
                 m = ANSWER_RE.match(status["message"])
                 key.source, key.origin = m.group(1), m.group(3) or ("disk" if m.group(1) == "disk" else None)
-            text = items[0]["insertText"]
-            if shown is not None and shown[2] == now_version and shown[0] and \
-                    (text.startswith(shown[0]) or shown[0].startswith(text)):
-                shown = (text, shown[1], now_version)  # the same suggestion, on screen since it first came
-            else:
-                shown = (text, t, now_version)
+        if first_answer is None:
+            first_answer = t
+        text = items[0]["insertText"]
+        if shown is not None and shown[2] == now_version and shown[0] and \
+                (text.startswith(shown[0]) or shown[0].startswith(text)):
+            shown = (text, shown[1], now_version)  # the same suggestion, on screen since it first came
+        else:
+            shown = (text, t, now_version)
+        return True
 
-        while typed < len(seg.typed) and len(run.keys) < max_keys:
-            # wait for the next action, recording answers as they come
-            while True:
-                harvest(last_req, version)
-                now = time.perf_counter()
-                if now >= next_at:
-                    break
-                waiters = [last_req[1]] if last_req and not last_req[1].done() else []
-                if waiters:
-                    await asyncio.wait(waiters, timeout=next_at - now)
-                else:
-                    await asyncio.sleep(next_at - now)
-            harvest(last_req, version)
-            rest = seg.typed[typed:]
-            action, text = None, ""
-            if shown is not None and shown[2] == version and time.perf_counter() - shown[1] >= typist.reaction_s:
-                ghost = shown[0].replace("\r\n", "\n")
-                first = ghost.split("\n", 1)[0]
-                if ghost.strip() and rest.startswith(ghost):
-                    action, text = "tab", ghost
-                elif "\n" in ghost and first.strip() and rest.startswith(first + "\n"):
-                    action, text = "tab-line", first
-            if action is None:
-                ch = rest[0]
-                if ch == "\n":
-                    nxt = rest[1:].split("\n", 1)[0]
-                    indent = nxt[: len(nxt) - len(nxt.lstrip(" \t"))]
-                    action, text = "enter", "\n" + indent
-                else:
-                    action, text = "char", ch
-            in_ghost = (action in ("char", "enter") and shown is not None and shown[2] == version
-                        and shown[0].replace("\r\n", "\n").startswith(text))
-            # the edit
-            pos = utf16_position(doc, cursor)
-            doc = doc[:cursor] + text + doc[cursor:]
-            cursor += len(text)
-            typed += len(text)
-            version += 1
-            if last_req is not None and last_req[2].outcome == "pending":
-                server.cancel(last_req[0])  # as VS Code does when it asks again
-                last_req[2].outcome = "superseded"
-            sent = time.perf_counter()
-            server.notify("textDocument/didChange", {
-                "textDocument": {"uri": uri, "version": version},
-                "contentChanges": [{"range": {"start": pos, "end": pos}, "text": text}]})
-            key = Key(seg.name, action, text, sent, in_ghost=in_ghost,
-                      saved=len(text) - 1 if action in ("tab", "tab-line") else 0, at=typed)
-            if seg_keys:
-                seg_keys[-1].gap_s = round(sent - seg_keys[-1].sent, 3)
-            seg_keys.append(key)
-            run.keys.append(key)
-            msg_id, fut = server.request("textDocument/inlineCompletion", {
-                "context": {"triggerKind": 2}, "textDocument": {"uri": uri},
-                "position": utf16_position(doc, cursor)})
-            last_req = (msg_id, fut, key)
-            shown = (shown[0][len(text):], shown[1], version) if in_ghost and shown is not None else None
-            next_at = sent + typist.interval(state_rng(seed, seg_no, typed), text)
-        if not seg_keys:
-            continue
-        t_last = seg_keys[-1].sent
-        st.typing_s = round(t_last - seg_keys[0].sent, 3)
-        st.typing_cpu_s = round(server.cpu_s() - cpu0, 2)
-        # the user stops: let the last answer land and sample the server's CPU meanwhile
-        prev = server.cpu_s()
-        for step in range(1, round(IDLE_WINDOW_S / IDLE_STEP_S) + 1):
-            wake = t_last + step * IDLE_STEP_S
-            while time.perf_counter() < wake:
-                harvest(last_req, version)
-                waiters = [last_req[1]] if last_req and not last_req[1].done() else []
-                left = wake - time.perf_counter()
-                if left <= 0:
-                    break
-                if waiters:
-                    await asyncio.wait(waiters, timeout=left)
-                else:
-                    await asyncio.sleep(left)
-            now_cpu = server.cpu_s()
-            st.idle_cores.append(round((now_cpu - prev) / IDLE_STEP_S, 3))
-            prev = now_cpu
-        harvest(last_req, version)
+    def harvest(now_version: int) -> None:
+        """Record answers that arrived; ask again (as VS Code's extension does) on a flint/refresh for
+        this document's current version once the keystroke's own request is answered."""
+        nonlocal again, n_refresh
+        if last_req is not None and last_req[2].outcome == "pending" and last_req[1].done():
+            key = last_req[2]
+            t, msg = last_req[1].result()
+            if "error" in msg:
+                key.outcome = "superseded" if msg["error"].get("code") in (-32800, -32801, -32802) else "error"
+            elif not show(key, t, msg, now_version):
+                key.outcome = "empty"
+        if again is not None and again[1].done():
+            t, msg = again[1].result()
+            if "error" not in msg:
+                show(again[2], t, msg, now_version)
+            again = None
+        while n_refresh < len(server.refreshes):
+            _, params = server.refreshes[n_refresh]
+            doc_id = params.get("textDocument") or {}
+            if last_req is None or last_req[2].outcome == "pending" or again is not None:
+                break  # the pending answer comes anyway; look at this refresh again later
+            n_refresh += 1
+            if doc_id.get("uri") == uri and doc_id.get("version") in (None, now_version):
+                last_req[2].refreshes += 1
+                msg_id, fut = server.request("textDocument/inlineCompletion", {
+                    "context": {"triggerKind": 1}, "textDocument": {"uri": uri},
+                    "position": utf16_position(doc, cursor)})
+                again = (msg_id, fut, last_req[2])
+
+    async def pump(until: float) -> None:
+        """Wait until ``until``, taking answers and refreshes as they come."""
+        while True:
+            harvest(version)
+            left = until - time.perf_counter()
+            if left <= 0:
+                return
+            waiters = [r[1] for r in (last_req, again) if r is not None and not r[1].done()]
+            waiters.append(server.refresh_signal())
+            await asyncio.wait(waiters, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+
+    while typed < len(seg.typed) and len(run.keys) < max_keys:
+        await pump(next_at)  # wait for the next action, recording answers as they come
+        rest = seg.typed[typed:]
+        action, text = None, ""
+        if shown is not None and shown[2] == version and time.perf_counter() - shown[1] >= typist.reaction_s:
+            ghost = shown[0].replace("\r\n", "\n")
+            first = ghost.split("\n", 1)[0]
+            if ghost.strip() and rest.startswith(ghost):
+                action, text = "tab", ghost
+            elif "\n" in ghost and first.strip() and rest.startswith(first + "\n"):
+                action, text = "tab-line", first
+        if action is None:
+            ch = rest[0]
+            if ch == "\n":
+                nxt = rest[1:].split("\n", 1)[0]
+                indent = nxt[: len(nxt) - len(nxt.lstrip(" \t"))]
+                action, text = "enter", "\n" + indent
+            else:
+                action, text = "char", ch
+        in_ghost = (action in ("char", "enter") and shown is not None and shown[2] == version
+                    and shown[0].replace("\r\n", "\n").startswith(text))
+        # the edit
+        pos = utf16_position(doc, cursor)
+        doc = doc[:cursor] + text + doc[cursor:]
+        cursor += len(text)
+        typed += len(text)
+        version += 1
         if last_req is not None and last_req[2].outcome == "pending":
+            server.cancel(last_req[0])  # as VS Code does when it asks again
             last_req[2].outcome = "superseded"
-        if typist.open_then_type_s is not None and first_answer is not None:
-            st.first_suggestion_s = round(first_answer - seg_keys[0].sent, 3)
-        server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+        if again is not None:
+            server.cancel(again[0])
+            again = None
+        sent = time.perf_counter()
+        server.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"range": {"start": pos, "end": pos}, "text": text}]})
+        key = Key(seg.name, action, text, sent, in_ghost=in_ghost,
+                  saved=len(text) - 1 if action in ("tab", "tab-line") else 0, at=typed)
+        if seg_keys:
+            seg_keys[-1].gap_s = round(sent - seg_keys[-1].sent, 3)
+        seg_keys.append(key)
+        run.keys.append(key)
+        msg_id, fut = server.request("textDocument/inlineCompletion", {
+            "context": {"triggerKind": 2}, "textDocument": {"uri": uri},
+            "position": utf16_position(doc, cursor)})
+        last_req = (msg_id, fut, key)
+        shown = (shown[0][len(text):], shown[1], version) if in_ghost and shown is not None else None
+        next_at = sent + typist.interval(state_rng(seed, seg_no, typed), text)
+    if not seg_keys:
+        return
+    t_last = seg_keys[-1].sent
+    st.typing_s = round(t_last - seg_keys[0].sent, 3)
+    st.typing_cpu_s = round(server.cpu_s() - cpu0, 2)
+    # the user stops: let the last answer land and sample the server's CPU meanwhile
+    prev = server.cpu_s()
+    for step in range(1, round(IDLE_WINDOW_S / IDLE_STEP_S) + 1):
+        await pump(t_last + step * IDLE_STEP_S)
+        now_cpu = server.cpu_s()
+        st.idle_cores.append(round((now_cpu - prev) / IDLE_STEP_S, 3))
+        prev = now_cpu
+    harvest(version)
+    if last_req is not None and last_req[2].outcome == "pending":
+        last_req[2].outcome = "superseded"
+    if again is not None:
+        server.cancel(again[0])
+    if typist.open_then_type_s is not None and first_answer is not None:
+        st.first_suggestion_s = round(first_answer - seg_keys[0].sent, 3)
+    server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
 
 
 def git_commit(tree: str) -> str:
@@ -590,6 +628,10 @@ def pct(values: list[float], q: float) -> float | None:
     return s[max(0, min(len(s) - 1, math.ceil(q / 100 * len(s)) - 1))]
 
 
+def finite(v: float | None) -> float | None:
+    return None if v is None or math.isinf(v) else v
+
+
 def pause_shown(keys: list[Key], pause_s: float = PAUSE_S, within_ms: float = SHOWN_MS) -> tuple[int, int]:
     """(pauses, pauses whose keystroke was answered with a suggestion within ``within_ms``). A pause is a
     gap of at least ``pause_s`` to the next keystroke, or a segment's last keystroke (the user stops)."""
@@ -629,7 +671,8 @@ def summarize(runs: list[Run]) -> dict:
     idle_after = [statistics.fmean(s.idle_cores[round(2 / IDLE_STEP_S):]) for s in segs
                   if len(s.idle_cores) > round(2 / IDLE_STEP_S)]
     settles = [idle_settle_s(s.idle_cores) for s in segs if s.idle_cores]
-    first_open = [s.first_suggestion_s for s in segs if s.first_suggestion_s is not None]
+    # a file with no suggestion at all counts as slower than every file with one
+    first_open = [math.inf if s.first_suggestion_s is None else s.first_suggestion_s for s in segs]
     long_first = [s.first_suggestion_s if run.typist == "open" else s.first_request_s for s in segs
                   if s.file_lines >= 2000]
     return {
@@ -668,10 +711,10 @@ def summarize(runs: list[Run]) -> dict:
                                           # no suggestion in a file: none came within this long
                                           "none_within_s": [round(s.typing_s + IDLE_WINDOW_S, 1) for s in segs
                                                             if s.first_suggestion_s is None],
-                                          "p50": pct(first_open, 50),
+                                          "p50": finite(pct(first_open, 50)),
                                           "none": sum(s.first_suggestion_s is None for s in segs)}
         if run.typist == "open" else None,
-        "first_suggestion_long_file_s": {"p50": pct([x for x in long_first if x is not None], 50),
+        "first_suggestion_long_file_s": {"p50": finite(pct([math.inf if x is None else x for x in long_first], 50)),
                                          "per_segment": long_first, "none": sum(x is None for x in long_first)},
         "cpu_s_per_typing_min": round(typing_cpu / (typing_s / 60), 1) if typing_s else None,
         "typing_min": round(typing_s / 60, 2),
@@ -991,33 +1034,6 @@ async def amain(args) -> int:
     }
     order = [(t, s, m) for t in typists for s in servers for m in modes]
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
-    runs: list[Run] = []
-    try:
-        for rnd in range(args.rounds):
-            for t, s, m in order:
-                name = config_name(s, t, m)
-                cache = work / f"{s}-{t}-r{rnd}"  # restart reuses the cache its `on` filled this round
-                env = {**os.environ, "PYTHONUNBUFFERED": "1", "FLINT_HOME": str(cache / "home"),
-                       "FLINT_CACHE_DIR": str(cache / ("cache" if m != "off" else "cache-off"))}
-                if m == "on":
-                    shutil.rmtree(cache, ignore_errors=True)
-                print(f"[{name} r{rnd}] {len(segments)} functions, up to {args.keys} keystrokes ...", flush=True)
-                run = Run(name, s, t, m, rnd)
-                await run_config(run, servers[s], mode_opts[m], segments, TYPISTS[t], args, env, logs)
-                sm = summarize([run])
-                print(f"[{name} r{rnd}] {sm['keystrokes']} keys in {sm['wall_s']} s: answered "
-                      f"{share(sm['with_suggestion'] / max(1, sm['keystrokes']))}, pauses {share(sm['pauses']['share'])}, "
-                      f"p50 {ms(sm['latency_ms']['p50'])}, p95 {ms(sm['latency_ms']['p95'])}, saved "
-                      f"{share(sm['chars_saved_share'])}, cpu/min {sm['cpu_s_per_typing_min']}", flush=True)
-                runs.append(run)
-    finally:
-        if args.keep_logs:
-            print(f"server logs kept in {logs}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    groups = group(runs)
-    summaries = [summarize(rs) for rs in groups.values()]
-    add_overlap(groups, summaries)
     meta = {
         "command": "python scripts/bench_replay.py " + " ".join(sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
@@ -1038,17 +1054,56 @@ async def amain(args) -> int:
         "typists": {t: TYPISTS[t].describe() for t in typists},
         "seed": args.seed,
     }
-    print_table(summaries)
+    runs: list[Run] = []
+    try:
+        for rnd in range(args.rounds):
+            for t, s, m in order:
+                name = config_name(s, t, m)
+                cache = work / f"{s}-{t}-r{rnd}"  # restart reuses the cache its `on` filled this round
+                env = {**os.environ, "PYTHONUNBUFFERED": "1", "FLINT_HOME": str(cache / "home"),
+                       "FLINT_CACHE_DIR": str(cache / ("cache" if m != "off" else "cache-off"))}
+                if m == "on":
+                    shutil.rmtree(cache, ignore_errors=True)
+                print(f"[{name} r{rnd}] {len(segments)} functions, up to {args.keys} keystrokes ...", flush=True)
+                run = Run(name, s, t, m, rnd)
+                try:
+                    await run_config(run, servers[s], mode_opts[m], segments, TYPISTS[t], args, env, logs)
+                except Exception as e:  # one broken server must not lose the other configurations
+                    print(f"[{name} r{rnd}] failed: {type(e).__name__}: {e}", flush=True)
+                    continue
+                sm = summarize([run])
+                print(f"[{name} r{rnd}] {sm['keystrokes']} keys in {sm['wall_s']} s: answered "
+                      f"{share(sm['with_suggestion'] / max(1, sm['keystrokes']))}, pauses {share(sm['pauses']['share'])}, "
+                      f"p50 {ms(sm['latency_ms']['p50'])}, p95 {ms(sm['latency_ms']['p95'])}, saved "
+                      f"{share(sm['chars_saved_share'])}, cpu/min {sm['cpu_s_per_typing_min']}", flush=True)
+                runs.append(run)
+                write_outputs(runs, meta, out, final=False)  # a partial replay.json survives an interruption
+    finally:
+        if args.keep_logs:
+            print(f"server logs kept in {logs}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    write_outputs(runs, meta, out, final=True)
+    return 0
+
+
+def write_outputs(runs: list[Run], meta: dict, out: Path, final: bool) -> None:
+    """replay.json and replay.md (+ PNGs when ``final``) from the runs so far."""
+    groups = group(runs)
+    summaries = [summarize(rs) for rs in groups.values()]
+    add_overlap(groups, summaries)
+    meta = {**meta, "complete": final}
     (out / "replay.json").write_text(json.dumps({
         "meta": meta, "summaries": summaries,
         "runs": [{"config": r.config, "server": r.server, "typist": r.typist, "mode": r.mode, "round": r.round,
                   "wall_s": round(r.wall_s, 1), "segments": [asdict(s) for s in r.segments],
                   "keys": [{k: v for k, v in asdict(key).items() if k != "sent"} for key in r.keys]}
                  for r in runs]}, indent=None, separators=(",", ":")))
-    plots = plot(groups, out)
-    (out / "replay.md").write_text(report(summaries, meta, plots))
-    print(f"wrote {out / 'replay.md'}")
-    return 0
+    if final:
+        print_table(summaries)
+        plots = plot(groups, out)
+        (out / "replay.md").write_text(report(summaries, meta, plots))
+        print(f"wrote {out / 'replay.md'}")
 
 
 def main() -> int:
