@@ -993,6 +993,8 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
         "each round, one server process at a time, each on a fresh FLINT_CACHE_DIR"
         + (" (restart: the cache its `on` filled)" if any(s["mode"] == "restart" for s in summaries) else "") + ".",
         "",
+        *(["**Partial run**: only the configurations in the table below had finished when this was written.", ""]
+          if not meta.get("complete", True) else []),
         "Held-out code is typed back into the real `flint serve` over stdio, as VS Code drives an "
         "inline-completion server: one `didChange` per keystroke, an automatic `textDocument/inlineCompletion` "
         "right after it (the previous one cancelled with `$/cancelRequest` if still open), Tab when the "
