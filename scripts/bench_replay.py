@@ -413,8 +413,11 @@ async def warm_start(server: Server, uri: str, doc: str, cursor: int, st: Segmen
         n_refresh = len(server.refreshes)
         if st.first_request_s is None and (refreshed or (ready and not asked_at_ready)):
             asked_at_ready = asked_at_ready or ready
+            # on refresh VS Code asks as an explicit trigger (1); at ready, what the next automatic ask
+            # would find (2: an invoked ask may start a whole-window generation of its own)
             _, again = server.request("textDocument/inlineCompletion", {
-                "context": {"triggerKind": 1}, "textDocument": {"uri": uri}, "position": position})
+                "context": {"triggerKind": 1 if refreshed else 2}, "textDocument": {"uri": uri},
+                "position": position})
             t_again, msg = await asyncio.wait_for(again, 120)
             if has_suggestion(msg):
                 st.first_request_s = round(t_again - t0, 3)
