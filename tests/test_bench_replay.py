@@ -1,0 +1,93 @@
+"""The replay benchmark's pure helpers (no model, no server): regions, timing, pause and CPU accounting."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[1] / "scripts" / "bench_replay.py"
+_spec = importlib.util.spec_from_file_location("bench_replay", _PATH)
+assert _spec is not None and _spec.loader is not None
+bench = importlib.util.module_from_spec(_spec)
+sys.modules["bench_replay"] = bench  # dataclasses look their module up by name
+_spec.loader.exec_module(bench)
+
+SOURCE = '''import x
+
+
+def documented(a, b):
+    """Add.
+
+    Two lines of docstring.
+    """
+    c = a + b
+    return c
+
+
+def plain(n):
+    if n:
+        return 1
+    return 0
+'''
+
+
+def test_body_region_starts_after_the_docstring_and_ends_before_the_last_line_break():
+    start, end = bench.body_region(SOURCE, "documented")
+    assert SOURCE[start:end] == "    c = a + b\n    return c"
+    assert SOURCE[end] == "\n"
+
+
+def test_body_region_without_docstring_and_unknown_function():
+    start, end = bench.body_region(SOURCE, "plain")
+    assert SOURCE[start:end] == "    if n:\n        return 1\n    return 0"
+    with pytest.raises(ValueError, match="missing"):
+        bench.body_region(SOURCE, "missing")
+
+
+def test_function_segment_cuts_at_whole_lines_and_keeps_the_document(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text(SOURCE)
+    seg = bench.function_segment(f, "plain", "m.py", max_chars=5)
+    assert seg.typed == "    if n:"
+    assert seg.before + seg.typed + seg.after == SOURCE
+    assert seg.after.startswith("\n        return 1")
+    assert seg.file_lines == SOURCE.count("\n") + 1
+
+
+def test_proc_cpu_seconds_counts_fields_after_a_command_name_with_spaces():
+    # pid (comm) state ppid ... utime (14) stime (15): comm may hold spaces and parentheses
+    stat = "4242 (python (x) y) S 1 2 3 4 5 6 7 8 9 10 250 150 0 0 20 0 3 0 100 0 0"
+    assert bench.proc_cpu_seconds(stat, 100) == pytest.approx(4.0)
+
+
+def test_typist_timing_depends_only_on_the_editor_state():
+    t = bench.TYPISTS["think"]
+    a = t.interval(bench.state_rng(0, 1, 17), "x")
+    b = t.interval(bench.state_rng(0, 1, 17), "x")
+    assert a == b
+    assert a != t.interval(bench.state_rng(0, 1, 18), "x")
+    # Enter always pauses for this typist; a steady typist never pauses
+    assert t.interval(random.Random(3), "\n    ") >= t.enter_pause_s
+    steady = bench.TYPISTS["steady"]
+    assert all(steady.interval(random.Random(i), " ") <= steady.key_s * (1 + steady.jitter) for i in range(200))
+
+
+def _key(gap, outcome="suggestion", latency=10.0):
+    return bench.Key("s", "char", "x", 0.0, latency_ms=latency if outcome == "suggestion" else None,
+                     outcome=outcome, gap_s=gap)
+
+
+def test_pause_shown_counts_long_gaps_and_the_last_keystroke():
+    keys = [_key(0.1), _key(0.6, latency=40), _key(0.9, latency=400), _key(0.7, "empty"), _key(None, latency=20)]
+    assert bench.pause_shown(keys) == (4, 2)
+
+
+def test_idle_settle_finds_when_the_server_stays_idle():
+    assert bench.idle_settle_s([1.0, 0.9, 0.01, 0.0], step_s=0.5) == 1.0
+    assert bench.idle_settle_s([0.0, 0.5, 0.0, 0.0], step_s=0.5) == 1.0
+    assert bench.idle_settle_s([0.0, 0.0], step_s=0.5) == 0.0
+    assert bench.idle_settle_s([0.0, 0.8], step_s=0.5) is None
