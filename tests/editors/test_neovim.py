@@ -325,18 +325,25 @@ def test_neovim_switches_with_stub(neovim_env, stub_server, tmp_path, artifacts)
         nv.close()
 
 
+
+def checkhealth(nv: Nvim, timeout: float) -> str:
+    """Run :checkhealth flint and return its buffer once the server check has answered (or failed)."""
+    nv.send(":checkhealth flint<CR>")
+    deadline = time.time() + timeout
+    text = ""
+    while time.time() < deadline and "answered initialize" not in text and "ERROR" not in text:
+        time.sleep(0.3)
+        text = nv.expr("join(getline(1, '$'), \"\\n\")")
+    return text
+
+
 def test_neovim_checkhealth_with_stub(neovim_env, stub_server, tmp_path, artifacts):
     """:checkhealth flint with a custom command: the server-start check runs it and times initialize."""
     _write_sample(tmp_path / "sample.py")
     nv = Nvim(neovim_env["FLINT_NVIM"], tmp_path, stub_server, artifacts)
     try:
         nv.wait(lambda p: p["ready"], 30, "the client")
-        nv.send(":checkhealth flint<CR>")
-        deadline = time.time() + 60
-        text = ""
-        while time.time() < deadline and "answered initialize" not in text and "ERROR" not in text:
-            time.sleep(0.3)
-            text = nv.expr("join(getline(1, '$'), \"\\n\")")
+        text = checkhealth(nv, 60)
         (artifacts / "checkhealth.txt").write_text(text)
         assert "Flint: server" in text and "OK answered initialize in" in text, text
         assert "custom `cmd`" in text and "ERROR" not in text, text
@@ -353,12 +360,7 @@ def test_neovim_checkhealth_real(neovim_env, real_server, tmp_path, artifacts):
               opts={"python": real_server["python"], "cmd_env": real_server["env"]})
     try:
         nv.wait(lambda p: p["ready"], 60, "the client")
-        nv.send(":checkhealth flint<CR>")
-        deadline = time.time() + 120
-        text = ""
-        while time.time() < deadline and "answered initialize" not in text and "ERROR" not in text:
-            time.sleep(0.5)
-            text = nv.expr("join(getline(1, '$'), \"\\n\")")
+        text = checkhealth(nv, 120)
         (artifacts / "checkhealth.txt").write_text(text)
         assert "OK Python 3." in text, text
         assert "OK built: " + real_server["model"] in text, text
