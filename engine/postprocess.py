@@ -495,10 +495,14 @@ def _python_complete(src: str) -> bool:
     body = pre + src + post
     wrapped = "if 1:\n" + "\n".join(" " + ln for ln in body.split("\n"))
     try:
-        ast.parse(wrapped)
+        tree = ast.parse(wrapped)
     except (SyntaxError, ValueError):
         return False
-    return True
+    # a last line that is only a name or an attribute (``self.insert``, ``value``) parses, but as a
+    # statement it does nothing: the line is still being written (a call, an assignment follows)
+    last_no = 2 + pre.count("\n") + max(i for i, ln in enumerate(lines) if ln.strip() and not ln.strip().startswith("#"))
+    return not any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Name | ast.Attribute)
+                   and node.end_lineno == last_no for node in ast.walk(tree))
 
 
 def _heuristic_complete(src: str, keep: str) -> bool:
@@ -785,7 +789,9 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
         # a block whose last whole line leaves its statement open (a call over several lines a limit cut,
         # a line limit inside a statement): back to the last complete statement, with no dangling header
         cut = cut_block_to_complete(text, prefix, line_suffix, language)
-        text = drop_dangling_header(cut, line_prefix) if cut != text else text
+        if cut != text and cut.strip() and opens_block(cut.split("\n")[-1]):
+            cut = cut[: cut.rfind("\n")].rstrip() if "\n" in cut else ""  # a header whose body was cut off
+        text = cut
         replace = 0
     if mode == "multi" and "\n" in text and replace == 0 and line_suffix.strip().startswith("}"):
         # `{|}`: the block goes between the braces, the brace on its own line below it
