@@ -395,9 +395,9 @@ class Engine:
         L = self._reusable(self.tokens, ids)
         t.prompt_tokens = len(ids)
         t.context = self._context_labels if self._context and self._holds_block(ids) else ()
-        self.last_context = t.context
         if L == len(ids) and L == len(self.tokens) and self._last_hidden is not None:
             t.reused_tokens = L
+            self.last_context = t.context
             return self._last_hidden
         L = min(L, len(ids) - 1)  # at least one token runs, to produce the hidden state
         t.reused_tokens = L
@@ -417,6 +417,7 @@ class Engine:
             h = out[0, -1]
         assert h is not None
         self._last_hidden = h
+        self.last_context = t.context  # the whole prompt is in the KV now, the block's chunks with it
         return h
 
     def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings:

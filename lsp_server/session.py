@@ -278,6 +278,8 @@ class Session:
         block = self.workspace.gather(path, text, min(state.offset, len(text)), budget=s.context_budget,
                                       previous=self._context_block)
         self._context_block = block
+        log.debug("context for %s: %s", state.uri.rsplit("/", 1)[-1],
+                  ", ".join(block.labels()) if block is not None else "nothing")
         return block
 
     def context_status(self) -> dict[str, Any]:

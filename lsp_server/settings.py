@@ -54,9 +54,10 @@ class Settings:
     context_budget: int = DEFAULT_BUDGET
     context_sources: tuple[str, ...] = CONTEXT_SOURCES
 
-    def engine_key(self) -> tuple[str, int, int]:
-        """The settings that need the model reloaded when they change."""
-        return (self.model, self.threads, self.context_budget)
+    def engine_key(self) -> tuple[str, int]:
+        """The settings that need the model reloaded when they change (not the context budget: the KV cache
+        grows by the budget the model was loaded with; a larger block then shortens the file window)."""
+        return (self.model, self.threads)
 
     def remote_key(self) -> tuple:
         """The settings that need the capable tier (remote client or local model) rebuilt on change."""
