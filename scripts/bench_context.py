@@ -326,7 +326,7 @@ def main() -> int:
     gc.collect()
     rss0 = rss_mb()
     eng = Engine.load(args.model, config=EngineConfig(threads=args.threads, context_tokens=max(budgets)))
-    mem_spots = cross[:3]
+    mem_spots = cross[:max(1, min(3, args.keys))]
     for case in mem_spots:
         complete_line(eng, None, case)
     rss_none = rss_mb()
