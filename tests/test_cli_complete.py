@@ -31,7 +31,7 @@ def test_complete_prints_the_post_processed_suggestion_and_keeps_the_raw_text(tm
     # the suggestion is the model's text as far as it is code for this spot: a prefix of its lines
     assert first["text"].replace("\r\n", "\n").startswith(first["suggestion"].split("\n")[0])
     assert "```" not in first["suggestion"]
-    human = _complete(src)
+    human = _complete(src, "--open", str(other))  # the same prompt
     assert human.returncode == 0 and first["suggestion"].split("\n")[0] in human.stdout
-    raw = _complete(src, "--raw")
+    raw = _complete(src, "--raw", "--open", str(other))
     assert raw.returncode == 0 and first["text"].split("\n")[0] in raw.stdout
