@@ -319,6 +319,8 @@ def main() -> int:
     t0 = time.perf_counter()
     results = asyncio.run(through_server(root, arms, items, args.threads, args.model, args.patience))
     print(f"server part: {time.perf_counter() - t0:.0f} s", flush=True)
+    # kept even if the engine part is cut short (a time limit on a shared machine)
+    Path(args.out + ".server.json").write_text(json.dumps(results, indent=1, default=str))
 
     # keystrokes and memory: one engine, the block set as the server sets it
     import gc
