@@ -3,7 +3,8 @@ against, implemented fully by both: ``model_id``, ``config`` (the prompt windows
 ``max_suffix_chars``), ``kind`` (``local`` | ``capable`` | ``remote``, reported as an answer's backend),
 ``ready()`` (may it be asked now: a remote backs off after failures), ``complete(prefix, suffix, params,
 cancel, on_token)``, ``prefill(prefix, suffix, cancel)`` (idle warm-up; a no-op where there is no KV
-cache to warm) and ``close()``. Each backend clips the prompt window itself.
+cache to warm), ``set_context(block)`` / ``context_digest`` / ``context_labels`` (the repository context
+block in front of prompts: engine/context.py; a remote ignores it) and ``close()``. Each backend clips the prompt window itself.
 
 - ``LocalBackend``: an in-process ONNX model (``engine.engine.Engine``): the fast default, or the
   Qwen2.5-Coder-1.5B preset as the capable tier on one machine.
@@ -42,6 +43,21 @@ class Backend(Protocol):
         """Warm the KV cache for a prompt (idle time); False when there is nothing to warm."""
         ...
 
+    def set_context(self, block: Any) -> bool:
+        """Put a repository context block (engine.context.ContextBlock or None) in front of prompts from now
+        on; True when it changed what the backend holds."""
+        ...
+
+    @property
+    def context_digest(self) -> str:
+        """The identity of the context block in use ("" when none): part of the cache identity."""
+        ...
+
+    @property
+    def context_labels(self) -> tuple[str, ...]:
+        """The context chunks (path:line (source)) in front of the prompt the backend ran last."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -54,10 +70,11 @@ class LocalBackend:
 
     @classmethod
     def load(cls, model: str | Path | None = None, threads: int | None = None, warm: bool = True,
-             kind: str = "local") -> LocalBackend:
-        from .engine import Engine
+             kind: str = "local", context_tokens: int = 0) -> LocalBackend:
+        from .engine import Engine, EngineConfig
 
-        return cls(Engine.load(model, threads=threads, warm=warm), kind)
+        return cls(Engine.load(model, threads=threads, warm=warm, config=EngineConfig(context_tokens=context_tokens)),
+                   kind)
 
     @property
     def model_id(self) -> str:
@@ -85,6 +102,18 @@ class LocalBackend:
             return False
         warm(prefix, suffix, cancel)
         return True
+
+    def set_context(self, block: Any) -> bool:
+        setter = getattr(self.engine, "set_context", None)  # a test's stand-in engine may have no context
+        return bool(setter(block)) if setter is not None else False
+
+    @property
+    def context_digest(self) -> str:
+        return getattr(self.engine, "context_digest", "")
+
+    @property
+    def context_labels(self) -> tuple[str, ...]:
+        return tuple(getattr(self.engine, "last_context", ()))
 
     def close(self) -> None:
         pass  # the model's memory goes with the object

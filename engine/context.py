@@ -492,6 +492,19 @@ class Workspace:
         # a module's definitions by (file, text hash): parsing a big module costs tens of ms
         self._defs: dict[tuple[Path, int], dict[str, tuple[int, str]]] = {}
 
+    def set_roots(self, roots: Iterable[Path]) -> None:
+        """The workspace folders (the client's, from initialize) imports resolve in."""
+        with self._lock:
+            self.roots = [Path(r) for r in roots]
+            self._real = _real_roots(self.roots)
+            self._defs.clear()
+
+    def text(self, file: Path) -> str | None:
+        """An open document's current text (a snapshot), or None when it is not open."""
+        with self._lock:
+            d = self.docs.get(Path(file))
+            return d.text if d is not None else None
+
     def relpath(self, file: Path) -> str:
         for r in list(self.roots) + list(self._real):
             if r in file.parents:

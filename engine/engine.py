@@ -17,6 +17,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,17 @@ from . import paths
 from .manifest import Manifest, load_manifest
 from .model import OnnxDecoder, default_threads
 from .presets import DEFAULT_MODEL, PRESETS
-from .prompt import Fim, Healer, HFTokenizer, Prompt, build_prompt, choose_anchor, clip_window, safe_decode
+from .prompt import (
+    Fim,
+    Healer,
+    HFTokenizer,
+    Prompt,
+    build_prompt,
+    choose_anchor,
+    clip_window,
+    context_ids,
+    safe_decode,
+)
 from .sampling import Sampler, choose_draft_len, ngram_match
 from .types import CancelToken, Completion, GenParams, Timings, TokenCallback, stop_cut
 
@@ -130,6 +141,9 @@ class EngineConfig:
     quick_prefix_chars: int = 768
     quick_suffix_chars: int = 256
     quick_above_tokens: int = 192
+    # KV positions added for the repository context block (engine/context.py) in front of every prompt: the
+    # file window keeps its room; a block larger than this shortens the window instead
+    context_tokens: int = 0
     fast: FastPaths = field(default_factory=FastPaths)
 
 
@@ -167,7 +181,8 @@ class Engine:
         self.stop_ids = set(m.stop_token_ids) | set(m.eos_token_ids)
         try:
             self.decoder = OnnxDecoder(self.model_dir, m, threads=self.config.threads,
-                                       capacity=self.config.capacity, batch_max=self.config.batch_max,
+                                       capacity=self.config.capacity + self.config.context_tokens,
+                                       batch_max=self.config.batch_max,
                                        prefetch=("full", "code") if self.config.fast.trimmed_head else ("full",))
         finally:
             loader.join()
@@ -187,6 +202,11 @@ class Engine:
         self._ctx_w: np.ndarray | None = None
         # outputs of the last greedy generations, oldest first (drafts for the next ones)
         self._earlier: deque[list[int]] = deque(maxlen=max(1, self.config.fast.earlier_drafts))
+        # the repository context block in front of every prompt (set_context): its ids, identity and labels
+        self._context: list[int] = []
+        self._context_digest = ""
+        self._context_labels: tuple[str, ...] = ()
+        self.last_context: tuple[str, ...] = ()  # the block's labels if the last prompt run carried it
         self.load_s = time.perf_counter() - t0
         self.warm_s = 0.0
 
@@ -252,24 +272,59 @@ class Engine:
 
     # ---- prompt -> KV ---------------------------------------------------------------------------
     def build(self, prefix: str, suffix: str, heal: bool = True, max_new: int = 64,
-              previous: tuple[str, str] | None = None) -> Prompt:
+              previous: tuple[str, str] | None = None, context: bool = True) -> Prompt:
         """The prompt for a cursor. FIM models: the text typed since an anchor goes after the middle token;
         ``previous`` is the anchor the KV cache holds (kept while the new text extends it), and the anchor
-        used is returned in ``Prompt.anchor``."""
+        used is returned in ``Prompt.anchor``. The context block (``set_context``) goes first unless
+        ``context`` is False; a window cut keeps it (``Prompt.head``) and drops the oldest file text."""
         prefix, suffix = clip_window(prefix, suffix, self.config.max_prefix_chars, self.config.max_suffix_chars)
         bos = self.manifest.bos_token_id
         anchor = None
         if self.fim is not None and self.config.fast.anchored_fim:
             anchor, suffix = choose_anchor(prefix, suffix, previous)
-        pr = build_prompt(self.tok, prefix, suffix, self.fim, bos_id=bos, heal=heal, anchor=anchor)
+        pr = build_prompt(self.tok, prefix, suffix, self.fim, bos_id=bos, heal=heal, anchor=anchor,
+                          context=self._context if context else ())
         if anchor is not None:
             pr.anchor = (prefix[:anchor], suffix)
         limit = self.decoder.capacity - max_new - 16
-        if len(pr.ids) > limit:  # drop the oldest prefix tokens (after BOS / FIM-prefix markers)
-            keep_head = (1 if bos is not None else 0) + (1 if self.fim else 0)
+        if len(pr.ids) > limit:  # drop the oldest prefix tokens (after BOS, the context block, FIM-prefix)
             excess = len(pr.ids) - limit
-            pr.ids = pr.ids[:keep_head] + pr.ids[keep_head + excess:]
+            pr.ids = pr.ids[:pr.head] + pr.ids[pr.head + excess:]
         return pr
+
+    # ---- repository context -----------------------------------------------------------------------
+    def set_context(self, block: Any) -> bool:
+        """Put a repository context block (engine.context.ContextBlock, or None for none) in front of every
+        prompt from now on. Only swaps the ids: the next prefill / completion recomputes the KV from where
+        they differ (a block that keeps its first chunks keeps their KV). Returns whether it changed."""
+        digest = block.digest() if block is not None and block.chunks else ""
+        if digest == self._context_digest:
+            return False
+        ids: list[int] = []
+        if digest:
+            ids = context_ids(self.tok, block.repo, block.chunks, block.current_path)
+            room = self.decoder.capacity // 2  # the file window keeps at least half the KV
+            if len(ids) > room:
+                log.debug("context block of %d tokens exceeds %d: not used", len(ids), room)
+                ids = []
+        self._context = ids
+        self._context_digest = digest if ids else ""
+        self._context_labels = tuple(block.labels()) if ids else ()
+        return True
+
+    @property
+    def context_digest(self) -> str:
+        """The identity of the context block in front of prompts ("" when none)."""
+        return self._context_digest
+
+    @property
+    def context_labels(self) -> tuple[str, ...]:
+        """What the block holds (path:line (source) per chunk), for the status."""
+        return self._context_labels
+
+    @property
+    def context_tokens(self) -> int:
+        return len(self._context)
 
     def _reusable(self, cached: list[int], ids: list[int]) -> int:
         return _common_prefix(cached, ids) if self.config.fast.kv_reuse else 0
@@ -293,9 +348,12 @@ class Engine:
         if quick_ok and cfg.fast.quick_window and best[0] > cfg.quick_above_tokens:
             qp, qs = clip_window(prefix, suffix, min(cfg.quick_prefix_chars, cfg.max_prefix_chars),
                                  min(cfg.quick_suffix_chars, cfg.max_suffix_chars))
-            if (len(qp), len(qs)) != (len(prefix), len(suffix)):
+            # the quick window carries the context block only where a row already holds its KV: a cold spot
+            # must not wait for the block's prefill (idle time does that)
+            with_block = any(self._holds_block(cached) for _, _, cached in slots)
+            if (len(qp), len(qs)) != (len(prefix), len(suffix)) or not with_block:
                 for row, anchor, cached in slots:
-                    pr = self.build(qp, qs, heal=heal, max_new=max_new, previous=anchor)
+                    pr = self.build(qp, qs, heal=heal, max_new=max_new, previous=anchor, context=with_block)
                     new = len(pr.ids) - self._reusable(cached, pr.ids)
                     if new < best[0]:
                         best = (new, row, pr, True)
@@ -305,6 +363,13 @@ class Engine:
         elif len(self.tokens) - self._reusable(self.tokens, pr.ids) >= PARK_MIN_TOKENS:
             self._park_row0()
         return pr, quick
+
+    def _holds_block(self, ids: list[int]) -> bool:
+        """Do these ids (a prompt, or a row's cached tokens) start with the context block (True: no block)?"""
+        if not self._context:
+            return True
+        start = 1 if self.manifest.bos_token_id is not None else 0
+        return ids[start:start + len(self._context)] == self._context
 
     def _park_row0(self) -> None:
         """Copy row 0's KV into a spare row (an empty one, else the least recently used)."""
@@ -329,8 +394,10 @@ class Engine:
         """Make row 0's KV hold ``ids``; return the hidden state at its last position."""
         L = self._reusable(self.tokens, ids)
         t.prompt_tokens = len(ids)
+        t.context = self._context_labels if self._context and self._holds_block(ids) else ()
         if L == len(ids) and L == len(self.tokens) and self._last_hidden is not None:
             t.reused_tokens = L
+            self.last_context = t.context
             return self._last_hidden
         L = min(L, len(ids) - 1)  # at least one token runs, to produce the hidden state
         t.reused_tokens = L
@@ -350,6 +417,7 @@ class Engine:
             h = out[0, -1]
         assert h is not None
         self._last_hidden = h
+        self.last_context = t.context  # the whole prompt is in the KV now, the block's chunks with it
         return h
 
     def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings:

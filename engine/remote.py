@@ -297,6 +297,19 @@ class RemoteBackend:
         """Nothing to warm here (the server keeps its own caches)."""
         return False
 
+    def set_context(self, block: object) -> bool:
+        """A remote server gets no repository context block (its prompt is text; the block is for a local
+        KV cache): nothing changes."""
+        return False
+
+    @property
+    def context_digest(self) -> str:
+        return ""
+
+    @property
+    def context_labels(self) -> tuple[str, ...]:
+        return ()
+
     def close(self) -> None:
         with self._conn_lock:
             conn, self._conn = self._conn, None

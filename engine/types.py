@@ -87,6 +87,7 @@ class Timings:
     verified_rows: int = 0  # trimmed-head picks the full head re-checked
     rewinds: int = 0  # ... and disagreed with (decoding went back to the first such pick)
     window: str = "full"  # "quick": served from the short first window (Engine: the full one was cold)
+    context: tuple[str, ...] = ()  # the repository context chunks in front of the prompt (their labels)
     started: float = field(default_factory=time.perf_counter)
 
 

@@ -8,6 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
+from engine.context import DEFAULT_BUDGET
+
 SHUTDOWN_BUDGET_S = 0.5  # after exit or a lost connection: time for the session to stop, then the process ends
 
 
@@ -63,6 +65,27 @@ def _parse_location(loc: str) -> tuple[Path, int, int]:
     return Path(parts[0]), int(parts[1]), int(parts[2])
 
 
+def _context_block(path: Path, text: str, offset: int, args: argparse.Namespace, count):
+    """The repository context for a one-off completion: the workspace is ``--root`` (default: the current
+    directory if it holds the file, else the file's folder); ``--open`` files stand for the editor's tabs."""
+    from engine.context import Workspace
+
+    if args.context_budget <= 0:
+        return None
+    file = path.resolve()
+    root = Path(args.root).resolve() if args.root else Path.cwd().resolve()
+    if not args.root and root not in file.parents:
+        root = file.parent
+    ws = Workspace([root], budget=args.context_budget)
+    for other in args.open or []:
+        try:
+            ws.open(Path(other).resolve(), Path(other).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as e:
+            logging.getLogger("flint.context").debug("--open %s skipped: %s", other, e)
+    ws.open(file, text)
+    return ws.gather(file, text, offset, count=count)
+
+
 def cmd_complete(args: argparse.Namespace) -> int:
     import time
 
@@ -84,7 +107,10 @@ def cmd_complete(args: argparse.Namespace) -> int:
     prefix, suffix = text[:offset], text[offset:]
     t0 = time.perf_counter()
     try:
-        eng = Engine.load(args.model, config=EngineConfig(threads=args.threads) if args.threads else None)
+        cfg = EngineConfig(context_tokens=max(0, args.context_budget))
+        if args.threads:
+            cfg.threads = args.threads
+        eng = Engine.load(args.model, config=cfg)
     except ModelNotBuilt as e:
         print(f"flint: {e}", file=sys.stderr)
         return 2
@@ -100,6 +126,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
     max_lines = args.max_lines or budget.max_lines
     params = GenParams(max_tokens=args.max_tokens or budget.max_tokens,
                        max_lines=max_lines + (1 if budget.mode == "multi" else 0), n=args.n)
+    eng.set_context(_context_block(path, text, offset, args, lambda s: len(eng.tok.encode(s))))
     comps, t = eng.complete(prefix, suffix, params)
     # what an editor would show: the server's post-processing (one line or a block, cut where the model
     # runs past the code or repeats the text after the cursor)
@@ -113,6 +140,8 @@ def cmd_complete(args: argparse.Namespace) -> int:
                         "prefill_ms": round(t.prefill_ms, 1), "ttft_ms": round(t.ttft_ms, 1),
                         "total_ms": round(t.total_ms, 1), "decode_tokens": t.decode_tokens,
                         "forward_calls": t.forward_calls, "draft_accepted": t.draft_accepted},
+            "context": {"files": list(dict.fromkeys(c.split(":", 1)[0] for c in t.context)),
+                        "chunks": list(t.context), "digest": eng.context_digest},
             "mode": mode,
             "completions": [{"variant": c.variant, "text": c.text, "finish_reason": c.finish_reason,
                              "suggestion": sug.text if sug else None, "replace": sug.replace if sug else 0,
@@ -120,6 +149,8 @@ def cmd_complete(args: argparse.Namespace) -> int:
                             for c, sug in zip(comps, shown, strict=True)],
         }, indent=2))
         return 0
+    if t.context:
+        print(f"# context: {', '.join(t.context)}")
     print(f"# {eng.model_id}: load {load_s:.2f}s, prompt {t.prompt_tokens} tok, "
           f"ttft {t.ttft_ms:.0f} ms, total {t.total_ms:.0f} ms, {t.decode_tokens} tok generated")
     for c, sug in zip(comps, shown, strict=True):
@@ -274,6 +305,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="default: sized by the context (a line, a statement, the rest of a body)")
     pc.add_argument("--max-lines", type=int, default=None)
     pc.add_argument("--threads", type=int, default=None)
+    pc.add_argument("--context-budget", type=int, default=DEFAULT_BUDGET,
+                    help="tokens of repository context (imports, --open files) in front of the file (0: none)")
+    pc.add_argument("--root", default=None, help="workspace folder imports resolve in (default: the current one)")
+    pc.add_argument("--open", action="append", metavar="FILE", help="a file open in another tab (repeatable)")
     pc.set_defaults(func=cmd_complete)
 
     add_server_commands(sub)

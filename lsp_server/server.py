@@ -385,9 +385,10 @@ def _uri_of(params: Any) -> str | None:
 
 def load_engine(settings: Settings):
     """Load and pre-warm the model (runs on the engine thread)."""
-    from engine.engine import Engine
+    from engine.engine import Engine, EngineConfig
 
-    return Engine.load(settings.model, threads=settings.threads, warm=True)
+    return Engine.load(settings.model, threads=settings.threads, warm=True,
+                       config=EngineConfig(context_tokens=settings.context_budget))
 
 
 def _error(e: RequestError) -> FlintRequestError:
@@ -448,6 +449,10 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
         new, warnings = parse_settings(params.initialization_options, session.settings)
         ls.pending_warnings.extend(warnings)
         session.apply_settings(new)
+        folders = [f.uri for f in params.workspace_folders or []]
+        if not folders and params.root_uri:
+            folders = [params.root_uri]
+        session.set_workspace_folders(folders)
         info = params.client_info
         log.info("client %s %s, position encoding %s, settings %s", info.name if info else "?",
                  info.version if info else "", session.encoding, new)

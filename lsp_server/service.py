@@ -47,7 +47,8 @@ class CompletionService:
     def __init__(self, settings: Callable[[], Settings], load: Callable[[Settings], EngineLike],
                  load_remote: Callable[[Settings], EngineLike], revision_of: Callable[[str], int | None],
                  on_event: EventSink, on_refresh: Callable[[str, int], None],
-                 version_of: Callable[[str], int]) -> None:
+                 version_of: Callable[[str], int],
+                 context: Callable[[State | None], Any] | None = None) -> None:
         self._settings = settings
         self._load = load
         self._load_remote = load_remote
@@ -63,7 +64,8 @@ class CompletionService:
         self._wstart: dict[str, int] = {}  # each document's prefix window start (kept while it fits)
         self._refreshing: dict[str, asyncio.Task] = {}  # uri -> waiting to refresh a partial answer
         self.worker = Worker(lambda: load(settings()), revision_of, lambda st, info: on_event("local", st, info),
-                             StoreHooks(self.store, self.cursors, settings, "local"))
+                             StoreHooks(self.store, self.cursors, settings, "local"),
+                             context=(lambda: context(self.cursors.active_state())) if context is not None else None)
         self.remote_worker: Worker | None = None  # the capable tier: its own thread, never holds the local model
         self._remote_key: tuple | None = None
         self._started = False
@@ -135,7 +137,8 @@ class CompletionService:
         eng = self.engine(tier)
         if eng is None or not eng.model_id:
             return None
-        return (eng.model_id, *self.windows(tier))
+        digest = eng.context_digest  # a suggestion made with another context block is another entry
+        return (f"{eng.model_id}+context:{digest}" if digest else eng.model_id, *self.windows(tier))
 
     # ---- states ---------------------------------------------------------------------------------
     def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,

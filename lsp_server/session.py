@@ -30,7 +30,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
+from urllib.request import url2pathname
+
+from engine.context import ContextBlock, Workspace
 
 from . import convert
 from .documents import DocumentError, DocumentStore
@@ -112,9 +117,13 @@ class Session:
         # speculate on didChange once the client has shown it asks for suggestions as the user types
         self.speculate = False
         self._remote_st: dict[str, Any] | None = None
+        # repository context (engine/context.py): fed here on the event loop, read on the engine thread in
+        # idle time (Workspace snapshots its documents under its own lock)
+        self.workspace = Workspace(roots=[])
+        self._context_block: ContextBlock | None = None  # the last block handed to the engine (engine thread)
         self.service = CompletionService(lambda: self.settings, load, load_remote, self.documents.revision,
                                          self._engine_event, on_refresh or (lambda uri, version: None),
-                                         lambda uri: self.documents.get(uri).version)
+                                         lambda uri: self.documents.get(uri).version, context=self._context_for)
         self.service.on_late_win = self._race_replaced
         self.service.store.open_disk(self.settings.cache_size_mb)
 
@@ -233,7 +242,8 @@ class Session:
         via = f" ({origin} entry)" if source == "type-through" and origin == "disk" else ""
         tier = f" · {backend}" if backend != "local" else ""
         st.update(lastLatencyMs=round(total_ms, 1), source=source, backend=backend,
-                  message=f"{source}{via} in {total_ms:.0f} ms{tier}{note}", remote=self._remote_st)
+                  message=f"{source}{via} in {total_ms:.0f} ms{tier}{note}", remote=self._remote_st,
+                  context=self.context_status() if backend == "local" else {"files": [], "chunks": [], "digest": ""})
         self.status = st
         self._on_status(st)
 
@@ -246,6 +256,54 @@ class Session:
         self.status = st
         self._on_status(st)
 
+    # ---- repository context ---------------------------------------------------------------------
+    def set_workspace_folders(self, uris: list[str]) -> None:
+        """The client's workspace folders (initialize): imports resolve to files under them."""
+        roots = [p for p in (uri_path(u) for u in uris) if p is not None]
+        self.workspace.set_roots(roots)
+        log.debug("workspace folders: %s", [str(r) for r in roots])
+
+    def _context_for(self, state: State | None) -> ContextBlock | None:
+        """(engine thread, idle) The newest context block for the spot the user is at, or None."""
+        s = self.settings
+        if state is None or s.context_budget <= 0 or not s.context_sources:
+            self._context_block = None
+            return None
+        path = uri_path(state.uri)
+        text = self.workspace.text(path) if path is not None else None
+        if path is None or text is None:
+            return self._context_block  # not a file (untitled): keep what the engine has
+        self.workspace.sources = s.context_sources
+        self.workspace.checkpoint(path)  # the user paused: the edit so far becomes a recent-edit diff
+        block = self.workspace.gather(path, text, min(state.offset, len(text)), budget=s.context_budget,
+                                      previous=self._context_block)
+        self._context_block = block
+        log.debug("context for %s: %s", state.uri.rsplit("/", 1)[-1],
+                  ", ".join(block.labels()) if block is not None else "nothing")
+        return block
+
+    def context_status(self) -> dict[str, Any]:
+        """What fed the local model's last prompt (flint/status ``context``)."""
+        eng = self.service.engine()
+        labels = list(getattr(eng, "context_labels", ())) if eng is not None else []
+        files = list(dict.fromkeys(label.split(":", 1)[0] for label in labels))
+        return {"files": files, "chunks": labels, "digest": getattr(eng, "context_digest", "") if eng else ""}
+
+    def _feed_workspace(self, uri: str, typed: bool) -> None:
+        path = uri_path(uri)
+        if path is None:
+            return
+        try:
+            text = self.documents.get(uri).text
+        except DocumentError:
+            return
+        active = self.service.cursors.active
+        if typed and active is not None and active != uri:  # the user left a document: its edit is done
+            old = uri_path(active)
+            if old is not None:
+                self.workspace.checkpoint(old)
+        self.workspace.change(path, text)
+
     # ---- documents ------------------------------------------------------------------------------
     def did_change(self, uri: str, cursor: int | None = None) -> None:
         """After an edit (or didOpen, ``cursor`` None): the service stops stale work and, when the client
@@ -254,6 +312,7 @@ class Session:
         rev = self.documents.revision(uri)
         if rev is None:
             return
+        self._feed_workspace(uri, cursor is not None)
         state = None
         if cursor is not None and self.settings.enable:
             doc = self.documents.get(uri)
@@ -264,6 +323,9 @@ class Session:
     def did_close(self, uri: str) -> None:
         self.documents.close(uri)
         self.service.did_close(uri)
+        path = uri_path(uri)
+        if path is not None:
+            self.workspace.close(path)
 
     # ---- completion -----------------------------------------------------------------------------
     async def suggest(self, uri: str, line: int, character: int, *, invoked: bool,
@@ -290,6 +352,9 @@ class Session:
             return empty
         if not invoked:
             self.speculate = True  # this client asks on its own as the user types: worth starting early
+        path = uri_path(uri)
+        if path is not None:
+            self.workspace.focus(path)  # asked here: the context is gathered for this document
         revision, text, version = doc.revision, doc.text, doc.version
         cursors = self.service.cursors
         old = cursors.get(uri)
@@ -413,3 +478,10 @@ class Session:
         if time.monotonic() - self.stats.last_flush >= every_s:
             self.stats.flush()
 
+
+def uri_path(uri: str) -> Path | None:
+    """The file a ``file:`` URI names (None for other schemes: untitled buffers, remote files)."""
+    u = urlparse(uri)
+    if u.scheme != "file":
+        return None
+    return Path(url2pathname(u.path)) if u.netloc in ("", "localhost") else Path(f"//{u.netloc}{unquote(u.path)}")

@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
+from engine.context import DEFAULT_BUDGET
 from engine.presets import DEFAULT_MODEL
 from engine.remote import FIM_MODES, QWEN_FIM_TEMPLATE, RemoteConfig, parse_endpoint
 from engine.routing import REMOTE_KINDS, ROUTING_MODES, RouteConfig
 
+CONTEXT_SOURCES: tuple[str, ...] = ("open", "imports", "edits")
 Multiline = Literal["auto", "always", "never"]
 MULTILINE_CHOICES: tuple[str, ...] = ("auto", "always", "never")
 
@@ -47,9 +49,14 @@ class Settings:
     # the capable tier on this machine when there is no remote: a second local model (a preset name or a
     # model directory, e.g. qwen2.5-coder-1.5b); remoteUrl takes precedence
     capable_model: str = ""
+    # repository context (engine/context.py): a block of other files' chunks in front of the file window,
+    # this many tokens at most (0: none; the KV cache grows by it), from these sources
+    context_budget: int = DEFAULT_BUDGET
+    context_sources: tuple[str, ...] = CONTEXT_SOURCES
 
     def engine_key(self) -> tuple[str, int]:
-        """The settings that need the model reloaded when they change."""
+        """The settings that need the model reloaded when they change (not the context budget: the KV cache
+        grows by the budget the model was loaded with; a larger block then shortens the file window)."""
         return (self.model, self.threads)
 
     def remote_key(self) -> tuple:
@@ -135,6 +142,15 @@ def _kinds(v: Any) -> tuple[str, ...]:
     return tuple(k for k in REMOTE_KINDS if k in v)
 
 
+def _sources(v: Any) -> tuple[str, ...]:
+    if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
+        raise ValueError(f"expected a list of {', '.join(CONTEXT_SOURCES)}, got {v!r}")
+    bad = [k for k in v if k not in CONTEXT_SOURCES]
+    if bad:
+        raise ValueError(f"unknown sources {bad!r}: expected some of {', '.join(CONTEXT_SOURCES)}")
+    return tuple(k for k in CONTEXT_SOURCES if k in v)
+
+
 def _bool(v: Any) -> bool:
     if not isinstance(v, bool):
         raise ValueError(f"expected true or false, got {v!r}")
@@ -162,6 +178,8 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "remoteTimeoutMs": ("remote_timeout_ms", _int_in(100, 600_000)),
     "remoteAllowInsecureHttp": ("remote_allow_insecure_http", _bool),
     "capableModel": ("capable_model", _str),
+    "contextBudget": ("context_budget", _int_in(0, 4096)),
+    "contextSources": ("context_sources", _sources),
 }
 SECRET_FIELDS = frozenset({"remote_api_key"})
 assert {f for f, _ in _FIELDS.values()} == {f.name for f in fields(Settings)}

@@ -77,8 +77,10 @@ LATENCY_EWMA = 0.3
 
 class Worker:
     def __init__(self, load: Callable[[], EngineLike], revision_of: Callable[[str], int | None],
-                 on_event: EventSink | None = None, hooks: Hooks | None = None) -> None:
+                 on_event: EventSink | None = None, hooks: Hooks | None = None,
+                 context: Callable[[], Any] | None = None) -> None:
         self._load_fn = load
+        self._context = context  # the newest repository context block (engine/context.py), asked in idle time
         self._revision_of = revision_of
         self._on_event = on_event or (lambda state, info: None)
         self.hooks = hooks
@@ -435,6 +437,8 @@ class Worker:
         if left > 0:
             return left
         self._idle_asked = True
+        if not self._admit_context():
+            return 0.0  # something happened while the block was gathered: look at it first
         try:
             plan = self.hooks.idle(self.kv_prompt)
         except Exception:
@@ -445,6 +449,26 @@ class Worker:
         uri, revision, prefix, suffix = plan
         self._warm = Job(uri, revision, prefix, suffix, GenParams(), WARM, next(self._seq), speculative=True)
         return 0.0
+
+    def _admit_context(self) -> bool:
+        """(lock held, idle) Swap in the newest repository context block when it differs from the backend's:
+        the warm-up that follows prefills block + window, so a keystroke never pays for the block. The lock
+        is let go while the block is gathered (file reads, parsing); False when activity arrived meanwhile."""
+        source, engine = self._context, self._engine
+        if source is None or engine is None:
+            return True
+        self._cond.release()
+        try:
+            block = source()
+            digest = block.digest() if block is not None and block.chunks else ""
+            if digest != engine.context_digest and engine.set_context(block):
+                self.kv_prompt = None  # the KV holds no prompt with the new block yet: warm it
+                log.debug("context block %s admitted", digest or "(none)")
+        except Exception:
+            log.exception("context source failed")
+        finally:
+            self._cond.acquire()
+        return self._idle_asked
 
     def _main(self) -> None:
         self._load(self._load_fn)

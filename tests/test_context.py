@@ -234,3 +234,25 @@ def test_workspace_open_documents_by_recency_and_edits_as_diffs(tmp_path):
     # an open binary document never feeds the context
     ws.open(root / "blob.py", "\0\0\0 binary")
     assert all(c.path != "blob.py" for c in (ws.gather(me, "x = 1\n", 6) or block).chunks)
+
+
+def test_uri_path_takes_file_uris_only(tmp_path):
+    from lsp_server.session import uri_path
+
+    f = tmp_path / "a b" / "m.py"
+    assert uri_path(f.as_uri()) == f  # percent-escapes decoded once
+    assert uri_path("untitled:Untitled-1") is None
+
+
+def test_workspace_roots_set_later_resolve_imports(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "util.py").write_text("def helper(x, *, scale=2):\n    return x * scale\n")
+    app = tmp_path / "pkg" / "app.py"
+    text = "from .util import helper\n\n\ndef run(v):\n    return helper("
+    ws = Workspace(roots=[])
+    ws.open(app, text)
+    assert ws.text(app) == text
+    assert ws.gather(app, text, len(text)) is None  # no workspace folder: imports resolve nowhere
+    ws.set_roots([tmp_path])
+    block = ws.gather(app, text, len(text))
+    assert block is not None and block.labels() == ["pkg/util.py:1 (import)"]

@@ -21,7 +21,7 @@ def test_all_fields_camel_case():
            "routing": "race", "remoteUrl": "https://gpu.example/v1", "remoteModel": "qwen", "remoteApiKey": "",
            "remoteFim": "suffix", "remoteFimTemplate": "<p>{prefix}<s>{suffix}<m>", "remoteFor": ["invoked"],
            "raceBudgetMs": 900, "remoteTimeoutMs": 3000, "remoteAllowInsecureHttp": True,
-           "capableModel": "qwen2.5-coder-1.5b"}
+           "capableModel": "qwen2.5-coder-1.5b", "contextBudget": 256, "contextSources": ["open"]}
     s, warnings = parse_settings(raw)
     assert warnings == []
     assert s == Settings(model="/models/mine", max_variants=5, max_lines=3, multiline="never", debounce_ms=50,
@@ -29,7 +29,7 @@ def test_all_fields_camel_case():
                          remote_url="https://gpu.example/v1", remote_model="qwen", remote_fim="suffix",
                          remote_fim_template="<p>{prefix}<s>{suffix}<m>", remote_for=("invoked",),
                          race_budget_ms=900, remote_timeout_ms=3000, remote_allow_insecure_http=True,
-                         capable_model="qwen2.5-coder-1.5b")
+                         capable_model="qwen2.5-coder-1.5b", context_budget=256, context_sources=("open",))
     assert to_camel(s) == raw
 
 
@@ -105,3 +105,9 @@ def test_engine_key_changes_only_with_model_or_threads():
     a = Settings()
     assert a.engine_key() == parse_settings({"maxLines": 1})[0].engine_key()
     assert a.engine_key() != parse_settings({"threads": 1})[0].engine_key()
+
+
+def test_context_sources_must_be_known():
+    s, warnings = parse_settings({"contextSources": ["open", "tabs"]})
+    assert s.context_sources == Settings().context_sources
+    assert len(warnings) == 1 and "tabs" in warnings[0]

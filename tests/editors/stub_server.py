@@ -52,9 +52,14 @@ def record(kind: str, params: object) -> None:
         f.write(json.dumps({"t": time.time(), "kind": kind, "params": data}) + "\n")
 
 
+# what the real server says fed a suggestion (repository context chunks: path:line (source))
+CONTEXT = {"files": ["pkg/util.py"], "chunks": ["pkg/util.py:3 (import)"], "digest": "0123456789abcdef"}
+
+
 def status(state: str, latency: float | None = None, source: str | None = None) -> None:
     server.protocol.notify("flint/status", {"state": state, "model": "stub", "lastLatencyMs": latency,
-                                            "source": source, "message": f"stub {state}"})
+                                            "source": source, "message": f"stub {state}",
+                                            **({"context": CONTEXT} if source else {})})
 
 
 def suggestions(uri: str, pos: t.Position) -> list[str]:

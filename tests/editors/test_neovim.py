@@ -168,6 +168,8 @@ def test_neovim_client_protocol_with_stub(neovim_env, stub_server, tmp_path, art
         assert seen["cycled"] == "return sum((a, b))"
         assert seen["buffer"] == ["def add(a, b):", "    return a + b"]
         assert seen["status"]["model"] == "stub" and seen["status"]["state"] == "ready"
+        # :FlintWhy names the context chunks the server said fed the last suggestion
+        assert "pkg/util.py:3 (import)" in nv.expr("luaeval('require\"flint\".why()')")
         # Word accept: a new line gets the generic variants; accept one word, then the rest with Tab.
         nv.send("<CR>x = ")
         nv.wait(lambda q: q["ghost"] == "flint_one()", 20, "ghost text on the second line")

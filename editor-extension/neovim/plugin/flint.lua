@@ -12,6 +12,7 @@ end
 local cmds = {
   FlintStatus = { function() print(flint().statusline()) end, 'Show Flint status and last latency' },
   FlintStats = { function() flint().show_stats() end, 'Show Flint stats' },
+  FlintWhy = { function() flint().why() end, 'Show which files and chunks fed the last Flint suggestion' },
   FlintToggle = { function() flint().toggle() end, 'Enable/disable Flint suggestions' },
   FlintRestart = { function() flint().restart() end, 'Restart the Flint server' },
   FlintPick = { function() flint().pick_variant() end, 'Pick one of the variants at the cursor' },

@@ -28,7 +28,9 @@ import {
   statusView,
   variantLabel,
   VariantItem,
+  whyText,
 } from './util';
+import type { ContextInfo } from './util';
 import { TraceChannel } from './trace';
 
 const ACCEPTED_CMD = 'flint._accepted';
@@ -40,6 +42,7 @@ interface FlintStatus {
   lastLatencyMs?: number | null;
   source?: string | null;
   message?: string;
+  context?: ContextInfo;
 }
 
 interface VariantsResult {
@@ -68,6 +71,7 @@ class Flint implements vscode.Disposable {
   private message = '';
   private latencyMs: number | null = null;
   private latencySource: string | null = null;
+  private lastContext: ContextInfo | undefined; // what fed the last suggestion (flint/status)
   private shown: Shown | undefined;
   private positionEncoding = 'utf-16';
   private starting: Promise<void> | undefined;
@@ -100,6 +104,7 @@ class Flint implements vscode.Disposable {
     reg('flint.acceptLine', () => this.partialAccept('line'));
     reg('flint.toggle', () => this.toggle());
     reg('flint.showStats', () => this.showStats());
+    reg('flint.whySuggestion', () => this.why());
     reg('flint.restart', () => this.restart('restart command'));
     reg('flint.showLog', () => this.log.show());
     reg('flint.menu', () => this.menu());
@@ -257,6 +262,7 @@ class Flint implements vscode.Disposable {
     items.push(
       { label: '$(list-selection) Pick Variant…', run: () => vscode.commands.executeCommand('flint.pickVariant') },
       { label: '$(graph) Show Stats', run: () => this.showStats() },
+      { label: '$(question) Why This Suggestion', run: () => this.why() },
       { label: '$(output) Open Log', run: () => this.log.show() },
       { label: '$(key) Set Remote API Key…', run: () => this.setSecret('remoteApiKey') },
       { label: '$(gear) Settings', run: () => vscode.commands.executeCommand('workbench.action.openSettings', '@ext:flint.flint') },
@@ -435,6 +441,7 @@ class Flint implements vscode.Disposable {
 
   private onStatus(s: FlintStatus): void {
     if (s.model) this.model = s.model;
+    if (s.context) this.lastContext = s.context;
     if (typeof s.lastLatencyMs === 'number') {
       this.latencyMs = s.lastLatencyMs;
       this.latencySource = s.source ?? null;
@@ -632,6 +639,14 @@ class Flint implements vscode.Disposable {
     const enable = !this.cfg().get<boolean>('enable', true);
     await this.cfg().update('enable', enable, vscode.ConfigurationTarget.Global);
     void vscode.window.setStatusBarMessage(`Flint ${enable ? 'enabled' : 'disabled'}`, 2000);
+  }
+
+  /** Flint: Why This Suggestion: the other files' chunks the last suggestion's prompt held. */
+  private why(): string {
+    const w = whyText(this.lastContext);
+    this.log.info(`why this suggestion\n${w.title}${w.detail ? `\n${w.detail}` : ''}`);
+    void vscode.window.showInformationMessage(w.title, { modal: w.detail !== '', detail: w.detail || undefined });
+    return [w.title, w.detail].filter(Boolean).join('\n');
   }
 
   private showStats(): void {

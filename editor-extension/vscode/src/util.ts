@@ -309,3 +309,23 @@ export function redact(text: string, secrets: string[]): string {
   for (const s of secrets) if (s && s.length >= 4) out = out.split(s).join('***');
   return out;
 }
+
+/** The repository context the server says fed the last suggestion (flint/status `context`). */
+export interface ContextInfo {
+  files?: string[];
+  chunks?: string[];
+  digest?: string;
+}
+
+/** "Why this suggestion": a headline and one line per context chunk (path:line (source)). */
+export function whyText(ctx: ContextInfo | null | undefined): { title: string; detail: string } {
+  const chunks = ctx?.chunks ?? [];
+  if (chunks.length === 0) {
+    return { title: 'Flint: the last suggestion used only the current file (no repository context).', detail: '' };
+  }
+  const files = ctx?.files ?? [];
+  return {
+    title: `Flint: the last suggestion's prompt held ${chunks.length} chunk(s) from ${files.length} file(s).`,
+    detail: chunks.join('\n'),
+  };
+}

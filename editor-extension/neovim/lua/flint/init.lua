@@ -643,6 +643,9 @@ local function on_status(_, result)
     M.status.lastLatencyMs = result.lastLatencyMs
     M.status.source = result.source
   end
+  if type(result.context) == 'table' then
+    M.status.context = result.context
+  end
   pcall(vim.api.nvim_exec_autocmds, 'User', { pattern = 'FlintStatus', modeline = false })
 end
 
@@ -677,6 +680,22 @@ function M.statusline()
     return (st == 'busy' and '… ' or '⚡ ') .. 'Flint' .. (ms and string.format(' %d ms', math.floor(ms + 0.5)) or '')
   end
   return 'Flint ' .. st
+end
+
+--- "Why this suggestion": the repository context chunks (other files) in the last suggestion's prompt.
+function M.why()
+  local ctx = M.status.context or {}
+  local chunks = type(ctx.chunks) == 'table' and ctx.chunks or {}
+  local msg
+  if #chunks == 0 then
+    msg = 'Flint: the last suggestion used only the current file (no repository context)'
+  else
+    local files = type(ctx.files) == 'table' and ctx.files or {}
+    msg = string.format('Flint: the last suggestion\'s prompt held %d chunk(s) from %d file(s):\n  %s',
+      #chunks, #files, table.concat(chunks, '\n  '))
+  end
+  vim.notify(msg, vim.log.levels.INFO)
+  return msg
 end
 
 function M.show_stats()
@@ -838,6 +857,7 @@ function M.menu()
   end
   items[#items + 1] = { 'Pick variant…', M.pick_variant }
   items[#items + 1] = { 'Show stats', M.show_stats }
+  items[#items + 1] = { 'Why this suggestion', M.why }
   items[#items + 1] = { 'Open log', M.open_log }
   items[#items + 1] = { 'Restart server', M.restart }
   vim.ui.select(items, {

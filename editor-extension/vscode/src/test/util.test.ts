@@ -17,6 +17,7 @@ import {
   Stats,
   statusView,
   variantLabel,
+  whyText,
 } from '../util';
 
 test('pythonPath setting wins and expands ${workspaceFolder} and ~', () => {
@@ -115,4 +116,11 @@ test('stats percentiles', () => {
 test('secrets are masked in traces', () => {
   assert.equal(redact('{"remoteApiKey":"sk-123456"} sk-123456', ['sk-123456']), '{"remoteApiKey":"***"} ***');
   assert.equal(redact('a b', ['', 'ab']), 'a b'); // empty and too-short values are not masked
+});
+
+test('why this suggestion: one line per context chunk, or a plain statement when none', () => {
+  const w = whyText({ files: ['pkg/a.py'], chunks: ['pkg/a.py:3 (import)', 'pkg/a.py:40 (open)'], digest: 'x' });
+  assert.match(w.title, /2 chunk\(s\) from 1 file/);
+  assert.equal(w.detail, 'pkg/a.py:3 (import)\npkg/a.py:40 (open)');
+  assert.match(whyText(undefined).title, /only the current file/);
 });
