@@ -441,14 +441,15 @@ class Engine:
             return [Completion("", [], "cancelled")], t
         self._set_context_rows(pr.ids)
         t.prefill_ms = (time.perf_counter() - t.started) * 1000
+        params, settle = _budgeted(prefix, suffix, params)
         samplers = [Sampler(params.temperature, params.top_k, params.top_p, params.seed)]
         for i in range(1, n):
             samplers.append(Sampler(params.variant_temperature, params.top_k, params.top_p, params.seed + i))
         greedy_single = n == 1 and samplers[0].greedy
         if greedy_single:
-            outs = [self._decode_greedy(pr, hidden, healer, params, t, cancel, on_token)]
+            outs = [self._decode_greedy(pr, hidden, healer, params, t, cancel, on_token, settle)]
         else:
-            outs = self._decode_batch(pr, hidden, healer, samplers, params, t, cancel, on_token)
+            outs = self._decode_batch(pr, hidden, healer, samplers, params, t, cancel, on_token, settle)
         t.total_ms = (time.perf_counter() - t.started) * 1000
         for i, c in enumerate(outs):
             c.variant = i
@@ -479,7 +480,8 @@ class Engine:
         return np.asarray(ids, dtype=np.int64) if ids else None
 
     def _decode_greedy(self, pr: Prompt, hidden: np.ndarray, healer: Healer | None, params: GenParams,
-                       t: Timings, cancel: CancelToken | None, on_token: TokenCallback | None) -> Completion:
+                       t: Timings, cancel: CancelToken | None, on_token: TokenCallback | None,
+                       settle: _Settle | None = None) -> Completion:
         fast = self.config.fast
         lazy = self._lazy_trimmed()
         base = len(self.tokens)  # the prompt's tokens in the KV cache; output token i sits at base + i
@@ -509,7 +511,7 @@ class Engine:
             self.tokens = self.tokens[:base + idx]
             self._last_hidden = row
             pending = right
-            text = stop_cut(self._finish_text(pr, out), params)[1] if out else ""
+            text = _stop(self._finish_text(pr, out), params, settle)[1] if out else ""
             if on_token is not None:
                 on_token(0, text)
             return True
@@ -524,7 +526,7 @@ class Engine:
                 if len(out) == 1:
                     t.ttft_ms = (time.perf_counter() - t.started) * 1000
                 text = self._finish_text(pr, out)
-                r, cut = stop_cut(text, params)
+                r, cut = _stop(text, params, settle)
                 if on_token is not None:
                     on_token(0, cut)
                 if r is not None:
@@ -584,7 +586,7 @@ class Engine:
                     break
                 out.append(d)
                 text = self._finish_text(pr, out)
-                r, shown = stop_cut(text, params)
+                r, shown = _stop(text, params, settle)
                 if r is not None:
                     reason, text = r, shown
                     break
@@ -611,7 +613,7 @@ class Engine:
 
     def _decode_batch(self, pr: Prompt, hidden: np.ndarray, healer: Healer | None,
                       samplers: list[Sampler], params: GenParams, t: Timings, cancel: CancelToken | None,
-                      on_token: TokenCallback | None) -> list[Completion]:
+                      on_token: TokenCallback | None, settle: _Settle | None = None) -> list[Completion]:
         n = len(samplers)
         prompt_len = len(self.tokens)
         logits = self._logits(hidden)[0]
@@ -641,7 +643,7 @@ class Engine:
                     if i == 0:
                         t.ttft_ms = ttft[0]
                 text = self._finish_text(pr, outs[i])
-                r, cut = stop_cut(text, params)
+                r, cut = _stop(text, params, settle)
                 texts[i] = cut
                 if on_token is not None:
                     on_token(i, cut)
@@ -675,6 +677,48 @@ class Engine:
         t.decode_tokens += sum(len(o) for o in outs)
         return [Completion(text=texts[i], token_ids=outs[i], finish_reason=reasons[i] or "length", ttft_ms=ttft[i])
                 for i in range(n)]
+
+
+# (kept down here with the helpers that use it: the module's head is another change's)
+from dataclasses import replace  # noqa: E402
+
+from .postprocess import Budget, budget_for, split_cursor, stop_reached  # noqa: E402
+
+
+@dataclass(frozen=True)
+class _Settle:
+    """When a block's suggestion at the cursor is settled: the text has gone past what post-processing
+    shows for ``budget`` (a line after the statement or below the body has started)."""
+
+    line_prefix: str
+    budget: Budget
+    language: str | None
+
+
+def _budgeted(prefix: str, suffix: str, params: GenParams) -> tuple[GenParams, _Settle | None]:
+    """The parameters to generate with and the settled rule for the cursor. ``auto_budget``: the budget
+    the context asks for (postprocess.budget_for) replaces max_tokens / max_lines. A generation of more
+    than two lines (a block) stops each row once its suggestion is settled, whatever the budget's source:
+    one or two lines (a single line, its look-ahead line) stop on their line count already."""
+    line_prefix, _ = split_cursor(prefix, suffix)
+    shown = params.max_lines - 1 if params.max_lines is not None and params.max_lines > 2 else 8
+    budget = budget_for(prefix, suffix, params.language, max_lines=shown)
+    if params.auto_budget:
+        # multi: +1 line, a block opened at the cursor starts with a line break
+        lines = budget.max_lines + (1 if budget.mode == "multi" else 0)
+        params = replace(params, max_tokens=budget.max_tokens, max_lines=lines)
+    if budget.kind == "line" or (params.max_lines is not None and params.max_lines <= 2):
+        return params, None
+    return params, _Settle(line_prefix, budget, params.language)
+
+
+def _stop(text: str, params: GenParams, settle: _Settle | None) -> tuple[str | None, str]:
+    """stop_cut, and a settled block (``_Settle``) stops with its complete lines ("stop")."""
+    reason, cut = stop_cut(text, params)
+    if reason is None and settle is not None and "\n" in cut and \
+            stop_reached(cut, settle.line_prefix, settle.budget):
+        return "stop", cut[: cut.rfind("\n")]
+    return reason, cut
 
 
 def _dedupe(outs: list[Completion]) -> list[Completion]:

@@ -16,7 +16,8 @@ with golden tests (tests/test_postprocess.py):
 7. ``fit_line_suffix``           text right of the cursor: cut what duplicates it, replace auto-closed
                                  brackets/quotes when the text supplies them, never leave a stray closer.
 8. ``cut_to_complete``           a line a limit cut is cut back to a complete statement (Python: parsed
-                                 with ``ast``; others: brackets and the last token), or nothing.
+                                 with ``ast``; others: brackets and the last token), or nothing;
+   ``cut_block_to_complete``     a block whose last line leaves its statement open loses lines until not.
 9. never return empty or whitespace-only text (``None`` instead).
 
 At the end of a finished line a one-line request whose text starts with a line break shows that next line.
@@ -437,7 +438,7 @@ def guess_language(text: str) -> str:
 
 
 def _lang(language: str | None, text: str) -> str:
-    if language is None:
+    if not language:  # None, or a client's empty languageId
         return guess_language(text)
     return "python" if language.lower() in ("python", "py", "python3") else "other"
 
@@ -494,10 +495,14 @@ def _python_complete(src: str) -> bool:
     body = pre + src + post
     wrapped = "if 1:\n" + "\n".join(" " + ln for ln in body.split("\n"))
     try:
-        ast.parse(wrapped)
+        tree = ast.parse(wrapped)
     except (SyntaxError, ValueError):
         return False
-    return True
+    # a last line that is only a name or an attribute (``self.insert``, ``value``) parses, but as a
+    # statement it does nothing: the line is still being written (a call, an assignment follows)
+    last_no = 2 + pre.count("\n") + max(i for i, ln in enumerate(lines) if ln.strip() and not ln.strip().startswith("#"))
+    return not any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Name | ast.Attribute)
+                   and node.end_lineno == last_no for node in ast.walk(tree))
 
 
 def _heuristic_complete(src: str, keep: str) -> bool:
@@ -567,6 +572,18 @@ def cut_to_complete(text: str, prefix: str, line_suffix: str = "", language: str
         if not _ends_mid(cand, prefix, line_suffix, lang, inside, stmt):
             return cand
     return head.rstrip("\n") if head.strip() else ""
+
+
+def cut_block_to_complete(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> str:
+    """``cut_to_complete`` for a text of several lines: when cutting the last line is not enough (the
+    statement opened on an earlier line: ``foo(\n    a,\n    b,``), whole lines go from the end until what is
+    left completes its statements. May return ``""``."""
+    while text.strip() and ends_mid_statement(text, prefix, line_suffix, language):
+        cut = cut_to_complete(text, prefix, line_suffix, language).rstrip()
+        if cut == text.rstrip():
+            cut = text[: text.rfind("\n")].rstrip() if "\n" in text else ""
+        text = cut
+    return text
 
 
 def drop_dangling_header(text: str, line_prefix: str) -> str:
@@ -766,6 +783,15 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
     if complete_statements and (cut_mid_line or (mode == "single" and len(raw_lines) > 1)) and \
             ends_mid_statement(text, prefix, line_suffix[replace:], language):
         text = cut_to_complete(text, prefix, line_suffix, language).rstrip()
+        replace = 0
+    elif complete_statements and mode == "multi" and "\n" in text and \
+            ends_mid_statement(text, prefix, line_suffix[replace:], language):
+        # a block whose last whole line leaves its statement open (a call over several lines a limit cut,
+        # a line limit inside a statement): back to the last complete statement, with no dangling header
+        cut = cut_block_to_complete(text, prefix, line_suffix, language)
+        if cut != text and cut.strip() and opens_block(cut.split("\n")[-1]):
+            cut = cut[: cut.rfind("\n")].rstrip() if "\n" in cut else ""  # a header whose body was cut off
+        text = cut
         replace = 0
     if mode == "multi" and "\n" in text and replace == 0 and line_suffix.strip().startswith("}"):
         # `{|}`: the block goes between the braces, the brace on its own line below it

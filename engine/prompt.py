@@ -150,6 +150,13 @@ def build_prompt(tok: Tok, prefix: str, suffix: str, fim: Fim | None, *, bos_id:
         # indentation the next word would absorb), so it is always backed off and re-chosen
         healed = tok.token_bytes(flow_ids[-1])
         flow_ids = flow_ids[:-1]
+        if len(healed) > 1 and healed[-1:] in (b" ", b"\t") and not healed.strip():
+            # indentation (the cursor on an emptied indented line): byte-level BPE writes `        x` as
+            # `       ` + ` x` (the last blank goes with the word), so only that last blank is re-chosen. Healing
+            # the whole run lets the model pick a run of blanks no text tokenizes to, after which it keeps
+            # writing blanks until its token limit
+            flow_ids = flow_ids + tok.encode(healed[:-1].decode("utf-8"))
+            healed = healed[-1:]
     return Prompt(ids + flow_ids, healed, head=head)
 
 

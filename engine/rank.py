@@ -29,6 +29,7 @@ _PLACEHOLDER_LINE = re.compile(
     r")\s*(?:#.*|//.*)?$")
 _DOCSTRING_LINE = re.compile(r"^\s*(?:[rRuUbBfF]{0,2})(?:\"\"\"|''')")
 _ORDER: dict[Kind, int] = {"code": 0, "comment": 1, "placeholder": 2}
+_PYTHON_IDS = frozenset({"python", "py", "python3"})
 
 
 def _lines(text: str) -> list[str]:
@@ -55,10 +56,13 @@ def _strip_docstrings(lines: list[str]) -> list[str]:
     return out
 
 
-def kind(text: str) -> Kind:
+def kind(text: str, language: str | None = None) -> Kind:
     """``code`` unless every non-blank line is a comment/docstring (``comment``) or a placeholder
-    statement or comment with at least one placeholder statement (``placeholder``)."""
-    lines = _strip_docstrings(_lines(text))
+    statement or comment with at least one placeholder statement (``placeholder``). Docstrings count as
+    prose in Python only (``language`` a Python id, or None: unknown); elsewhere a triple quote is code."""
+    lines = _lines(text)
+    if not language or language.lower() in _PYTHON_IDS:
+        lines = _strip_docstrings(lines)
     if not lines:
         return "comment" if text.strip() else "placeholder"
     code = [ln for ln in lines if not _COMMENT_LINE.match(ln)]
@@ -69,20 +73,23 @@ def kind(text: str) -> Kind:
     return "code"
 
 
-def rank(texts: Sequence[str], *, incomplete: Callable[[str], bool] | None = None) -> list[int]:
+def rank(texts: Sequence[str], *, incomplete: Callable[[str], bool] | None = None,
+         language: str | None = None) -> list[int]:
     """Indices of ``texts`` (in model order) in the order to offer them. ``incomplete(text)``, when given,
     says a text ends mid-statement; such a text follows the complete ones of its kind."""
     def key(i: int) -> tuple[int, int, int]:
         t = texts[i]
-        return (_ORDER[kind(t)], 1 if incomplete is not None and incomplete(t) else 0, i)
+        return (_ORDER[kind(t, language)], 1 if incomplete is not None and incomplete(t) else 0, i)
 
     return sorted(range(len(texts)), key=key)
 
 
 def order_at_cursor(texts: Sequence[str], prefix: str, suffix: str, language: str | None = None) -> list[int]:
     """``rank`` for suggestions at a cursor (LF text before/after it): a suggestion that would leave its
-    statement unfinished there follows the complete ones of its kind."""
+    statement unfinished there follows the complete ones of its kind. ``language``: the document's
+    language id (None or empty: guessed from the text)."""
     from .postprocess import ends_mid_statement, split_cursor
 
     _, line_suffix = split_cursor(prefix, suffix)
-    return rank(texts, incomplete=lambda t: ends_mid_statement(t, prefix, line_suffix, language))
+    return rank(texts, incomplete=lambda t: ends_mid_statement(t, prefix, line_suffix, language),
+                language=language)

@@ -45,18 +45,29 @@ class GenParams:
     # a cold spot may be served from the engine's quick first window (a short window around the cursor)
     # while the full one warms in idle time; not part of the key: the server keeps such answers off disk
     quick_start: bool = False
+    # size the generation by the context at the cursor (engine.postprocess.budget_for: one line, one
+    # statement in the middle of code, the rest of a body): it replaces ``max_tokens`` / ``max_lines``
+    auto_budget: bool = False
+    # the document's language id (LSP languageId): the Python rules of the budget and the settled stop apply
+    # only to Python; None: guessed from the text
+    language: str | None = None
 
     def key(self) -> tuple:
         """The parameters that change the output (for cache keys)."""
-        return (self.max_tokens, self.max_lines, self.n, self.temperature, self.top_p, self.top_k, self.seed,
-                self.variant_temperature, self.stop, self.token_healing)
+        k: tuple = (self.max_tokens, self.max_lines, self.n, self.temperature, self.top_p, self.top_k, self.seed,
+                    self.variant_temperature, self.stop, self.token_healing)
+        if self.auto_budget or self.language is not None:  # keys of requests without them stay as they were
+            k = k + ("budget" if self.auto_budget else "", self.language)
+        return k
 
 
 @dataclass
 class Completion:
     text: str
     token_ids: list[int]
-    finish_reason: str  # "eos" | "length" | "lines" | "deadline" | "cancelled" | "stop"
+    # "eos" | "length" | "lines" | "deadline" | "cancelled" | "stop" (a stop string, or the suggestion at
+    # the cursor is settled: what follows would not be shown)
+    finish_reason: str
     ttft_ms: float = 0.0
     total_ms: float = 0.0
     variant: int = 0

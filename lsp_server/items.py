@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.postprocess import CUT_OFF_REASONS, Mode, Suggestion, postprocess
+from engine.postprocess import CUT_OFF_REASONS, Mode, Suggestion, budget_for, postprocess
 from engine.rank import order_at_cursor
 from engine.types import Completion
 
@@ -39,19 +39,28 @@ class Suggestions:
 
 def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *, text: str, offset: int,
                 cursor: tuple[int, int], eol: str, starts: list[int], encoding: str, max_lines: int,
-                backend: str) -> list[Item]:
-    """One item per distinct suggestion, best first (``prefix``/``suffix``: the state's LF text)."""
+                backend: str, language: str | None = None) -> list[Item]:
+    """One item per distinct suggestion, best first (``prefix``/``suffix``: the state's LF text).
+    ``language``: the document's language id (LSP ``languageId``; None or empty: guessed from the text);
+    the Python rules of post-processing and ranking apply to Python only."""
+    language = language or None
+    if mode == "multi":  # the rest of a body may be longer than maxLines (GenParams.auto_budget sizes it so)
+        budget = budget_for(prefix, suffix, language, max_lines=max_lines)
+        if budget.kind == "body":
+            max_lines = max(max_lines, budget.max_lines)
     kept: list[tuple[Completion, Suggestion]] = []
     seen: set[tuple[str, int]] = set()
     for c in comps:
         truncated = c.finish_reason in CUT_OFF_REASONS
-        sug = postprocess(c.text, prefix, suffix, mode=mode, max_lines=max_lines, truncated=truncated)
+        sug = postprocess(c.text, prefix, suffix, mode=mode, max_lines=max_lines, truncated=truncated,
+                          language=language)
         if sug is None or (sug.text, sug.replace) in seen:
             continue
         seen.add((sug.text, sug.replace))
         kept.append((c, sug))
     # worth to insert first: code before a comment-only or placeholder variant, complete before unfinished
-    order = order_at_cursor([sug.text for _, sug in kept], prefix, suffix) if len(kept) > 1 else [0] * len(kept)
+    order = order_at_cursor([sug.text for _, sug in kept], prefix, suffix, language) if len(kept) > 1 \
+        else [0] * len(kept)
     items: list[Item] = []
     for i in order:
         c, sug = kept[i]

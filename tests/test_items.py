@@ -26,3 +26,37 @@ def test_model_order_is_kept_among_code_variants():
     prefix = "def area(w, h):\n    "
     items = _items(["return w * h", "return h * w"], prefix)
     assert [it.text for it in items] == ["return w * h", "return h * w"]
+
+
+def _items_lang(texts: list[str], prefix: str, suffix: str, language: str | None, finish: str = "eos",
+                mode: str = "multi"):
+    text = prefix + suffix
+    line = prefix.count("\n")
+    col = len(prefix) - (prefix.rfind("\n") + 1)
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    comps = [Completion(t, [1, 2], finish, variant=i) for i, t in enumerate(texts)]
+    return build_items(comps, mode, prefix, suffix, text=text, offset=len(prefix), cursor=(line, col),  # type: ignore[arg-type]
+                       eol="\n", starts=starts, encoding="utf-16", max_lines=8, backend="local", language=language)
+
+
+def test_a_placeholder_or_comment_never_leads_when_code_exists_whatever_the_language():
+    py = _items_lang(['"""Compute it."""\n    pass', "# todo", "return w * h"], "def area(w, h):\n    ", "\n",
+                     "python")
+    assert py[0].text == "return w * h"
+    js = _items_lang(["// TODO", 'throw new Error("not implemented");', "return w * h;"],
+                     "function area(w, h) {\n  ", "\n}\n", "javascript")
+    assert js[0].text == "return w * h;"
+
+
+def test_a_block_cut_by_a_deadline_never_ends_mid_statement_on_screen():
+    items = _items_lang(["x = 1\n    y = foo(\n        a,\n        b,\n        c"], "def f(a, b):\n    ", "\n",
+                        "python", finish="deadline")
+    assert [it.text for it in items] == ["x = 1"]
+    # nothing complete left: no item rather than a cut line
+    assert _items_lang(["for b in"], "def f(a, b):\n    ", "\n", "python", finish="deadline") == []
+
+
+def test_the_rest_of_a_body_may_be_longer_than_max_lines():
+    body = "\n".join(["a = 1"] + [f"    a += {i}" for i in range(11)] + ["    return a"])
+    items = _items_lang([body], "def f():\n    ", "\n\n\ndef g():\n    pass\n", "python")
+    assert items[0].text == body  # 13 lines: the end of a body, not cut at maxLines (8)

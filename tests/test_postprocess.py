@@ -353,3 +353,23 @@ def test_settled_when_finished_or_past_the_budget():
     line = budget_for("x = ", "\n")
     assert not settled("compute(a", False, "x = ", line)
     assert settled("compute(a)\ny", False, "x = ", line)
+
+
+def test_a_line_cut_after_a_name_is_not_a_complete_statement():
+    """`self.insert` parses, but a deadline cut it before its call: it is not shown."""
+    from engine.postprocess import cut_to_complete, ends_mid_statement
+
+    prefix = "class A:\n    def f(self, index, item):\n        "
+    assert ends_mid_statement("self.insert", prefix)
+    assert not ends_mid_statement("self.insert(index, item)", prefix)
+    assert not ends_mid_statement("return value", prefix)
+    assert cut_to_complete("self.insert", prefix) == ""
+    assert postprocess("self.insert", prefix, "\n", mode="multi", truncated=True) is None
+
+
+def test_a_block_whose_last_statement_a_limit_left_open_is_cut_back_without_a_bare_header():
+    prefix = "def f(a, b):\n    "
+    cut_call = postprocess("x = 1\n    y = foo(\n        a,\n        b,", prefix, "\n", mode="multi", truncated=True)
+    assert cut_call is not None and cut_call.text == "x = 1"
+    open_body = postprocess("x = 1\n    if x:\n        y = (a +\n", prefix, "\n", mode="multi", truncated=True)
+    assert open_body is not None and open_body.text == "x = 1"

@@ -231,3 +231,15 @@ def test_context_block_is_empty_without_repository_markers_and_chunks_encode_ind
     two = context_ids(t, "r", [_C("a.py", "x = 1\n"), _C("b.py", "y = 2\n")], "c.py")
     # a chunk appended after the kept ones leaves the earlier ids (their KV) as they were
     assert two[: len(one) - len(t.encode("c.py\n")) - 1] == one[: len(one) - len(t.encode("c.py\n")) - 1]
+
+
+def test_an_indented_empty_line_heals_only_its_last_blank():
+    """`        x` tokenizes as `       ` + ` x`: healing the whole indentation let the model choose a blank
+    run no text has and then write blanks until its limit (bench_context: 10 of 32 lines)."""
+    t = ByteTok()
+    pre = "def f():\n    x = 1\n        "
+    p = build_prompt(t, pre, "\n    return x\n", FIM, anchor=pre.rindex("\n") + 1)
+    assert p.heal == b" "
+    assert t.decode_bytes(p.ids).endswith(b"<M>       ")
+    p = build_prompt(t, "a\n\t\t", "", FIM, anchor=2)
+    assert (p.heal, t.decode_bytes(p.ids)) == (b"\t", b"<P>a\n<S><M>\t")

@@ -48,3 +48,9 @@ def test_order_at_cursor_puts_unfinished_code_after_finished_code():
 
     prefix = "def f(xs):\n    "
     assert order_at_cursor(["for x in", "return sum(xs)", "# sum them"], prefix, "\n") == [1, 0, 2]
+
+
+def test_docstrings_are_prose_in_python_only():
+    assert kind('"""Return the area."""', "python") == "comment"
+    assert kind('"""Return the area."""') == "comment"  # unknown language: as Python
+    assert kind('"""Return the area."""', "kotlin") == "code"  # a raw string literal there
