@@ -139,13 +139,13 @@ class CompletionService:
 
     # ---- states ---------------------------------------------------------------------------------
     def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,
-              variants: bool = False) -> State:
+              variants: bool = False, language: str | None = None) -> State:
         """The engine's work for a cursor. Requests and speculation share it, so a request for the spot a
         didChange already started joins that generation."""
         start, prefix, suffix = planner.window(text, offset, self.windows()[0], self._wstart.get(uri))
         self._wstart[uri] = start
         return planner.state_at(self._settings(), uri, revision, offset, prefix, suffix, invoked=invoked,
-                                remote_ready=self.remote_ready(), n=n, variants=variants)
+                                remote_ready=self.remote_ready(), n=n, variants=variants, language=language)
 
     def gen_params(self, mode: str, *, invoked: bool, n: int | None = None, lookahead: bool = False) -> GenParams:
         return planner.gen_params(self._settings(), mode, invoked=invoked, n=n, lookahead=lookahead)
@@ -312,7 +312,7 @@ class CompletionService:
         s = self._settings()
         for f in speculation.futures(state.prefix, state.suffix, text, replace):
             fs = planner.state_at(s, state.uri, state.revision, state.offset, f.prefix, f.suffix, invoked=False,
-                                  remote_ready=self.remote_ready())
+                                  remote_ready=self.remote_ready(), language=state.params.language)
             if fs.skip or self.store.covered(fs):
                 continue
             # where the state's own generation would run (a race's futures are local: that is what shows)

@@ -258,7 +258,7 @@ class Session:
         if cursor is not None and self.settings.enable:
             doc = self.documents.get(uri)
             if not doc.problem():
-                state = self.service.state(uri, rev, doc.text, cursor, invoked=False)
+                state = self.service.state(uri, rev, doc.text, cursor, invoked=False, language=doc.language_id)
         self.service.did_change(uri, rev, state, speculate=self.speculate)
 
     def did_close(self, uri: str) -> None:
@@ -297,7 +297,8 @@ class Session:
                 and not variants:
             state = old  # the didChange before this request prepared this very state
         else:
-            state = self.service.state(uri, revision, text, offset, invoked=invoked, n=n, variants=variants)
+            state = self.service.state(uri, revision, text, offset, invoked=invoked, n=n, variants=variants,
+                                       language=doc.language_id)
         if not invoked:
             cursors.set(uri, state)
         if state.skip:
@@ -317,7 +318,8 @@ class Session:
         items = build_items(answer.comps, answer.mode, state.prefix, state.suffix, text=text, offset=offset,
                             cursor=cursor, eol=eol, starts=doc.starts, encoding=self.encoding,
                             max_lines=self.settings.max_lines,
-                            backend=self.service.backend_name(answer.backend)) if answer else []
+                            backend=self.service.backend_name(answer.backend),
+                            language=doc.language_id) if answer else []
         total_ms = (time.perf_counter() - t0) * 1000
         stamp_latency(items, total_ms)
         source = items[0].source if items else None

@@ -49,7 +49,6 @@ from typing import Any
 from engine.backends import Backend, as_backend
 from engine.types import GenParams
 
-from .planner import IDLE_WORK_S
 from .jobs import (  # noqa: F401
     FUTURE,
     SPECULATIVE,
@@ -70,6 +69,7 @@ from .jobs import (  # noqa: F401
     reason_exc,
     stop_job,
 )
+from .planner import IDLE_WORK_S
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +162,11 @@ class Worker:
             old = self._pending.pop(uri, None)
             if old is not None:
                 self._drop(old, Superseded("a newer request for this document replaced it"))
+            r = self._running
+            if priority == USER and r is not None and r.uri == uri and r.waiters and not r.cancel.cancelled:
+                # a newer request for this document replaces the one running (an explicit request, then
+                # the editor asks again at once): its waiters hear Superseded, the model moves on at once
+                self._drop(r, Superseded("a newer request for this document replaced it"))
             self._preempt(job)
             if priority == USER:
                 job.waiters.append(fut)
@@ -272,6 +277,7 @@ class Worker:
         capable tier) and the next keystrokes will be this worker's."""
         with self._cond:
             self._idle_asked = False
+            self._last_active = time.monotonic()  # the user just acted (asked another tier)
             self._cond.notify()
 
     def backlog(self) -> int:
