@@ -46,6 +46,9 @@ class _Parked:
     used: float
 
 
+QUICK_QUANTUM = 128  # characters: how far typing moves the quick window's start before it moves
+
+
 class ModelNotBuilt(RuntimeError):
     pass
 
@@ -291,8 +294,9 @@ class Engine:
                 break
         assert best is not None
         if quick_ok and cfg.fast.quick_window and best[0] > cfg.quick_above_tokens:
+            # on a grid: the quick window keeps its start while the user types (its KV is reused)
             qp, qs = clip_window(prefix, suffix, min(cfg.quick_prefix_chars, cfg.max_prefix_chars),
-                                 min(cfg.quick_suffix_chars, cfg.max_suffix_chars))
+                                 min(cfg.quick_suffix_chars, cfg.max_suffix_chars), quantum=QUICK_QUANTUM)
             if (len(qp), len(qs)) != (len(prefix), len(suffix)):
                 for row, anchor, cached in slots:
                     pr = self.build(qp, qs, heal=heal, max_new=max_new, previous=anchor)
