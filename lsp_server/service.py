@@ -18,7 +18,8 @@ from typing import Any
 
 from engine import routing, speculation
 from engine.backends import Backend
-from engine.types import GenParams
+from engine.postprocess import CUT_OFF_REASONS, budget_for, settled, split_cursor
+from engine.types import Completion, GenParams
 
 from . import planner
 from .planner import (
@@ -285,6 +286,15 @@ class CompletionService:
                                           now - since >= show_partial_after or now >= deadline):
                     worker.release(fut)
                     return found
+                if invoked and state.params.n > 1:
+                    # an explicit request shows item 1 once it is settled; the other variants follow
+                    # (flint/refresh when they are done: the client asks again and the store answers)
+                    early = self.store.lookup(state, since, partial=True, disk=False, backend=backend)
+                    done = settled_variants(early, state, self._settings().max_lines) if early else []
+                    if early is not None and done and done[0].variant == 0:
+                        worker.release(fut)
+                        early.comps = done  # only finished variants: never one cut in mid-stream
+                        return early
                 if now >= deadline:
                     worker.release(fut)  # keep generating: the next ask gets it
                     return None
@@ -351,6 +361,15 @@ class CompletionService:
     def _late_win(self, uri: str, ms: float) -> None:
         self.on_late_win(uri, ms)
         self._on_refresh(uri, self._version_of(uri))
+
+
+def settled_variants(answer: Answer, state: State, max_lines: int) -> list[Completion]:
+    """The variants of a (still streaming) answer that are final: their generation ended them, or they
+    went past what the context's budget shows (engine.postprocess.settled)."""
+    line_prefix, _ = split_cursor(state.prefix, state.suffix)
+    budget = budget_for(state.prefix, state.suffix, state.params.language, max_lines=max_lines)
+    return [c for c in answer.comps if c.text.strip() and
+            settled(c.text, c.finish_reason not in CUT_OFF_REASONS, line_prefix, budget)]
 
 
 def _stop_worker(w: Worker) -> None:
