@@ -126,7 +126,7 @@ class EngineConfig:
     batch_max: int = 3  # variants share one batch: the LSP default maxVariants is 3
     max_prefix_chars: int = 6000
     max_suffix_chars: int = 600
-    prefill_chunk: int = 256  # also the cancel granularity while a prompt runs
+    prefill_chunk: int = 64  # also the cancel granularity while a prompt runs (no slower than 256 here)
     warm_chunk: int = 64  # prefill chunk in idle time: the user may type any moment
     # the quick first window (FastPaths.quick_window): used when the full window needs more than
     # ``quick_above_tokens`` new tokens of prefill and the quick one needs fewer

@@ -296,7 +296,7 @@ class CompletionService:
                         early.comps = done  # only finished variants: never one cut in mid-stream
                         return early
                 if now >= deadline:
-                    worker.release(fut)  # keep generating: the next ask gets it
+                    worker.release(fut, awaited=True)  # keep generating: a refresh / the next ask gets it
                     return None
                 wait_s = min(deadline, since + show_partial_after) - now if now - since < show_partial_after \
                     else deadline - now
@@ -335,19 +335,19 @@ class CompletionService:
         if self.remote_worker is not None:
             self.remote_worker.set_futures(state.uri, state.revision, remote_plan, not_before=not_before)
 
-    def watch_for_refresh(self, state: State, version: int) -> None:
+    def watch_for_refresh(self, state: State, version: int, within: float = REFRESH_WITHIN_S) -> None:
         """A partial answer went out: once its generation has the whole suggestion (the document still at
         that state), the client hears flint/refresh and asks again (the store answers at once)."""
         old = self._refreshing.pop(state.uri, None)
         if old is not None:
             old.cancel()
-        task = asyncio.get_running_loop().create_task(self._refresh_when_done(state, version))
+        task = asyncio.get_running_loop().create_task(self._refresh_when_done(state, version, within))
         self._refreshing[state.uri] = task
         task.add_done_callback(lambda t: self._refreshing.pop(state.uri, None) if
                                self._refreshing.get(state.uri) is t else None)
 
-    async def _refresh_when_done(self, state: State, version: int) -> None:
-        end = time.monotonic() + REFRESH_WITHIN_S
+    async def _refresh_when_done(self, state: State, version: int, within: float) -> None:
+        end = time.monotonic() + within
         while time.monotonic() < end:
             await self.store.wait(end)
             if self._revision_of(state.uri) != state.revision:

@@ -35,7 +35,7 @@ from typing import Any
 from . import convert
 from .documents import DocumentError, DocumentStore
 from .items import Item, Suggestions, build_items, doc_position_after, stamp_latency
-from .planner import AUTOMATIC_BUDGET_S, INVOKED_BUDGET_S, State  # noqa: F401 - re-exported
+from .planner import AUTOMATIC_BUDGET_S, INVOKED_BUDGET_S, JOB_BUDGET_S, State  # noqa: F401 - re-exported
 from .service import CompletionService
 from .settings import Settings
 from .stats import Stats
@@ -341,6 +341,10 @@ class Session:
                 self.service.plan_futures(state, shown, replace)
             if answer is not None and not answer.complete and self.settings.speculation:
                 self.service.watch_for_refresh(state, version)
+        elif (answer is None or not answer.complete) and self.settings.speculation:
+            # nothing yet at a fresh spot (the prompt is still being read): the generation goes on and
+            # the client hears flint/refresh when it has something
+            self.service.watch_for_refresh(state, version, within=JOB_BUDGET_S)
         res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1), source, origin, backend)
         log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s%s]", "invoked" if invoked else "auto",
                  uri.rsplit("/", 1)[-1], line, character, state.mode, len(items), total_ms, source or "-",

@@ -239,14 +239,16 @@ class Worker:
     def document_closed(self, uri: str) -> None:
         self.document_changed(uri, 1 << 62)
 
-    def release(self, fut: Future) -> None:
+    def release(self, fut: Future, awaited: bool = False) -> None:
         """Stop waiting on ``fut`` without stopping its job: the job goes on as speculation (its result
-        lands in the caches for the next ask)."""
+        lands in the caches for the next ask). ``awaited``: the request got nothing, so the user still
+        waits at that spot: the job is not idle work (it runs to its end; the client hears a refresh)."""
         with self._cond:
             self._last_active = time.monotonic()  # a request's deadline passed: the user is still there
             for j in (self._running, *self._pending.values(), *self._futures):
                 if j is not None and fut in j.waiters:
                     j.released = True
+                    j.awaited = j.awaited or awaited
         fut.cancel()
 
     def reload(self, load: Callable[[], EngineLike]) -> None:
@@ -334,7 +336,7 @@ class Worker:
         now = time.monotonic()
         jobs = [*self._pending.values(), *self._futures, *([self._warm] if self._warm else [])]
         if now >= self._last_active + IDLE_WORK_S:  # the user went away: only what a request waits for
-            jobs = [j for j in jobs if j.waiters]
+            jobs = [j for j in jobs if j.waiters or j.awaited]
         ready = [j for j in jobs if j.not_before <= now]
         if ready:
             return min(ready, key=lambda j: (j.priority, j.seq)), 0.0
@@ -477,12 +479,13 @@ class Worker:
                     return
                 r = self._running
                 due = self._last_active + IDLE_WORK_S
-                if r is not None and not r.waiters and not r.cancel.cancelled and time.monotonic() >= due:
+                if r is not None and not r.waiters and not r.awaited and not r.cancel.cancelled and \
+                        time.monotonic() >= due:
                     log.debug("job %d stopped: the user is idle", r.seq)
                     stop_job(r, "idle")
                     r = None
                 self._wake_watchdog.clear()
-            if r is None or r.cancel.cancelled or r.waiters:  # woken when a job starts or a waiter leaves
+            if r is None or r.cancel.cancelled or r.waiters or r.awaited:  # woken: a job starts, a waiter leaves
                 self._wake_watchdog.wait()
             else:
                 self._wake_watchdog.wait(max(0.01, due - time.monotonic()))
