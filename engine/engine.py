@@ -57,6 +57,9 @@ class _Parked:
     used: float
 
 
+QUICK_QUANTUM = 128  # characters: how far typing moves the quick window's start before it moves
+
+
 class ModelNotBuilt(RuntimeError):
     pass
 
@@ -134,7 +137,7 @@ class EngineConfig:
     batch_max: int = 3  # variants share one batch: the LSP default maxVariants is 3
     max_prefix_chars: int = 6000
     max_suffix_chars: int = 600
-    prefill_chunk: int = 256  # also the cancel granularity while a prompt runs
+    prefill_chunk: int = 64  # also the cancel granularity while a prompt runs (no slower than 256 here)
     warm_chunk: int = 64  # prefill chunk in idle time: the user may type any moment
     # the quick first window (FastPaths.quick_window): used when the full window needs more than
     # ``quick_above_tokens`` new tokens of prefill and the quick one needs fewer
@@ -346,8 +349,9 @@ class Engine:
                 break
         assert best is not None
         if quick_ok and cfg.fast.quick_window and best[0] > cfg.quick_above_tokens:
+            # on a grid: the quick window keeps its start while the user types (its KV is reused)
             qp, qs = clip_window(prefix, suffix, min(cfg.quick_prefix_chars, cfg.max_prefix_chars),
-                                 min(cfg.quick_suffix_chars, cfg.max_suffix_chars))
+                                 min(cfg.quick_suffix_chars, cfg.max_suffix_chars), quantum=QUICK_QUANTUM)
             # the quick window carries the context block only where a row already holds its KV: a cold spot
             # must not wait for the block's prefill (idle time does that)
             with_block = any(self._holds_block(cached) for _, _, cached in slots)

@@ -60,6 +60,7 @@ class Job:
     not_before: float = 0.0  # monotonic time before which the job does not start (debounce)
     speculative: bool = False  # created as speculation: when its user waiters leave, it goes on
     released: bool = False  # a waiter let go without stopping it
+    awaited: bool = False  # let go by a request that got nothing: the user waits there for its result
     tracking: bool = False  # kept running after its document changed: it serves the new text
     handle: Any = None  # the hooks' own state for this job (the type-through entry)
     started: float | None = None

@@ -36,6 +36,10 @@ INVOKED_BUDGET_S = 6.0
 # window on a slow 2-core machine (a deadline right after it would throw that work away).
 JOB_BUDGET_S = 30.0
 FUTURE_BUDGET_S = 30.0
+# Work no request waits for (speculation, futures, idle warm-up) stops this long after the user's last
+# action (a keystroke, a request, its answer): the CPU is idle again ~2 s after the user stops (issue 13).
+# What it computed stays: the KV cache keeps prefilled chunks, the store keeps what streamed.
+IDLE_WORK_S = 1.5
 # A generation still streaming is shown once the request has waited this long: what it has written so far
 # (the rest of the word, of the line) while the user types, typed through and extended as it goes on.
 # Before that the request waits for a complete line. A client that handles flint/refresh is told when
@@ -93,7 +97,7 @@ def lookahead_for_block(entry: Entry, state: State) -> bool:
 
 
 def gen_params(settings: Settings, mode: str, *, invoked: bool, n: int | None = None,
-               lookahead: bool = False) -> GenParams:
+               lookahead: bool = False, language: str | None = None) -> GenParams:
     """Automatic requests take one greedy variant (the fastest path: prompt-lookup drafts); an explicit
     request or a variants pick takes ``maxVariants`` from one batched pass."""
     s = settings
@@ -108,16 +112,20 @@ def gen_params(settings: Settings, mode: str, *, invoked: bool, n: int | None = 
         max_lines = s.max_lines + 1  # +1: a block opened at the cursor starts with a line break
     # no deadline here: the worker starts the time budget when the job starts running. Typing at a cold
     # spot may be answered from the engine's quick first window (an explicit request waits for the whole)
+    # an explicit request sizes each variant by the context (a line mid-code, a body at its end: engine
+    # postprocess.budget_for); automatic ones keep the look-ahead line that type-through uses after Enter
     return GenParams(max_tokens=max_tokens, max_lines=max_lines, n=max(1, min(n, s.max_variants)),
-                     quick_start=not invoked and s.speculation)
+                     quick_start=not invoked and s.speculation,
+                     auto_budget=invoked and s.multiline == "auto", language=language or None)
 
 
 def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: str, suffix: str, *,
-             invoked: bool, remote_ready: bool, n: int | None = None, variants: bool = False) -> State:
+             invoked: bool, remote_ready: bool, n: int | None = None, variants: bool = False,
+             language: str | None = None) -> State:
     """The work for a cursor given its (windowed) text before and after."""
     line_prefix, line_suffix = split_cursor(prefix, suffix)
     mode = decide_mode(line_prefix, line_suffix, settings.multiline)
-    params = gen_params(settings, mode, invoked=invoked, n=n, lookahead=not line_suffix.strip())
+    params = gen_params(settings, mode, invoked=invoked, n=n, lookahead=not line_suffix.strip(), language=language)
     skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked)
     route = routing.route(settings.route_config(), invoked=invoked, variants=variants,
                           multiline=mode == "multi", remote_ready=remote_ready)

@@ -18,7 +18,8 @@ from typing import Any
 
 from engine import routing, speculation
 from engine.backends import Backend
-from engine.types import GenParams
+from engine.postprocess import CUT_OFF_REASONS, budget_for, settled, split_cursor
+from engine.types import Completion, GenParams
 
 from . import planner
 from .planner import (
@@ -142,13 +143,13 @@ class CompletionService:
 
     # ---- states ---------------------------------------------------------------------------------
     def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,
-              variants: bool = False) -> State:
+              variants: bool = False, language: str | None = None) -> State:
         """The engine's work for a cursor. Requests and speculation share it, so a request for the spot a
         didChange already started joins that generation."""
         start, prefix, suffix = planner.window(text, offset, self.windows()[0], self._wstart.get(uri))
         self._wstart[uri] = start
         return planner.state_at(self._settings(), uri, revision, offset, prefix, suffix, invoked=invoked,
-                                remote_ready=self.remote_ready(), n=n, variants=variants)
+                                remote_ready=self.remote_ready(), n=n, variants=variants, language=language)
 
     def gen_params(self, mode: str, *, invoked: bool, n: int | None = None, lookahead: bool = False) -> GenParams:
         return planner.gen_params(self._settings(), mode, invoked=invoked, n=n, lookahead=lookahead)
@@ -288,8 +289,17 @@ class CompletionService:
                                           now - since >= show_partial_after or now >= deadline):
                     worker.release(fut)
                     return found
+                if invoked and state.params.n > 1:
+                    # an explicit request shows item 1 once it is settled; the other variants follow
+                    # (flint/refresh when they are done: the client asks again and the store answers)
+                    early = self.store.lookup(state, since, partial=True, disk=False, backend=backend)
+                    done = settled_variants(early, state, self._settings().max_lines) if early else []
+                    if early is not None and done and done[0].variant == 0:
+                        worker.release(fut)
+                        early.comps = done  # only finished variants: never one cut in mid-stream
+                        return early
                 if now >= deadline:
-                    worker.release(fut)  # keep generating: the next ask gets it
+                    worker.release(fut, awaited=True)  # keep generating: a refresh / the next ask gets it
                     return None
                 wait_s = min(deadline, since + show_partial_after) - now if now - since < show_partial_after \
                     else deadline - now
@@ -315,7 +325,7 @@ class CompletionService:
         s = self._settings()
         for f in speculation.futures(state.prefix, state.suffix, text, replace):
             fs = planner.state_at(s, state.uri, state.revision, state.offset, f.prefix, f.suffix, invoked=False,
-                                  remote_ready=self.remote_ready())
+                                  remote_ready=self.remote_ready(), language=state.params.language)
             if fs.skip or self.store.covered(fs):
                 continue
             # where the state's own generation would run (a race's futures are local: that is what shows)
@@ -328,19 +338,19 @@ class CompletionService:
         if self.remote_worker is not None:
             self.remote_worker.set_futures(state.uri, state.revision, remote_plan, not_before=not_before)
 
-    def watch_for_refresh(self, state: State, version: int) -> None:
+    def watch_for_refresh(self, state: State, version: int, within: float = REFRESH_WITHIN_S) -> None:
         """A partial answer went out: once its generation has the whole suggestion (the document still at
         that state), the client hears flint/refresh and asks again (the store answers at once)."""
         old = self._refreshing.pop(state.uri, None)
         if old is not None:
             old.cancel()
-        task = asyncio.get_running_loop().create_task(self._refresh_when_done(state, version))
+        task = asyncio.get_running_loop().create_task(self._refresh_when_done(state, version, within))
         self._refreshing[state.uri] = task
         task.add_done_callback(lambda t: self._refreshing.pop(state.uri, None) if
                                self._refreshing.get(state.uri) is t else None)
 
-    async def _refresh_when_done(self, state: State, version: int) -> None:
-        end = time.monotonic() + REFRESH_WITHIN_S
+    async def _refresh_when_done(self, state: State, version: int, within: float) -> None:
+        end = time.monotonic() + within
         while time.monotonic() < end:
             await self.store.wait(end)
             if self._revision_of(state.uri) != state.revision:
@@ -354,6 +364,15 @@ class CompletionService:
     def _late_win(self, uri: str, ms: float) -> None:
         self.on_late_win(uri, ms)
         self._on_refresh(uri, self._version_of(uri))
+
+
+def settled_variants(answer: Answer, state: State, max_lines: int) -> list[Completion]:
+    """The variants of a (still streaming) answer that are final: their generation ended them, or they
+    went past what the context's budget shows (engine.postprocess.settled)."""
+    line_prefix, _ = split_cursor(state.prefix, state.suffix)
+    budget = budget_for(state.prefix, state.suffix, state.params.language, max_lines=max_lines)
+    return [c for c in answer.comps if c.text.strip() and
+            settled(c.text, c.finish_reason not in CUT_OFF_REASONS, line_prefix, budget)]
 
 
 def _stop_worker(w: Worker) -> None:

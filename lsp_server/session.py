@@ -40,7 +40,7 @@ from engine.context import ContextBlock, Workspace
 from . import convert
 from .documents import DocumentError, DocumentStore
 from .items import Item, Suggestions, build_items, doc_position_after, stamp_latency
-from .planner import AUTOMATIC_BUDGET_S, INVOKED_BUDGET_S, State  # noqa: F401 - re-exported
+from .planner import AUTOMATIC_BUDGET_S, INVOKED_BUDGET_S, JOB_BUDGET_S, State  # noqa: F401 - re-exported
 from .service import CompletionService
 from .settings import Settings
 from .stats import Stats
@@ -317,7 +317,7 @@ class Session:
         if cursor is not None and self.settings.enable:
             doc = self.documents.get(uri)
             if not doc.problem():
-                state = self.service.state(uri, rev, doc.text, cursor, invoked=False)
+                state = self.service.state(uri, rev, doc.text, cursor, invoked=False, language=doc.language_id)
         self.service.did_change(uri, rev, state, speculate=self.speculate)
 
     def did_close(self, uri: str) -> None:
@@ -362,7 +362,8 @@ class Session:
                 and not variants:
             state = old  # the didChange before this request prepared this very state
         else:
-            state = self.service.state(uri, revision, text, offset, invoked=invoked, n=n, variants=variants)
+            state = self.service.state(uri, revision, text, offset, invoked=invoked, n=n, variants=variants,
+                                       language=doc.language_id)
         if not invoked:
             cursors.set(uri, state)
         if state.skip:
@@ -382,7 +383,8 @@ class Session:
         items = build_items(answer.comps, answer.mode, state.prefix, state.suffix, text=text, offset=offset,
                             cursor=cursor, eol=eol, starts=doc.starts, encoding=self.encoding,
                             max_lines=self.settings.max_lines,
-                            backend=self.service.backend_name(answer.backend)) if answer else []
+                            backend=self.service.backend_name(answer.backend),
+                            language=doc.language_id) if answer else []
         total_ms = (time.perf_counter() - t0) * 1000
         stamp_latency(items, total_ms)
         source = items[0].source if items else None
@@ -404,6 +406,10 @@ class Session:
                 self.service.plan_futures(state, shown, replace)
             if answer is not None and not answer.complete and self.settings.speculation:
                 self.service.watch_for_refresh(state, version)
+        elif (answer is None or not answer.complete) and self.settings.speculation:
+            # nothing yet at a fresh spot (the prompt is still being read): the generation goes on and
+            # the client hears flint/refresh when it has something
+            self.service.watch_for_refresh(state, version, within=JOB_BUDGET_S)
         res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1), source, origin, backend)
         log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s%s]", "invoked" if invoked else "auto",
                  uri.rsplit("/", 1)[-1], line, character, state.mode, len(items), total_ms, source or "-",

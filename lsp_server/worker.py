@@ -15,6 +15,9 @@ Scheduling rules (the llama.cpp server / ruff_server shape: handlers post tasks,
   pre-empts a running job of a worse one (a user request stops speculative work for other documents),
   and work for the document the user is typing in stops speculation nobody waits for in another one.
 - Stopping means setting the engine's CancelToken: the generation loop checks it every model step.
+- Work no request waits for (background: speculation, futures, warm-ups) runs only until
+  ``IDLE_WORK_S`` after the user's last action (a submit, a document change, a request let go); a
+  watchdog thread stops it then, so the CPU goes idle soon after the user does.
 - No quiet period for typing: a job starts at once (newest wins; a keystroke appends a token or two to
   the KV cache, so starting costs little), not before its own ``not_before`` if it has one. Only a burst
   of messages faster than any typist types (a replayed edit, a client catching up) is read to its end
@@ -66,6 +69,7 @@ from .jobs import (  # noqa: F401
     reason_exc,
     stop_job,
 )
+from .planner import IDLE_WORK_S
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +102,10 @@ class Worker:
         self._idle_asked = False  # idle work is asked for once per quiet period
         self._busy = False  # the last status event said "busy" (a "ready" must follow)
         self._memo: tuple[Job, Result] | None = None  # the last finished job (same work = same answer)
+        self._last_active = time.monotonic()  # the user's last action this worker heard of
+        self._wake_watchdog = threading.Event()
         self._thread = threading.Thread(target=self._main, name="flint-engine", daemon=True)
+        self._watchdog = threading.Thread(target=self._watch, name="flint-idle-watchdog", daemon=True)
         self.loaded = threading.Event()  # set once the first load attempt finished (ok or not)
         self.jobs_run = 0  # engine calls (generations and warm-ups)
         self.model_calls = 0  # generations only
@@ -108,6 +115,7 @@ class Worker:
     # ---- event loop side ------------------------------------------------------------------------
     def start(self) -> None:
         self._thread.start()
+        self._watchdog.start()
 
     @property
     def engine(self) -> Backend | None:
@@ -156,6 +164,11 @@ class Worker:
             old = self._pending.pop(uri, None)
             if old is not None:
                 self._drop(old, Superseded("a newer request for this document replaced it"))
+            r = self._running
+            if priority == USER and r is not None and r.uri == uri and r.waiters and not r.cancel.cancelled:
+                # a newer request for this document replaces the one running (an explicit request, then
+                # the editor asks again at once): its waiters hear Superseded, the model moves on at once
+                self._drop(r, Superseded("a newer request for this document replaced it"))
             self._preempt(job)
             if priority == USER:
                 job.waiters.append(fut)
@@ -228,13 +241,16 @@ class Worker:
     def document_closed(self, uri: str) -> None:
         self.document_changed(uri, 1 << 62)
 
-    def release(self, fut: Future) -> None:
+    def release(self, fut: Future, awaited: bool = False) -> None:
         """Stop waiting on ``fut`` without stopping its job: the job goes on as speculation (its result
-        lands in the caches for the next ask)."""
+        lands in the caches for the next ask). ``awaited``: the request got nothing, so the user still
+        waits at that spot: the job is not idle work (it runs to its end; the client hears a refresh)."""
         with self._cond:
+            self._last_active = time.monotonic()  # a request's deadline passed: the user is still there
             for j in (self._running, *self._pending.values(), *self._futures):
                 if j is not None and fut in j.waiters:
                     j.released = True
+                    j.awaited = j.awaited or awaited
         fut.cancel()
 
     def reload(self, load: Callable[[], EngineLike]) -> None:
@@ -256,6 +272,7 @@ class Worker:
             if self._running is not None:
                 stop_job(self._running, "shutdown")
             self._cond.notify()
+        self._wake_watchdog.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
 
@@ -264,6 +281,7 @@ class Worker:
         capable tier) and the next keystrokes will be this worker's."""
         with self._cond:
             self._idle_asked = False
+            self._last_active = time.monotonic()  # the user just acted (asked another tier)
             self._cond.notify()
 
     def backlog(self) -> int:
@@ -278,6 +296,7 @@ class Worker:
     def _touch(self) -> None:
         """New activity (called under the lock): a pending warm-up is pointless now."""
         self._activity.append(time.monotonic())
+        self._last_active = self._activity[-1]
         self._idle_asked = False
         if self._warm is not None:
             self._warm = None
@@ -318,6 +337,8 @@ class Worker:
         """(lock held) The job to run now, or None and how long until one may start."""
         now = time.monotonic()
         jobs = [*self._pending.values(), *self._futures, *([self._warm] if self._warm else [])]
+        if now >= self._last_active + IDLE_WORK_S:  # the user went away: only what a request waits for
+            jobs = [j for j in jobs if j.waiters or j.awaited]
         ready = [j for j in jobs if j.not_before <= now]
         if ready:
             return min(ready, key=lambda j: (j.priority, j.seq)), 0.0
@@ -340,6 +361,8 @@ class Worker:
         with self._cond:
             if fut in job.waiters:
                 job.waiters.remove(fut)
+            self._last_active = time.monotonic()
+            self._wake_watchdog.set()
             if job.waiters:
                 return
             if job.speculative or job.released:  # speculation a request had joined: it goes on
@@ -425,12 +448,13 @@ class Worker:
                 continue
             self._take(job)
             self._running = job
+            self._wake_watchdog.set()
             return job, None
 
     def _maybe_idle_work(self) -> float:
         """(lock held, nothing queued) Ask the hooks for idle work once per quiet period. Returns 0 when a
         job was queued, else how long to sleep (negative: until something happens)."""
-        if self.hooks is None or self._idle_asked:
+        if self.hooks is None or self._idle_asked or time.monotonic() >= self._last_active + IDLE_WORK_S:
             return -1.0
         last = self._activity[-1] if self._activity else 0.0
         left = last + IDLE_WARM_S - time.monotonic()
@@ -469,6 +493,26 @@ class Worker:
         finally:
             self._cond.acquire()
         return self._idle_asked
+
+    def _watch(self) -> None:
+        """Stop background work ``IDLE_WORK_S`` after the user's last action (its own thread: the engine
+        thread is inside the model then). Sleeps while nothing runs."""
+        while True:
+            with self._cond:
+                if self._stopping:
+                    return
+                r = self._running
+                due = self._last_active + IDLE_WORK_S
+                if r is not None and not r.waiters and not r.awaited and not r.cancel.cancelled and \
+                        time.monotonic() >= due:
+                    log.debug("job %d stopped: the user is idle", r.seq)
+                    stop_job(r, "idle")
+                    r = None
+                self._wake_watchdog.clear()
+            if r is None or r.cancel.cancelled or r.waiters or r.awaited:  # woken: a job starts, a waiter leaves
+                self._wake_watchdog.wait()
+            else:
+                self._wake_watchdog.wait(max(0.01, due - time.monotonic()))
 
     def _main(self) -> None:
         self._load(self._load_fn)

@@ -609,9 +609,9 @@ def git_commit(tree: str) -> str:
 
 
 async def run_config(run: Run, tree: str, options: dict, segments: list[Segment], typist: Typist, args,
-                     env: dict[str, str], logs: Path) -> Run:
+                     env: dict[str, str], logs: Path, model_dir: str | None = None) -> Run:
     server = Server()
-    cmd = [sys.executable, "-m", "lsp_server", "--threads", str(args.threads), "--model", args.model_dir,
+    cmd = [sys.executable, "-m", "lsp_server", "--threads", str(args.threads), "--model", model_dir or args.model_dir,
            *(["-v"] if args.keep_logs else [])]
     env = {**env, "PYTHONPATH": tree}
     t0 = time.perf_counter()
@@ -986,7 +986,8 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
         rows.append(("states `on` answered, revisited after restart: from disk", [
             f"{share(s['restart_overlap']['from_disk_share'])} ({s['restart_overlap']['from_disk']} of "
             f"{s['restart_overlap']['states']})" if s.get("restart_overlap") else "–" for s in summaries]))
-    servers = "; ".join(f"`{k}` = `{v['tree']}` at `{v['commit']}`" for k, v in meta["servers"].items())
+    servers = "; ".join(f"`{k}` = `{v['tree']}` at `{v['commit']}`" + (f" on model `{v['model']}`" if v.get("model") else "")
+                        for k, v in meta["servers"].items())
     lines = [
         "# Replay benchmark: keystroke → suggestion, old policy vs new",
         "",
@@ -1094,8 +1095,12 @@ async def amain(args) -> int:
     args.model_dir = str(model_dir)
     manifest = load_manifest(model_dir)
     servers: dict[str, str] = {}
+    models: dict[str, str] = {}
     for spec in args.server or [f"cur={ROOT}"]:
         name, _, tree = spec.partition("=")
+        tree, _, model = tree.partition("@")  # NAME=TREE@MODEL: this server on its own model
+        if model:
+            models[name] = str(resolve_model_dir(model))
         if not name or not tree or "/" in name or not (Path(tree) / "lsp_server" / "__main__.py").exists():
             raise SystemExit(f"--server {spec!r}: expected NAME=TREE with TREE/lsp_server/__main__.py")
         if name in servers:
@@ -1130,7 +1135,8 @@ async def amain(args) -> int:
         "threads": args.threads,
         "rounds": args.rounds,
         "order": [config_name(s, t, m) for t, s, m in order],
-        "servers": {k: {"tree": v, "commit": git_commit(v)} for k, v in servers.items()},
+        "servers": {k: {"tree": v, "commit": git_commit(v), **({"model": models[k]} if k in models else {})}
+                    for k, v in servers.items()},
         "corpus_note": "function bodies typed after their signature and docstring, from wheels fetched with "
                        "`pip download --no-deps`; none of these packages is in the trimmed-head corpus (standard "
                        "library, /usr/include, global node_modules, /usr/share/doc; engine/lm_head.py), "
@@ -1153,7 +1159,7 @@ async def amain(args) -> int:
                 print(f"[{name} r{rnd}] {len(segments)} functions, up to {args.keys} keystrokes ...", flush=True)
                 run = Run(name, s, t, m, rnd)
                 try:
-                    await run_config(run, servers[s], mode_opts[m], segments, TYPISTS[t], args, env, logs)
+                    await run_config(run, servers[s], mode_opts[m], segments, TYPISTS[t], args, env, logs, models.get(s))
                 except Exception as e:  # one broken server must not lose the other configurations
                     print(f"[{name} r{rnd}] failed: {type(e).__name__}: {e}", flush=True)
                     continue
@@ -1194,8 +1200,9 @@ def write_outputs(runs: list[Run], meta: dict, out: Path, final: bool) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--server", action="append", metavar="NAME=TREE",
-                   help="a server to test: run `python -m lsp_server` with PYTHONPATH=TREE (repeat; default: this tree)")
+    p.add_argument("--server", action="append", metavar="NAME=TREE[@MODEL]",
+                   help="a server to test: run `python -m lsp_server` with PYTHONPATH=TREE, on MODEL if given "
+                        "(repeat; default: this tree)")
     p.add_argument("--typists", default="steady,think,open", help=f"comma-separated: {', '.join(TYPISTS)}")
     p.add_argument("--modes", default="on", help="comma-separated: off, on, restart (default on)")
     p.add_argument("--rounds", type=int, default=1, help="repeat every configuration, A B A B (default 1)")

@@ -243,3 +243,16 @@ def test_an_indented_empty_line_heals_only_its_last_blank():
     assert t.decode_bytes(p.ids).endswith(b"<M>       ")
     p = build_prompt(t, "a\n\t\t", "", FIM, anchor=2)
     assert (p.heal, t.decode_bytes(p.ids)) == (b"\t", b"<P>a\n<S><M>\t")
+
+
+def test_clip_window_on_a_grid_keeps_its_start_while_typing():
+    text = "".join(f"line {i:03d} = {i}\n" for i in range(100))
+    starts = set()
+    first = (1 - (len(text) - 400)) % 128  # the first keystroke of a grid cell
+    for typed in range(first, first + 100):
+        p, _ = clip_window(text + "x" * typed, "", 400, 100, quantum=128)
+        assert len(p) <= 400
+        starts.add(len(text) + typed - len(p))
+    assert len(starts) == 1  # 90 keystrokes: the same start (the unquantised cut moves every line)
+    p, _ = clip_window(text + "x" * 200, "", 400, 100, quantum=128)
+    assert len(text) + 200 - len(p) > min(starts)  # typing further moves it on

@@ -372,9 +372,6 @@ async def test_cancel_request_stops_the_generation(client: LanguageClient):
     assert time.monotonic() - t0 < 1.5
 
 
-@pytest.mark.xfail(strict=False, reason="issue 13 (open): under the new no-quiet-gate policy a newer request at the "
-                   "same spot does not stop a running invoked generation, and answers come at the deadline; the "
-                   "test keeps running and reports it until the core is fixed")
 async def test_newer_request_supersedes_older_one(client: LanguageClient):
     # a prompt of a few hundred tokens: the first request is still running when the second comes
     preamble = "".join(f"def helper_{i}(values):\n    return [v * {i} for v in values if v > {i}]\n\n\n"
@@ -433,9 +430,6 @@ async def test_bad_inputs_get_clear_errors_and_the_server_stays_up(client: Langu
         assert "z = 3" not in it.insert_text or it.range.start == types.Position(1, 0)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 13 (open): under the new no-quiet-gate policy a newer request at the "
-                   "same spot does not stop a running invoked generation, and answers come at the deadline; the "
-                   "test keeps running and reports it until the core is fixed")
 async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
     """200 didChange + inline requests as fast as they can be sent: every one is answered exactly once, the
     last one about one generation after the last keystroke (no queue), and server memory does not grow."""

@@ -503,3 +503,52 @@ async def test_a_request_keeps_its_deadline_while_the_model_loads(tmp_path, monk
         assert [it.text for it in res.items] == ["return a + b"]  # the generation went on after loading
     finally:
         s.shutdown()
+
+
+class VariantsEngine:
+    """Streams variant 0's line at once, the other variants much later (n = 3 in one batch)."""
+
+    model_id = "variants"
+
+    def __init__(self) -> None:
+        self.ended = 0.0
+
+    def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
+        texts = ["total = a + b\n", "total = sum([a, b])\n", "return a + b\n"]
+        if on_token is not None:
+            on_token(0, texts[0] + "    print")  # the next statement started: item 1 is settled
+        for _ in range(40):  # the other rows take a second
+            if cancel is not None and cancel.cancelled:
+                break
+            time.sleep(0.025)
+        if on_token is not None:
+            for i in (1, 2):
+                on_token(i, texts[i])
+        self.ended = time.monotonic()
+        return [Completion(text=t, token_ids=[1], finish_reason="stop", variant=i) for i, t in enumerate(texts)], \
+            Timings()
+
+
+async def test_explicit_request_shows_item_one_before_the_other_variants(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+    eng = VariantsEngine()
+    refreshed: list[str] = []
+    s = Session(lambda _settings: eng, Settings(max_variants=3), on_refresh=lambda uri, version: refreshed.append(uri))
+    s.attach_loop(asyncio.get_running_loop())
+    s.start()
+    try:
+        assert s.worker.loaded.wait(5)
+        uri = "file:///v.py"
+        s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
+        res = await s.suggest(uri, 1, 4, invoked=True)
+        answered = time.monotonic()
+        assert [it.text for it in res.items] == ["total = a + b"]
+        assert eng.ended == 0.0 or answered < eng.ended  # before the other variants were done
+        deadline = time.monotonic() + 5
+        while not refreshed and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert refreshed == [uri]  # the client is told to ask again once all variants are there
+        again = await s.suggest(uri, 1, 4, invoked=True)
+        assert len(again.items) == 3
+    finally:
+        s.shutdown()

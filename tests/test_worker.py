@@ -622,3 +622,28 @@ def test_a_request_joining_queued_speculation_preempts_other_speculation():
     comps, _ = w.submit("a", 1, "p", "", GenParams(), USER).result(5)  # the request joins it
     assert time.monotonic() - t0 < 20 * STEP + 0.3 and comps[0].text.startswith("p")
     w.stop()
+
+
+def test_background_work_stops_soon_after_the_user_goes_idle_but_not_what_a_user_waits_for():
+    from lsp_server.planner import IDLE_WORK_S
+
+    eng = StepEngine(slow=("spec", "asked"))
+    w, _, revs = make(eng)
+    try:
+        revs["file:///a.py"] = 1
+        t0 = time.monotonic()
+        w.submit("file:///a.py", 1, "spec", "", GenParams(), SPECULATIVE)
+        assert eng.running.wait(2)
+        while eng.running.is_set() and time.monotonic() - t0 < IDLE_WORK_S + 2:
+            time.sleep(0.01)
+        # stopped, not run for its 10 s
+        assert IDLE_WORK_S <= time.monotonic() - t0 < IDLE_WORK_S + 1.0 and not eng.running.is_set()
+        # a request that got nothing at its deadline lets go of its job: the user still waits there
+        revs["file:///b.py"] = 1
+        asked = w.submit("file:///b.py", 1, "asked", "", GenParams(), USER)
+        assert eng.running.wait(2)
+        w.release(asked, awaited=True)
+        time.sleep(IDLE_WORK_S + 0.5)
+        assert w.running() is not None and not w.running().cancel.cancelled
+    finally:
+        w.stop()
