@@ -15,9 +15,10 @@ Scheduling rules (the llama.cpp server / ruff_server shape: handlers post tasks,
   pre-empts a running job of a worse one (a user request stops speculative work for other documents),
   and work for the document the user is typing in stops speculation nobody waits for in another one.
 - Stopping means setting the engine's CancelToken: the generation loop checks it every model step.
-- Work no request waits for (background: speculation, futures, warm-ups) runs only until
-  ``IDLE_WORK_S`` after the user's last action (a submit, a document change, a request let go); a
-  watchdog thread stops it then, so the CPU goes idle soon after the user does.
+- Generations no request waits for (speculation, futures) run only until ``IDLE_WORK_S`` after the
+  user's last action (a submit, a document change, a request let go); a watchdog thread stops them
+  then, so the CPU goes idle soon after the user does. One idle warm-up per quiet period (the active
+  spot's KV, behind the context block) may run ``WARM_BUDGET_S``.
 - No quiet period for typing: a job starts at once (newest wins; a keystroke appends a token or two to
   the KV cache, so starting costs little), not before its own ``not_before`` if it has one. Only a burst
   of messages faster than any typist types (a replayed edit, a client catching up) is read to its end
@@ -69,7 +70,7 @@ from .jobs import (  # noqa: F401
     reason_exc,
     stop_job,
 )
-from .planner import IDLE_WORK_S
+from .planner import IDLE_WORK_S, WARM_BUDGET_S
 
 log = logging.getLogger(__name__)
 
@@ -338,7 +339,7 @@ class Worker:
         now = time.monotonic()
         jobs = [*self._pending.values(), *self._futures, *([self._warm] if self._warm else [])]
         if now >= self._last_active + IDLE_WORK_S:  # the user went away: only what a request waits for
-            jobs = [j for j in jobs if j.waiters or j.awaited]
+            jobs = [j for j in jobs if j.waiters or j.awaited or j.priority == WARM]
         ready = [j for j in jobs if j.not_before <= now]
         if ready:
             return min(ready, key=lambda j: (j.priority, j.seq)), 0.0
@@ -448,13 +449,14 @@ class Worker:
                 continue
             self._take(job)
             self._running = job
+            job.started = time.monotonic()
             self._wake_watchdog.set()
             return job, None
 
     def _maybe_idle_work(self) -> float:
         """(lock held, nothing queued) Ask the hooks for idle work once per quiet period. Returns 0 when a
         job was queued, else how long to sleep (negative: until something happens)."""
-        if self.hooks is None or self._idle_asked or time.monotonic() >= self._last_active + IDLE_WORK_S:
+        if self.hooks is None or self._idle_asked:
             return -1.0
         last = self._activity[-1] if self._activity else 0.0
         left = last + IDLE_WARM_S - time.monotonic()
@@ -502,10 +504,12 @@ class Worker:
                 if self._stopping:
                     return
                 r = self._running
-                due = self._last_active + IDLE_WORK_S
+                warm = r is not None and r.priority == WARM
+                due = (r.started or time.monotonic()) + WARM_BUDGET_S if r is not None and warm \
+                    else self._last_active + IDLE_WORK_S
                 if r is not None and not r.waiters and not r.awaited and not r.cancel.cancelled and \
                         time.monotonic() >= due:
-                    log.debug("job %d stopped: the user is idle", r.seq)
+                    log.debug("job %d stopped: %s", r.seq, "its warm-up budget is spent" if warm else "the user is idle")
                     stop_job(r, "idle")
                     r = None
                 self._wake_watchdog.clear()
