@@ -7,7 +7,9 @@ assembled file.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,39 @@ class FimTemplate:
 QWEN_FIM = FimTemplate("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
 
 
+VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni"})
+
+
+def default_precision_for(cpu_flags: Iterable[str] | None) -> str:
+    """The default weight format for a CPU, from its /proc/cpuinfo flags (None: not known).
+
+    ``int8`` (MatMulNBits, int8 blocks of 128) where the CPU has VNNI, whose int8 dot-product kernels make it
+    fast; ``int8-dyn`` (MatMulInteger, per-channel int8) on x86 CPUs without VNNI, where MatMulNBits runs about
+    half as fast at prefill and its greedy text is no closer to fp32's (docs/benchmarks/forward.md,
+    quality.md). A CPU whose flags cannot be read (not x86 Linux) keeps ``int8``."""
+    if cpu_flags is None:
+        return "int8"
+    return "int8" if VNNI_FLAGS & set(cpu_flags) else "int8-dyn"
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str] | None:
+    """The x86 feature flags of this machine's first CPU, or None where /proc/cpuinfo has none."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, sep, value = line.partition(":")
+                if sep and key.strip() == "flags":
+                    return frozenset(value.split())
+    except OSError:
+        pass
+    return None
+
+
+def machine_default_precision() -> str:
+    """This machine's default precision (what ``flint model build`` builds and a preset name resolves to)."""
+    return default_precision_for(cpu_flags())
+
+
 @dataclass(frozen=True)
 class Preset:
     name: str
@@ -30,7 +65,8 @@ class Preset:
     size: int | None = None
     sha256: str | None = None
     fim: FimTemplate | None = None
-    default_precision: str = "int8"  # int8 keeps the GGUF's greedy text (docs/benchmarks/quality.md)
+    # decided per machine (see default_precision_for); set a string to pin one precision for a preset
+    default_precision: str = field(default_factory=machine_default_precision)
     # tokens that end a completion besides the model's own EOS ids
     extra_stop_tokens: tuple[str, ...] = ()
     bos_required: bool = False
