@@ -50,6 +50,13 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str] | None:
     return None
 
 
+def precision_preference(default: str) -> tuple[str, ...]:
+    """The built precisions a preset name resolves to, best first: the machine's default, then the other int8
+    kind (a model built before the default changed), the int4 ones, and fp32 (the slow reference) last."""
+    order = ("int8", "int8-dyn", "int4-mixed", "int4", "fp32")
+    return (default, *(p for p in order if p != default))
+
+
 def machine_default_precision() -> str:
     """This machine's default precision (what ``flint model build`` builds and a preset name resolves to)."""
     return default_precision_for(cpu_flags())

@@ -8,7 +8,7 @@ import pytest
 
 from engine.build import PRECISIONS, is_current, rebuild_command, weight_recipe
 from engine.manifest import Manifest
-from engine.presets import cpu_flags, default_precision_for
+from engine.presets import cpu_flags, default_precision_for, precision_preference
 
 
 @pytest.mark.parametrize(("flags", "expected"), [
@@ -50,3 +50,11 @@ def test_int8_dyn_records_its_recipe_and_an_other_recipe_is_not_current(tmp_path
     assert not is_current(d, "int8-dyn")
     assert _manifest("int8-dyn", recipe).model_id != _manifest("int8", weight_recipe("int8")).model_id
     assert rebuild_command(d) == "flint model build qwen2.5-coder-0.5b --precision int8-dyn --force"
+
+
+def test_a_preset_name_prefers_the_default_then_the_other_int8_and_fp32_last():
+    assert precision_preference("int8-dyn")[:2] == ("int8-dyn", "int8")
+    assert precision_preference("int8")[:2] == ("int8", "int8-dyn")
+    for d in ("int8", "int8-dyn"):
+        order = precision_preference(d)
+        assert order[-1] == "fp32" and sorted(order) == sorted(PRECISIONS)
