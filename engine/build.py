@@ -53,8 +53,9 @@ PRECISIONS: dict[str, tuple[str, dict[str, str]]] = {
     "int8": ("int8", {"block_size": "128"}),
     "fp32": ("fp32", {}),
     # the fp32 export, its decoder's MatMuls then quantised by onnxruntime's quantize_dynamic (int8 weights per
-    # output channel, activations quantised per call: MatMulInteger). Where the CPU lacks VNNI its kernels
-    # prefill about 2x faster than MatMulNBits' (docs/benchmarks/forward.md); head and embeddings are int8's.
+    # output channel, activations per tensor per call: MatMulInteger); head and embeddings are int8's. Where
+    # the CPU lacks VNNI it prefills about 2x faster than MatMulNBits, but its greedy text leaves fp32's on most
+    # prompts (docs/benchmarks/quality.md, forward.md): an experiment, never a default.
     "int8-dyn": ("fp32", {}),
 }
 

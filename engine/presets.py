@@ -7,9 +7,7 @@ assembled file.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -22,44 +20,11 @@ class FimTemplate:
 QWEN_FIM = FimTemplate("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
 
 
-VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni"})
-
-
-def default_precision_for(cpu_flags: Iterable[str] | None) -> str:
-    """The default weight format for a CPU, from its /proc/cpuinfo flags (None: not known).
-
-    ``int8`` (MatMulNBits, int8 blocks of 128) where the CPU has VNNI, whose int8 dot-product kernels make it
-    fast; ``int8-dyn`` (MatMulInteger, per-channel int8) on x86 CPUs without VNNI, where MatMulNBits runs about
-    half as fast at prefill and its greedy text is no closer to fp32's (docs/benchmarks/forward.md,
-    quality.md). A CPU whose flags cannot be read (not x86 Linux) keeps ``int8``."""
-    if cpu_flags is None:
-        return "int8"
-    return "int8" if VNNI_FLAGS & set(cpu_flags) else "int8-dyn"
-
-
-def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str] | None:
-    """The x86 feature flags of this machine's first CPU, or None where /proc/cpuinfo has none."""
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, sep, value = line.partition(":")
-                if sep and key.strip() == "flags":
-                    return frozenset(value.split())
-    except OSError:
-        pass
-    return None
-
-
 def precision_preference(default: str) -> tuple[str, ...]:
-    """The built precisions a preset name resolves to, best first: the machine's default, then the other int8
-    kind (a model built before the default changed), the int4 ones, and fp32 (the slow reference) last."""
+    """The built precisions a preset name resolves to, best first: the preset's default, then the other int8
+    kind, the int4 ones, and fp32 (the slow reference) last."""
     order = ("int8", "int8-dyn", "int4-mixed", "int4", "fp32")
     return (default, *(p for p in order if p != default))
-
-
-def machine_default_precision() -> str:
-    """This machine's default precision (what ``flint model build`` builds and a preset name resolves to)."""
-    return default_precision_for(cpu_flags())
 
 
 @dataclass(frozen=True)
@@ -72,8 +37,9 @@ class Preset:
     size: int | None = None
     sha256: str | None = None
     fim: FimTemplate | None = None
-    # decided per machine (see default_precision_for); set a string to pin one precision for a preset
-    default_precision: str = field(default_factory=machine_default_precision)
+    # int8 keeps the GGUF's greedy text (docs/benchmarks/quality.md); int8-dyn prefills faster on CPUs without
+    # VNNI but does not (3/33 prompts equal to fp32's), so it is not a default anywhere
+    default_precision: str = "int8"
     # tokens that end a completion besides the model's own EOS ids
     extra_stop_tokens: tuple[str, ...] = ()
     bos_required: bool = False

@@ -1,36 +1,12 @@
-"""The per-machine default precision and the int8-dyn recipe (pure: no model, no build)."""
+"""The int8-dyn recipe and which built precision a preset name resolves to (pure: no model, no build)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from engine.build import PRECISIONS, is_current, rebuild_command, weight_recipe
 from engine.manifest import Manifest
-from engine.presets import cpu_flags, default_precision_for, precision_preference
-
-
-@pytest.mark.parametrize(("flags", "expected"), [
-    ({"fpu", "sse4_2", "avx2", "fma"}, "int8-dyn"),  # AVX2 only (this project's AMD EPYC machine)
-    ({"avx2", "avx512f", "avx512bw"}, "int8-dyn"),  # AVX-512 without VNNI
-    ({"avx2", "avx512f", "avx512_vnni"}, "int8"),
-    ({"avx2", "avx_vnni"}, "int8"),  # Alder Lake and later: VNNI on AVX2
-    (None, "int8"),  # flags unknown (not x86 Linux)
-])
-def test_default_precision_follows_vnni(flags, expected):
-    assert default_precision_for(flags) == expected
-    assert expected in PRECISIONS
-
-
-def test_cpu_flags_reads_the_flags_line(tmp_path: Path):
-    x86 = tmp_path / "x86"
-    x86.write_text("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 avx512_vnni\n\nprocessor\t: 1\n")
-    assert cpu_flags(x86) == {"fpu", "avx2", "avx512_vnni"}
-    arm = tmp_path / "arm"
-    arm.write_text("processor\t: 0\nFeatures\t: fp asimd\n")
-    assert cpu_flags(arm) is None and default_precision_for(cpu_flags(arm)) == "int8"
-    assert cpu_flags(tmp_path / "missing") is None
+from engine.presets import PRESETS, precision_preference
 
 
 def _manifest(precision: str, quant: dict[str, str]) -> Manifest:
@@ -53,6 +29,7 @@ def test_int8_dyn_records_its_recipe_and_an_other_recipe_is_not_current(tmp_path
 
 
 def test_a_preset_name_prefers_the_default_then_the_other_int8_and_fp32_last():
+    assert all(p.default_precision == "int8" for p in PRESETS.values())  # int8-dyn loses quality: opt-in only
     assert precision_preference("int8-dyn")[:2] == ("int8-dyn", "int8")
     assert precision_preference("int8")[:2] == ("int8", "int8-dyn")
     for d in ("int8", "int8-dyn"):
