@@ -283,12 +283,17 @@ def _quantize_decoder_dynamic(model_dir: Path, work: Path) -> None:
     for every MatMul with a constant B (attention itself is GroupQueryAttention, untouched)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    logging.getLogger("onnxruntime.quantization").setLevel(logging.WARNING)
     qdir = _mk(work / "qdyn")
     t0 = time.perf_counter()
-    quantize_dynamic(str(model_dir / "model.onnx"), str(qdir / "model.onnx"), weight_type=QuantType.QInt8,
-                     per_channel=True, op_types_to_quantize=["MatMul"], use_external_data_format=True,
-                     extra_options={"MatMulConstBOnly": True})
+    root = logging.getLogger()  # the quantiser logs a line per tensor on the root logger
+    level = root.level
+    root.setLevel(max(level, logging.ERROR))
+    try:
+        quantize_dynamic(str(model_dir / "model.onnx"), str(qdir / "model.onnx"), weight_type=QuantType.QInt8,
+                         per_channel=True, op_types_to_quantize=["MatMul"], use_external_data_format=True,
+                         extra_options={"MatMulConstBOnly": True})
+    finally:
+        root.setLevel(level)
     for f in model_dir.glob("model.onnx*"):
         f.unlink()
     for f in qdir.iterdir():
