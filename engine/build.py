@@ -52,17 +52,17 @@ PRECISIONS: dict[str, tuple[str, dict[str, str]]] = {
     # 27 vs 24 of 30 more held-out spots: docs/benchmarks/quality.md)
     "int8": ("int8", {"block_size": "128"}),
     "fp32": ("fp32", {}),
-    # the fp32 export, its decoder's MatMuls then quantised by onnxruntime's quantize_dynamic (int8 weights per
-    # output channel, activations per tensor per call: MatMulInteger); head and embeddings are int8's. Where
-    # the CPU lacks VNNI it prefills about 2x faster than MatMulNBits, but its greedy text leaves fp32's on most
-    # prompts (docs/benchmarks/quality.md, forward.md): an experiment, never a default.
+    # the fp32 export, its decoder's MatMuls (but the MLP down projections) then quantised by onnxruntime's
+    # quantize_dynamic (int8 weights per output channel, activations per tensor per call: MatMulInteger); head
+    # and embeddings are int8's. Where the CPU lacks VNNI it prefills about 2x faster than MatMulNBits; its
+    # quality is not yet measured on the full prompt set (docs/benchmarks/quality.md): opt-in, not a default.
     "int8-dyn": ("fp32", {}),
 }
 
 # precisions whose decoder is re-quantised after the export -> that step's recipe (recorded in the manifest's
 # ``quant`` with the builder options, so a build made with another recipe is not current)
 DYNAMIC_QUANT: dict[str, dict[str, str]] = {
-    "int8-dyn": {"quantize_dynamic": "qint8-per-channel-matmul-constb"},
+    "int8-dyn": {"quantize_dynamic": "qint8-per-channel-matmul-constb-fp32-down-proj"},
 }
 
 
@@ -280,18 +280,24 @@ def _run_builder(hf_dir: Path, out_dir: Path, precision: str, cache: Path, extra
 
 def _quantize_decoder_dynamic(model_dir: Path, work: Path) -> None:
     """Replace ``model_dir``'s fp32 decoder by its dynamically quantised one: int8 weights per output channel
-    for every MatMul with a constant B (attention itself is GroupQueryAttention, untouched)."""
+    for every MatMul with a constant B (attention itself is GroupQueryAttention, untouched) except the MLP's
+    down projections: their inputs carry the model's largest activations, and one per-tensor activation range
+    there leaves fp32's greedy text on every eval prompt (0/14 with them, 8/14 without, at the same prefill
+    speed: docs/benchmarks/quality.md)."""
+    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     qdir = _mk(work / "qdyn")
     t0 = time.perf_counter()
+    graph = onnx.load(str(model_dir / "model.onnx"), load_external_data=False).graph
+    keep_fp32 = [n.name for n in graph.node if n.op_type == "MatMul" and "down_proj" in n.name]
     root = logging.getLogger()  # the quantiser logs a line per tensor on the root logger
     level = root.level
     root.setLevel(max(level, logging.ERROR))
     try:
         quantize_dynamic(str(model_dir / "model.onnx"), str(qdir / "model.onnx"), weight_type=QuantType.QInt8,
                          per_channel=True, op_types_to_quantize=["MatMul"], use_external_data_format=True,
-                         extra_options={"MatMulConstBOnly": True})
+                         nodes_to_exclude=keep_fp32, extra_options={"MatMulConstBOnly": True})
     finally:
         root.setLevel(level)
     for f in model_dir.glob("model.onnx*"):
