@@ -52,7 +52,23 @@ PRECISIONS: dict[str, tuple[str, dict[str, str]]] = {
     # 27 vs 24 of 30 more held-out spots: docs/benchmarks/quality.md)
     "int8": ("int8", {"block_size": "128"}),
     "fp32": ("fp32", {}),
+    # the fp32 export, its decoder's MatMuls (but the MLP down projections) then quantised by onnxruntime's
+    # quantize_dynamic (int8 weights per output channel, activations per tensor per call: MatMulInteger); head
+    # and embeddings are int8's. Where the CPU lacks VNNI it prefills about 2x faster than MatMulNBits; its
+    # quality is not yet measured on the full prompt set (docs/benchmarks/quality.md): opt-in, not a default.
+    "int8-dyn": ("fp32", {}),
 }
+
+# precisions whose decoder is re-quantised after the export -> that step's recipe (recorded in the manifest's
+# ``quant`` with the builder options, so a build made with another recipe is not current)
+DYNAMIC_QUANT: dict[str, dict[str, str]] = {
+    "int8-dyn": {"quantize_dynamic": "qint8-per-channel-matmul-constb-fp32-down-proj"},
+}
+
+
+def weight_recipe(precision: str) -> dict[str, str]:
+    """What the manifest records as ``quant`` for a precision: builder options + any re-quantisation."""
+    return {**PRECISIONS[precision][1], **DYNAMIC_QUANT.get(precision, {})}
 
 
 class BuildError(RuntimeError):
@@ -86,7 +102,7 @@ def is_current(model_dir: Path, precision: str) -> bool:
     ``flint model build`` after an upgrade replaces it, atomically, as any build does). A damaged
     flint.json is not current: it is rebuilt."""
     m, _ = read_manifest(model_dir)
-    return m is not None and precision in PRECISIONS and m.quant == PRECISIONS[precision][1]
+    return m is not None and precision in PRECISIONS and m.quant == weight_recipe(precision)
 
 
 def _require_export_deps() -> None:
@@ -262,6 +278,35 @@ def _run_builder(hf_dir: Path, out_dir: Path, precision: str, cache: Path, extra
         raise BuildError(f"onnxruntime-genai builder failed:\n{r.stdout[-4000:]}")
 
 
+def _quantize_decoder_dynamic(model_dir: Path, work: Path) -> None:
+    """Replace ``model_dir``'s fp32 decoder by its dynamically quantised one: int8 weights per output channel
+    for every MatMul with a constant B (attention itself is GroupQueryAttention, untouched) except the MLP's
+    down projections: their inputs carry the model's largest activations, and one per-tensor activation range
+    there leaves fp32's greedy text on every eval prompt (0/14 with them, 8/14 without, at the same prefill
+    speed: docs/benchmarks/quality.md)."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    qdir = _mk(work / "qdyn")
+    t0 = time.perf_counter()
+    graph = onnx.load(str(model_dir / "model.onnx"), load_external_data=False).graph
+    keep_fp32 = [n.name for n in graph.node if n.op_type == "MatMul" and "down_proj" in n.name]
+    root = logging.getLogger()  # the quantiser logs a line per tensor on the root logger
+    level = root.level
+    root.setLevel(max(level, logging.ERROR))
+    try:
+        quantize_dynamic(str(model_dir / "model.onnx"), str(qdir / "model.onnx"), weight_type=QuantType.QInt8,
+                         per_channel=True, op_types_to_quantize=["MatMul"], use_external_data_format=True,
+                         nodes_to_exclude=keep_fp32, extra_options={"MatMulConstBOnly": True})
+    finally:
+        root.setLevel(level)
+    for f in model_dir.glob("model.onnx*"):
+        f.unlink()
+    for f in qdir.iterdir():
+        os.replace(f, model_dir / f.name)
+    log.info("decoder quantised (int8, dynamic) in %.0f s", time.perf_counter() - t0)
+
+
 def _special_ids(tokenizer_json: Path, names: tuple[str, ...]) -> dict[str, int]:
     from tokenizers import Tokenizer
 
@@ -291,13 +336,13 @@ def build_model_dir(
 
     if precision not in PRECISIONS:
         raise BuildError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
-    head_bits = None if PRECISIONS[precision][0] == "fp32" else 8
+    head_bits = None if precision == "fp32" else 8  # fp32 stays exact: it is the reference
     final = paths.models_dir() / f"{name}-{precision}"
     if not force and is_current(final, precision):
         return final
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".build-{name}-"))
-    bar = _progress(4, f"flint: building {name} ({precision})")
+    bar = _progress(4 + (precision in DYNAMIC_QUANT), f"flint: building {name} ({precision})")
     try:
         work = tmp / "_work"
         hf_dir = work / "hf"
@@ -309,6 +354,10 @@ def build_model_dir(
         bar.set_description_str(f"flint {name}: exporting ONNX ({precision})")
         _run_builder(hf_dir, tmp, precision, work / "cache", extra_builder_options or {})
         bar.update(1)
+        if precision in DYNAMIC_QUANT:
+            bar.set_description_str(f"flint {name}: quantising the decoder (int8, dynamic)")
+            _quantize_decoder_dynamic(tmp, work)
+            bar.update(1)
         bar.set_description_str(f"flint {name}: LM head")
         heads = build_lm_heads(hf_dir, tmp, head_bits)
         bar.update(1)
@@ -341,7 +390,7 @@ def build_model_dir(
             embed_scale=(float(text_cfg["hidden_size"]) ** 0.5
                          if str(text_cfg.get("model_type", cfg.get("model_type", ""))).startswith("gemma") else 1.0),
             lm_head=heads,
-            quant=dict(PRECISIONS[precision][1]),
+            quant=weight_recipe(precision),
             built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         )
         shutil.rmtree(work, ignore_errors=True)

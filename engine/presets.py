@@ -20,6 +20,13 @@ class FimTemplate:
 QWEN_FIM = FimTemplate("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
 
 
+def precision_preference(default: str) -> tuple[str, ...]:
+    """The built precisions a preset name resolves to, best first: the preset's default, then the other int8
+    kind, the int4 ones, and fp32 (the slow reference) last."""
+    order = ("int8", "int8-dyn", "int4-mixed", "int4", "fp32")
+    return (default, *(p for p in order if p != default))
+
+
 @dataclass(frozen=True)
 class Preset:
     name: str
@@ -30,7 +37,9 @@ class Preset:
     size: int | None = None
     sha256: str | None = None
     fim: FimTemplate | None = None
-    default_precision: str = "int8"  # int8 keeps the GGUF's greedy text (docs/benchmarks/quality.md)
+    # int8 keeps the GGUF's greedy text (docs/benchmarks/quality.md); int8-dyn prefills faster on CPUs without
+    # VNNI, but its quality is not yet shown to match, so it is opt-in
+    default_precision: str = "int8"
     # tokens that end a completion besides the model's own EOS ids
     extra_stop_tokens: tuple[str, ...] = ()
     bos_required: bool = False

@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     msub = pm.add_subparsers(dest="model_cmd", required=True)
     pb = msub.add_parser("build", help="build a Flint model directory (offline)")
     pb.add_argument("model", nargs="?", default="qwen2.5-coder-0.5b", help="preset name")
-    pb.add_argument("-p", "--precision", choices=["int4", "int4-mixed", "int8", "fp32"], default=None)
+    pb.add_argument("-p", "--precision", choices=["int4", "int4-mixed", "int8", "int8-dyn", "fp32"], default=None)
     pb.add_argument("--from-hf", metavar="DIR", help="a local Hugging Face causal-LM directory")
     pb.add_argument("--name", help="name for --from-hf builds")
     pb.add_argument("--force", action="store_true", help="rebuild even if a complete build exists")

@@ -10,6 +10,7 @@ measures that floor for the default weights and, for comparison, other weight fo
     python scripts/bench_forward.py                                   # the default model only
     python scripts/bench_forward.py --requant int4-b128=4:128:sym     # + int4 re-quantised from the fp32 export
     python scripts/bench_forward.py --extra LABEL=MODEL_DIR           # + any built model directory
+    python scripts/bench_forward.py --tokens 1,9,64,256 --contexts 800  # prefill sizes too (tok/s column)
 
 ``--requant LABEL=BITS:BLOCK:sym|asym`` quantises the fp32 export's decoder (``flint model build
 qwen2.5-coder-0.5b --precision fp32``) with onnxruntime's MatMulNBitsQuantizer (accuracy level 4, as the
@@ -71,6 +72,18 @@ def timings_ms(fn, n: int) -> list[float]:
     return xs
 
 
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="qwen2.5-coder-0.5b")
@@ -80,7 +93,14 @@ def main() -> int:
     ap.add_argument("--extra", action="append", default=[], metavar="LABEL=DIR")
     ap.add_argument("--requant", action="append", default=[], metavar="LABEL=BITS:BLOCK:sym|asym")
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--tokens", default=",".join(map(str, TOKENS)), help="new tokens per forward (comma list)")
+    ap.add_argument("--contexts", default=",".join(map(str, CONTEXTS)), help="cached positions (comma list)")
     args = ap.parse_args()
+    tokens = tuple(int(x) for x in args.tokens.split(","))
+    contexts = tuple(int(x) for x in args.contexts.split(","))
+    # the summary's cells: the context nearest 1,000 and the smallest one, the token counts nearest 1 and 9
+    c1k, c0 = min(contexts, key=lambda c: abs(c - 1000)), min(contexts)
+    m1, m9 = min(tokens), min(tokens, key=lambda m: abs(m - 9))
 
     from engine.engine import ModelNotBuilt, resolve_model_dir
     from engine.manifest import load_manifest
@@ -118,16 +138,16 @@ def main() -> int:
     load_start = os.getloadavg()
     decs = {label: OnnxDecoder(d, man, threads=args.threads, capacity=2048, batch_max=1)
             for label, d in models.items()}
-    fill = np.array([[100 + (i * 37) % 20000 for i in range(max(CONTEXTS))]], dtype=np.int64)
-    for dec in decs.values():  # every decoder's cache holds the same max(CONTEXTS) positions
+    fill = np.array([[100 + (i * 37) % 20000 for i in range(max(contexts))]], dtype=np.int64)
+    for dec in decs.values():  # every decoder's cache holds the same max(contexts) positions
         for c in range(0, fill.shape[1], 256):
             dec.forward(fill[:, c:c + 256], c)
     res: dict[str, dict[str, list[float]]] = {label: {} for label in decs}
     h = np.random.default_rng(0).standard_normal((1, man.hidden_size), dtype=np.float32)
     for r in range(args.rounds):
         for label, dec in decs.items():  # A then B, every round
-            for c in CONTEXTS:
-                for m in TOKENS:
+            for c in contexts:
+                for m in tokens:
                     x = np.array([[500 + i for i in range(m)]], dtype=np.int64)
                     res[label].setdefault(f"{c}:{m}", []).extend(
                         timings_ms(lambda dec=dec, x=x, c=c: dec.forward(x, c), args.repeats))
@@ -140,33 +160,38 @@ def main() -> int:
         out[label] = {"forward_ms": {k: v for k, v in med.items() if k != "head"}, "head_row_ms": med["head"],
                       "weights_mb": round(weight_mb(models[label]), 1),
                       # the bench_engine ttft_reuse floor: 9 tokens at 1,000 cached positions + one head row
-                      "ttft_reuse_floor_ms": round(med["1000:9"] + med["head"], 1),
-                      "one_step_1000_ms": med["1000:1"],
-                      "weights_gb_s_at_one_token": round(weight_mb(models[label]) / med["16:1"], 1)}
-    meta = {"model": man.model_id, "threads": args.threads, "rounds": args.rounds, "repeats": args.repeats,
+                      "ttft_reuse_floor_ms": round(med[f"{c1k}:{m9}"] + med["head"], 1),
+                      "one_step_1000_ms": med[f"{c1k}:{m1}"],
+                      "weights_gb_s_at_one_token": round(weight_mb(models[label]) / med[f"{c0}:{m1}"], 1),
+                      # prefill throughput: new tokens per second of one forward, per context and m
+                      "tokens_per_s": {k: round(int(k.split(":")[1]) / v * 1000, 1) for k, v in med.items()
+                                       if k != "head"}}
+    meta = {"model": man.model_id, "cpu": cpu_model(), "cpu_count": os.cpu_count(), "threads": args.threads, "rounds": args.rounds, "repeats": args.repeats,
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "load_avg_start": [round(x, 2) for x in load_start],
             "load_avg_end": [round(x, 2) for x in os.getloadavg()]}
     outd = Path(args.out)
     outd.mkdir(parents=True, exist_ok=True)
     (outd / "forward.json").write_text(json.dumps({"models": out, "meta": meta}, indent=2) + "\n")
 
-    head = ["weights", "context"] + [f"m={m}" for m in TOKENS]
+    head = ["weights", "context"] + [f"m={m}" for m in tokens] + [f"tok/s at m={max(tokens)}"]
     rows = [head, ["---"] * len(head)]
     for label, o in out.items():
-        for c in CONTEXTS:
-            rows.append([label, str(c)] + [f"{o['forward_ms'][f'{c}:{m}']:.1f}" for m in TOKENS])
+        for c in contexts:
+            rows.append([label, str(c)] + [f"{o['forward_ms'][f'{c}:{m}']:.1f}" for m in tokens]
+                        + [f"{o['tokens_per_s'][f'{c}:{max(tokens)}']:.0f}"])
     table = "\n".join(f"| {' | '.join(r)} |" for r in rows)
-    summ = [["weights", "decoder weights MB", "GB/s read at m=1", "one step at 1,000", "LM head row",
-             "ttft_reuse floor (m=9 at 1,000 + head)"], ["---"] * 6]
+    summ = [["weights", "decoder weights MB", f"GB/s read at m={m1}", f"one step at {c1k}", "LM head row",
+             f"ttft_reuse floor (m={m9} at {c1k} + head)"], ["---"] * 6]
     for label, o in out.items():
         summ.append([label, str(o["weights_mb"]), str(o["weights_gb_s_at_one_token"]), f"{o['one_step_1000_ms']:.1f}",
                      f"{o['head_row_ms']:.1f}", f"{o['ttft_reuse_floor_ms']:.1f}"])
     stable = "\n".join(f"| {' | '.join(r)} |" for r in summ)
     print(table + "\n\n" + stable)
-    reproduce = " ".join(["python scripts/bench_forward.py"] + [f"--requant {s}" for s in args.requant]
+    sizes = [] if (tokens, contexts) == (TOKENS, CONTEXTS) else [f"--tokens {args.tokens} --contexts {args.contexts}"]
+    reproduce = " ".join(["python scripts/bench_forward.py"] + sizes + [f"--requant {s}" for s in args.requant]
                          + [f"--extra {s.split('=')[0]}=DIR" for s in args.extra])
     md = [f"# Decoder forward cost: the floor under time to first token\n\n{meta['date']} · model `{man.model_id}` · "
-          f"{args.threads} threads · {args.rounds} rounds × {args.repeats} forwards per cell, weight formats "
+          f"{meta['cpu']} ({meta['cpu_count']} CPUs) · {args.threads} threads · {args.rounds} rounds × {args.repeats} forwards per cell, weight formats "
           f"alternated (A B A B) · load average {meta['load_avg_start'][0]} at start, {meta['load_avg_end'][0]} "
           "at the end\n",
           f"Reproduce: `{reproduce}`\n",

@@ -142,3 +142,28 @@ def test_an_int8_build_with_an_older_weight_recipe_is_rebuilt_and_never_shares_c
     again = load_manifest(out)
     assert again is not None and again.quant == {"block_size": "128"} and again.built_at != built_at
     assert again.model_id == new_id
+
+
+def test_int8_dyn_quantises_the_decoder_dynamically_with_the_int8_head(tiny_hf, home):
+    """int8-dyn: the fp32 export's MatMuls but down_proj become MatMulInteger (int8 per channel); the LM head and the
+    embedding table are int8's (MatMulNBits head, int8 embedding rows), and the recipe is recorded."""
+    import onnx
+
+    from engine.build import build_from_hf, is_current, weight_recipe
+    from engine.engine import Engine, EngineConfig
+    from engine.types import GenParams
+
+    out = build_from_hf(tiny_hf, name="tiny", precision="int8-dyn")
+    m = load_manifest(out)
+    assert m is not None and m.precision == "int8-dyn" and m.quant == weight_recipe("int8-dyn")
+    assert is_current(out, "int8-dyn")
+    ops = {n.op_type for n in onnx.load(str(out / "model.onnx"), load_external_data=False).graph.node}
+    assert "MatMulInteger" in ops and "MatMul" in ops, ops  # the MLP down projections stay fp32
+    down = [n for n in onnx.load(str(out / "model.onnx"), load_external_data=False).graph.node if "down_proj" in n.name
+            and n.op_type in ("MatMul", "MatMulInteger")]
+    assert down and all(n.op_type == "MatMul" for n in down)
+    assert m.lm_head["bits"] == 8 and "q" in m.lm_head["embed"] and not (out / "embed_f32.npy").exists()
+    assert not [p for p in out.iterdir() if p.name.startswith("_work")]
+    eng = Engine(out, EngineConfig(threads=1, capacity=256))
+    c, _ = eng.complete("def add(a, b):\n    return", "\n", GenParams(max_tokens=6, token_healing=False))
+    assert len(c[0].token_ids) > 0

@@ -1,0 +1,37 @@
+"""The int8-dyn recipe and which built precision a preset name resolves to (pure: no model, no build)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.build import PRECISIONS, is_current, rebuild_command, weight_recipe
+from engine.manifest import Manifest
+from engine.presets import PRESETS, precision_preference
+
+
+def _manifest(precision: str, quant: dict[str, str]) -> Manifest:
+    return Manifest(name="m", source={"sha256": "0" * 64}, precision=precision, bos_token_id=None,
+                    eos_token_ids=[1], stop_token_ids=[1], context_length=64, num_layers=1, num_kv_heads=1,
+                    head_dim=8, hidden_size=8, vocab_size=16, fim=None, quant=quant)
+
+
+def test_int8_dyn_records_its_recipe_and_an_other_recipe_is_not_current(tmp_path: Path):
+    recipe = weight_recipe("int8-dyn")
+    assert recipe and recipe != weight_recipe("fp32") and weight_recipe("int8") == {"block_size": "128"}
+    d = tmp_path / "qwen2.5-coder-0.5b-int8-dyn"
+    d.mkdir()
+    _manifest("int8-dyn", recipe).write(d)
+    assert is_current(d, "int8-dyn")
+    _manifest("int8-dyn", {}).write(d)  # a plain fp32 export under this name: rebuilt
+    assert not is_current(d, "int8-dyn")
+    assert _manifest("int8-dyn", recipe).model_id != _manifest("int8", weight_recipe("int8")).model_id
+    assert rebuild_command(d) == "flint model build qwen2.5-coder-0.5b --precision int8-dyn --force"
+
+
+def test_a_preset_name_prefers_the_default_then_the_other_int8_and_fp32_last():
+    assert all(p.default_precision == "int8" for p in PRESETS.values())  # int8-dyn loses quality: opt-in only
+    assert precision_preference("int8-dyn")[:2] == ("int8-dyn", "int8")
+    assert precision_preference("int8")[:2] == ("int8", "int8-dyn")
+    for d in ("int8", "int8-dyn"):
+        order = precision_preference(d)
+        assert order[-1] == "fp32" and sorted(order) == sorted(PRECISIONS)
