@@ -24,7 +24,7 @@ import numpy as np
 from . import paths
 from .manifest import Manifest, load_manifest
 from .model import OnnxDecoder, default_threads
-from .presets import DEFAULT_MODEL, PRESETS
+from .presets import DEFAULT_MODEL, PRESETS, precision_preference
 from .prompt import (
     Fim,
     Healer,
@@ -93,7 +93,9 @@ def resolve_model_dir(model: str | Path | None = None) -> Path:
                             f"{paths.models_dir()}), or pass a preset name ({', '.join(sorted(PRESETS))})")
     candidates = []
     if name in PRESETS:
-        candidates.append(paths.models_dir() / f"{name}-{PRESETS[name].default_precision}")
+        # the default precision, then the nearest others (not the alphabetical glob: fp32 is the last resort)
+        candidates.extend(paths.models_dir() / f"{name}-{p}"
+                          for p in precision_preference(PRESETS[name].default_precision))
     candidates.append(paths.models_dir() / name)
     if paths.models_dir().exists():  # any precision of that name
         candidates.extend(sorted(paths.models_dir().glob(f"{name}-*")))
