@@ -91,7 +91,7 @@ def resolve_model_dir(model: str | Path | None = None) -> Path:
         what = "is a file, not a model directory" if p.exists() else "does not exist"
         raise ModelNotBuilt(f"model directory {p} {what}: build a model with `flint model build` (models go to "
                             f"{paths.models_dir()}), or pass a preset name ({', '.join(sorted(PRESETS))})")
-    candidates = []
+    candidates: list[Path] = []
     if name in PRESETS:
         # the default precision, then the nearest others (not the alphabetical glob: fp32 is the last resort)
         candidates.extend(paths.models_dir() / f"{name}-{p}"
