@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from engine.context import DEFAULT_BUDGET
 from engine.presets import DEFAULT_MODEL
 from engine.remote import FIM_MODES, QWEN_FIM_TEMPLATE, RemoteConfig, parse_endpoint
 from engine.routing import REMOTE_KINDS, ROUTING_MODES, RouteConfig
@@ -51,7 +50,9 @@ class Settings:
     capable_model: str = ""
     # repository context (engine/context.py): a block of other files' chunks in front of the file window,
     # this many tokens at most (0: none; the KV cache grows by it), from these sources
-    context_budget: int = DEFAULT_BUDGET
+    # off until a run through the server shows it helps: on a slow-prefill CPU the block's prefill competes
+    # with the file window's (docs/benchmarks/context.md)
+    context_budget: int = 0
     context_sources: tuple[str, ...] = CONTEXT_SOURCES
 
     def engine_key(self) -> tuple[str, int]:
