@@ -773,7 +773,8 @@ def _budgeted(prefix: str, suffix: str, params: GenParams) -> tuple[GenParams, _
     """The parameters to generate with and the settled rule for the cursor. ``auto_budget``: the budget
     the context asks for (postprocess.budget_for) replaces max_tokens / max_lines. A generation of more
     than two lines (a block) stops each row once its suggestion is settled, whatever the budget's source:
-    one or two lines (a single line, its look-ahead line) stop on their line count already."""
+    one or two lines (a single line, its look-ahead line) stop on their line count already, and without a
+    line limit nothing is cut."""
     line_prefix, _ = split_cursor(prefix, suffix)
     shown = params.max_lines - 1 if params.max_lines is not None and params.max_lines > 2 else 8
     budget = budget_for(prefix, suffix, params.language, max_lines=shown)
@@ -781,7 +782,8 @@ def _budgeted(prefix: str, suffix: str, params: GenParams) -> tuple[GenParams, _
         # multi: +1 line, a block opened at the cursor starts with a line break
         lines = budget.max_lines + (1 if budget.mode == "multi" else 0)
         params = replace(params, max_tokens=budget.max_tokens, max_lines=lines)
-    if budget.kind == "line" or (params.max_lines is not None and params.max_lines <= 2):
+    # a caller that sets no line limit (a raw engine call, a reference comparison) gets plain generation
+    if budget.kind == "line" or params.max_lines is None or params.max_lines <= 2:
         return params, None
     return params, _Settle(line_prefix, budget, params.language)
 
