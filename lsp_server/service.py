@@ -18,7 +18,7 @@ from typing import Any
 
 from engine import routing, speculation
 from engine.backends import Backend
-from engine.postprocess import CUT_OFF_REASONS, budget_for, settled, split_cursor
+from engine.postprocess import CUT_OFF_REASONS, Budget, budget_for, settled, split_cursor
 from engine.types import Completion, GenParams
 
 from . import planner
@@ -151,9 +151,6 @@ class CompletionService:
         return planner.state_at(self._settings(), uri, revision, offset, prefix, suffix, invoked=invoked,
                                 remote_ready=self.remote_ready(), n=n, variants=variants, language=language)
 
-    def gen_params(self, mode: str, *, invoked: bool, n: int | None = None, lookahead: bool = False) -> GenParams:
-        return planner.gen_params(self._settings(), mode, invoked=invoked, n=n, lookahead=lookahead)
-
     # ---- keystrokes -----------------------------------------------------------------------------
     def did_change(self, uri: str, revision: int, state: State | None, *, speculate: bool) -> None:
         """After an edit: stop stale work (but keep a generation the user is typing through), and start
@@ -276,6 +273,7 @@ class CompletionService:
             worker.release(fut)  # a start read or typed through answers now; the generation writes the rest
             return found
         afut = asyncio.wrap_future(fut)
+        settle = settle_rule(state, self._settings().max_lines) if invoked and state.params.n > 1 else None
         try:
             while True:
                 if afut.done():
@@ -289,11 +287,11 @@ class CompletionService:
                                           now - since >= show_partial_after or now >= deadline):
                     worker.release(fut)
                     return found
-                if invoked and state.params.n > 1:
+                if settle is not None:
                     # an explicit request shows item 1 once it is settled; the other variants follow
                     # (flint/refresh when they are done: the client asks again and the store answers)
                     early = self.store.lookup(state, since, partial=True, disk=False, backend=backend)
-                    done = settled_variants(early, state, self._settings().max_lines) if early else []
+                    done = settled_variants(early, *settle) if early else []
                     if early is not None and done and done[0].variant == 0:
                         worker.release(fut)
                         early.comps = done  # only finished variants: never one cut in mid-stream
@@ -366,11 +364,16 @@ class CompletionService:
         self._on_refresh(uri, self._version_of(uri))
 
 
-def settled_variants(answer: Answer, state: State, max_lines: int) -> list[Completion]:
-    """The variants of a (still streaming) answer that are final: their generation ended them, or they
-    went past what the context's budget shows (engine.postprocess.settled)."""
+def settle_rule(state: State, max_lines: int) -> tuple[str, Budget]:
+    """The cursor's line prefix and the context's budget (engine.postprocess.budget_for): what makes a
+    streaming variant final. Computed once per request, not per streamed token."""
     line_prefix, _ = split_cursor(state.prefix, state.suffix)
-    budget = budget_for(state.prefix, state.suffix, state.params.language, max_lines=max_lines)
+    return line_prefix, budget_for(state.prefix, state.suffix, state.params.language, max_lines=max_lines)
+
+
+def settled_variants(answer: Answer, line_prefix: str, budget: Budget) -> list[Completion]:
+    """The variants of a (still streaming) answer that are final: their generation ended them, or they
+    went past what the budget shows (engine.postprocess.settled)."""
     return [c for c in answer.comps if c.text.strip() and
             settled(c.text, c.finish_reason not in CUT_OFF_REASONS, line_prefix, budget)]
 

@@ -458,8 +458,7 @@ class Worker:
         job was queued, else how long to sleep (negative: until something happens)."""
         if self.hooks is None or self._idle_asked:
             return -1.0
-        last = self._activity[-1] if self._activity else 0.0
-        left = last + IDLE_WARM_S - time.monotonic()
+        left = self._last_active + IDLE_WARM_S - time.monotonic()
         if left > 0:
             return left
         self._idle_asked = True
