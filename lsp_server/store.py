@@ -335,14 +335,16 @@ class StoreHooks:
 
     def keep(self, job: Job, running: bool) -> bool:
         """(worker lock held) Does a job made for an older revision still serve the new text? A running
-        generation the user typed through so far does; a future the user is typing toward (or has
-        reached by accepting the suggestion) does."""
+        generation the user typed through so far does (once it has streamed text); a future the user is
+        typing toward (or has reached by accepting the suggestion) does."""
         st = self.cursors.get(job.uri)
         if st is None:
             return False
         entry = job.handle
         if running and isinstance(entry, Entry) and self.store.consistent(entry, st.prefix, st.suffix):
-            return True
+            # one still in its prompt pass has written nothing the typing could agree with: the newest
+            # state starts instead, on the KV this one computed (a keystroke appends to it)
+            return entry.max_len > 0 or (st.prefix, st.suffix) == (job.prefix, job.suffix)
         return job.priority == FUTURE and reachable(job.prefix, job.suffix, st.prefix, st.suffix)
 
     def idle(self, kv: tuple[str, str] | None) -> tuple[str, int, str, str] | None:

@@ -1,0 +1,44 @@
+"""The store's hooks into the scheduler (no model, no threads): which running generation outlives an edit."""
+
+from __future__ import annotations
+
+from engine.types import GenParams
+from lsp_server import planner
+from lsp_server.jobs import SPECULATIVE, Job
+from lsp_server.settings import Settings
+from lsp_server.store import Store, StoreHooks
+
+URI = "file:///a.py"
+
+
+def _hooks() -> tuple[StoreHooks, planner.Cursors]:
+    settings = Settings()
+    store = Store(lambda: settings, lambda tier: None)
+    cursors = planner.Cursors()
+    return StoreHooks(store, cursors, lambda: settings), cursors
+
+
+def _move_to(cursors: planner.Cursors, revision: int, prefix: str) -> None:
+    cursors.set(URI, planner.state_at(Settings(), URI, revision, len(prefix), prefix, "\n", invoked=False,
+                                      remote_ready=False))
+
+
+def test_a_generation_still_reading_its_prompt_is_not_kept_through_typing():
+    hooks, cursors = _hooks()
+    job = Job(URI, 1, "def add(a, b):\n    ret", "\n", GenParams(), SPECULATIVE, 1)
+    hooks.started(job)
+    _move_to(cursors, 1, job.prefix)
+    assert hooks.keep(job, True)  # the same text: it still serves it
+    _move_to(cursors, 2, job.prefix + "u")
+    assert not hooks.keep(job, True)  # nothing streamed: the newest state starts instead
+
+
+def test_a_streaming_generation_is_kept_while_the_typing_agrees_with_it():
+    hooks, cursors = _hooks()
+    job = Job(URI, 1, "def add(a, b):\n    ret", "\n", GenParams(), SPECULATIVE, 1)
+    hooks.started(job)
+    hooks.store.stream(job.handle, 0, "urn a + b")
+    _move_to(cursors, 2, job.prefix + "ur")
+    assert hooks.keep(job, True)
+    _move_to(cursors, 3, job.prefix + "ux")
+    assert not hooks.keep(job, True)
