@@ -35,6 +35,7 @@ from .prompt import (
     clip_window,
     context_ids,
     safe_decode,
+    sticky_cut,
 )
 from .sampling import Sampler, choose_draft_len, ngram_match
 from .types import CancelToken, Completion, GenParams, Timings, TokenCallback, stop_cut
@@ -57,7 +58,9 @@ class _Parked:
     used: float
 
 
-QUICK_QUANTUM = 128  # characters: how far typing moves the quick window's start before it moves
+# characters the quick window may grow by as the user types before its start moves (and its KV is re-run),
+# and how much of its first lines identifies that start
+QUICK_SLACK, QUICK_HEAD_CHARS = 512, 160
 
 
 class ModelNotBuilt(RuntimeError):
@@ -196,6 +199,7 @@ class Engine:
         self.tok = tok[0]
         self.tokens: list[int] = []  # tokens whose KV is valid in row 0
         self._anchor: tuple[str, str] | None = None  # (FIM prefix-slot text, suffix) of the cached prompt
+        self._quick_head: str | None = None  # the first characters of the last quick window (its start)
         self._last_hidden: np.ndarray | None = None  # hidden state after self.tokens[-1]
         self._parked: dict[int, _Parked] = {}  # spare KV rows holding other prompts (row -> what it holds)
         # measured forward time per token count (filled at warm-up) and the running draft acceptance
@@ -273,6 +277,7 @@ class Engine:
         self.tokens = []
         self._last_hidden = None
         self._anchor = None
+        self._quick_head = None
         self._parked.clear()
 
     # ---- prompt -> KV ---------------------------------------------------------------------------
@@ -351,9 +356,10 @@ class Engine:
                 break
         assert best is not None
         if quick_ok and cfg.fast.quick_window and best[0] > cfg.quick_above_tokens:
-            # on a grid: the quick window keeps its start while the user types (its KV is reused)
-            qp, qs = clip_window(prefix, suffix, min(cfg.quick_prefix_chars, cfg.max_prefix_chars),
-                                 min(cfg.quick_suffix_chars, cfg.max_suffix_chars), quantum=QUICK_QUANTUM)
+            # the quick window keeps its start while the user types (its KV is reused)
+            cut = sticky_cut(prefix, min(cfg.quick_prefix_chars, cfg.max_prefix_chars), QUICK_SLACK, self._quick_head)
+            qp, qs = clip_window(prefix[cut:], suffix, len(prefix) - cut,
+                                 min(cfg.quick_suffix_chars, cfg.max_suffix_chars))
             # the quick window carries the context block only where a row already holds its KV: a cold spot
             # must not wait for the block's prefill (idle time does that)
             with_block = any(self._holds_block(cached) for _, _, cached in slots)
@@ -364,6 +370,8 @@ class Engine:
                     if new < best[0]:
                         best = (new, row, pr, True)
         _, row, pr, quick = best
+        if quick:
+            self._quick_head = qp[:QUICK_HEAD_CHARS]
         if row != 0:
             self._swap_in(row)
         elif len(self.tokens) - self._reusable(self.tokens, pr.ids) >= PARK_MIN_TOKENS:

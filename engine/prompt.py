@@ -87,6 +87,23 @@ def clip_window(prefix: str, suffix: str, max_prefix_chars: int, max_suffix_char
     return prefix, suffix
 
 
+def sticky_cut(prefix: str, max_chars: int, slack: int, head: str | None) -> int:
+    """Where a short window's prefix starts: where ``head`` (the start of the last such window) is, while
+    the window from there is at most ``max_chars + slack`` long and starts a line; else the line start
+    nearest ``max_chars`` before the cursor. Typing then keeps the start (and its KV cache) for ``slack``
+    characters at least, whichever keystroke the window was first made at (a fixed grid moves it at an
+    arbitrary point, right after the first request as often as not)."""
+    if head:
+        i = prefix.find(head, max(0, len(prefix) - max_chars - slack))
+        if i >= 0 and (i == 0 or prefix[i - 1] == "\n"):
+            return i
+    if len(prefix) <= max_chars:
+        return 0
+    cut = len(prefix) - max_chars
+    nl = prefix.find("\n", cut)
+    return nl + 1 if 0 <= nl < len(prefix) - 1 else cut
+
+
 def should_heal(prefix: str) -> bool:
     """Heal when the cursor follows a word character or an operator (not after whitespace)."""
     return bool(prefix) and not prefix[-1].isspace()

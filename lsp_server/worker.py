@@ -48,7 +48,7 @@ from functools import partial
 from typing import Any
 
 from engine.backends import Backend, as_backend
-from engine.types import GenParams
+from engine.types import GenParams, Timings
 
 from .jobs import (  # noqa: F401
     FUTURE,
@@ -607,7 +607,10 @@ class Worker:
                 except Exception:
                     log.exception("finished hook failed")
         ms = (time.perf_counter() - t0) * 1000
-        log.debug("job %d done in %.0f ms (%s)", job.seq, ms, job.cancel.reason or "complete")
+        t = result[1] if result is not None else None
+        log.debug("job %d done in %.0f ms (%s)%s", job.seq, ms, job.cancel.reason or "complete",
+                  f": {t.window} window, {t.prompt_tokens - t.reused_tokens} of {t.prompt_tokens} prompt tokens "
+                  f"run in {t.prefill_ms:.0f} ms, {t.decode_tokens} generated" if isinstance(t, Timings) else "")
         if not job.cancel.cancelled and job.priority <= SPECULATIVE:
             first = (job.first_line or time.monotonic()) - job.started
             self.latency_s = first if self.latency_s is None else \

@@ -1,4 +1,4 @@
-from engine.prompt import Fim, PrefixIndex, build_prompt, clip_window, safe_decode, should_heal
+from engine.prompt import Fim, PrefixIndex, build_prompt, clip_window, safe_decode, should_heal, sticky_cut
 
 
 class ByteTok:
@@ -245,14 +245,17 @@ def test_an_indented_empty_line_heals_only_its_last_blank():
     assert (p.heal, t.decode_bytes(p.ids)) == (b"\t", b"<P>a\n<S><M>\t")
 
 
-def test_clip_window_on_a_grid_keeps_its_start_while_typing():
+def test_a_sticky_window_keeps_its_start_for_its_slack_from_wherever_it_was_made():
     text = "".join(f"line {i:03d} = {i}\n" for i in range(100))
-    starts = set()
-    first = (1 - (len(text) - 400)) % 128  # the first keystroke of a grid cell
-    for typed in range(first, first + 100):
-        p, _ = clip_window(text + "x" * typed, "", 400, 100, quantum=128)
-        assert len(p) <= 400
-        starts.add(len(text) + typed - len(p))
-    assert len(starts) == 1  # 90 keystrokes: the same start (the unquantised cut moves every line)
-    p, _ = clip_window(text + "x" * 200, "", 400, 100, quantum=128)
-    assert len(text) + 200 - len(p) > min(starts)  # typing further moves it on
+    for first in range(0, 128, 37):  # whichever keystroke first made the window
+        pre = text + "x" * first
+        cut = sticky_cut(pre, 400, 300, None)
+        assert cut > 0 and pre[cut - 1] == "\n" and len(pre) - cut <= 400
+        head = pre[cut:cut + 60]
+        for typed in range(1, 250):  # typing on keeps the start (its KV) while within the slack
+            assert sticky_cut(pre + "y" * typed, 400, 300, head) == cut
+        later = pre + "y" * 400  # beyond the slack: a new start near the cursor
+        assert sticky_cut(later, 400, 300, head) > cut
+    assert sticky_cut("short\nfile", 400, 300, None) == 0
+    fresh = sticky_cut("a\n" * 300, 400, 300, "zzz")  # a head no longer there: a fresh cut near the cursor
+    assert 600 - 400 <= fresh <= 600 - 300 and fresh % 2 == 0
