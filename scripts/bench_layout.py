@@ -7,6 +7,7 @@ for a while (it grows to 1,280); and with the anchored layout every re-anchor (o
 anchor passes ``max_middle_chars``) re-runs the suffix. This measures, on held-out lines, the quality of:
 
 - ``full``: the full window, anchored at the cursor's line (the engine's default once warm);
+- ``small``: half the quick window (what a first suggestion could use on a slow CPU);
 - ``quick``: the quick window, anchored at the cursor's line (a fresh spot);
 - ``quick-grown``: the quick window after 512 characters typed into it (1,280 + 256);
 - ``middle-N``: the grown quick window with the anchor N characters back (the text typed since it after
@@ -40,6 +41,7 @@ from engine.engine import Engine, EngineConfig, resolve_model_dir  # noqa: E402
 from engine.prompt import clip_window  # noqa: E402
 from engine.types import GenParams  # noqa: E402
 
+SMALL = (384, 128)
 QUICK = (768, 256)
 GROWN = (768 + 512, 256)
 
@@ -107,7 +109,7 @@ def main() -> int:
     layouts: list[tuple[str, tuple[int, int], int | None]] = []
     if not args.no_full:
         layouts.append(("full", (6000, 600), None))
-    layouts += [("quick", QUICK, None), ("quick-grown", GROWN, None)]
+    layouts += [("small", SMALL, None), ("quick", QUICK, None), ("quick-grown", GROWN, None)]
     layouts += [(f"middle-{m}", GROWN, int(m)) for m in args.middles.split(",") if m]
     spots = samples(args.lines, args.pkg_cache, args.seed)
     mdir = resolve_model_dir(args.model)
@@ -148,7 +150,7 @@ def main() -> int:
         "24.1.0 (bench_replay's pinned wheels, in none of Flint's corpora), after a non-word character; the truth "
         "is the rest of the line, the suffix starts at its end. Greedy, token healing on, one line, a cold KV "
         "cache for every run (the seconds are a fresh spot's whole prefill + generation).\n\n"
-        "*full*: the full window, anchored at the cursor's line; *quick*: the quick first window; *quick-grown*: "
+        "*full*: the full window, anchored at the cursor's line; *small*: half the quick window; *quick*: the quick first window; *quick-grown*: "
         "the quick window 512 typed characters later (its start stays put: engine QUICK_SLACK); *middle-N*: the "
         "grown window with the anchor N characters back, the text typed since it after the middle token "
         "(what FastPaths.max_middle_chars = N allows between re-anchors, each of which re-runs the suffix).\n\n"
