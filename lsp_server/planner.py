@@ -40,10 +40,9 @@ FUTURE_BUDGET_S = 30.0
 # action (a keystroke, a request, its answer): the CPU is idle again ~2 s after the user stops (issue 13).
 # What it computed stays: the KV cache keeps prefilled chunks, the store keeps what streamed.
 IDLE_WORK_S = 1.5
-# The exception: warming the KV cache for the spot the user looks at (its window behind the repository
-# context block), one warm-up per quiet period, at most this long (64-token chunks, resumed next time).
-# Prefill is what a fresh spot waits for; on a slow CPU a whole window takes longer than a pause.
-WARM_BUDGET_S = 20.0
+# The idle warm-up of the spot's full window obeys it too (64-token chunks: an interrupted warm-up is
+# resumed in the next pause); on a slow CPU the quick window serves until then. A request that got nothing
+# leaves its generation running: the user waits there.
 # A generation still streaming is shown once the request has waited this long: what it has written so far
 # (the rest of the word, of the line) while the user types, typed through and extended as it goes on.
 # Before that the request waits for a complete line. A client that handles flint/refresh is told when

@@ -17,8 +17,8 @@ Scheduling rules (the llama.cpp server / ruff_server shape: handlers post tasks,
 - Stopping means setting the engine's CancelToken: the generation loop checks it every model step.
 - Generations no request waits for (speculation, futures) run only until ``IDLE_WORK_S`` after the
   user's last action (a submit, a document change, a request let go); a watchdog thread stops them
-  then, so the CPU goes idle soon after the user does. One idle warm-up per quiet period (the active
-  spot's KV, behind the context block) may run ``WARM_BUDGET_S``.
+  then, so the CPU goes idle soon after the user does; so does the idle warm-up (one per quiet period:
+  the active spot's KV, behind the context block), whose prefilled chunks stay for the next pause.
 - No quiet period for typing: a job starts at once (newest wins; a keystroke appends a token or two to
   the KV cache, so starting costs little), not before its own ``not_before`` if it has one. Only a burst
   of messages faster than any typist types (a replayed edit, a client catching up) is read to its end
@@ -70,7 +70,7 @@ from .jobs import (  # noqa: F401
     reason_exc,
     stop_job,
 )
-from .planner import IDLE_WORK_S, WARM_BUDGET_S
+from .planner import IDLE_WORK_S
 
 log = logging.getLogger(__name__)
 
@@ -339,7 +339,7 @@ class Worker:
         now = time.monotonic()
         jobs = [*self._pending.values(), *self._futures, *([self._warm] if self._warm else [])]
         if now >= self._last_active + IDLE_WORK_S:  # the user went away: only what a request waits for
-            jobs = [j for j in jobs if j.waiters or j.awaited or j.priority == WARM]
+            jobs = [j for j in jobs if j.waiters or j.awaited]
         ready = [j for j in jobs if j.not_before <= now]
         if ready:
             return min(ready, key=lambda j: (j.priority, j.seq)), 0.0
@@ -503,12 +503,10 @@ class Worker:
                 if self._stopping:
                     return
                 r = self._running
-                warm = r is not None and r.priority == WARM
-                due = (r.started or time.monotonic()) + WARM_BUDGET_S if r is not None and warm \
-                    else self._last_active + IDLE_WORK_S
+                due = self._last_active + IDLE_WORK_S
                 if r is not None and not r.waiters and not r.awaited and not r.cancel.cancelled and \
                         time.monotonic() >= due:
-                    log.debug("job %d stopped: %s", r.seq, "its warm-up budget is spent" if warm else "the user is idle")
+                    log.debug("job %d stopped: the user is idle", r.seq)
                     stop_job(r, "idle")
                     r = None
                 self._wake_watchdog.clear()

@@ -390,6 +390,9 @@ class TokenEngine(StepEngine):
 
     def prefill(self, prefix, suffix="", cancel=None):
         self.prefills.append((prefix, suffix))
+        if prefix in self.slow:  # a long window on a slow CPU: one chunk a step until stopped
+            while cancel is None or not cancel.cancelled:
+                time.sleep(STEP)
         return Timings()
 
 
@@ -645,5 +648,23 @@ def test_background_work_stops_soon_after_the_user_goes_idle_but_not_what_a_user
         w.release(asked, awaited=True)
         time.sleep(IDLE_WORK_S + 0.5)
         assert w.running() is not None and not w.running().cancel.cancelled
+    finally:
+        w.stop()
+
+
+def test_the_idle_warm_up_stops_with_the_rest_of_the_background_work():
+    from lsp_server.planner import IDLE_WORK_S
+
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=2, slow=("a long window",)))
+    try:
+        revs["a"] = 1
+        hooks.idle_plan = ("a", 1, "a long window", "s")
+        t0 = time.monotonic()
+        w.document_changed("a", 1)  # the user's last action
+        deadline = t0 + IDLE_WORK_S + 3
+        while time.monotonic() < deadline and not (eng.prefills and w.running() is None):
+            time.sleep(0.02)
+        assert eng.prefills == [("a long window", "s")]  # it warmed ...
+        assert w.running() is None and time.monotonic() - t0 < IDLE_WORK_S + 1.0  # ... and stopped with the rest
     finally:
         w.stop()
