@@ -99,6 +99,18 @@ def lookahead_for_block(entry: Entry, state: State) -> bool:
     return state.mode == "multi" and len(entry.key) > 1 and is_lookahead(entry.key[0], entry.key[1])
 
 
+# VS Code asks again on flint/refresh with an explicit trigger (editor.action.inlineSuggest.trigger), the
+# only way its API offers: a re-ask this soon after a refresh that followed an automatic answer is that
+# automatic request again (one variant, from the store), not the user asking for variants.
+REFRESH_ASK_S = 2.0
+
+
+def reasks_refresh(mark: tuple[int, float, bool] | None, version: int, now: float) -> bool:
+    """Is an explicit request at document ``version`` the client asking again on a flint/refresh? ``mark``:
+    (version refreshed, when, whether the refreshed answer was an automatic request's)."""
+    return mark is not None and mark[2] and mark[0] == version and now - mark[1] <= REFRESH_ASK_S
+
+
 def gen_params(settings: Settings, mode: str, *, invoked: bool, n: int | None = None,
                lookahead: bool = False, language: str | None = None) -> GenParams:
     """Automatic requests take one greedy variant (the fastest path: prompt-lookup drafts); an explicit

@@ -37,7 +37,7 @@ from urllib.request import url2pathname
 
 from engine.context import ContextBlock, Workspace
 
-from . import convert
+from . import convert, planner
 from .documents import DocumentError, DocumentStore
 from .items import Item, Suggestions, build_items, doc_position_after, stamp_latency
 from .planner import AUTOMATIC_BUDGET_S, INVOKED_BUDGET_S, JOB_BUDGET_S, State  # noqa: F401 - re-exported
@@ -121,11 +121,20 @@ class Session:
         # idle time (Workspace snapshots its documents under its own lock)
         self.workspace = Workspace(roots=[])
         self._context_block: ContextBlock | None = None  # the last block handed to the engine (engine thread)
+        self._notify_refresh = on_refresh or (lambda uri, version: None)
+        # per document: whether the answer being watched for a refresh was an automatic request's, and the
+        # last refresh sent (version, when, that) — see planner.reasks_refresh
+        self._watch_auto: dict[str, bool] = {}
+        self._refreshed: dict[str, tuple[int, float, bool]] = {}
         self.service = CompletionService(lambda: self.settings, load, load_remote, self.documents.revision,
-                                         self._engine_event, on_refresh or (lambda uri, version: None),
+                                         self._engine_event, self._refresh,
                                          lambda uri: self.documents.get(uri).version, context=self._context_for)
         self.service.on_late_win = self._race_replaced
         self.service.store.open_disk(self.settings.cache_size_mb)
+
+    def _refresh(self, uri: str, version: int) -> None:
+        self._refreshed[uri] = (version, time.monotonic(), self._watch_auto.get(uri, True))
+        self._notify_refresh(uri, version)
 
     # ---- lifecycle ------------------------------------------------------------------------------
     @property
@@ -322,6 +331,8 @@ class Session:
 
     def did_close(self, uri: str) -> None:
         self.documents.close(uri)
+        self._watch_auto.pop(uri, None)
+        self._refreshed.pop(uri, None)
         self.service.did_close(uri)
         path = uri_path(uri)
         if path is not None:
@@ -350,6 +361,9 @@ class Session:
         empty = Suggestions(sid, uri, doc.version, [], "single")
         if not self.settings.enable:
             return empty
+        if invoked and n is None and not variants and \
+                planner.reasks_refresh(self._refreshed.pop(uri, None), doc.version, time.monotonic()):
+            invoked = False  # the client asking again on flint/refresh: the automatic answer, from the store
         if not invoked:
             self.speculate = True  # this client asks on its own as the user types: worth starting early
         path = uri_path(uri)
@@ -405,10 +419,12 @@ class Session:
                 replace = first.end[1] - first.start[1] if first.end[0] == first.start[0] else 0  # auto-closed
                 self.service.plan_futures(state, shown, replace)
             if answer is not None and not answer.complete and self.settings.speculation:
+                self._watch_auto[uri] = not invoked
                 self.service.watch_for_refresh(state, version)
         elif (answer is None or not answer.complete) and self.settings.speculation:
             # nothing yet at a fresh spot (the prompt is still being read): the generation goes on and
             # the client hears flint/refresh when it has something
+            self._watch_auto[uri] = not invoked
             self.service.watch_for_refresh(state, version, within=JOB_BUDGET_S)
         res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1), source, origin, backend)
         log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s%s]", "invoked" if invoked else "auto",

@@ -39,3 +39,12 @@ def test_cursors_board_follows_the_document_typed_in():
     assert board.active == "file:///b.py"
     board.forget("file:///b.py")
     assert board.active is None and board.active_state() is None
+
+
+def test_an_explicit_ask_right_after_a_refresh_of_an_automatic_answer_is_that_answer_again():
+    mark = (4, 100.0, True)
+    assert planner.reasks_refresh(mark, 4, 100.5)
+    assert not planner.reasks_refresh(mark, 5, 100.5)  # the document moved on
+    assert not planner.reasks_refresh(mark, 4, 100.0 + planner.REFRESH_ASK_S + 0.1)  # the user, later
+    assert not planner.reasks_refresh((4, 100.0, False), 4, 100.5)  # an explicit answer's refresh stays explicit
+    assert not planner.reasks_refresh(None, 4, 100.5)

@@ -471,8 +471,11 @@ async def test_a_slow_line_is_shown_as_it_streams_and_refreshed_when_whole(tmp_p
         while not refreshed and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         assert refreshed == [(uri, 1)]
-        again = await s.suggest(uri, 1, 11, invoked=False)
+        calls = len(eng.calls)
+        # VS Code asks again with an explicit trigger: still the automatic answer, from the store
+        again = await s.suggest(uri, 1, 11, invoked=True)
         assert [it.text for it in again.items] == ["a + b"] and again.source in ("memory", "model")
+        assert len(eng.calls) == calls  # no new (three-variant, whole-window) generation
         assert again.items[0].total_ms == again.total_ms and again.items[0].ttft_ms == again.total_ms
     finally:
         s.shutdown()
