@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from bench_quality import prefix_agreement  # noqa: E402
 from bench_replay import FUNCTIONS, body_region, cpu_model, fetch_package  # noqa: E402
 
 from engine.engine import Engine, EngineConfig, resolve_model_dir  # noqa: E402
@@ -71,12 +72,8 @@ def samples(n: int, cache: Path, seed: int) -> list[tuple[str, str, str, str]]:
 
 
 def prefix_share(got: str, truth: str) -> float:
-    n = 0
-    for a, b in zip(got, truth, strict=False):
-        if a != b:
-            break
-        n += 1
-    return n / max(1, len(truth))
+    """Share of the true line the suggestion gets right from its start."""
+    return prefix_agreement(got, truth) * max(len(got), len(truth)) / max(1, len(truth))
 
 
 def run(eng: Engine, prefix: str, suffix: str, window: tuple[int, int], middle: int | None) -> tuple[str, int, float]:
