@@ -112,8 +112,10 @@ def should_heal(prefix: str) -> bool:
 # Most of the prefix goes before the suffix (FIM's usual prefix slot); the text typed since the *anchor*
 # goes after the middle token, as if the model had written it itself. Typing then only appends tokens
 # after the cached suffix: a keystroke costs its own token(s), not a re-run of the suffix (which PSM order
-# puts after the prefix). Measured on held-out stdlib lines (scripts/bench_quality.py): as good as PSM.
-MAX_MIDDLE_CHARS = 240
+# puts after the prefix). Measured on held-out stdlib lines (scripts/bench_quality.py): as good as PSM; and
+# a middle of 960 characters is no worse than the cursor's line alone (scripts/bench_layout.py), while every
+# re-anchor re-runs the suffix (seconds on a slow CPU): the anchor moves once per 960 typed characters.
+MAX_MIDDLE_CHARS = 960
 
 
 AUTO_CLOSERS = frozenset(")]}\"'`")

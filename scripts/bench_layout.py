@@ -39,7 +39,7 @@ from bench_quality import prefix_agreement  # noqa: E402
 from bench_replay import FUNCTIONS, body_region, cpu_model, fetch_package  # noqa: E402
 
 from engine.engine import Engine, EngineConfig, resolve_model_dir  # noqa: E402
-from engine.prompt import clip_window  # noqa: E402
+from engine.prompt import MAX_MIDDLE_CHARS, clip_window  # noqa: E402
 from engine.types import GenParams  # noqa: E402
 
 SMALL = (384, 128)
@@ -86,7 +86,7 @@ def run(eng: Engine, prefix: str, suffix: str, window: tuple[int, int], middle: 
         eng._anchor = (p[: nl + 1], s)
         eng.config.fast.max_middle_chars = len(p) - (nl + 1) + 1
     else:
-        eng.config.fast.max_middle_chars = 240
+        eng.config.fast.max_middle_chars = MAX_MIDDLE_CHARS
     t0 = time.perf_counter()
     comps, t = eng.complete(p, s, GenParams(max_tokens=24, max_lines=1))
     return comps[0].text.split("\n")[0], t.prompt_tokens, time.perf_counter() - t0
