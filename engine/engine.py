@@ -153,6 +153,9 @@ class EngineConfig:
     quick_prefix_chars: int = 768
     quick_suffix_chars: int = 256
     quick_above_tokens: int = 192
+    # ... reaching back this far for the line that opens the definition the cursor is in (its name and
+    # parameters; a long docstring pushes them out of the quick window)
+    quick_reach_chars: int = 2048
     # KV positions added for the repository context block (engine/context.py) in front of every prompt: the
     # file window keeps its room; a block larger than this shortens the window instead
     context_tokens: int = 0
@@ -361,7 +364,8 @@ class Engine:
         assert best is not None
         if quick_ok and cfg.fast.quick_window and best[0] > cfg.quick_above_tokens:
             # the quick window keeps its start while the user types (its KV is reused)
-            cut = sticky_cut(prefix, min(cfg.quick_prefix_chars, cfg.max_prefix_chars), QUICK_SLACK, self._quick_head)
+            cut = sticky_cut(prefix, min(cfg.quick_prefix_chars, cfg.max_prefix_chars), QUICK_SLACK, self._quick_head,
+                             reach=min(cfg.quick_reach_chars, cfg.max_prefix_chars))
             qp, qs = clip_window(prefix[cut:], suffix, len(prefix) - cut,
                                  min(cfg.quick_suffix_chars, cfg.max_suffix_chars))
             # the quick window carries the context block only where a row already holds its KV: a cold spot

@@ -8,6 +8,7 @@ first generated token to start with its text, so the model re-chooses the whole 
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -87,21 +88,57 @@ def clip_window(prefix: str, suffix: str, max_prefix_chars: int, max_suffix_char
     return prefix, suffix
 
 
-def sticky_cut(prefix: str, max_chars: int, slack: int, head: str | None) -> int:
+_HEADER = re.compile(r"\s*(?:export\s+|pub(?:\([^)]*\))?\s+|async\s+|static\s+)*"
+                     r"(?:def|class|function|fn|func|fun|impl|struct|interface|module)\b")
+
+
+def header_start(prefix: str, lo: int = 0) -> int | None:
+    """Start of the line that opens the definition the cursor is in (a less indented ``def``/``class``/
+    ``function``/... line, or the top-level line the cursor's block hangs from), searching back to ``lo``;
+    None when there is none that far."""
+    end = len(prefix)
+    line_start = prefix.rfind("\n", 0, end) + 1
+    line = prefix[line_start:end]
+    ind = len(line) - len(line.lstrip(" \t"))
+    pos = line_start
+    while pos > lo:
+        start = prefix.rfind("\n", 0, pos - 1) + 1
+        text = prefix[start:pos - 1]
+        if start < lo:
+            return None
+        if text.strip():
+            i = len(text) - len(text.lstrip(" \t"))
+            if i < ind:
+                if _HEADER.match(text) or i == 0:
+                    return start
+                ind = i
+        pos = start
+    return None
+
+
+def sticky_cut(prefix: str, max_chars: int, slack: int, head: str | None, reach: int = 0) -> int:
     """Where a short window's prefix starts: where ``head`` (the start of the last such window) is, while
-    the window from there is at most ``max_chars + slack`` long and starts a line; else the line start
-    nearest ``max_chars`` before the cursor. Typing then keeps the start (and its KV cache) for ``slack``
-    characters at least, whichever keystroke the window was first made at (a fixed grid moves it at an
-    arbitrary point, right after the first request as often as not)."""
+    the window from there is at most ``max_chars + slack`` long (``reach + slack`` if larger) and starts a
+    line; else the line start nearest ``max_chars`` before the cursor — or, within ``reach`` characters,
+    the line that opens the definition the cursor is in (its name and parameters matter more than any
+    other text; header_start). Typing then keeps the start (and its KV cache) for ``slack`` characters at
+    least, whichever keystroke the window was first made at (a fixed grid moves it at an arbitrary point,
+    right after the first request as often as not)."""
+    longest = max(max_chars, reach)
     if head:
-        i = prefix.find(head, max(0, len(prefix) - max_chars - slack))
+        i = prefix.find(head, max(0, len(prefix) - longest - slack))
         if i >= 0 and (i == 0 or prefix[i - 1] == "\n"):
             return i
     if len(prefix) <= max_chars:
         return 0
     cut = len(prefix) - max_chars
     nl = prefix.find("\n", cut)
-    return nl + 1 if 0 <= nl < len(prefix) - 1 else cut
+    cut = nl + 1 if 0 <= nl < len(prefix) - 1 else cut
+    if reach > max_chars:
+        h = header_start(prefix, max(0, len(prefix) - reach))
+        if h is not None and h < cut:
+            return h
+    return cut
 
 
 def should_heal(prefix: str) -> bool:

@@ -1,4 +1,13 @@
-from engine.prompt import Fim, PrefixIndex, build_prompt, clip_window, safe_decode, should_heal, sticky_cut
+from engine.prompt import (
+    Fim,
+    PrefixIndex,
+    build_prompt,
+    clip_window,
+    header_start,
+    safe_decode,
+    should_heal,
+    sticky_cut,
+)
 
 
 class ByteTok:
@@ -259,3 +268,17 @@ def test_a_sticky_window_keeps_its_start_for_its_slack_from_wherever_it_was_made
     assert sticky_cut("short\nfile", 400, 300, None) == 0
     fresh = sticky_cut("a\n" * 300, 400, 300, "zzz")  # a head no longer there: a fresh cut near the cursor
     assert 600 - 400 <= fresh <= 600 - 300 and fresh % 2 == 0
+
+
+def test_a_short_window_reaches_back_for_the_definition_the_cursor_is_in():
+    doc = "    \"\"\"" + "    A long docstring line.\n" * 60 + "    \"\"\"\n"
+    src = "import os\n\n\ndef reduceby(key, binop, seq):\n" + doc + "    if key:\n        "
+    start = src.index("def reduceby")
+    assert header_start(src) == start
+    assert sticky_cut(src, 400, 300, None, reach=2400) == start  # the signature, not the docstring's middle
+    cut = sticky_cut(src, 400, 300, None, reach=800)  # too far: the plain window
+    assert cut > start and len(src) - cut <= 400
+    head = src[start:start + 60]
+    assert sticky_cut(src + "return x", 400, 300, head, reach=2400) == start  # and it stays while typing
+    method = "class A:\n    def m(self, a):\n        for i in a:\n            "
+    assert header_start(method) == method.index("    def m")
