@@ -100,6 +100,10 @@ def header_start(prefix: str, lo: int = 0) -> int | None:
     line_start = prefix.rfind("\n", 0, end) + 1
     line = prefix[line_start:end]
     ind = len(line) - len(line.lstrip(" \t"))
+    if not line.strip():  # a line just begun (its indentation not typed yet): it can go one level deeper
+        prev = prefix[:line_start].rstrip()
+        last = prev[prev.rfind("\n") + 1:]
+        ind = max(ind, len(last) - len(last.lstrip(" \t")) + 1) if prev else ind
     pos = line_start
     while pos > lo:
         start = prefix.rfind("\n", 0, pos - 1) + 1

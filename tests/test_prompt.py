@@ -280,5 +280,6 @@ def test_a_short_window_reaches_back_for_the_definition_the_cursor_is_in():
     assert cut > start and len(src) - cut <= 400
     head = src[start:start + 60]
     assert sticky_cut(src + "return x", 400, 300, head, reach=2400) == start  # and it stays while typing
+    assert header_start(src[: src.rindex("    if key")]) == start  # at the start of the body's first line
     method = "class A:\n    def m(self, a):\n        for i in a:\n            "
     assert header_start(method) == method.index("    def m")
