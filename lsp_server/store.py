@@ -342,9 +342,10 @@ class StoreHooks:
             return False
         entry = job.handle
         if running and isinstance(entry, Entry) and self.store.consistent(entry, st.prefix, st.suffix):
-            # one still in its prompt pass has written nothing the typing could agree with: the newest
-            # state starts instead, on the KV this one computed (a keystroke appends to it)
-            return entry.max_len > 0 or (st.prefix, st.suffix) == (job.prefix, job.suffix)
+            # a local one still in its prompt pass has written nothing the typing could agree with: the
+            # newest state starts instead, on the KV this one computed (a keystroke appends to it). A remote
+            # one is kept: starting again there costs a whole round trip
+            return self.tier != "local" or entry.max_len > 0 or (st.prefix, st.suffix) == (job.prefix, job.suffix)
         return job.priority == FUTURE and reachable(job.prefix, job.suffix, st.prefix, st.suffix)
 
     def idle(self, kv: tuple[str, str] | None) -> tuple[str, int, str, str] | None:

@@ -11,11 +11,11 @@ from lsp_server.store import Store, StoreHooks
 URI = "file:///a.py"
 
 
-def _hooks() -> tuple[StoreHooks, planner.Cursors]:
+def _hooks(tier: str = "local") -> tuple[StoreHooks, planner.Cursors]:
     settings = Settings()
     store = Store(lambda: settings, lambda tier: None)
     cursors = planner.Cursors()
-    return StoreHooks(store, cursors, lambda: settings), cursors
+    return StoreHooks(store, cursors, lambda: settings, tier=tier), cursors
 
 
 def _move_to(cursors: planner.Cursors, revision: int, prefix: str) -> None:
@@ -31,6 +31,10 @@ def test_a_generation_still_reading_its_prompt_is_not_kept_through_typing():
     assert hooks.keep(job, True)  # the same text: it still serves it
     _move_to(cursors, 2, job.prefix + "u")
     assert not hooks.keep(job, True)  # nothing streamed: the newest state starts instead
+    remote, cursors = _hooks("remote")  # a remote generation is kept: starting again costs a round trip
+    remote.started(job)
+    _move_to(cursors, 2, job.prefix + "u")
+    assert remote.keep(job, True)
 
 
 def test_a_streaming_generation_is_kept_while_the_typing_agrees_with_it():
