@@ -70,16 +70,10 @@ def context_ids(tok: Tok, repo: str, chunks: Sequence[ChunkLike], current_path: 
     return ids + [sid] + tok.encode(current_path + "\n")
 
 
-def clip_window(prefix: str, suffix: str, max_prefix_chars: int, max_suffix_chars: int,
-                quantum: int = 0) -> tuple[str, str]:
-    """Keep the text nearest the cursor: the prefix's tail and the suffix's head, cut at line bounds.
-    ``quantum``: the cut moves on a grid of that many characters from the prefix's start, so that typing
-    keeps the same start (and its KV cache) for a while; the prefix is then ``max - quantum`` to ``max``
-    characters long."""
+def clip_window(prefix: str, suffix: str, max_prefix_chars: int, max_suffix_chars: int) -> tuple[str, str]:
+    """Keep the text nearest the cursor: the prefix's tail and the suffix's head, cut at line bounds."""
     if len(prefix) > max_prefix_chars:
         cut = len(prefix) - max_prefix_chars
-        if quantum > 0:
-            cut = -(-cut // quantum) * quantum
         nl = prefix.find("\n", cut)
         prefix = prefix[nl + 1:] if 0 <= nl < len(prefix) - 1 else prefix[cut:]
     if len(suffix) > max_suffix_chars:
