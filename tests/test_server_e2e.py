@@ -497,6 +497,7 @@ async def test_old_client_gets_utf8_and_a_settings_warning(old_client: LanguageC
 
 
 async def test_completion_fallback(old_client: LanguageClient):
+    await wait_ready(old_client)  # a request made while the model loads is answered at its deadline instead
     text = "def factorial(n):\n    if n <= 1:\n        return 1\n    return "
     uri = open_doc(old_client, text + "\n")
     line, col = end_of(text)
@@ -514,6 +515,7 @@ async def test_completion_fallback(old_client: LanguageClient):
 
 
 async def test_utf8_positions(old_client: LanguageClient):
+    await wait_ready(old_client)
     # 😀 is four UTF-8 bytes: character 9 is just after it, 7 is inside it
     uri = open_doc(old_client, 'x = "😀\n')
     res = await raw_variants(old_client, uri, 0, 9)
