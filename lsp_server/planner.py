@@ -125,12 +125,14 @@ def gen_params(settings: Settings, mode: str, *, invoked: bool, n: int | None = 
     else:
         max_tokens = min(MAX_TOKENS, TOKENS_PER_LINE * (s.max_lines + 1))
         max_lines = s.max_lines + 1  # +1: a block opened at the cursor starts with a line break
-    # no deadline here: the worker starts the time budget when the job starts running. Typing at a cold
-    # spot may be answered from the engine's quick first window (an explicit request waits for the whole)
-    # an explicit request sizes each variant by the context (a line mid-code, a body at its end: engine
+    # no deadline here: the worker starts the time budget when the job starts running. A request at a cold
+    # spot, automatic or explicit, is answered from the engine's quick first window (as good as the whole
+    # one: docs/benchmarks/layout.md) while idle time prefills the whole window; an explicit request waiting
+    # for the whole window's prompt pass waited 30-45 s on a slow CPU.
+    # An explicit request sizes each variant by the context (a line mid-code, a body at its end: engine
     # postprocess.budget_for); automatic ones keep the look-ahead line that type-through uses after Enter
     return GenParams(max_tokens=max_tokens, max_lines=max_lines, n=max(1, min(n, s.max_variants)),
-                     quick_start=not invoked and s.speculation,
+                     quick_start=s.speculation,
                      auto_budget=invoked and s.multiline == "auto", language=language or None)
 
 

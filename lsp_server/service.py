@@ -272,6 +272,12 @@ class CompletionService:
         if found is not None and found.comps and found.source in ("type-through", "disk"):
             worker.release(fut)  # a start read or typed through answers now; the generation writes the rest
             return found
+        first = self._greedy_first(state, since, backend) if invoked and state.params.n > 1 else None
+        if first is not None:
+            # an explicit request where the automatic suggestion is already made: that greedy line is item 1
+            # at once; the other variants follow (the job runs to its end, then flint/refresh)
+            worker.release(fut, awaited=True)
+            return first
         afut = asyncio.wrap_future(fut)
         settle = settle_rule(state, self._settings().max_lines) if invoked and state.params.n > 1 else None
         try:
@@ -293,7 +299,7 @@ class CompletionService:
                     early = self.store.lookup(state, since, partial=True, disk=False, backend=backend)
                     done = settled_variants(early, *settle) if early else []
                     if early is not None and done and done[0].variant == 0:
-                        worker.release(fut)
+                        worker.release(fut, awaited=True)  # the variants asked for are finished
                         early.comps = done  # only finished variants: never one cut in mid-stream
                         return early
                 if now >= deadline:
@@ -306,6 +312,18 @@ class CompletionService:
         except asyncio.CancelledError:
             fut.cancel()
             raise
+
+    def _greedy_first(self, state: State, since: float, backend: str | None) -> Answer | None:
+        """The automatic request's complete answer for this very state (memory, typed through, disk), as
+        an incomplete answer: the explicit request's other variants are still to come."""
+        auto = planner.state_at(self._settings(), state.uri, state.revision, state.offset, state.prefix,
+                                state.suffix, invoked=False, remote_ready=self.remote_ready(),
+                                language=state.params.language)
+        found = self.store.lookup(auto, since, partial=False, backend=backend)
+        if found is None or not found.complete or not found.comps:
+            return None
+        found.complete = False
+        return found
 
     def _from_result(self, state: State, result: Result, backend: str = "local") -> Answer:
         comps = result[0]

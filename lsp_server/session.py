@@ -40,7 +40,7 @@ from engine.context import ContextBlock, Workspace
 from . import convert, planner
 from .documents import DocumentError, DocumentStore
 from .items import Item, Suggestions, build_items, doc_position_after, stamp_latency
-from .planner import AUTOMATIC_BUDGET_S, INVOKED_BUDGET_S, JOB_BUDGET_S, State  # noqa: F401 - re-exported
+from .planner import AUTOMATIC_BUDGET_S, INVOKED_BUDGET_S, JOB_BUDGET_S, REFRESH_WITHIN_S, State  # noqa: F401 - re-exported
 from .service import CompletionService
 from .settings import Settings
 from .stats import Stats
@@ -420,7 +420,8 @@ class Session:
                 self.service.plan_futures(state, shown, replace)
             if answer is not None and not answer.complete and self.settings.speculation:
                 self._watch_auto[uri] = not invoked
-                self.service.watch_for_refresh(state, version)
+                # an explicit request's other variants may need the whole prompt pass: refreshed when done
+                self.service.watch_for_refresh(state, version, within=JOB_BUDGET_S if invoked else REFRESH_WITHIN_S)
         elif (answer is None or not answer.complete) and self.settings.speculation:
             # nothing yet at a fresh spot (the prompt is still being read): the generation goes on and
             # the client hears flint/refresh when it has something

@@ -6,13 +6,13 @@ from lsp_server import planner
 from lsp_server.settings import Settings
 
 
-def test_automatic_work_may_start_from_the_quick_window_an_explicit_request_may_not():
+def test_automatic_and_explicit_requests_may_start_from_the_quick_window():
     s = Settings()
     auto = planner.state_at(s, "file:///a.py", 1, 8, "value = ", "\n", invoked=False, remote_ready=False)
     asked = planner.state_at(s, "file:///a.py", 1, 8, "value = ", "\n", invoked=True, remote_ready=False)
     assert auto.mode == "single" and auto.params.quick_start and auto.params.n == 1
     assert planner.is_lookahead(auto.params.max_tokens, auto.params.max_lines)  # end of line: one line more
-    assert not asked.params.quick_start and asked.params.n == s.max_variants
+    assert asked.params.quick_start and asked.params.n == s.max_variants
     assert auto.params.key() == planner.gen_params(s, "single", invoked=False, lookahead=True).key()
     off = Settings(speculation=False)
     assert not planner.gen_params(off, "single", invoked=False).quick_start

@@ -555,3 +555,54 @@ async def test_explicit_request_shows_item_one_before_the_other_variants(tmp_pat
         assert len(again.items) == 3
     finally:
         s.shutdown()
+
+
+class SlowVariantsEngine:
+    """One greedy line at once; three variants only after a long prompt pass (n = 3)."""
+
+    model_id = "slow-variants"
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
+        n = params.n if params is not None else 1
+        self.calls.append(n)
+        texts = ["total = a + b\n", "total = sum([a, b])\n", "return a + b\n"][:n]
+        if n > 1:
+            for _ in range(40):
+                if cancel is not None and cancel.cancelled:
+                    return [Completion("", [], "cancelled")], Timings()
+                time.sleep(0.025)
+        if on_token is not None:
+            for i, t in enumerate(texts):
+                on_token(i, t)
+        return [Completion(text=t, token_ids=[1], finish_reason="stop", variant=i) for i, t in enumerate(texts)], \
+            Timings()
+
+
+async def test_explicit_request_at_a_warm_spot_shows_the_automatic_line_first(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+    eng = SlowVariantsEngine()
+    refreshed: list[str] = []
+    s = Session(lambda _settings: eng, Settings(max_variants=3), on_refresh=lambda uri, version: refreshed.append(uri))
+    s.attach_loop(asyncio.get_running_loop())
+    s.start()
+    try:
+        assert s.worker.loaded.wait(5)
+        uri = "file:///w.py"
+        s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
+        auto = await s.suggest(uri, 1, 4, invoked=False)
+        assert [it.text for it in auto.items] == ["total = a + b"]
+        t0 = time.monotonic()
+        res = await s.suggest(uri, 1, 4, invoked=True)
+        assert time.monotonic() - t0 < 0.5  # not after the variants' second-long pass
+        assert [it.text for it in res.items] == ["total = a + b"]
+        deadline = time.monotonic() + 5
+        while not refreshed and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert refreshed == [uri] and eng.calls[:2] == [1, 3]  # the variants ran to their end, then a refresh
+        again = await s.suggest(uri, 1, 4, invoked=True)
+        assert [it.text for it in again.items] == ["total = a + b", "total = sum([a, b])", "return a + b"]
+    finally:
+        s.shutdown()
