@@ -267,17 +267,21 @@ class CompletionService:
         if found is not None and found.complete:
             return found
         job_budget = JOB_BUDGET_S if tier == "local" else max(budget, self._settings().remote_timeout_ms / 1000)
+        # (where the variants' own generation already runs, its item 1 is shown once settled: below)
+        first = await self._greedy_first(worker, state, since, deadline, backend) \
+            if invoked and state.params.n > 1 and not self.store.streaming(state) else None
+        if first is not None:
+            # an explicit request where the automatic suggestion is made (or being made): that greedy line
+            # is item 1 at once; the other variants follow (the job runs to its end, then flint/refresh)
+            fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
+                                budget_s=job_budget, not_before=state.not_before)
+            worker.release(fut, awaited=True)
+            return first
         fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
                             budget_s=job_budget, not_before=state.not_before, detachable=not invoked)
         if found is not None and found.comps and found.source in ("type-through", "disk"):
             worker.release(fut)  # a start read or typed through answers now; the generation writes the rest
             return found
-        first = self._greedy_first(state, since, backend) if invoked and state.params.n > 1 else None
-        if first is not None:
-            # an explicit request where the automatic suggestion is already made: that greedy line is item 1
-            # at once; the other variants follow (the job runs to its end, then flint/refresh)
-            worker.release(fut, awaited=True)
-            return first
         afut = asyncio.wrap_future(fut)
         settle = settle_rule(state, self._settings().max_lines) if invoked and state.params.n > 1 else None
         try:
@@ -313,17 +317,24 @@ class CompletionService:
             fut.cancel()
             raise
 
-    def _greedy_first(self, state: State, since: float, backend: str | None) -> Answer | None:
-        """The automatic request's complete answer for this very state (memory, typed through, disk), as
-        an incomplete answer: the explicit request's other variants are still to come."""
+    async def _greedy_first(self, worker: Worker, state: State, since: float, deadline: float,
+                            backend: str | None) -> Answer | None:
+        """The automatic request's complete answer for this very state (memory, typed through, disk) —
+        waited for while its generation streams, before the variants' job would supersede it — as an
+        incomplete answer: the explicit request's other variants are still to come."""
         auto = planner.state_at(self._settings(), state.uri, state.revision, state.offset, state.prefix,
                                 state.suffix, invoked=False, remote_ready=self.remote_ready(),
                                 language=state.params.language)
-        found = self.store.lookup(auto, since, partial=False, backend=backend)
-        if found is None or not found.complete or not found.comps:
-            return None
-        found.complete = False
-        return found
+        worker.poke()  # the user is here: the automatic generation is not idle work
+        while True:
+            found = self.store.lookup(auto, since, partial=False, backend=backend)
+            if found is not None and found.complete and found.comps:
+                found.complete = False
+                return found
+            now = time.monotonic()
+            if now >= deadline or not self.store.streaming(auto):
+                return None
+            await asyncio.wait([self.store.next_change()], timeout=deadline - now)
 
     def _from_result(self, state: State, result: Result, backend: str = "local") -> Answer:
         comps = result[0]

@@ -245,6 +245,11 @@ class Store:
             return None
         return self._disk_answer(state, backend)
 
+    def streaming(self, state: State) -> bool:
+        """A generation still running serves ``state`` (what it wrote so far agrees with it)."""
+        return any(hit.live and not lookahead_for_block(hit.entry, state)
+                   for hit in self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n))
+
     def covered(self, state: State) -> bool:
         """A generation (finished or still streaming, agreeing so far) or a disk entry serves ``state``."""
         for hit in self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n):

@@ -606,3 +606,41 @@ async def test_explicit_request_at_a_warm_spot_shows_the_automatic_line_first(tm
         assert [it.text for it in again.items] == ["total = a + b", "total = sum([a, b])", "return a + b"]
     finally:
         s.shutdown()
+
+
+class StreamingLineEngine(SlowVariantsEngine):
+    """The greedy line streams over 0.4 s (an automatic request sees part of it first)."""
+
+    def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
+        if params is not None and params.n > 1:
+            return super().complete(prefix, suffix, params, cancel, on_token)
+        self.calls.append(1)
+        if on_token is not None:
+            on_token(0, "total = a")
+            time.sleep(0.4)
+            on_token(0, "total = a + b\n")
+        return [Completion(text="total = a + b\n", token_ids=[1], finish_reason="stop")], Timings()
+
+
+async def test_explicit_request_waits_for_the_streaming_automatic_line_not_for_the_variants(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+    eng = StreamingLineEngine()
+    s = Session(lambda _settings: eng, Settings(max_variants=3))
+    s.attach_loop(asyncio.get_running_loop())
+    s.start()
+    try:
+        assert s.worker.loaded.wait(5)
+        uri = "file:///p.py"
+        s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
+        auto = await s.suggest(uri, 1, 4, invoked=False)
+        assert [it.text for it in auto.items] == ["total = a"]  # what had streamed
+        t0 = time.monotonic()
+        res = await s.suggest(uri, 1, 4, invoked=True)
+        assert time.monotonic() - t0 < 0.8  # the line's end, not the variants' second-long pass after it
+        assert [it.text for it in res.items] == ["total = a + b"]
+        deadline = time.monotonic() + 3
+        while len(eng.calls) < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert eng.calls[:2] == [1, 3]  # the variants run after the line was there, not instead of it
+    finally:
+        s.shutdown()
