@@ -53,6 +53,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from lsp_stdio import Server, utf16_position  # noqa: E402
 
 from engine.postprocess import ends_mid_statement, split_cursor  # noqa: E402
 from engine.rank import kind  # noqa: E402
@@ -228,77 +231,6 @@ def score(spot: Spot, inserted: str, config: str, request: str, fresh: bool, lat
 # ------------------------------------------------------------------------------------------ LSP over stdio
 
 
-class Server:
-    """A minimal JSON-RPC client for `flint serve` over stdio."""
-
-    def __init__(self) -> None:
-        self.proc: asyncio.subprocess.Process | None = None
-        self._id = 0
-        self.pending: dict[int, asyncio.Future] = {}
-        self.ready = asyncio.Event()
-
-    async def start(self, cmd: list[str], env: dict[str, str], log: Path) -> None:
-        self._log = open(log, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = await asyncio.create_subprocess_exec(*cmd, stdin=asyncio.subprocess.PIPE,
-                                                         stdout=asyncio.subprocess.PIPE, stderr=self._log,
-                                                         env=env, limit=2**24)
-        self._reader = asyncio.create_task(self._read())
-
-    def _send(self, msg: dict) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        body = json.dumps(msg).encode()
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-
-    def notify(self, method: str, params: dict) -> None:
-        self._send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    async def request(self, method: str, params: dict, timeout: float = 120) -> tuple[float, dict]:
-        self._id += 1
-        fut = asyncio.get_running_loop().create_future()
-        self.pending[self._id] = fut
-        t0 = time.perf_counter()
-        self._send({"jsonrpc": "2.0", "id": self._id, "method": method, "params": params})
-        t1, msg = await asyncio.wait_for(fut, timeout)
-        return (t1 - t0) * 1000, msg
-
-    async def _read(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        out = self.proc.stdout
-        while True:
-            headers = await out.readuntil(b"\r\n\r\n")
-            m = re.search(rb"Content-Length: (\d+)", headers)
-            assert m is not None
-            msg = json.loads(await out.readexactly(int(m.group(1))))
-            now = time.perf_counter()
-            if "id" in msg and "method" in msg:
-                self._send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
-            elif "id" in msg:
-                fut = self.pending.pop(msg["id"], None)
-                if fut is not None and not fut.done():
-                    fut.set_result((now, msg))
-            elif msg.get("method") == "flint/status" and msg["params"].get("state") in ("ready", "error"):
-                self.ready.set()
-
-    async def stop(self) -> None:
-        if self.proc is None:
-            return
-        try:
-            await self.request("shutdown", {}, timeout=30)
-            self.notify("exit", {})
-            await asyncio.wait_for(self.proc.wait(), 30)
-        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
-            self.proc.kill()
-            await self.proc.wait()
-        self._reader.cancel()
-        self._log.close()
-
-
-def lsp_position(text: str, offset: int) -> dict:
-    line = text.count("\n", 0, offset)
-    col_text = text[text.rfind("\n", 0, offset) + 1: offset]
-    return {"line": line, "character": len(col_text.encode("utf-16-le")) // 2}
-
-
 def lsp_offset(text: str, pos: dict) -> int:
     lines = text.split("\n")
     off = _offset(lines, pos["line"])
@@ -325,8 +257,8 @@ async def ask(server: Server, uri: str, text: str, offset: int, invoked: bool, p
     t0 = time.perf_counter()
     asks = 0
     while True:
-        one_ms, msg = await server.request("textDocument/inlineCompletion", {
-            "textDocument": {"uri": uri}, "position": lsp_position(text, offset),
+        one_ms, msg = await server.ask("textDocument/inlineCompletion", {
+            "textDocument": {"uri": uri}, "position": utf16_position(text, offset),
             "context": {"triggerKind": 1 if invoked else 2}})
         asks += 1
         res = msg.get("result") or {}
@@ -354,7 +286,7 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
     server = Server()
     cmd = [sys.executable, "-m", "lsp_server.cli", "serve", "--model", args.model_dir, "--threads", str(args.threads)]
     await server.start(cmd, env, work / f"server-{name}.log")
-    await server.request("initialize", {
+    await server.ask("initialize", {
         "processId": os.getpid(), "rootUri": None, "clientInfo": {"name": "bench-served", "version": "1"},
         "capabilities": {"textDocument": {"synchronization": {"dynamicRegistration": False},
                                           "inlineCompletion": {}}},

@@ -235,7 +235,7 @@ async def test_the_backend_is_on_the_wire(server, tmp_path):
     """Through the real `flint serve` (stdio): flint/variants items, the inline items' accept command and
     flint/status name the backend that wrote the answer."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-    from bench_replay import Server
+    from lsp_stdio import Server
 
     lsp = Server()
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "FLINT_CACHE_DIR": str(tmp_path / "cache")}
