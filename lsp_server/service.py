@@ -267,16 +267,19 @@ class CompletionService:
         if found is not None and found.complete:
             return found
         job_budget = JOB_BUDGET_S if tier == "local" else max(budget, self._settings().remote_timeout_ms / 1000)
-        # (where the variants' own generation already runs, its item 1 is shown once settled: below)
-        first = await self._greedy_first(worker, state, since, deadline, backend) \
-            if invoked and state.params.n > 1 and not self.store.streaming(state) else None
-        if first is not None:
-            # an explicit request where the automatic suggestion is made (or being made): that greedy line
-            # is item 1 at once; the other variants follow (the job runs to its end, then flint/refresh)
-            fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
-                                budget_s=job_budget, not_before=state.not_before)
-            worker.release(fut, awaited=True)
-            return first
+        if invoked and state.params.n > 1 and tier == "local" and not self.store.streaming(state):
+            # (where the variants' own generation already runs, its item 1 is shown once settled: below)
+            first = await self._greedy_first(worker, state, since, deadline, backend)
+            if first is not None:
+                # an explicit request: the automatic suggestion for this state (made, or made now: one
+                # greedy row with its drafts is the fastest line) is item 1; the other variants follow
+                # (their job runs to its end on the KV the line left, then flint/refresh)
+                fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
+                                    budget_s=job_budget, not_before=state.not_before)
+                worker.release(fut, awaited=True)
+                return first
+            if self.store.streaming(self._auto_twin(state)):
+                return None  # the line is still coming (prompt pass): flint/refresh when it is there
         fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
                             budget_s=job_budget, not_before=state.not_before, detachable=not invoked)
         if found is not None and found.comps and found.source in ("type-through", "disk"):
@@ -317,24 +320,40 @@ class CompletionService:
             fut.cancel()
             raise
 
-    async def _greedy_first(self, worker: Worker, state: State, since: float, deadline: float,
-                            backend: str | None) -> Answer | None:
-        """The automatic request's complete answer for this very state (memory, typed through, disk) —
-        waited for while its generation streams, before the variants' job would supersede it — as an
-        incomplete answer: the explicit request's other variants are still to come."""
-        auto = planner.state_at(self._settings(), state.uri, state.revision, state.offset, state.prefix,
+    def _auto_twin(self, state: State) -> State:
+        """The automatic request's state at the same text (one greedy variant)."""
+        return planner.state_at(self._settings(), state.uri, state.revision, state.offset, state.prefix,
                                 state.suffix, invoked=False, remote_ready=self.remote_ready(),
                                 language=state.params.language)
+
+    async def _greedy_first(self, worker: Worker, state: State, since: float, deadline: float,
+                            backend: str | None) -> Answer | None:
+        """The automatic request's complete answer for this very state (memory, typed through, disk; else
+        its generation, started now unless one streams) within the deadline, as an incomplete answer: the
+        explicit request's other variants are still to come. None: no line (yet)."""
+        auto = self._auto_twin(state)
         worker.poke()  # the user is here: the automatic generation is not idle work
-        while True:
-            found = self.store.lookup(auto, since, partial=False, backend=backend)
-            if found is not None and found.complete and found.comps:
-                found.complete = False
-                return found
-            now = time.monotonic()
-            if now >= deadline or not self.store.streaming(auto):
-                return None
-            await asyncio.wait([self.store.next_change()], timeout=deadline - now)
+        fut = None
+        try:
+            while True:
+                found = self.store.lookup(auto, since, partial=False, backend=backend)
+                if found is not None and found.complete and found.comps:
+                    found.complete = False
+                    return found
+                if found is not None and found.complete:
+                    return None  # the model has nothing to add here as one line: the variants may
+                now = time.monotonic()
+                if now >= deadline:
+                    return None
+                if not self.store.streaming(auto):
+                    if fut is not None or auto.skip:
+                        return None
+                    fut = worker.submit(auto.uri, auto.revision, auto.prefix, auto.suffix, auto.params, USER,
+                                        budget_s=JOB_BUDGET_S, not_before=auto.not_before, detachable=True)
+                await asyncio.wait([self.store.next_change()], timeout=deadline - now)
+        finally:
+            if fut is not None:
+                worker.release(fut, awaited=True)  # the user waits for this line: it runs to its end
 
     def _from_result(self, state: State, result: Result, backend: str = "local") -> Answer:
         comps = result[0]
@@ -365,28 +384,34 @@ class CompletionService:
         if self.remote_worker is not None:
             self.remote_worker.set_futures(state.uri, state.revision, remote_plan, not_before=not_before)
 
-    def watch_for_refresh(self, state: State, version: int, within: float = REFRESH_WITHIN_S) -> None:
+    def watch_for_refresh(self, state: State, version: int, within: float = REFRESH_WITHIN_S,
+                          greedy: bool = False) -> None:
         """A partial answer went out: once its generation has the whole suggestion (the document still at
-        that state), the client hears flint/refresh and asks again (the store answers at once)."""
+        that state), the client hears flint/refresh and asks again (the store answers at once).
+        ``greedy``: an explicit request got nothing yet; its automatic twin's line is enough (it is item 1
+        of the next ask: _greedy_first)."""
         old = self._refreshing.pop(state.uri, None)
         if old is not None:
             old.cancel()
-        task = asyncio.get_running_loop().create_task(self._refresh_when_done(state, version, within))
+        watched = [state] + ([self._auto_twin(state)] if greedy and state.params.n > 1 else [])
+        task = asyncio.get_running_loop().create_task(self._refresh_when_done(watched, version, within))
         self._refreshing[state.uri] = task
         task.add_done_callback(lambda t: self._refreshing.pop(state.uri, None) if
                                self._refreshing.get(state.uri) is t else None)
 
-    async def _refresh_when_done(self, state: State, version: int, within: float) -> None:
+    async def _refresh_when_done(self, watched: list[State], version: int, within: float) -> None:
+        state = watched[0]
         end = time.monotonic() + within
         while time.monotonic() < end:
             await self.store.wait(end)
             if self._revision_of(state.uri) != state.revision:
                 return
-            found = self.store.lookup(state, None, partial=False, disk=False)
-            if found is not None and found.complete:
-                if found.comps:
-                    self._on_refresh(state.uri, version)
+            found = [self.store.lookup(st, None, partial=False, disk=False) for st in watched]
+            if any(f is not None and f.complete and f.comps for f in found):
+                self._on_refresh(state.uri, version)
                 return
+            if all(f is not None and f.complete for f in found):
+                return  # finished with nothing to show
 
     def _late_win(self, uri: str, ms: float) -> None:
         self.on_late_win(uri, ms)

@@ -426,7 +426,7 @@ class Session:
             # nothing yet at a fresh spot (the prompt is still being read): the generation goes on and
             # the client hears flint/refresh when it has something
             self._watch_auto[uri] = not invoked
-            self.service.watch_for_refresh(state, version, within=JOB_BUDGET_S)
+            self.service.watch_for_refresh(state, version, within=JOB_BUDGET_S, greedy=invoked)
         res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1), source, origin, backend)
         log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s%s]", "invoked" if invoked else "auto",
                  uri.rsplit("/", 1)[-1], line, character, state.mode, len(items), total_ms, source or "-",

@@ -517,6 +517,9 @@ class VariantsEngine:
         self.ended = 0.0
 
     def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
+        if params is not None and params.n == 1:
+            # one greedy line has nothing here: the explicit request waits on the batch's own item 1
+            return [Completion(text="", token_ids=[], finish_reason="stop")], Timings()
         texts = ["total = a + b\n", "total = sum([a, b])\n", "return a + b\n"]
         if on_token is not None:
             on_token(0, texts[0] + "    print")  # the next statement started: item 1 is settled
@@ -642,5 +645,30 @@ async def test_explicit_request_waits_for_the_streaming_automatic_line_not_for_t
         while len(eng.calls) < 2 and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         assert eng.calls[:2] == [1, 3]  # the variants run after the line was there, not instead of it
+    finally:
+        s.shutdown()
+
+
+async def test_explicit_request_at_a_fresh_spot_gets_the_greedy_line_before_the_variants(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+    eng = SlowVariantsEngine()
+    refreshed: list[str] = []
+    s = Session(lambda _settings: eng, Settings(max_variants=3), on_refresh=lambda uri, version: refreshed.append(uri))
+    s.attach_loop(asyncio.get_running_loop())
+    s.start()
+    try:
+        assert s.worker.loaded.wait(5)
+        uri = "file:///f.py"
+        s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
+        t0 = time.monotonic()
+        res = await s.suggest(uri, 1, 4, invoked=True)  # nothing asked here before
+        assert time.monotonic() - t0 < 0.5
+        assert [it.text for it in res.items] == ["total = a + b"]
+        deadline = time.monotonic() + 5
+        while not refreshed and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert refreshed == [uri] and eng.calls[:2] == [1, 3]  # one greedy line first, then the batch
+        again = await s.suggest(uri, 1, 4, invoked=True)
+        assert len(again.items) == 3
     finally:
         s.shutdown()
