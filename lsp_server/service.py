@@ -36,7 +36,7 @@ from .planner import (
 from .race import Races
 from .settings import Settings
 from .store import Answer, Store, StoreHooks
-from .worker import SPECULATIVE, USER, EngineLike, JobDropped, Result, Worker
+from .worker import SPECULATIVE, USER, EngineLike, JobDropped, Result, Superseded, Worker
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,7 @@ class CompletionService:
         self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
         self._wstart: dict[str, int] = {}  # each document's prefix window start (kept while it fits)
         self._refreshing: dict[str, asyncio.Task] = {}  # uri -> waiting to refresh a partial answer
+        self._asked: dict[str, asyncio.Event] = {}  # uri -> set when a newer request for it comes
         self.worker = Worker(lambda: load(settings()), revision_of, lambda st, info: on_event("local", st, info),
                              StoreHooks(self.store, self.cursors, settings, "local"),
                              context=(lambda: context(self.cursors.active_state())) if context is not None else None)
@@ -174,6 +175,9 @@ class CompletionService:
         self.cursors.forget(uri)
         self.clock.forget(uri)
         self._wstart.pop(uri, None)
+        asked = self._asked.pop(uri, None)
+        if asked is not None:
+            asked.set()  # a request still waiting there is answered (Superseded) now
         for w in self._workers():
             w.document_closed(uri)
 
@@ -199,6 +203,10 @@ class CompletionService:
         routing.py): the store, else the model (joined or started). A remote that fails, is slow or is
         backing off leaves the answer to the local model; a race shows the local answer unless the remote
         one is there first within the race budget. Raises the workers' exceptions."""
+        older = self._asked.pop(state.uri, None)
+        if older is not None:
+            older.set()  # a request still waiting outside the worker (_greedy_first) is superseded
+        self._asked[state.uri] = asyncio.Event()
         route = state.route
         if route != routing.LOCAL and not self.remote_ready():
             route = routing.LOCAL
@@ -332,6 +340,7 @@ class CompletionService:
         its generation, started now unless one streams) within the deadline, as an incomplete answer: the
         explicit request's other variants are still to come. None: no line (yet)."""
         auto = self._auto_twin(state)
+        newer = asyncio.ensure_future(self._asked.setdefault(state.uri, asyncio.Event()).wait())
         worker.poke()  # the user is here: the automatic generation is not idle work
         fut = None
         try:
@@ -350,8 +359,12 @@ class CompletionService:
                         return None
                     fut = worker.submit(auto.uri, auto.revision, auto.prefix, auto.suffix, auto.params, USER,
                                         budget_s=JOB_BUDGET_S, not_before=auto.not_before, detachable=True)
-                await asyncio.wait([self.store.next_change()], timeout=deadline - now)
+                await asyncio.wait([self.store.next_change(), newer], timeout=deadline - now,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                if newer.done():
+                    raise Superseded("a newer request for this document replaced it")
         finally:
+            newer.cancel()
             if fut is not None:
                 worker.release(fut, awaited=True)  # the user waits for this line: it runs to its end
 

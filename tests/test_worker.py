@@ -615,6 +615,23 @@ def test_work_in_the_users_document_stops_orphaned_speculation_elsewhere():
     w.stop()
 
 
+def test_a_request_in_another_document_stops_work_let_go_there():
+    # variants still running after their item 1 went out (released, awaited): the user asks elsewhere
+    w, eng, revs, hooks = make_hooked(TokenEngine(steps=500))
+    revs.update(a=1, b=1)
+    fut = w.submit("a", 1, "a-prefix", "", GenParams(n=3), USER)
+    wait_running(eng)
+    w.release(fut, awaited=True)
+    t0 = time.monotonic()
+    w.submit("b", 1, "b-prefix", "", GenParams(), USER)
+    deadline = time.monotonic() + 5
+    while not any(c[0] == "b-prefix" for c in eng.calls) and time.monotonic() < deadline:
+        time.sleep(STEP)
+    assert any(c[0] == "b-prefix" for c in eng.calls) and time.monotonic() - t0 < 20 * STEP + 0.2  # not after a's
+    assert hooks.finished_jobs[0][1][0][0].finish_reason == "cancelled"
+    w.stop()
+
+
 def test_a_request_joining_queued_speculation_preempts_other_speculation():
     w, eng, revs, hooks = make_hooked(TokenEngine(steps=3, slow=("busy",)))
     revs.update(a=1, c=1)
