@@ -347,7 +347,15 @@ class CompletionService:
             while True:
                 found = self.store.lookup(auto, since, partial=False, backend=backend)
                 if found is not None and found.complete and found.comps:
-                    found.complete = False
+                    # not a generation stopped before its suggestion was whole (the user went on and came
+                    # back): its line or body must be final
+                    c = found.comps[0]
+                    final = c.finish_reason not in CUT_OFF_REASONS or (
+                        "\n" in c.text.lstrip("\n") if auto.mode == "single" else
+                        bool(settled_variants(found, *settle_rule(auto, self._settings().max_lines))))
+                    if not final:
+                        return None  # the variants' job writes it anew
+                    found.comps, found.complete = found.comps[:1], False
                     return found
                 if found is not None and found.complete:
                     return None  # the model has nothing to add here as one line: the variants may

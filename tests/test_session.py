@@ -672,3 +672,53 @@ async def test_explicit_request_at_a_fresh_spot_gets_the_greedy_line_before_the_
         assert len(again.items) == 3
     finally:
         s.shutdown()
+
+
+class StoppedBlockEngine:
+    """The first greedy block runs until it is stopped (its text so far is only a start); later ones end."""
+
+    model_id = "stopped-block"
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
+        n = params.n if params is not None else 1
+        self.calls.append(n)
+        if n > 1:
+            texts = ["if reset:\n        count = 0\n    return count\n", "return 0\n", "pass\n"]
+        elif len(self.calls) == 1:
+            if on_token is not None:
+                on_token(0, "if reset:\n        count")
+            while cancel is None or not cancel.cancelled:
+                time.sleep(0.01)
+            return [Completion(text="if reset:\n        count", token_ids=[1], finish_reason="cancelled")], Timings()
+        else:
+            texts = ["if reset:\n        count = 0\n    return count\n"]
+        if on_token is not None:
+            for i, t in enumerate(texts):
+                on_token(i, t)
+        return [Completion(text=t, token_ids=[1], finish_reason="stop", variant=i) for i, t in enumerate(texts)], \
+            Timings()
+
+
+async def test_a_stopped_automatic_block_is_not_an_explicit_requests_item_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+    eng = StoppedBlockEngine()
+    s = Session(lambda _settings: eng, Settings(max_variants=3))
+    s.attach_loop(asyncio.get_running_loop())
+    s.start()
+    try:
+        assert s.worker.loaded.wait(5)
+        uri = "file:///b.py"
+        s.documents.open(uri, "def f(reset, count):\n    \n", 1)
+        auto = await s.suggest(uri, 1, 4, invoked=False)
+        assert auto.items and auto.items[0].text.startswith("if reset:")  # its complete lines, streaming
+        s.documents.change(uri, 2, [Change("z", (1, 4, 1, 4))], s.encoding)  # typed elsewhere: stopped
+        s.did_change(uri, cursor=len("def f(reset, count):\n    z"))
+        s.documents.change(uri, 3, [Change("", (1, 4, 1, 5))], s.encoding)  # and undone
+        s.did_change(uri, cursor=len("def f(reset, count):\n    "))
+        res = await s.suggest(uri, 1, 4, invoked=True)
+        assert res.items and res.items[0].text != "if reset:"  # never the block cut where it was stopped
+    finally:
+        s.shutdown()
