@@ -586,6 +586,25 @@ def cut_block_to_complete(text: str, prefix: str, line_suffix: str = "", languag
     return text
 
 
+def misses_block_opener(text: str, prefix: str, suffix: str, language: str | None = None) -> bool:
+    """Python: the line below the cursor's is indented deeper than the text's last line, so that line
+    opens the block (an emptied ``elif x:``); a text ending in a plain statement there (``raise``) breaks
+    the code below. Not inside brackets (a call's continuation lines) or a statement left open."""
+    body = text.rstrip()
+    if not body.strip() or _lang(language, prefix[-2000:]) != "python":
+        return False
+    line_prefix, line_suffix = split_cursor(prefix, suffix)
+    if line_suffix.strip() or _inside_open_bracket(prefix, "python"):
+        return False
+    below = next((ln for ln in suffix.split("\n")[1:] if ln.strip()), None)
+    if below is None or below.lstrip().startswith("#"):
+        return False
+    last = (line_prefix + body).split("\n")[-1]
+    if len(below) - len(below.lstrip()) <= len(last) - len(last.lstrip()):
+        return False
+    return not opens_block(last) and not ends_mid_statement(body, prefix, "", language)
+
+
 def drop_dangling_header(text: str, line_prefix: str) -> str:
     """A block cut by a limit that ends on a line opening a nested block (``for x in xs:`` with no body
     yet) stops before that line: Tab would leave a header without its body."""
@@ -793,6 +812,8 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
             cut = cut[: cut.rfind("\n")].rstrip() if "\n" in cut else ""  # a header whose body was cut off
         text = cut
         replace = 0
+    if replace == 0 and misses_block_opener(text, prefix, suffix, language):
+        return None
     if mode == "multi" and "\n" in text and replace == 0 and line_suffix.strip().startswith("}"):
         # `{|}`: the block goes between the braces, the brace on its own line below it
         text = text + "\n" + line_prefix[: len(line_prefix) - len(line_prefix.lstrip())]

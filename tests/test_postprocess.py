@@ -105,6 +105,17 @@ GOLDEN = [
      "x = 1█\n", "\ny = 2\nz = 3", Suggestion("\ny = 2")),
     ("single-line mode in an unfinished line with the model starting a new line is nothing",
      "x = █\n", "\ny = 2", None),
+    # --- Python: a line whose next line is indented deeper opens that block ------------------------------
+    ("an emptied block header is not filled with a plain statement",
+     "def f(a):\n    if a:\n        return 1\n    █\n        return 2\n", "raise", None),
+    ("... but with a header",
+     "def f(a):\n    if a:\n        return 1\n    █\n        return 2\n", "elif a > 1:",
+     Suggestion("elif a > 1:")),
+    ("... nor with a block that ends in a plain statement",
+     "def f(a):\n    if a:\n        return 1\n    █\n        return 2\n", "x = 1\n    raise",
+     None),
+    ("... and a call's continuation line below is not a block",
+     "def f(a):\n    x = g(a,█\n          a)\n", " 1,", Suggestion(" 1,")),
 ]
 
 
