@@ -209,6 +209,8 @@ class Outcome:
     rounds: int = 1
     asks: int = 1  # requests until the first non-empty answer
     alt_inserted: str = ""  # invoked: what the items reordered by engine.rank would insert
+    tests_pass: bool | None = None  # the package's own tests with the completed file (None: no tests)
+    all_ms: float | None = None  # invoked: to an answer with more than one variant (after flint/refresh)
 
 
 def score(spot: Spot, inserted: str, config: str, request: str, fresh: bool, latency_ms: float,
@@ -269,6 +271,31 @@ async def ask(server: Server, uri: str, text: str, offset: int, invoked: bool, p
             return ms, items, asks
 
 
+async def all_items(server: Server, uri: str, text: str, offset: int, t0: float, first_ms: float,
+                    items: list[dict], wait_s: float = 30.0) -> tuple[float | None, list[dict]]:
+    """An invoked request answered with item 1 alone: the server sends flint/refresh when the other
+    variants are there, and the editor asks again. Milliseconds from the first ask to an answer with more
+    than one variant, the user can cycle them (None: not within ``wait_s``, or nothing shown), and that
+    answer's items."""
+    if len(items) > 1:
+        return first_ms, items
+    if not items:
+        return None, items
+    seen = t0 + first_ms / 1000  # refreshes after the answer with item 1
+    end = time.perf_counter() + wait_s
+    while time.perf_counter() < end:
+        if any(t > seen for t, _ in server.refreshes):
+            seen = time.perf_counter()
+            _, msg = await server.ask("textDocument/inlineCompletion", {
+                "textDocument": {"uri": uri}, "position": utf16_position(text, offset), "context": {"triggerKind": 1}})
+            res = msg.get("result") or {}
+            got = res.get("items", []) if isinstance(res, dict) else res
+            if len(got) > 1:
+                return (time.perf_counter() - t0) * 1000, got
+        await asyncio.sleep(0.05)
+    return None, items
+
+
 def _inserted(spot: Spot, doc: str) -> str:
     """What now stands between the spot's prefix and suffix (the suffix is never edited by a Tab here)."""
     if doc.startswith(spot.prefix) and doc.endswith(spot.suffix) and \
@@ -301,7 +328,10 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
                                                                 "text": text}})
         order = ["invoked", "automatic"] if k % 2 == 0 else ["automatic", "invoked"]
         for j, req in enumerate(order):
+            t_ask = time.perf_counter()
             ms, items, asks = await ask(server, uri, text, len(spot.prefix), req == "invoked", args.patience)
+            all_ms, variants = await all_items(server, uri, text, len(spot.prefix), t_ask, ms, items) \
+                if req == "invoked" else (None, items)
             doc, cursor = (apply_tab(text, items[0]) if items else (text, len(spot.prefix)))
             rounds, total_ms = 1, ms
             version = 1
@@ -318,10 +348,10 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
                 if items:
                     doc, cursor = apply_tab(doc, items[0])
             o = score(spot, _inserted(spot, doc), name, req, j == 0, ms, len(items), rounds)
-            o.asks = asks
-            if req == "invoked" and len(items) > 1:
-                order_ = rank([it["insertText"] for it in items])
-                o.alt_inserted = _inserted(spot, apply_tab(text, items[order_[0]])[0])
+            o.asks, o.all_ms = asks, all_ms
+            if req == "invoked" and len(variants) > 1:
+                order_ = rank([it["insertText"] for it in variants])
+                o.alt_inserted = _inserted(spot, apply_tab(text, variants[order_[0]])[0])
             out.append(o)
             if version > 1 or j == 0:  # back to the emptied spot for the other request
                 version += 1
@@ -370,6 +400,58 @@ def run_direct(gguf: str, spots: list[Spot], threads: int) -> list[Outcome]:
     return out
 
 
+# ------------------------------------------------------------------------------------- the package's tests
+
+
+def package_tests(outs: list[Outcome], spots: dict[str, Spot], work: Path, timeout_s: float = 300) -> None:
+    """Where a pinned wheel ships its tests (toolz does), run them with each completed file: the file
+    replaces the original in an unpacked copy of the wheel, ``pytest -x -q`` runs the wheel's test
+    folders, and ``Outcome.tests_pass`` says whether they passed (None elsewhere, and where the original
+    file itself fails them here)."""
+    for whl in sorted((work / "wheels").glob("*.whl")):
+        with zipfile.ZipFile(whl) as z:
+            names = z.namelist()
+            test_dirs = sorted({n.split("/tests/")[0] + "/tests" for n in names if "/tests/" in n})
+            if not test_dirs:
+                continue
+            root = work / "tests" / whl.stem
+            z.extractall(root)
+        mine = [o for o in outs if o.spot.rsplit(":", 1)[0] in names]
+        if not mine:
+            continue
+
+        def run(root: Path = root, test_dirs: list[str] = test_dirs) -> bool:
+            r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *test_dirs],
+                               cwd=root, capture_output=True, timeout=timeout_s,
+                               env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+            return r.returncode == 0
+
+        if not run():
+            print(f"  [tests] {whl.name}: the original files fail their own tests here; not used", flush=True)
+            continue
+        results: dict[str, bool] = {}
+        for o in mine:
+            spot = spots[o.spot]
+            path = root / o.spot.rsplit(":", 1)[0]
+            doc = spot.prefix + o.inserted + spot.suffix if not o.inserted.startswith("\x00") else None
+            original = path.read_text()
+            if doc is None:
+                o.tests_pass = False
+            elif doc == original:
+                o.tests_pass = True
+            elif doc in results:
+                o.tests_pass = results[doc]
+            else:
+                path.write_text(doc)
+                try:
+                    o.tests_pass = results[doc] = run()
+                except subprocess.TimeoutExpired:
+                    o.tests_pass = results[doc] = False
+                finally:
+                    path.write_text(original)
+        print(f"  [tests] {whl.name}: {len(mine)} completions, {len(results)} distinct runs", flush=True)
+
+
 # ------------------------------------------------------------------------------------------------ report
 
 
@@ -396,14 +478,20 @@ def summarize(outs: list[Outcome]) -> list[dict]:
             "mid_statement": round(sum(o.mid_statement for o in shown) / max(1, len(shown)), 3),
             "comment_only": round(sum(o.comment_only for o in shown) / max(1, len(shown)), 3),
             "parses": round(sum(o.parses for o in g) / n, 3),
+            "tests": _share([o.tests_pass for o in g if o.tests_pass is not None]),
             "latency_p50_ms": pct([o.latency_ms for o in g], 50),
             "latency_p95_ms": pct([o.latency_ms for o in g], 95),
             "fresh_p50_ms": pct([o.latency_ms for o in g if o.fresh], 50),
             "warm_p50_ms": pct([o.latency_ms for o in g if not o.fresh], 50),
+            "all_items_p50_ms": pct([o.all_ms for o in g if o.all_ms is not None], 50),
             "asks_p50": pct([float(o.asks) for o in g], 50),
         }
         rows.append(row)
     return rows
+
+
+def _share(flags: list[bool]) -> str | None:
+    return f"{sum(flags)}/{len(flags)}" if flags else None
 
 
 def ranked_rows(outs: list[Outcome], spots: dict[str, Spot]) -> list[dict]:
@@ -436,7 +524,7 @@ def fmt(v) -> str:
 
 def markdown(rows: list[dict], ranked: list[dict], meta: dict) -> str:
     cols = ["spots", "config", "request", "n", "exact", "edit_sim", "shown", "duplicate", "mid_statement",
-            "comment_only", "parses", "latency_p50_ms", "latency_p95_ms", "fresh_p50_ms", "warm_p50_ms", "asks_p50"]
+            "comment_only", "parses", "tests", "latency_p50_ms", "latency_p95_ms", "fresh_p50_ms", "warm_p50_ms", "all_items_p50_ms", "asks_p50"]
     out = ["# Served suggestions against the model asked directly (bench_served.py)", "",
            f"Command: `{meta['command']}`  ", f"Date: {meta['date']}; CPU: {meta['cpu']}; {meta['machine']}; "
            f"load average at start {meta['load']}  ",
@@ -450,9 +538,11 @@ def markdown(rows: list[dict], ranked: list[dict], meta: dict) -> str:
            f"waiting there would make the editor do, up to {meta['patience']} s; asks_p50 = requests it "
            "took); blocks, automatic: the first of up to "
            f"{meta['tab_rounds']} Tab rounds. fresh = the first request in a newly opened document, warm = "
-           "the second one at the same spot. The server answers all items in one response, so the first "
-           "item's latency is the all-items latency. Direct: prompt pass + greedy decode to the line's end "
-           "(lines) or EOS / 256 tokens (blocks), from a reset state.", "",
+           "the second one at the same spot. An invoked request is answered with item 1 first; "
+           "all_items = to an answer with more than one variant (the editor asks again on flint/refresh; "
+           "within 30 s). Direct: prompt pass + greedy decode to the line's end "
+           "(lines) or EOS / 256 tokens (blocks), from a reset state. tests: the package's own tests (pytest) pass with "
+           "the completed file, of the completions in a package that ships them.", "",
            "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         out.append("| " + " | ".join(fmt(r.get(c)) for c in cols) + " |")
@@ -479,6 +569,26 @@ def write_partial(args, outs: list[Outcome]) -> None:
                                          "patience": args.patience, "spots": []}), flush=True)
 
 
+def rescore(args) -> int:
+    """Run the package tests on the outcomes of an earlier run (``--rescore served.json``; the same
+    --lines/--blocks/--seed draw the same spots) and rewrite its JSON and report."""
+    data = json.loads(Path(args.rescore).read_text())
+    work = Path(tempfile.mkdtemp(prefix="flint-served-"))
+    try:
+        spots = draw_spots(fetch_sources(work), args.lines, args.blocks, args.seed)
+        assert [s.name for s in spots] == data["meta"]["spots"], "not the run's spots: pass its --lines/--blocks/--seed"
+        outs = [Outcome(**o) for o in data["outcomes"]]
+        package_tests(outs, {s.name: s for s in spots}, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    data["rows"], data["outcomes"] = summarize(outs), [asdict(o) for o in outs]
+    out = Path(args.out)
+    (out / "served.json").write_text(json.dumps(data, indent=1))
+    (out / "served.md").write_text(markdown(data["rows"], data["ranked"], data["meta"]))
+    print(markdown(data["rows"], data["ranked"], data["meta"]))
+    return 0
+
+
 async def amain(args) -> int:
     from engine.engine import resolve_model_dir
     from engine.manifest import load_manifest
@@ -502,6 +612,7 @@ async def amain(args) -> int:
         if gguf and not args.no_direct:
             print("[direct] llama-cpp-python ...", flush=True)
             outs += run_direct(gguf, spots, args.threads)
+        package_tests(outs, {s.name: s for s in spots}, work)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -548,7 +659,9 @@ def main() -> int:
     p.add_argument("--no-direct", action="store_true")
     p.add_argument("--keep", action="store_true", help="keep the work directory (server logs)")
     p.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
-    return asyncio.run(amain(p.parse_args()))
+    p.add_argument("--rescore", default=None, help="a served.json: run the package tests on its outcomes")
+    args = p.parse_args()
+    return rescore(args) if args.rescore else asyncio.run(amain(args))
 
 
 if __name__ == "__main__":
