@@ -51,6 +51,33 @@ async def make_session(tmp_path, monkeypatch):
         s.shutdown()
 
 
+@pytest.fixture
+async def variants_session(tmp_path, monkeypatch):
+    """A session (three variants) on a given engine; the flint/refresh notifications it sent, by URI."""
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+    sessions = []
+
+    def make(eng) -> tuple[Session, list[str]]:
+        refreshed: list[str] = []
+        s = Session(lambda _settings: eng, Settings(max_variants=3),
+                    on_refresh=lambda uri, version: refreshed.append(uri))
+        s.attach_loop(asyncio.get_running_loop())
+        s.start()
+        assert s.worker.loaded.wait(5)
+        sessions.append(s)
+        return s, refreshed
+
+    yield make
+    for s in sessions:
+        s.shutdown()
+
+
+async def until(cond, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+
+
 async def test_crlf_document_gets_crlf_text_and_lf_prompt(make_session):
     s, eng = make_session("\n    return a + b")
     s.documents.open("file:///a.py", "def add(a, b):\r\n\r\nprint(add(1, 2))\r\n", 1)
@@ -535,29 +562,27 @@ class VariantsEngine:
             Timings()
 
 
-async def test_explicit_request_shows_item_one_before_the_other_variants(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+async def test_explicit_request_shows_item_one_before_the_other_variants(variants_session):
     eng = VariantsEngine()
-    refreshed: list[str] = []
-    s = Session(lambda _settings: eng, Settings(max_variants=3), on_refresh=lambda uri, version: refreshed.append(uri))
-    s.attach_loop(asyncio.get_running_loop())
-    s.start()
-    try:
-        assert s.worker.loaded.wait(5)
-        uri = "file:///v.py"
-        s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
-        res = await s.suggest(uri, 1, 4, invoked=True)
-        answered = time.monotonic()
-        assert [it.text for it in res.items] == ["total = a + b"]
-        assert eng.ended == 0.0 or answered < eng.ended  # before the other variants were done
-        deadline = time.monotonic() + 5
-        while not refreshed and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        assert refreshed == [uri]  # the client is told to ask again once all variants are there
-        again = await s.suggest(uri, 1, 4, invoked=True)
-        assert len(again.items) == 3
-    finally:
-        s.shutdown()
+    s, refreshed = variants_session(eng)
+    uri = "file:///v.py"
+    s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
+    res = await s.suggest(uri, 1, 4, invoked=True)
+    answered = time.monotonic()
+    assert [it.text for it in res.items] == ["total = a + b"]
+    assert eng.ended == 0.0 or answered < eng.ended  # before the other variants were done
+    await until(lambda: refreshed)
+    assert refreshed == [uri]  # the client is told to ask again once all variants are there
+    again = await s.suggest(uri, 1, 4, invoked=True)
+    assert len(again.items) == 3
+
+
+def streamed(texts: list[str], on_token) -> tuple[list[Completion], Timings]:
+    """A finished generation of these variants, each streamed whole first."""
+    if on_token is not None:
+        for i, t in enumerate(texts):
+            on_token(i, t)
+    return [Completion(text=t, token_ids=[1], finish_reason="stop", variant=i) for i, t in enumerate(texts)], Timings()
 
 
 class SlowVariantsEngine:
@@ -566,49 +591,39 @@ class SlowVariantsEngine:
     model_id = "slow-variants"
 
     def __init__(self) -> None:
-        self.calls: list[int] = []
+        self.calls: list[int] = []  # each generation's number of variants
 
-    def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
+    def called(self, params) -> int:
         n = params.n if params is not None else 1
         self.calls.append(n)
+        return n
+
+    def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
+        n = self.called(params)
         texts = ["total = a + b\n", "total = sum([a, b])\n", "return a + b\n"][:n]
         if n > 1:
             for _ in range(40):
                 if cancel is not None and cancel.cancelled:
                     return [Completion("", [], "cancelled")], Timings()
                 time.sleep(0.025)
-        if on_token is not None:
-            for i, t in enumerate(texts):
-                on_token(i, t)
-        return [Completion(text=t, token_ids=[1], finish_reason="stop", variant=i) for i, t in enumerate(texts)], \
-            Timings()
+        return streamed(texts, on_token)
 
 
-async def test_explicit_request_at_a_warm_spot_shows_the_automatic_line_first(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+async def test_explicit_request_at_a_warm_spot_shows_the_automatic_line_first(variants_session):
     eng = SlowVariantsEngine()
-    refreshed: list[str] = []
-    s = Session(lambda _settings: eng, Settings(max_variants=3), on_refresh=lambda uri, version: refreshed.append(uri))
-    s.attach_loop(asyncio.get_running_loop())
-    s.start()
-    try:
-        assert s.worker.loaded.wait(5)
-        uri = "file:///w.py"
-        s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
-        auto = await s.suggest(uri, 1, 4, invoked=False)
-        assert [it.text for it in auto.items] == ["total = a + b"]
-        t0 = time.monotonic()
-        res = await s.suggest(uri, 1, 4, invoked=True)
-        assert time.monotonic() - t0 < 0.5  # not after the variants' second-long pass
-        assert [it.text for it in res.items] == ["total = a + b"]
-        deadline = time.monotonic() + 5
-        while not refreshed and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        assert refreshed == [uri] and eng.calls[:2] == [1, 3]  # the variants ran to their end, then a refresh
-        again = await s.suggest(uri, 1, 4, invoked=True)
-        assert [it.text for it in again.items] == ["total = a + b", "total = sum([a, b])", "return a + b"]
-    finally:
-        s.shutdown()
+    s, refreshed = variants_session(eng)
+    uri = "file:///w.py"
+    s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
+    auto = await s.suggest(uri, 1, 4, invoked=False)
+    assert [it.text for it in auto.items] == ["total = a + b"]
+    t0 = time.monotonic()
+    res = await s.suggest(uri, 1, 4, invoked=True)
+    assert time.monotonic() - t0 < 0.5  # not after the variants' second-long pass
+    assert [it.text for it in res.items] == ["total = a + b"]
+    await until(lambda: refreshed)
+    assert refreshed == [uri] and eng.calls[:2] == [1, 3]  # the variants ran to their end, then a refresh
+    again = await s.suggest(uri, 1, 4, invoked=True)
+    assert [it.text for it in again.items] == ["total = a + b", "total = sum([a, b])", "return a + b"]
 
 
 class StreamingLineEngine(SlowVariantsEngine):
@@ -625,66 +640,43 @@ class StreamingLineEngine(SlowVariantsEngine):
         return [Completion(text="total = a + b\n", token_ids=[1], finish_reason="stop")], Timings()
 
 
-async def test_explicit_request_waits_for_the_streaming_automatic_line_not_for_the_variants(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+async def test_explicit_request_waits_for_the_streaming_automatic_line_not_for_the_variants(variants_session):
     eng = StreamingLineEngine()
-    s = Session(lambda _settings: eng, Settings(max_variants=3))
-    s.attach_loop(asyncio.get_running_loop())
-    s.start()
-    try:
-        assert s.worker.loaded.wait(5)
-        uri = "file:///p.py"
-        s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
-        auto = await s.suggest(uri, 1, 4, invoked=False)
-        assert [it.text for it in auto.items] == ["total = a"]  # what had streamed
-        t0 = time.monotonic()
-        res = await s.suggest(uri, 1, 4, invoked=True)
-        assert time.monotonic() - t0 < 0.8  # the line's end, not the variants' second-long pass after it
-        assert [it.text for it in res.items] == ["total = a + b"]
-        deadline = time.monotonic() + 3
-        while len(eng.calls) < 2 and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        assert eng.calls[:2] == [1, 3]  # the variants run after the line was there, not instead of it
-    finally:
-        s.shutdown()
+    s, _ = variants_session(eng)
+    uri = "file:///p.py"
+    s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
+    auto = await s.suggest(uri, 1, 4, invoked=False)
+    assert [it.text for it in auto.items] == ["total = a"]  # what had streamed
+    t0 = time.monotonic()
+    res = await s.suggest(uri, 1, 4, invoked=True)
+    assert time.monotonic() - t0 < 0.8  # the line's end, not the variants' second-long pass after it
+    assert [it.text for it in res.items] == ["total = a + b"]
+    await until(lambda: len(eng.calls) >= 2)
+    assert eng.calls[:2] == [1, 3]  # the variants run after the line was there, not instead of it
 
 
-async def test_explicit_request_at_a_fresh_spot_gets_the_greedy_line_before_the_variants(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+async def test_explicit_request_at_a_fresh_spot_gets_the_greedy_line_before_the_variants(variants_session):
     eng = SlowVariantsEngine()
-    refreshed: list[str] = []
-    s = Session(lambda _settings: eng, Settings(max_variants=3), on_refresh=lambda uri, version: refreshed.append(uri))
-    s.attach_loop(asyncio.get_running_loop())
-    s.start()
-    try:
-        assert s.worker.loaded.wait(5)
-        uri = "file:///f.py"
-        s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
-        t0 = time.monotonic()
-        res = await s.suggest(uri, 1, 4, invoked=True)  # nothing asked here before
-        assert time.monotonic() - t0 < 0.5
-        assert [it.text for it in res.items] == ["total = a + b"]
-        deadline = time.monotonic() + 5
-        while not refreshed and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        assert refreshed == [uri] and eng.calls[:2] == [1, 3]  # one greedy line first, then the batch
-        again = await s.suggest(uri, 1, 4, invoked=True)
-        assert len(again.items) == 3
-    finally:
-        s.shutdown()
+    s, refreshed = variants_session(eng)
+    uri = "file:///f.py"
+    s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
+    t0 = time.monotonic()
+    res = await s.suggest(uri, 1, 4, invoked=True)  # nothing asked here before
+    assert time.monotonic() - t0 < 0.5
+    assert [it.text for it in res.items] == ["total = a + b"]
+    await until(lambda: refreshed)
+    assert refreshed == [uri] and eng.calls[:2] == [1, 3]  # one greedy line first, then the batch
+    again = await s.suggest(uri, 1, 4, invoked=True)
+    assert len(again.items) == 3
 
 
-class StoppedBlockEngine:
+class StoppedBlockEngine(SlowVariantsEngine):
     """The first greedy block runs until it is stopped (its text so far is only a start); later ones end."""
 
     model_id = "stopped-block"
 
-    def __init__(self) -> None:
-        self.calls: list[int] = []
-
     def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
-        n = params.n if params is not None else 1
-        self.calls.append(n)
+        n = self.called(params)
         if n > 1:
             texts = ["if reset:\n        count = 0\n    return count\n", "return 0\n", "pass\n"]
         elif len(self.calls) == 1:
@@ -695,30 +687,18 @@ class StoppedBlockEngine:
             return [Completion(text="if reset:\n        count", token_ids=[1], finish_reason="cancelled")], Timings()
         else:
             texts = ["if reset:\n        count = 0\n    return count\n"]
-        if on_token is not None:
-            for i, t in enumerate(texts):
-                on_token(i, t)
-        return [Completion(text=t, token_ids=[1], finish_reason="stop", variant=i) for i, t in enumerate(texts)], \
-            Timings()
+        return streamed(texts, on_token)
 
 
-async def test_a_stopped_automatic_block_is_not_an_explicit_requests_item_one(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
-    eng = StoppedBlockEngine()
-    s = Session(lambda _settings: eng, Settings(max_variants=3))
-    s.attach_loop(asyncio.get_running_loop())
-    s.start()
-    try:
-        assert s.worker.loaded.wait(5)
-        uri = "file:///b.py"
-        s.documents.open(uri, "def f(reset, count):\n    \n", 1)
-        auto = await s.suggest(uri, 1, 4, invoked=False)
-        assert auto.items and auto.items[0].text.startswith("if reset:")  # its complete lines, streaming
-        s.documents.change(uri, 2, [Change("z", (1, 4, 1, 4))], s.encoding)  # typed elsewhere: stopped
-        s.did_change(uri, cursor=len("def f(reset, count):\n    z"))
-        s.documents.change(uri, 3, [Change("", (1, 4, 1, 5))], s.encoding)  # and undone
-        s.did_change(uri, cursor=len("def f(reset, count):\n    "))
-        res = await s.suggest(uri, 1, 4, invoked=True)
-        assert res.items and res.items[0].text != "if reset:"  # never the block cut where it was stopped
-    finally:
-        s.shutdown()
+async def test_a_stopped_automatic_block_is_not_an_explicit_requests_item_one(variants_session):
+    s, _ = variants_session(StoppedBlockEngine())
+    uri = "file:///b.py"
+    s.documents.open(uri, "def f(reset, count):\n    \n", 1)
+    auto = await s.suggest(uri, 1, 4, invoked=False)
+    assert auto.items and auto.items[0].text.startswith("if reset:")  # its complete lines, streaming
+    s.documents.change(uri, 2, [Change("z", (1, 4, 1, 4))], s.encoding)  # typed elsewhere: stopped
+    s.did_change(uri, cursor=len("def f(reset, count):\n    z"))
+    s.documents.change(uri, 3, [Change("", (1, 4, 1, 5))], s.encoding)  # and undone
+    s.did_change(uri, cursor=len("def f(reset, count):\n    "))
+    res = await s.suggest(uri, 1, 4, invoked=True)
+    assert res.items and res.items[0].text != "if reset:"  # never the block cut where it was stopped
