@@ -343,6 +343,7 @@ class CompletionService:
         newer = asyncio.ensure_future(self._asked.setdefault(state.uri, asyncio.Event()).wait())
         worker.poke()  # the user is here: the automatic generation is not idle work
         fut = None
+        afut: asyncio.Future | None = None
         try:
             while True:
                 found = self.store.lookup(auto, since, partial=False, backend=backend)
@@ -362,13 +363,20 @@ class CompletionService:
                 now = time.monotonic()
                 if now >= deadline:
                     return None
-                if not self.store.streaming(auto):
-                    if fut is not None or auto.skip:
+                if afut is not None and afut.done():
+                    if not afut.cancelled() and afut.exception() is not None:
+                        raise afut.exception()  # type: ignore[misc]  # the model's error, superseded, stale
+                    return None  # it finished without a whole line (looked up above)
+                if afut is None and not self.store.streaming(auto):
+                    if auto.skip:
                         return None
                     fut = worker.submit(auto.uri, auto.revision, auto.prefix, auto.suffix, auto.params, USER,
                                         budget_s=JOB_BUDGET_S, not_before=auto.not_before, detachable=True)
-                await asyncio.wait([self.store.next_change(), newer], timeout=deadline - now,
-                                   return_when=asyncio.FIRST_COMPLETED)
+                    afut = asyncio.wrap_future(fut)
+                waits: list[asyncio.Future] = [self.store.next_change(), newer]
+                if afut is not None:
+                    waits.append(afut)
+                await asyncio.wait(waits, timeout=deadline - now, return_when=asyncio.FIRST_COMPLETED)
                 if newer.done():
                     raise Superseded("a newer request for this document replaced it")
         finally:
