@@ -371,7 +371,7 @@ class CompletionService:
                     if auto.skip:
                         return None
                     fut = worker.submit(auto.uri, auto.revision, auto.prefix, auto.suffix, auto.params, USER,
-                                        budget_s=JOB_BUDGET_S, not_before=auto.not_before, detachable=True)
+                                        budget_s=JOB_BUDGET_S, not_before=auto.not_before)
                     afut = asyncio.wrap_future(fut)
                 waits: list[asyncio.Future] = [self.store.next_change(), newer]
                 if afut is not None:
@@ -379,6 +379,11 @@ class CompletionService:
                 await asyncio.wait(waits, timeout=deadline - now, return_when=asyncio.FIRST_COMPLETED)
                 if newer.done():
                     raise Superseded("a newer request for this document replaced it")
+        except asyncio.CancelledError:
+            if fut is not None:
+                fut.cancel()  # the client cancelled the request: the generation it started stops
+                fut = None
+            raise
         finally:
             newer.cancel()
             if fut is not None:
