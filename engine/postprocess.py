@@ -18,6 +18,9 @@ with golden tests (tests/test_postprocess.py):
 8. ``cut_to_complete``           a line a limit cut is cut back to a complete statement (Python: parsed
                                  with ``ast``; others: brackets and the last token), or nothing;
    ``cut_block_to_complete``     a block whose last line leaves its statement open loses lines until not.
+   ``misses_block_opener``       Python: a text where a block header is due (the next line is indented
+                                 deeper) that does not end on one is nothing;
+   ``else_goes_on_below``        nor is an ``else:`` whose chain goes on below with its own ``else``/``elif``.
 9. never return empty or whitespace-only text (``None`` instead).
 
 At the end of a finished line a one-line request whose text starts with a line break shows that next line.
@@ -605,6 +608,29 @@ def misses_block_opener(text: str, prefix: str, suffix: str, language: str | Non
     return not opens_block(last) and not ends_mid_statement(body, prefix, "", language)
 
 
+_PY_ELSE = re.compile(r"^\s*else\s*:\s*(?:#.*)?$")
+_PY_CHAIN_GOES_ON = re.compile(r"^\s*(?:else\b|elif\b)")
+
+
+def else_goes_on_below(text: str, prefix: str, suffix: str, language: str | None = None) -> bool:
+    """Python: the text's last line at the cursor's indentation is ``else:`` while the code below, back at
+    that indentation, goes on with its own ``else``/``elif`` (an emptied ``elif x:`` filled with ``else:``):
+    Tab would leave two ``else`` branches, a syntax error."""
+    if not text.strip() or _lang(language, prefix[-2000:]) != "python":
+        return False
+    line_prefix, _ = split_cursor(prefix, suffix)
+    lines = (line_prefix + text.rstrip()).split("\n")
+    col = indent_width(lines[0]) if lines[0].strip() else indent_width(line_prefix)
+    chain = [ln for ln in lines if ln.strip() and indent_width(ln) == col]
+    if not chain or not _PY_ELSE.match(chain[-1]):
+        return False
+    for ln in suffix.split("\n")[1:]:
+        if not ln.strip() or ln.lstrip().startswith("#") or indent_width(ln) > col:
+            continue
+        return indent_width(ln) == col and bool(_PY_CHAIN_GOES_ON.match(ln))
+    return False
+
+
 def drop_dangling_header(text: str, line_prefix: str) -> str:
     """A block cut by a limit that ends on a line opening a nested block (``for x in xs:`` with no body
     yet) stops before that line: Tab would leave a header without its body."""
@@ -628,12 +654,14 @@ class Budget:
     """What to ask the model for at a cursor (``budget_for``) and when to stop it (``stop_reached``).
 
     ``kind``: ``line`` (finish the cursor's line), ``statement`` (one statement, a compound one with its
-    body: a gap in the middle of code), ``next`` (the statement after a finished line, starting with the
-    line break), ``body`` (the rest of the block: the cursor is at the end of a body or opens one).
+    body: a gap in the middle of code), ``header`` (the line that opens the block below: an empty line
+    whose next line is indented deeper, so the body is there already), ``next`` (the statement after a
+    finished line, starting with the line break), ``body`` (the rest of the block: the cursor is at the end
+    of a body or opens one).
     ``max_lines`` counts shown lines (+1 for a leading line break is the caller's ``max_lines`` for the
     generation, as today); ``stop_below``: a line indented less than this column ends the suggestion.
     """
-    kind: Literal["line", "statement", "next", "body"]
+    kind: Literal["line", "statement", "header", "next", "body"]
     mode: Mode
     max_tokens: int
     max_lines: int
@@ -647,12 +675,28 @@ def _ends_body(suffix: str, column: int) -> bool:
     return not following or indent_width(following[0]) < column
 
 
+def _opens_block_below(prefix: str, suffix: str, column: int) -> bool:
+    """The cursor's empty line is followed by a line indented deeper than ``column`` (not a comment, not a
+    continuation inside brackets): the line written there opens that block, whose body exists. At column 0
+    only when the code above is at column 0 too: an editor that strips blank lines puts the cursor of an
+    empty line inside a body at column 0."""
+    following = following_lines(suffix, 1)
+    if not following or indent_width(following[0]) <= column or following[0].lstrip().startswith(("#", "//")):
+        return False
+    if column == 0:
+        above = _previous_line(prefix)
+        if above is not None and indent_width(above) > 0:
+            return False
+    return not _inside_open_bracket(prefix, _lang(None, prefix[-2000:]))
+
+
 def budget_for(prefix: str, suffix: str, language: str | None = None, *, max_lines: int = 8) -> Budget:
     """Size the generation by the context:
 
     - text right of the cursor, or a line being written: finish the line;
-    - an empty line in the middle of code (the next line is at the cursor's indentation or deeper):
-      one statement (a compound one with its body);
+    - an empty line whose next line is indented deeper: the header of the block below (one line);
+    - an empty line in the middle of code (the next line is at the cursor's indentation): one statement (a
+      compound one with its body);
     - an empty line at the end of a body, or a line that opens a block with no body below yet: the rest of
       the body, up to ``BODY_LINES``, stopping at a dedent below the body;
     - the end of a finished line with nothing right of it: the next statement, after the line break.
@@ -666,6 +710,8 @@ def budget_for(prefix: str, suffix: str, language: str | None = None, *, max_lin
                           col + 1)
         return Budget("line", "single", SINGLE_LINE_TOKENS, 1)
     if not line_prefix.strip():
+        if _opens_block_below(prefix, suffix, col):
+            return Budget("header", "single", SINGLE_LINE_TOKENS, 1)
         if _ends_body(suffix, col):
             n = max(max_lines, BODY_LINES)
             return Budget("body", "multi", min(MAX_BLOCK_TOKENS, TOKENS_PER_LINE * (n + 1)), n, col)
@@ -687,7 +733,7 @@ def cut_to_budget(text: str, line_prefix: str, budget: Budget) -> str:
     and, when it opens a block, its body); or the lines until a dedent below ``stop_below``. A ``next``
     text must start with the line break (otherwise it continues the finished line: the first line only)."""
     lines = text.split("\n")
-    if budget.kind == "line":
+    if budget.kind in ("line", "header"):
         return lines[0]
     if budget.kind == "next" and lines[0].strip():
         return lines[0]
@@ -767,7 +813,8 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
     (nothing right of the cursor) a one-line request whose text starts with a line break shows that next
     line (after the break) instead of nothing. ``one_statement_in_code``: a block asked for in the middle of
     code (the next line is at the cursor's indentation) shows one statement (``budget_for``'s
-    ``statement``), a compound one with its body.
+    ``statement``), a compound one with its body; on an empty line whose next line is indented deeper, only
+    the line that opens that block (``header``: its body is there).
     """
     line_prefix, line_suffix = split_cursor(prefix, suffix)
     text = normalize(raw)
@@ -789,7 +836,7 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
         text = limit_scope(text, line_prefix)
         if one_statement_in_code:
             budget = budget_for(prefix, suffix, language, max_lines=max_lines)
-            if budget.kind == "statement":
+            if budget.kind in ("statement", "header"):
                 text = cut_to_budget(text, line_prefix, budget)
         if truncated:
             text = drop_dangling_header(text, line_prefix)
@@ -812,7 +859,8 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
             cut = cut[: cut.rfind("\n")].rstrip() if "\n" in cut else ""  # a header whose body was cut off
         text = cut
         replace = 0
-    if replace == 0 and misses_block_opener(text, prefix, suffix, language):
+    if replace == 0 and (misses_block_opener(text, prefix, suffix, language) or
+                         else_goes_on_below(text, prefix, suffix, language)):
         return None
     if mode == "multi" and "\n" in text and replace == 0 and line_suffix.strip().startswith("}"):
         # `{|}`: the block goes between the braces, the brace on its own line below it

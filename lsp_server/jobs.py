@@ -62,6 +62,7 @@ class Job:
     released: bool = False  # a waiter let go without stopping it
     awaited: bool = False  # let go by a request that got nothing: the user waits there for its result
     tracking: bool = False  # kept running after its document changed: it serves the new text
+    anew: bool = False  # what the store holds for this state was cut off: the model writes it again
     handle: Any = None  # the hooks' own state for this job (the type-through entry)
     started: float | None = None
     first_line: float | None = None  # when its first complete line streamed

@@ -338,7 +338,8 @@ class CompletionService:
                             backend: str | None) -> Answer | None:
         """The automatic request's complete answer for this very state (memory, typed through, disk; else
         its generation, started now unless one streams) within the deadline, as an incomplete answer: the
-        explicit request's other variants are still to come. None: no line (yet)."""
+        explicit request's other variants are still to come. A generation the user cut off here (went on
+        before its line was whole, came back) runs again on the KV it left. None: no line (yet)."""
         auto = self._auto_twin(state)
         newer = asyncio.ensure_future(self._asked.setdefault(state.uri, asyncio.Event()).wait())
         worker.poke()  # the user is here: the automatic generation is not idle work
@@ -354,11 +355,17 @@ class CompletionService:
                     final = c.finish_reason not in CUT_OFF_REASONS or (
                         "\n" in c.text.lstrip("\n") if auto.mode == "single" else
                         bool(settled_variants(found, *settle_rule(auto, self._settings().max_lines))))
-                    if not final:
-                        return None  # the variants' job writes it anew
-                    found.comps, found.complete = found.comps[:1], False
-                    return found
-                if found is not None and found.complete:
+                    if final:
+                        found.comps, found.complete = found.comps[:1], False
+                        return found
+                    if afut is None:
+                        if c.finish_reason == "length":
+                            return None  # the model's line is longer than a line's budget: the variants
+                        fut = worker.submit(auto.uri, auto.revision, auto.prefix, auto.suffix, auto.params, USER,
+                                            budget_s=JOB_BUDGET_S, not_before=auto.not_before, anew=True)
+                        afut = asyncio.wrap_future(fut)
+                    # (until that generation starts, the store still holds the cut one)
+                elif found is not None and found.complete:
                     return None  # the model has nothing to add here as one line: the variants may
                 now = time.monotonic()
                 if now >= deadline:

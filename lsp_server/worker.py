@@ -128,7 +128,7 @@ class Worker:
 
     def submit(self, uri: str, revision: int, prefix: str, suffix: str, params: GenParams,
                priority: int = USER, budget_s: float | None = None, not_before: float = 0.0,
-               detachable: bool = False) -> Future:
+               detachable: bool = False, anew: bool = False) -> Future:
         """Queue work for a document's current state; the returned future resolves to (completions,
         timings) or raises JobDropped / EngineUnavailable / the engine's own exception. Cancelling the
         future abandons the request (``release`` lets go without stopping the work).
@@ -136,10 +136,12 @@ class Worker:
         ``budget_s``: time allowed once the job starts; the engine returns what it has by then.
         ``not_before``: a time.monotonic() before which the job does not start (debounce).
         ``detachable``: when its requests are cancelled the job goes on as speculation (an editor cancels
-        the request of the previous keystroke before it sends the next one, which may type through it)."""
+        the request of the previous keystroke before it sends the next one, which may type through it).
+        ``anew``: the store's entry for this state was cut off (the user went on before it was whole and came
+        back): the model runs, neither the store nor the last job's memory answers."""
         fut: Future = Future()
         job = Job(uri, revision, prefix, suffix, params, priority, next(self._seq), budget_s=budget_s,
-                  not_before=not_before, speculative=priority != USER or detachable)
+                  not_before=not_before, speculative=priority != USER or detachable, anew=anew)
         with self._cond:
             self._touch()
             if self._stopping:
@@ -148,12 +150,13 @@ class Worker:
             if self._load_error is not None and self._engine is None and self._reload is None:
                 fut.set_exception(EngineUnavailable(self._load_error))
                 return fut
-            if self._memo is not None and self._memo[0].same_work(job):
+            if self._memo is not None and self._memo[0].same_work(job) and not anew:
                 if priority == USER:  # asked again for what was just computed: answer from memory
                     fut.set_result(from_memory(self._memo[1]))
                 return fut
             for j in (self._running, self._pending.get(uri), *self._futures):
                 if j is not None and not j.cancel.cancelled and j.same_work(job):
+                    j.anew = j.anew or anew
                     if priority == USER:
                         j.waiters.append(fut)
                         fut.add_done_callback(partial(self._waiter_done, j))
@@ -552,7 +555,7 @@ class Worker:
             self._warm_up(engine, job)
             return
         hooks = self.hooks
-        if hooks is not None:
+        if hooks is not None and not job.anew:
             try:
                 cached = hooks.answer(job)
             except Exception:

@@ -114,6 +114,17 @@ GOLDEN = [
     ("... nor with a block that ends in a plain statement",
      "def f(a):\n    if a:\n        return 1\n    █\n        return 2\n", "x = 1\n    raise",
      None),
+    ("... and only the header: its body is below already",
+     "def f(xs):\n    total = 0\n    █\n        total += x\n    return total\n",
+     "for x in xs:\n        print(x)\n        total += x", Suggestion("for x in xs:")),
+    ("an else whose chain goes on below is nothing (two else branches)",
+     "def f(a):\n    if a:\n        x = 1\n    █\n        x = 2\n    else:\n        x = 3\n", "else:", None),
+    ("... an elif there is fine",
+     "def f(a):\n    if a:\n        x = 1\n    █\n        x = 2\n    else:\n        x = 3\n", "elif a > 1:",
+     Suggestion("elif a > 1:")),
+    ("... as is an else that ends the chain",
+     "def f(a):\n    if a:\n        x = 1\n    █\n        x = 2\n    return x\n", "else:",
+     Suggestion("else:")),
     ("... and a call's continuation line below is not a block",
      "def f(a):\n    x = g(a,█\n          a)\n", " 1,", Suggestion(" 1,")),
 ]
@@ -312,6 +323,8 @@ END_OF_BODY = ("def f(xs):\n    total = 0\n    ", "\n\ndef g():\n    pass\n")
     ("def f(xs):", "\n    return 1\n", "statement", "multi"),
     ("def f(xs):\n    total = 0", "\n    return total\n", "next", "multi"),
     ("def f(xs):\n    total = ", "\n    return total\n", "line", "single"),
+    ("def f(xs):\n    total = 0\n    ", "\n        total += 1\n    return total\n", "header", "single"),
+    ("def f():\n    x = 1\n", "\n    return x\n", "statement", "multi"),  # a stripped blank line in a body
     ("print(", ")\n", "line", "single"),
     ("function f() {", "}\n", "body", "multi"),
 ])

@@ -690,8 +690,9 @@ class StoppedBlockEngine(SlowVariantsEngine):
         return streamed(texts, on_token)
 
 
-async def test_a_stopped_automatic_block_is_not_an_explicit_requests_item_one(variants_session):
-    s, _ = variants_session(StoppedBlockEngine())
+async def test_a_stopped_automatic_block_is_written_again_for_an_explicit_requests_item_one(variants_session):
+    eng = StoppedBlockEngine()
+    s, _ = variants_session(eng)
     uri = "file:///b.py"
     s.documents.open(uri, "def f(reset, count):\n    \n", 1)
     auto = await s.suggest(uri, 1, 4, invoked=False)
@@ -702,3 +703,6 @@ async def test_a_stopped_automatic_block_is_not_an_explicit_requests_item_one(va
     s.did_change(uri, cursor=len("def f(reset, count):\n    "))
     res = await s.suggest(uri, 1, 4, invoked=True)
     assert res.items and res.items[0].text != "if reset:"  # never the block cut where it was stopped
+    # the one greedy generation ran again (its KV is warm) before the variants' batch, and wrote item 1
+    assert eng.calls[:2] == [1, 1]
+    assert res.items[0].text == "if reset:\n        count = 0\n    return count"

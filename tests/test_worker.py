@@ -310,6 +310,9 @@ def test_same_work_again_is_answered_from_memory():
     revs["a"] = 2
     w.submit("a", 2, "p", "s", GenParams()).result(5)
     assert len(eng.calls) == 2
+    # and work asked anew (what the store held was cut off) runs the model again
+    comps, _ = w.submit("a", 2, "p", "s", GenParams(), anew=True).result(5)
+    assert comps[0].source == "model" and len(eng.calls) == 3
     w.stop()
 
 
