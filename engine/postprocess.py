@@ -57,6 +57,7 @@ _TRAILING_COMMENT = re.compile(r"\s+(?:#|//).*$")
 # a line that only closes something: the end of a block
 _CLOSING_LINE = re.compile(r"^\s*(?:[)\]}]+[;,)]*|end\b|fi\b|done\b|esac\b)")
 _WORDS = re.compile(r"\w+")
+LONG_COPY_CHARS = 24  # a line this long found word for word just below is a copy of it
 MAX_LINE_CHARS = 400  # a longer generated line is noise (minified data, a looping model)
 
 
@@ -260,7 +261,9 @@ def cut_at_following_lines(text: str, line_prefix: str, suffix: str) -> str:
       closes an inner block is not the ``}`` of the enclosing one that follows the cursor);
     - or it is that line up to spacing and punctuation (a meaningful line, not ``}``/``else:``);
     - or it and the text line after it are two consecutive lines among the next few below the cursor
-      (block overlap: the model skipped a line of the suffix and then copies the rest).
+      (block overlap: the model skipped a line of the suffix and then copies the rest);
+    - or it is a long line (``LONG_COPY_CHARS``) that stands word for word among the next three (a
+      docstring or a call copied from just below: long lines repeat that close only as copies).
     """
     following = following_lines(suffix)
     if not following:
@@ -273,6 +276,8 @@ def cut_at_following_lines(text: str, line_prefix: str, suffix: str) -> str:
         if not ln.strip():
             continue
         if ln.rstrip() == following[0] or _similar(ln, following[0]):
+            return "\n".join(lines[:i])
+        if len(ln.strip()) >= LONG_COPY_CHARS and any(ln.strip() == f.strip() for f in following[1:3]):
             return "\n".join(lines[:i])
         nxt = next((x for x in full[i + 1:] if x.strip()), None)
         if nxt is None:
