@@ -156,6 +156,29 @@ class DocumentStore:
         return len(self._docs)
 
 
+def _common_prefix_len(a: str, b: str) -> int:
+    """Length of the common prefix (slices compare in C: a binary search, not a Python loop per char)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def edit_end(old: str, new: str) -> int | None:
+    """Where a whole-text replacement leaves the cursor: right after the span of ``new`` that differs from
+    ``old`` (an undo, a paste or typing sent by a client that syncs whole texts). None: the texts are equal
+    (nothing says where the cursor is; it has not moved)."""
+    if old == new:
+        return None
+    head = _common_prefix_len(old, new)
+    tail = _common_prefix_len(old[head:][::-1], new[head:][::-1])
+    return len(new) - tail
+
+
 def _patch_starts(starts: list[int], text: str, a: int, b: int, inserted: str) -> list[int] | None:
     """Line starts after replacing [a, b) with ``inserted``, without rescanning the whole text.
 

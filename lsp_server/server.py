@@ -40,7 +40,7 @@ from pygls.protocol.json_rpc import JsonRPCNotification
 from engine import __version__
 
 from . import convert
-from .documents import Change, DocumentError
+from .documents import Change, DocumentError, edit_end
 from .logs import ClientLogHandler, redact
 from .session import RequestError, Session, Suggestions
 from .settings import Settings, parse_settings
@@ -516,6 +516,8 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
         if session.documents.revision(uri) is None:  # never opened (a client bug): nothing to diverge from
             log.warning("didChange for %s which is not open: ignored", uri)
             return
+        whole = len(changes) == 1 and changes[0].range is None
+        before = session.documents.get(uri).text if whole else None
         try:
             doc = session.documents.change(uri, params.text_document.version, changes, session.encoding)
         except DocumentError as e:
@@ -527,6 +529,12 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
             # before the range's start did not move, so its position still holds in the new text
             sl, sc = changes[0].range[:2]
             cursor = doc.offset_at(sl, sc, session.encoding, clamp_line=True) + len(changes[0].text)
+        elif before is not None:
+            # the whole text again (a client that syncs whole texts): the cursor is after the span that
+            # differs; an unchanged text leaves it where it was (the work for that spot goes on)
+            cursor = edit_end(before, doc.text)
+            if cursor is None:
+                cursor = session.cursor_offset(uri)
         session.did_change(uri, cursor)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)

@@ -329,6 +329,11 @@ class Session:
                 state = self.service.state(uri, rev, doc.text, cursor, invoked=False, language=doc.language_id)
         self.service.did_change(uri, rev, state, speculate=self.speculate)
 
+    def cursor_offset(self, uri: str) -> int | None:
+        """The offset of the last cursor known in ``uri`` (a request or an edit put it there)."""
+        st = self.service.cursors.get(uri)
+        return st.offset if st is not None else None
+
     def did_close(self, uri: str) -> None:
         self.documents.close(uri)
         self._watch_auto.pop(uri, None)

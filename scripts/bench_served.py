@@ -357,6 +357,8 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
                 version += 1
                 server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
                                                          "contentChanges": [{"text": text}]})
+            if j == 0:
+                await asyncio.sleep(args.gap)  # the user reads the first suggestion before asking again
         server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
         print(f"  [{name}] {k + 1}/{len(spots)} {spot.name}: " + " | ".join(
             f"{o.request} {o.latency_ms:.0f} ms {'EXACT' if o.exact else f'es {o.edit_sim:.2f}'}" for o in out[-2:]),
@@ -538,7 +540,7 @@ def markdown(rows: list[dict], ranked: list[dict], meta: dict) -> str:
            f"waiting there would make the editor do, up to {meta['patience']} s; asks_p50 = requests it "
            "took); blocks, automatic: the first of up to "
            f"{meta['tab_rounds']} Tab rounds. fresh = the first request in a newly opened document, warm = "
-           "the second one at the same spot. An invoked request is answered with item 1 first; "
+           f"the second one at the same spot, {meta.get('gap', 0.0)} s after the first one's answer (and Tabs). An invoked request is answered with item 1 first; "
            "all_items = to an answer with more than one variant (the editor asks again on flint/refresh; "
            "within 30 s). Direct: prompt pass + greedy decode to the line's end "
            "(lines) or EOS / 256 tokens (blocks), from a reset state. tests: the package's own tests (pytest) pass with "
@@ -566,7 +568,7 @@ def write_partial(args, outs: list[Outcome]) -> None:
     print(markdown(summarize(outs), [], {"command": "(partial)", "date": "", "cpu": "", "machine": "", "load": "",
                                          "model": "", "gguf": "", "llama_cpp": "", "threads": args.threads,
                                          "packages": [], "trees": args.trees, "tab_rounds": args.tab_rounds,
-                                         "patience": args.patience, "spots": []}), flush=True)
+                                         "patience": args.patience, "gap": args.gap, "spots": []}), flush=True)
 
 
 def rescore(args) -> int:
@@ -633,7 +635,7 @@ async def amain(args) -> int:
             "load": load, "model": manifest.model_id if manifest else str(model_dir), "gguf": Path(gguf).name,
             "llama_cpp": llama_version, "threads": args.threads,
             "packages": [f"{n}=={v}" for n, v in PACKAGES], "trees": args.trees, "tab_rounds": args.tab_rounds,
-            "patience": args.patience,
+            "patience": args.patience, "gap": args.gap,
             "spots": [s.name for s in spots]}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -656,6 +658,8 @@ def main() -> int:
     p.add_argument("--tab-rounds", type=int, default=3)
     p.add_argument("--patience", type=float, default=40.0,
                    help="seconds a user waits at a spot, asking again while the answer is empty")
+    p.add_argument("--gap", type=float, default=1.0,
+                   help="seconds between the first request's answer at a spot and the second request there")
     p.add_argument("--no-direct", action="store_true")
     p.add_argument("--keep", action="store_true", help="keep the work directory (server logs)")
     p.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))

@@ -170,3 +170,27 @@ def test_change_versions_and_revisions():
     assert store.get("file:///a").text == "z" and store.revision("file:///a") > r1
     store.close("file:///a")
     assert store.revision("file:///a") is None
+
+
+@given(st.text(max_size=60), st.text(max_size=60), st.integers(0, 60), st.integers(0, 60))
+def test_a_whole_text_replacement_puts_the_cursor_after_the_span_that_differs(a, inserted, i, j):
+    from lsp_server.documents import edit_end
+
+    i, j = sorted((min(i, len(a)), min(j, len(a))))
+    new = a[:i] + inserted + a[j:]
+    end = edit_end(a, new)
+    if new == a:
+        assert end is None
+    else:
+        # the texts agree after the cursor, and the cursor is past the first character where they differ
+        assert end is not None and new[end:] == a[len(a) - (len(new) - end):]
+        first = next((k for k in range(min(len(a), len(new))) if a[k] != new[k]), min(len(a), len(new)))
+        assert first <= end
+
+
+def test_whole_text_replacement_cursor_examples():
+    from lsp_server.documents import edit_end
+
+    assert edit_end("def f():\n    \n", "def f():\n    x = 1\n") == len("def f():\n    x = 1")
+    assert edit_end("abc", "abc") is None
+    assert edit_end("abcdef", "abef") == 2  # a deletion: the cursor where the text was

@@ -640,6 +640,41 @@ class StreamingLineEngine(SlowVariantsEngine):
         return [Completion(text="total = a + b\n", token_ids=[1], finish_reason="stop")], Timings()
 
 
+class CancellableLineEngine(SlowVariantsEngine):
+    """The greedy line streams over 0.4 s and stops where it is when cancelled."""
+
+    def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
+        if params is not None and params.n > 1:
+            return super().complete(prefix, suffix, params, cancel, on_token)
+        self.calls.append(1)
+        if on_token is not None:
+            on_token(0, "total = a")
+        end = time.monotonic() + 0.4
+        while time.monotonic() < end:
+            if cancel is not None and cancel.cancelled:
+                return [Completion(text="total = a", token_ids=[1], finish_reason="cancelled")], Timings()
+            time.sleep(0.01)
+        return streamed(["total = a + b\n"], on_token)
+
+
+async def test_the_same_text_sent_whole_again_keeps_the_generation_at_the_cursor(variants_session):
+    """A client that syncs whole texts sends the text it had (an undo back to it): nothing moved, so the
+    line being written at the cursor goes on (lsp_server/server.py: the cursor stays where it was)."""
+    eng = CancellableLineEngine()
+    s, _ = variants_session(eng)
+    uri = "file:///p.py"
+    text = "def add(a, b):\n    \n    print(a)\n"
+    s.documents.open(uri, text, 1)
+    auto = await s.suggest(uri, 1, 4, invoked=False)
+    assert [it.text for it in auto.items] == ["total = a"]  # what had streamed
+    s.documents.change(uri, 2, [Change(text)], s.encoding)
+    s.did_change(uri, cursor=s.cursor_offset(uri))
+    res = await s.suggest(uri, 1, 4, invoked=True)
+    assert [it.text for it in res.items] == ["total = a + b"]
+    await until(lambda: len(eng.calls) >= 2)
+    assert eng.calls[:2] == [1, 3]  # the line was written once: not stopped as stale and written again
+
+
 async def test_explicit_request_waits_for_the_streaming_automatic_line_not_for_the_variants(variants_session):
     eng = StreamingLineEngine()
     s, _ = variants_session(eng)
