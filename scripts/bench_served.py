@@ -370,6 +370,23 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
 # ------------------------------------------------------------------------------------------ direct model
 
 
+def direct_windows(gguf: str, spots: list[Spot], threads: int, windows: str, out: Path) -> None:
+    """The direct model on the line spots with other prompt windows (``P/S,...``: prefix/suffix characters):
+    how much of a gap between served and direct lines the window alone makes. Writes served.windows.json."""
+    global MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS
+    lines = [s for s in spots if s.kind == "line"]
+    res = {}
+    for w in windows.split(","):
+        MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS = (int(x) for x in w.split("/"))
+        outs = run_direct(gguf, lines, threads)
+        res[w] = [(o.spot, o.inserted, o.edit_sim, o.exact, o.latency_ms) for o in outs]
+        print(f"window {w}: exact {sum(o.exact for o in outs) / len(outs):.3f}, edit sim "
+              f"{sum(o.edit_sim for o in outs) / len(outs):.3f}, p50 {pct([o.latency_ms for o in outs], 50):.0f} ms",
+              flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "served.windows.json").write_text(json.dumps(res, indent=1))
+
+
 def run_direct(gguf: str, spots: list[Spot], threads: int) -> list[Outcome]:
     from llama_cpp import Llama
 
@@ -604,6 +621,9 @@ async def amain(args) -> int:
         spots = draw_spots(fetch_sources(work), args.lines, args.blocks, args.seed)
         print(f"{len(spots)} spots: {sum(s.kind == 'line' for s in spots)} lines, "
               f"{sum(s.kind == 'block' for s in spots)} blocks", flush=True)
+        if args.direct_windows:
+            direct_windows(gguf, spots, args.threads, args.direct_windows, Path(args.out))
+            return 0
         load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
         outs: list[Outcome] = []
         for spec in args.trees.split(","):
@@ -660,6 +680,8 @@ def main() -> int:
                    help="seconds a user waits at a spot, asking again while the answer is empty")
     p.add_argument("--gap", type=float, default=1.0,
                    help="seconds between the first request's answer at a spot and the second request there")
+    p.add_argument("--direct-windows", default=None,
+                   help="only the direct model on the line spots at these windows, e.g. 768/256,2000/400")
     p.add_argument("--no-direct", action="store_true")
     p.add_argument("--keep", action="store_true", help="keep the work directory (server logs)")
     p.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
