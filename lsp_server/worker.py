@@ -18,7 +18,10 @@ Scheduling rules (the llama.cpp server / ruff_server shape: handlers post tasks,
 - Generations no request waits for (speculation, futures) run only until ``IDLE_WORK_S`` after the
   user's last action (a submit, a document change, a request let go); a watchdog thread stops them
   then, so the CPU goes idle soon after the user does; so does the idle warm-up (one per quiet period:
-  the active spot's KV, behind the context block), whose prefilled chunks stay for the next pause.
+  the active spot's KV, behind the context block), whose prefilled chunks stay for the next pause. Where
+  the backend ``warms_while_typing`` (a warm chunk costs a few tens of ms), the quiet period is
+  ``TYPING_WARM_S``: the full window grows between keystrokes while nothing else runs, and the next
+  keystroke stops it after one chunk.
 - No quiet period for typing: a job starts at once (newest wins; a keystroke appends a token or two to
   the KV cache, so starting costs little), not before its own ``not_before`` if it has one. Only a burst
   of messages faster than any typist types (a replayed edit, a client catching up) is read to its end
@@ -77,6 +80,9 @@ log = logging.getLogger(__name__)
 BURST_QUIET_S = 0.06
 BURST_EVENTS, BURST_WINDOW_S = 12, 0.1  # 12 events within 100 ms (120/s): no human types that fast
 IDLE_WARM_S = 0.5  # engine idle this long (and nothing new happened): ask for idle work once
+# ... on a backend that warms while the user types: just long enough for a keystroke's request to follow
+# its didChange (the request's generation would otherwise wait for a warm chunk)
+TYPING_WARM_S = 0.03
 LATENCY_EWMA = 0.3
 
 
@@ -461,7 +467,8 @@ class Worker:
         job was queued, else how long to sleep (negative: until something happens)."""
         if self.hooks is None or self._idle_asked:
             return -1.0
-        left = self._last_active + IDLE_WARM_S - time.monotonic()
+        quiet = TYPING_WARM_S if self._engine is not None and self._engine.warms_while_typing else IDLE_WARM_S
+        left = self._last_active + quiet - time.monotonic()
         if left > 0:
             return left
         self._idle_asked = True

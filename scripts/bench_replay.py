@@ -254,6 +254,11 @@ class Key:
     at: int = 0  # characters of the segment's text typed after this keystroke (the state it leaves)
     gap_s: float | None = None  # time to the next keystroke in the segment (None: the segment's last)
     refreshes: int = 0  # flint/refresh notifications for this state the editor asked again on
+    # the ghost text on screen when this key was pressed (first 160 characters), and since when (s); with
+    # the text that followed, it tells a wrong suggestion from a right one the typist had no time to take
+    ghost: str | None = None
+    ghost_age_s: float | None = None
+    ghost_right: bool | None = None  # that ghost was what the file says next (whole, or its first line)
 
 
 @dataclass
@@ -446,6 +451,7 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
                 action, text = "char", ch
         in_ghost = (action in ("char", "enter") and shown is not None and shown[2] == version
                     and shown[0].replace("\r\n", "\n").startswith(text))
+        on_screen = shown if shown is not None and shown[2] == version and shown[0] else None
         # the edit
         pos = utf16_position(doc, cursor)
         doc = doc[:cursor] + text + doc[cursor:]
@@ -464,6 +470,11 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
             "contentChanges": [{"range": {"start": pos, "end": pos}, "text": text}]})
         key = Key(seg.name, action, text, sent, in_ghost=in_ghost,
                   saved=len(text) - 1 if action in ("tab", "tab-line") else 0, at=typed)
+        if on_screen is not None:
+            key.ghost, key.ghost_age_s = on_screen[0][:160], round(sent - on_screen[1], 3)
+            g = on_screen[0].replace("\r\n", "\n")
+            key.ghost_right = bool(g.strip()) and (rest.startswith(g) or (
+                "\n" in g and bool(g.split("\n", 1)[0].strip()) and rest.startswith(g.split("\n", 1)[0] + "\n")))
         if seg_keys:
             seg_keys[-1].gap_s = round(sent - seg_keys[-1].sent, 3)
         seg_keys.append(key)
@@ -622,6 +633,10 @@ def summarize(runs: list[Run]) -> dict:
                               "share": round(len(inside_ok) / len(inside), 3) if inside else None},
         "from_disk_share_of_answers": round(len(from_disk) / len(answered), 3) if answered else 0.0,
         "accepts": len(tabs),
+        # keystrokes typed with a ghost on screen: right ones not taken (too young for the typist) vs wrong
+        "ghosts": {"on_screen": sum(k.ghost is not None for k in keys),
+                   "right": sum(bool(k.ghost_right) and k.kind in ("char", "enter") for k in keys),
+                   "wrong": sum(k.ghost is not None and k.ghost_right is False for k in keys)},
         "chars_saved": sum(k.saved for k in keys),
         "chars_saved_share": round(sum(k.saved for k in keys) / target, 3) if target else 0.0,
         "first_request_s": [s.first_request_s for s in segs if s.first_generation_s is not None],
@@ -858,6 +873,8 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
         ("**characters saved**", [f"{s['chars_saved']} of {s['target_chars']} ({share(s['chars_saved_share'])})"
                                   for s in summaries]),
         ("accepts (Tab)", [str(s["accepts"]) for s in summaries]),
+        ("keys typed under a ghost: right (not yet taken) / wrong",
+         [f"{s['ghosts']['right']} / {s['ghosts']['wrong']}" if s.get("ghosts") else "–" for s in summaries]),
         ("**first suggestion after opening: p50 (per file, s)**", [first_open(s) for s in summaries]),
         ("cursor lands, editor asks → first suggestion there (s, per file)", [seclist(s["first_request_s"]) for s in summaries]),
         ("request at the cursor → engine ready (s, per file)", [seclist(s["first_generation_s"]) for s in summaries]),

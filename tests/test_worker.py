@@ -688,3 +688,27 @@ def test_the_idle_warm_up_stops_with_the_rest_of_the_background_work():
         assert w.running() is None and time.monotonic() - t0 < IDLE_WORK_S + 1.0  # ... and stopped with the rest
     finally:
         w.stop()
+
+
+def test_a_backend_that_warms_while_typing_warms_between_keystrokes_and_the_next_one_stops_it():
+    from lsp_server.worker import TYPING_WARM_S
+
+    class FastWarm(TokenEngine):
+        warms_while_typing = True
+
+    w, eng, revs, hooks = make_hooked(FastWarm(steps=2, slow=("a long window",)))
+    try:
+        revs["a"] = 1
+        hooks.idle_plan = ("a", 1, "a long window", "s")
+        w.document_changed("a", 1)  # a keystroke: no pause of IDLE_WARM_S comes
+        deadline = time.monotonic() + IDLE * 0.8
+        while time.monotonic() < deadline and not eng.prefills:
+            time.sleep(STEP / 2)
+        assert eng.prefills == [("a long window", "s")]  # warming started well before a quiet period
+        t0 = time.monotonic()
+        revs["a"] = 2
+        w.document_changed("a", 2)  # the next keystroke stops it; its request runs at once
+        assert w.submit("a", 2, "q", "", GenParams()).result(5)[0][0].text.startswith("q")
+        assert time.monotonic() - t0 < TYPING_WARM_S + 20 * STEP + 0.2
+    finally:
+        w.stop()
