@@ -107,6 +107,7 @@ class Worker:
         self._seq = itertools.count()
         self._activity: deque[float] = deque(maxlen=BURST_EVENTS)  # times of recent submits / changes
         self._idle_asked = False  # idle work is asked for once per quiet period
+        self._typing_asked = False  # ... and a warm-up once between two keystrokes (warms_while_typing)
         self._busy = False  # the last status event said "busy" (a "ready" must follow)
         self._memo: tuple[Job, Result] | None = None  # the last finished job (same work = same answer)
         self._last_active = time.monotonic()  # the user's last action this worker heard of
@@ -290,7 +291,7 @@ class Worker:
         """Look for idle work again (KV warming) once it is quiet: the caller routed work elsewhere (the
         capable tier) and the next keystrokes will be this worker's."""
         with self._cond:
-            self._idle_asked = False
+            self._idle_asked = self._typing_asked = False
             self._last_active = time.monotonic()  # the user just acted (asked another tier)
             self._cond.notify()
 
@@ -307,7 +308,7 @@ class Worker:
         """New activity (called under the lock): a pending warm-up is pointless now."""
         self._activity.append(time.monotonic())
         self._last_active = self._activity[-1]
-        self._idle_asked = False
+        self._idle_asked = self._typing_asked = False
         if self._warm is not None:
             self._warm = None
         if self._running is not None and self._running.priority == WARM:
@@ -464,26 +465,38 @@ class Worker:
 
     def _maybe_idle_work(self) -> float:
         """(lock held, nothing queued) Ask the hooks for idle work once per quiet period. Returns 0 when a
-        job was queued, else how long to sleep (negative: until something happens)."""
+        job was queued, else how long to sleep (negative: until something happens). Between keystrokes, on a
+        backend that ``warms_while_typing``, only the window is warmed: a context block changes in a pause."""
         if self.hooks is None or self._idle_asked:
             return -1.0
-        quiet = TYPING_WARM_S if self._engine is not None and self._engine.warms_while_typing else IDLE_WARM_S
-        left = self._last_active + quiet - time.monotonic()
+        now = time.monotonic()
+        left = self._last_active + IDLE_WARM_S - now
         if left > 0:
-            return left
+            if self._typing_asked or self._engine is None or not self._engine.warms_while_typing:
+                return left
+            typing_left = self._last_active + TYPING_WARM_S - now
+            if typing_left > 0:
+                return typing_left
+            self._typing_asked = True
+            return 0.0 if self._queue_warm() else left
         self._idle_asked = True
         if not self._admit_context():
             return 0.0  # something happened while the block was gathered: look at it first
+        return 0.0 if self._queue_warm() else -1.0
+
+    def _queue_warm(self) -> bool:
+        """(lock held) Queue the warm-up the hooks name (the active spot's full window); False when none."""
+        assert self.hooks is not None
         try:
             plan = self.hooks.idle(self.kv_prompt)
         except Exception:
             log.exception("idle hook failed")
-            return -1.0
+            return False
         if plan is None:
-            return -1.0
+            return False
         uri, revision, prefix, suffix = plan
         self._warm = Job(uri, revision, prefix, suffix, GenParams(), WARM, next(self._seq), speculative=True)
-        return 0.0
+        return True
 
     def _admit_context(self) -> bool:
         """(lock held, idle) Swap in the newest repository context block when it differs from the backend's:

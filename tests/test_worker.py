@@ -695,8 +695,17 @@ def test_a_backend_that_warms_while_typing_warms_between_keystrokes_and_the_next
 
     class FastWarm(TokenEngine):
         warms_while_typing = True
+        context_digest = ""
 
-    w, eng, revs, hooks = make_hooked(FastWarm(steps=2, slow=("a long window",)))
+        def set_context(self, block):
+            return False
+
+    asked: list[float] = []  # a repository context block changes only in a pause, never between keystrokes
+    revs = Revisions()
+    eng, hooks = FastWarm(steps=2, slow=("a long window",)), Hooks()
+    w = Worker(lambda: eng, revs, None, hooks, context=lambda: asked.append(time.monotonic()))
+    w.start()
+    assert w.loaded.wait(5)
     try:
         revs["a"] = 1
         hooks.idle_plan = ("a", 1, "a long window", "s")
@@ -705,10 +714,13 @@ def test_a_backend_that_warms_while_typing_warms_between_keystrokes_and_the_next
         while time.monotonic() < deadline and not eng.prefills:
             time.sleep(STEP / 2)
         assert eng.prefills == [("a long window", "s")]  # warming started well before a quiet period
+        assert asked == []
         t0 = time.monotonic()
         revs["a"] = 2
         w.document_changed("a", 2)  # the next keystroke stops it; its request runs at once
         assert w.submit("a", 2, "q", "", GenParams()).result(5)[0][0].text.startswith("q")
         assert time.monotonic() - t0 < TYPING_WARM_S + 20 * STEP + 0.2
+        time.sleep(IDLE + 0.2)
+        assert len(asked) == 1  # the pause came: the block is asked for once
     finally:
         w.stop()
