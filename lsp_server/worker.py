@@ -446,10 +446,14 @@ class Worker:
                 self._cond.wait()
                 continue
             job, wait = self._next_job()
-            if job is None and wait < 0:
-                wait = self._maybe_idle_work()
-                if wait == 0:
+            if job is None and (wait < 0 or self._warms_while_typing()):
+                # a job queued for later (a future's delay) leaves the engine free until then: a warm-up
+                # between keystrokes may use it, and yields when that job is due
+                until = time.monotonic() + wait if wait > 0 else None
+                idle = self._maybe_idle_work(until)
+                if idle == 0:
                     continue
+                wait = idle if wait < 0 else min(wait, idle) if idle > 0 else wait
             if job is None:
                 self._cond.wait(wait if wait > 0 else None)
                 continue
@@ -463,22 +467,30 @@ class Worker:
             self._wake_watchdog.set()
             return job, None
 
-    def _maybe_idle_work(self) -> float:
+    def _warms_while_typing(self) -> bool:
+        return self._engine is not None and self._engine.warms_while_typing
+
+    def _maybe_idle_work(self, until: float | None = None) -> float:
         """(lock held, nothing queued) Ask the hooks for idle work once per quiet period. Returns 0 when a
         job was queued, else how long to sleep (negative: until something happens). Between keystrokes, on a
-        backend that ``warms_while_typing``, only the window is warmed: a context block changes in a pause."""
+        backend that ``warms_while_typing``, only the window is warmed (until ``until``, when a job queued
+        for later is due): a context block changes in a pause."""
         if self.hooks is None or self._idle_asked:
             return -1.0
         now = time.monotonic()
         left = self._last_active + IDLE_WARM_S - now
-        if left > 0:
-            if self._typing_asked or self._engine is None or not self._engine.warms_while_typing:
-                return left
+        if left > 0 or until is not None:
+            if self._typing_asked or not self._warms_while_typing():
+                return left if left > 0 else -1.0
             typing_left = self._last_active + TYPING_WARM_S - now
             if typing_left > 0:
                 return typing_left
             self._typing_asked = True
-            return 0.0 if self._queue_warm() else left
+            if not self._queue_warm():
+                return left if left > 0 else -1.0
+            assert self._warm is not None
+            self._warm.yield_at = until
+            return 0.0
         self._idle_asked = True
         if not self._admit_context():
             return 0.0  # something happened while the block was gathered: look at it first
@@ -527,9 +539,14 @@ class Worker:
                     return
                 r = self._running
                 due = self._last_active + IDLE_WORK_S
+                if r is not None and r.yield_at is not None:
+                    due = min(due, r.yield_at)
                 if r is not None and not r.waiters and not r.awaited and not r.cancel.cancelled and \
                         time.monotonic() >= due:
-                    log.debug("job %d stopped: the user is idle", r.seq)
+                    yielded = r.yield_at is not None and due >= r.yield_at
+                    log.debug("job %d stopped: %s", r.seq, "a queued job is due" if yielded else "the user is idle")
+                    if yielded:
+                        self._typing_asked = False  # the warm-up goes on once that job is done
                     stop_job(r, "idle")
                     r = None
                 self._wake_watchdog.clear()

@@ -690,15 +690,18 @@ def test_the_idle_warm_up_stops_with_the_rest_of_the_background_work():
         w.stop()
 
 
+class FastWarm(TokenEngine):
+    """A backend whose warm chunks are cheap enough to run between keystrokes."""
+
+    warms_while_typing = True
+    context_digest = ""
+
+    def set_context(self, block):
+        return False
+
+
 def test_a_backend_that_warms_while_typing_warms_between_keystrokes_and_the_next_one_stops_it():
     from lsp_server.worker import TYPING_WARM_S
-
-    class FastWarm(TokenEngine):
-        warms_while_typing = True
-        context_digest = ""
-
-        def set_context(self, block):
-            return False
 
     asked: list[float] = []  # a repository context block changes only in a pause, never between keystrokes
     revs = Revisions()
@@ -722,5 +725,24 @@ def test_a_backend_that_warms_while_typing_warms_between_keystrokes_and_the_next
         assert time.monotonic() - t0 < TYPING_WARM_S + 20 * STEP + 0.2
         time.sleep(IDLE + 0.2)
         assert len(asked) == 1  # the pause came: the block is asked for once
+    finally:
+        w.stop()
+
+
+def test_a_warm_up_between_keystrokes_uses_a_futures_delay_and_yields_when_it_is_due():
+    w, eng, revs, hooks = make_hooked(FastWarm(steps=2, slow=("a long window",)))
+    try:
+        revs["a"] = 1
+        hooks.idle_plan = ("a", 1, "a long window", "s")
+        w.document_changed("a", 1)
+        t0 = time.monotonic()
+        w.set_futures("a", 1, [("future", "", GenParams(), None)], not_before=t0 + 0.3)
+        deadline = t0 + 2
+        while time.monotonic() < deadline and not any(c[0] == "future" for c in eng.calls):
+            time.sleep(STEP / 2)
+        assert eng.prefills and eng.prefills[0] == ("a long window", "s")  # the engine did not wait idle ...
+        t_future = time.monotonic()
+        assert any(c[0] == "future" for c in eng.calls)  # ... and the future ran when due, not at the next key
+        assert 0.3 <= t_future - t0 < 0.3 + 20 * STEP + 0.2
     finally:
         w.stop()
