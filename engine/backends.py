@@ -43,11 +43,6 @@ class Backend(Protocol):
         """Warm the KV cache for a prompt (idle time); False when there is nothing to warm."""
         ...
 
-    @property
-    def warms_while_typing(self) -> bool:
-        """Is warming cheap enough to run between keystrokes (else only in a pause)?"""
-        ...
-
     def set_context(self, block: Any) -> bool:
         """Put a repository context block (engine.context.ContextBlock or None) in front of prompts from now
         on; True when it changed what the backend holds."""
@@ -107,10 +102,6 @@ class LocalBackend:
             return False
         warm(prefix, suffix, cancel)
         return True
-
-    @property
-    def warms_while_typing(self) -> bool:
-        return bool(getattr(self.engine, "warms_while_typing", False))
 
     def set_context(self, block: Any) -> bool:
         setter = getattr(self.engine, "set_context", None)  # a test's stand-in engine may have no context

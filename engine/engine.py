@@ -64,13 +64,6 @@ class _Parked:
 QUICK_SLACK, QUICK_HEAD_CHARS = 512, 160
 
 
-def warms_while_typing(costs: dict[int, float], chunk: int, budget_ms: float) -> bool:
-    """From the forward cost table (token count -> seconds): does one ``chunk``-token forward fit in
-    ``budget_ms``? Unmeasured: no."""
-    cost = costs.get(chunk)
-    return cost is not None and cost * 1000 <= budget_ms
-
-
 class ModelNotBuilt(RuntimeError):
     pass
 
@@ -155,11 +148,6 @@ class EngineConfig:
     max_suffix_chars: int = 600
     prefill_chunk: int = 64  # also the cancel granularity while a prompt runs (no slower than 256 here)
     warm_chunk: int = 64  # prefill chunk in idle time: the user may type any moment
-    # Where one forward over ``typing_chunk`` tokens costs at most ``typing_chunk_ms`` (measured at warm-up),
-    # the full window is warmed in such chunks between keystrokes too, not only in a pause: a keystroke that
-    # needs the model waits for one chunk at most (a slow CPU keeps the pause rule)
-    typing_chunk: int = 16
-    typing_chunk_ms: float = 60.0
     # the quick first window (FastPaths.quick_window): used when the full window needs more than
     # ``quick_above_tokens`` new tokens of prefill and the quick one needs fewer
     quick_prefix_chars: int = 768
@@ -269,7 +257,7 @@ class Engine:
         """Time one forward over m tokens for the draft sizes the speculation may choose."""
         past = max(1, len(self.tokens) - 16)
         costs = {}
-        for m in sorted({1, 2, 3, 5, self.config.fast.max_draft + 1, self.config.typing_chunk}):
+        for m in sorted({1, 2, 3, 5, self.config.fast.max_draft + 1}):
             ids = np.full((1, m), 100, dtype=np.int64)
             best = float("inf")
             for _ in range(2):
@@ -281,11 +269,6 @@ class Engine:
         log.info("forward cost per token count (ms): %s", {k: round(v * 1000, 1) for k, v in costs.items()})
         self.tokens = self.tokens[:past]
         self._last_hidden = None
-
-    @property
-    def warms_while_typing(self) -> bool:
-        """Is a warm-up chunk short enough to run between keystrokes (``typing_chunk_ms``)?"""
-        return warms_while_typing(self._costs, self.config.typing_chunk, self.config.typing_chunk_ms)
 
     def _observe_cost(self, m: int, seconds: float) -> None:
         """Keep the forward cost table current from real decoding (the warm-up's two timings per size run
@@ -465,8 +448,7 @@ class Engine:
         t = Timings()
         pr, _ = self._prepare(prefix, suffix, heal=True, max_new=64, quick_ok=False)
         self._anchor = pr.anchor
-        chunk = self.config.typing_chunk if self.warms_while_typing else self.config.warm_chunk
-        self._sync(pr.ids, t, cancel, chunk=chunk)
+        self._sync(pr.ids, t, cancel, chunk=self.config.warm_chunk)
         t.total_ms = (time.perf_counter() - t.started) * 1000
         return t
 

@@ -297,10 +297,6 @@ class RemoteBackend:
         """Nothing to warm here (the server keeps its own caches)."""
         return False
 
-    @property
-    def warms_while_typing(self) -> bool:
-        return False
-
     def set_context(self, block: object) -> bool:
         """A remote server gets no repository context block (its prompt is text; the block is for a local
         KV cache): nothing changes."""

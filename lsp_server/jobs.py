@@ -66,7 +66,6 @@ class Job:
     handle: Any = None  # the hooks' own state for this job (the type-through entry)
     started: float | None = None
     first_line: float | None = None  # when its first complete line streamed
-    yield_at: float | None = None  # a warm-up between keystrokes stops then: a queued job becomes due
 
     def same_work(self, other: Job) -> bool:
         return (self.uri == other.uri and self.revision == other.revision and self.params.key() == other.params.key()

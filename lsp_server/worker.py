@@ -18,10 +18,7 @@ Scheduling rules (the llama.cpp server / ruff_server shape: handlers post tasks,
 - Generations no request waits for (speculation, futures) run only until ``IDLE_WORK_S`` after the
   user's last action (a submit, a document change, a request let go); a watchdog thread stops them
   then, so the CPU goes idle soon after the user does; so does the idle warm-up (one per quiet period:
-  the active spot's KV, behind the context block), whose prefilled chunks stay for the next pause. Where
-  the backend ``warms_while_typing`` (a warm chunk costs a few tens of ms), the quiet period is
-  ``TYPING_WARM_S``: the full window grows between keystrokes while nothing else runs, and the next
-  keystroke stops it after one chunk.
+  the active spot's KV, behind the context block), whose prefilled chunks stay for the next pause.
 - No quiet period for typing: a job starts at once (newest wins; a keystroke appends a token or two to
   the KV cache, so starting costs little), not before its own ``not_before`` if it has one. Only a burst
   of messages faster than any typist types (a replayed edit, a client catching up) is read to its end
@@ -80,9 +77,6 @@ log = logging.getLogger(__name__)
 BURST_QUIET_S = 0.06
 BURST_EVENTS, BURST_WINDOW_S = 12, 0.1  # 12 events within 100 ms (120/s): no human types that fast
 IDLE_WARM_S = 0.5  # engine idle this long (and nothing new happened): ask for idle work once
-# ... on a backend that warms while the user types: just long enough for a keystroke's request to follow
-# its didChange (the request's generation would otherwise wait for a warm chunk)
-TYPING_WARM_S = 0.03
 LATENCY_EWMA = 0.3
 
 
@@ -107,7 +101,6 @@ class Worker:
         self._seq = itertools.count()
         self._activity: deque[float] = deque(maxlen=BURST_EVENTS)  # times of recent submits / changes
         self._idle_asked = False  # idle work is asked for once per quiet period
-        self._typing_asked = False  # ... and a warm-up once between two keystrokes (warms_while_typing)
         self._busy = False  # the last status event said "busy" (a "ready" must follow)
         self._memo: tuple[Job, Result] | None = None  # the last finished job (same work = same answer)
         self._last_active = time.monotonic()  # the user's last action this worker heard of
@@ -291,7 +284,7 @@ class Worker:
         """Look for idle work again (KV warming) once it is quiet: the caller routed work elsewhere (the
         capable tier) and the next keystrokes will be this worker's."""
         with self._cond:
-            self._idle_asked = self._typing_asked = False
+            self._idle_asked = False
             self._last_active = time.monotonic()  # the user just acted (asked another tier)
             self._cond.notify()
 
@@ -308,7 +301,7 @@ class Worker:
         """New activity (called under the lock): a pending warm-up is pointless now."""
         self._activity.append(time.monotonic())
         self._last_active = self._activity[-1]
-        self._idle_asked = self._typing_asked = False
+        self._idle_asked = False
         if self._warm is not None:
             self._warm = None
         if self._running is not None and self._running.priority == WARM:
@@ -446,14 +439,10 @@ class Worker:
                 self._cond.wait()
                 continue
             job, wait = self._next_job()
-            if job is None and (wait < 0 or self._warms_while_typing()):
-                # a job queued for later (a future's delay) leaves the engine free until then: a warm-up
-                # between keystrokes may use it, and yields when that job is due
-                until = time.monotonic() + wait if wait > 0 else None
-                idle = self._maybe_idle_work(until)
-                if idle == 0:
+            if job is None and wait < 0:
+                wait = self._maybe_idle_work()
+                if wait == 0:
                     continue
-                wait = idle if wait < 0 else min(wait, idle) if idle > 0 else wait
             if job is None:
                 self._cond.wait(wait if wait > 0 else None)
                 continue
@@ -467,48 +456,27 @@ class Worker:
             self._wake_watchdog.set()
             return job, None
 
-    def _warms_while_typing(self) -> bool:
-        return self._engine is not None and self._engine.warms_while_typing
-
-    def _maybe_idle_work(self, until: float | None = None) -> float:
+    def _maybe_idle_work(self) -> float:
         """(lock held, nothing queued) Ask the hooks for idle work once per quiet period. Returns 0 when a
-        job was queued, else how long to sleep (negative: until something happens). Between keystrokes, on a
-        backend that ``warms_while_typing``, only the window is warmed (until ``until``, when a job queued
-        for later is due): a context block changes in a pause."""
+        job was queued, else how long to sleep (negative: until something happens)."""
         if self.hooks is None or self._idle_asked:
             return -1.0
-        now = time.monotonic()
-        left = self._last_active + IDLE_WARM_S - now
-        if left > 0 or until is not None:
-            if self._typing_asked or not self._warms_while_typing():
-                return left if left > 0 else -1.0
-            typing_left = self._last_active + TYPING_WARM_S - now
-            if typing_left > 0:
-                return typing_left
-            self._typing_asked = True
-            if not self._queue_warm():
-                return left if left > 0 else -1.0
-            assert self._warm is not None
-            self._warm.yield_at = until
-            return 0.0
+        left = self._last_active + IDLE_WARM_S - time.monotonic()
+        if left > 0:
+            return left
         self._idle_asked = True
         if not self._admit_context():
             return 0.0  # something happened while the block was gathered: look at it first
-        return 0.0 if self._queue_warm() else -1.0
-
-    def _queue_warm(self) -> bool:
-        """(lock held) Queue the warm-up the hooks name (the active spot's full window); False when none."""
-        assert self.hooks is not None
         try:
             plan = self.hooks.idle(self.kv_prompt)
         except Exception:
             log.exception("idle hook failed")
-            return False
+            return -1.0
         if plan is None:
-            return False
+            return -1.0
         uri, revision, prefix, suffix = plan
         self._warm = Job(uri, revision, prefix, suffix, GenParams(), WARM, next(self._seq), speculative=True)
-        return True
+        return 0.0
 
     def _admit_context(self) -> bool:
         """(lock held, idle) Swap in the newest repository context block when it differs from the backend's:
@@ -539,14 +507,9 @@ class Worker:
                     return
                 r = self._running
                 due = self._last_active + IDLE_WORK_S
-                if r is not None and r.yield_at is not None:
-                    due = min(due, r.yield_at)
                 if r is not None and not r.waiters and not r.awaited and not r.cancel.cancelled and \
                         time.monotonic() >= due:
-                    yielded = r.yield_at is not None and due >= r.yield_at
-                    log.debug("job %d stopped: %s", r.seq, "a queued job is due" if yielded else "the user is idle")
-                    if yielded:
-                        self._typing_asked = False  # the warm-up goes on once that job is done
+                    log.debug("job %d stopped: the user is idle", r.seq)
                     stop_job(r, "idle")
                     r = None
                 self._wake_watchdog.clear()

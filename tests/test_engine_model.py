@@ -275,14 +275,3 @@ def test_a_parked_prompt_swapped_back_gives_what_a_fresh_run_gives(engine):
     assert t.prompt_tokens - t.reused_tokens <= 3, (t.prompt_tokens, t.reused_tokens)
     fresh, _ = _fresh(engine, a_prefix + "s", a_suffix, GenParams(max_tokens=12))
     assert back[0].text == fresh[0].text
-
-
-def test_warming_between_keystrokes_follows_the_measured_cost_of_a_chunk(engine):
-    from engine.engine import warms_while_typing
-
-    assert warms_while_typing({16: 0.045}, 16, 60.0)  # an AVX-512 VNNI core: 16 tokens in ~45 ms
-    assert not warms_while_typing({16: 0.4}, 16, 60.0)  # AVX2 only: a chunk would hold a keystroke up
-    assert not warms_while_typing({1: 0.02}, 16, 60.0)  # never measured: the pause rule
-    cfg = engine.config  # the warm-up measured the typing chunk on this machine, and the engine decides by it
-    assert cfg.typing_chunk in engine._costs
-    assert engine.warms_while_typing == (engine._costs[cfg.typing_chunk] * 1000 <= cfg.typing_chunk_ms)
