@@ -288,6 +288,18 @@ class Run:
     busy_s: list[float] = field(default_factory=list)  # engine busy stretches (busy .. ready), seconds
 
 
+def takeable(ghost: str, rest: str) -> tuple[str, str] | None:
+    """What Tab on this ghost would insert, given the text the file says next: the whole ghost ("tab"), its
+    first line when only that matches ("tab-line"), or None (the ghost is wrong)."""
+    ghost = ghost.replace("\r\n", "\n")
+    first = ghost.split("\n", 1)[0]
+    if ghost.strip() and rest.startswith(ghost):
+        return "tab", ghost
+    if "\n" in ghost and first.strip() and rest.startswith(first + "\n"):
+        return "tab-line", first
+    return None
+
+
 def has_suggestion(msg: dict) -> bool:
     return bool(((msg.get("result") or {}).get("items") or [{}])[0].get("insertText"))
 
@@ -435,12 +447,9 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
         rest = seg.typed[typed:]
         action, text = None, ""
         if shown is not None and shown[2] == version and time.perf_counter() - shown[1] >= typist.reaction_s:
-            ghost = shown[0].replace("\r\n", "\n")
-            first = ghost.split("\n", 1)[0]
-            if ghost.strip() and rest.startswith(ghost):
-                action, text = "tab", ghost
-            elif "\n" in ghost and first.strip() and rest.startswith(first + "\n"):
-                action, text = "tab-line", first
+            take = takeable(shown[0], rest)
+            if take is not None:
+                action, text = take
         if action is None:
             ch = rest[0]
             if ch == "\n":
@@ -472,9 +481,7 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
                   saved=len(text) - 1 if action in ("tab", "tab-line") else 0, at=typed)
         if on_screen is not None:
             key.ghost, key.ghost_age_s = on_screen[0][:160], round(sent - on_screen[1], 3)
-            g = on_screen[0].replace("\r\n", "\n")
-            key.ghost_right = bool(g.strip()) and (rest.startswith(g) or (
-                "\n" in g and bool(g.split("\n", 1)[0].strip()) and rest.startswith(g.split("\n", 1)[0] + "\n")))
+            key.ghost_right = takeable(on_screen[0], rest) is not None
         if seg_keys:
             seg_keys[-1].gap_s = round(sent - seg_keys[-1].sent, 3)
         seg_keys.append(key)
