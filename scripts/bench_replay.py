@@ -24,7 +24,9 @@ Typists (``--typists``):
 - ``open``: ``think``'s rhythm, but the first keystroke comes 1 s after ``didOpen`` with nothing asked
   before (the other typists let the cursor land, ask once and start when that first generation is done);
 - ``klm``: the older default (6 characters/s, a 1.35 s KLM mental operator after Enter and 15% of word
-  boundaries).
+  boundaries);
+- ``patient``: 1 character/s, every keystroke a pause: what the model and prompt could save if answers were
+  free (a ceiling for the others, not a typist to tune for).
 
 Servers (``--server NAME=TREE``, repeatable): each runs ``python -m lsp_server`` (``flint serve``) with
 ``PYTHONPATH=TREE`` from the shared venv, so two source trees (e.g. a detached worktree of main and one
@@ -230,6 +232,9 @@ TYPISTS = {
     "think": Typist("think", enter_pause_s=1.0, word_pause_s=0.8, pause_p=0.15),
     "open": Typist("open", enter_pause_s=1.0, word_pause_s=0.8, pause_p=0.15, open_then_type_s=1.0),
     "klm": Typist("klm", key_s=1 / 6, jitter=0.35, enter_pause_s=1.35, word_pause_s=1.35, pause_p=0.15),
+    # every keystroke is a pause long enough for the whole suggestion: the ceiling of characters saved by
+    # this model and prompt when speed costs nothing
+    "patient": Typist("patient", key_s=1.0, jitter=0.0),
 }
 
 
