@@ -26,6 +26,7 @@ from .manifest import Manifest, load_manifest
 from .model import OnnxDecoder, default_threads
 from .presets import DEFAULT_MODEL, PRESETS, precision_preference
 from .prompt import (
+    FRESH_MIDDLE_CHARS,
     MAX_MIDDLE_CHARS,
     Fim,
     Healer,
@@ -134,9 +135,10 @@ class FastPaths:
     # around the cursor while the full window is prefilled in idle time (Engine.prefill)
     quick_window: bool = True
     anchored_fim: bool = True  # typed text after the FIM middle token (a keystroke appends), else plain PSM
-    # how much typed text the middle may hold before the anchor moves to the cursor's line (and the suffix,
-    # which follows the prefix slot, is run again)
+    # how much typed text the middle may hold before the anchor moves (and the suffix, which follows the
+    # prefix slot, is run again), and how much text a new anchor leaves after it (0: the cursor's line)
     max_middle_chars: int = MAX_MIDDLE_CHARS
+    fresh_middle_chars: int = FRESH_MIDDLE_CHARS
 
 
 @dataclass
@@ -298,7 +300,8 @@ class Engine:
         bos = self.manifest.bos_token_id
         anchor = None
         if self.fim is not None and self.config.fast.anchored_fim:
-            anchor, suffix = choose_anchor(prefix, suffix, previous, self.config.fast.max_middle_chars)
+            anchor, suffix = choose_anchor(prefix, suffix, previous, self.config.fast.max_middle_chars,
+                                           self.config.fast.fresh_middle_chars)
         pr = build_prompt(self.tok, prefix, suffix, self.fim, bos_id=bos, heal=heal, anchor=anchor,
                           context=self._context if context else ())
         if anchor is not None:

@@ -8,7 +8,8 @@ anchor passes ``max_middle_chars``) re-runs the suffix. This measures, on held-o
 
 - ``full``: the full window, anchored at the cursor's line (the engine's default once warm);
 - ``small``: half the quick window (what a first suggestion could use on a slow CPU);
-- ``quick``: the quick window, anchored at the cursor's line (a fresh spot);
+- ``quick``: the quick window, anchored at the cursor's line (a fresh spot before session 11);
+- ``quick-served``: the quick window, the anchor where the engine puts a new one (FRESH_MIDDLE_CHARS back);
 - ``quick-grown``: the quick window after 512 characters typed into it (1,280 + 256);
 - ``middle-N``: the grown quick window with the anchor N characters back (the text typed since it after
   the middle token), i.e. what ``max_middle_chars = N`` lets the prompt become between re-anchors.
@@ -39,7 +40,7 @@ from bench_quality import prefix_agreement  # noqa: E402
 from bench_replay import FUNCTIONS, body_region, cpu_model, fetch_package  # noqa: E402
 
 from engine.engine import Engine, EngineConfig, resolve_model_dir  # noqa: E402
-from engine.prompt import MAX_MIDDLE_CHARS, clip_window  # noqa: E402
+from engine.prompt import FRESH_MIDDLE_CHARS, MAX_MIDDLE_CHARS, clip_window  # noqa: E402
 from engine.types import GenParams  # noqa: E402
 
 SMALL = (384, 128)
@@ -77,11 +78,13 @@ def prefix_share(got: str, truth: str) -> float:
 
 
 def run(eng: Engine, prefix: str, suffix: str, window: tuple[int, int], middle: int | None) -> tuple[str, int, float]:
-    """(first line, prompt tokens, seconds) for one layout, on a cold cache."""
+    """(first line, prompt tokens, seconds) for one layout, on a cold cache. ``middle`` None: the anchor at
+    the cursor's line; -1: where the engine puts a new anchor (FRESH_MIDDLE_CHARS back, what is served)."""
     p, s = clip_window(prefix, suffix, *window)
     eng.reset()
     eng.forget_outputs()
-    if middle is not None:  # the anchor ``middle`` characters back, at a line start
+    eng.config.fast.fresh_middle_chars = FRESH_MIDDLE_CHARS if middle == -1 else 0
+    if middle is not None and middle >= 0:  # the anchor ``middle`` characters back, at a line start
         nl = p.rfind("\n", 0, max(0, len(p) - middle))
         eng._anchor = (p[: nl + 1], s)
         eng.config.fast.max_middle_chars = len(p) - (nl + 1) + 1
@@ -106,7 +109,7 @@ def main() -> int:
     layouts: list[tuple[str, tuple[int, int], int | None]] = []
     if not args.no_full:
         layouts.append(("full", (6000, 600), None))
-    layouts += [("small", SMALL, None), ("quick", QUICK, None), ("quick-grown", GROWN, None)]
+    layouts += [("small", SMALL, None), ("quick", QUICK, None), ("quick-served", QUICK, -1), ("quick-grown", GROWN, None)]
     layouts += [(f"middle-{m}", GROWN, int(m)) for m in args.middles.split(",") if m]
     spots = samples(args.lines, args.pkg_cache, args.seed)
     mdir = resolve_model_dir(args.model)
@@ -147,7 +150,9 @@ def main() -> int:
         "24.1.0 (bench_replay's pinned wheels, in none of Flint's corpora), after a non-word character; the truth "
         "is the rest of the line, the suffix starts at its end. Greedy, token healing on, one line, a cold KV "
         "cache for every run (the seconds are a fresh spot's whole prefill + generation).\n\n"
-        "*full*: the full window, anchored at the cursor's line; *small*: half the quick window; *quick*: the quick first window; *quick-grown*: "
+        "*full*: the full window, anchored at the cursor's line; *small*: half the quick window; *quick*: the quick first window; "
+        "*quick-served*: the quick window with the anchor where the engine puts a new one (prompt.FRESH_MIDDLE_CHARS "
+        "back, at a line start: what a fresh spot is served from); *quick-grown*: "
         "the quick window 512 typed characters later (its start stays put: engine QUICK_SLACK); *middle-N*: the "
         "grown window with the anchor N characters back, the text typed since it after the middle token "
         "(what FastPaths.max_middle_chars = N allows between re-anchors, each of which re-runs the suffix).\n\n"

@@ -132,30 +132,48 @@ def test_typing_only_appends_to_an_anchored_prompt():
     t = ByteTok()
     text = "import os\n\ndef main():\n    for arg in argv:\n        print(arg)\n"
     suffix = "\nmain()\n"
-    prev = None
-    last: list[int] = []
-    for i in range(text.index("def"), len(text)):
-        pre = text[:i]
-        a, _ = choose_anchor(pre, suffix, prev)
-        p = build_prompt(t, pre, suffix, FIM, anchor=a, heal=False)
-        if last:
-            assert _shared(last, p.ids) >= max(last.index(302) + 1, len(last) - 1), f"keystroke {i}"
-        last, prev = p.ids, (pre[:a], suffix)
-    assert prev[0] == text[: text.index("def")]  # one anchor for the whole function
+    for fresh in (0, 480):  # a new anchor at the cursor's line, or 480 characters back
+        prev = None
+        last: list[int] = []
+        anchors = set()
+        for i in range(text.index("def"), len(text)):
+            pre = text[:i]
+            a, _ = choose_anchor(pre, suffix, prev, fresh_middle=fresh)
+            p = build_prompt(t, pre, suffix, FIM, anchor=a, heal=False)
+            if last:
+                assert _shared(last, p.ids) >= max(last.index(302) + 1, len(last) - 1), f"keystroke {i}"
+            last, prev = p.ids, (pre[:a], suffix)
+            anchors.add(a)
+        assert anchors == {text.index("def")}  # one anchor for the whole function (typed from a line's start)
 
 
 def test_choose_anchor_keeps_the_previous_anchor_while_the_prompt_extends_it():
     pre = "a\nbb\ncc"
-    assert choose_anchor(pre, "S", None) == (pre.rindex("\n") + 1, "S")
+    assert choose_anchor(pre, "S", None, fresh_middle=0) == (pre.rindex("\n") + 1, "S")
+    assert choose_anchor(pre, "S", None) == (0, "S")  # shorter than the fresh middle: all of it after the anchor
+    assert choose_anchor(pre + "\n  ", "S", None) == (len(pre) + 1, "S")  # a blank line: the cursor's line
     assert choose_anchor(pre + "c\ndd", "S", (pre[:5], "S")) == (5, "S")  # same slot, same suffix: kept
-    assert choose_anchor(pre + "c\ndd", "T", (pre[:5], "S")) == (len(pre + "c\n"), "T")  # the suffix changed
+    assert choose_anchor(pre + "c\ndd", "T", (pre[:5], "S"), fresh_middle=0) == (len(pre + "c\n"), "T")  # new suffix
     # the editor auto-closed a bracket after the cursor: the prompt keeps its suffix
     assert choose_anchor(pre + "c(", ")S", (pre[:5], "S")) == (5, "S")
-    assert choose_anchor(pre + "c(", "x)S", (pre[:5], "S")) == (5, "x)S")  # not a closer: a new prompt
-    assert choose_anchor("a\nb", "S", ("a\nbb\n", "S")) == (2, "S")  # deleted back past the anchor
+    assert choose_anchor(pre + "c(", "x)S", (pre[:5], "S"), fresh_middle=0) == (5, "x)S")  # not a closer: new
+    assert choose_anchor("a\nb", "S", ("a\nbb\n", "S"), fresh_middle=0) == (2, "S")  # deleted back past it
     long = "x" * 1000
     assert choose_anchor("a\n" + long, "", ("a\n", ""), max_middle=100) == (1002 - 50, "")  # middle too long
     assert choose_anchor(long, "", None, max_middle=100) == (1000 - 50, "")  # one long line: inside it
+
+
+def test_a_new_anchor_leaves_the_fresh_middle_after_it_at_a_line_start():
+    lines = [f"line {i:03d} " + "x" * 40 for i in range(100)]  # 49 characters + a line break each
+    pre = "\n".join(lines) + "\n    y = "
+    a, _ = choose_anchor(pre, "S", None, max_middle=1440, fresh_middle=480)
+    assert a == 0 or pre[a - 1] == "\n"  # a line start
+    assert 480 <= len(pre) - a < 480 + 50  # at least the fresh middle, less than one more line
+    # typing on keeps it until the middle passes max_middle, then a new one is 480 back again
+    assert choose_anchor(pre + "z" * 900, "S", (pre[:a], "S"), max_middle=1440, fresh_middle=480)[0] == a
+    typed = pre + "z\n" * 500 + "w"
+    b, _ = choose_anchor(typed, "S", (pre[:a], "S"), max_middle=1440, fresh_middle=480)
+    assert b > a and typed[b - 1] == "\n" and 480 <= len(typed) - b <= 482
 
 
 def test_healer_allows_tokens_that_cover_or_start_the_healed_bytes():
