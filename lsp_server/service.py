@@ -67,10 +67,17 @@ class CompletionService:
         self._asked: dict[str, asyncio.Event] = {}  # uri -> set when a newer request for it comes
         self.worker = Worker(lambda: load(settings()), revision_of, lambda st, info: on_event("local", st, info),
                              StoreHooks(self.store, self.cursors, settings, "local"),
-                             context=(lambda: context(self.cursors.active_state())) if context is not None else None)
+                             context=self._context_source(context) if context is not None else None)
         self.remote_worker: Worker | None = None  # the capable tier: its own thread, never holds the local model
         self._remote_key: tuple | None = None
         self._started = False
+
+    def _context_source(self, context: Callable[[State | None], Any]) -> Callable[[], tuple[str | None, Any]]:
+        """The worker's context source: (the active document, its newest context block)."""
+        def source() -> tuple[str | None, Any]:
+            st = self.cursors.active_state()
+            return (st.uri if st is not None else None), context(st)
+        return source
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:

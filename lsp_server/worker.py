@@ -83,9 +83,11 @@ LATENCY_EWMA = 0.3
 class Worker:
     def __init__(self, load: Callable[[], EngineLike], revision_of: Callable[[str], int | None],
                  on_event: EventSink | None = None, hooks: Hooks | None = None,
-                 context: Callable[[], Any] | None = None) -> None:
+                 context: Callable[[], tuple[str | None, Any]] | None = None) -> None:
         self._load_fn = load
-        self._context = context  # the newest repository context block (engine/context.py), asked in idle time
+        # (uri, the newest repository context block for it (engine/context.py)), asked in idle time
+        self._context = context
+        self._context_uri: str | None = None  # the document the backend's block was gathered for
         self._revision_of = revision_of
         self._on_event = on_event or (lambda state, info: None)
         self.hooks = hooks
@@ -487,11 +489,12 @@ class Worker:
             return True
         self._cond.release()
         try:
-            block = source()
+            uri, block = source()
             digest = block.digest() if block is not None and block.chunks else ""
             if digest != engine.context_digest and engine.set_context(block):
                 self.kv_prompt = None  # the KV holds no prompt with the new block yet: warm it
                 log.debug("context block %s admitted", digest or "(none)")
+            self._context_uri = uri if engine.context_digest else None
         except Exception:
             log.exception("context source failed")
         finally:
@@ -551,6 +554,13 @@ class Worker:
         if engine is None:
             self._settle(job, exc=EngineUnavailable(self._load_error or "no model loaded"))
             return
+        if self._context_uri is not None and job.uri != self._context_uri and engine.context_digest:
+            # the block was gathered for another document (it names that file as the current one, its
+            # chunks were chosen for that file's code): none until idle time gathers one for this one
+            engine.set_context(None)
+            self._context_uri = None
+            self.kv_prompt = None
+            log.debug("context block dropped: %s is not the document it was gathered for", job.uri)
         if job.priority == WARM:
             self._warm_up(engine, job)
             return

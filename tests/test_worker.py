@@ -688,3 +688,49 @@ def test_the_idle_warm_up_stops_with_the_rest_of_the_background_work():
         assert w.running() is None and time.monotonic() - t0 < IDLE_WORK_S + 1.0  # ... and stopped with the rest
     finally:
         w.stop()
+
+
+class ContextEngine(TokenEngine):
+    """TokenEngine that takes a repository context block (only its digest matters here)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.context_digest = ""
+        self.log: list[tuple[str, str]] = []  # ("context", digest) / ("complete", prefix), in order
+
+    def set_context(self, block) -> bool:
+        digest = block.digest() if block is not None and block.chunks else ""
+        changed, self.context_digest = digest != self.context_digest, digest
+        self.log.append(("context", digest))
+        return changed
+
+    def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
+        self.log.append(("complete", prefix))
+        return super().complete(prefix, suffix, params, cancel, on_token)
+
+
+class Block:
+    chunks = ("chunk",)
+
+    def digest(self) -> str:
+        return "d1"
+
+
+def test_a_context_block_serves_only_the_document_it_was_gathered_for():
+    eng = ContextEngine()
+    revs = Revisions()
+    w = Worker(lambda: eng, revs, None, Hooks(), context=lambda: ("a", Block()))
+    w.start()
+    assert w.loaded.wait(5)
+    deadline = time.monotonic() + 5
+    while eng.context_digest != "d1" and time.monotonic() < deadline:  # admitted in idle time
+        time.sleep(STEP)
+    assert eng.context_digest == "d1"
+    revs["a"], revs["b"] = 1, 1
+    w.submit("a", 1, "pa", "", GenParams()).result(5)
+    assert eng.context_digest == "d1"  # its own document keeps it
+    w.submit("b", 1, "pb", "", GenParams()).result(5)
+    # another document's prompt never carries it: dropped before that generation ran
+    assert eng.log.index(("context", "")) < eng.log.index(("complete", "pb"))
+    assert eng.context_digest == ""
+    w.stop()
