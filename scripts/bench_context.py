@@ -157,11 +157,14 @@ def edit_sim(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a, b).ratio()
 
 
-def complete_line(eng: Engine, block: ContextBlock | None, case: dict) -> None:
+def complete_line(eng: Engine, block: ContextBlock | None, case: dict) -> str:
+    """The model's line at the spot on a cold cache, the block (if any) in front: no deadline, no window
+    pressure (what the block is worth when its prefill is free)."""
     eng.set_context(block)
     eng.reset()
     eng.forget_outputs()
-    eng.complete(case["prefix"], case["suffix"], GenParams(max_tokens=48, max_lines=1))
+    comps, _ = eng.complete(case["prefix"], case["suffix"], GenParams(max_tokens=48, max_lines=1))
+    return first_line(comps[0].text) if comps else ""
 
 
 def keystrokes(eng: Engine, block: ContextBlock | None, case: dict, n: int = 3) -> list[float]:
@@ -289,6 +292,9 @@ def main() -> int:
     ap.add_argument("--patience", type=float, default=30.0, help="seconds the eventual answer may take")
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "context"))
+    ap.add_argument("--engine-quality", action="store_true",
+                    help="also every line on one engine, cold cache, no deadline: with vs without the block")
+    ap.add_argument("--no-server", action="store_true", help="skip the server part")
     args = ap.parse_args()
     budgets = [int(b) for b in args.budgets.split(",")]
     arms = [0] + budgets
@@ -313,10 +319,12 @@ def main() -> int:
 
     items = [("cross", c) for c in cross] + [("infile", c) for c in infile]
     t0 = time.perf_counter()
-    results = asyncio.run(through_server(root, arms, items, args.threads, args.model, args.patience))
-    print(f"server part: {time.perf_counter() - t0:.0f} s", flush=True)
-    # kept even if the engine part is cut short (a time limit on a shared machine)
-    Path(args.out + ".server.json").write_text(json.dumps(results, indent=1, default=str))
+    results: dict = {"cross": [], "infile": []}
+    if not args.no_server:
+        results = asyncio.run(through_server(root, arms, items, args.threads, args.model, args.patience))
+        print(f"server part: {time.perf_counter() - t0:.0f} s", flush=True)
+        # kept even if the engine part is cut short (a time limit on a shared machine)
+        Path(args.out + ".server.json").write_text(json.dumps(results, indent=1, default=str))
 
     # keystrokes and memory: one engine, the block set as the server sets it
     import gc
@@ -339,18 +347,35 @@ def main() -> int:
             keys[str(b)] += keystrokes(eng, block, case)
             if b:
                 block_tokens.append(eng.context_tokens)
+    engine_q: dict[str, list[dict]] = {"cross": [], "infile": []}
+    if args.engine_quality:
+        for i, (kind, case) in enumerate(items, 1):
+            row = {"file": str(case["file"].relative_to(root)), "expected": case["expected"], "arms": {}}
+            for b in arms:
+                got = complete_line(eng, block_for(eng, root, case, b), case)
+                row["arms"][str(b)] = {"line": got, "exact": got == case["expected"],
+                                       "sim": edit_sim(got, case["expected"]), "block_tokens": eng.context_tokens}
+            engine_q[kind].append(row)
+            print(f"engine {i}/{len(items)} {kind} " + " ".join(
+                f"{b}:{'Y' if row['arms'][str(b)]['exact'] else '.'}" for b in arms), flush=True)
     m = eng.manifest
     kv_per_token = 2 * m.num_layers * m.num_kv_heads * m.head_dim * 4 * eng.config.batch_max
     summary = summarize(results, arms, keys, {"engine_loaded_after_server_part": rss0, "no_context": rss_none,
                                               f"budget_{max(budgets)}": rss_ctx,
                                               "kv_mb_per_1k_positions_all_rows": kv_per_token * 1000 / 2**20})
     summary["keystroke_block_tokens_median"] = statistics.median(block_tokens) if block_tokens else 0
+    summary["engine"] = {kind: {str(b): {"n": len(rows), "exact": sum(r["arms"][str(b)]["exact"] for r in rows),
+                                         "sim": statistics.mean(r["arms"][str(b)]["sim"] for r in rows),
+                                         "block_tokens_median": statistics.median(
+                                             r["arms"][str(b)]["block_tokens"] for r in rows)}
+                                for b in arms} for kind, rows in engine_q.items() if rows}
     meta = {"packages": list(PACKAGES), "cpu": cpu_model(), "threads": args.threads, "model": eng.model_id,
             "kv_capacity": eng.decoder.capacity, "max_prefix_chars": eng.config.max_prefix_chars,
             "max_suffix_chars": eng.config.max_suffix_chars, "patience_s": args.patience,
             "command": " ".join(sys.argv[1:]),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    Path(args.out + ".json").write_text(json.dumps({"meta": meta, "summary": summary, "results": results},
+    Path(args.out + ".json").write_text(json.dumps({"meta": meta, "summary": summary, "results": results,
+                                                    "engine_quality": engine_q},
                                                    indent=1, default=str))
     md = render(meta, summary, arms)
     Path(args.out + ".md").write_text(md)
@@ -404,6 +429,14 @@ def render(meta: dict, s: dict, arms: list[int]) -> str:
                 lines.append(f"| {kind} | {b} | {r['n']} | {r['answered_at_deadline']} | {r['exact_at_deadline']} | "
                              f"{r['answered']} | {r['exact']} | {r['sim']:.3f} | {r['with_chunks']} | {r['ask_ms_median']:.0f} | "
                              f"{r['ask_ms_p95']:.0f} |")
+    if s.get("engine"):
+        lines += ["", "One engine, every line on a cold cache with no deadline (the block, if any, prefilled with the "
+                  "window: what the block is worth when its prefill costs nothing). Greedy, one line:", "",
+                  "| lines | budget | n | exact | edit sim | block tokens (median) |", "|---|---|---|---|---|---|"]
+        for kind, per in s["engine"].items():
+            for b, r in per.items():
+                lines.append(f"| {kind} | {b} | {r['n']} | {r['exact']} | {r['sim']:.3f} | "
+                             f"{r['block_tokens_median']:.0f} |")
     lines += ["", "Keystroke (one engine, Engine.set_context): time to first token after each of the first 3 typed "
               "characters of a line, the KV cache holding the previous state (ms); block of "
               f"{s.get('keystroke_block_tokens_median', 0):.0f} tokens (median):", "",
