@@ -91,7 +91,8 @@ def is_complete(comps: Sequence[Completion]) -> bool:
 
 def encode(key: str, comps: Sequence[Completion], gen_ms: float = 0.0) -> bytes:
     return json.dumps({"v": FORMAT, "k": key, "ms": round(gen_ms, 1),
-                       "c": [{"t": c.text, "i": list(c.token_ids), "f": c.finish_reason} for c in comps]},
+                       "c": [{"t": c.text, "i": list(c.token_ids), "f": c.finish_reason,
+                              **({"d": [list(d) for d in c.doubts]} if c.doubts else {})} for c in comps]},
                       ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
@@ -109,7 +110,9 @@ def decode(key: str, data: Any) -> list[Completion] | None:
             if not isinstance(text, str) or not isinstance(finish, str) or not isinstance(ids, list) or \
                     not all(isinstance(t, int) for t in ids):
                 return None
-            out.append(Completion(text=text, token_ids=ids, finish_reason=finish, variant=i, source="disk"))
+            doubts = tuple((int(at), float(p)) for at, p in c.get("d", ()))
+            out.append(Completion(text=text, token_ids=ids, finish_reason=finish, variant=i, source="disk",
+                                  doubts=doubts))
         return out or None
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None

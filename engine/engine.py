@@ -39,8 +39,8 @@ from .prompt import (
     safe_decode,
     sticky_cut,
 )
-from .sampling import Sampler, choose_draft_len, ngram_match
-from .types import CancelToken, Completion, GenParams, Timings, TokenCallback, stop_cut
+from .sampling import Sampler, choose_draft_len, ngram_match, pick_probs
+from .types import DOUBT_KEEP, CancelToken, Completion, Doubts, GenParams, Timings, TokenCallback, stop_cut
 
 log = logging.getLogger("flint.engine")
 
@@ -480,17 +480,23 @@ class Engine:
         """Logits [rows, V] from the full head (sampling needs the whole distribution)."""
         return self.decoder.heads["full"](hidden.reshape(-1, hidden.shape[-1]))
 
-    def _greedy(self, hidden: np.ndarray, exact: bool, allowed: np.ndarray | None = None) -> np.ndarray:
-        """Greedy token ids [rows] (``allowed`` constrains the first row): like argmax over ``_logits``, but
-        the trimmed head's picks come from its own columns and the prompt's rows, without a vocabulary-
-        sized row per position."""
+    def _greedy(self, hidden: np.ndarray, exact: bool, allowed: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Greedy token ids [rows] (``allowed`` constrains the first row) and the probability the model gives
+        each pick: like argmax over ``_logits``, but the trimmed head's picks come from its own columns and the
+        prompt's rows, without a vocabulary-sized row per position (their probabilities are then over those
+        columns: a little high; the full head's re-check replaces them)."""
         h2 = hidden.reshape(-1, hidden.shape[-1])
         if exact or not self._lazy_trimmed():
             lg = self._logits(h2)
             guesses = np.argmax(lg, axis=1)
+            probs = pick_probs(lg, guesses)
             if allowed is not None:
-                guesses[0] = allowed[np.argmax(lg[0, allowed])]
-            return guesses
+                sub = lg[0, allowed]
+                j = int(np.argmax(sub))
+                guesses[0] = allowed[j]
+                probs[0] = pick_probs(sub[None, :], np.asarray([j]))[0]  # among the tokens healing allows
+            return guesses, probs
         code = self.decoder.heads["code"]
         lg = code(h2)
         rows = np.arange(h2.shape[0])
@@ -501,16 +507,24 @@ class Engine:
             cb = np.argmax(cl, axis=1)
             take = cl[rows, cb] > lg[rows, best]
             guesses = np.where(take, self._ctx_ids[cb], guesses)
-        return guesses.astype(np.int64)
+            lg = np.concatenate([lg, cl], axis=1)
+            best = np.where(take, lg.shape[1] - cl.shape[1] + cb, best)
+        return guesses.astype(np.int64), pick_probs(lg, best)
 
-    def _verify(self, picks: list[tuple[int, np.ndarray, int]]) -> tuple[int, int, np.ndarray] | None:
+    def _verify(self, picks: list[tuple[int, np.ndarray, int]], probs: dict[int, float] | None = None
+                ) -> tuple[int, int, np.ndarray] | None:
         """Check provisional picks (output index, hidden row, token) with the full head in one call; the
-        first disagreement as (output index, the full head's token, its hidden row), else None."""
+        first disagreement as (output index, the full head's token, its hidden row), else None. ``probs``
+        (output index -> probability of its token) gets the full head's figures for the rows checked."""
         if not picks:
             return None
         rows = np.stack([h for _, h, _ in picks])
-        best = np.argmax(self.decoder.heads["full"](rows), axis=1)
-        for (idx, h, tok), b in zip(picks, best, strict=True):
+        lg = self.decoder.heads["full"](rows)
+        best = np.argmax(lg, axis=1)
+        p = pick_probs(lg, best)
+        for k, ((idx, h, tok), b) in enumerate(zip(picks, best, strict=True)):
+            if probs is not None:
+                probs[idx] = float(p[k])
             if int(b) != tok:
                 return idx, int(b), h
         return None
@@ -583,17 +597,23 @@ class Engine:
         earlier = list(reversed(self._earlier)) if fast.earlier_drafts else []  # newest first
         allowed = self._allowed(healer, [])
         exact = allowed is not None or not lazy
-        tok = int(self._greedy(hidden, exact, allowed)[0])
+        first, first_p = self._greedy(hidden, exact, allowed)
+        tok = int(first[0])
         if not exact:
             picks.append((0, np.asarray(hidden).reshape(-1), tok))
         out: list[int] = []
+        # output index -> the probability the model gave that token (the full head's once re-checked)
+        probs: dict[int, float] = {0: float(first_p[0])}
         text = ""
         pending = tok  # chosen, not yet in the KV cache
+
+        def doubts(shown: str) -> Doubts:
+            return self._doubts(pr, out, probs, len(shown))
 
         def rewind() -> bool:
             """Re-check the provisional picks; on a disagreement go back to it (True)."""
             nonlocal pending, out, text
-            bad = self._verify(picks)
+            bad = self._verify(picks, probs)
             t.verified_rows += len(picks)
             picks.clear()
             if bad is None:
@@ -601,12 +621,14 @@ class Engine:
             idx, right, row = bad
             t.rewinds += 1
             out = out[:idx]
+            for k in [k for k in probs if k > idx]:
+                del probs[k]
             self.tokens = self.tokens[:base + idx]
             self._last_hidden = row
             pending = right
             text = _stop(self._finish_text(pr, out), params, settle)[1] if out else ""
             if on_token is not None:
-                on_token(0, text)
+                on_token(0, text, doubts(text))
             return True
 
         while True:
@@ -621,7 +643,7 @@ class Engine:
                 text = self._finish_text(pr, out)
                 r, cut = _stop(text, params, settle)
                 if on_token is not None:
-                    on_token(0, cut)
+                    on_token(0, cut, doubts(cut))
                 if r is not None:
                     reason, text = r, cut
                 elif len(out) >= params.max_tokens:
@@ -656,7 +678,9 @@ class Engine:
             self._observe_cost(len(ids), time.perf_counter() - t0)
             t.forward_calls += 1
             exact = allowed is not None or not lazy
-            guesses = self._greedy(hid, exact, allowed)
+            guesses, gp = self._greedy(hid, exact, allowed)
+            for j in range(len(ids)):  # row j picked the token at output index len(out) + j
+                probs[len(out) + j] = float(gp[j])
             # accept rule: draft[j] stands if the model's own greedy choice after ids[:j+1] equals it
             acc = 0
             while acc < len(draft) and int(guesses[acc]) == draft[acc]:
@@ -696,13 +720,29 @@ class Engine:
                 if rewind():
                     continue
             if shown is not None and on_token is not None:
-                on_token(0, shown)
+                on_token(0, shown, doubts(shown))
             if reason is not None:
                 break
         t.decode_tokens += len(out)
         if len(out) >= 4 and (not self._earlier or self._earlier[-1] != out):
             self._earlier.append(list(out))
-        return Completion(text=text, token_ids=out, finish_reason=reason or "length", ttft_ms=t.ttft_ms)
+        return Completion(text=text, token_ids=out, finish_reason=reason or "length", ttft_ms=t.ttft_ms,
+                          doubts=doubts(text))
+
+    def _doubts(self, pr: Prompt, out: list[int], probs: dict[int, float], shown: int) -> Doubts:
+        """(offset, probability) of each token in ``out`` the model chose with probability below
+        ``DOUBT_KEEP``: the offset is where the token starts in the text (its first ``shown`` characters)."""
+        found: list[tuple[int, float]] = []
+        for i in range(len(out)):
+            p = probs.get(i)
+            if p is None or p >= DOUBT_KEEP:
+                continue
+            at = len(self._finish_text(pr, out[:i])) if i else 0
+            if at >= shown:
+                break
+            if not found or found[-1][0] != at:  # a token inside a character keeps the first
+                found.append((at, round(p, 4)))
+        return tuple(found)
 
     def _decode_batch(self, pr: Prompt, hidden: np.ndarray, healer: Healer | None,
                       samplers: list[Sampler], params: GenParams, t: Timings, cancel: CancelToken | None,

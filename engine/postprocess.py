@@ -805,6 +805,30 @@ def _finish_statement(first: str, rest: list[str], prefix: str, language: str | 
     return text
 
 
+def doubt_cut(text: str, doubts: tuple[tuple[int, float], ...], below: float) -> str:
+    """``text`` up to its first token the model chose with probability under ``below`` (``doubts``: (offset,
+    probability) pairs, engine ``Completion.doubts``), so an automatic suggestion shows what the model is
+    sure of: what follows a guess is only as good as the guess. A doubt in the first line cuts at that token;
+    one in a later line keeps the whole lines before it. A doubt before any visible character does not cut
+    (the suggestion then runs to the next one); ``below`` <= 0: no cut."""
+    if below <= 0:
+        return text
+    lead = len(text) - len(text.lstrip())  # line breaks and indentation before the first visible character
+    for at, p in doubts:
+        if p >= below:
+            continue
+        if at >= len(text):
+            break
+        head = text[:at]
+        if not head.strip():
+            continue
+        nl = head.rfind("\n", lead)
+        if nl >= 0:  # in a later line: the lines before it, whole
+            return text[:nl].rstrip(" \t")
+        return head
+    return text
+
+
 def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", max_lines: int = 8,
                 truncated: bool = False, language: str | None = None, complete_statements: bool = True,
                 offer_next_line: bool = True, one_statement_in_code: bool = True) -> Suggestion | None:

@@ -111,3 +111,12 @@ def choose_draft_len(costs: dict[int, float], accept: float, available: int) -> 
         if v > best * 1.02:  # a draft must pay for itself clearly
             best_d, best = d, v
     return best_d
+
+
+def pick_probs(logits: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    """The softmax probability of each row's picked column: logits [rows, V], picks [rows] -> [rows]."""
+    lg = np.asarray(logits, dtype=np.float32).reshape(len(picks), -1)
+    rows = np.arange(lg.shape[0])
+    m = lg.max(axis=1, keepdims=True)
+    e = np.exp(lg - m)
+    return (e[rows, np.asarray(picks)] / e.sum(axis=1)).astype(np.float64)

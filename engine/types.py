@@ -61,6 +61,12 @@ class GenParams:
         return k
 
 
+# (character offset in the text, probability) of each token the model chose with probability below
+# DOUBT_KEEP: where an automatic suggestion may be cut (what follows a guess is only as good as the guess)
+Doubts = tuple[tuple[int, float], ...]
+DOUBT_KEEP = 0.8
+
+
 @dataclass
 class Completion:
     text: str
@@ -72,6 +78,7 @@ class Completion:
     total_ms: float = 0.0
     variant: int = 0
     source: str = "model"  # "model" | "memory" | "disk" | "type-through"
+    doubts: Doubts = ()  # the greedy local engine's; empty elsewhere (no cut)
 
 
 @dataclass
@@ -91,8 +98,9 @@ class Timings:
     started: float = field(default_factory=time.perf_counter)
 
 
-# on_token(variant_index, text_so_far) -> None. Called from the generating thread.
-TokenCallback = Callable[[int, str], None]
+# on_token(variant_index, text_so_far[, doubts]) -> None. Called from the generating thread; the local
+# engine's greedy path passes the doubts of the text so far, other generators only the text.
+TokenCallback = Callable[..., None]
 
 
 def stop_cut(text: str, params: GenParams, stop_texts: tuple[str, ...] = ()) -> tuple[str | None, str]:

@@ -30,7 +30,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from .postprocess import fix_first_indent, split_cursor
-from .types import Completion
+from .types import Completion, Doubts
 
 ANCHOR_CHARS = 2048  # tail of the base prefix that locates it inside a later prefix
 # How far typing may run ahead of a streaming generation (which has not written that far yet) and still
@@ -81,6 +81,13 @@ def suffix_compatible(base: str, suffix: str) -> bool:
 def display_text(raw: str, line_prefix: str) -> str:
     """Raw model text as the user sees it start: no extra indentation after the cursor's own."""
     return fix_first_indent(raw, line_prefix)
+
+
+def display_doubts(raw: str, doubts: Doubts, line_prefix: str) -> Doubts:
+    """The doubts of ``raw`` (offsets into it) as offsets into ``display_text(raw, line_prefix)``."""
+    if not doubts or display_text(raw, line_prefix) == raw:
+        return doubts
+    return tuple((len(display_text(raw[:at], line_prefix)), p) for at, p in doubts)
 
 
 # ---------------------------------------------------------------------------------------------- trie
@@ -174,6 +181,7 @@ class Entry:
     raw: list[str] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     finish: list[str | None] = field(default_factory=list)  # None while streaming
+    doubts: list[Doubts] = field(default_factory=list)  # per variant, offsets into its display text
     live: bool = True
     created: float = field(default_factory=time.monotonic)
     finished_at: float | None = None
@@ -200,6 +208,7 @@ class Variant:
     text: str  # the rest of the variant after what was typed (raw model text at the new cursor)
     finish: str | None  # None: still streaming
     tokens: int  # the variant's tokens in proportion to what is left (for the protocol's `tokens`)
+    doubts: Doubts = ()  # offsets into ``text``
 
 
 @dataclass
@@ -224,7 +233,7 @@ class Hit:
 
     def completions(self, source: str, limit: int) -> list[Completion]:
         return [Completion(text=v.text, token_ids=[0] * v.tokens,
-                           finish_reason=v.finish or "partial", variant=v.index, source=source)
+                           finish_reason=v.finish or "partial", variant=v.index, source=source, doubts=v.doubts)
                 for v in self.variants[:limit]]
 
 
@@ -253,28 +262,31 @@ class TypeThrough:
             self._evict()
         return entry
 
-    def update(self, entry: Entry, i: int, raw: str) -> None:
-        """Variant ``i`` has streamed ``raw`` so far."""
+    def update(self, entry: Entry, i: int, raw: str, doubts: Doubts = ()) -> None:
+        """Variant ``i`` has streamed ``raw`` so far (``doubts``: where the model was unsure in it)."""
         with self._lock:
             while len(entry.raw) <= i:
                 entry.raw.append("")
                 entry.tokens.append(0)
                 entry.finish.append(None)
+                entry.doubts.append(())
             entry.raw[i] = raw
             entry.tokens[i] += 1
             entry.trie.set(i, display_text(raw, entry.line_prefix))
+            entry.doubts[i] = display_doubts(raw, doubts, entry.line_prefix)
             entry.version += 1
 
     def close(self, entry: Entry, comps: Sequence[Completion] | None) -> None:
         """The generation ended: its final variants (``None``: it failed, keep what streamed as partial)."""
         with self._lock:
             if comps is not None:
-                entry.raw, entry.tokens, entry.finish = [], [], []
+                entry.raw, entry.tokens, entry.finish, entry.doubts = [], [], [], []
                 entry.trie = Trie()
                 for i, c in enumerate(comps):
                     entry.raw.append(c.text)
                     entry.tokens.append(len(c.token_ids))
                     entry.finish.append(c.finish_reason)
+                    entry.doubts.append(display_doubts(c.text, c.doubts, entry.line_prefix))
                     entry.trie.set(i, display_text(c.text, entry.line_prefix))
             else:
                 entry.finish = [f or "cancelled" for f in entry.finish]
@@ -324,8 +336,11 @@ class TypeThrough:
                     if not rest:
                         continue
                     ntok = entry.tokens[i] if i < len(entry.tokens) else 0
+                    cut = len(typed)
+                    doubts = tuple((at - cut, p) for at, p in entry.doubts[i] if at >= cut) \
+                        if i < len(entry.doubts) else ()
                     variants.append(Variant(i, rest, entry.finish[i] if i < len(entry.finish) else None,
-                                            max(1, round(ntok * len(rest) / len(full)))))
+                                            max(1, round(ntok * len(rest) / len(full))), doubts))
                 if variants or (entry.live and self._agrees(entry, typed)) or (typed == "" and entry.complete):
                     hits.append(Hit(entry, typed, variants))
             for h in hits:  # recently useful entries are kept longest

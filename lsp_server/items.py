@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.postprocess import CUT_OFF_REASONS, Mode, Suggestion, budget_for, postprocess
+from engine.postprocess import CUT_OFF_REASONS, Mode, Suggestion, budget_for, doubt_cut, postprocess
 from engine.rank import order_at_cursor
 from engine.types import Completion
 
@@ -39,10 +39,11 @@ class Suggestions:
 
 def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *, text: str, offset: int,
                 cursor: tuple[int, int], eol: str, starts: list[int], encoding: str, max_lines: int,
-                backend: str, language: str | None = None) -> list[Item]:
+                backend: str, language: str | None = None, cut_below: float = 0.0) -> list[Item]:
     """One item per distinct suggestion, best first (``prefix``/``suffix``: the state's LF text).
     ``language``: the document's language id (LSP ``languageId``; None or empty: guessed from the text);
-    the Python rules of post-processing and ranking apply to Python only."""
+    the Python rules of post-processing and ranking apply to Python only. ``cut_below`` > 0: each
+    suggestion ends before its first token the model chose with a lower probability (``doubt_cut``)."""
     language = language or None
     if mode == "multi":  # the rest of a body may be longer than maxLines (GenParams.auto_budget sizes it so)
         budget = budget_for(prefix, suffix, language, max_lines=max_lines)
@@ -54,6 +55,8 @@ def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *
         truncated = c.finish_reason in CUT_OFF_REASONS
         sug = postprocess(c.text, prefix, suffix, mode=mode, max_lines=max_lines, truncated=truncated,
                           language=language)
+        if sug is not None and cut_below > 0 and c.doubts:
+            sug = _cut_where_unsure(c, sug, prefix, suffix, mode, max_lines, language, cut_below)
         if sug is None or (sug.text, sug.replace) in seen:
             continue
         seen.add((sug.text, sug.replace))
@@ -69,6 +72,19 @@ def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *
                           cursor, end, round(c.ttft_ms, 1), round(c.total_ms, 1), c.source,
                           len(c.token_ids), backend))
     return items
+
+
+def _cut_where_unsure(c: Completion, sug: Suggestion, prefix: str, suffix: str, mode: Mode, max_lines: int,
+                      language: str | None, below: float) -> Suggestion:
+    """The suggestion up to where the model doubted (its text cut there, then post-processed as a text the
+    model ended), when that is shorter and still a suggestion; else the whole one."""
+    cut = doubt_cut(c.text, c.doubts, below)
+    if cut == c.text:
+        return sug
+    short = postprocess(cut, prefix, suffix, mode=mode, max_lines=max_lines, truncated=False, language=language)
+    if short is None or len(short.text) >= len(sug.text) or not sug.text.startswith(short.text):
+        return sug
+    return short
 
 
 def stamp_latency(items: list[Item], total_ms: float) -> None:

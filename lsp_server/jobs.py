@@ -12,7 +12,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from engine.types import CancelToken, Completion, GenParams, Timings
+from engine.types import CancelToken, Completion, Doubts, GenParams, Timings
 
 USER = 0
 SPECULATIVE = 1  # a document's current state, before (or without) the editor asking
@@ -90,7 +90,7 @@ class Hooks(Protocol):
 
     def started(self, job: Job) -> None: ...
 
-    def token(self, job: Job, index: int, text: str) -> bool: ...
+    def token(self, job: Job, index: int, text: str, doubts: Doubts = ()) -> bool: ...
 
     def finished(self, job: Job, result: Result | None, ms: float) -> None: ...
 

@@ -403,7 +403,8 @@ class Session:
                             cursor=cursor, eol=eol, starts=doc.starts, encoding=self.encoding,
                             max_lines=self.settings.max_lines,
                             backend=self.service.backend_name(answer.backend),
-                            language=doc.language_id) if answer else []
+                            language=doc.language_id,
+                            cut_below=0.0 if invoked else self.settings.confidence_cut) if answer else []
         total_ms = (time.perf_counter() - t0) * 1000
         stamp_latency(items, total_ms)
         source = items[0].source if items else None

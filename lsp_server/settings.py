@@ -54,6 +54,10 @@ class Settings:
     # with the file window's (docs/benchmarks/context.md)
     context_budget: int = 0
     context_sources: tuple[str, ...] = CONTEXT_SOURCES
+    # an automatic suggestion ends before its first token the model gave a lower probability than this (a
+    # typist takes a suggestion only when all of it is right; what follows a guess is only as good as the
+    # guess); 0: whole lines. Explicit requests are never cut (docs/benchmarks/doubt.md)
+    confidence_cut: float = 0.0
 
     def engine_key(self) -> tuple[str, int]:
         """The settings that need the model reloaded when they change (not the context budget: the KV cache
@@ -97,6 +101,14 @@ def _int_in(lo: int, hi: int):
         if not lo <= v <= hi:
             raise ValueError(f"expected {lo}..{hi}, got {v!r}")
         return int(v)
+    return check
+
+
+def _float_in(lo: float, hi: float):
+    def check(v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not lo <= v <= hi:
+            raise ValueError(f"expected a number in {lo}..{hi}, got {v!r}")
+        return float(v)
     return check
 
 
@@ -181,6 +193,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "capableModel": ("capable_model", _str),
     "contextBudget": ("context_budget", _int_in(0, 4096)),
     "contextSources": ("context_sources", _sources),
+    "confidenceCut": ("confidence_cut", _float_in(0.0, 1.0)),
 }
 SECRET_FIELDS = frozenset({"remote_api_key"})
 assert {f for f, _ in _FIELDS.values()} == {f.name for f in fields(Settings)}

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from engine import routing
 from engine.cache import CompletionCache, cache_key, is_complete
 from engine.postprocess import CUT_OFF_REASONS, Mode, postprocess, split_cursor
-from engine.types import Completion, GenParams, Timings
+from engine.types import Completion, Doubts, GenParams, Timings
 from engine.typethrough import Entry, TypeThrough, anchor_of, reachable
 
 from .planner import Cursors, State, is_lookahead, lookahead_for_block, shows_one_line
@@ -119,8 +119,8 @@ class Store:
         self.changed()
         return entry
 
-    def stream(self, entry: Entry, index: int, text: str) -> None:
-        self.typethrough.update(entry, index, text)
+    def stream(self, entry: Entry, index: int, text: str, doubts: Doubts = ()) -> None:
+        self.typethrough.update(entry, index, text, doubts)
         self.changed()
 
     def finish(self, entry: Entry, comps: list[Completion] | None) -> None:
@@ -315,11 +315,11 @@ class StoreHooks:
             return
         job.handle = self.store.open(job.prefix, job.suffix, job.params.n, key)
 
-    def token(self, job: Job, index: int, text: str) -> bool:
+    def token(self, job: Job, index: int, text: str, doubts: Doubts = ()) -> bool:
         entry = job.handle
         if not isinstance(entry, Entry):
             return True
-        self.store.stream(entry, index, text)
+        self.store.stream(entry, index, text, doubts)
         if job.tracking or job.priority == FUTURE:
             # the document moved on since the job started: stop as soon as its text stops matching
             return self.keep(job, True)

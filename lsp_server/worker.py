@@ -48,7 +48,7 @@ from functools import partial
 from typing import Any
 
 from engine.backends import Backend, as_backend
-from engine.types import GenParams, Timings
+from engine.types import Doubts, GenParams, Timings
 
 from .jobs import (  # noqa: F401
     FUTURE,
@@ -641,13 +641,13 @@ class Worker:
             self._emit("ready", latency_ms=ms, source=comps[0].source if comps else None,
                        cancelled=job.cancel.cancelled)
 
-    def _on_token(self, job: Job, index: int, text: str) -> None:
+    def _on_token(self, job: Job, index: int, text: str, doubts: Doubts = ()) -> None:
         if job.first_line is None and "\n" in text.lstrip("\n"):
             job.first_line = time.monotonic()
         hooks = self.hooks
         if hooks is not None and not job.cancel.cancelled:
             try:
-                if not hooks.token(job, index, text):
+                if not hooks.token(job, index, text, doubts):
                     stop_job(job, "diverged")  # the user typed something else: the text is useless now
             except Exception:
                 log.exception("token hook failed")

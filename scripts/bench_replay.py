@@ -1055,6 +1055,15 @@ async def amain(args) -> int:
         "on": {"speculation": True, "cacheSizeMb": 256},
         "restart": {"speculation": True, "cacheSizeMb": 256},
     }
+    server_opts: dict[str, dict] = {}
+    for spec in args.options or []:  # NAME=JSON: that server's settings on top of the mode's
+        name, _, raw = spec.partition("=")
+        if name not in servers:
+            raise SystemExit(f"--options {spec!r}: no server named {name!r}")
+        try:
+            server_opts[name] = json.loads(raw)
+        except ValueError as e:
+            raise SystemExit(f"--options {spec!r}: {e}") from None
     order = [(t, s, m) for t in typists for s in servers for m in modes]
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
     meta = {
@@ -1067,7 +1076,8 @@ async def amain(args) -> int:
         "threads": args.threads,
         "rounds": args.rounds,
         "order": [config_name(s, t, m) for t, s, m in order],
-        "servers": {k: {"tree": v, "commit": git_commit(v), **({"model": models[k]} if k in models else {})}
+        "servers": {k: {"tree": v, "commit": git_commit(v), **({"model": models[k]} if k in models else {}),
+                        **({"options": server_opts[k]} if k in server_opts else {})}
                     for k, v in servers.items()},
         "corpus_note": "function bodies typed after their signature and docstring, from wheels fetched with "
                        "`pip download --no-deps`; none of these packages is in the trimmed-head corpus (standard "
@@ -1091,7 +1101,8 @@ async def amain(args) -> int:
                 print(f"[{name} r{rnd}] {len(segments)} functions, up to {args.keys} keystrokes ...", flush=True)
                 run = Run(name, s, t, m, rnd)
                 try:
-                    await run_config(run, servers[s], mode_opts[m], segments, TYPISTS[t], args, env, logs, models.get(s))
+                    await run_config(run, servers[s], {**mode_opts[m], **server_opts.get(s, {})}, segments, TYPISTS[t],
+                                     args, env, logs, models.get(s))
                 except Exception as e:  # one broken server must not lose the other configurations
                     print(f"[{name} r{rnd}] failed: {type(e).__name__}: {e}", flush=True)
                     continue
@@ -1135,6 +1146,9 @@ def main() -> int:
     p.add_argument("--server", action="append", metavar="NAME=TREE[@MODEL]",
                    help="a server to test: run `python -m lsp_server` with PYTHONPATH=TREE, on MODEL if given "
                         "(repeat; default: this tree)")
+    p.add_argument("--options", action="append", metavar="NAME=JSON",
+                   help='settings (initializationOptions) for the server NAME, e.g. cut=\'{"confidenceCut": 0.5}\' '
+                        "(repeat; the same tree may run as two servers with different settings)")
     p.add_argument("--typists", default="steady,think,open", help=f"comma-separated: {', '.join(TYPISTS)}")
     p.add_argument("--modes", default="on", help="comma-separated: off, on, restart (default on)")
     p.add_argument("--rounds", type=int, default=1, help="repeat every configuration, A B A B (default 1)")

@@ -390,3 +390,12 @@ def test_a_full_disk_keeps_the_entries_and_never_rebuilds(tmp_path, small_disk, 
     assert c.get(key(f"p{written - 1}")) is not None
     assert (d / "mine.txt").read_text() == "user data"
     c.close()
+
+
+def test_doubts_round_trip_through_the_disk_value():
+    k = key("d")
+    c = Completion("x = foo(bar)", [1, 2, 3], "eos", doubts=((3, 0.25), (7, 0.5)))
+    [got] = decode(k, encode(k, [c]))
+    assert got.doubts == ((3, 0.25), (7, 0.5))
+    [plain] = decode(k, encode(k, [Completion("y", [1], "eos")]))
+    assert plain.doubts == ()

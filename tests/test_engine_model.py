@@ -186,7 +186,7 @@ def test_streaming_callback_sees_growing_text(engine):
     out, _ = _fresh(engine, p["prefix"], p["suffix"], GenParams(max_tokens=16))
     engine.reset()
     out2, _ = engine.complete(p["prefix"], p["suffix"], GenParams(max_tokens=16),
-                              on_token=lambda i, s: seen.append(s))
+                              on_token=lambda i, s, *doubts: seen.append(s))
     assert seen and seen[-1] == out2[0].text == out[0].text
     assert all(seen[i + 1].startswith(seen[i][: max(0, len(seen[i]) - 3)]) for i in range(len(seen) - 1))
 
@@ -276,3 +276,31 @@ def test_a_parked_prompt_swapped_back_gives_what_a_fresh_run_gives(engine):
     assert t.prompt_tokens - t.reused_tokens <= 3, (t.prompt_tokens, t.reused_tokens)
     fresh, _ = _fresh(engine, a_prefix + "s", a_suffix, GenParams(max_tokens=12))
     assert back[0].text == fresh[0].text
+
+
+def test_doubts_are_the_full_heads_probabilities_at_token_starts(engine):
+    """A greedy generation says where the model was unsure (engine ``Completion.doubts``): the trimmed head's
+    picks carry the full head's probabilities once re-checked, so a run on the full head alone gives the same
+    doubts; each offset is where its token starts in the text."""
+    from engine.types import DOUBT_KEEP
+
+    fast = engine.config.fast
+    saved = (fast.speculative, fast.trimmed_head)
+    outs = {}
+    try:
+        for trimmed in (False, True):
+            fast.speculative, fast.trimmed_head = False, trimmed
+            outs[trimmed] = [_fresh(engine, p["prefix"], p["suffix"], GenParams(max_tokens=24))[0][0]
+                             for p in PROMPTS[:6]]
+    finally:
+        fast.speculative, fast.trimmed_head = saved
+    found = 0
+    for full, trimmed in zip(outs[False], outs[True], strict=True):
+        if full.token_ids != trimmed.token_ids:
+            continue  # a near-tie decided the other way: nothing to compare
+        assert [at for at, _ in full.doubts] == [at for at, _ in trimmed.doubts]
+        for (at, p), (_, q) in zip(full.doubts, trimmed.doubts, strict=True):
+            assert 0 < p < DOUBT_KEEP and abs(p - q) < 0.02, (full.text, full.doubts, trimmed.doubts)
+            assert 0 <= at < len(full.text)
+            found += 1
+    assert found, "no doubt in six eval prompts: the probabilities are not reaching the completion"

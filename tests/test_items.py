@@ -60,3 +60,19 @@ def test_the_rest_of_a_body_may_be_longer_than_max_lines():
     body = "\n".join(["a = 1"] + [f"    a += {i}" for i in range(11)] + ["    return a"])
     items = _items_lang([body], "def f():\n    ", "\n\n\ndef g():\n    pass\n", "python")
     assert items[0].text == body  # 13 lines: the end of a body, not cut at maxLines (8)
+
+
+def test_an_automatic_suggestion_is_cut_where_the_model_doubted_and_an_explicit_one_is_not():
+    prefix, suffix = "def f(a, b):\n    return ", "\n"
+    text = prefix + suffix
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    c = Completion("compute(a, b) + 1", [1] * 6, "eos", doubts=((7, 0.3), (13, 0.2)))
+
+    def build(cut_below):
+        return build_items([c], "single", prefix, suffix, text=text, offset=len(prefix), cursor=(1, 11),
+                           eol="\n", starts=starts, encoding="utf-16", max_lines=8, backend="local",
+                           cut_below=cut_below)
+
+    assert build(0.5)[0].text == "compute"
+    assert build(0.25)[0].text == "compute(a, b)"
+    assert build(0.0)[0].text == "compute(a, b) + 1"

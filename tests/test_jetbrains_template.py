@@ -90,7 +90,7 @@ def test_settings_are_the_servers_with_its_defaults():
 
 def _check(value, schema: dict, where: str) -> None:
     """The parts of JSON Schema the settings schema uses (type, enum, items, minimum/maximum, objects)."""
-    types = {"boolean": bool, "integer": int, "string": str, "array": list, "object": dict}
+    types = {"boolean": bool, "integer": int, "number": int | float, "string": str, "array": list, "object": dict}
     t = schema["type"]
     assert isinstance(value, types[t]) and not (t == "integer" and isinstance(value, bool)), (where, value)
     if "enum" in schema:

@@ -400,3 +400,17 @@ def test_a_block_whose_last_statement_a_limit_left_open_is_cut_back_without_a_ba
     assert cut_call is not None and cut_call.text == "x = 1"
     open_body = postprocess("x = 1\n    if x:\n        y = (a +\n", prefix, "\n", mode="multi", truncated=True)
     assert open_body is not None and open_body.text == "x = 1"
+
+
+def test_doubt_cut_ends_before_the_first_unsure_token_with_something_visible():
+    from engine.postprocess import doubt_cut
+
+    doubts = ((0, 0.1), (3, 0.2), (7, 0.6))
+    assert doubt_cut("x = foo(bar)", doubts, 0.5) == "x ="  # a doubt at the start does not cut
+    assert doubt_cut("x = foo(bar)", doubts, 0.7) == "x ="
+    assert doubt_cut("x = foo(bar)", doubts, 0.15) == "x = foo(bar)"  # (3, 0.2) is sure enough
+    assert doubt_cut("x = foo(bar)", doubts, 0.0) == "x = foo(bar)"  # off
+    assert doubt_cut("    return x", ((2, 0.1), (10, 0.3)), 0.5) == "    return"  # not inside the indentation
+    assert doubt_cut("a = 1\n    b = 2", ((10, 0.3),), 0.5) == "a = 1"  # a later line: whole lines before it
+    assert doubt_cut("\n    b = c", ((8, 0.3),), 0.5) == "\n    b ="  # the next line offered after a break
+    assert doubt_cut("abc", ((9, 0.1),), 0.5) == "abc"  # past the text (it was cut since)

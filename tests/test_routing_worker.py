@@ -36,7 +36,7 @@ class Hooks:
     def started(self, job):
         pass
 
-    def token(self, job, index, text):
+    def token(self, job, index, text, doubts=()):
         return True
 
     def finished(self, job, result, ms):

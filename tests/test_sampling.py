@@ -70,3 +70,12 @@ def test_expected_tokens_and_draft_choice():
     cpu = {1: 30.0, 2: 31.0, 3: 45.0, 5: 75.0, 9: 117.0}  # measured shape here: 2 tokens ~ 1
     assert choose_draft_len(cpu, 0.7, 8) == 1
     assert choose_draft_len(cpu, 0.05, 8) == 0
+
+
+def test_pick_probs_is_the_softmax_probability_of_each_pick():
+    from engine.sampling import pick_probs
+
+    lg = np.array([[2.0, 1.0, 0.0], [0.0, 0.0, 0.0]], dtype=np.float32)
+    p = pick_probs(lg, np.array([0, 2]))
+    e = np.exp([2.0, 1.0, 0.0])
+    assert np.allclose(p, [e[0] / e.sum(), 1 / 3])

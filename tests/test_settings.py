@@ -21,7 +21,8 @@ def test_all_fields_camel_case():
            "routing": "race", "remoteUrl": "https://gpu.example/v1", "remoteModel": "qwen", "remoteApiKey": "",
            "remoteFim": "suffix", "remoteFimTemplate": "<p>{prefix}<s>{suffix}<m>", "remoteFor": ["invoked"],
            "raceBudgetMs": 900, "remoteTimeoutMs": 3000, "remoteAllowInsecureHttp": True,
-           "capableModel": "qwen2.5-coder-1.5b", "contextBudget": 256, "contextSources": ["open"]}
+           "capableModel": "qwen2.5-coder-1.5b", "contextBudget": 256, "contextSources": ["open"],
+           "confidenceCut": 0.4}
     s, warnings = parse_settings(raw)
     assert warnings == []
     assert s == Settings(model="/models/mine", max_variants=5, max_lines=3, multiline="never", debounce_ms=50,
@@ -29,7 +30,8 @@ def test_all_fields_camel_case():
                          remote_url="https://gpu.example/v1", remote_model="qwen", remote_fim="suffix",
                          remote_fim_template="<p>{prefix}<s>{suffix}<m>", remote_for=("invoked",),
                          race_budget_ms=900, remote_timeout_ms=3000, remote_allow_insecure_http=True,
-                         capable_model="qwen2.5-coder-1.5b", context_budget=256, context_sources=("open",))
+                         capable_model="qwen2.5-coder-1.5b", context_budget=256, context_sources=("open",),
+                         confidence_cut=0.4)
     assert to_camel(s) == raw
 
 
@@ -48,10 +50,12 @@ def test_flint_section_is_unwrapped():
     ({"threads": -1}, "threads", "threads"),
     ({"model": ""}, "model", "model"),
     ({"debounceMs": 10 ** 9}, "debounce_ms", "debounceMs"),
+    ({"confidenceCut": 1.5}, "confidence_cut", "confidenceCut"),
+    ({"confidenceCut": "high"}, "confidence_cut", "confidenceCut"),
 ])
 def test_invalid_field_warns_and_keeps_its_current_value(raw, field, bad):
     current, _ = parse_settings({"model": "/models/mine", "maxVariants": 2, "maxLines": 6, "multiline": "never",
-                                 "enable": False, "threads": 3, "debounceMs": 20})
+                                 "enable": False, "threads": 3, "debounceMs": 20, "confidenceCut": 0.25})
     s, warnings = parse_settings({**raw, "maxLines": 5} if field != "max_lines" else raw, base=current)
     assert getattr(s, field) == getattr(current, field) != getattr(Settings(), field)
     assert len(warnings) == 1 and bad in warnings[0] and repr(getattr(current, field)) in warnings[0]

@@ -37,6 +37,8 @@ def _json_type(name: str) -> str:
         return "boolean"
     if t is int:
         return "integer"
+    if t is float:
+        return "number"
     if t is str or typing.get_origin(t) is typing.Literal:
         return "string"
     if typing.get_origin(t) is tuple:

@@ -227,3 +227,14 @@ def test_concurrent_streaming_and_lookups():
                 seen += 1
     th.join()
     assert not errors and tt.lookup(prefix + "abc", "'\n")[0].variants[0].text == text[3:]
+
+
+def test_doubts_follow_the_typing_and_drop_once_typed_past():
+    tt = TypeThrough()
+    prefix = "def f():\n    "
+    c = Completion("    return compute(a, b)", [1] * 6, "eos", doubts=((11, 0.3), (19, 0.4)))
+    tt.add(prefix, "\n", [c], n=1, key=KEY, origin="model")
+    [hit] = tt.lookup(prefix, "\n")  # shown without the extra indentation: offsets move with the text
+    assert hit.variants[0].text == "return compute(a, b)" and hit.variants[0].doubts == ((7, 0.3), (15, 0.4))
+    [hit] = tt.lookup(prefix + "return comp", "\n")  # typed into the first doubtful token: it stood
+    assert hit.completions("type-through", 1)[0].doubts == ((4, 0.4),)

@@ -351,7 +351,7 @@ class Hooks:
     def started(self, job):
         job.handle = "entry"
 
-    def token(self, job, index, text):
+    def token(self, job, index, text, doubts=()):
         self.tokens.append((index, text, job.revision))
         return not (self.stop_on and self.stop_on in text)
 
