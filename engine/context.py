@@ -1,5 +1,6 @@
 """Repository context for the prompt: chunks of other open files, definitions of the names the current file
-imports from the workspace, and recent edits as small diffs (issue 17).
+imports from the workspace, definitions in the current file too far from the cursor for the prompt window to
+show, and recent edits as small diffs (issue 17).
 
 Pure logic plus guarded file reads; no pygls. The server keeps one ``Workspace`` per session, tells it about
 documents (``open`` / ``change`` / ``focus`` / ``close``) and, in idle time, asks ``gather`` for a
@@ -28,9 +29,10 @@ CHUNK_LINES = 64  # llama.vim's chunk size
 MAX_FILE_BYTES = 1_000_000  # larger files are generated or data: never read
 DROP_SIMILAR = 0.5  # a chunk this similar to the text around the cursor is dropped
 MERGE_SIMILAR = 0.9  # a chunk this similar to one already taken is a duplicate
+DEFINITION_SOURCES = ("import", "file")  # outlines of definitions: merged into one stub per file
 AROUND_LINES = 32  # lines either side of the cursor compared against chunks / searched for used names
 DEFAULT_BUDGET = 512  # tokens; see docs/benchmarks/context.md
-DEFAULT_SOURCES = ("imports", "open", "edits")
+DEFAULT_SOURCES = ("imports", "file", "open", "edits")
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -57,7 +59,7 @@ def dice(a: frozenset[str], b: frozenset[str]) -> float:
 class Chunk:
     path: str  # as shown after <|file_sep|>: relative to the workspace folder
     text: str
-    source: str  # "open" | "import" | "edit"
+    source: str  # "open" | "import" | "file" | "edit"
     line: int = 0  # first line (0-based) of the chunk in its file
     score: float = 0.0  # higher first; set by the source
 
@@ -102,7 +104,10 @@ def select_chunks(candidates: Iterable[Chunk], around: str, budget: int,
     used = 0
     for c in sorted(candidates, key=lambda c: -c.score):
         w = words(c.text)
-        if dice(w, near) > DROP_SIMILAR:
+        # the file's own definitions share words with the cursor's text by construction (the names used
+        # there) and are never in it (they lie outside the window): a short outline next to a short
+        # neighbourhood must not count as a copy of it
+        if c.source != "file" and dice(w, near) > DROP_SIMILAR:
             log.debug("context: %s dropped, too similar to the cursor's text", c.label)
             continue
         if any(c.key == t.key or dice(w, tw) > MERGE_SIMILAR for t, tw in taken):
@@ -116,26 +121,27 @@ def select_chunks(candidates: Iterable[Chunk], around: str, budget: int,
 
 
 def merge_by_file(chunks: list[Chunk]) -> list[Chunk]:
-    """Definitions taken from one module become one chunk in source order (a stub of what is used), so the
-    block names each file once; other chunks stay as they are."""
-    groups: dict[str, list[Chunk]] = {}
+    """Definitions taken from one module (or from the current file, source "file") become one chunk in source
+    order (a stub of what is used), so the block names each file once per source; other chunks stay as they
+    are."""
+    groups: dict[tuple[str, str], list[Chunk]] = {}
     out: list[Chunk] = []
     for c in chunks:
-        if c.source == "import":
-            if c.path not in groups:
-                groups[c.path] = []
+        if c.source in DEFINITION_SOURCES:
+            if (c.source, c.path) not in groups:
+                groups[(c.source, c.path)] = []
                 out.append(c)  # placeholder, replaced below
-            groups[c.path].append(c)
+            groups[(c.source, c.path)].append(c)
         else:
             out.append(c)
     merged = []
     for c in out:
-        if c.source != "import":
+        if c.source not in DEFINITION_SOURCES:
             merged.append(c)
             continue
-        parts = sorted(groups[c.path], key=lambda x: x.line)
+        parts = sorted(groups[(c.source, c.path)], key=lambda x: x.line)
         text = "\n".join(x.text.rstrip("\n") + "\n" for x in parts)
-        merged.append(Chunk(c.path, text, "import", parts[0].line, max(x.score for x in parts)))
+        merged.append(Chunk(c.path, text, c.source, parts[0].line, max(x.score for x in parts)))
     return merged
 
 
@@ -370,13 +376,33 @@ def _outline(node: _Def, lines: list[str], max_doc_lines: int) -> str:
     return "".join(ln if ln.endswith("\n") else ln + "\n" for ln in out)
 
 
-def python_definitions(source: str, names: Iterable[str] | None = None, max_doc_lines: int = 12) -> dict[str, tuple[int, str]]:
+MAX_ASSIGN_LINE = 160  # characters; a data table on one line would cost the whole budget
+
+
+def _clip_line(line: str) -> str:
+    line = line.rstrip("\r\n")
+    return (line[:MAX_ASSIGN_LINE].rstrip() + " ...\n") if len(line) > MAX_ASSIGN_LINE else line + "\n"
+
+
+def _assignment(node: ast.Assign | ast.AnnAssign, lines: list[str]) -> str:
+    """A module-level assignment as the model needs it to use the name: short ones verbatim, a long one's
+    first line (its name, type and the start of its value), long lines clipped."""
+    last = node.end_lineno or node.lineno
+    seg = lines[node.lineno - 1: last]
+    if last - node.lineno >= 4:
+        seg = seg[:1] + ["    ...\n"]
+    return "".join(_clip_line(ln) for ln in seg)
+
+
+def parsed_definitions(source: str, names: Iterable[str] | None = None,
+                       max_doc_lines: int = 12) -> dict[str, tuple[int, str]] | None:
     """Top-level definitions of ``source`` (all when ``names`` is None) as name -> (line, outline):
-    functions and classes by signature and docstring, short assignments verbatim."""
+    functions and classes by signature and docstring, assignments as ``_assignment`` shows them; None when
+    ``source`` does not parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return regex_definitions(source, names)
+        return None
     want = None if names is None else set(names)
     lines = source.splitlines(keepends=True)
     out: dict[str, tuple[int, str]] = {}
@@ -384,27 +410,42 @@ def python_definitions(source: str, names: Iterable[str] | None = None, max_doc_
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if want is None or node.name in want:
                 out[node.name] = (node.lineno - 1, _outline(node, lines, max_doc_lines))
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.end_lineno and node.end_lineno - node.lineno < 4:
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
                 if isinstance(t, ast.Name) and (want is None or t.id in want):
-                    out[t.id] = (node.lineno - 1, "".join(lines[node.lineno - 1: node.end_lineno]))
+                    out[t.id] = (node.lineno - 1, _assignment(node, lines))
     return out
+
+
+def python_definitions(source: str, names: Iterable[str] | None = None, max_doc_lines: int = 12) -> dict[str, tuple[int, str]]:
+    """``parsed_definitions``, or for a file that does not parse ``regex_definitions``."""
+    defs = parsed_definitions(source, names, max_doc_lines)
+    return regex_definitions(source, names) if defs is None else defs
 
 
 _DEF_RE = r"^[ \t]*(?:export[ \t]+)?(?:pub(?:\([^)]*\))?[ \t]+)?(?:async[ \t]+)?" \
           r"(?:def|class|function|fn|func|const|let|var|type|interface|struct|enum|trait)[ \t]+{name}\b"
 
 
+# `NAME = ...` / `NAME: T = ...` at the start of a line (a module-level assignment in Python), not `==`
+_ASSIGN_RE = r"^{name}[ \t]*(?::[^=\n]*)?=(?!=)"
+
+
 def regex_definitions(source: str, names: Iterable[str] | None, max_lines: int = 8) -> dict[str, tuple[int, str]]:
     """A cheap fallback for files ``ast`` cannot read (other languages, a broken file): the line defining each
-    name and what follows it up to a blank line (at most ``max_lines``)."""
+    name and what follows it up to a blank line (at most ``max_lines``); an assignment: its line."""
     out: dict[str, tuple[int, str]] = {}
     if names is None:
         return out
     lines = source.splitlines(keepends=True)
     for name in names:
         m = re.search(_DEF_RE.format(name=re.escape(name)), source, re.M)
+        a = re.search(_ASSIGN_RE.format(name=re.escape(name)), source, re.M)
+        if a is not None and (m is None or a.start() < m.start()):
+            first = source.count("\n", 0, a.start())
+            out[name] = (first, _clip_line(lines[first]))
+            continue
         if m is None:
             continue
         first = source.count("\n", 0, m.start())
@@ -414,6 +455,72 @@ def regex_definitions(source: str, names: Iterable[str] | None, max_lines: int =
                 break
             seg.append(ln)
         out[name] = (first, "".join(seg))
+    return out
+
+
+# ---- the current file's own definitions (Python) -------------------------------------------------------
+# a line starting a top-level statement: at column 0, not a clause of the statement above (else, except, ...)
+# and not its closing bracket, comment or string
+_TOP_START = re.compile(r"(?!(?:else|elif|except|finally)\b)[A-Za-z_@]")
+_PY_DEFINED = re.compile(r"\b(?:def|class)[ \t]+([A-Za-z_]\w*)|^([A-Za-z_]\w*)[ \t]*[:=]", re.M)
+
+
+def _top_start_before(text: str, pos: int) -> int:
+    """The start of the last line at or before ``pos`` that begins a top-level statement (its decorators
+    included), else 0: ``text[:result]`` holds whole statements only, all of them ending before ``pos``."""
+    p = text.rfind("\n", 0, pos) + 1
+    while p > 0 and not _TOP_START.match(text, p):
+        p = text.rfind("\n", 0, p - 1) + 1
+    while p > 0:  # a decorator belongs to the definition below it
+        q = text.rfind("\n", 0, p - 1) + 1
+        if not text.startswith("@", q):
+            break
+        p = q
+    return p
+
+
+def _top_start_after(text: str, pos: int) -> int:
+    """The start of the first line at or after ``pos`` that begins a top-level statement, else len(text)."""
+    if pos <= 0:
+        p = 0
+    elif text[pos - 1: pos] == "\n":
+        p = pos
+    else:
+        nl = text.find("\n", pos)
+        p = len(text) if nl < 0 else nl + 1
+    while p < len(text) and not _TOP_START.match(text, p):
+        nl = text.find("\n", p)
+        p = len(text) if nl < 0 else nl + 1
+    return p
+
+
+def file_definitions(text: str, names: Iterable[str], lo: int, hi: int,
+                     defs: Callable[[str], dict[str, tuple[int, str]] | None] = parsed_definitions,
+                     ) -> dict[str, tuple[int, str]]:
+    """Top-level definitions of ``names`` in the Python ``text`` lying wholly outside its characters
+    ``[lo, hi)`` (what the prompt window shows) as name -> (line, outline).
+
+    Only the whole statements before and after the window are parsed (``defs``: all definitions of a piece,
+    None when it does not parse): the text being typed, which rarely parses, is in the window, and the pieces
+    stay the same while the user types there, so a cache of ``defs`` keeps hitting. A piece that does not
+    parse either (an unfinished edit elsewhere) falls back to ``regex_definitions``."""
+    want = set(names)
+    out: dict[str, tuple[int, str]] = {}
+    head_end = _top_start_before(text, lo) if lo > 0 else 0
+    tail_start = _top_start_after(text, hi) if hi < len(text) else len(text)
+    # the head last: a name bound both above and below the cursor is the one above (it ran first)
+    for start, piece in ((tail_start, text[tail_start:]), (0, text[:head_end])):
+        if not piece.strip():
+            continue
+        found = defs(piece)
+        if found is None:
+            # only names the piece may define: a regex search per name near the cursor would be slow
+            candidates = {n for pair in _PY_DEFINED.findall(piece) for n in pair if n}
+            found = regex_definitions(piece, want & candidates)
+        base = text.count("\n", 0, start)
+        for name, (line, outline) in found.items():
+            if name in want:
+                out[name] = (base + line, outline)
     return out
 
 
@@ -490,7 +597,7 @@ class Workspace:
         self._real = _real_roots(self.roots)
         self._lock = threading.Lock()
         # a module's definitions by (file, text hash): parsing a big module costs tens of ms
-        self._defs: dict[tuple[Path, int], dict[str, tuple[int, str]]] = {}
+        self._defs: dict[tuple[Path, int], dict[str, tuple[int, str]] | None] = {}
 
     def set_roots(self, roots: Iterable[Path]) -> None:
         """The workspace folders (the client's, from initialize) imports resolve in."""
@@ -553,10 +660,13 @@ class Workspace:
                 del self.edits[: -self.max_edits]
 
     def gather(self, file: Path, text: str, offset: int, count: Callable[[str], int] = approx_tokens,
-               budget: int | None = None, previous: ContextBlock | None = None) -> ContextBlock | None:
+               budget: int | None = None, previous: ContextBlock | None = None,
+               window_before: int = 6000, window_after: int = 600) -> ContextBlock | None:
         """The context block for a cursor at ``offset`` in ``text`` (the document ``file``), or None when no
         source has anything to add. Chunks ``previous`` (the block the engine holds) also has keep their
-        order at its front, so their KV stays valid."""
+        order at its front, so their KV stays valid. ``window_before`` / ``window_after``: the characters of
+        ``text`` the prompt window shows around the cursor (the engine's max_prefix_chars /
+        max_suffix_chars; the defaults are EngineConfig's)."""
         file = Path(file)
         with self._lock:
             docs = {f: _Doc(d.text, d.base, d.focused, d.edited) for f, d in self.docs.items()}
@@ -569,6 +679,8 @@ class Workspace:
         cands: list[Chunk] = []
         if "imports" in self.sources and file.suffix in (".py", ".pyi"):
             cands += self.import_chunks(file, text, offset, docs)
+        if "file" in self.sources and file.suffix in (".py", ".pyi") and usable_text(text, str(file)):
+            cands += self.file_chunks(file, text, offset, window_before, window_after)
         if "open" in self.sources:
             cands += self.open_chunks(file, around, docs)
         if "edits" in self.sources:
@@ -608,18 +720,36 @@ class Workspace:
                             wanted[a] = max(wanted.get(a, 0.0), _near_score(i))
             if not wanted:
                 continue
-            key = (mod, hash(src))
-            every = self._defs.get(key)
-            if every is None:
-                every = python_definitions(src) if mod.suffix in (".py", ".pyi") else {}
-                if len(self._defs) > 64:
-                    self._defs.clear()
-                self._defs[key] = every
+            every = (self._definitions(mod, src) if mod.suffix in (".py", ".pyi") else None) or {}
             defs = {n: every[n] for n in wanted if n in every} or regex_definitions(src, wanted)
             rel = self.relpath(mod)
             for name, (line, outline) in defs.items():
                 out.append(Chunk(rel, outline, "import", line, 2.0 + wanted[name]))
         return out
+
+    def file_chunks(self, file: Path, text: str, offset: int, before: int, after: int) -> list[Chunk]:
+        """Outlines of the current file's own definitions of names used near the cursor that the prompt
+        window (``before`` / ``after`` characters around it) does not show: a sentinel defined at the top of
+        a long module, a helper far above. Scored as imports are: both are definitions the model cannot
+        see otherwise, and the name used nearer the cursor matters more than where it is defined."""
+        rank = {n: i for i, n in enumerate(names_near(text, offset))}
+        lo, hi = max(0, offset - before), min(len(text), offset + after)
+        defs = file_definitions(text, rank, lo, hi, lambda piece: self._definitions(file, piece))
+        rel = self.relpath(file)
+        return [Chunk(rel, outline, "file", line, 2.0 + _near_score(rank[name]))
+                for name, (line, outline) in defs.items()]
+
+    def _definitions(self, file: Path, src: str) -> dict[str, tuple[int, str]] | None:
+        """``parsed_definitions`` of a text of ``file`` (None: it does not parse), cached by (file, text
+        hash): parsing a big module costs tens of ms."""
+        key = (file, hash(src))
+        if key in self._defs:
+            return self._defs[key]
+        every = parsed_definitions(src)
+        if len(self._defs) > 64:
+            self._defs.clear()
+        self._defs[key] = every
+        return every
 
     def open_chunks(self, file: Path, around: str, docs: dict[Path, _Doc]) -> list[Chunk]:
         """Chunks of the other open documents: the more recently focused or edited, the better; within a

@@ -284,8 +284,9 @@ class Session:
             return self._context_block  # not a file (untitled): keep what the engine has
         self.workspace.sources = s.context_sources
         self.workspace.checkpoint(path)  # the user paused: the edit so far becomes a recent-edit diff
+        before, after = self.service.windows()  # the "file" source adds what the local model's window lacks
         block = self.workspace.gather(path, text, min(state.offset, len(text)), budget=s.context_budget,
-                                      previous=self._context_block)
+                                      previous=self._context_block, window_before=before, window_after=after)
         self._context_block = block
         log.debug("context for %s: %s", state.uri.rsplit("/", 1)[-1],
                   ", ".join(block.labels()) if block is not None else "nothing")

@@ -15,7 +15,8 @@ from engine.presets import DEFAULT_MODEL
 from engine.remote import FIM_MODES, QWEN_FIM_TEMPLATE, RemoteConfig, parse_endpoint
 from engine.routing import REMOTE_KINDS, ROUTING_MODES, RouteConfig
 
-CONTEXT_SOURCES: tuple[str, ...] = ("open", "imports", "edits")
+# definitions (imports, then the file's own beyond the prompt window) beside the other files and edits
+CONTEXT_SOURCES: tuple[str, ...] = ("open", "imports", "file", "edits")
 Multiline = Literal["auto", "always", "never"]
 MULTILINE_CHOICES: tuple[str, ...] = ("auto", "always", "never")
 

@@ -256,3 +256,94 @@ def test_workspace_roots_set_later_resolve_imports(tmp_path):
     ws.set_roots([tmp_path])
     block = ws.gather(app, text, len(text))
     assert block is not None and block.labels() == ["pkg/util.py:1 (import)"]
+
+
+# ---- the "file" source: the current file's own definitions the prompt window does not show ----------------
+FAR_TOP = ('"""A long module."""\n\n_UNSET = object()\nDEFAULT_TIMEOUT: int = 30\n\n\n'
+           'def fetch_all(urls, *, timeout=DEFAULT_TIMEOUT):\n    """Fetch every URL; a list of bodies."""\n'
+           '    return [u for u in urls]\n\n\ndef never_used_here(x):\n    return x\n')
+FILLER = "".join(f"def filler_{i}(v):\n    return v + {i}\n\n\n" for i in range(200))  # ~6,800 characters
+
+
+def far_file(tail: str) -> str:
+    return FAR_TOP + "\n\n" + FILLER + tail
+
+
+def test_file_source_gives_far_definitions_used_near_the_cursor(tmp_path):
+    me = tmp_path / "mod.py"
+    tail = ("def near_helper(a):\n    return a\n\n\n"
+            "def run(urls, value=_UNSET):\n    if value is _UNSET:\n        value = near_helper(1)\n"
+            "    return fetch_all(")
+    text = far_file(tail)
+    assert text.index("def fetch_all") < len(text) - 6000  # outside the window before the cursor
+    ws = Workspace([tmp_path], sources=("file",), clock=Clock())
+    block = ws.gather(me, text, len(text))
+    assert block is not None and [c.source for c in block.chunks] == ["file"]  # one stub of the file
+    chunk = block.chunks[0]
+    assert chunk.path == "mod.py" and block.current_path == "mod.py" and chunk.label == "mod.py:3 (file)"
+    assert chunk.text.index("_UNSET = object()") < chunk.text.index("def fetch_all(urls, *, timeout=")
+    assert "Fetch every URL" in chunk.text and "return [u for u in urls]" not in chunk.text
+    assert "DEFAULT_TIMEOUT:" not in chunk.text  # its definition: not used near the cursor
+    assert "near_helper" not in chunk.text  # defined inside the window: the prompt shows it already
+    assert "never_used_here" not in chunk.text and "filler_" not in chunk.text  # not used near the cursor
+    # a smaller window shows fetch_all's definition: only the sentinel is still missing from it
+    near = ws.gather(me, text, len(text), window_before=len(text) - text.index("def fetch_all"))
+    assert near is not None and "_UNSET = object()" in near.chunks[0].text
+    assert "def fetch_all" not in near.chunks[0].text
+    # the source off: nothing from it
+    assert Workspace([tmp_path], sources=("imports", "open", "edits")).gather(me, text, len(text)) is None
+
+
+def test_file_source_reads_definitions_below_the_window_and_other_names_near_the_cursor(tmp_path):
+    me = tmp_path / "mod.py"
+    text = far_file("def run():\n    return DEFAULT_TIMEOUT + later(")
+    cursor = len(text)
+    text += "\n\n" + "# padding\n" * 80 + '\n\ndef later(n):\n    """Defined far below."""\n    return n\n'
+    got = Workspace([tmp_path], sources=("file",)).gather(me, text, cursor)
+    assert got is not None
+    body = got.chunks[0].text
+    assert "DEFAULT_TIMEOUT: int = 30" in body and "def later(n):" in body and "Defined far below." in body
+    assert "_UNSET" not in body and "fetch_all" not in body
+
+
+def test_file_source_survives_a_file_mid_edit(tmp_path):
+    me = tmp_path / "mod.py"
+    tail = "def run(urls):\n    x = fetch_all(urls, timeout=(\n    if _UNSET is"  # being typed: no parse
+    text = far_file(tail)
+    block = Workspace([tmp_path], sources=("file",)).gather(me, text, len(text))
+    assert block is not None
+    assert "def fetch_all(" in block.chunks[0].text and "_UNSET = object()" in block.chunks[0].text
+    # broken above the window too: the regex fallback still finds the definitions, assignments included
+    broken = FAR_TOP.replace("def never_used_here(x):", "def never_used_here(x:") + "\n\n" + FILLER + tail
+    block = Workspace([tmp_path], sources=("file",)).gather(me, broken, len(broken))
+    assert block is not None
+    assert "_UNSET = object()\n" in block.chunks[0].text and "def fetch_all(" in block.chunks[0].text
+    # not Python: nothing from this source
+    assert Workspace([tmp_path], sources=("file",)).gather(tmp_path / "mod.js", text, len(text)) is None
+
+
+def test_file_definitions_keep_whole_statements_outside_the_window():
+    from engine.context import file_definitions
+
+    text = "A = 1\n\n@deco\ndef f():\n    return A\n\n\nclass C:\n    B = 2\n\nZ = 3\n"
+    lo = text.index("    return A")  # the window starts inside f: f is partly shown, so not given
+    hi = text.index("Z = 3") - 1
+    got = file_definitions(text, ["A", "f", "C", "Z", "B"], lo, hi)
+    assert got == {"A": (0, "A = 1\n"), "Z": (10, "Z = 3\n")}
+    calls = []
+    file_definitions(text, ["A"], lo, hi, defs=lambda piece: calls.append(piece) or {})
+    assert calls == ["Z = 3\n", "A = 1\n\n"]  # the decorator stays with its definition, out of the head
+
+
+def test_long_assignments_are_clipped_and_the_file_chunks_are_never_dropped_as_copies():
+    from engine.context import MAX_ASSIGN_LINE
+
+    src = "TABLE = [" + ", ".join(str(i) for i in range(500)) + "]\nBIG = {\n" + "    'k': 1,\n" * 10 + "}\n"
+    defs = python_definitions(src, ["TABLE", "BIG"])
+    assert len(defs["TABLE"][1]) <= MAX_ASSIGN_LINE + 5 and defs["TABLE"][1].endswith(" ...\n")
+    assert defs["BIG"][1] == "BIG = {\n    ...\n"
+    assert regex_definitions(src + "def (:\n", ["TABLE"])["TABLE"][1] == defs["TABLE"][1]
+    around = "def run(a):\n    return helper(a)\n"
+    outline = "def helper(a):\n    ...\n"
+    assert select_chunks([Chunk("m.py", outline, "open", 0, 1.0)], around, 500) == []  # a copy of the cursor
+    assert select_chunks([Chunk("m.py", outline, "file", 0, 1.0)], around, 500) != []  # a definition it uses

@@ -165,7 +165,7 @@ def test_cancel_and_deadline_stop_within_a_step(engine):
     tok = CancelToken()
     seen = []
 
-    def on_token(i, text):
+    def on_token(i, text, doubts=()):
         seen.append(text)
         if len(seen) == 2:
             tok.cancel()

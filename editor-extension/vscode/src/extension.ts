@@ -74,6 +74,8 @@ class Flint implements vscode.Disposable {
   private lastContext: ContextInfo | undefined; // what fed the last suggestion (flint/status)
   private shown: Shown | undefined;
   private positionEncoding = 'utf-16';
+  // open Pick Variant lists: flint/refresh for their document means more variants are ready
+  private readonly refreshListeners = new Set<(uri: string, version?: number) => void>();
   private starting: Promise<void> | undefined;
   private readonly settingKeys: string[];
   private readonly secrets: Record<string, string | undefined> = {};
@@ -381,6 +383,7 @@ class Flint implements vscode.Disposable {
       const ed = vscode.window.activeTextEditor;
       if (!ed || this.client !== client) return;
       const uri = client.protocol2CodeConverter.asUri(p.textDocument.uri).toString();
+      for (const listen of this.refreshListeners) listen(uri, p.textDocument.version);
       if (ed.document.uri.toString() !== uri) return;
       if (p.textDocument.version !== undefined && ed.document.version !== p.textDocument.version) return;
       void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
@@ -591,37 +594,64 @@ class Flint implements vscode.Disposable {
     qp.show();
     const cts = new vscode.CancellationTokenSource();
     qp.onDidHide(() => cts.cancel());
-    let res: VariantsResult | null;
+    let res = null as VariantsResult | null; // set by show(), also from flint/refresh
     const t0 = performance.now();
-    try {
-      res = await client.sendRequest<VariantsResult | null>(
+    const show = (r: VariantsResult | null): void => {
+      qp.busy = false;
+      if (!r || !r.items?.length) {
+        if (!res) {
+          qp.placeholder = 'Flint has no suggestion here';
+          qp.items = [];
+        }
+        return;
+      }
+      if (res && r.items.length <= res.items.length) return; // nothing new (or an older, shorter answer)
+      res = r;
+      const n = r.items.length;
+      qp.title = `Flint: ${n} variant${n > 1 ? 's' : ''} (${fmtMs(performance.now() - t0)} round trip)`;
+      qp.placeholder = 'Choose a variant to insert (latency · source)';
+      const active = qp.activeItems[0]?.variant.insertText;
+      qp.items = r.items.map((v) => ({ ...variantLabel(v), variant: v }));
+      const keep = qp.items.find((it) => it.variant.insertText === active);
+      if (keep) qp.activeItems = [keep];
+    };
+    const ask = () =>
+      client.sendRequest<VariantsResult | null>(
         'flint/variants',
         { textDocument: { uri: doc.uri.toString() }, position: client.code2ProtocolConverter.asPosition(pos) },
         cts.token,
       );
+    // The server answers with item 1 as soon as it is ready and sends flint/refresh when the other
+    // variants are there: asking again then returns them all.
+    const onRefresh = (uri: string, version?: number): void => {
+      if (uri !== doc.uri.toString() || (version !== undefined && version !== doc.version)) return;
+      if (cts.token.isCancellationRequested) return;
+      ask().then(
+        (r) => {
+          if (!cts.token.isCancellationRequested) show(r);
+        },
+        (err) => this.log.debug(`pick variant: asking again: ${String(err)}`),
+      );
+    };
+    this.refreshListeners.add(onRefresh);
+    qp.onDidHide(() => this.refreshListeners.delete(onRefresh));
+    try {
+      show(await ask());
     } catch (err) {
+      this.refreshListeners.delete(onRefresh);
       qp.hide();
       if (!cts.token.isCancellationRequested) void vscode.window.showWarningMessage(`Flint: ${String(err)}`);
       return;
     }
     if (cts.token.isCancellationRequested) return;
-    qp.busy = false;
-    if (!res || !res.items?.length) {
-      qp.placeholder = 'Flint has no suggestion here';
-      qp.items = [];
-      return;
-    }
-    const n = res.items.length;
-    qp.title = `Flint: ${n} variant${n > 1 ? 's' : ''} (${fmtMs(performance.now() - t0)} round trip)`;
-    qp.placeholder = 'Choose a variant to insert (latency · source)';
-    qp.items = res.items.map((v) => ({ ...variantLabel(v), variant: v }));
     const picked = await new Promise<VariantItem | undefined>((resolve) => {
       qp.onDidAccept(() => resolve(qp.selectedItems[0]?.variant));
       qp.onDidHide(() => resolve(undefined));
     });
+    this.refreshListeners.delete(onRefresh);
     qp.hide();
     qp.dispose();
-    if (!picked) return;
+    if (!picked || !res) return;
     await vscode.commands.executeCommand('editor.action.inlineSuggest.hide');
     const range = picked.range ? client.protocol2CodeConverter.asRange(picked.range) : new vscode.Range(pos, pos);
     const ok = await editor.edit((eb) => eb.replace(range, picked.insertText));
