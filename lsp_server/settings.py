@@ -57,8 +57,9 @@ class Settings:
     context_sources: tuple[str, ...] = CONTEXT_SOURCES
     # an automatic suggestion ends before its first token the model gave a lower probability than this (a
     # typist takes a suggestion only when all of it is right; what follows a guess is only as good as the
-    # guess); 0: whole lines. Explicit requests are never cut (docs/benchmarks/doubt.md)
-    confidence_cut: float = 0.0
+    # guess); 0: whole lines. Explicit requests are never cut. The default: docs/benchmarks/doubt.md (chosen on
+    # functions the replay does not type) and replay.cut.md (characters saved, same run)
+    confidence_cut: float = 0.5
 
     def engine_key(self) -> tuple[str, int]:
         """The settings that need the model reloaded when they change (not the context budget: the KV cache

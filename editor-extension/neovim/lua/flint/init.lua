@@ -589,6 +589,10 @@ function M.variant_label(v)
   return string.format('%s   (%s%s)', first, M.variant_timing(v), extra)
 end
 
+-- an open Pick Variant that got item 1 alone, waiting for flint/refresh (the other variants are ready)
+local pending_pick = nil
+local PICK_WAIT_MS = 3000 -- then the list shows what there is
+
 function M.pick_variant()
   local client = get_client()
   if not client then
@@ -597,11 +601,10 @@ function M.pick_variant()
   local win = vim.api.nvim_get_current_win()
   local bufnr = vim.api.nvim_get_current_buf()
   local params = vim.lsp.util.make_position_params(0, encoding(client))
-  c_request(client, 'flint/variants', { textDocument = params.textDocument, position = params.position }, function(err, res)
-    if err or not res or not res.items or #res.items == 0 then
-      vim.notify('Flint: no variants here', vim.log.levels.INFO)
-      return
-    end
+  local function ask(then_)
+    c_request(client, 'flint/variants', { textDocument = params.textDocument, position = params.position }, then_, bufnr)
+  end
+  local function show(res)
     vim.ui.select(res.items, {
       prompt = 'Flint variants',
       format_item = M.variant_label,
@@ -627,7 +630,39 @@ function M.pick_variant()
       M.stats.accepted = M.stats.accepted + 1
       c_notify(client, 'flint/didAccept', { id = res.id, index = v.index })
     end)
-  end, bufnr)
+  end
+  ask(function(err, res)
+    if err or not res or not res.items or #res.items == 0 then
+      vim.notify('Flint: no variants here', vim.log.levels.INFO)
+      return
+    end
+    if #res.items > 1 then
+      show(res)
+      return
+    end
+    -- item 1 comes first; the server sends flint/refresh once the other variants are there (asking again
+    -- returns them all). A list cannot grow once shown, so wait a moment for them.
+    local done = false
+    local function finish(r)
+      if done then
+        return
+      end
+      done = true
+      pending_pick = nil
+      show(r)
+    end
+    pending_pick = {
+      uri = vim.uri_from_bufnr(bufnr),
+      again = function()
+        ask(function(e2, r2)
+          finish((not e2 and r2 and r2.items and #r2.items > #res.items) and r2 or res)
+        end)
+      end,
+    }
+    vim.defer_fn(function()
+      finish(res)
+    end, PICK_WAIT_MS)
+  end)
 end
 
 ---------------------------------------------------------------------- status / stats
@@ -655,6 +690,10 @@ local function on_refresh(_, result)
     return
   end
   vim.schedule(function()
+    if pending_pick and pending_pick.uri == result.textDocument.uri then
+      pending_pick.again()
+      return
+    end
     local bufnr = vim.api.nvim_get_current_buf()
     if vim.uri_from_bufnr(bufnr) == result.textDocument.uri then
       M.trigger(2)
