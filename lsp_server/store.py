@@ -228,11 +228,13 @@ class Store:
             else:
                 source = "memory"
             comps = hit.completions(source, state.params.n)
-            if hit.typed and mode == "single" and comps and comps[0].text.startswith("\n"):
-                # typed up to where the model ended the line (a one-line suggestion's look-ahead goes
-                # on past it): nothing to add on this line, as a generation from here would say
-                return Answer([], source, mode, complete=True, origin=entry.origin, backend=tier)
             usable = [c for c in comps if self.shows(c, state, mode, live, partial)]
+            if hit.typed and mode == "single" and comps and comps[0].text.startswith("\n") and not usable \
+                    and not live:
+                # typed up to where the model ended the line, and its look-ahead line is not one to offer
+                # at the end of this line (postprocess: offer_next_line): nothing to add here, as a
+                # generation from here would say
+                return Answer([], source, mode, complete=True, origin=entry.origin, backend=tier)
             if usable:
                 # one line shown: done once that line is (the generation goes on with its look-ahead);
                 # a look-ahead line typed into after Enter is shown at once, while a block is generated

@@ -303,6 +303,23 @@ async def test_enter_after_a_line_typed_by_hand_is_typed_through(oracle_session)
     assert res.total_ms < 50
 
 
+async def test_at_the_end_of_a_line_typed_through_the_model_s_next_line_is_offered(oracle_session):
+    """Typed to where the model ended the line: its look-ahead line is offered (starting with the line break),
+    as a fresh request at the end of a finished line would offer it, without a model call."""
+    target = "def add(a, b):\n    total = a + b\n    return total\n"
+    s, eng = oracle_session(target)
+    s.speculate = True
+    uri = "file:///n.py"
+    s.documents.open(uri, "def add(a, b):\n    total = a\n", 1)
+    s.did_change(uri, cursor=s.documents.get(uri).offset_at(1, 13, s.encoding))
+    await settle(s)
+    calls = len(eng.calls)
+    col, _ = type_chars(s, uri, " + b", 1, 13, 1)
+    res = await s.suggest(uri, 1, col, invoked=False)
+    assert [it.text for it in res.items] == ["\n    return total"] and res.source == "type-through", res
+    assert len(eng.calls) == calls
+
+
 async def test_a_streaming_generation_is_read_not_restarted(oracle_session):
     line = "    total = sum(value * weight for value, weight in zip(values, weights))\n"
     target = "def score(values, weights):\n" + line
