@@ -36,8 +36,9 @@ disk cache ``on`` left behind). Every (server, typist, mode) gets a fresh FLINT_
 one its ``on`` filled); one server at a time; ``--rounds N`` repeats the whole set in the same order
 (A B A B) and pools the keystrokes.
 
-Per configuration: keystrokes answered before the next key; pauses (>= 0.5 s to the next key) whose
-keystroke got a suggestion within 150 ms; latency p50/p95/p99 of answers (didChange sent -> non-empty
+Per configuration: keystrokes answered before the next key; pauses (>= 0.5 s to the next key; not the
+keystroke that types a region to its end, where the rest of the file follows) whose keystroke got a
+suggestion within 150 ms; latency p50/p95/p99 of answers (didChange sent -> non-empty
 response); where answers came from (flint/status); characters saved (accepted characters minus Tabs);
 time to the first suggestion after opening (``open``: from the first keystroke; others: the request at
 the cursor); server CPU seconds per minute of typing (/proc/<pid>/stat) and CPU in the seconds after the
@@ -172,9 +173,10 @@ def function_segment(path: Path, func: str, label: str, max_chars: int) -> Segme
                    file_lines=text.count("\n") + 1)
 
 
-def pypi_segments(n: int, max_chars: int, cache: Path) -> list[Segment]:
+def pypi_segments(n: int, max_chars: int, cache: Path, only: tuple[str, ...] = ()) -> list[Segment]:
     segs = []
-    for pkg, ver, member, func in FUNCTIONS[:n]:
+    chosen = [f for f in FUNCTIONS if f[3] in only] if only else FUNCTIONS[:n]
+    for pkg, ver, member, func in chosen:
         root = fetch_package(pkg, ver, cache)
         segs.append(function_segment(root / member, func, f"{pkg}=={ver}/{member}", max_chars))
     return segs
@@ -258,6 +260,9 @@ class Key:
     saved: int = 0
     at: int = 0  # characters of the segment's text typed after this keystroke (the state it leaves)
     gap_s: float | None = None  # time to the next keystroke in the segment (None: the segment's last)
+    # the segment's text is typed to its end: what follows it is already in the document, so nothing is
+    # left to suggest (an empty answer is the right one)
+    finished: bool = False
     refreshes: int = 0  # flint/refresh notifications for this state the editor asked again on
     # the ghost text on screen when this key was pressed (first 160 characters), and since when (s); with
     # the text that followed, it tells a wrong suggestion from a right one the typist had no time to take
@@ -483,7 +488,8 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
             "textDocument": {"uri": uri, "version": version},
             "contentChanges": [{"range": {"start": pos, "end": pos}, "text": text}]})
         key = Key(seg.name, action, text, sent, in_ghost=in_ghost,
-                  saved=len(text) - 1 if action in ("tab", "tab-line") else 0, at=typed)
+                  saved=len(text) - 1 if action in ("tab", "tab-line") else 0, at=typed,
+                  finished=typed >= len(seg.typed))
         if on_screen is not None:
             key.ghost, key.ghost_age_s = on_screen[0][:160], round(sent - on_screen[1], 3)
             key.ghost_right = takeable(on_screen[0], rest) is not None
@@ -574,10 +580,14 @@ def finite(v: float | None) -> float | None:
     return None if v is None or math.isinf(v) else v
 
 
-def pause_shown(keys: list[Key], pause_s: float = PAUSE_S, within_ms: float = SHOWN_MS) -> tuple[int, int]:
+def pause_shown(keys: list[Key], pause_s: float = PAUSE_S, within_ms: float = SHOWN_MS, *,
+                finished: bool = False) -> tuple[int, int]:
     """(pauses, pauses whose keystroke was answered with a suggestion within ``within_ms``). A pause is a
-    gap of at least ``pause_s`` to the next keystroke, or a segment's last keystroke (the user stops)."""
-    pauses = [k for k in keys if k.gap_s is None or k.gap_s >= pause_s]
+    gap of at least ``pause_s`` to the next keystroke, or a segment's last keystroke (the user stops) unless
+    it finished the segment's text (what follows it is already in the document: nothing is left to
+    suggest there); ``finished`` counts those too (the definition of the reports before session 13)."""
+    pauses = [k for k in keys if (k.gap_s is None and (finished or not k.finished))
+              or (k.gap_s is not None and k.gap_s >= pause_s)]
     shown = [k for k in pauses if k.outcome == "suggestion" and k.latency_ms is not None
              and k.latency_ms <= within_ms]
     return len(pauses), len(shown)
@@ -608,6 +618,7 @@ def summarize(runs: list[Run]) -> dict:
     from_disk = [k for k in answered if k.source == "disk" or k.origin == "disk"]
     tabs = [k for k in keys if k.kind in ("tab", "tab-line")]
     n_pauses, n_shown = pause_shown(keys)
+    n_pauses_all, n_shown_all = pause_shown(keys, finished=True)
     typing_s = sum(s.typing_s for s in segs)
     typing_cpu = sum(s.typing_cpu_s for s in segs)
     idle_after = [statistics.fmean(s.idle_cores[round(2 / IDLE_STEP_S):]) for s in segs
@@ -636,7 +647,9 @@ def summarize(runs: list[Run]) -> dict:
         "latency_ms": {"p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99),
                        "mean": round(statistics.fmean(lat), 1) if lat else None},
         "pauses": {"count": n_pauses, "shown_within_150ms": n_shown,
-                   "share": round(n_shown / n_pauses, 3) if n_pauses else None},
+                   "share": round(n_shown / n_pauses, 3) if n_pauses else None,
+                   "with_finished": {"count": n_pauses_all, "shown_within_150ms": n_shown_all,
+                                     "share": round(n_shown_all / n_pauses_all, 3) if n_pauses_all else None}},
         "share_of_keystrokes": {s: round(by_source[s] / n, 3) if n else 0.0 for s in SOURCES}
         | {"none": round((n - len(answered)) / n, 3) if n else 0.0},
         "share_of_answers": {s: round(by_source[s] / len(answered), 3) if answered else 0.0 for s in SOURCES},
@@ -879,6 +892,9 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
         (f"**pauses ≥ {PAUSE_S} s showing a suggestion within {SHOWN_MS:.0f} ms**",
          [f"{s['pauses']['shown_within_150ms']} of {s['pauses']['count']} ({share(s['pauses']['share'])})"
           for s in summaries]),
+        ("… counting each file's last keystroke (its text typed to the end: nothing left to suggest)",
+         [(lambda w: f"{w['shown_within_150ms']} of {w['count']} ({share(w['share'])})" if w else "–")(
+             s["pauses"].get("with_finished")) for s in summaries]),
         ("**latency p50**", [ms(s["latency_ms"]["p50"]) for s in summaries]),
         ("**latency p95**", [ms(s["latency_ms"]["p95"]) for s in summaries]),
         ("**latency p99**", [ms(s["latency_ms"]["p99"]) for s in summaries]),
@@ -940,8 +956,11 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
         "|---|" + "---|" * len(cols),
         *[f"| {name} | " + " | ".join(vals) + " |" for name, vals in rows],
         "",
-        f"- A pause is a gap of ≥ {PAUSE_S} s to the next keystroke, or a file's last keystroke; it shows a "
-        f"suggestion when that keystroke's answer (non-empty) arrived within {SHOWN_MS:.0f} ms.",
+        f"- A pause is a gap of ≥ {PAUSE_S} s to the next keystroke, or a file's last keystroke when the typing "
+        "stopped before the end of the typed region; it shows a "
+        f"suggestion when that keystroke's answer (non-empty) arrived within {SHOWN_MS:.0f} ms. The keystroke "
+        "that finishes the region is no pause: what follows it is already in the file and an empty answer is "
+        "the right one (reports before session 13 counted it; the row below the pauses still does).",
         "- Latency percentiles are over answered keystrokes; the CDF is over all keystrokes (a curve's height is "
         "its answer rate).",
         "- First suggestion after opening (`open`): first keystroke (1 s after didOpen) → first non-empty answer "
@@ -1043,8 +1062,9 @@ async def amain(args) -> int:
     for t in typists:
         if t not in TYPISTS:
             raise SystemExit(f"unknown typist {t!r} (choose from {', '.join(TYPISTS)})")
-    per_segment = max(40, int(args.keys * 1.15 / args.functions))  # accepts skip characters: a little extra
-    segments = pypi_segments(args.functions, per_segment, Path(args.pkg_cache))
+    only = tuple(x for x in args.only.split(",") if x)
+    per_segment = max(40, int(args.keys * 1.15 / (len(only) or args.functions)))  # accepts skip characters
+    segments = pypi_segments(args.functions, per_segment, Path(args.pkg_cache), only)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="flint-replay-"))
@@ -1154,6 +1174,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=1, help="repeat every configuration, A B A B (default 1)")
     p.add_argument("--keys", type=int, default=900, help="keystrokes per configuration and round (default 900)")
     p.add_argument("--functions", type=int, default=6, help=f"functions to type (1-{len(FUNCTIONS)}, default 6)")
+    p.add_argument("--only", default="", help="comma-separated function names to type instead (a look at a few "
+                   f"spots, not a benchmark): {', '.join(f[3] for f in FUNCTIONS)}")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--model", default=None, help="preset or model directory (default: the default model)")
@@ -1167,6 +1189,9 @@ def main() -> int:
         return render_only(Path(args.out))
     if not 1 <= args.functions <= len(FUNCTIONS):
         p.error(f"--functions must be 1-{len(FUNCTIONS)}")
+    unknown = set(x for x in args.only.split(",") if x) - {f[3] for f in FUNCTIONS}
+    if unknown:
+        p.error(f"--only: unknown functions {sorted(unknown)}")
     modes = args.modes.split(",")
     if "restart" in modes and ("on" not in modes or modes.index("on") > modes.index("restart")):
         p.error("restart replays on the cache that `on` fills: list `on` before it")

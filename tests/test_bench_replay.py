@@ -76,14 +76,21 @@ def test_typist_timing_depends_only_on_the_editor_state():
     assert all(steady.interval(random.Random(i), " ") <= steady.key_s * (1 + steady.jitter) for i in range(200))
 
 
-def _key(gap, outcome="suggestion", latency=10.0):
+def _key(gap, outcome="suggestion", latency=10.0, finished=False):
     return bench.Key("s", "char", "x", 0.0, latency_ms=latency if outcome == "suggestion" else None,
-                     outcome=outcome, gap_s=gap)
+                     outcome=outcome, gap_s=gap, finished=finished)
 
 
 def test_pause_shown_counts_long_gaps_and_the_last_keystroke():
     keys = [_key(0.1), _key(0.6, latency=40), _key(0.9, latency=400), _key(0.7, "empty"), _key(None, latency=20)]
     assert bench.pause_shown(keys) == (4, 2)
+
+
+def test_the_keystroke_that_finishes_a_function_is_no_pause():
+    # the user typed the region to its end: what follows is in the file, an empty answer is right
+    keys = [_key(0.6, latency=40), _key(None, "empty", finished=True)]
+    assert bench.pause_shown(keys) == (1, 1)
+    assert bench.pause_shown(keys, finished=True) == (2, 1)
 
 
 def test_idle_settle_finds_when_the_server_stays_idle():
