@@ -159,12 +159,28 @@ def body_region(text: str, func: str) -> tuple[int, int]:
     return start, end
 
 
+def indent_of(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
 def function_segment(path: Path, func: str, label: str, max_chars: int) -> Segment:
-    """The body of ``func`` in ``path`` (after its docstring), cut to whole lines of about ``max_chars``."""
+    """The body of ``func`` in ``path`` (after its docstring), cut to whole lines of about ``max_chars``, at
+    a statement of the body's own level: the code left below the typed region starts back at the body's
+    indentation, as below a user who inserts statements into a function. (A region cut inside a nested
+    block would leave a deeper-indented line right below every line typed, a document no one types into:
+    Flint rightly shows nothing at a line end there that does not open a block, postprocess's
+    misses_block_opener.)"""
     text = path.read_text(encoding="utf-8")
     start, end = body_region(text, func)
+    body_indent = indent_of(text[start: text.find("\n", start)])
+
+    def nested(pos: int) -> bool:  # the line at ``pos`` is blank or inside a nested block
+        nl = text.find("\n", pos, end)
+        line = text[pos: end if nl < 0 else nl]
+        return not line.strip() or indent_of(line) > body_indent
+
     cut = start
-    while cut < end and cut - start < max_chars:
+    while cut < end and (cut - start < max_chars or nested(cut)):
         nl = text.find("\n", cut, end)
         cut = end if nl < 0 else nl + 1
     if cut < end:

@@ -51,11 +51,21 @@ def test_body_region_without_docstring_and_unknown_function():
 def test_function_segment_cuts_at_whole_lines_and_keeps_the_document(tmp_path):
     f = tmp_path / "m.py"
     f.write_text(SOURCE)
-    seg = bench.function_segment(f, "plain", "m.py", max_chars=5)
-    assert seg.typed == "    if n:"
+    seg = bench.function_segment(f, "documented", "m.py", max_chars=5)
+    assert seg.typed == "    c = a + b"
     assert seg.before + seg.typed + seg.after == SOURCE
-    assert seg.after.startswith("\n        return 1")
+    assert seg.after.startswith("\n    return c")
     assert seg.file_lines == SOURCE.count("\n") + 1
+
+
+def test_function_segment_does_not_leave_a_nested_block_below_the_region(tmp_path):
+    # cut after `if n:`, the line below the typed text would be the deeper `return 1`
+    f = tmp_path / "m.py"
+    f.write_text(SOURCE)
+    seg = bench.function_segment(f, "plain", "m.py", max_chars=5)
+    assert seg.typed == "    if n:\n        return 1"
+    assert seg.before + seg.typed + seg.after == SOURCE
+    assert seg.after.startswith("\n    return 0")
 
 
 def test_proc_cpu_seconds_counts_fields_after_a_command_name_with_spaces():
