@@ -642,8 +642,9 @@ async def amain(args) -> int:
             print(f"kept {work}")
     rows = summarize(outs)
     ranked = ranked_rows(outs, {s.name: s for s in spots})
-    cpu = next((ln.split(":", 1)[1].strip() for ln in subprocess.run(["lscpu"], capture_output=True, text=True)
-                .stdout.splitlines() if ln.startswith("Model name")), platform.processor())
+    from bench_replay import cpu_model  # one description of the CPU for every benchmark (family, int8 ISA)
+
+    cpu = cpu_model()
     try:
         import llama_cpp
         llama_version = llama_cpp.__version__
