@@ -889,6 +889,11 @@ def targets(summaries: list[dict]) -> list[str]:
             *[f"| {name} | " + " | ".join(fn(sv) for sv in servers) + " |" for name, fn in rows], ""]
 
 
+def pauses_cell(p: dict | None) -> str:
+    """A report cell for a pause count: "shown of pauses (share)"."""
+    return f"{p['shown_within_150ms']} of {p['count']} ({share(p['share'])})" if p else "–"
+
+
 def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
     cols = [s["config"] for s in summaries]
 
@@ -906,11 +911,9 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
                                               for s in summaries]),
         ("… per round", [", ".join(share(x) for x in s["with_suggestion_per_round"]) for s in summaries]),
         (f"**pauses ≥ {PAUSE_S} s showing a suggestion within {SHOWN_MS:.0f} ms**",
-         [f"{s['pauses']['shown_within_150ms']} of {s['pauses']['count']} ({share(s['pauses']['share'])})"
-          for s in summaries]),
+         [pauses_cell(s["pauses"]) for s in summaries]),
         ("… counting each file's last keystroke (its text typed to the end: nothing left to suggest)",
-         [(lambda w: f"{w['shown_within_150ms']} of {w['count']} ({share(w['share'])})" if w else "–")(
-             s["pauses"].get("with_finished")) for s in summaries]),
+         [pauses_cell(s["pauses"].get("with_finished")) for s in summaries]),
         ("**latency p50**", [ms(s["latency_ms"]["p50"]) for s in summaries]),
         ("**latency p95**", [ms(s["latency_ms"]["p95"]) for s in summaries]),
         ("**latency p99**", [ms(s["latency_ms"]["p99"]) for s in summaries]),
@@ -1078,9 +1081,8 @@ async def amain(args) -> int:
     for t in typists:
         if t not in TYPISTS:
             raise SystemExit(f"unknown typist {t!r} (choose from {', '.join(TYPISTS)})")
-    only = tuple(x for x in args.only.split(",") if x)
-    per_segment = max(40, int(args.keys * 1.15 / (len(only) or args.functions)))  # accepts skip characters
-    segments = pypi_segments(args.functions, per_segment, Path(args.pkg_cache), only)
+    per_segment = max(40, int(args.keys * 1.15 / (len(args.only) or args.functions)))  # accepts skip characters
+    segments = pypi_segments(args.functions, per_segment, Path(args.pkg_cache), args.only)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="flint-replay-"))
@@ -1205,7 +1207,8 @@ def main() -> int:
         return render_only(Path(args.out))
     if not 1 <= args.functions <= len(FUNCTIONS):
         p.error(f"--functions must be 1-{len(FUNCTIONS)}")
-    unknown = set(x for x in args.only.split(",") if x) - {f[3] for f in FUNCTIONS}
+    args.only = tuple(x for x in args.only.split(",") if x)
+    unknown = set(args.only) - {f[3] for f in FUNCTIONS}
     if unknown:
         p.error(f"--only: unknown functions {sorted(unknown)}")
     modes = args.modes.split(",")

@@ -48,24 +48,20 @@ def test_body_region_without_docstring_and_unknown_function():
         bench.body_region(SOURCE, "missing")
 
 
-def test_function_segment_cuts_at_whole_lines_and_keeps_the_document(tmp_path):
+@pytest.mark.parametrize("func, typed, after", [
+    ("documented", "    c = a + b", "\n    return c"),
+    # cut after `if n:`, the line below the typed text would be the deeper `return 1`: the region goes on
+    ("plain", "    if n:\n        return 1", "\n    return 0"),
+])
+def test_function_segment_cuts_at_whole_lines_of_the_bodys_level_and_keeps_the_document(tmp_path, func, typed,
+                                                                                        after):
     f = tmp_path / "m.py"
     f.write_text(SOURCE)
-    seg = bench.function_segment(f, "documented", "m.py", max_chars=5)
-    assert seg.typed == "    c = a + b"
+    seg = bench.function_segment(f, func, "m.py", max_chars=5)
+    assert seg.typed == typed
     assert seg.before + seg.typed + seg.after == SOURCE
-    assert seg.after.startswith("\n    return c")
+    assert seg.after.startswith(after)
     assert seg.file_lines == SOURCE.count("\n") + 1
-
-
-def test_function_segment_does_not_leave_a_nested_block_below_the_region(tmp_path):
-    # cut after `if n:`, the line below the typed text would be the deeper `return 1`
-    f = tmp_path / "m.py"
-    f.write_text(SOURCE)
-    seg = bench.function_segment(f, "plain", "m.py", max_chars=5)
-    assert seg.typed == "    if n:\n        return 1"
-    assert seg.before + seg.typed + seg.after == SOURCE
-    assert seg.after.startswith("\n    return 0")
 
 
 def test_proc_cpu_seconds_counts_fields_after_a_command_name_with_spaces():
@@ -96,7 +92,7 @@ def test_pause_shown_counts_long_gaps_and_the_last_keystroke():
     assert bench.pause_shown(keys) == (4, 2)
 
 
-def test_the_keystroke_that_finishes_a_function_is_no_pause():
+def test_the_keystroke_that_types_a_region_to_its_end_is_no_pause():
     # the user typed the region to its end: what follows is in the file, an empty answer is right
     keys = [_key(0.6, latency=40), _key(None, "empty", finished=True)]
     assert bench.pause_shown(keys) == (1, 1)
