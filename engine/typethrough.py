@@ -187,6 +187,7 @@ class Entry:
     finished_at: float | None = None
     trie: Trie = field(default_factory=Trie)
     version: int = 0  # bumped on every change (waiters poll it)
+    window: str = "full"  # the engine's prompt window ("quick": the short first one, Timings.window)
 
     def text(self, i: int) -> str:
         return self.trie.texts.get(i, "")

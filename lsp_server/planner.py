@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 import threading
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine import routing, speculation
 from engine.postprocess import Mode, decide_mode, split_cursor
@@ -147,6 +147,15 @@ def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: s
     route = routing.route(settings.route_config(), invoked=invoked, variants=variants,
                           multiline=mode == "multi", remote_ready=remote_ready)
     return State(uri, revision, offset, prefix, suffix, mode, params, skip, route=route)
+
+
+def whole_window(state: State) -> State:
+    """The same work on the engine's whole window only: where the quick first window had nothing to show
+    (its lines were dropped: a short window misses the code that decides them), a request that may wait
+    for the whole window's prompt pass asks that (docs/benchmarks/served.vnni.md)."""
+    if not state.params.quick_start:
+        return state
+    return replace(state, params=replace(state.params, quick_start=False))
 
 
 def window(text: str, offset: int, max_prefix: int, previous: int | None) -> tuple[int, str, str]:

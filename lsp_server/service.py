@@ -263,6 +263,10 @@ class CompletionService:
         # has streamed after PARTIAL_AFTER_S (the rest of the word or line; type-through extends it)
         show_partial_after = budget if invoked else PARTIAL_AFTER_S
         found = self.store.lookup(state, since, partial=False, backend=backend)
+        if invoked and found is not None and found.quick:
+            # the quick window had nothing here: the user asked, so the whole window is worth its wait
+            state = planner.whole_window(state)
+            found = self.store.lookup(state, since, partial=False, backend=backend)
         if not self._settings().speculation:
             # a plain server: exact repeats, the disk, else one model call within the budget
             if found is not None:
@@ -305,7 +309,18 @@ class CompletionService:
         try:
             while True:
                 if afut.done():
-                    return self._from_result(state, afut.result(), tier)  # raises the worker's errors
+                    result = afut.result()  # raises the worker's errors
+                    if invoked and state.params.quick_start and result[1].window == "quick" and \
+                            time.monotonic() < deadline:
+                        again = self.store.lookup(state, since, partial=False, disk=False, backend=backend)
+                        if again is not None and again.quick:  # nothing from the quick window: the whole one
+                            state = planner.whole_window(state)
+                            fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix,
+                                                state.params, USER, budget_s=job_budget, anew=True,
+                                                not_before=state.not_before)
+                            afut = asyncio.wrap_future(fut)
+                            continue
+                    return self._from_result(state, result, tier)
                 now = time.monotonic()
                 partial = now >= deadline or (not invoked and now - since >= show_partial_after)
                 found = self.store.lookup(state, since, partial=partial, disk=False, backend=backend)
@@ -337,9 +352,10 @@ class CompletionService:
 
     def _auto_twin(self, state: State) -> State:
         """The automatic request's state at the same text (one greedy variant)."""
-        return planner.state_at(self._settings(), state.uri, state.revision, state.offset, state.prefix,
+        auto = planner.state_at(self._settings(), state.uri, state.revision, state.offset, state.prefix,
                                 state.suffix, invoked=False, remote_ready=self.remote_ready(),
                                 language=state.params.language)
+        return auto if state.params.quick_start else planner.whole_window(auto)
 
     async def _greedy_first(self, worker: Worker, state: State, since: float, deadline: float,
                             backend: str | None) -> Answer | None:
@@ -373,6 +389,15 @@ class CompletionService:
                         afut = asyncio.wrap_future(fut)
                     # (until that generation starts, the store still holds the cut one)
                 elif found is not None and found.complete:
+                    if found.quick and auto.params.quick_start and time.monotonic() < deadline:
+                        # the quick window had no line here: ask the whole window (the user waits)
+                        auto = planner.whole_window(auto)
+                        if fut is not None:
+                            worker.release(fut, awaited=True)
+                        fut = worker.submit(auto.uri, auto.revision, auto.prefix, auto.suffix, auto.params, USER,
+                                            budget_s=JOB_BUDGET_S, not_before=auto.not_before, anew=True)
+                        afut = asyncio.wrap_future(fut)
+                        continue
                     return None  # the model has nothing to add here as one line: the variants may
                 now = time.monotonic()
                 if now >= deadline:

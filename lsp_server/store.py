@@ -43,6 +43,9 @@ class Answer:
     origin: str = "model"
     backend: str = "local"
     note: str = ""  # said in the status message (a fallback, a race outcome)
+    # an empty answer made from the engine's quick first window: the whole window may have a line there
+    # (a request that may wait asks again with GenParams.quick_start off: whole_window)
+    quick: bool = False
 
 
 def entry_backend(entry: Entry) -> str:
@@ -123,7 +126,8 @@ class Store:
         self.typethrough.update(entry, index, text, doubts)
         self.changed()
 
-    def finish(self, entry: Entry, comps: list[Completion] | None) -> None:
+    def finish(self, entry: Entry, comps: list[Completion] | None, window: str = "full") -> None:
+        entry.window = window
         self.typethrough.close(entry, comps)
         self.changed()
 
@@ -198,7 +202,9 @@ class Store:
         ``partial``: accept what a generation has streamed so far even if no line of it is complete.
         ``since``: when the request arrived (a generation finished before it is "memory", one finished
         while it waited is the "model" it waited for). ``backend``: only that backend's generations and
-        disk entries (None: any generation; the disk of the state's route)."""
+        disk entries (None: any generation; the disk of the state's route). A state that asks for the whole
+        window (``params.quick_start`` off) is not answered "nothing" by a quick window's generation."""
+        whole = not state.params.quick_start
         speculating = self.speculating
         hits = self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n) if speculating else []
         if disk and hits and not any(h.exact for h in hits):
@@ -213,8 +219,12 @@ class Store:
             tier = entry_backend(entry)
             if backend is not None and tier != backend:
                 continue
+            quick = entry.window == "quick"
             if hit.known_empty:  # the model finished here with nothing to add: do not ask again
-                return Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier)
+                if whole and quick:
+                    continue
+                return Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier,
+                              quick=quick)
             if not hit.variants:
                 continue
             mode = self.mode_for(state, entry)
@@ -242,7 +252,10 @@ class Store:
                     not lookahead_for_block(entry, state) and (entry.origin != "disk" or entry.complete)
                 return Answer(usable, source, mode, complete=done, origin=entry.origin, backend=tier)
             if hit.exact and entry.complete:  # what it wrote repeats the text around: nothing to show
-                return Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier)
+                if whole and quick:
+                    continue
+                return Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier,
+                              quick=quick)
         if not disk:
             return None
         return self._disk_answer(state, backend)
@@ -334,7 +347,7 @@ class StoreHooks:
             if comps is None and self.tier == "remote":
                 self.store.discard(entry)  # a failed remote stream: the local fallback answers instead
             else:
-                self.store.finish(entry, comps)
+                self.store.finish(entry, comps, result[1].window if result is not None else "full")
         if self.tier == "remote" and comps and any(c.text for c in comps) and self._on_remote_done is not None:
             self._on_remote_done(job, comps, time.monotonic())
         if comps and result is not None and result[1].window != "quick":  # not what the full window says

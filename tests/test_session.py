@@ -7,6 +7,7 @@ server's own work: positions in each encoding, line breaks, replacement ranges, 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -727,6 +728,10 @@ class StoppedBlockEngine(SlowVariantsEngine):
 
     model_id = "stopped-block"
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.stopped = threading.Event()  # the first block saw its stop
+
     def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
         n = self.called(params)
         if n > 1:
@@ -736,6 +741,7 @@ class StoppedBlockEngine(SlowVariantsEngine):
                 on_token(0, "if reset:\n        count")
             while cancel is None or not cancel.cancelled:
                 time.sleep(0.01)
+            self.stopped.set()
             return [Completion(text="if reset:\n        count", token_ids=[1], finish_reason="cancelled")], Timings()
         else:
             texts = ["if reset:\n        count = 0\n    return count\n"]
@@ -751,6 +757,8 @@ async def test_a_stopped_automatic_block_is_written_again_for_an_explicit_reques
     assert auto.items and auto.items[0].text.startswith("if reset:")  # its complete lines, streaming
     s.documents.change(uri, 2, [Change("z", (1, 4, 1, 4))], s.encoding)  # typed elsewhere: stopped
     s.did_change(uri, cursor=len("def f(reset, count):\n    z"))
+    # (the worker stops it once it sees the typed text: undone before that, it would rightly go on)
+    assert await asyncio.to_thread(eng.stopped.wait, 5.0)
     s.documents.change(uri, 3, [Change("", (1, 4, 1, 5))], s.encoding)  # and undone
     s.did_change(uri, cursor=len("def f(reset, count):\n    "))
     res = await s.suggest(uri, 1, 4, invoked=True)

@@ -46,3 +46,26 @@ def test_a_streaming_generation_is_kept_while_the_typing_agrees_with_it():
     assert hooks.keep(job, True)
     _move_to(cursors, 3, job.prefix + "ux")
     assert not hooks.keep(job, True)
+
+
+def test_nothing_from_the_quick_window_is_not_the_whole_windows_answer():
+    """A quick first window whose line was dropped answers "nothing" to a request that cannot wait, not
+    to one asking for the whole window (an explicit request asks that next: planner.whole_window)."""
+    from engine.types import Completion, Timings
+
+    hooks, _ = _hooks()
+    prefix, suffix = "def f(xs):\n    ", "\n        return xs[0]\n"
+    state = planner.state_at(Settings(), URI, 1, len(prefix), prefix, suffix, invoked=True, remote_ready=False)
+    assert state.params.quick_start
+    nothing = [Completion(text="", token_ids=[], finish_reason="eos")]
+    for window, whole_answers in (("quick", False), ("full", True)):
+        job = Job(URI, 1, prefix, suffix, state.params, SPECULATIVE, 1)
+        hooks.started(job)
+        hooks.finished(job, (nothing, Timings(window=window)), 10.0)
+        found = hooks.store.lookup(state, None, partial=False, disk=False)
+        assert found is not None and found.complete and not found.comps
+        assert found.quick == (window == "quick")
+        whole = hooks.store.lookup(planner.whole_window(state), None, partial=False, disk=False)
+        assert (whole is not None) == whole_answers
+    assert not planner.whole_window(state).params.quick_start
+    assert planner.whole_window(state).params.key() == state.params.key()
