@@ -334,6 +334,8 @@ _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 def _doc_lines(node: _Def, lines: list[str], max_doc_lines: int) -> list[str]:
+    if max_doc_lines <= 0:
+        return []  # signatures only
     d = node.body[0] if node.body else None
     if not isinstance(d, ast.Expr) or not isinstance(d.value, ast.Constant) or not isinstance(d.value.value, str):
         return []

@@ -43,19 +43,23 @@ def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *
     """One item per distinct suggestion, best first (``prefix``/``suffix``: the state's LF text).
     ``language``: the document's language id (LSP ``languageId``; None or empty: guessed from the text);
     the Python rules of post-processing and ranking apply to Python only. ``cut_below`` > 0: each
-    suggestion ends before its first token the model chose with a lower probability (``doubt_cut``)."""
+    suggestion ends before its first token the model chose with a lower probability (``doubt_cut``), once
+    something is typed on the cursor's line."""
     language = language or None
     if mode == "multi":  # the rest of a body may be longer than maxLines (GenParams.auto_budget sizes it so)
         budget = budget_for(prefix, suffix, language, max_lines=max_lines)
         if budget.kind == "body":
             max_lines = max(max_lines, budget.max_lines)
+    # the cut serves typing: on a line nothing is typed on yet, the suggestion is the whole statement (a
+    # line cut there ends mid-statement: issue 16); once the user writes the line, the sure part of the rest
+    mid_line = bool(prefix[prefix.rfind("\n") + 1:].strip())
     kept: list[tuple[Completion, Suggestion]] = []
     seen: set[tuple[str, int]] = set()
     for c in comps:
         truncated = c.finish_reason in CUT_OFF_REASONS
         sug = postprocess(c.text, prefix, suffix, mode=mode, max_lines=max_lines, truncated=truncated,
                           language=language)
-        if sug is not None and cut_below > 0 and c.doubts:
+        if sug is not None and cut_below > 0 and c.doubts and mid_line:
             sug = _cut_where_unsure(c, sug, prefix, suffix, mode, max_lines, language, cut_below)
         if sug is None or (sug.text, sug.replace) in seen:
             continue

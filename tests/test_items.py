@@ -76,3 +76,13 @@ def test_an_automatic_suggestion_is_cut_where_the_model_doubted_and_an_explicit_
     assert build(0.5)[0].text == "compute"
     assert build(0.25)[0].text == "compute(a, b)"
     assert build(0.0)[0].text == "compute(a, b) + 1"
+
+
+def test_a_line_nothing_is_typed_on_yet_shows_the_whole_statement():
+    prefix, suffix = "def f(a, b):\n    ", "\n"
+    text = prefix + suffix
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    c = Completion("return compute(a, b)", [1] * 6, "eos", doubts=((7, 0.3),))
+    items = build_items([c], "single", prefix, suffix, text=text, offset=len(prefix), cursor=(1, 4), eol="\n",
+                        starts=starts, encoding="utf-16", max_lines=8, backend="local", cut_below=0.5)
+    assert items[0].text == "return compute(a, b)"  # at the line's start: never "return " alone
