@@ -1,14 +1,14 @@
 """Jobs: the unit of work the scheduler (worker.py) runs, its priorities, and how it can end.
 
 A job is one generation (or an idle warm-up) for one document state. Its waiters' futures are settled
-exactly once: a result, or one of the exceptions below.
+exactly once (``settle``): a result, or one of the exceptions below.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -101,6 +101,27 @@ def stop_job(job: Job, reason: str) -> None:
     """Stop a job; the first reason sticks (a stale job superseded afterwards is still stale)."""
     if not job.cancel.cancelled:
         job.cancel.cancel(reason)
+
+
+def settle(job: Job, result: Result | None = None, exc: BaseException | None = None) -> None:
+    """Answer the job's waiters (its result, or ``exc``); they leave it, so none is answered twice."""
+    waiters, job.waiters = job.waiters, []
+    for fut in waiters:
+        if fut.done():
+            continue
+        try:
+            if exc is not None:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(result)
+        except InvalidStateError:  # cancelled between the check and the set
+            pass
+
+
+def drop(job: Job, exc: BaseException) -> None:
+    """Stop a job and answer its waiters with ``exc``."""
+    stop_job(job, type(exc).__name__.lower())
+    settle(job, exc=exc)
 
 
 def from_memory(result: Result) -> Result:

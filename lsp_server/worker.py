@@ -42,7 +42,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -66,8 +66,10 @@ from .jobs import (  # noqa: F401
     Result,
     Stale,
     Superseded,
+    drop,
     from_memory,
     reason_exc,
+    settle,
     stop_job,
 )
 from .planner import IDLE_WORK_S
@@ -169,12 +171,12 @@ class Worker:
                     return fut
             old = self._pending.pop(uri, None)
             if old is not None:
-                self._drop(old, Superseded("a newer request for this document replaced it"))
+                drop(old, Superseded("a newer request for this document replaced it"))
             r = self._running
             if priority == USER and r is not None and r.uri == uri and r.waiters and not r.cancel.cancelled:
                 # a newer request for this document replaces the one running (an explicit request, then
                 # the editor asks again at once): its waiters hear Superseded, the model moves on at once
-                self._drop(r, Superseded("a newer request for this document replaced it"))
+                drop(r, Superseded("a newer request for this document replaced it"))
             self._preempt(job)
             if priority == USER:
                 job.waiters.append(fut)
@@ -207,7 +209,7 @@ class Worker:
                 added += 1
             for j in self._futures:
                 if j not in keep:
-                    self._drop(j, Superseded("newer futures were planned"))
+                    drop(j, Superseded("newer futures were planned"))
             r = self._running
             if r is not None and r.priority == FUTURE and not r.tracking and \
                     not any(r.same_work(Job(uri, revision, p, s, pa, FUTURE, -1)) for p, s, pa, _ in states):
@@ -229,13 +231,13 @@ class Worker:
                     self._rebase(job, revision)
                 else:
                     del self._pending[uri]
-                    self._drop(job, Stale("the document changed"))
+                    drop(job, Stale("the document changed"))
             for j in [j for j in self._futures if j.uri == uri and j.revision < revision]:
                 if keep is not None and keep(j, False):
                     self._rebase(j, revision)
                 else:
                     self._futures.remove(j)
-                    self._drop(j, Stale("the document changed"))
+                    drop(j, Stale("the document changed"))
             r = self._running
             if r is not None and r.uri == uri and r.revision < revision and not r.cancel.cancelled:
                 if keep is not None and keep(r, True):
@@ -271,7 +273,7 @@ class Worker:
         with self._cond:
             self._stopping = True
             for job in [*self._pending.values(), *self._futures, *([self._warm] if self._warm else [])]:
-                self._drop(job, EngineUnavailable("the server is shutting down"))
+                drop(job, EngineUnavailable("the server is shutting down"))
             self._pending.clear()
             self._futures.clear()
             self._warm = None
@@ -326,7 +328,7 @@ class Worker:
 
     def _rebase(self, job: Job, revision: int) -> None:
         job.revision = revision
-        self._settle(job, exc=Stale("the document changed"))
+        settle(job, exc=Stale("the document changed"))
         job.speculative = True
         if job.priority == USER:
             job.priority = SPECULATIVE
@@ -378,24 +380,6 @@ class Worker:
             if self._pending.get(job.uri) is job:
                 del self._pending[job.uri]
 
-    @staticmethod
-    def _settle(job: Job, result: Result | None = None, exc: BaseException | None = None) -> None:
-        waiters, job.waiters = job.waiters, []
-        for fut in waiters:
-            if fut.done():
-                continue
-            try:
-                if exc is not None:
-                    fut.set_exception(exc)
-                else:
-                    fut.set_result(result)
-            except InvalidStateError:  # cancelled between the check and the set
-                pass
-
-    def _drop(self, job: Job, exc: BaseException) -> None:
-        stop_job(job, type(exc).__name__.lower())
-        self._settle(job, exc=exc)
-
     def _emit(self, state: str, **info: Any) -> None:
         self._busy = state == "busy"
         try:
@@ -414,7 +398,7 @@ class Worker:
                 self._engine = None
                 self._load_error = str(e)
                 for job in [*self._pending.values(), *self._futures]:
-                    self._drop(job, EngineUnavailable(str(e)))
+                    drop(job, EngineUnavailable(str(e)))
                 self._pending.clear()
                 self._futures.clear()
             self._emit("error", message=str(e))
@@ -538,7 +522,7 @@ class Worker:
                 self._run(job)
             except BaseException as e:  # never leave a waiter hanging, whatever happened
                 log.exception("job for %s failed", job.uri)
-                self._settle(job, exc=e if isinstance(e, Exception) else RuntimeError(str(e)))
+                settle(job, exc=e if isinstance(e, Exception) else RuntimeError(str(e)))
             finally:
                 with self._cond:
                     self._running = None
@@ -546,13 +530,13 @@ class Worker:
     def _run(self, job: Job) -> None:
         engine = self._engine
         if self._revision_of(job.uri) != job.revision:
-            self._settle(job, exc=Stale("the document changed"))
+            settle(job, exc=Stale("the document changed"))
             return
         if job.cancel.cancelled:
-            self._settle(job, exc=reason_exc(job.cancel.reason))
+            settle(job, exc=reason_exc(job.cancel.reason))
             return
         if engine is None:
-            self._settle(job, exc=EngineUnavailable(self._load_error or "no model loaded"))
+            settle(job, exc=EngineUnavailable(self._load_error or "no model loaded"))
             return
         if self._context_uri is not None and job.uri != self._context_uri and engine.context_digest:
             # the block was gathered for another document (it names that file as the current one, its
@@ -573,7 +557,7 @@ class Worker:
                 cached = None
             if cached is not None:  # filled since the job was queued (a generation typed through, disk)
                 log.debug("job %d answered without the model", job.seq)
-                self._settle(job, result=cached)
+                settle(job, result=cached)
                 with self._cond:
                     idle = not self._pending
                 if idle and self._busy:  # the generation before this job left the status at "busy"
@@ -602,7 +586,7 @@ class Worker:
                 log.warning("%s: %s", type(e).__name__, e)
             else:
                 log.exception("engine.complete failed")
-            self._settle(job, exc=e)
+            settle(job, exc=e)
             self._emit("ready", error=str(e))
             return
         finally:
@@ -627,13 +611,13 @@ class Worker:
             self.latency_s = first if self.latency_s is None else \
                 (1 - LATENCY_EWMA) * self.latency_s + LATENCY_EWMA * first
         if self._revision_of(job.uri) != job.revision:
-            self._settle(job, exc=Stale("the document changed"))
+            settle(job, exc=Stale("the document changed"))
         elif job.cancel.cancelled:
-            self._settle(job, exc=reason_exc(job.cancel.reason))
+            settle(job, exc=reason_exc(job.cancel.reason))
         else:
             with self._cond:
                 self._memo = (job, result)
-            self._settle(job, result=result)
+            settle(job, result=result)
         with self._cond:
             idle = not self._pending
         if idle:
