@@ -68,8 +68,11 @@ class Job:
     first_line: float | None = None  # when its first complete line streamed
 
     def same_work(self, other: Job) -> bool:
+        """Would this job's result answer ``other``? (A job that may run the quick first window does not
+        answer one that asks for the whole window: planner.whole_window.)"""
         return (self.uri == other.uri and self.revision == other.revision and self.params.key() == other.params.key()
-                and self.prefix == other.prefix and self.suffix == other.suffix)
+                and self.prefix == other.prefix and self.suffix == other.suffix
+                and (other.params.quick_start or not self.params.quick_start))
 
     @property
     def kind(self) -> str:

@@ -67,5 +67,8 @@ def test_nothing_from_the_quick_window_is_not_the_whole_windows_answer():
         assert found.quick == (window == "quick")
         whole = hooks.store.lookup(planner.whole_window(state), None, partial=False, disk=False)
         assert (whole is not None) == whole_answers
-    assert not planner.whole_window(state).params.quick_start
-    assert planner.whole_window(state).params.key() == state.params.key()
+    whole = planner.whole_window(state)
+    assert not whole.params.quick_start and whole.params.key() == state.params.key()
+    # a job that may run the quick window does not answer the whole window's request; the other way it does
+    quick_job, whole_job = (Job(URI, 1, prefix, suffix, s.params, SPECULATIVE, i) for i, s in enumerate((state, whole)))
+    assert not quick_job.same_work(whole_job) and whole_job.same_work(quick_job)
