@@ -11,7 +11,8 @@ Lines and held-out packages are bench_context.py's (same seed, same even spread 
 the file's own far definitions, open tabs, recent edits), and blocks of the imports source alone:
 ``imp_doc`` (outlines with docstrings of the imported names used near the cursor), ``imp_sig`` (the same,
 signatures only), ``imp_all_sig`` (signatures of every imported name of the file, the ones used near the
-cursor first). Writes context.arms.json and context.arms.md under --out.
+cursor first); ``comment_*``: that block's chunks as Python comments (``# Path: ...`` then each line
+commented, as Copilot lays out snippets) at the start of the FIM prefix, with no repository tokens. Writes context.arms.json and context.arms.md under --out.
 """
 
 from __future__ import annotations
@@ -43,10 +44,10 @@ from engine.context import (  # noqa: E402
     select_chunks,
 )
 from engine.engine import Engine, EngineConfig  # noqa: E402
-from engine.prompt import context_ids  # noqa: E402
+from engine.prompt import clip_window, context_ids  # noqa: E402
 from engine.types import GenParams  # noqa: E402
 
-ARMS = ("none", "frame", "default", "imp_doc", "imp_sig", "imp_all_sig")
+ARMS = ("none", "frame", "default", "imp_doc", "imp_sig", "imp_all_sig", "comment_default", "comment_imp_sig")
 
 
 def imports_block(root: Path, case: dict, count, doc_lines: int, near_only: bool, budget: int) -> ContextBlock | None:
@@ -96,6 +97,26 @@ def frame_line(eng: Engine, block: ContextBlock, case: dict) -> str:
         eng._context, eng._context_digest = [], ""
 
 
+def comment_line(eng: Engine, block: ContextBlock | None, case: dict) -> str:
+    """The model's line with the block's chunks as comments at the start of the FIM prefix (the window clipped
+    as the engine clips it first, so the comments are never cut)."""
+    prefix, suffix = clip_window(case["prefix"], case["suffix"], eng.config.max_prefix_chars,
+                                 eng.config.max_suffix_chars)
+    head = "".join(f"# Path: {c.path}\n" + "".join(f"# {ln}" if ln.strip() else "#\n"
+                                                   for ln in c.text.splitlines(keepends=True)) + "\n"
+                   for c in (block.chunks if block is not None else ()))
+    keep = eng.config.max_prefix_chars
+    eng.set_context(None)
+    eng.config.max_prefix_chars = len(head) + len(prefix) + 1
+    try:
+        eng.reset()
+        eng.forget_outputs()
+        comps, _ = eng.complete(head + prefix, suffix, GenParams(max_tokens=48, max_lines=1))
+        return bc.first_line(comps[0].text) if comps else ""
+    finally:
+        eng.config.max_prefix_chars = keep
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cross", type=int, default=40)
@@ -129,6 +150,8 @@ def main() -> int:
         if arm == "frame":
             ws = Workspace([root])
             return ContextBlock(ws.repo_name(), (), ws.relpath(case["file"]))
+        if arm.startswith("comment_"):
+            return block(arm[len("comment_"):], case)
         doc, near = {"imp_doc": (12, True), "imp_sig": (0, True), "imp_all_sig": (0, False)}[arm]
         return imports_block(root, case, count, doc, near, args.budget)
 
@@ -141,6 +164,8 @@ def main() -> int:
             b = block(arm, case)
             if arm == "frame":  # Engine.set_context ignores a block without chunks: set its ids directly
                 got = frame_line(eng, b, case)
+            elif arm.startswith("comment_"):
+                got = comment_line(eng, b, case)
             else:
                 got = bc.complete_line(eng, b, case)
             row["arms"][arm] = {"line": got, "exact": got == case["expected"],
