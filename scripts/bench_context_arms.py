@@ -120,6 +120,7 @@ def comment_line(eng: Engine, block: ContextBlock | None, case: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cross", type=int, default=40)
+    ap.add_argument("--infile", type=int, default=0, help="also in-file lines (no call to a sibling's name)")
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--budget", type=int, default=512)
     ap.add_argument("--arms", default=",".join(ARMS))
@@ -129,14 +130,20 @@ def main() -> int:
     args = ap.parse_args()
     arms = args.arms.split(",")
     root = bc.fetch(bc.PACKAGES, Path(tempfile.mkdtemp(prefix="flint-bench-context-arms-")))
-    cross_all, _ = bc.cases(root, args.seed)
+    cross_all, infile_all = bc.cases(root, args.seed)
     pkgs = sorted({c["file"].relative_to(root).parts[0] for c in cross_all})
-    per = {p: [c for c in cross_all if c["file"].relative_to(root).parts[0] == p] for p in pkgs}
-    cross: list[dict] = []
-    while len(cross) < args.cross and any(per.values()):
-        for p in pkgs:
-            if per[p] and len(cross) < args.cross:
-                cross.append(per[p].pop(0))
+
+    def spread(items: list[dict], n: int) -> list[dict]:  # an even share of lines per package
+        per = {p: [c for c in items if c["file"].relative_to(root).parts[0] == p] for p in pkgs}
+        out: list[dict] = []
+        while len(out) < n and any(per.values()):
+            for p in pkgs:
+                if per[p] and len(out) < n:
+                    out.append(per[p].pop(0))
+        return out
+
+    cross = [{**c, "kind": "cross"} for c in spread(cross_all, args.cross)] + \
+        [{**c, "kind": "infile"} for c in spread(infile_all, args.infile)]
     eng = Engine.load(args.model, config=EngineConfig(threads=args.threads, context_tokens=max(1024, args.budget)))
 
     def count(s: str) -> int:
@@ -159,7 +166,7 @@ def main() -> int:
     t0 = time.time()
     for i, case in enumerate(cross, 1):
         row = {"file": str(case["file"].relative_to(root)), "line": case["line"], "expected": case["expected"],
-               "arms": {}}
+               "kind": case["kind"], "arms": {}}
         for arm in arms:
             b = block(arm, case)
             if arm == "frame":  # Engine.set_context ignores a block without chunks: set its ids directly
@@ -175,27 +182,34 @@ def main() -> int:
         print(f"{i}/{len(cross)} {time.time() - t0:.0f}s " + " ".join(
             f"{a}:{'Y' if row['arms'][a]['exact'] else '.'}" for a in arms) + f"  | {case['expected'][:60]}",
               flush=True)
-    summary = {a: {"n": len(rows), "exact": sum(r["arms"][a]["exact"] for r in rows),
-                   "sim": statistics.mean(r["arms"][a]["sim"] for r in rows),
-                   "tokens_median": statistics.median(r["arms"][a]["tokens"] for r in rows),
-                   "changed_vs_none": sum(r["arms"][a]["line"] != r["arms"]["none"]["line"] for r in rows)
-                   if "none" in arms else None} for a in arms}
+    def summary_of(rows: list[dict]) -> dict:
+        return {a: {"n": len(rows), "exact": sum(r["arms"][a]["exact"] for r in rows),
+                    "sim": statistics.mean(r["arms"][a]["sim"] for r in rows),
+                    "tokens_median": statistics.median(r["arms"][a]["tokens"] for r in rows),
+                    "changed_vs_none": sum(r["arms"][a]["line"] != r["arms"]["none"]["line"] for r in rows)
+                    if "none" in arms else None} for a in arms}
+
+    summaries = {k: summary_of(sel) for k in ("cross", "infile") if (sel := [r for r in rows if r["kind"] == k])}
+    summary = summaries["cross"] if "cross" in summaries else next(iter(summaries.values()))
     meta = {"cpu": bc.cpu_model(), "model": eng.model_id, "packages": list(bc.PACKAGES), "budget": args.budget,
             "command": "python scripts/bench_context_arms.py " + " ".join(sys.argv[1:]),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "context.arms.json").write_text(json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1))
+    (out / "context.arms.json").write_text(json.dumps({"meta": meta, "summary": summary, "summaries": summaries,
+                                                      "rows": rows}, indent=1))
     md = ["# Which context block helps cross-file lines (scripts/bench_context_arms.py)", "",
           f"{meta['date']}; CPU: {meta['cpu']}; model {meta['model']}; budget {args.budget} tokens.",
           f"Held-out code: {', '.join(bc.PACKAGES)}. Command: `{meta['command']}`", "",
           "One engine, every line on a cold cache, no deadline, greedy, one line (the block prefilled with the "
           "window). Arms: see the script's docstring.", "",
-          "| arm | n | exact | edit sim | block tokens (median) | lines changed vs none |", "|---|---|---|---|---|---|"]
-    for a in arms:
-        s = summary[a]
-        md.append(f"| {a} | {s['n']} | {s['exact']} | {s['sim']:.3f} | {s['tokens_median']:.0f} | "
-                  f"{s['changed_vs_none'] if s['changed_vs_none'] is not None else '-'} |")
+          "| lines | arm | n | exact | edit sim | block tokens (median) | lines changed vs none |",
+          "|---|---|---|---|---|---|---|"]
+    for kind, summ in summaries.items():
+        for a in arms:
+            s = summ[a]
+            md.append(f"| {kind} | {a} | {s['n']} | {s['exact']} | {s['sim']:.3f} | {s['tokens_median']:.0f} | "
+                      f"{s['changed_vs_none'] if s['changed_vs_none'] is not None else '-'} |")
     (out / "context.arms.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 0
