@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.postprocess import CUT_OFF_REASONS, Mode, Suggestion, budget_for, doubt_cut, postprocess
+from engine.postprocess import (
+    CUT_OFF_REASONS,
+    Mode,
+    Suggestion,
+    budget_for,
+    doubt_cut,
+    postprocess,
+    split_cursor,
+)
 from engine.rank import order_at_cursor
 from engine.types import Completion
 
@@ -52,7 +60,7 @@ def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *
             max_lines = max(max_lines, budget.max_lines)
     # the cut serves typing: on a line nothing is typed on yet, the suggestion is the whole statement (a
     # line cut there ends mid-statement: issue 16); once the user writes the line, the sure part of the rest
-    mid_line = bool(prefix[prefix.rfind("\n") + 1:].strip())
+    mid_line = bool(split_cursor(prefix, suffix)[0].strip())
     kept: list[tuple[Completion, Suggestion]] = []
     seen: set[tuple[str, int]] = set()
     for c in comps:

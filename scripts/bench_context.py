@@ -137,6 +137,18 @@ def cases(root: Path, seed: int) -> tuple[list[dict], list[dict]]:
     return cross, infile
 
 
+def spread(items: list[dict], n: int, root: Path) -> list[dict]:
+    """``n`` of ``items``, an even share per package (the first folder under ``root``), in their order."""
+    pkgs = sorted({c["file"].relative_to(root).parts[0] for c in items})
+    per = {p: [c for c in items if c["file"].relative_to(root).parts[0] == p] for p in pkgs}
+    out: list[dict] = []
+    while len(out) < n and any(per.values()):
+        for p in pkgs:
+            if per[p] and len(out) < n:
+                out.append(per[p].pop(0))
+    return out
+
+
 # ---- measuring ---------------------------------------------------------------------------------------------
 def block_for(eng: Engine, root: Path, case: dict, budget: int) -> ContextBlock | None:
     if budget <= 0:
@@ -161,9 +173,14 @@ def complete_line(eng: Engine, block: ContextBlock | None, case: dict) -> str:
     """The model's line at the spot on a cold cache, the block (if any) in front: no deadline, no window
     pressure (what the block is worth when its prefill is free)."""
     eng.set_context(block)
+    return model_line(eng, case["prefix"], case["suffix"])
+
+
+def model_line(eng: Engine, prefix: str, suffix: str) -> str:
+    """The model's first line at the cursor, greedy, from a reset KV cache (whatever context is set)."""
     eng.reset()
     eng.forget_outputs()
-    comps, _ = eng.complete(case["prefix"], case["suffix"], GenParams(max_tokens=48, max_lines=1))
+    comps, _ = eng.complete(prefix, suffix, GenParams(max_tokens=48, max_lines=1))
     return first_line(comps[0].text) if comps else ""
 
 
@@ -302,18 +319,8 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="flint-bench-context-"))
     root = fetch(PACKAGES, tmp)
     cross_all, infile_all = cases(root, args.seed)
-    pkgs = sorted({c["file"].relative_to(root).parts[0] for c in cross_all})
 
-    def spread(items: list[dict], n: int) -> list[dict]:  # an even share of lines per package
-        per = {p: [c for c in items if c["file"].relative_to(root).parts[0] == p] for p in pkgs}
-        out: list[dict] = []
-        while len(out) < n and any(per.values()):
-            for p in pkgs:
-                if per[p] and len(out) < n:
-                    out.append(per[p].pop(0))
-        return out
-
-    cross, infile = spread(cross_all, args.cross), spread(infile_all, args.infile)
+    cross, infile = spread(cross_all, args.cross, root), spread(infile_all, args.infile, root)
     print(f"packages: {', '.join(PACKAGES)}; cross-file candidates {len(cross_all)}, in-file {len(infile_all)}; "
           f"using {len(cross)} + {len(infile)}", flush=True)
 

@@ -45,7 +45,6 @@ from engine.context import (  # noqa: E402
 )
 from engine.engine import Engine, EngineConfig  # noqa: E402
 from engine.prompt import clip_window, context_ids  # noqa: E402
-from engine.types import GenParams  # noqa: E402
 
 ARMS = ("none", "frame", "default", "imp_doc", "imp_sig", "imp_all_sig", "comment_default", "comment_imp_sig")
 
@@ -88,10 +87,7 @@ def frame_line(eng: Engine, block: ContextBlock, case: dict) -> str:
     eng._context = context_ids(eng.tok, block.repo, (), block.current_path)
     eng._context_digest = "frame"
     try:
-        eng.reset()
-        eng.forget_outputs()
-        comps, _ = eng.complete(case["prefix"], case["suffix"], GenParams(max_tokens=48, max_lines=1))
-        return bc.first_line(comps[0].text) if comps else ""
+        return bc.model_line(eng, case["prefix"], case["suffix"])
     finally:
         eng.set_context(None)
         eng._context, eng._context_digest = [], ""
@@ -109,10 +105,7 @@ def comment_line(eng: Engine, block: ContextBlock | None, case: dict) -> str:
     eng.set_context(None)
     eng.config.max_prefix_chars = len(head) + len(prefix) + 1
     try:
-        eng.reset()
-        eng.forget_outputs()
-        comps, _ = eng.complete(head + prefix, suffix, GenParams(max_tokens=48, max_lines=1))
-        return bc.first_line(comps[0].text) if comps else ""
+        return bc.model_line(eng, head + prefix, suffix)
     finally:
         eng.config.max_prefix_chars = keep
 
@@ -131,19 +124,8 @@ def main() -> int:
     arms = args.arms.split(",")
     root = bc.fetch(bc.PACKAGES, Path(tempfile.mkdtemp(prefix="flint-bench-context-arms-")))
     cross_all, infile_all = bc.cases(root, args.seed)
-    pkgs = sorted({c["file"].relative_to(root).parts[0] for c in cross_all})
-
-    def spread(items: list[dict], n: int) -> list[dict]:  # an even share of lines per package
-        per = {p: [c for c in items if c["file"].relative_to(root).parts[0] == p] for p in pkgs}
-        out: list[dict] = []
-        while len(out) < n and any(per.values()):
-            for p in pkgs:
-                if per[p] and len(out) < n:
-                    out.append(per[p].pop(0))
-        return out
-
-    cross = [{**c, "kind": "cross"} for c in spread(cross_all, args.cross)] + \
-        [{**c, "kind": "infile"} for c in spread(infile_all, args.infile)]
+    cross = [{**c, "kind": "cross"} for c in bc.spread(cross_all, args.cross, root)] + \
+        [{**c, "kind": "infile"} for c in bc.spread(infile_all, args.infile, root)]
     eng = Engine.load(args.model, config=EngineConfig(threads=args.threads, context_tokens=max(1024, args.budget)))
 
     def count(s: str) -> int:
