@@ -260,8 +260,10 @@ class CompletionService:
         deadline = since + budget
         tier = "remote" if worker is self.remote_worker else "local"
         # an explicit request waits for the whole suggestion; one made as the user types is shown what
-        # has streamed after PARTIAL_AFTER_S (the rest of the word or line; type-through extends it)
+        # has streamed after PARTIAL_AFTER_S (the rest of the word or line; type-through extends it), but
+        # on a line nothing is typed on yet only whole lines: a part would be a statement cut in its middle
         show_partial_after = budget if invoked else PARTIAL_AFTER_S
+        fresh_line = not invoked and not split_cursor(state.prefix, state.suffix)[0].strip()
         found = self.store.lookup(state, since, partial=False, backend=backend)
         if invoked and found is not None and found.quick:
             # the quick window had nothing here: the user asked, so the whole window is worth its wait
@@ -310,11 +312,12 @@ class CompletionService:
             while True:
                 if afut.done():
                     result = afut.result()  # raises the worker's errors
-                    if invoked and state.params.quick_start and result[1].window == "quick" and \
-                            time.monotonic() < deadline:
+                    if state.params.quick_start and result[1].window == "quick":
                         again = self.store.lookup(state, since, partial=False, disk=False, backend=backend)
-                        if again is not None and again.quick:  # nothing from the quick window: the whole one
-                            state = planner.whole_window(state)
+                        if again is not None and again.quick:  # nothing from the quick window
+                            if not invoked or time.monotonic() >= deadline:
+                                return again  # the session follows it with the whole window (follow_whole)
+                            state = planner.whole_window(state)  # the user asked: the whole one, now
                             fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix,
                                                 state.params, USER, budget_s=job_budget, anew=True,
                                                 not_before=state.not_before)
@@ -322,7 +325,7 @@ class CompletionService:
                             continue
                     return self._from_result(state, result, tier)
                 now = time.monotonic()
-                partial = now >= deadline or (not invoked and now - since >= show_partial_after)
+                partial = not fresh_line and (now >= deadline or (not invoked and now - since >= show_partial_after))
                 found = self.store.lookup(state, since, partial=partial, disk=False, backend=backend)
                 # a finished answer goes out at once, and one typed through; one still streaming after
                 # PARTIAL_AFTER_S; at the deadline, whatever exists
@@ -456,6 +459,21 @@ class CompletionService:
         self.worker.set_futures(state.uri, state.revision, plan, not_before=not_before)
         if self.remote_worker is not None:
             self.remote_worker.set_futures(state.uri, state.revision, remote_plan, not_before=not_before)
+
+    def follow_whole(self, state: State, version: int) -> None:
+        """The quick first window had nothing to show at this spot (its lines were dropped: a short window
+        misses the code that decides them). The user is here: the whole window runs now, to its end unless
+        the user moves on, and the client hears flint/refresh if it has a line (the store then answers the
+        automatic state from it, newest first). It waits for a pause, as futures do: a typist who goes on
+        makes it stale before its prompt pass holds up the next keystroke."""
+        whole = planner.whole_window(state)
+        if whole is state or state.route == routing.REMOTE or whole.skip:
+            return
+        not_before = max(whole.not_before, time.monotonic() + self.clock.future_delay(state.uri))
+        fut = self.worker.submit(whole.uri, whole.revision, whole.prefix, whole.suffix, whole.params, USER,
+                                 budget_s=JOB_BUDGET_S, not_before=not_before)
+        self.worker.release(fut, awaited=True)
+        self.watch_for_refresh(whole, version, within=JOB_BUDGET_S)
 
     def watch_for_refresh(self, state: State, version: int, within: float = REFRESH_WITHIN_S,
                           greedy: bool = False) -> None:

@@ -429,6 +429,9 @@ class Session:
                 self._watch_auto[uri] = not invoked
                 # an explicit request's other variants may need the whole prompt pass: refreshed when done
                 self.service.watch_for_refresh(state, version, within=JOB_BUDGET_S if invoked else REFRESH_WITHIN_S)
+        elif answer is not None and answer.quick and self.settings.speculation:
+            self._watch_auto[uri] = not invoked
+            self.service.follow_whole(state, version)  # nothing from the quick window: the whole one
         elif (answer is None or not answer.complete) and self.settings.speculation:
             # nothing yet at a fresh spot (the prompt is still being read): the generation goes on and
             # the client hears flint/refresh when it has something

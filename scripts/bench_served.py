@@ -251,14 +251,17 @@ def apply_tab(text: str, item: dict) -> tuple[str, int]:
     return text[:start] + item["insertText"] + text[end:], start + len(item["insertText"])
 
 
-async def ask(server: Server, uri: str, text: str, offset: int, invoked: bool, patience_s: float
-              ) -> tuple[float, list[dict], int]:
+async def ask(server: Server, uri: str, text: str, offset: int, invoked: bool, patience_s: float,
+              refresh_wait_s: float = 0.0) -> tuple[float, list[dict], int]:
     """Ask as the editor does; while the answer is empty (the deadline passed before the model had
     anything), ask again at once, as a user who waits at the spot would make the editor do, for up to
-    ``patience_s``. Returns (ms to the first non-empty answer or to giving up, items, asks)."""
+    ``patience_s``. An empty answer before the deadline is the server's say, unless it sends flint/refresh
+    within ``refresh_wait_s`` (it went on working there): then the editor asks again, as VS Code does.
+    Returns (ms to the first non-empty answer or to giving up, items, asks)."""
     t0 = time.perf_counter()
     asks = 0
     while True:
+        t_ask = time.perf_counter()
         one_ms, msg = await server.ask("textDocument/inlineCompletion", {
             "textDocument": {"uri": uri}, "position": utf16_position(text, offset),
             "context": {"triggerKind": 1 if invoked else 2}})
@@ -266,9 +269,17 @@ async def ask(server: Server, uri: str, text: str, offset: int, invoked: bool, p
         res = msg.get("result") or {}
         items = res.get("items", []) if isinstance(res, dict) else res
         ms = (time.perf_counter() - t0) * 1000
-        # an empty answer before the deadline means the model had its say and it shows nothing: done
-        if items or one_ms < DEADLINE_FLOOR_MS[invoked] or ms >= patience_s * 1000:
+        if items or ms >= patience_s * 1000:
             return ms, items, asks
+        if one_ms < DEADLINE_FLOOR_MS[invoked]:
+            def refreshed() -> bool:
+                return any(t > t_ask and (p.get("textDocument") or {}).get("uri", uri) == uri
+                           for t, p in server.refreshes)
+            end = min(t0 + patience_s, time.perf_counter() + refresh_wait_s)
+            while time.perf_counter() < end and not refreshed():
+                await asyncio.sleep(0.05)
+            if not refreshed():
+                return ms, items, asks  # the model had its say and it shows nothing: done
 
 
 async def all_items(server: Server, uri: str, text: str, offset: int, t0: float, first_ms: float,
@@ -329,7 +340,8 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
         order = ["invoked", "automatic"] if k % 2 == 0 else ["automatic", "invoked"]
         for j, req in enumerate(order):
             t_ask = time.perf_counter()
-            ms, items, asks = await ask(server, uri, text, len(spot.prefix), req == "invoked", args.patience)
+            ms, items, asks = await ask(server, uri, text, len(spot.prefix), req == "invoked", args.patience,
+                                        args.refresh_wait)
             all_ms, variants = await all_items(server, uri, text, len(spot.prefix), t_ask, ms, items) \
                 if req == "invoked" else (None, items)
             doc, cursor = (apply_tab(text, items[0]) if items else (text, len(spot.prefix)))
@@ -342,7 +354,7 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
                 version += 1
                 server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
                                                          "contentChanges": [{"text": doc}]})
-                ms2, items, _ = await ask(server, uri, doc, cursor, False, args.patience / 2)
+                ms2, items, _ = await ask(server, uri, doc, cursor, False, args.patience / 2, args.refresh_wait)
                 total_ms += ms2
                 rounds += 1
                 if items:
@@ -679,6 +691,8 @@ def main() -> int:
     p.add_argument("--tab-rounds", type=int, default=3)
     p.add_argument("--patience", type=float, default=40.0,
                    help="seconds a user waits at a spot, asking again while the answer is empty")
+    p.add_argument("--refresh-wait", type=float, default=15.0,
+                   help="seconds a user at a spot that showed nothing waits for the server's flint/refresh")
     p.add_argument("--gap", type=float, default=1.0,
                    help="seconds between the first request's answer at a spot and the second request there")
     p.add_argument("--direct-windows", default=None,

@@ -7,6 +7,7 @@ server's own work: positions in each encoding, line breaks, replacement ranges, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 
@@ -683,14 +684,31 @@ async def test_the_same_text_sent_whole_again_keeps_the_generation_at_the_cursor
     uri = "file:///p.py"
     text = "def add(a, b):\n    \n    print(a)\n"
     s.documents.open(uri, text, 1)
-    auto = await s.suggest(uri, 1, 4, invoked=False)
-    assert [it.text for it in auto.items] == ["total = a"]  # what had streamed
+    auto = asyncio.ensure_future(s.suggest(uri, 1, 4, invoked=False))
+    await until(lambda: eng.calls)  # the line streams
     s.documents.change(uri, 2, [Change(text)], s.encoding)
     s.did_change(uri, cursor=s.cursor_offset(uri))
     res = await s.suggest(uri, 1, 4, invoked=True)
     assert [it.text for it in res.items] == ["total = a + b"]
     await until(lambda: len(eng.calls) >= 2)
     assert eng.calls[:2] == [1, 3]  # the line was written once: not stopped as stale and written again
+    with contextlib.suppress(RequestError):
+        await auto
+
+
+async def test_on_a_line_nothing_is_typed_on_an_automatic_request_shows_whole_lines_only(variants_session):
+    """Part of a line there would be a statement cut in its middle (issue 16): the request waits for the
+    line; once something is typed on the line, what has streamed is shown (the rest of the word)."""
+    eng = StreamingLineEngine()
+    s, _ = variants_session(eng)
+    uri = "file:///p.py"
+    s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
+    auto = await s.suggest(uri, 1, 4, invoked=False)
+    assert [it.text for it in auto.items] == ["total = a + b"]
+    other = "file:///o.py"  # (not a state the finished line types through)
+    s.documents.open(other, "def sub(a, b):\n    t\n    print(a)\n", 1)
+    typed = await s.suggest(other, 1, 5, invoked=False)
+    assert [it.text for it in typed.items] == ["total = a"]  # what had streamed
 
 
 async def test_explicit_request_waits_for_the_streaming_automatic_line_not_for_the_variants(variants_session):
@@ -698,14 +716,16 @@ async def test_explicit_request_waits_for_the_streaming_automatic_line_not_for_t
     s, _ = variants_session(eng)
     uri = "file:///p.py"
     s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
-    auto = await s.suggest(uri, 1, 4, invoked=False)
-    assert [it.text for it in auto.items] == ["total = a"]  # what had streamed
+    auto = asyncio.ensure_future(s.suggest(uri, 1, 4, invoked=False))
+    await until(lambda: eng.calls)  # the automatic line streams
     t0 = time.monotonic()
     res = await s.suggest(uri, 1, 4, invoked=True)
     assert time.monotonic() - t0 < 0.8  # the line's end, not the variants' second-long pass after it
     assert [it.text for it in res.items] == ["total = a + b"]
     await until(lambda: len(eng.calls) >= 2)
     assert eng.calls[:2] == [1, 3]  # the variants run after the line was there, not instead of it
+    with contextlib.suppress(RequestError):
+        await auto  # superseded by the explicit request, or answered with the line
 
 
 async def test_explicit_request_at_a_fresh_spot_gets_the_greedy_line_before_the_variants(variants_session):
@@ -766,3 +786,31 @@ async def test_a_stopped_automatic_block_is_written_again_for_an_explicit_reques
     # the one greedy generation ran again (its KV is warm) before the variants' batch, and wrote item 1
     assert eng.calls[:2] == [1, 1]
     assert res.items[0].text == "if reset:\n        count = 0\n    return count"
+
+
+class QuickEmptyEngine(SlowVariantsEngine):
+    """The quick first window has no line here; the whole window has one (after its longer prompt pass)."""
+
+    def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
+        if params is not None and params.quick_start:
+            self.calls.append(0)
+            return [Completion("", [], "eos")], Timings(window="quick")
+        self.called(params)
+        time.sleep(0.2)
+        return streamed(["total = a + b\n"], on_token)
+
+
+async def test_nothing_from_the_quick_window_is_followed_by_the_whole_window_and_a_refresh(variants_session):
+    """An automatic request at a fresh spot gets "nothing" from the quick window at once (it does not wait
+    for the whole prompt pass); the whole window then runs and the client hears flint/refresh; asking
+    again shows its line. A second ask before that stays answered at once."""
+    eng = QuickEmptyEngine()
+    s, refreshed = variants_session(eng)
+    uri = "file:///q.py"
+    s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
+    first = await s.suggest(uri, 1, 4, invoked=False)
+    assert first.items == [] and eng.calls == [0]
+    await until(lambda: refreshed)
+    assert refreshed == [uri] and eng.calls == [0, 1]
+    again = await s.suggest(uri, 1, 4, invoked=False)
+    assert [it.text for it in again.items] == ["total = a + b"] and eng.calls == [0, 1]
