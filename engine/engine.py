@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,7 @@ ACCEPT_PRIOR = 0.6  # draft acceptance assumed for an n-gram match length not se
 # row 0 about to lose at least this many computed positions: its KV is parked in a spare row first (the
 # quick window's while the full one warms, the full one's while the user works elsewhere for a moment)
 PARK_MIN_TOKENS = 96
+CUT_KEEP = 8  # cut-off greedy outputs kept as drafts for their spot (Engine._cut)
 
 
 @dataclass
@@ -220,6 +221,9 @@ class Engine:
         self._ctx_w: np.ndarray | None = None
         # outputs of the last greedy generations, oldest first (drafts for the next ones)
         self._earlier: deque[list[int]] = deque(maxlen=max(1, self.config.fast.earlier_drafts))
+        # greedy outputs cut off before their end, by (prefix, suffix): the same spot asked again (the user
+        # came back) drafts from what it wrote, so writing it again costs a few verify steps
+        self._cut: OrderedDict[tuple[str, str], list[int]] = OrderedDict()
         # the repository context block in front of every prompt (set_context): its ids, identity and labels
         self._context: list[int] = []
         self._context_digest = ""
@@ -281,6 +285,7 @@ class Engine:
     def forget_outputs(self) -> None:
         """Drop the remembered outputs that serve as drafts (benchmarks repeating a prompt)."""
         self._earlier.clear()
+        self._cut.clear()
 
     def reset(self) -> None:
         self.tokens = []
@@ -554,7 +559,13 @@ class Engine:
             samplers.append(Sampler(params.variant_temperature, params.top_k, params.top_p, params.seed + i))
         greedy_single = n == 1 and samplers[0].greedy
         if greedy_single:
-            outs = [self._decode_greedy(pr, hidden, healer, params, t, cancel, on_token, settle)]
+            spot = (prefix, suffix)
+            outs = [self._decode_greedy(pr, hidden, healer, params, t, cancel, on_token, settle,
+                                        resume=self._cut.pop(spot, None))]
+            if outs[0].finish_reason in ("cancelled", "deadline") and len(outs[0].token_ids) >= 4:
+                self._cut[spot] = list(outs[0].token_ids)
+                while len(self._cut) > CUT_KEEP:
+                    self._cut.popitem(last=False)
         else:
             outs = self._decode_batch(pr, hidden, healer, samplers, params, t, cancel, on_token, settle)
         t.total_ms = (time.perf_counter() - t.started) * 1000
@@ -588,7 +599,9 @@ class Engine:
 
     def _decode_greedy(self, pr: Prompt, hidden: np.ndarray, healer: Healer | None, params: GenParams,
                        t: Timings, cancel: CancelToken | None, on_token: TokenCallback | None,
-                       settle: _Settle | None = None) -> Completion:
+                       settle: _Settle | None = None, resume: list[int] | None = None) -> Completion:
+        """One greedy row with drafts: ``resume`` (what a cut-off generation of this spot wrote) while the
+        output agrees with it, else n-grams of the prompt and of earlier outputs."""
         fast = self.config.fast
         lazy = self._lazy_trimmed()
         base = len(self.tokens)  # the prompt's tokens in the KV cache; output token i sits at base + i
@@ -660,7 +673,10 @@ class Engine:
             allowed = self._allowed(healer, out)  # still healing: the next token is constrained, no draft
             if fast.speculative and allowed is None:
                 room = min(fast.max_draft, params.max_tokens - len(out), self.decoder.capacity - len(self.tokens) - 2)
-                if room > 0:
+                at = len(out) + 1
+                if room > 0 and resume is not None and len(resume) > at and resume[:at] == out + [pending]:
+                    draft, match = resume[at: at + room], -1  # the same greedy path again: all of it
+                elif room > 0:
                     draft, match = ngram_match(self.tokens + [pending], max_draft=room, earlier=earlier)
                     if draft:
                         a = self._accept.get(match, ACCEPT_PRIOR)
@@ -686,7 +702,7 @@ class Engine:
             while acc < len(draft) and int(guesses[acc]) == draft[acc]:
                 acc += 1
             t.draft_accepted += acc
-            if draft:  # running per-token acceptance: P(accept next | accepted so far)
+            if draft and match >= 0:  # running per-token acceptance: P(accept next | accepted so far)
                 hit = acc / len(draft) if acc < len(draft) else 1.0
                 self._accept[match] = 0.8 * self._accept.get(match, ACCEPT_PRIOR) + 0.2 * hit
             self.tokens = self.tokens + ids[: 1 + acc]

@@ -810,10 +810,11 @@ def doubt_cut(text: str, doubts: tuple[tuple[int, float], ...], below: float) ->
     probability) pairs, engine ``Completion.doubts``), so an automatic suggestion shows what the model is
     sure of: what follows a guess is only as good as the guess. A doubt in the first line cuts at that token;
     one in a later line keeps the whole lines before it. A doubt before any visible character does not cut
-    (the suggestion then runs to the next one); ``below`` <= 0: no cut."""
+    (the suggestion then runs to the next one); ``below`` <= 0: no cut. Only the cursor's own line is cut
+    inside: a line the suggestion starts (the next line offered after a break, a block's later lines) is
+    kept whole or dropped whole, as a part of it would be a statement cut in its middle (issue 16)."""
     if below <= 0:
         return text
-    lead = len(text) - len(text.lstrip())  # line breaks and indentation before the first visible character
     for at, p in doubts:
         if p >= below:
             continue
@@ -822,10 +823,13 @@ def doubt_cut(text: str, doubts: tuple[tuple[int, float], ...], below: float) ->
         head = text[:at]
         if not head.strip():
             continue
-        nl = head.rfind("\n", lead)
-        if nl >= 0:  # in a later line: the lines before it, whole
-            return text[:nl].rstrip(" \t")
-        return head
+        nl = head.rfind("\n")
+        if nl < 0:
+            return head  # on the cursor's line
+        kept = text[:nl].rstrip(" \t")
+        if kept.strip():
+            return kept  # the whole lines before the doubt's line
+        # (the first visible line is one the suggestion starts: not cut; a later doubt may cut below it)
     return text
 
 

@@ -304,3 +304,25 @@ def test_doubts_are_the_full_heads_probabilities_at_token_starts(engine):
             assert 0 <= at < len(full.text)
             found += 1
     assert found, "no doubt in six eval prompts: the probabilities are not reaching the completion"
+
+
+def test_a_cut_off_generation_asked_again_drafts_from_what_it_wrote(engine):
+    """The user left a spot while its suggestion was being written and came back: writing it again takes a
+    few verify steps over what the cut one wrote, not one model step per token."""
+    p = PROMPTS[0]
+    params = GenParams(max_tokens=40)
+    whole, _ = _fresh(engine, p["prefix"], p["suffix"], params)
+    assert len(whole[0].token_ids) >= 12
+    cancel = CancelToken()
+
+    def on_token(i, text, doubts=()):
+        if len(text) >= len(whole[0].text) // 2:
+            cancel.cancel()
+
+    engine.reset()
+    cut, _ = engine.complete(p["prefix"], p["suffix"], params, cancel=cancel, on_token=on_token)
+    assert cut[0].finish_reason == "cancelled" and len(cut[0].token_ids) >= 4
+    again, t = engine.complete(p["prefix"], p["suffix"], params)
+    assert again[0].text.startswith(cut[0].text) and len(again[0].text) > len(cut[0].text)
+    assert t.draft_accepted >= len(cut[0].token_ids) - 2  # what the cut one wrote came in drafts
+    assert t.forward_calls <= len(again[0].token_ids) - len(cut[0].token_ids) // 2

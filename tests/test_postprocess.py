@@ -412,5 +412,7 @@ def test_doubt_cut_ends_before_the_first_unsure_token_with_something_visible():
     assert doubt_cut("x = foo(bar)", doubts, 0.0) == "x = foo(bar)"  # off
     assert doubt_cut("    return x", ((2, 0.1), (10, 0.3)), 0.5) == "    return"  # not inside the indentation
     assert doubt_cut("a = 1\n    b = 2", ((10, 0.3),), 0.5) == "a = 1"  # a later line: whole lines before it
-    assert doubt_cut("\n    b = c", ((8, 0.3),), 0.5) == "\n    b ="  # the next line offered after a break
+    # the next line offered after a break is not cut inside (a statement cut in its middle), a later one is
+    assert doubt_cut("\n    b = c", ((8, 0.3),), 0.5) == "\n    b = c"
+    assert doubt_cut("\n    b = c\n    d = e", ((8, 0.3), (18, 0.2)), 0.5) == "\n    b = c"
     assert doubt_cut("abc", ((9, 0.1),), 0.5) == "abc"  # past the text (it was cut since)
