@@ -4,8 +4,9 @@ show, and recent edits as small diffs (issue 17).
 
 Pure logic plus guarded file reads; no pygls. The server keeps one ``Workspace`` per session, tells it about
 documents (``open`` / ``change`` / ``focus`` / ``close``) and, in idle time, asks ``gather`` for a
-``ContextBlock``; ``engine.prompt.context_ids`` turns the block into the token ids put in front of the file
-window (Qwen2.5-Coder's repository format). Chunk selection follows llama.vim's ring buffer: chunks of at
+``ContextBlock``; ``engine.prompt.comment_ids`` turns the block into the token ids put in front of the file
+window (each chunk as comments at the start of the FIM prefix; ``context_ids``: Qwen2.5-Coder's repository
+format, EngineConfig.context_layout). Chunk selection follows llama.vim's ring buffer: chunks of at
 most 64 lines, dropped when > 0.5 word-Dice similar to the text around the cursor (they make the model copy),
 merged when > 0.9 similar to a chunk already taken.
 """
@@ -57,7 +58,7 @@ def dice(a: frozenset[str], b: frozenset[str]) -> float:
 # ---- chunks --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Chunk:
-    path: str  # as shown after <|file_sep|>: relative to the workspace folder
+    path: str  # as shown in the block ("# Path: ..."): relative to the workspace folder
     text: str
     source: str  # "open" | "import" | "file" | "edit"
     line: int = 0  # first line (0-based) of the chunk in its file
@@ -157,8 +158,8 @@ def order_stably(previous: Iterable[Chunk], chosen: list[Chunk]) -> list[Chunk]:
 
 @dataclass(frozen=True)
 class ContextBlock:
-    """What goes in front of the file window: ``<|repo_name|>repo``, then ``<|file_sep|>path`` + text per
-    chunk, then ``<|file_sep|>current_path`` (engine.prompt.context_ids lays it out in tokens)."""
+    """What goes in front of the file window: the chunks, each with its path, for the file ``current_path``
+    of the repository ``repo`` (engine.prompt.comment_ids / context_ids lay it out in tokens)."""
 
     repo: str
     chunks: tuple[Chunk, ...]

@@ -10,6 +10,7 @@ just the rows that need it; ``_decode_greedy`` runs the greedy loop with prompt-
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -35,6 +36,7 @@ from .prompt import (
     build_prompt,
     choose_anchor,
     clip_window,
+    comment_ids,
     context_ids,
     safe_decode,
     sticky_cut,
@@ -162,7 +164,19 @@ class EngineConfig:
     # KV positions added for the repository context block (engine/context.py) in front of every prompt: the
     # file window keeps its room; a block larger than this shortens the window instead
     context_tokens: int = 0
+    # how the block is laid out (engine.prompt.build_prompt): "comments" (chunks as comments at the start of
+    # the FIM prefix) or "repository" (the model's repository format after BOS; kept for measurement)
+    context_layout: str = "comments"
     fast: FastPaths = field(default_factory=FastPaths)
+
+
+def _layout_digest(layout: str, digest: str) -> str:
+    """The block's identity in a layout: the block's own digest in the repository layout (what caches knew it
+    by before the comments layout), another 16 hex digits in the comments layout (a suggestion made from
+    another prompt is another cache entry)."""
+    if layout == "repository":
+        return digest
+    return hashlib.sha256(f"{layout}\0{digest}".encode()).hexdigest()[:16]
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
@@ -226,6 +240,8 @@ class Engine:
         self._cut: OrderedDict[tuple[str, str], list[int]] = OrderedDict()
         # the repository context block in front of every prompt (set_context): its ids, identity and labels
         self._context: list[int] = []
+        self._context_layout = self.config.context_layout  # the layout self._context was rendered in
+        self._context_key: tuple[str, str] = (self._context_layout, "")  # (layout, the block's digest)
         self._context_digest = ""
         self._context_labels: tuple[str, ...] = ()
         self.last_context: tuple[str, ...] = ()  # the block's labels if the last prompt run carried it
@@ -299,8 +315,9 @@ class Engine:
               previous: tuple[str, str] | None = None, context: bool = True) -> Prompt:
         """The prompt for a cursor. FIM models: the text typed since an anchor goes after the middle token;
         ``previous`` is the anchor the KV cache holds (kept while the new text extends it), and the anchor
-        used is returned in ``Prompt.anchor``. The context block (``set_context``) goes first unless
-        ``context`` is False; a window cut keeps it (``Prompt.head``) and drops the oldest file text."""
+        used is returned in ``Prompt.anchor``. The context block (``set_context``) goes in front of the file
+        text unless ``context`` is False; a window cut keeps it (``Prompt.head``) and drops the oldest file
+        text."""
         prefix, suffix = clip_window(prefix, suffix, self.config.max_prefix_chars, self.config.max_suffix_chars)
         bos = self.manifest.bos_token_id
         anchor = None
@@ -308,11 +325,11 @@ class Engine:
             anchor, suffix = choose_anchor(prefix, suffix, previous, self.config.fast.max_middle_chars,
                                            self.config.fast.fresh_middle_chars)
         pr = build_prompt(self.tok, prefix, suffix, self.fim, bos_id=bos, heal=heal, anchor=anchor,
-                          context=self._context if context else ())
+                          context=self._context if context else (), layout=self._context_layout)
         if anchor is not None:
             pr.anchor = (prefix[:anchor], suffix)
         limit = self.decoder.capacity - max_new - 16
-        if len(pr.ids) > limit:  # drop the oldest prefix tokens (after BOS, the context block, FIM-prefix)
+        if len(pr.ids) > limit:  # drop the oldest prefix tokens (after BOS, FIM-prefix and the context block)
             excess = len(pr.ids) - limit
             pr.ids = pr.ids[:pr.head] + pr.ids[pr.head + excess:]
         return pr
@@ -320,26 +337,36 @@ class Engine:
     # ---- repository context -----------------------------------------------------------------------
     def set_context(self, block: Any) -> bool:
         """Put a repository context block (engine.context.ContextBlock, or None for none) in front of every
-        prompt from now on. Only swaps the ids: the next prefill / completion recomputes the KV from where
-        they differ (a block that keeps its first chunks keeps their KV). Returns whether it changed."""
+        prompt from now on, laid out as ``config.context_layout`` says. Only swaps the ids: the next prefill
+        / completion recomputes the KV from where they differ (a block that keeps its first chunks keeps
+        their KV). Returns whether it changed."""
+        layout = self.config.context_layout
         digest = block.digest() if block is not None and block.chunks else ""
-        if digest == self._context_digest:
+        if (layout, digest) == self._context_key:
+            return False
+        if not digest and not self._context:  # none before, none now: only the layout of a future block
+            self._context_layout, self._context_key = layout, (layout, "")
             return False
         ids: list[int] = []
         if digest:
-            ids = context_ids(self.tok, block.repo, block.chunks, block.current_path)
+            if layout == "comments":
+                ids = comment_ids(self.tok, block.chunks, block.current_path)
+            else:
+                ids = context_ids(self.tok, block.repo, block.chunks, block.current_path)
             room = self.decoder.capacity // 2  # the file window keeps at least half the KV
             if len(ids) > room:
                 log.debug("context block of %d tokens exceeds %d: not used", len(ids), room)
                 ids = []
         self._context = ids
-        self._context_digest = digest if ids else ""
+        self._context_layout = layout
+        self._context_key = (layout, digest if ids else "")
+        self._context_digest = _layout_digest(layout, digest) if ids else ""
         self._context_labels = tuple(block.labels()) if ids else ()
         return True
 
     @property
     def context_digest(self) -> str:
-        """The identity of the context block in front of prompts ("" when none)."""
+        """The identity of the context block in front of prompts and of its layout ("" when none)."""
         return self._context_digest
 
     @property
@@ -395,10 +422,12 @@ class Engine:
         return pr, quick
 
     def _holds_block(self, ids: list[int]) -> bool:
-        """Do these ids (a prompt, or a row's cached tokens) start with the context block (True: no block)?"""
+        """Do these ids (a prompt, or a row's cached tokens) start with the context block (True: no block)?
+        The block follows BOS, and in the comments layout of a FIM model the FIM prefix token too."""
         if not self._context:
             return True
-        start = 1 if self.manifest.bos_token_id is not None else 0
+        start = (1 if self.manifest.bos_token_id is not None else 0) + \
+            (1 if self._context_layout == "comments" and self.fim is not None else 0)
         return ids[start:start + len(self._context)] == self._context
 
     def _park_row0(self) -> None:

@@ -36,7 +36,7 @@ class Prompt:
     ids: list[int]
     heal: bytes = b""  # bytes already typed that the generated text must start with (token healing)
     anchor: tuple[str, str] | None = None  # FIM: (prefix-slot text, suffix), see choose_anchor
-    head: int = 0  # leading ids a window cut must keep (BOS, the repository context block, the FIM prefix token)
+    head: int = 0  # leading ids a window cut must keep (BOS, the FIM prefix token, the context block)
 
 
 # Repository-level FIM markers, per model family: Qwen2.5-Coder's (its report's "repo-level FIM format"),
@@ -68,6 +68,46 @@ def context_ids(tok: Tok, repo: str, chunks: Sequence[ChunkLike], current_path: 
         text = c.text if c.text.endswith("\n") else c.text + "\n"
         ids += [sid] + tok.encode(c.path + "\n" + text)
     return ids + [sid] + tok.encode(current_path + "\n")
+
+
+# The comments layout (EngineConfig.context_layout's default): each chunk as a comment at the start of the
+# FIM prefix, as Copilot lays out its snippets; the 0.5B model loses exact lines with the repository format
+# and none with this (docs/benchmarks/context.comment.md). Comment marks by the current file's extension
+# (the comments sit in that file's text): ``//`` for the C family, ``--`` for a few, ``#`` for the rest.
+_LINE_COMMENT = {
+    **dict.fromkeys(("c", "h", "cc", "cpp", "cxx", "hpp", "hh", "cs", "java", "kt", "kts", "scala", "groovy",
+                     "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "go", "rs", "swift", "dart", "php",
+                     "zig", "proto", "m", "mm", "v", "sv"), "//"),
+    **dict.fromkeys(("lua", "sql", "hs", "elm", "ada", "adb", "ads"), "--"),
+}
+
+
+def comment_mark(path: str) -> str:
+    """The line-comment mark for a file, by its extension (``#`` when unknown: Python, shell, YAML, ...)."""
+    name = path.rsplit("/", 1)[-1]
+    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    return _LINE_COMMENT.get(ext, "#")
+
+
+def comment_text(chunk: ChunkLike, mark: str = "#") -> str:
+    """A chunk as comments: ``# Path: <path>``, each line behind ``# `` (an empty one as ``#``), then a blank
+    line. Always ends with a newline, so the file text after it starts a line."""
+    lines = chunk.text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    body = "".join(f"{mark} {ln}\n" if ln.strip() else f"{mark}\n" for ln in lines)
+    return f"{mark} Path: {chunk.path}\n{body}\n"
+
+
+def comment_ids(tok: Tok, chunks: Sequence[ChunkLike], current_path: str) -> list[int]:
+    """The context block in the comments layout (see comment_text), in the current file's comment syntax.
+    Each chunk is encoded on its own, as in context_ids; the ids end on a line break, and the prompt's file
+    text is encoded on its own after them (its ids are those of a prompt without the block)."""
+    mark = comment_mark(current_path)
+    ids: list[int] = []
+    for c in chunks:
+        ids += tok.encode(comment_text(c, mark))
+    return ids
 
 
 def clip_window(prefix: str, suffix: str, max_prefix_chars: int, max_suffix_chars: int) -> tuple[str, str]:
@@ -189,14 +229,23 @@ def choose_anchor(prefix: str, suffix: str, previous: tuple[str, str] | None,
     return anchor, suffix
 
 
+CONTEXT_LAYOUTS = ("comments", "repository")
+
+
 def build_prompt(tok: Tok, prefix: str, suffix: str, fim: Fim | None, *, bos_id: int | None = None,
-                 heal: bool = True, anchor: int | None = None, context: Sequence[int] = ()) -> Prompt:
+                 heal: bool = True, anchor: int | None = None, context: Sequence[int] = (),
+                 layout: str = "repository") -> Prompt:
     """FIM: ``<prefix> P[:anchor] <suffix> S <middle> P[anchor:]`` (``anchor`` None: the whole prefix in
     the prefix slot, plain PSM). Prefix-only models: the prefix. With ``heal``, the last token of the text
     the model continues is backed off and the generation must reproduce its bytes (see Healer).
-    ``context`` (see context_ids) goes first, after BOS: a stable prefix whose KV every keystroke reuses."""
-    ids: list[int] = ([bos_id] if bos_id is not None else []) + list(context)
-    head = len(ids) + (1 if fim is not None else 0)
+    ``context``: the block's ids, a stable prefix whose KV every keystroke reuses, kept by a window cut
+    (``Prompt.head``). ``layout`` "repository" (context_ids): right after BOS; "comments" (comment_ids):
+    right after the FIM prefix token, before the file text (prefix-only models: right after BOS)."""
+    assert layout in CONTEXT_LAYOUTS, layout
+    bos = [bos_id] if bos_id is not None else []
+    inner = list(context) if layout == "comments" and fim is not None else []  # after the FIM prefix token
+    ids: list[int] = bos + ([] if inner else list(context))
+    head = len(ids) + (1 + len(inner) if fim is not None else 0)
     flow = prefix
     if fim is not None:
         fp, fs, fm = (tok.special_id(fim.prefix), tok.special_id(fim.suffix), tok.special_id(fim.middle))
@@ -209,7 +258,7 @@ def build_prompt(tok: Tok, prefix: str, suffix: str, fim: Fim | None, *, bos_id:
             last = tok.token_bytes(slot_ids[-1])
             if last and b"\n" not in last:
                 healed, slot_ids = last, slot_ids[:-1]
-        ids = ids + [fp] + slot_ids + [fs] + (tok.encode(suffix) if suffix else []) + [fm]
+        ids = ids + [fp] + inner + slot_ids + [fs] + (tok.encode(suffix) if suffix else []) + [fm]
         if anchor is None:
             return Prompt(ids, healed, head=head)
     flow_ids = tok.encode(flow) if flow else []

@@ -7,12 +7,15 @@ several ways of building the block side by side in one run.
 
 Lines and held-out packages are bench_context.py's (same seed, same even spread over the packages). Arms:
 ``none`` (no block), ``frame`` (the repository format with no chunk: ``<|repo_name|>``, then
-``<|file_sep|>`` and the current file's path before the FIM block; what the format alone does), ``default`` (engine.context.Workspace as the server builds it, budget 512: imports,
-the file's own far definitions, open tabs, recent edits), and blocks of the imports source alone:
-``imp_doc`` (outlines with docstrings of the imported names used near the cursor), ``imp_sig`` (the same,
-signatures only), ``imp_all_sig`` (signatures of every imported name of the file, the ones used near the
-cursor first); ``comment_*``: that block's chunks as Python comments (``# Path: ...`` then each line
-commented, as Copilot lays out snippets) at the start of the FIM prefix, with no repository tokens. Writes context.arms.json and context.arms.md under --out.
+``<|file_sep|>`` and the current file's path before the FIM block; what the format alone does), ``default``
+(engine.context.Workspace as the server builds it, budget 512: imports, the file's own far definitions, open
+tabs, recent edits), and blocks of the imports source alone: ``imp_doc`` (outlines with docstrings of the
+imported names used near the cursor), ``imp_sig`` (the same, signatures only), ``imp_all_sig`` (signatures of
+every imported name of the file, the ones used near the cursor first); these lay the block out in the
+repository format (EngineConfig.context_layout "repository"). ``comment_*``: that block in the engine's
+comments layout (context_layout "comments", the server's default: each chunk as comments, ``# Path: ...``
+then each line commented, at the start of the FIM prefix). Writes context.arms.json and context.arms.md
+under --out.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from engine.context import (  # noqa: E402
     select_chunks,
 )
 from engine.engine import Engine, EngineConfig  # noqa: E402
-from engine.prompt import clip_window, context_ids  # noqa: E402
+from engine.prompt import context_ids  # noqa: E402
 
 ARMS = ("none", "frame", "default", "imp_doc", "imp_sig", "imp_all_sig", "comment_default", "comment_imp_sig")
 
@@ -83,31 +86,19 @@ def imports_block(root: Path, case: dict, count, doc_lines: int, near_only: bool
 
 
 def frame_line(eng: Engine, block: ContextBlock, case: dict) -> str:
-    eng.set_context(None)
+    eng.config.context_layout = "repository"
+    eng.set_context(None)  # the engine now lays a block out in the repository format
     eng._context = context_ids(eng.tok, block.repo, (), block.current_path)
     eng._context_digest = "frame"
     try:
         return bc.model_line(eng, case["prefix"], case["suffix"])
     finally:
-        eng.set_context(None)
         eng._context, eng._context_digest = [], ""
 
 
-def comment_line(eng: Engine, block: ContextBlock | None, case: dict) -> str:
-    """The model's line with the block's chunks as comments at the start of the FIM prefix (the window clipped
-    as the engine clips it first, so the comments are never cut)."""
-    prefix, suffix = clip_window(case["prefix"], case["suffix"], eng.config.max_prefix_chars,
-                                 eng.config.max_suffix_chars)
-    head = "".join(f"# Path: {c.path}\n" + "".join(f"# {ln}" if ln.strip() else "#\n"
-                                                   for ln in c.text.splitlines(keepends=True)) + "\n"
-                   for c in (block.chunks if block is not None else ()))
-    keep = eng.config.max_prefix_chars
-    eng.set_context(None)
-    eng.config.max_prefix_chars = len(head) + len(prefix) + 1
-    try:
-        return bc.model_line(eng, head + prefix, suffix)
-    finally:
-        eng.config.max_prefix_chars = keep
+def layout_of(arm: str) -> str:
+    """The engine's context layout an arm measures."""
+    return "comments" if arm.startswith("comment_") else "repository"
 
 
 def main() -> int:
@@ -153,9 +144,8 @@ def main() -> int:
             b = block(arm, case)
             if arm == "frame":  # Engine.set_context ignores a block without chunks: set its ids directly
                 got = frame_line(eng, b, case)
-            elif arm.startswith("comment_"):
-                got = comment_line(eng, b, case)
             else:
+                eng.config.context_layout = layout_of(arm)  # set_context lays the block out this way
                 got = bc.complete_line(eng, b, case)
             row["arms"][arm] = {"line": got, "exact": got == case["expected"],
                                 "sim": bc.edit_sim(got, case["expected"]), "tokens": eng.context_tokens,

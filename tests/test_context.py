@@ -347,3 +347,88 @@ def test_long_assignments_are_clipped_and_the_file_chunks_are_never_dropped_as_c
     outline = "def helper(a):\n    ...\n"
     assert select_chunks([Chunk("m.py", outline, "open", 0, 1.0)], around, 500) == []  # a copy of the cursor
     assert select_chunks([Chunk("m.py", outline, "file", 0, 1.0)], around, 500) != []  # a definition it uses
+
+
+# ---- the block in the engine's prompts (the comments layout, the default) --------------------------------
+import pytest  # noqa: E402
+
+from engine.prompt import comment_ids, comment_text, context_ids  # noqa: E402
+from engine.types import GenParams  # noqa: E402
+
+BLOCK = ContextBlock("proj", (Chunk("pkg/shapes.py", SHAPES, "open"),), "pkg/main.py")
+MAIN = ("from .shapes import area, Box\n\n\ndef total(boxes):\n    return sum(area(b.w, b.h) for b in boxes)\n\n\n"
+        "def main():\n    b = Box(2, 3)\n    x = are")
+
+
+@pytest.fixture(scope="module")
+def eng(model_dir):
+    from engine.engine import Engine, EngineConfig
+
+    e = Engine.load(model_dir, warm=False, config=EngineConfig(threads=2))
+    assert e.config.context_layout == "comments" and e.fim is not None
+    return e
+
+
+def test_comment_ids_end_where_the_file_text_tokenizes_on_its_own(eng):
+    """The block's ids and the file text's are encoded apart; on the real tokenizer that is how the text
+    reads as a whole too (the comments end on a line break), for a window starting at a line's start."""
+    head = "".join(comment_text(c) for c in BLOCK.chunks)
+    ids = comment_ids(eng.tok, BLOCK.chunks, BLOCK.current_path)
+    assert ids == eng.tok.encode(head)
+    for text in ("import os\n", "    x = 1\n", "\tif x:\n", "@property\n", "# note\n", '"""Doc."""\n', "}\n"):
+        assert eng.tok.encode(head + text) == ids + eng.tok.encode(text), text
+
+
+def test_the_engine_keeps_the_block_after_the_fim_prefix_across_keystrokes_and_window_cuts(eng):
+    eng.set_context(None)
+    bare = eng.build(MAIN, "\n")
+    assert eng.set_context(BLOCK) and not eng.set_context(BLOCK)
+    block = comment_ids(eng.tok, BLOCK.chunks, BLOCK.current_path)
+    bos = eng.manifest.bos_token_id
+    lead = ([bos] if bos is not None else []) + [eng.tok.special_id(eng.fim.prefix)]
+    k1 = eng.build(MAIN, "\n")
+    assert k1.head == len(lead) + len(block) and k1.ids[: k1.head] == lead + block
+    assert k1.ids[k1.head:] == bare.ids[len(lead):]  # the file text's ids as without the block
+    # the next keystroke: the same anchor, so everything up to the middle token is shared (its KV reused)
+    k2 = eng.build(MAIN + "a", "\n", previous=k1.anchor)
+    middle = k1.ids.index(eng.tok.special_id(eng.fim.middle)) + 1
+    assert k2.anchor == k1.anchor and k2.ids[:middle] == k1.ids[:middle] and middle > k1.head
+    # a window too long for the KV: the cut drops the oldest file text, never the block
+    far = "".join(f"def filler_{i}(v):\n    return v + {i}\n\n\n" for i in range(60)) + MAIN
+    whole = eng.build(far, "\n")
+    cut = eng.build(far, "\n", max_new=eng.decoder.capacity - 16 - (len(whole.ids) - 200))
+    excess = len(whole.ids) - len(cut.ids)
+    assert excess == 200 and cut.ids[: cut.head] == lead + block
+    assert cut.ids[cut.head:] == whole.ids[whole.head + excess:]
+    # the digest names the layout too (a suggestion from another prompt is another cache entry)
+    digest = eng.context_digest
+    assert len(digest) == 16 and digest != BLOCK.digest()
+    eng.set_context(None)
+
+
+def test_a_keystroke_reuses_the_prefilled_block_and_reports_it(eng):
+    eng.set_context(BLOCK)
+    eng.reset()
+    eng.prefill(MAIN, "\n")
+    _, t = eng.complete(MAIN + "a", "\n", GenParams(max_tokens=1))
+    head = eng.build(MAIN, "\n").head
+    assert t.reused_tokens > head and t.prompt_tokens - t.reused_tokens <= 3, (t.prompt_tokens, t.reused_tokens)
+    assert eng.last_context == tuple(BLOCK.labels())  # the status names the chunks the prompt carried
+    eng.set_context(None)
+    eng.reset()
+
+
+def test_the_repository_layout_stays_for_measurement(eng):
+    eng.set_context(BLOCK)
+    comments = eng.context_digest
+    eng.config.context_layout = "repository"
+    try:
+        assert eng.set_context(BLOCK)  # the same block in another layout is another block
+        assert eng.context_digest == BLOCK.digest() != comments
+        ctx = context_ids(eng.tok, BLOCK.repo, BLOCK.chunks, BLOCK.current_path)
+        p = eng.build(MAIN, "\n")
+        bos = [eng.manifest.bos_token_id] if eng.manifest.bos_token_id is not None else []
+        assert p.ids[: len(bos) + len(ctx)] == bos + ctx and p.head == len(bos) + len(ctx) + 1
+    finally:
+        eng.config.context_layout = "comments"
+        eng.set_context(None)

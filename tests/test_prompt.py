@@ -260,6 +260,60 @@ def test_context_block_is_empty_without_repository_markers_and_chunks_encode_ind
     assert two[: len(one) - len(t.encode("c.py\n")) - 1] == one[: len(one) - len(t.encode("c.py\n")) - 1]
 
 
+# ---- the comments layout: chunks as comments at the start of the FIM prefix ----------------------------
+from engine.prompt import comment_ids, comment_mark, comment_text  # noqa: E402
+
+
+def test_a_chunk_renders_as_comments_with_its_path_and_a_blank_line_after():
+    c = _C("pkg/a.py", "def f(x):\n\n    \n    return x\n")
+    assert comment_text(c) == "# Path: pkg/a.py\n# def f(x):\n#\n#\n#     return x\n\n"
+    # no final line break: the last line is still ended, so the next text starts a line
+    assert comment_text(_C("a.ts", "let x = 1"), "//") == "// Path: a.ts\n// let x = 1\n\n"
+    assert comment_text(_C("w.py", "x = 1\r\n"), "#") == "# Path: w.py\n# x = 1\r\n\n"
+
+
+def test_the_comment_mark_follows_the_current_file():
+    assert [comment_mark(p) for p in ("a/b.py", "x.ts", "m.go", "lib.rs", "A.java", "q.sql", "run.sh",
+                                      "Makefile", "no_ext", "dir.d/file")] == \
+        ["#", "//", "//", "//", "//", "--", "#", "#", "#", "#"]
+    t = ByteTok()
+    chunks = [_C("util.py", "def f():\n    pass\n")]
+    # the comments sit in the current file's text: its syntax, whatever the chunk's file is
+    assert t.decode_bytes(comment_ids(t, chunks, "src/app.tsx")).startswith(b"// Path: util.py\n// def f():")
+    assert t.decode_bytes(comment_ids(t, chunks, "app.py")).startswith(b"# Path: util.py\n# def f():")
+
+
+def test_comment_chunks_encode_on_their_own():
+    t = RepoTok()
+    a, b = _C("a.py", "x = 1\n"), _C("b.py", "y = 2")
+    one, two = comment_ids(t, [a], "c.py"), comment_ids(t, [a, b], "c.py")
+    assert two[: len(one)] == one and two[len(one):] == t.encode(comment_text(b))  # a kept chunk keeps its KV
+    assert t.decode_bytes(two).endswith(b"# y = 2\n\n")
+
+
+def test_the_comments_layout_goes_after_the_fim_prefix_token_and_the_head_covers_it():
+    t = RepoTok()
+    ctx = comment_ids(t, [_C("pkg/a.py", "def f(x):\n    ...\n")], "pkg/b.py")
+    pre = "import a\nb = 1\nf("
+    for anchor in (pre.index("f("), None):
+        p = build_prompt(t, pre, "\n", FIM, bos_id=7, anchor=anchor, context=ctx, layout="comments")
+        q = build_prompt(t, pre, "\n", FIM, bos_id=7, anchor=anchor)
+        assert p.ids[:2] == [7, 300] and p.ids[2: 2 + len(ctx)] == ctx and p.head == 2 + len(ctx)
+        # the file text's ids are those of the prompt without the block (the block only inserted)
+        assert p.ids[p.head:] == q.ids[2:] and (p.heal, q.head) == (q.heal, 2)
+        assert t.decode_bytes(p.ids[p.head:]).startswith(b"import a\n")
+    # a window cut as Engine.build makes it keeps BOS, the FIM prefix token and the whole block
+    cut = p.ids[: p.head] + p.ids[p.head + 3:]
+    assert cut[: p.head] == [7, 300] + ctx and t.decode_bytes(cut[p.head:]).startswith(b"ort a\n")
+    # a keystroke's prompt shares the block with the one before (the KV of both is reused)
+    k1 = build_prompt(t, pre, "\n", FIM, bos_id=7, anchor=pre.index("f("), context=ctx, layout="comments")
+    k2 = build_prompt(t, pre + "x", "\n", FIM, bos_id=7, anchor=pre.index("f("), context=ctx, layout="comments")
+    assert k2.ids[: len(k1.ids)] == k1.ids and k1.ids[: k1.head] == k2.ids[: k2.head]
+    # prefix-only models: the block first after BOS
+    p = build_prompt(t, "ab", "", None, bos_id=7, heal=False, context=ctx, layout="comments")
+    assert p.ids == [7] + ctx + [ord("a"), ord("b")] and p.head == 1 + len(ctx)
+
+
 def test_an_indented_empty_line_heals_only_its_last_blank():
     """`        x` tokenizes as `       ` + ` x`: healing the whole indentation let the model choose a blank
     run no text has and then write blanks until its limit (bench_context: 10 of 32 lines)."""
