@@ -233,10 +233,9 @@ class Runner:
         self._cond.release()
         try:
             uri, block = source()
-            digest = block.digest() if block is not None and block.chunks else ""
-            if digest != engine.context_digest and engine.set_context(block):
+            if engine.set_context(block):  # (the engine tells a new block from the one it holds)
                 self.kv_prompt = None  # the KV holds no prompt with the new block yet: warm it
-                log.debug("context block %s admitted", digest or "(none)")
+                log.debug("context block %s admitted", engine.context_digest or "(none)")
             self._context_uri = uri if engine.context_digest else None
         except Exception:
             log.exception("context source failed")

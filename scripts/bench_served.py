@@ -272,8 +272,8 @@ async def ask(server: Server, uri: str, text: str, offset: int, invoked: bool, p
         if items or ms >= patience_s * 1000:
             return ms, items, asks
         if one_ms < DEADLINE_FLOOR_MS[invoked]:
-            def refreshed() -> bool:
-                return any(t > t_ask and (p.get("textDocument") or {}).get("uri", uri) == uri
+            def refreshed(since: float = t_ask) -> bool:
+                return any(t > since and (p.get("textDocument") or {}).get("uri", uri) == uri
                            for t, p in server.refreshes)
             end = min(t0 + patience_s, time.perf_counter() + refresh_wait_s)
             while time.perf_counter() < end and not refreshed():
