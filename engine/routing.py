@@ -12,6 +12,10 @@ Routing modes (setting ``routing``):
   ``raceBudgetMs`` of the request and extends or improves what the local one showed
   (``race_accepts``): never a flicker to something unrelated.
 - ``remote``: everything goes to the remote (the local model is the fallback).
+- ``pause``: the local model answers every request; where the user pauses (about twice their usual
+  keystroke interval after an automatic answer went out), the capable tier writes the suggestion for
+  that spot, and it takes the local one's place when it has something to show (``pause_accepts``). A
+  keystroke stops that work: the capable model never runs while the user types.
 
 A single keystroke (an automatic, single-line request) is never routed remote except in ``remote``.
 """
@@ -20,10 +24,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ROUTING_MODES: tuple[str, ...] = ("local", "hybrid", "race", "remote")
+ROUTING_MODES: tuple[str, ...] = ("local", "hybrid", "race", "remote", "pause")
 REMOTE_KINDS: tuple[str, ...] = ("invoked", "variants", "multiline")
 
-LOCAL, REMOTE, RACE = "local", "remote", "race"
+LOCAL, REMOTE, RACE, PAUSE = "local", "remote", "race", "pause"
 
 
 @dataclass(frozen=True)
@@ -36,8 +40,8 @@ class RouteConfig:
 def route(cfg: RouteConfig, *, invoked: bool, variants: bool, multiline: bool, remote_ready: bool) -> str:
     """``local`` | ``remote`` | ``race`` for one request. ``remote_ready``: a remote is configured and not
     backing off after a failure (otherwise everything is local)."""
-    if cfg.mode == LOCAL or not remote_ready:
-        return LOCAL
+    if cfg.mode in (LOCAL, PAUSE) or not remote_ready:
+        return LOCAL  # (pause: the capable tier works after the answer, lsp_server/pause.py)
     if cfg.mode == REMOTE:
         return REMOTE
     wants = (invoked and "invoked" in cfg.remote_for) or (variants and "variants" in cfg.remote_for) or \
@@ -69,6 +73,17 @@ def race_accepts(local: str | None, remote: str | None) -> bool:
     if remote.startswith(local):
         return True
     return _first_line(local) == _first_line(remote) and len(remote.rstrip()) > len(local.rstrip())
+
+
+def pause_accepts(shown: str | None, capable: str | None) -> bool:
+    """May the capable tier's suggestion, written at a pause, replace the one on screen?
+
+    Unlike a race (``race_accepts``), yes also when it says something else: the user has stopped, the
+    capable model is the better judge of what comes next, and the pause is where a suggestion is read.
+    No when it has nothing to show, or when it is what the user already sees."""
+    if not capable or not capable.strip():
+        return False
+    return shown is None or capable.rstrip() != shown.rstrip()
 
 
 @dataclass

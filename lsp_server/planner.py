@@ -62,6 +62,9 @@ TYPING_HISTORY = 9  # keystroke times kept per document
 # Futures (where accepting a shown suggestion leads) start after this pause at least, longer when the user
 # types slower: they are pre-work for a pause, and a typist who keeps going is served by type-through.
 FUTURE_DELAY_S = 0.15
+# routing "pause": the fast model's futures wait this much longer, leaving the pause's first moments (both
+# cores) to the capable model's line (lsp_server/pause.py)
+PAUSE_HOLD_S = 1.0
 # Edits closer together than this are a burst (a paste replayed, a client catching up), not typing: the
 # caches are asked by the request for the state the burst ends in, not on every edit of it.
 BURST_GAP_S = 0.015
@@ -216,6 +219,12 @@ class TypingClock:
         if not intervals:
             return FUTURE_DELAY_S
         return max(FUTURE_DELAY_S, speculation.PAUSE_FACTOR * statistics.median(intervals))
+
+    def pause_starts(self, uri: str, now: float) -> float:
+        """When a pause after the user's last keystroke begins (never before ``now``; nothing typed yet:
+        ``now`` plus the default delay)."""
+        times = self._times.get(uri)
+        return max(now, (times[-1] if times else now) + self.future_delay(uri))
 
     def forget(self, uri: str) -> None:
         self._times.pop(uri, None)

@@ -22,12 +22,14 @@ from engine.postprocess import CUT_OFF_REASONS, Budget, budget_for, settled, spl
 from engine.types import Completion, GenParams
 
 from . import planner
+from .pause import Pauses
 from .planner import (
     AUTOMATIC_BUDGET_S,
     FUTURE_BUDGET_S,
     INVOKED_BUDGET_S,
     JOB_BUDGET_S,
     PARTIAL_AFTER_S,
+    PAUSE_HOLD_S,
     REFRESH_WITHIN_S,
     Cursors,
     State,
@@ -36,7 +38,7 @@ from .planner import (
 from .race import Races
 from .settings import Settings
 from .store import Answer, Store, StoreHooks
-from .worker import SPECULATIVE, USER, EngineLike, JobDropped, Result, Superseded, Worker
+from .worker import SPECULATIVE, USER, EngineLike, Job, JobDropped, Result, Superseded, Worker
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,7 @@ class CompletionService:
         self.cursors = Cursors()
         self.clock = TypingClock()
         self.races = Races(self.store, self.cursors, revision_of, self._late_win)
+        self.pauses = Pauses(self.store, revision_of, self._late_win)
         self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
         self._wstart: dict[str, int] = {}  # each document's prefix window start (kept while it fits)
         self._refreshing: dict[str, asyncio.Task] = {}  # uri -> waiting to refresh a partial answer
@@ -88,6 +91,7 @@ class CompletionService:
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self.store.attach_loop(loop)
         self.races.attach_loop(loop)
+        self.pauses.attach_loop(loop)
 
     def reload(self) -> None:
         self.worker.reload(lambda: self._load(self._settings()))
@@ -106,10 +110,15 @@ class CompletionService:
             return False
         w = Worker(lambda: self._load_remote(self._settings()), self._revision_of,
                    lambda st, info: self._on_event("remote", st, info),
-                   StoreHooks(self.store, self.cursors, self._settings, "remote", self.races.remote_done))
+                   StoreHooks(self.store, self.cursors, self._settings, "remote", self._remote_done))
         self.remote_worker = w
         w.start()
         return True
+
+    def _remote_done(self, job: Job, comps: list[Completion], arrived: float) -> None:
+        """(engine thread) A capable-tier generation finished: a race's or a pause's."""
+        self.races.remote_done(job, comps, arrived)
+        self.pauses.remote_done(job, comps, arrived)
 
     def shutdown(self) -> None:
         self.worker.stop()
@@ -180,6 +189,7 @@ class CompletionService:
 
     def did_close(self, uri: str) -> None:
         self.cursors.forget(uri)
+        self.pauses.forget(uri)
         self.clock.forget(uri)
         self._wstart.pop(uri, None)
         asked = self._asked.pop(uri, None)
@@ -456,9 +466,23 @@ class CompletionService:
         if plan:
             log.debug("futures for %s: %d", state.uri, len(plan))
         not_before = time.monotonic() + self.clock.future_delay(state.uri)
+        if self._pausing():
+            not_before += PAUSE_HOLD_S
         self.worker.set_futures(state.uri, state.revision, plan, not_before=not_before)
         if self.remote_worker is not None:
             self.remote_worker.set_futures(state.uri, state.revision, remote_plan, not_before=not_before)
+
+    def plan_pause(self, state: State, answer: Answer | None) -> None:
+        """An automatic answer from the local model went out (routing ``pause``): the capable tier writes
+        this spot's suggestion if the user pauses here (pause.py)."""
+        rw = self.remote_worker
+        if rw is None or not self._pausing() or answer is None or answer.backend != "local":
+            return
+        self.pauses.plan(state, rw, self.clock.pause_starts(state.uri, time.monotonic()))
+
+    def _pausing(self) -> bool:
+        """Routing ``pause`` with its capable tier ready."""
+        return self._settings().routing == routing.PAUSE and self.remote_ready()
 
     def follow_whole(self, state: State, version: int) -> None:
         """The quick first window had nothing to show at this spot (its lines were dropped: a short window

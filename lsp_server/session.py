@@ -257,11 +257,11 @@ class Session:
         self._on_status(st)
 
     def _race_replaced(self, uri: str, ms: float) -> None:
-        """(event loop) A race's remote answer replaced the local one on screen."""
+        """(event loop) The capable tier's answer (a race's, a pause's) replaced the local one on screen."""
         name = self.service.backend_name("remote")
         st = dict(self.status)
         st.update(source="model", backend=name, remote=self._remote_st,
-                  message=f"model in {ms:.0f} ms · {name} (race: replaces local)")
+                  message=f"model in {ms:.0f} ms · {name} ({self.settings.routing}: replaces local)")
         self.status = st
         self._on_status(st)
 
@@ -437,6 +437,8 @@ class Session:
             # the client hears flint/refresh when it has something
             self._watch_auto[uri] = not invoked
             self.service.watch_for_refresh(state, version, within=JOB_BUDGET_S, greedy=invoked)
+        if not invoked and self.settings.speculation and self.speculate:
+            self.service.plan_pause(state, answer)  # routing "pause": the capable tier, if the user pauses here
         res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1), source, origin, backend)
         log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s%s]", "invoked" if invoked else "auto",
                  uri.rsplit("/", 1)[-1], line, character, state.mode, len(items), total_ms, source or "-",

@@ -323,9 +323,9 @@ class StoreHooks:
         if not settings.speculation:
             return
         key = (*job.params.key(), self.tier)
-        if self.tier == "remote" and settings.routing == routing.RACE:
-            # a race's remote generation stays out of sight until it wins (race.py); its entry is kept
-            # aside only to tell whether the user's typing still agrees with it
+        if self.tier == "remote" and settings.routing in (routing.RACE, routing.PAUSE):
+            # a race's (or a pause's) remote generation stays out of sight until it wins (race.py,
+            # pause.py); its entry is kept aside only to tell whether the user's typing agrees with it
             job.handle = hidden_entry(job.prefix, job.suffix, job.params.n, key)
             return
         job.handle = self.store.open(job.prefix, job.suffix, job.params.n, key)
@@ -360,6 +360,8 @@ class StoreHooks:
         st = self.cursors.get(job.uri)
         if st is None:
             return False
+        if self.tier == "remote" and self._settings().routing == routing.PAUSE:
+            return False  # the pause is over: the capable model leaves both cores to the keystrokes
         entry = job.handle
         if running and isinstance(entry, Entry) and self.store.consistent(entry, st.prefix, st.suffix):
             # a local one still in its prompt pass has written nothing the typing could agree with: the

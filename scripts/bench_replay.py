@@ -1102,6 +1102,9 @@ async def amain(args) -> int:
             server_opts[name] = json.loads(raw)
         except ValueError as e:
             raise SystemExit(f"--options {spec!r}: {e}") from None
+        capable = server_opts[name].get("capableModel")
+        if capable:  # each server runs with its own FLINT_HOME: a preset name is resolved here, as @MODEL is
+            server_opts[name]["capableModel"] = str(resolve_model_dir(capable))
     order = [(t, s, m) for t in typists for s in servers for m in modes]
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
     meta = {

@@ -30,6 +30,15 @@ def test_typing_clock_tells_a_burst_from_typing_and_holds_futures_for_a_pause():
     assert clock.future_delay("u") == planner.FUTURE_DELAY_S
 
 
+def test_a_pause_starts_a_rhythm_after_the_last_keystroke_never_in_the_past():
+    clock = planner.TypingClock()
+    assert clock.pause_starts("u", 5.0) == 5.0 + planner.FUTURE_DELAY_S  # nothing typed: the default delay
+    for t in (10.0, 10.2, 10.4):
+        clock.keystroke("u", t)
+    assert abs(clock.pause_starts("u", 10.45) - (10.4 + 2 * 0.2)) < 1e-9  # twice the usual interval after it
+    assert clock.pause_starts("u", 11.5) == 11.5  # already paused longer than that: at once
+
+
 def test_cursors_board_follows_the_document_typed_in():
     board = planner.Cursors()
     st = planner.state_at(Settings(), "file:///b.py", 3, 2, "x ", "", invoked=False, remote_ready=False)

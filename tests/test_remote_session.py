@@ -215,3 +215,47 @@ async def test_a_race_survives_typing_that_agrees_with_it(make, fake):
     got = await s.suggest(URI, POS[0], col, invoked=False)
     assert (got.source, got.backend, got.items[0].text) == ("type-through", "remote", " + b")
     assert len(fake.requests) == 1  # one remote generation served both spots
+
+
+# ---------------------------------------------------------------------------------------------- pause
+
+
+@pytest.mark.parametrize("remote_text,replaced", [
+    ("a + b", True),  # the capable line differs from the one shown: it replaces it at the pause
+    ("a", False),  # the same line: nothing moves, no refresh
+])
+async def test_pause_routing_replaces_the_local_line_once_the_user_pauses(make, fake, remote_text, replaced):
+    fake.default = {"stream": [remote_text], "delay": 0.05}
+    s = make(LocalScript("a"), routing="pause", remote_url=fake.url)
+    res = await s.suggest(URI, *POS, invoked=False)
+    assert res.backend == "local" and res.items[0].text == "a"  # every keystroke: the fast model, at once
+    await wait_for(lambda: len(fake.requests) == 1 and remote_done(s))
+    await asyncio.sleep(0.05)  # the finished callback runs on the loop
+    assert s.refreshed == ([(URI, 1)] if replaced else [])
+    again = await s.suggest(URI, *POS, invoked=False)
+    assert (again.backend, again.items[0].text) == (("remote", remote_text) if replaced else ("local", "a"))
+
+
+async def test_pause_routing_a_keystroke_stops_the_capable_line(make, fake):
+    """The user types on before the capable line is there: it is stopped, nothing replaces what is
+    shown, and no flint/refresh is sent for the old spot."""
+    from tests.test_session import type_chars
+
+    fake.default = {"stream": ["b", " - ", "a"], "delay": 0.5}
+    s = make(LocalScript("a"), routing="pause", remote_url=fake.url)
+    await s.suggest(URI, *POS, invoked=False)
+    await wait_for(lambda: s.remote_worker.running() is not None, 5)  # the pause began: it runs
+    type_chars(s, URI, "x", POS[0], POS[1], 1)
+    await wait_for(lambda: s.remote_worker.running() is None, 5)  # stopped at the keystroke, not 1.5 s later
+    await asyncio.sleep(0.1)
+    assert s.refreshed == []
+
+
+async def test_pause_routing_sends_no_request_kind_to_the_capable_tier(make, fake):
+    """Explicit requests and variants stay with the local model in pause routing (its capable tier
+    works only after an automatic answer, at a pause)."""
+    s = make(LocalScript("a"), routing="pause", remote_url=fake.url)
+    res = await s.suggest(URI, *POS, invoked=True)
+    assert res.backend == "local"
+    await asyncio.sleep(0.4)
+    assert fake.requests == []
