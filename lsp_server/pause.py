@@ -47,16 +47,18 @@ class Pauses:
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
-    def plan(self, state: State, worker: Worker, not_before: float) -> None:
+    def plan(self, state: State, worker: Worker, not_before: float, short_window: bool = True) -> None:
         """An automatic answer for ``state`` went out: the capable tier writes this spot's suggestion once
-        the user has paused (``not_before``, time.monotonic()), from its own window."""
+        the user has paused (``not_before``, time.monotonic()); ``short_window``: from its own window (a
+        model on this machine's CPU; a remote server reads the whole one). The same work planned again
+        joins the job already queued or running (Worker.submit)."""
         if state.skip:
             return
-        st = self._window(whole_window(state))
+        whole = whole_window(state)
+        st = self._window(whole) if short_window else whole
         key = (st.uri, st.prefix, st.suffix)
-        if key in self._planned:
-            return
-        self._planned[key] = (whole_window(state), time.monotonic())
+        self._planned.pop(key, None)
+        self._planned[key] = (whole, time.monotonic())
         while len(self._planned) > PAUSES_KEPT:
             self._planned.pop(next(iter(self._planned)))
         fut = worker.submit(st.uri, st.revision, st.prefix, st.suffix, st.params, USER, budget_s=JOB_BUDGET_S,
@@ -69,11 +71,8 @@ class Pauses:
         worker.release(fut)
 
     def _window(self, state: State) -> State:
-        """The state cut to the capable model's window (PREFIX_CHARS, SUFFIX_CHARS)."""
-        start = window_start(state.prefix, len(state.prefix), PREFIX_CHARS, previous=self._starts.get(state.uri))
-        self._starts[state.uri] = start
-        _, suffix = clip_window("", state.suffix, 0, SUFFIX_CHARS)
-        return replace(state, prefix=state.prefix[start:], suffix=suffix)
+        cut, self._starts[state.uri] = short_window(state, self._starts.get(state.uri))
+        return cut
 
     def remote_done(self, job: Job, comps: list[Completion], arrived: float) -> None:
         """(engine thread) A capable-tier generation finished: if a pause planned it, decide on the loop."""
@@ -115,3 +114,12 @@ class Pauses:
         self._store.add(state, comps, "remote")
         log.debug("pause: the capable tier's line replaces the local one for %s", state.uri)
         self._on_replace(state.uri, (time.monotonic() - at) * 1000)
+
+
+def short_window(state: State, previous: int | None) -> tuple[State, int]:
+    """The state cut to the capable model's window (PREFIX_CHARS before the cursor, SUFFIX_CHARS after, at
+    line bounds), and the start in ``state.prefix`` it kept: ``previous`` while it is still valid, so a
+    keystroke appends to the capable model's KV instead of moving its window."""
+    start = window_start(state.prefix, len(state.prefix), PREFIX_CHARS, previous=previous)
+    _, suffix = clip_window("", state.suffix, 0, SUFFIX_CHARS)
+    return replace(state, prefix=state.prefix[start:], suffix=suffix), start
