@@ -22,6 +22,11 @@ from typing import Any, Protocol
 from .remote import RemoteBackend, RemoteConfig
 from .types import CancelToken, Completion, GenParams, Timings, TokenCallback
 
+# the capable local model's prefill chunk: it shares the cores with the fast model, which answers the
+# keystrokes, so its prompt pass stops sooner when one comes (half the default chunk: a bigger model's
+# chunk takes longer; docs/benchmarks/forward.1_5b.md)
+CAPABLE_CHUNK = 32
+
 
 class Backend(Protocol):
     @property
@@ -73,8 +78,10 @@ class LocalBackend:
              kind: str = "local", context_tokens: int = 0) -> LocalBackend:
         from .engine import Engine, EngineConfig
 
-        return cls(Engine.load(model, threads=threads, warm=warm, config=EngineConfig(context_tokens=context_tokens)),
-                   kind)
+        config = EngineConfig(context_tokens=context_tokens)
+        if kind == "capable":
+            config = EngineConfig(context_tokens=context_tokens, prefill_chunk=CAPABLE_CHUNK, warm_chunk=CAPABLE_CHUNK)
+        return cls(Engine.load(model, threads=threads, warm=warm, config=config), kind)
 
     @property
     def model_id(self) -> str:
