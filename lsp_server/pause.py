@@ -22,7 +22,7 @@ from engine.speculation import window_start
 from engine.types import Completion
 
 from .planner import JOB_BUDGET_S, State, whole_window
-from .store import Store
+from .store import Store, post
 from .worker import USER, Job, Worker
 
 log = logging.getLogger(__name__)
@@ -86,12 +86,7 @@ class Pauses:
             del self._planned[key]
 
     def _soon(self, fn: Callable[..., object], *args: object) -> None:
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(fn, *args)
-            except RuntimeError:  # closed while shutting down
-                pass
+        post(self._loop, fn, *args)
 
     def _finished(self, key: tuple[str, str, str], comps: list[Completion]) -> None:
         """(event loop) The pause's generation finished: promote it if the user is still at its spot."""

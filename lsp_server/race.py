@@ -20,7 +20,7 @@ from engine import routing
 from engine.types import Completion
 
 from .planner import Cursors, State
-from .store import Answer, Store
+from .store import Answer, Store, post
 from .worker import USER, Job, Worker
 
 log = logging.getLogger(__name__)
@@ -84,12 +84,7 @@ class Races:
             self._soon(self._finished, race, comps, arrived)
 
     def _soon(self, fn: Callable[..., object], *args: object) -> None:
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(fn, *args)
-            except RuntimeError:  # closed while shutting down
-                pass
+        post(self._loop, fn, *args)
 
     async def _run(self, race: Race, local_task: asyncio.Future) -> Answer | None:
         state, since = race.state, race.since

@@ -71,7 +71,6 @@ class Runner:
     model_calls: int
     latency_s: float | None
     kv_prompt: tuple[str, str] | None
-    last_window: str
 
     def _load(self, load: Callable[[], EngineLike]) -> None:
         self._emit("loading")
@@ -168,8 +167,6 @@ class Runner:
             # quick first window (then idle time warms the full one: hooks.idle)
             full = result is not None and getattr(result[1], "window", "full") == "full"
             self.kv_prompt = (job.prefix, job.suffix) if full and not job.cancel.cancelled else None
-            if result is not None:
-                self.last_window = getattr(result[1], "window", "full")
             if hooks is not None:
                 try:
                     hooks.finished(job, result, (time.perf_counter() - t0) * 1000)

@@ -478,8 +478,6 @@ class CompletionService:
         rw = self.remote_worker
         if rw is None or not self._pausing() or answer is None or answer.backend != "local":
             return
-        if self.worker.last_window == "quick":
-            return  # the fast model still reads its whole window at pauses: that comes first
         self.pauses.plan(state, rw, self.clock.pause_starts(state.uri, time.monotonic()),
                          short_window=self.backend_name("remote") == "capable")
 

@@ -34,6 +34,15 @@ DISK_MISS_MEMORY = 64  # recent disk misses not asked again (this server fills t
 Identity = Callable[[str], "tuple[str, int, int] | None"]
 
 
+def post(loop: asyncio.AbstractEventLoop | None, fn: Callable[..., object], *args: object) -> None:
+    """(any thread) Run ``fn(*args)`` on the event loop soon; nothing once it is closed (shutting down)."""
+    if loop is not None and not loop.is_closed():
+        try:
+            loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # closed meanwhile
+            pass
+
+
 @dataclass
 class Answer:
     comps: list[Completion]  # raw text at the state's cursor
@@ -104,12 +113,7 @@ class Store:
 
     def changed(self) -> None:
         """(any thread) Wake whoever waits for a change."""
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(self._pulse)
-            except RuntimeError:  # loop closed while shutting down
-                pass
+        post(self._loop, self._pulse)
 
     def _pulse(self) -> None:
         tick, self._tick = self._tick, None

@@ -118,8 +118,6 @@ class Worker(Runner):
         self.model_calls = 0  # generations only
         self.latency_s: float | None = None  # EWMA: job start to its first complete line (or its end)
         self.kv_prompt: tuple[str, str] | None = None  # the prompt the engine's KV cache holds
-        # the prompt window of the last generation: "quick" while the whole one is still to be read
-        self.last_window = "full"
 
     # ---- event loop side ------------------------------------------------------------------------
     def start(self) -> None:

@@ -24,13 +24,13 @@ URI = "file:///r/add.py"
 class LocalScript:
     model_id = "local-script"
 
-    def __init__(self, text: str, delay: float = 0.0, window: str = "full") -> None:
-        self.text, self.delay, self.calls, self.window = text, delay, 0, window
+    def __init__(self, text: str, delay: float = 0.0) -> None:
+        self.text, self.delay, self.calls = text, delay, 0
 
     def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
         self.calls += 1
         time.sleep(self.delay)
-        return [Completion(text=self.text, token_ids=[1, 2], finish_reason="eos")], Timings(window=self.window)
+        return [Completion(text=self.text, token_ids=[1, 2], finish_reason="eos")], Timings()
 
 
 @pytest.fixture
@@ -249,16 +249,6 @@ async def test_pause_routing_a_keystroke_stops_the_capable_line(make, fake):
     await wait_for(lambda: s.remote_worker.running() is None, 5)  # stopped at the keystroke, not 1.5 s later
     await asyncio.sleep(0.1)
     assert s.refreshed == []
-
-
-async def test_pause_routing_waits_while_the_fast_model_reads_its_whole_window(make, fake):
-    """The fast model answered from its quick first window: its whole window is still to be read, at the
-    pauses; the capable tier does not take them from it."""
-    s = make(LocalScript("a", window="quick"), routing="pause", remote_url=fake.url)
-    res = await s.suggest(URI, *POS, invoked=False)
-    assert res.backend == "local" and res.items[0].text == "a"
-    await asyncio.sleep(0.5)
-    assert fake.requests == [] and s.remote_worker.model_calls == 0
 
 
 async def test_pause_routing_sends_no_request_kind_to_the_capable_tier(make, fake):
