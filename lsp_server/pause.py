@@ -2,7 +2,7 @@
 
 The fast local model answers every keystroke. After an automatic answer went out, the capable tier (a
 second local model, or a remote server) is asked for the same spot, to start once the user has paused
-(``TypingClock.future_delay``: about twice their usual keystroke interval). A keystroke stops it
+(``TypingClock.pause_starts``: about twice their usual keystroke interval after the last key). A keystroke stops it
 (StoreHooks.keep), so it never takes the CPU from the keystrokes. When it finishes with the document
 still at that spot and its suggestion differs from the one on screen (routing.pause_accepts), it becomes
 the newest answer for the spot in the store and the client hears flint/refresh (``on_replace``).
@@ -65,7 +65,7 @@ class Pauses:
                             not_before=not_before)
         # answered at once from its memory or the store (no generation, so no finished hook)
         fut.add_done_callback(lambda f: None if f.cancelled() or f.exception() is not None else
-                              self._soon(self._finished, key, f.result()[0]))
+                              post(self._loop, self._finished, key, f.result()[0]))
         # nobody waits on it: it stops at a keystroke, and as idle work once the user has gone (IDLE_WORK_S);
         # a prompt pass cut short keeps its KV for the next pause
         worker.release(fut)
@@ -78,15 +78,12 @@ class Pauses:
         """(engine thread) A capable-tier generation finished: if a pause planned it, decide on the loop."""
         key = (job.uri, job.prefix, job.suffix)
         if key in self._planned:
-            self._soon(self._finished, key, comps)
+            post(self._loop, self._finished, key, comps)
 
     def forget(self, uri: str) -> None:
         self._starts.pop(uri, None)
         for key in [k for k in self._planned if k[0] == uri]:
             del self._planned[key]
-
-    def _soon(self, fn: Callable[..., object], *args: object) -> None:
-        post(self._loop, fn, *args)
 
     def _finished(self, key: tuple[str, str, str], comps: list[Completion]) -> None:
         """(event loop) The pause's generation finished: promote it if the user is still at its spot."""

@@ -129,7 +129,7 @@ class Session:
         self.service = CompletionService(lambda: self.settings, load, load_remote, self.documents.revision,
                                          self._engine_event, self._refresh,
                                          lambda uri: self.documents.get(uri).version, context=self._context_for)
-        self.service.on_late_win = self._race_replaced
+        self.service.on_late_win = self._capable_replaced
         self.service.store.open_disk(self.settings.cache_size_mb)
 
     def _refresh(self, uri: str, version: int) -> None:
@@ -256,7 +256,7 @@ class Session:
         self.status = st
         self._on_status(st)
 
-    def _race_replaced(self, uri: str, ms: float) -> None:
+    def _capable_replaced(self, uri: str, ms: float) -> None:
         """(event loop) The capable tier's answer (a race's, a pause's) replaced the local one on screen."""
         name = self.service.backend_name("remote")
         st = dict(self.status)
