@@ -25,37 +25,67 @@ with golden tests (tests/test_postprocess.py):
 
 At the end of a finished line a one-line request whose text starts with a line break shows that next line.
 
-``budget_for(prefix, suffix, language)`` sizes a generation by the context (one line, one statement, the
-rest of a body, the statement after a finished line); ``cut_to_budget`` / ``stop_reached`` say what of a
-streaming text that budget shows and when generating more is wasted.
+The budgets (``budget_for``, ``cut_to_budget``, ``stop_reached``) and ``decide_mode`` live in
+``engine.budget``; the line helpers, the bracket scanner and the complete-statement checks in
+``engine.statements``. Every public name of the three is importable from here.
 
-Everything works on LF text; the caller converts line breaks back to the document's own. The bracket
-scanner is deliberately small (strings on one line, ``#``/``//`` comments): it is a guard against
-obvious damage, not a parser.
-
-``decide_mode(line_prefix, line_suffix, policy)`` says whether a position wants one line or a block.
+Everything works on LF text; the caller converts line breaks back to the document's own.
 """
 
 from __future__ import annotations
 
-import ast
-import functools
 import re
 from dataclasses import dataclass
-from typing import Literal
 
-Mode = Literal["single", "multi"]
+from .budget import (
+    BODY_LINES,
+    MAX_BLOCK_TOKENS,
+    SINGLE_LINE_TOKENS,
+    TOKENS_PER_LINE,
+    Budget,
+    Mode,
+    budget_for,
+    cut_to_budget,
+    decide_mode,
+    settled,
+    stop_reached,
+)
+from .statements import (
+    _CLOSING_LINE,
+    AUTO_CLOSED,
+    CLOSERS,
+    OPENERS,
+    QUOTES,
+    ScanState,
+    _previous_line,
+    cut_block_to_complete,
+    cut_to_complete,
+    drop_dangling_header,
+    else_goes_on_below,
+    ends_mid_statement,
+    following_lines,
+    guess_language,
+    indent_width,
+    is_complete_statement,
+    misses_block_opener,
+    opens_block,
+    prefix_state,
+    scan,
+    split_cursor,
+    statement_start,
+)
 
-OPENERS = {"(": ")", "[": "]", "{": "}"}
-CLOSERS = {")": "(", "]": "[", "}": "{"}
-QUOTES = "\"'`"
-# characters an editor inserts on its own after the cursor (auto-closing)
-AUTO_CLOSED = set(")]}") | set(QUOTES)
-# a line ending in one of these opens a block (or a continuation) the suggestion should fill
-_BLOCK_OPENERS = re.compile(r"(?:[:{(\[]|=>|->|\bdo|\bthen|\bbegin|\belse)\s*$")
-_TRAILING_COMMENT = re.compile(r"\s+(?:#|//).*$")
-# a line that only closes something: the end of a block
-_CLOSING_LINE = re.compile(r"^\s*(?:[)\]}]+[;,)]*|end\b|fi\b|done\b|esac\b)")
+__all__ = [
+    "AUTO_CLOSED", "BODY_LINES", "CLOSERS", "CUT_OFF_REASONS", "LONG_COPY_CHARS", "MAX_BLOCK_TOKENS",
+    "MAX_LINE_CHARS", "OPENERS", "QUOTES", "SINGLE_LINE_TOKENS", "TOKENS_PER_LINE", "Budget", "Mode",
+    "ScanState", "Suggestion", "budget_for", "cut_at_following_lines", "cut_block_to_complete",
+    "cut_to_budget", "cut_to_complete", "decide_mode", "doubt_cut", "drop_dangling_header",
+    "drop_incomplete_last_line", "drop_repetition", "else_goes_on_below", "ends_mid_statement",
+    "fit_line_suffix", "fix_first_indent", "following_lines", "guess_language", "indent_width",
+    "is_complete_statement", "limit_lines", "limit_scope", "misses_block_opener", "normalize", "opens_block",
+    "postprocess", "prefix_state", "scan", "settled", "split_cursor", "statement_start", "stop_reached",
+]
+
 _WORDS = re.compile(r"\w+")
 LONG_COPY_CHARS = 24  # a line this long found word for word just below is a copy of it
 MAX_LINE_CHARS = 400  # a longer generated line is noise (minified data, a looping model)
@@ -68,133 +98,13 @@ class Suggestion:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# small helpers
-
-
-def indent_width(line: str) -> int:
-    """Width of a line's leading whitespace, tabs counted as 4 columns."""
-    ws = line[: len(line) - len(line.lstrip(" \t"))]
-    return len(ws.expandtabs(4))
-
-
-def _code_part(line: str) -> str:
-    return _TRAILING_COMMENT.sub("", line).rstrip()
-
-
-def opens_block(line: str) -> bool:
-    """True when ``line`` ends with something that expects an indented body or continuation."""
-    return bool(_BLOCK_OPENERS.search(_code_part(line)))
+# the steps
 
 
 def _is_trivial(line: str) -> bool:
     """Lines too common to mean repetition: closers, blank, very short."""
     s = line.strip()
     return len(s) < 4 or not any(c.isalnum() for c in s)
-
-
-def split_cursor(prefix: str, suffix: str) -> tuple[str, str]:
-    """(text on the cursor's line before it, text on the cursor's line after it)."""
-    line_prefix = prefix[prefix.rfind("\n") + 1:]
-    nl = suffix.find("\n")
-    line_suffix = suffix if nl == -1 else suffix[:nl]
-    return line_prefix, line_suffix
-
-
-# ---------------------------------------------------------------------------------------------------------
-# bracket scanning
-
-
-@dataclass(frozen=True)
-class ScanState:
-    stack: tuple[str, ...] = ()  # unclosed openers, innermost last
-    quote: str | None = None  # open string quote on the current line
-
-
-def scan(text: str, state: ScanState = ScanState()) -> tuple[ScanState, int | None]:
-    """Track brackets through ``text``. Returns the state after it and the index of the first closer that
-    closes nothing or the wrong thing (None if there is none; scanning stops there)."""
-    stack = list(state.stack)
-    quote = state.quote
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "\n":
-            quote = None  # strings do not span lines here (triple quotes are rare at a cursor)
-        elif quote is not None:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = None
-        elif c in QUOTES:
-            quote = c
-        elif c == "#" or (c == "/" and text[i + 1 : i + 2] == "/"):
-            nl = text.find("\n", i)
-            if nl == -1:
-                break
-            i = nl
-            continue
-        elif c in OPENERS:
-            stack.append(c)
-        elif c in CLOSERS:
-            if not stack or stack[-1] != CLOSERS[c]:
-                return ScanState(tuple(stack), quote), i
-            stack.pop()
-        i += 1
-    return ScanState(tuple(stack), quote), None
-
-
-@functools.lru_cache(maxsize=64)  # one request asks it for every variant and every streamed check
-def prefix_state(prefix: str, max_lines: int = 40) -> ScanState:
-    """Bracket state at the cursor, from the last ``max_lines`` lines (stray closers there are skipped)."""
-    start = len(prefix)
-    for _ in range(max_lines):
-        start = prefix.rfind("\n", 0, start)
-        if start == -1:
-            break
-    text = prefix[start + 1:]
-    state = ScanState()
-    while True:
-        state, bad = scan(text, state)
-        if bad is None:
-            return state
-        text = text[bad + 1:]  # a closer of something older than the window: ignore it
-
-
-def _balanced_cut(text: str, tail: str, state: ScanState) -> str:
-    """Longest prefix of ``text`` that, followed by ``tail``, has no stray closer; cuts only at closers."""
-    end, bad = scan(text + tail, state)
-    if bad is None:
-        return text
-    if bad < len(text):
-        return text[:bad]
-    # the tail's closer has nothing left to close: the text closed it already; cut at its closers
-    for i in range(len(text) - 1, -1, -1):
-        if text[i] in CLOSERS and scan(text[:i] + tail, state)[1] is None:
-            return text[:i]
-    return text
-
-
-# ---------------------------------------------------------------------------------------------------------
-# the steps
-
-
-def decide_mode(line_prefix: str, line_suffix: str, policy: str = "auto") -> Mode:
-    """One line when text sits right of the cursor; a block when the cursor is on an empty line or the line
-    opens a block; otherwise finish the current line."""
-    if policy == "always":
-        return "multi"
-    if policy == "never":
-        return "single"
-    rest = line_suffix.strip()
-    if rest:
-        # `{|}` with an auto-closed brace: the body goes between
-        if rest[0] == "}" and all(c in AUTO_CLOSED or c in ";," for c in rest) and \
-                line_prefix.rstrip().endswith("{"):
-            return "multi"
-        return "single"
-    if not line_prefix.strip() or opens_block(line_prefix):
-        return "multi"
-    return "single"
 
 
 def normalize(raw: str) -> str:
@@ -225,20 +135,6 @@ def limit_lines(text: str, mode: Mode, max_lines: int) -> str:
     if mode == "single":
         return lines[0]
     return "\n".join(lines[: max(1, max_lines) + (1 if lines[0] == "" else 0)])
-
-
-def following_lines(suffix: str, n: int = 8) -> list[str]:
-    """The first ``n`` non-blank lines after the cursor's line (right-stripped)."""
-    nl = suffix.find("\n")
-    if nl == -1:
-        return []
-    out: list[str] = []
-    for ln in suffix[nl + 1:].split("\n"):
-        if ln.strip():
-            out.append(ln.rstrip())
-            if len(out) == n:
-                break
-    return out
 
 
 def _similar(a: str, b: str) -> bool:
@@ -337,14 +233,6 @@ def limit_scope(text: str, line_prefix: str) -> str:
     return text
 
 
-def _previous_line(prefix: str) -> str | None:
-    lines = prefix.split("\n")[:-1]
-    for ln in reversed(lines[-20:]):
-        if ln.strip():
-            return ln
-    return None
-
-
 _RUN = re.compile(r"(.{1,8}?)\1{7,}$")  # a unit of 1-8 characters repeated 8+ times at a line's end
 
 
@@ -416,378 +304,27 @@ def fit_line_suffix(text: str, line_prefix: str, line_suffix: str, prefix: str) 
     return Suggestion(_balanced_cut(text, rest, state))
 
 
+def _balanced_cut(text: str, tail: str, state: ScanState) -> str:
+    """Longest prefix of ``text`` that, followed by ``tail``, has no stray closer; cuts only at closers."""
+    end, bad = scan(text + tail, state)
+    if bad is None:
+        return text
+    if bad < len(text):
+        return text[:bad]
+    # the tail's closer has nothing left to close: the text closed it already; cut at its closers
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] in CLOSERS and scan(text[:i] + tail, state)[1] is None:
+            return text[:i]
+    return text
+
+
 def _is_subsequence(needle: str, hay: str) -> bool:
     it = iter(hay)
     return all(c in it for c in needle)
 
 
 # ---------------------------------------------------------------------------------------------------------
-# complete statements: never show a line cut in the middle (``for b in``, a condition without its colon)
-
-_PY_HINT = re.compile(r"^\s*(?:def |class |import |from \S+ import |elif |except\b|with |async def )|:\s*(?:#.*)?$",
-                      re.M)
-_C_HINT = re.compile(r"[;{}]\s*(?://.*)?$|^\s*(?:function |const |let |var |fn |func |#include)", re.M)
-# a line ending in one of these goes on (binary operators, separators, keywords that need what follows)
-_OPEN_END = re.compile(
-    r"(?:[-+*/%=<>!&|^~,.?@\\]|\b(?:and|or|not|in|is|if|elif|else|for|while|with|as|from|import|def|class|"
-    r"lambda|return\s+not|await|yield\s+from|new|of|let|const|var|function|typeof|instanceof|case|fn|"
-    r"match|where|impl|struct|enum|async|del|assert|raise|except|throw))$")
-_TOKEN = re.compile(r"\w+|\"(?:\\.|[^\"\\])*\"?|'(?:\\.|[^'\\])*'?|\S")
-_PY_CONTINUES = re.compile(r"^\s*(elif\b|else\b|except\b|finally\b)")
-
-
-@functools.lru_cache(maxsize=64)
-def guess_language(text: str) -> str:
-    """``python`` or ``other`` from the text itself, for callers that do not pass the document's
-    language: Python lines (``def``, ``import``, a trailing colon) against C-family ones (``;``, braces)."""
-    py = len(_PY_HINT.findall(text))
-    c = len(_C_HINT.findall(text))
-    return "python" if py > c else "other"
-
-
-def _lang(language: str | None, text: str) -> str:
-    if not language:  # None, or a client's empty languageId
-        return guess_language(text)
-    return "python" if language.lower() in ("python", "py", "python3") else "other"
-
-
-def _depth_brackets(lang: str) -> str:
-    # C-family bodies live inside `{`, so a statement is delimited by ( and [ only
-    return "([{" if lang == "python" else "(["
-
-
-def statement_start(prefix: str, language: str | None = None, max_lines: int = 40) -> str:
-    """The text of the statement the cursor is in, from its first line (the last line before the cursor
-    that starts outside any bracket and does not follow a ``\\`` continuation) to the cursor."""
-    return _statement_start(prefix, _lang(language, prefix[-2000:]), max_lines)
-
-
-@functools.lru_cache(maxsize=64)
-def _statement_start(prefix: str, lang: str, max_lines: int = 40) -> str:
-    keep = _depth_brackets(lang)
-    lines = prefix.split("\n")[-max_lines:]
-    state = ScanState()
-    start = 0
-    for j, ln in enumerate(lines):
-        if not any(c in keep for c in state.stack) and not (j and lines[j - 1].endswith("\\")):
-            start = j
-        text = ln + "\n"
-        while True:
-            state, bad = scan(text, state)
-            if bad is None:
-                break
-            text = text[bad + 1:]
-    return "\n".join(lines[start:])
-
-
-def _python_complete(src: str) -> bool:
-    """Does ``src`` (a statement, or the start of a block) parse? A trailing header (``for x in y:``) gets a
-    ``pass`` body and a leading ``else:``/``except:`` its opener, so a finished header line counts."""
-    lines = src.split("\n")
-    first = next((ln for ln in lines if ln.strip()), "")
-    code = [ln for ln in lines if ln.strip() and not ln.strip().startswith("#")]
-    if not code:
-        return True
-    last = code[-1]
-    ind0 = first[: len(first) - len(first.lstrip())]
-    pre = ""
-    m = _PY_CONTINUES.match(first)
-    if m:
-        pre = ind0 + ("try:" if m.group(1) in ("except", "finally") else "if x:") + "\n" + ind0 + "    pass\n"
-    post = ""
-    stripped = _code_part(last)
-    if stripped.endswith(":") or stripped.lstrip().startswith("@"):
-        ind = last[: len(last) - len(last.lstrip())]
-        post = "\n" + ind + ("    pass" if stripped.endswith(":") else "def _(): pass")
-    # inside `if 1:` every line may keep its own indentation (one more column than written)
-    body = pre + src + post
-    wrapped = "if 1:\n" + "\n".join(" " + ln for ln in body.split("\n"))
-    try:
-        tree = ast.parse(wrapped)
-    except (SyntaxError, ValueError):
-        return False
-    # a last line that is only a name or an attribute (``self.insert``, ``value``) parses, but as a
-    # statement it does nothing: the line is still being written (a call, an assignment follows)
-    last_no = 2 + pre.count("\n") + max(i for i, ln in enumerate(lines) if ln.strip() and not ln.strip().startswith("#"))
-    return not any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Name | ast.Attribute)
-                   and node.end_lineno == last_no for node in ast.walk(tree))
-
-
-def _heuristic_complete(src: str, keep: str) -> bool:
-    """Brackets (those ``keep`` names) balanced and closed strings, and not ending on an operator or a
-    keyword that needs more: the check for languages we do not parse."""
-    state, bad = scan(src)
-    if bad is not None or state.quote is not None:
-        return False
-    if any(c in keep for c in state.stack):
-        return False
-    last = _code_part(src.rstrip().split("\n")[-1]).strip()
-    if not last:
-        return True
-    if last.endswith(("{", "}", ";", ")", "]", "++", "--")):
-        return True
-    return not _OPEN_END.search(last)
-
-
-def _inside_open_bracket(prefix: str, lang: str) -> bool:
-    return any(c in _depth_brackets(lang) for c in prefix_state(prefix).stack)
-
-
-def is_complete_statement(stmt: str, language: str | None = None) -> bool:
-    """``stmt`` (from ``statement_start`` through the inserted text and the rest of its line) is a whole
-    statement or block header: Python by its parser, other languages by brackets and the last token."""
-    lang = _lang(language, stmt)
-    if lang == "python":
-        return _python_complete(stmt)
-    return _heuristic_complete(stmt, _depth_brackets(lang))
-
-
-def ends_mid_statement(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> bool:
-    """Would inserting ``text`` at the cursor leave its last line unfinished (``for b in``, ``x = (a +``)?"""
-    lang = _lang(language, prefix[-2000:])
-    return _ends_mid(text, prefix, line_suffix, lang, _inside_open_bracket(prefix, lang),
-                     _statement_start(prefix, lang))
-
-
-def _ends_mid(text: str, prefix: str, line_suffix: str, lang: str, inside: bool, stmt: str) -> bool:
-    if inside:
-        # inside a call/list the suffix continues: only an open end (operator, keyword, string) is cut
-        last = _code_part((prefix[-400:] + text).split("\n")[-1]).strip()
-        state, _ = scan(text)
-        return state.quote is not None or bool(last) and bool(_OPEN_END.search(last)) and not last.endswith(",")
-    return not is_complete_statement(stmt + text + line_suffix, lang)
-
-
-def _cut_points(line: str) -> list[int]:
-    """Ends of the tokens of ``line``, longest first."""
-    return sorted({m.end() for m in _TOKEN.finditer(line)}, reverse=True)
-
-
-def cut_to_complete(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> str:
-    """Cut a text that a limit stopped mid-line back to the longest token sequence that completes the
-    statement (``for b in`` -> nothing; ``x = foo(a, b`` -> ``x = foo``... -> the whole line once it is
-    complete). Whole lines before the last one are kept; a last line with no complete cut goes. May return
-    ``""``: nothing complete to show."""
-    lang = _lang(language, prefix[-2000:])
-    inside, stmt = _inside_open_bracket(prefix, lang), _statement_start(prefix, lang)
-    nl = text.rfind("\n")
-    head, last = text[: nl + 1], text[nl + 1:]
-    for cut in _cut_points(last):
-        rest = last[cut:].lstrip()
-        if rest and (rest[0] in "([.=:" or not any(ch.isalnum() for ch in last[:cut])):
-            continue  # a name cut from its call, index, attribute or assignment says something else
-        cand = head + last[:cut]
-        if not _ends_mid(cand, prefix, line_suffix, lang, inside, stmt):
-            return cand
-    return head.rstrip("\n") if head.strip() else ""
-
-
-def cut_block_to_complete(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> str:
-    """``cut_to_complete`` for a text of several lines: when cutting the last line is not enough (the
-    statement opened on an earlier line: ``foo(\n    a,\n    b,``), whole lines go from the end until what is
-    left completes its statements. May return ``""``."""
-    while text.strip() and ends_mid_statement(text, prefix, line_suffix, language):
-        cut = cut_to_complete(text, prefix, line_suffix, language).rstrip()
-        if cut == text.rstrip():
-            cut = text[: text.rfind("\n")].rstrip() if "\n" in text else ""
-        text = cut
-    return text
-
-
-def misses_block_opener(text: str, prefix: str, suffix: str, language: str | None = None) -> bool:
-    """Python: the line below the cursor's is indented deeper than the text's last line, so that line
-    opens the block (an emptied ``elif x:``); a text ending in a plain statement there (``raise``) breaks
-    the code below. Not inside brackets (a call's continuation lines) or a statement left open."""
-    body = text.rstrip()
-    if not body.strip() or _lang(language, prefix[-2000:]) != "python":
-        return False
-    line_prefix, line_suffix = split_cursor(prefix, suffix)
-    if line_suffix.strip() or _inside_open_bracket(prefix, "python"):
-        return False
-    below = next((ln for ln in suffix.split("\n")[1:] if ln.strip()), None)
-    if below is None or below.lstrip().startswith("#"):
-        return False
-    last = (line_prefix + body).split("\n")[-1]
-    if len(below) - len(below.lstrip()) <= len(last) - len(last.lstrip()):
-        return False
-    return not opens_block(last) and not ends_mid_statement(body, prefix, "", language)
-
-
-_PY_ELSE = re.compile(r"^\s*else\s*:\s*(?:#.*)?$")
-_PY_CHAIN_GOES_ON = re.compile(r"^\s*(?:else\b|elif\b)")
-
-
-def else_goes_on_below(text: str, prefix: str, suffix: str, language: str | None = None) -> bool:
-    """Python: the text's last line at the cursor's indentation is ``else:`` while the code below, back at
-    that indentation, goes on with its own ``else``/``elif`` (an emptied ``elif x:`` filled with ``else:``):
-    Tab would leave two ``else`` branches, a syntax error."""
-    if not text.strip() or _lang(language, prefix[-2000:]) != "python":
-        return False
-    line_prefix, _ = split_cursor(prefix, suffix)
-    lines = (line_prefix + text.rstrip()).split("\n")
-    col = indent_width(lines[0]) if lines[0].strip() else indent_width(line_prefix)
-    chain = [ln for ln in lines if ln.strip() and indent_width(ln) == col]
-    if not chain or not _PY_ELSE.match(chain[-1]):
-        return False
-    for ln in suffix.split("\n")[1:]:
-        if not ln.strip() or ln.lstrip().startswith("#") or indent_width(ln) > col:
-            continue
-        return indent_width(ln) == col and bool(_PY_CHAIN_GOES_ON.match(ln))
-    return False
-
-
-def drop_dangling_header(text: str, line_prefix: str) -> str:
-    """A block cut by a limit that ends on a line opening a nested block (``for x in xs:`` with no body
-    yet) stops before that line: Tab would leave a header without its body."""
-    lines = text.split("\n")
-    if len(lines) < 2 or not opens_block(lines[-1]):
-        return text
-    return "\n".join(lines[:-1]).rstrip()
-
-
-# ---------------------------------------------------------------------------------------------------------
-# budgets: how much to generate for a cursor, and when a streaming generation has written enough
-
-SINGLE_LINE_TOKENS = 48
-TOKENS_PER_LINE = 24
-MAX_BLOCK_TOKENS = 384
-BODY_LINES = 16  # the rest of a body: most function bodies fit
-
-
-@dataclass(frozen=True)
-class Budget:
-    """What to ask the model for at a cursor (``budget_for``) and when to stop it (``stop_reached``).
-
-    ``kind``: ``line`` (finish the cursor's line), ``statement`` (one statement, a compound one with its
-    body: a gap in the middle of code), ``header`` (the line that opens the block below: an empty line
-    whose next line is indented deeper, so the body is there already), ``next`` (the statement after a
-    finished line, starting with the line break), ``body`` (the rest of the block: the cursor is at the end
-    of a body or opens one).
-    ``max_lines`` counts shown lines (+1 for a leading line break is the caller's ``max_lines`` for the
-    generation, as today); ``stop_below``: a line indented less than this column ends the suggestion.
-    """
-    kind: Literal["line", "statement", "header", "next", "body"]
-    mode: Mode
-    max_tokens: int
-    max_lines: int
-    stop_below: int | None = None
-
-
-def _ends_body(suffix: str, column: int) -> bool:
-    """The next non-blank line after the cursor's line is indented less than ``column`` (or there is
-    none): the cursor is at the end of its block."""
-    following = following_lines(suffix, 1)
-    return not following or indent_width(following[0]) < column
-
-
-def _opens_block_below(prefix: str, suffix: str, column: int) -> bool:
-    """The cursor's empty line is followed by a line indented deeper than ``column`` (not a comment, not a
-    continuation inside brackets): the line written there opens that block, whose body exists. At column 0
-    only when the code above is at column 0 too: an editor that strips blank lines puts the cursor of an
-    empty line inside a body at column 0."""
-    following = following_lines(suffix, 1)
-    if not following or indent_width(following[0]) <= column or following[0].lstrip().startswith(("#", "//")):
-        return False
-    if column == 0:
-        above = _previous_line(prefix)
-        if above is not None and indent_width(above) > 0:
-            return False
-    return not _inside_open_bracket(prefix, _lang(None, prefix[-2000:]))
-
-
-def budget_for(prefix: str, suffix: str, language: str | None = None, *, max_lines: int = 8) -> Budget:
-    """Size the generation by the context:
-
-    - text right of the cursor, or a line being written: finish the line;
-    - an empty line whose next line is indented deeper: the header of the block below (one line);
-    - an empty line in the middle of code (the next line is at the cursor's indentation): one statement (a
-      compound one with its body);
-    - an empty line at the end of a body, or a line that opens a block with no body below yet: the rest of
-      the body, up to ``BODY_LINES``, stopping at a dedent below the body;
-    - the end of a finished line with nothing right of it: the next statement, after the line break.
-    """
-    line_prefix, line_suffix = split_cursor(prefix, suffix)
-    col = indent_width(line_prefix)
-    if line_suffix.strip():
-        mode = decide_mode(line_prefix, line_suffix)
-        if mode == "multi":  # `{|}`: a body between braces
-            return Budget("body", "multi", min(MAX_BLOCK_TOKENS, TOKENS_PER_LINE * (max_lines + 1)), max_lines,
-                          col + 1)
-        return Budget("line", "single", SINGLE_LINE_TOKENS, 1)
-    if not line_prefix.strip():
-        if _opens_block_below(prefix, suffix, col):
-            return Budget("header", "single", SINGLE_LINE_TOKENS, 1)
-        if _ends_body(suffix, col):
-            n = max(max_lines, BODY_LINES)
-            return Budget("body", "multi", min(MAX_BLOCK_TOKENS, TOKENS_PER_LINE * (n + 1)), n, col)
-        return Budget("statement", "multi", TOKENS_PER_LINE * (max_lines + 1), max_lines, col)
-    if opens_block(line_prefix):
-        body_col = col + 1
-        following = following_lines(suffix, 1)
-        if following and indent_width(following[0]) > col:  # the body exists: add its first statement
-            return Budget("statement", "multi", TOKENS_PER_LINE * (max_lines + 1), max_lines, body_col)
-        n = max(max_lines, BODY_LINES)
-        return Budget("body", "multi", min(MAX_BLOCK_TOKENS, TOKENS_PER_LINE * (n + 1)), n, body_col)
-    if not ends_mid_statement("", prefix, "", language):
-        return Budget("next", "multi", TOKENS_PER_LINE * 3, 2, col)
-    return Budget("line", "single", SINGLE_LINE_TOKENS, 1)
-
-
-def cut_to_budget(text: str, line_prefix: str, budget: Budget) -> str:
-    """What of a (possibly still streaming) text the budget shows: one line; one statement (the first line
-    and, when it opens a block, its body); or the lines until a dedent below ``stop_below``. A ``next``
-    text must start with the line break (otherwise it continues the finished line: the first line only)."""
-    lines = text.split("\n")
-    if budget.kind in ("line", "header"):
-        return lines[0]
-    if budget.kind == "next" and lines[0].strip():
-        return lines[0]
-    start = 1 if budget.kind == "next" or (lines[0] == "" and len(lines) > 1) else 0
-    out = lines[: start + 1]
-    if len(lines) <= start:
-        return text
-    first = line_prefix + lines[0] if start == 0 else lines[start]
-    base = indent_width(first) if first.strip() else (budget.stop_below or 0)
-    opened = opens_block(first) or (start == 1 and opens_block(line_prefix))
-    for ln in lines[start + 1:]:
-        if len(out) - start >= budget.max_lines:
-            break
-        if ln.strip():
-            w = indent_width(ln)
-            if budget.stop_below is not None and w < budget.stop_below:
-                if budget.kind == "body" and w == budget.stop_below - 1 and _CLOSING_LINE.match(ln):
-                    out.append(ln)  # the `}` that closes the body opened at the cursor
-                break
-            if budget.kind in ("statement", "next") and w <= base and not (opened and _PY_CONTINUES.match(ln)):
-                if not (opened and w == base and _CLOSING_LINE.match(ln)):
-                    break
-                out.append(ln)  # the `}` that closes the statement's block
-                break
-            if budget.kind in ("statement", "next") and not opened and w > base:
-                out.append(ln)  # a continuation line of the one statement
-                continue
-        out.append(ln)
-    return "\n".join(out).rstrip()
-
-
-def stop_reached(text: str, line_prefix: str, budget: Budget) -> bool:
-    """For the engine's streaming loop: the text has gone past what ``cut_to_budget`` will show (a line
-    after the shown ones has started), so generating more is wasted."""
-    if "\n" not in text:
-        return False
-    last = text[text.rfind("\n") + 1:]
-    # a started line's indentation already tells whether it is shown; an empty one tells nothing yet
-    seen = text if last.strip() else text[: text.rfind("\n")]
-    shown = cut_to_budget(seen, line_prefix, budget)
-    return len(shown) < len(seen.rstrip())
-
-
-def settled(text: str, finished: bool, line_prefix: str, budget: Budget) -> bool:
-    """Is a (possibly still streaming) variant's suggestion final? Its generation ended, or it has gone
-    past what ``budget`` shows (``stop_reached``). A request can answer with item 1 once it is settled
-    and let the other variants follow (flint/variants, a refresh) instead of waiting for all of them."""
-    return finished or stop_reached(text, line_prefix, budget)
-
+# the pipeline
 
 # finish reasons of a generation stopped by a limit rather than by the model (its last line may be unfinished)
 CUT_OFF_REASONS = frozenset({"length", "deadline", "cancelled", "partial"})
