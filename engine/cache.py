@@ -29,6 +29,9 @@ Built on diskcache (SQLite in WAL mode, one connection per thread and process):
 
 Values are our own JSON (not pickle): a format version, the key they were stored under (a garbled or
 misplaced row is rejected), and per variant the text, token ids and finish reason.
+
+Looking at the database file from outside the cache (failure kinds, adoption, damage checks, the
+rebuild lock): engine/cache_db.py.
 """
 
 from __future__ import annotations
@@ -41,13 +44,23 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import diskcache
 
 from . import paths
+from .cache_db import DISKCACHE_TABLES as DISKCACHE_TABLES  # kept importable from here
+from .cache_db import (
+    Damaged,
+    Foreign,
+    check_adoptable,
+    damaged_on_disk,
+    failure_kind,
+    file_lock,
+    inode_of,
+)
 from .prompt import clip_window
 from .types import Completion, GenParams
 
@@ -64,7 +77,6 @@ WRITE_PAUSE_S = 30.0  # after a full disk or an I/O error, writes pause this lon
 WARN_EVERY_S = 300.0  # the same warning about the cache is logged at most this often
 OWNER_FILE = "FLINT_CACHE"  # the marker that this directory's cache.db is Flint's
 DB_FILES = ("cache.db", "cache.db-wal", "cache.db-shm", "cache.db-journal")  # all Flint ever removes
-DISKCACHE_TABLES = frozenset({"Settings", "Cache"})
 MIN_SIZE_MB = 1
 # finish reasons that mean "the model finished on its own terms": the same prompt gives the same text.
 # A generation cut by a deadline or a cancel is partial, and is not stored.
@@ -116,54 +128,6 @@ def decode(key: str, data: Any) -> list[Completion] | None:
         return out or None
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None
-
-
-class _Damaged(Exception):
-    """The database is damaged or is not Flint's format: a rebuild (of Flint's own files) is warranted."""
-
-
-class _Foreign(Exception):
-    """The directory holds a database Flint did not create: left alone, the cache stays off."""
-
-
-def _kind(e: BaseException) -> str:
-    """``busy`` (another process holds the lock), ``damaged`` (a rebuild may help) or ``env`` (full disk,
-    I/O error, permissions, read-only: the database is fine, the machine is not; a rebuild would not help)."""
-    if isinstance(e, diskcache.Timeout):
-        return "busy"
-    if isinstance(e, _Damaged):
-        return "damaged"
-    msg = str(e).lower()
-    if isinstance(e, sqlite3.OperationalError):
-        return "busy" if ("locked" in msg or "busy" in msg) else "env"
-    if isinstance(e, sqlite3.DatabaseError) and ("malformed" in msg or "not a database" in msg):
-        return "damaged"
-    return "env"
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path, budget_s: float) -> Iterator[bool]:
-    """An exclusive lock on ``path``, waited for at most ``budget_s``: yields whether it was obtained."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: no cross-process lock; a double rebuild is harmless, only wasteful
-        yield True
-        return
-    with open(path, "a") as f:
-        deadline = time.monotonic() + budget_s
-        while True:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    yield False
-                    return
-                time.sleep(0.02)
-        try:
-            yield True
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 class CompletionCache:
@@ -314,7 +278,7 @@ class CompletionCache:
                 return None
             self._checked = now
             cache = self._cache
-            if cache is not None and self._inode is not None and self._inode == _inode(self._db):
+            if cache is not None and self._inode is not None and self._inode == inode_of(self._db):
                 return cache
             if cache is not None:  # the database was rebuilt by another process: follow it
                 log.info("cache %s was replaced by another process: reopening", self.directory)
@@ -369,12 +333,12 @@ class CompletionCache:
             self._checked = time.monotonic()
 
     def _open(self) -> diskcache.Cache:
-        """Open the cache (creating it if there is none). Raises _Foreign for a database that is not Flint's,
-        _Damaged for a damaged one, anything else for trouble that a rebuild would not cure."""
+        """Open the cache (creating it if there is none). Raises Foreign for a database that is not Flint's,
+        Damaged for a damaged one, anything else for trouble that a rebuild would not cure."""
         self.directory.mkdir(parents=True, exist_ok=True)
         owner = self.directory / OWNER_FILE
         if self._db.exists() and not owner.exists():
-            _check_adoptable(self._db)
+            check_adoptable(self._db, TIMEOUT_S)
         cache = diskcache.Cache(str(self.directory), timeout=TIMEOUT_S,
                                 size_limit=self.size_mb * 2**20,
                                 # by age of storage: a lookup stays a plain read (LRU would make every
@@ -389,7 +353,7 @@ class CompletionCache:
             if marker is None:
                 cache.set(MARKER_KEY, FORMAT, retry=False)
             elif marker != FORMAT:
-                raise _Damaged(f"cache format {marker!r}, expected {FORMAT}")
+                raise Damaged(f"cache format {marker!r}, expected {FORMAT}")
             cache.reset("size_limit", self.size_mb * 2**20)  # the cap is the newest opener's setting
             if not owner.exists():
                 owner.write_text("Flint's completion cache. Flint only ever removes " + ", ".join(DB_FILES)
@@ -398,21 +362,21 @@ class CompletionCache:
             with contextlib.suppress(Exception):
                 cache.close()
             raise
-        self._inode = _inode(self._db)
+        self._inode = inode_of(self._db)
         return cache
 
     def _open_or_rebuild(self) -> diskcache.Cache | None:
         """Runs on the opening thread."""
         suspect, self._damaged_inode = self._damaged_inode, None
-        bad = _inode(self._db)
-        if suspect is not None and suspect == bad and not _damaged_on_disk(self._db):
+        bad = inode_of(self._db)
+        if suspect is not None and suspect == bad and not damaged_on_disk(self._db, TIMEOUT_S):
             suspect = None  # a query said "damaged" but the database checks out: not rebuilt
         if suspect is None or suspect != bad:
             try:
                 return self._open()
             except Exception as e:
-                kind = _kind(e)
-                if isinstance(e, _Foreign):
+                kind = failure_kind(e)
+                if isinstance(e, Foreign):
                     self._warn("foreign", "completion cache off: %s", e)
                     return None
                 if kind == "busy":
@@ -420,7 +384,8 @@ class CompletionCache:
                                "without it, retrying in %.0f s", self.directory, RETRY_S)
                     return None
                 # SQLite reports a truncated file as an I/O error: the file itself decides
-                if kind == "env" and not (isinstance(e, sqlite3.DatabaseError) and _damaged_on_disk(self._db)):
+                if kind == "env" and not (isinstance(e, sqlite3.DatabaseError)
+                                            and damaged_on_disk(self._db, TIMEOUT_S)):
                     self._warn("env-open", "completion cache %s cannot be opened (%s: %s): running without "
                                "it, retrying in %.0f s", self.directory, type(e).__name__, e, RETRY_S)
                     return None
@@ -430,7 +395,7 @@ class CompletionCache:
         return self._rebuild(why, bad)
 
     def _failed(self, cache: Any, e: BaseException, op: str) -> None:
-        kind = _kind(e)
+        kind = failure_kind(e)
         if kind == "busy":
             return
         self.stats["errors"] += 1
@@ -464,12 +429,12 @@ class CompletionCache:
                        "left alone (point FLINT_CACHE_DIR elsewhere or remove it yourself)", self._db, why)
             return None
         try:
-            with _file_lock(self.directory / "cache.db.lock", budget_s=2.0) as locked:
+            with file_lock(self.directory / "cache.db.lock", budget_s=2.0) as locked:
                 if not locked:
                     self._warn("busy-open", "completion cache %s is being rebuilt by another process: running "
                                "without it for now", self.directory)
                     return None
-                now_inode = _inode(self._db)
+                now_inode = inode_of(self._db)
                 if now_inode is not None and now_inode != bad_inode:
                     with contextlib.suppress(Exception):
                         return self._open()
@@ -485,53 +450,3 @@ class CompletionCache:
             self.stats["errors"] += 1
             return None
 
-
-def _check_adoptable(db: Path) -> None:
-    """A cache.db without Flint's marker file: Flint adopts it only when it is a diskcache database (an
-    older Flint made it); anything else is someone else's file. Opened read-only: nothing is written."""
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=TIMEOUT_S)
-        try:
-            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        finally:
-            con.close()
-    except sqlite3.OperationalError:
-        raise  # locked, unreadable: the caller says so and retries
-    except sqlite3.DatabaseError as e:
-        raise _Foreign(f"{db} is not a Flint cache ({e}): left alone") from None
-    if not tables <= DISKCACHE_TABLES:
-        raise _Foreign(f"{db} is another program's database (tables {', '.join(sorted(tables))}): left alone")
-
-
-def _damaged_on_disk(db: Path) -> bool:
-    """True when the operating system reads the whole file fine but SQLite finds it damaged."""
-    try:
-        with open(db, "rb") as f:
-            while f.read(1 << 20):
-                pass
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return False  # the machine's trouble (a failing disk), not the file's: a rebuild would not help
-    return not _quick_check(db)
-
-
-def _quick_check(db: Path) -> bool:
-    """SQLite's own structural check on a fresh read-only connection: True when the database is sound
-    (or cannot be checked now because another process holds a lock)."""
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=TIMEOUT_S)
-        try:
-            rows = con.execute("PRAGMA quick_check").fetchall()
-        finally:
-            con.close()
-    except sqlite3.DatabaseError as e:
-        return _kind(e) == "busy"  # locked now is no evidence of damage; a short read or "malformed" is
-    return rows == [("ok",)]
-
-
-def _inode(path: Path) -> int | None:
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import remote
+from engine import remote, remote_protocol
 from engine.engine import ModelNotBuilt, resolve_model_dir
 from lsp_server import logs
 from lsp_server.documents import Change, DocumentStore
@@ -85,11 +85,11 @@ def test_a_localhost_name_counts_only_if_it_resolves_to_loopback(monkeypatch):
     assert not remote.is_loopback("no-such-host-7f3a.localhost")
     # /etc/hosts or DNS pointing a localhost name elsewhere cannot be set up on a shared machine: stand in
     # for the resolver's answer
-    monkeypatch.setattr(remote, "_resolve", lambda host, timeout=1.0: ["192.0.2.10"])
+    monkeypatch.setattr(remote_protocol, "_resolve", lambda host, timeout=1.0: ["192.0.2.10"])
     assert not remote.is_loopback("localhost") and not remote.is_loopback("api.localhost")
     with pytest.raises(ValueError, match="unencrypted"):
         remote.parse_endpoint("http://api.localhost:8080/v1")
-    monkeypatch.setattr(remote, "_resolve", lambda host, timeout=1.0: ["127.0.0.1", "::1"])
+    monkeypatch.setattr(remote_protocol, "_resolve", lambda host, timeout=1.0: ["127.0.0.1", "::1"])
     assert remote.is_loopback("api.localhost")
 
 
