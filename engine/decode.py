@@ -55,11 +55,11 @@ class _GreedyRow:
         self.heads = eng.decoder.heads
         self.pr, self.healer, self.params, self.t = pr, healer, params, t
         self.cancel, self.on_token, self.settle, self.resume = cancel, on_token, settle, resume
-        self.lazy = eng._lazy_trimmed()
+        self.lazy = eng.lazy_trimmed()
         self.base = len(eng.tokens)  # the prompt's tokens in the KV cache; output token i sits at base + i
         # provisional picks of the trimmed head not yet re-checked by the full head
         self.picks: list[Pick] = []
-        self.earlier = list(reversed(eng._earlier)) if eng.config.fast.earlier_drafts else []  # newest first
+        self.earlier = list(reversed(eng.earlier)) if eng.config.fast.earlier_drafts else []  # newest first
         self.out: list[int] = []
         # output index -> the probability the model gave that token (the full head's once re-checked)
         self.probs: dict[int, float] = {}
@@ -102,8 +102,8 @@ class _GreedyRow:
                 break
         out = self.out
         t.decode_tokens += len(out)
-        if len(out) >= 4 and (not eng._earlier or eng._earlier[-1] != out):
-            eng._earlier.append(list(out))
+        if len(out) >= 4 and (not eng.earlier or eng.earlier[-1] != out):
+            eng.earlier.append(list(out))
         return Completion(text=self.text, token_ids=out, finish_reason=reason or "length", ttft_ms=t.ttft_ms,
                           doubts=self.doubts(self.text))
 
@@ -111,7 +111,7 @@ class _GreedyRow:
         """The first token, picked from the prompt's last hidden state, becomes the pending one."""
         allowed = allowed_ids(self.tok, self.healer, [])
         exact = allowed is not None or not self.lazy
-        first, first_p = greedy_pick(self.heads, hidden, exact, allowed, self.eng._ctx_ids, self.eng._ctx_w)
+        first, first_p = greedy_pick(self.heads, hidden, exact, allowed, self.eng.ctx_ids, self.eng.ctx_w)
         tok = int(first[0])
         if not exact:
             self.picks.append((0, np.asarray(hidden).reshape(-1), tok))
@@ -150,10 +150,10 @@ class _GreedyRow:
             return [], 0
         draft, match = ngram_match(eng.tokens + [self.pending], max_draft=room, earlier=self.earlier)
         if draft:
-            a = eng._accept.get(match, ACCEPT_PRIOR)
-            draft = draft[: choose_draft_len(eng._costs, a, len(draft))]
+            a = eng.accept_rate.get(match, ACCEPT_PRIOR)
+            draft = draft[: choose_draft_len(eng.costs, a, len(draft))]
             if not draft:  # drift back toward the prior so a bad patch does not switch drafting off
-                eng._accept[match] = a + 0.05 * (ACCEPT_PRIOR - a)
+                eng.accept_rate[match] = a + 0.05 * (ACCEPT_PRIOR - a)
         return draft, match
 
     def decode_one(self, draft: list[int], match: int, allowed: np.ndarray | None) -> int:
@@ -163,10 +163,10 @@ class _GreedyRow:
         ids = [self.pending] + draft
         t0 = time.perf_counter()
         hid = eng.decoder.forward(np.asarray([ids], dtype=np.int64), len(eng.tokens))[0]
-        eng._observe_cost(len(ids), time.perf_counter() - t0)
+        eng.observe_cost(len(ids), time.perf_counter() - t0)
         t.forward_calls += 1
         exact = allowed is not None or not self.lazy
-        guesses, gp = greedy_pick(self.heads, hid, exact, allowed, eng._ctx_ids, eng._ctx_w)
+        guesses, gp = greedy_pick(self.heads, hid, exact, allowed, eng.ctx_ids, eng.ctx_w)
         for j in range(len(ids)):  # row j picked the token at output index len(out) + j
             probs[len(out) + j] = float(gp[j])
         # accept rule: draft[j] stands if the model's own greedy choice after ids[:j+1] equals it
@@ -176,9 +176,9 @@ class _GreedyRow:
         t.draft_accepted += acc
         if draft and match >= 0:  # running per-token acceptance: P(accept next | accepted so far)
             hit = acc / len(draft) if acc < len(draft) else 1.0
-            eng._accept[match] = 0.8 * eng._accept.get(match, ACCEPT_PRIOR) + 0.2 * hit
+            eng.accept_rate[match] = 0.8 * eng.accept_rate.get(match, ACCEPT_PRIOR) + 0.2 * hit
         eng.tokens = eng.tokens + ids[: 1 + acc]
-        eng._last_hidden = hid[acc]
+        eng.last_hidden = hid[acc]
         self.pending = int(guesses[acc])
         if not exact:
             # row j picked the token at output index len(out) + j (the draft's, then the pending one)
@@ -217,7 +217,7 @@ class _GreedyRow:
         for k in [k for k in self.probs if k > idx]:
             del self.probs[k]
         eng.tokens = eng.tokens[:self.base + idx]
-        eng._last_hidden = row
+        eng.last_hidden = row
         self.pending = right
         self.text = _stop(finish_text(self.tok, self.pr, self.out), self.params, self.settle)[1] if self.out else ""
         if self.on_token is not None:
@@ -236,7 +236,7 @@ def decode_batch(eng: Engine, pr: Prompt, hidden: np.ndarray, healer: Healer | N
     tok = eng.tok
     n = len(samplers)
     prompt_len = len(eng.tokens)
-    logits = eng._logits(hidden)[0]
+    logits = eng.logits(hidden)[0]
     first = allowed_ids(tok, healer, [])
     pending = [s(logits, first) for s in samplers]
     outs: list[list[int]] = [[] for _ in range(n)]
@@ -244,7 +244,7 @@ def decode_batch(eng: Engine, pr: Prompt, hidden: np.ndarray, healer: Healer | N
     reasons: list[str | None] = [None] * n
     ttft = [0.0] * n
     if n > 1:
-        eng._spread_row0(n)
+        eng.spread_row0(n)
     fed0: list[int] = []
     step = 0
     while True:
@@ -284,13 +284,13 @@ def decode_batch(eng: Engine, pr: Prompt, hidden: np.ndarray, healer: Healer | N
         if reasons[0] is None:
             fed0.append(pending[0])
         step += 1
-        lg = eng._logits(hid[:, -1, :])
+        lg = eng.logits(hid[:, -1, :])
         for i in range(n):
             if reasons[i] is None:
                 pending[i] = samplers[i](lg[i], allowed_ids(tok, healer, outs[i]))
     # row 0 holds the prompt plus the tokens fed for variant 0
     eng.tokens = eng.tokens[:prompt_len] + fed0
-    eng._last_hidden = None
+    eng.last_hidden = None
     t.decode_tokens += sum(len(o) for o in outs)
     return [Completion(text=texts[i], token_ids=outs[i], finish_reason=reasons[i] or "length", ttft_ms=ttft[i])
             for i in range(n)]

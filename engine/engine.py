@@ -124,17 +124,17 @@ class Engine:
         self.tokens: list[int] = []  # tokens whose KV is valid in row 0
         self._anchor: tuple[str, str] | None = None  # (FIM prefix-slot text, suffix) of the cached prompt
         self._quick_head: str | None = None  # the first characters of the last quick window (its start)
-        self._last_hidden: np.ndarray | None = None  # hidden state after self.tokens[-1]
+        self.last_hidden: np.ndarray | None = None  # hidden state after self.tokens[-1]
         self._parked: dict[int, _Parked] = {}  # spare KV rows holding other prompts (row -> what it holds)
         # measured forward time per token count (filled at warm-up) and the running draft acceptance
-        self._costs: dict[int, float] = {1: 1.0}
+        self.costs: dict[int, float] = {1: 1.0}
         # running draft acceptance per length of the n-gram the draft came from (a longer match drafts better)
-        self._accept: dict[int, float] = {}
+        self.accept_rate: dict[int, float] = {}
         # the prompt's tokens the trimmed head lacks, and their rows of the full head
-        self._ctx_ids: np.ndarray | None = None
-        self._ctx_w: np.ndarray | None = None
+        self.ctx_ids: np.ndarray | None = None
+        self.ctx_w: np.ndarray | None = None
         # outputs of the last greedy generations, oldest first (drafts for the next ones)
-        self._earlier: deque[list[int]] = deque(maxlen=max(1, self.config.fast.earlier_drafts))
+        self.earlier: deque[list[int]] = deque(maxlen=max(1, self.config.fast.earlier_drafts))
         # greedy outputs cut off before their end, by (prefix, suffix): the same spot asked again (the user
         # came back) drafts from what it wrote, so writing it again costs a few verify steps
         self._cut: OrderedDict[tuple[str, str], list[int]] = OrderedDict()
@@ -187,25 +187,25 @@ class Engine:
                 self.decoder.forward(ids, past)
                 best = min(best, time.perf_counter() - t0)
             costs[m] = best
-        self._costs = costs
+        self.costs = costs
         log.info("forward cost per token count (ms): %s", {k: round(v * 1000, 1) for k, v in costs.items()})
         self.tokens = self.tokens[:past]
-        self._last_hidden = None
+        self.last_hidden = None
 
-    def _observe_cost(self, m: int, seconds: float) -> None:
+    def observe_cost(self, m: int, seconds: float) -> None:
         """Keep the forward cost table current from real decoding (the warm-up's two timings per size run
         on cold shapes and overstate multi-token forwards, which makes drafts too long)."""
-        old = self._costs.get(m)
-        self._costs[m] = seconds if old is None else old + 0.1 * (seconds - old)
+        old = self.costs.get(m)
+        self.costs[m] = seconds if old is None else old + 0.1 * (seconds - old)
 
     def forget_outputs(self) -> None:
         """Drop the remembered outputs that serve as drafts (benchmarks repeating a prompt)."""
-        self._earlier.clear()
+        self.earlier.clear()
         self._cut.clear()
 
     def reset(self) -> None:
         self.tokens = []
-        self._last_hidden = None
+        self.last_hidden = None
         self._anchor = None
         self._quick_head = None
         self._parked.clear()
@@ -338,17 +338,17 @@ class Engine:
         free = [r for r in spare if r not in self._parked]
         row = free[0] if free else min(spare, key=lambda r: self._parked[r].used)
         self.decoder.kv.copy_row(0, row, len(self.tokens))
-        self._parked[row] = _Parked(list(self.tokens), self._anchor, self._last_hidden, time.monotonic())
+        self._parked[row] = _Parked(list(self.tokens), self._anchor, self.last_hidden, time.monotonic())
 
     def _swap_in(self, row: int) -> None:
         """A parked prompt back into row 0; row 0's takes its place."""
         p = self._parked.pop(row)
         self.decoder.kv.swap_rows(0, row, len(self.tokens), len(p.tokens))
         if self.tokens:
-            self._parked[row] = _Parked(self.tokens, self._anchor, self._last_hidden, time.monotonic())
-        self.tokens, self._anchor, self._last_hidden = p.tokens, p.anchor, p.hidden
+            self._parked[row] = _Parked(self.tokens, self._anchor, self.last_hidden, time.monotonic())
+        self.tokens, self._anchor, self.last_hidden = p.tokens, p.anchor, p.hidden
 
-    def _spread_row0(self, n: int) -> None:
+    def spread_row0(self, n: int) -> None:
         """Row 0's prompt KV into rows 1..n-1 for a variant batch: what was parked there is gone."""
         for row in range(1, n):
             self._parked.pop(row, None)
@@ -360,14 +360,14 @@ class Engine:
         L = self._reusable(self.tokens, ids)
         t.prompt_tokens = len(ids)
         t.context = self._context_labels if self._context and self._holds_block(ids) else ()
-        if L == len(ids) and L == len(self.tokens) and self._last_hidden is not None:
+        if L == len(ids) and L == len(self.tokens) and self.last_hidden is not None:
             t.reused_tokens = L
             self.last_context = t.context
-            return self._last_hidden
+            return self.last_hidden
         L = min(L, len(ids) - 1)  # at least one token runs, to produce the hidden state
         t.reused_tokens = L
         self.tokens = self.tokens[:L]
-        self._last_hidden = None
+        self.last_hidden = None
         h = None
         chunk = chunk or self.config.prefill_chunk
         pos = L
@@ -381,7 +381,7 @@ class Engine:
             self.tokens = ids[:pos]
             h = out[0, -1]
         assert h is not None
-        self._last_hidden = h
+        self.last_hidden = h
         self.last_context = t.context  # the whole prompt is in the KV now, the block's chunks with it
         return h
 
@@ -399,8 +399,8 @@ class Engine:
     def _set_context_rows(self, prompt_ids: list[int]) -> None:
         """Identifiers come from the user's own code: the prompt's tokens that the trimmed head lacks get
         their logits from the full head's own weight rows, a few hundred rows computed in numpy."""
-        self._ctx_ids = None
-        self._ctx_w = None
+        self.ctx_ids = None
+        self.ctx_w = None
         if not self.config.fast.trimmed_head:
             return
         code = self.decoder.heads.get("code")
@@ -411,12 +411,12 @@ class Engine:
         if ids.size:
             rows = self.decoder.head_rows(ids)  # [k, H] float32
             if rows is not None:
-                self._ctx_ids, self._ctx_w = ids, rows
+                self.ctx_ids, self.ctx_w = ids, rows
 
-    def _lazy_trimmed(self) -> bool:
+    def lazy_trimmed(self) -> bool:
         return self.config.fast.trimmed_head and "code" in self.decoder.heads
 
-    def _logits(self, hidden: np.ndarray) -> np.ndarray:
+    def logits(self, hidden: np.ndarray) -> np.ndarray:
         """Logits [rows, V] from the full head (sampling needs the whole distribution)."""
         return self.decoder.heads["full"](hidden.reshape(-1, hidden.shape[-1]))
 

@@ -51,8 +51,8 @@ def test_speculative_decoding_keeps_greedy_output(engine, monkeypatch):
 
     # drafts are taken: the engine sizes them from measured forward costs, and where a multi-token forward
     # costs much more than one (AVX2-only CPUs, a loaded machine) it may draft nothing, leaving nothing to test
-    monkeypatch.setattr(engine, "_costs", {m: 1.0 + 0.02 * m for m in (1, 2, 3, 5, engine.config.fast.max_draft + 1)})
-    monkeypatch.setattr(engine, "_observe_cost", lambda m, seconds: None)
+    monkeypatch.setattr(engine, "costs", {m: 1.0 + 0.02 * m for m in (1, 2, 3, 5, engine.config.fast.max_draft + 1)})
+    monkeypatch.setattr(engine, "observe_cost", lambda m, seconds: None)
     same = 0
     accepted = 0
     gaps = []
@@ -72,7 +72,7 @@ def test_speculative_decoding_keeps_greedy_output(engine, monkeypatch):
             continue  # one stopped earlier (a stop token is a pick like any other): compared below by text
         engine.reset()
         ids = engine.build(p["prefix"], p["suffix"], heal=False).ids + a[:k]
-        logits = engine._logits(engine._sync(ids, Timings()))[0]
+        logits = engine.logits(engine._sync(ids, Timings()))[0]
         gaps.append(float(logits[a[k]] - logits[b[k]]))
     # most come out identical (with most of a short prompt after the middle token, more picks are near-ties)
     assert same > len(PROMPTS) / 2, f"{same}/{len(PROMPTS)} identical, gaps {gaps}"
