@@ -18,7 +18,7 @@ from typing import Any
 
 from engine import routing, speculation
 from engine.backends import Backend
-from engine.postprocess import CUT_OFF_REASONS, Budget, budget_for, settled, split_cursor
+from engine.postprocess import CUT_OFF_REASONS, split_cursor
 from engine.types import Completion, GenParams
 
 from . import planner
@@ -36,8 +36,9 @@ from .planner import (
     TypingClock,
 )
 from .race import Races
+from .refresh import Refresher
 from .settings import Settings
-from .store import Answer, Store, StoreHooks
+from .store import Answer, Store, StoreHooks, settle_rule, settled_variants
 from .worker import SPECULATIVE, USER, EngineLike, Job, JobDropped, Result, Superseded, Worker
 
 log = logging.getLogger(__name__)
@@ -64,9 +65,9 @@ class CompletionService:
         self.clock = TypingClock()
         self.races = Races(self.store, self.cursors, revision_of, self._late_win)
         self.pauses = Pauses(self.store, revision_of, self._late_win)
+        self.refresher = Refresher(self.store, revision_of, on_refresh)
         self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
         self._wstart: dict[str, int] = {}  # each document's prefix window start (kept while it fits)
-        self._refreshing: dict[str, asyncio.Task] = {}  # uri -> waiting to refresh a partial answer
         self._asked: dict[str, asyncio.Event] = {}  # uri -> set when a newer request for it comes
         self.worker = Worker(lambda: load(settings()), revision_of, lambda st, info: on_event("local", st, info),
                              StoreHooks(self.store, self.cursors, settings, "local"),
@@ -507,46 +508,12 @@ class CompletionService:
         that state), the client hears flint/refresh and asks again (the store answers at once).
         ``greedy``: an explicit request got nothing yet; its automatic twin's line is enough (it is item 1
         of the next ask: _greedy_first)."""
-        old = self._refreshing.pop(state.uri, None)
-        if old is not None:
-            old.cancel()
         watched = [state] + ([self._auto_twin(state)] if greedy and state.params.n > 1 else [])
-        task = asyncio.get_running_loop().create_task(self._refresh_when_done(watched, version, within))
-        self._refreshing[state.uri] = task
-        task.add_done_callback(lambda t: self._refreshing.pop(state.uri, None) if
-                               self._refreshing.get(state.uri) is t else None)
-
-    async def _refresh_when_done(self, watched: list[State], version: int, within: float) -> None:
-        state = watched[0]
-        end = time.monotonic() + within
-        while time.monotonic() < end:
-            await self.store.wait(end)
-            if self._revision_of(state.uri) != state.revision:
-                return
-            found = [self.store.lookup(st, None, partial=False, disk=False) for st in watched]
-            if any(f is not None and f.complete and f.comps for f in found):
-                self._on_refresh(state.uri, version)
-                return
-            if all(f is not None and f.complete for f in found):
-                return  # finished with nothing to show
+        self.refresher.watch(watched, version, within)
 
     def _late_win(self, uri: str, ms: float) -> None:
         self.on_late_win(uri, ms)
         self._on_refresh(uri, self._version_of(uri))
-
-
-def settle_rule(state: State, max_lines: int) -> tuple[str, Budget]:
-    """The cursor's line prefix and the context's budget (engine.postprocess.budget_for): what makes a
-    streaming variant final. Computed once per request, not per streamed token."""
-    line_prefix, _ = split_cursor(state.prefix, state.suffix)
-    return line_prefix, budget_for(state.prefix, state.suffix, state.params.language, max_lines=max_lines)
-
-
-def settled_variants(answer: Answer, line_prefix: str, budget: Budget) -> list[Completion]:
-    """The variants of a (still streaming) answer that are final: their generation ended them, or they
-    went past what the budget shows (engine.postprocess.settled)."""
-    return [c for c in answer.comps if c.text.strip() and
-            settled(c.text, c.finish_reason not in CUT_OFF_REASONS, line_prefix, budget)]
 
 
 def _stop_worker(w: Worker) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from engine import routing
 from engine.cache import CompletionCache, cache_key, is_complete
-from engine.postprocess import CUT_OFF_REASONS, Mode, postprocess, split_cursor
+from engine.postprocess import CUT_OFF_REASONS, Budget, Mode, budget_for, postprocess, settled, split_cursor
 from engine.types import Completion, Doubts, GenParams, Timings
 from engine.typethrough import Entry, TypeThrough, anchor_of, reachable
 
@@ -61,6 +61,20 @@ def entry_backend(entry: Entry) -> str:
     """Which backend wrote a type-through entry (its key ends with the backend's tier)."""
     tail = entry.key[-1] if entry.key else None
     return tail if tail in ("local", "remote") else "local"
+
+
+def settle_rule(state: State, max_lines: int) -> tuple[str, Budget]:
+    """The cursor's line prefix and the context's budget (engine.postprocess.budget_for): what makes a
+    streaming variant final. Computed once per request, not per streamed token."""
+    line_prefix, _ = split_cursor(state.prefix, state.suffix)
+    return line_prefix, budget_for(state.prefix, state.suffix, state.params.language, max_lines=max_lines)
+
+
+def settled_variants(answer: Answer, line_prefix: str, budget: Budget) -> list[Completion]:
+    """The variants of a (still streaming) answer that are final: their generation ended them, or they
+    went past what the budget shows (engine.postprocess.settled)."""
+    return [c for c in answer.comps if c.text.strip() and
+            settled(c.text, c.finish_reason not in CUT_OFF_REASONS, line_prefix, budget)]
 
 
 def hidden_entry(prefix: str, suffix: str, n: int, key: tuple) -> Entry:
