@@ -36,9 +36,8 @@ Pick = tuple[int, np.ndarray, int]  # a provisional pick: (output index, hidden 
 def decode_greedy(eng: Engine, pr: Prompt, hidden: np.ndarray, healer: Healer | None, params: GenParams,
                   t: Timings, cancel: CancelToken | None, on_token: TokenCallback | None,
                   settle: _Settle | None = None, resume: list[int] | None = None) -> Completion:
-    """One greedy row with drafts: ``resume`` (what a cut-off generation of this spot wrote, or another
-    model's suggestion here: ``GenParams.draft``) while the output agrees with it, else n-grams of the
-    prompt and of earlier outputs."""
+    """One greedy row with drafts: ``resume`` (what a cut-off generation of this spot wrote) while the
+    output agrees with it, else n-grams of the prompt and of earlier outputs."""
     return _GreedyRow(eng, pr, healer, params, t, cancel, on_token, settle, resume).run(hidden)
 
 

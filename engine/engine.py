@@ -446,10 +446,8 @@ class Engine:
         greedy_single = n == 1 and samplers[0].greedy
         if greedy_single:
             spot = (prefix, suffix)
-            resume = self._cut.pop(spot, None)
-            if resume is None and params.draft:  # the output's bytes start with the healed ones
-                resume = self.tok.encode((pr.heal + params.draft.encode("utf-8")).decode("utf-8", "replace"))
-            outs = [decode_greedy(self, pr, hidden, healer, params, t, cancel, on_token, settle, resume=resume)]
+            outs = [decode_greedy(self, pr, hidden, healer, params, t, cancel, on_token, settle,
+                                  resume=self._cut.pop(spot, None))]
             if outs[0].finish_reason in ("cancelled", "deadline") and len(outs[0].token_ids) >= 4:
                 self._cut[spot] = list(outs[0].token_ids)
                 while len(self._cut) > CUT_KEEP:

@@ -51,9 +51,6 @@ class GenParams:
     # the document's language id (LSP languageId): the Python rules of the budget and the settled stop apply
     # only to Python; None: guessed from the text
     language: str | None = None
-    # what another model suggested at this spot (the fast model's line, for the capable one): the greedy
-    # decode verifies it as a draft, several tokens per forward. It never changes the output: not in the key
-    draft: str = ""
 
     def key(self) -> tuple:
         """The parameters that change the output (for cache keys)."""

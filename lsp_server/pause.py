@@ -47,20 +47,15 @@ class Pauses:
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
 
-    def plan(self, state: State, worker: Worker, not_before: float, short_window: bool = True,
-             shown: str = "") -> None:
+    def plan(self, state: State, worker: Worker, not_before: float, short_window: bool = True) -> None:
         """An automatic answer for ``state`` went out: the capable tier writes this spot's suggestion once
         the user has paused (``not_before``, time.monotonic()); ``short_window``: from its own window (a
-        model on this machine's CPU; a remote server reads the whole one). ``shown``: the fast model's
-        suggestion there, a local capable model's draft (it checks several tokens per forward where it
-        agrees, so its line is there sooner in the pause). The same work planned again joins the job
-        already queued or running (Worker.submit)."""
+        model on this machine's CPU; a remote server reads the whole one). The same work planned again
+        joins the job already queued or running (Worker.submit)."""
         if state.skip:
             return
         whole = whole_window(state)
         st = self._window(whole) if short_window else whole
-        if short_window and shown:
-            st = replace(st, params=replace(st.params, draft=shown))
         key = (st.uri, st.prefix, st.suffix)
         self._planned.pop(key, None)
         self._planned[key] = (whole, time.monotonic())

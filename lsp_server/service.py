@@ -480,8 +480,7 @@ class CompletionService:
         if rw is None or not self._pausing() or answer is None or answer.backend != "local":
             return
         self.pauses.plan(state, rw, self.clock.pause_starts(state.uri, time.monotonic()),
-                         short_window=self.backend_name("remote") == "capable",
-                         shown=answer.comps[0].text if answer.comps else "")
+                         short_window=self.backend_name("remote") == "capable")
 
     def _pausing(self) -> bool:
         """Routing ``pause`` with its capable tier ready."""

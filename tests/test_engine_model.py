@@ -330,20 +330,3 @@ def test_a_cut_off_generation_asked_again_drafts_from_what_it_wrote(engine):
     assert again[0].text.startswith(cut[0].text) and len(again[0].text) > len(cut[0].text)
     assert t.draft_accepted >= len(cut[0].token_ids) - 2  # what the cut one wrote came in drafts
     assert t.forward_calls <= len(again[0].token_ids) - len(cut[0].token_ids) // 2
-
-
-def test_another_models_suggestion_is_a_draft_that_never_changes_the_output(engine):
-    """GenParams.draft (the fast model's line, given to the capable one): where the output agrees with it,
-    it is verified several tokens per forward; where it does not, the output is what it would have been."""
-    p = PROMPTS[0]
-    params = GenParams(max_tokens=40)
-    plain, _ = _fresh(engine, p["prefix"], p["suffix"], params)
-    assert len(plain[0].token_ids) >= 12
-    engine.reset()
-    engine.complete(p["prefix"], p["suffix"], GenParams(max_tokens=1))  # the same prompt in the KV
-    right, tr = engine.complete(p["prefix"], p["suffix"], GenParams(max_tokens=40, draft=plain[0].text))
-    assert right[0].text == plain[0].text
-    n = len(plain[0].token_ids)  # each forward checks the pending token and up to max_draft drafted ones
-    assert tr.draft_accepted >= 3 * n // 4 and tr.forward_calls <= n // 4
-    wrong, _ = _fresh(engine, p["prefix"], p["suffix"], GenParams(max_tokens=40, draft="zzz qqq = 1\n"))
-    assert wrong[0].text == plain[0].text
