@@ -69,6 +69,8 @@ def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *
                           language=language)
         if sug is not None and cut_below > 0 and c.doubts and mid_line:
             sug = _cut_where_unsure(c, sug, prefix, suffix, mode, max_lines, language, cut_below)
+        if sug is not None and cut_below > 0 and mode == "single" and mid_line:
+            sug = _with_next_line(c, sug, prefix, suffix, language, cut_below)
         if sug is None or (sug.text, sug.replace) in seen:
             continue
         seen.add((sug.text, sug.replace))
@@ -97,6 +99,30 @@ def _cut_where_unsure(c: Completion, sug: Suggestion, prefix: str, suffix: str, 
     if short is None or len(short.text) >= len(sug.text) or not sug.text.startswith(short.text):
         return sug
     return short
+
+
+def _with_next_line(c: Completion, sug: Suggestion, prefix: str, suffix: str, language: str | None,
+                    below: float) -> Suggestion:
+    """At the end of the line the user is writing, the model's next line as well (the look-ahead line it
+    writes for type-through after Enter) when it was sure of every token of both: one Tab takes the two,
+    where Enter and a new suggestion on the next line cost the typist another reaction time. A next line it
+    doubted anywhere is not shown (a typist takes a suggestion only when all of it is right)."""
+    if sug.replace or "\n" in sug.text or split_cursor(prefix, suffix)[1].strip():
+        return sug
+    first, nl, rest = c.text.partition("\n")
+    second, nl2, _ = rest.partition("\n")
+    if not nl or not second.strip() or first.rstrip() != sug.text.rstrip():
+        return sug  # no next line, or the cursor's line was cut
+    if not nl2 and c.finish_reason in CUT_OFF_REASONS:
+        return sug  # the next line was still being written
+    end = len(first) + 1 + len(second)
+    if any(p < below for at, p in c.doubts if at < end):
+        return sug
+    both = postprocess(first + "\n" + second, prefix, suffix, mode="multi", max_lines=2, truncated=False,
+                       language=language)
+    if both is None or both.replace or not both.text.startswith(sug.text + "\n") or both.text.count("\n") != 1:
+        return sug
+    return both
 
 
 def stamp_latency(items: list[Item], total_ms: float) -> None:

@@ -86,3 +86,28 @@ def test_a_line_nothing_is_typed_on_yet_shows_the_whole_statement():
     items = build_items([c], "single", prefix, suffix, text=text, offset=len(prefix), cursor=(1, 4), eol="\n",
                         starts=starts, encoding="utf-16", max_lines=8, backend="local", cut_below=0.5)
     assert items[0].text == "return compute(a, b)"  # at the line's start: never "return " alone
+
+
+def test_at_the_end_of_a_typed_line_a_sure_next_line_comes_with_it():
+    """An automatic suggestion at the end of the line being written shows the model's look-ahead line too
+    when it was sure of both lines (one Tab for two lines); a doubt in the next line, a cut in this one, text
+    right of the cursor or an explicit request (no cut) keep it to the cursor's line."""
+    prefix, suffix = "def f(a, b):\n    total = ", "\n"
+
+    def build(c: Completion, cut_below: float = 0.5, suffix: str = suffix):
+        text = prefix + suffix
+        starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        return build_items([c], "single", prefix, suffix, text=text, offset=len(prefix), cursor=(1, 12),
+                           eol="\n", starts=starts, encoding="utf-16", max_lines=8, backend="local",
+                           cut_below=cut_below)[0].text
+
+    sure = Completion("a + b\n    return total\n", [1] * 8, "lines", doubts=((2, 0.7),))
+    assert build(sure) == "a + b\n    return total"
+    unsure_below = Completion("a + b\n    return total\n", [1] * 8, "lines", doubts=((17, 0.3),))
+    assert build(unsure_below) == "a + b"
+    cut_here = Completion("a + b\n    return total\n", [1] * 8, "lines", doubts=((2, 0.3),))
+    assert build(cut_here) == "a"
+    still_writing = Completion("a + b\n    return to", [1] * 8, "cancelled")
+    assert build(still_writing) == "a + b"
+    assert build(sure, cut_below=0.0) == "a + b"
+    assert build(Completion("a + b", [1] * 3, "stop"), suffix=")\n") == "a + b"
