@@ -309,9 +309,16 @@ class Run:
     keys: list[Key] = field(default_factory=list)
     segments: list[SegmentStats] = field(default_factory=list)
     target_chars: int = 0
+    target_keys: int = 0  # target_chars less what auto-indent writes (auto_indent)
     wall_s: float = 0.0
     model_load_s: float = 0.0
     busy_s: list[float] = field(default_factory=list)  # engine busy stretches (busy .. ready), seconds
+
+
+def auto_indent(text: str) -> int:
+    """Characters of ``text`` an editor's auto-indent writes: the indentation after each line break (the
+    typist's Enter inserts it; it is no typed character)."""
+    return sum(len(line) - len(line.lstrip(" \t")) for line in text.split("\n")[1:])
 
 
 def takeable(ghost: str, rest: str) -> tuple[str, str] | None:
@@ -390,6 +397,7 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
     server.notify("textDocument/didOpen", {"textDocument": {
         "uri": uri, "languageId": seg.language, "version": version, "text": doc}})
     run.target_chars += len(seg.typed)
+    run.target_keys += len(seg.typed) - auto_indent(seg.typed)
     await asyncio.sleep(typist.open_then_type_s or 1.0)  # the file is open; the user starts a moment later
     if typist.open_then_type_s is None:
         await warm_start(server, uri, doc, cursor, st)
@@ -624,6 +632,8 @@ def summarize(runs: list[Run]) -> dict:
     keys = [k for r in runs for k in r.keys]
     segs = [s for r in runs for s in r.segments]
     target = sum(r.target_chars for r in runs)
+    target_keys = sum(r.target_keys for r in runs)
+    keys_saved = sum(k.saved - auto_indent(k.text) for k in keys if k.kind in ("tab", "tab-line"))
     busy = [b for r in runs for b in r.busy_s]
     n = len(keys)
     answered = [k for k in keys if k.outcome == "suggestion"]
@@ -680,6 +690,11 @@ def summarize(runs: list[Run]) -> dict:
                    "wrong": sum(k.ghost is not None and k.ghost_right is False for k in keys)},
         "chars_saved": sum(k.saved for k in keys),
         "chars_saved_share": round(sum(k.saved for k in keys) / target, 3) if target else 0.0,
+        # the same counted in keystrokes: the indentation an accepted line break brings is what Enter's
+        # auto-indent would have written, so it is neither typed nor saved
+        "keys_saved": keys_saved,
+        "target_keys": target_keys,
+        "keys_saved_share": round(keys_saved / target_keys, 3) if target_keys else 0.0,
         "first_request_s": [s.first_request_s for s in segs if s.first_generation_s is not None],
         "first_generation_s": [s.first_generation_s for s in segs if s.first_generation_s is not None],
         "first_suggestion_after_open_s": {"per_segment": [s.first_suggestion_s for s in segs],
@@ -919,6 +934,9 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
         ("**latency p99**", [ms(s["latency_ms"]["p99"]) for s in summaries]),
         ("**characters saved**", [f"{s['chars_saved']} of {s['target_chars']} ({share(s['chars_saved_share'])})"
                                   for s in summaries]),
+        ("… in keystrokes (the indentation an Enter's auto-indent writes is neither typed nor saved)",
+         [f"{s['keys_saved']} of {s['target_keys']} ({share(s['keys_saved_share'])})" if "keys_saved" in s else "–"
+          for s in summaries]),
         ("accepts (Tab)", [str(s["accepts"]) for s in summaries]),
         ("keys typed under a ghost: right (not yet taken) / wrong",
          [f"{s['ghosts']['right']} / {s['ghosts']['wrong']}" if s.get("ghosts") else "–" for s in summaries]),

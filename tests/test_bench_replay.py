@@ -104,3 +104,9 @@ def test_idle_settle_finds_when_the_server_stays_idle():
     assert bench.idle_settle_s([0.0, 0.5, 0.0, 0.0], step_s=0.5) == 1.0
     assert bench.idle_settle_s([0.0, 0.0], step_s=0.5) == 0.0
     assert bench.idle_settle_s([0.0, 0.8], step_s=0.5) is None
+
+
+def test_auto_indent_counts_the_indentation_after_each_line_break_only():
+    assert bench.auto_indent("x = 1") == 0
+    assert bench.auto_indent("    x = 1") == 0  # the first line's indentation is typed where the cursor is
+    assert bench.auto_indent("a + b\n    return total\n\n\tpass") == 4 + 0 + 1
