@@ -27,9 +27,7 @@ import itertools
 import logging
 import os
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -43,13 +41,12 @@ from .items import Item, Suggestions, build_items, doc_position_after, stamp_lat
 from .planner import AUTOMATIC_BUDGET_S, INVOKED_BUDGET_S, JOB_BUDGET_S, REFRESH_WITHIN_S, State  # noqa: F401 - re-exported
 from .service import CompletionService
 from .settings import Settings
-from .stats import Stats
+from .stats import Shown, Stats
 from .store import Answer
 from .worker import EngineLike
 
 log = logging.getLogger(__name__)
 
-REMEMBERED_COMPLETIONS = 256  # ids kept for didShow / didAccept
 
 __all__ = ["Item", "RequestError", "Session", "Suggestions", "doc_position_after", "load_remote"]
 
@@ -67,14 +64,6 @@ class RequestError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-
-
-@dataclass
-class _Record:
-    uri: str
-    texts: list[str]
-    shown: set[int] = field(default_factory=set)
-    accepted: bool = False
 
 
 def load_remote(settings: Settings) -> EngineLike:
@@ -113,7 +102,7 @@ class Session:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ids = itertools.count(1)
         self._id_prefix = f"{os.getpid():x}"
-        self._records: OrderedDict[str, _Record] = OrderedDict()
+        self.shown = Shown(self.stats)
         # speculate on didChange once the client has shown it asks for suggestions as the user types
         self.speculate = False
         self._remote_st: dict[str, Any] | None = None
@@ -416,7 +405,7 @@ class Session:
             self.stats.count("remote_answers")
         if answer is not None and "local fallback" in answer.note:
             self.stats.count("remote_fallbacks")
-        self._remember(sid, uri, [it.text for it in items])
+        self.shown.remember(sid, uri, [it.text for it in items])
         if items:
             self._answered(items[0].source, origin or "model", total_ms, backend or "local",
                            answer.note if answer else "")
@@ -476,38 +465,15 @@ class Session:
         log.error("completion failed: %r", e)
         return RequestError(RequestError.REQUEST_FAILED, f"completion failed: {type(e).__name__}: {e}")
 
-    # ---- telemetry (local only) -----------------------------------------------------------------
-    def _remember(self, sid: str, uri: str, texts: list[str]) -> None:
-        self._records[sid] = _Record(uri, texts)
-        while len(self._records) > REMEMBERED_COMPLETIONS:
-            self._records.popitem(last=False)
-
+    # ---- telemetry (local only: stats.py) --------------------------------------------------------
     def did_show(self, sid: str, index: int) -> bool:
-        rec = self._records.get(sid)
-        if rec is None or not 0 <= index < max(1, len(rec.texts)):
-            return False
-        if index not in rec.shown:
-            rec.shown.add(index)
-            self.stats.count("shown")
-        return True
+        return self.shown.did_show(sid, index)
 
     def did_accept(self, sid: str, index: int) -> bool:
-        rec = self._records.get(sid)
-        if rec is None or rec.accepted:
-            return False
-        rec.accepted = True
-        self.stats.count("accepted")
-        if index < len(rec.texts):
-            self.stats.count("accepted_units", convert.unit_len(rec.texts[index], self.encoding))
-        return True
+        return self.shown.did_accept(sid, index, self.encoding)
 
     def did_partially_accept(self, sid: str, index: int, accepted_length: int) -> bool:
-        rec = self._records.get(sid)
-        if rec is None:
-            return False
-        self.stats.count("partial_accepts")
-        self.stats.count("accepted_units", max(0, accepted_length))
-        return True
+        return self.shown.did_partially_accept(sid, accepted_length)
 
     def maybe_flush_stats(self, every_s: float = 30.0) -> None:
         if time.monotonic() - self.stats.last_flush >= every_s:

@@ -12,16 +12,20 @@ import logging
 import math
 import os
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine.paths import stats_path
 
+from . import convert
+
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 MAX_LATENCIES = 2000  # recent latency samples kept in the file (for percentiles)
+REMEMBERED_COMPLETIONS = 256  # ids kept for didShow / didAccept
 COUNTERS = ("requests", "suggestions", "empty", "cancelled", "stale", "errors", "shown", "accepted",
             "partial_accepts", "accepted_units")
 
@@ -164,3 +168,52 @@ def format_summary(s: dict[str, Any], path: Path) -> str:
         f"  sources      {sources}",
     ]
     return "\n".join(lines)
+
+
+@dataclass
+class _Record:
+    uri: str
+    texts: list[str]
+    shown: set[int] = field(default_factory=set)
+    accepted: bool = False
+
+
+class Shown:
+    """The suggestions sent lately, by id: what the client's didShow / didAccept / didPartiallyAccept
+    notifications refer to. Each is counted into ``stats`` once; an id not (or no longer) known is ignored."""
+
+    def __init__(self, stats: Stats, kept: int = REMEMBERED_COMPLETIONS) -> None:
+        self._stats = stats
+        self._kept = kept
+        self._records: OrderedDict[str, _Record] = OrderedDict()
+
+    def remember(self, sid: str, uri: str, texts: list[str]) -> None:
+        self._records[sid] = _Record(uri, texts)
+        while len(self._records) > self._kept:
+            self._records.popitem(last=False)
+
+    def did_show(self, sid: str, index: int) -> bool:
+        rec = self._records.get(sid)
+        if rec is None or not 0 <= index < max(1, len(rec.texts)):
+            return False
+        if index not in rec.shown:
+            rec.shown.add(index)
+            self._stats.count("shown")
+        return True
+
+    def did_accept(self, sid: str, index: int, encoding: str) -> bool:
+        rec = self._records.get(sid)
+        if rec is None or rec.accepted:
+            return False
+        rec.accepted = True
+        self._stats.count("accepted")
+        if index < len(rec.texts):
+            self._stats.count("accepted_units", convert.unit_len(rec.texts[index], encoding))
+        return True
+
+    def did_partially_accept(self, sid: str, accepted_length: int) -> bool:
+        if sid not in self._records:
+            return False
+        self._stats.count("partial_accepts")
+        self._stats.count("accepted_units", max(0, accepted_length))
+        return True
