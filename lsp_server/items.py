@@ -60,7 +60,9 @@ def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *
             max_lines = max(max_lines, budget.max_lines)
     # the cut serves typing: on a line nothing is typed on yet, the suggestion is the whole statement (a
     # line cut there ends mid-statement: issue 16); once the user writes the line, the sure part of the rest
-    mid_line = bool(split_cursor(prefix, suffix)[0].strip())
+    line_prefix, line_suffix = split_cursor(prefix, suffix)
+    mid_line = bool(line_prefix.strip())
+    line_end = mid_line and mode == "single" and not line_suffix.strip()
     kept: list[tuple[Completion, Suggestion]] = []
     seen: set[tuple[str, int]] = set()
     for c in comps:
@@ -69,7 +71,7 @@ def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *
                           language=language)
         if sug is not None and cut_below > 0 and c.doubts and mid_line:
             sug = _cut_where_unsure(c, sug, prefix, suffix, mode, max_lines, language, cut_below)
-        if sug is not None and cut_below > 0 and mode == "single" and mid_line:
+        if sug is not None and cut_below > 0 and line_end:
             sug = _with_next_line(c, sug, prefix, suffix, language, cut_below)
         if sug is None or (sug.text, sug.replace) in seen:
             continue
@@ -103,11 +105,11 @@ def _cut_where_unsure(c: Completion, sug: Suggestion, prefix: str, suffix: str, 
 
 def _with_next_line(c: Completion, sug: Suggestion, prefix: str, suffix: str, language: str | None,
                     below: float) -> Suggestion:
-    """At the end of the line the user is writing, the model's next line as well (the look-ahead line it
+    """(At the end of the line the user is writing.) The model's next line as well (the look-ahead line it
     writes for type-through after Enter) when it was sure of every token of both: one Tab takes the two,
     where Enter and a new suggestion on the next line cost the typist another reaction time. A next line it
     doubted anywhere is not shown (a typist takes a suggestion only when all of it is right)."""
-    if sug.replace or "\n" in sug.text or split_cursor(prefix, suffix)[1].strip():
+    if sug.replace or "\n" in sug.text:
         return sug
     first, nl, rest = c.text.partition("\n")
     second, nl2, _ = rest.partition("\n")

@@ -66,7 +66,7 @@ class Races:
                              budget_s=remote_timeout_s, detachable=True)
         # answered at once from the remote's memory or caches (no generation, so no finished hook)
         rfut.add_done_callback(lambda f: None if f.cancelled() or f.exception() is not None else
-                               self._soon(self._finished, race, f.result()[0], time.monotonic()))
+                               post(self._loop, self._finished, race, f.result()[0], time.monotonic()))
         local_task = asyncio.ensure_future(local())
         try:
             return await self._run(race, local_task)
@@ -81,10 +81,7 @@ class Races:
         """(engine thread) A remote generation finished: if it is a race's, decide it on the event loop."""
         race = self._races.get((job.uri, job.prefix, job.suffix))
         if race is not None:
-            self._soon(self._finished, race, comps, arrived)
-
-    def _soon(self, fn: Callable[..., object], *args: object) -> None:
-        post(self._loop, fn, *args)
+            post(self._loop, self._finished, race, comps, arrived)
 
     async def _run(self, race: Race, local_task: asyncio.Future) -> Answer | None:
         state, since = race.state, race.since

@@ -935,8 +935,7 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
         ("**characters saved**", [f"{s['chars_saved']} of {s['target_chars']} ({share(s['chars_saved_share'])})"
                                   for s in summaries]),
         ("… in keystrokes (the indentation an Enter's auto-indent writes is neither typed nor saved)",
-         [f"{s['keys_saved']} of {s['target_keys']} ({share(s['keys_saved_share'])})" if "keys_saved" in s else "–"
-          for s in summaries]),
+         [f"{s['keys_saved']} of {s['target_keys']} ({share(s['keys_saved_share'])})" for s in summaries]),
         ("accepts (Tab)", [str(s["accepts"]) for s in summaries]),
         ("keys typed under a ghost: right (not yet taken) / wrong",
          [f"{s['ghosts']['right']} / {s['ghosts']['wrong']}" if s.get("ghosts") else "–" for s in summaries]),
