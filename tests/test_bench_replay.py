@@ -110,3 +110,47 @@ def test_auto_indent_counts_the_indentation_after_each_line_break_only():
     assert bench.auto_indent("x = 1") == 0
     assert bench.auto_indent("    x = 1") == 0  # the first line's indentation is typed where the cursor is
     assert bench.auto_indent("a + b\n    return total\n\n\tpass") == 4 + 0 + 1
+
+
+def _reference():
+    sys.path.insert(0, str(_PATH.parent))  # replay_reference imports bench_replay by name (registered above)
+    try:
+        import replay_reference
+    finally:
+        sys.path.remove(str(_PATH.parent))
+    return replay_reference
+
+
+def test_reference_typist_takes_right_ghosts_types_through_and_asks_again_when_contradicted():
+    ref = _reference()
+    typed = "x = f(a)\n    return x"
+    asked: list[int] = []
+    ghosts = {0: "x = g", 5: "(a)", 8: "", 13: "return x"}
+
+    def complete(n: int) -> str:
+        asked.append(n)
+        return ghosts.get(n, "")
+
+    r = ref.simulate(typed, complete)
+    # "x = g" is typed through to "x = " and contradicted at "f"; "(a)" is taken (2 saved); at the line end
+    # the model has nothing, Enter writes the indentation, then "return x" is taken (7 saved)
+    assert asked == [0, 5, 8, 13]
+    assert (r.tabs, r.chars_saved, r.keys_saved, r.calls) == (2, 2 + 7, 2 + 7, 4)
+    assert (r.target_chars, r.target_keys) == (len(typed), len(typed) - 4)
+
+
+def test_reference_window_starts_at_a_line_start_and_stays_put():
+    ref = _reference()
+    before = "aaaa\nbbbb\ncccc\n"
+    assert ref.window_start(before, 100) == 0
+    assert ref.window_start(before, 8) == before.index("cccc")  # 8 back lands inside "bbbb": on to the next line
+
+
+def test_reference_typist_waits_its_reaction_time_before_tab_typing_through_meanwhile():
+    ref = _reference()
+    typed = "x = f(a)"
+    r = ref.simulate(typed, lambda n: typed[n:] if n == 0 else "", interval=lambda n, text: 0.125, reaction_s=0.3)
+    # shown with the first keystroke's state; "x", " ", "=" are typed in 0.375 s, then Tab takes " f(a)"
+    assert (r.tabs, r.chars_saved, r.calls) == (1, len(" f(a)") - 1, 1)
+    patient = ref.simulate(typed, lambda n: typed[n:])
+    assert (patient.tabs, patient.chars_saved) == (1, len(typed) - 1)
