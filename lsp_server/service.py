@@ -4,8 +4,9 @@ One keystroke's path reads top to bottom (docs/architecture.md): the session han
 document's new state (``did_change``); the service asks the store whether an answer exists, else
 submits the state to the scheduler, which runs the model and writes what it streams into the store
 (``StoreHooks``); a request (``answer``) looks the state up in the store and waits on the store's
-changes until its deadline. Nothing here calls back into the session except the two sinks it was given
-(status events, flint/refresh).
+changes until its deadline; an explicit request's item 1 (the automatic request's line first) is
+explicit.py's. Nothing here calls back into the session except the two sinks it was given (status
+events, flint/refresh).
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from typing import Any
 
 from engine import routing, speculation
 from engine.backends import Backend
-from engine.postprocess import CUT_OFF_REASONS, split_cursor
+from engine.postprocess import split_cursor
 from engine.types import Completion, GenParams
 
-from . import planner
+from . import explicit, planner
 from .pause import Pauses
 from .planner import (
     AUTOMATIC_BUDGET_S,
@@ -38,8 +39,8 @@ from .planner import (
 from .race import Races
 from .refresh import Refresher
 from .settings import Settings
-from .store import Answer, Store, StoreHooks, settle_rule, settled_variants
-from .worker import SPECULATIVE, USER, EngineLike, Job, JobDropped, Result, Superseded, Worker
+from .store import Answer, Store, StoreHooks, settle_rule
+from .worker import SPECULATIVE, USER, EngineLike, Job, JobDropped, Result, Worker
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +224,7 @@ class CompletionService:
         one is there first within the race budget. Raises the workers' exceptions."""
         older = self._asked.pop(state.uri, None)
         if older is not None:
-            older.set()  # a request still waiting outside the worker (_greedy_first) is superseded
+            older.set()  # a request still waiting outside the worker (explicit.greedy_first) is superseded
         self._asked[state.uri] = asyncio.Event()
         route = state.route
         if route != routing.LOCAL and not self.remote_ready():
@@ -301,7 +302,9 @@ class CompletionService:
         job_budget = JOB_BUDGET_S if tier == "local" else max(budget, self._settings().remote_timeout_ms / 1000)
         if invoked and state.params.n > 1 and tier == "local" and not self.store.streaming(state):
             # (where the variants' own generation already runs, its item 1 is shown once settled: below)
-            first = await self._greedy_first(worker, state, since, deadline, backend)
+            first = await explicit.greedy_first(self.store, worker, self._auto_twin(state), since, deadline,
+                                                self._asked.setdefault(state.uri, asyncio.Event()),
+                                                self._settings, backend)
             if first is not None:
                 # an explicit request: the automatic suggestion for this state (made, or made now: one
                 # greedy row with its drafts is the fastest line) is item 1; the other variants follow
@@ -346,12 +349,9 @@ class CompletionService:
                     return found
                 if settle is not None:
                     # an explicit request shows item 1 once it is settled; the other variants follow
-                    # (flint/refresh when they are done: the client asks again and the store answers)
-                    early = self.store.lookup(state, since, partial=True, disk=False, backend=backend)
-                    done = settled_variants(early, *settle) if early else []
-                    if early is not None and done and done[0].variant == 0:
+                    early = explicit.settled_first(self.store, state, since, settle, backend)
+                    if early is not None:
                         worker.release(fut, awaited=True)  # the variants asked for are finished
-                        early.comps = done  # only finished variants: never one cut in mid-stream
                         return early
                 if now >= deadline:
                     worker.release(fut, awaited=True)  # keep generating: a refresh / the next ask gets it
@@ -365,82 +365,7 @@ class CompletionService:
             raise
 
     def _auto_twin(self, state: State) -> State:
-        """The automatic request's state at the same text (one greedy variant)."""
-        auto = planner.state_at(self._settings(), state.uri, state.revision, state.offset, state.prefix,
-                                state.suffix, invoked=False, remote_ready=self.remote_ready(),
-                                language=state.params.language)
-        return auto if state.params.quick_start else planner.whole_window(auto)
-
-    async def _greedy_first(self, worker: Worker, state: State, since: float, deadline: float,
-                            backend: str | None) -> Answer | None:
-        """The automatic request's complete answer for this very state (memory, typed through, disk; else
-        its generation, started now unless one streams) within the deadline, as an incomplete answer: the
-        explicit request's other variants are still to come. A generation the user cut off here (went on
-        before its line was whole, came back) runs again on the KV it left. None: no line (yet)."""
-        auto = self._auto_twin(state)
-        newer = asyncio.ensure_future(self._asked.setdefault(state.uri, asyncio.Event()).wait())
-        worker.poke()  # the user is here: the automatic generation is not idle work
-        fut = None
-        afut: asyncio.Future | None = None
-        try:
-            while True:
-                found = self.store.lookup(auto, since, partial=False, backend=backend)
-                if found is not None and found.complete and found.comps:
-                    # not a generation stopped before its suggestion was whole (the user went on and came
-                    # back): its line or body must be final
-                    c = found.comps[0]
-                    final = c.finish_reason not in CUT_OFF_REASONS or (
-                        "\n" in c.text.lstrip("\n") if auto.mode == "single" else
-                        bool(settled_variants(found, *settle_rule(auto, self._settings().max_lines))))
-                    if final:
-                        found.comps, found.complete = found.comps[:1], False
-                        return found
-                    if afut is None:
-                        if c.finish_reason == "length":
-                            return None  # the model's line is longer than a line's budget: the variants
-                        fut = worker.submit(auto.uri, auto.revision, auto.prefix, auto.suffix, auto.params, USER,
-                                            budget_s=JOB_BUDGET_S, not_before=auto.not_before, anew=True)
-                        afut = asyncio.wrap_future(fut)
-                    # (until that generation starts, the store still holds the cut one)
-                elif found is not None and found.complete:
-                    if found.quick and auto.params.quick_start and time.monotonic() < deadline:
-                        # the quick window had no line here: ask the whole window (the user waits)
-                        auto = planner.whole_window(auto)
-                        if fut is not None:
-                            worker.release(fut, awaited=True)
-                        fut = worker.submit(auto.uri, auto.revision, auto.prefix, auto.suffix, auto.params, USER,
-                                            budget_s=JOB_BUDGET_S, not_before=auto.not_before, anew=True)
-                        afut = asyncio.wrap_future(fut)
-                        continue
-                    return None  # the model has nothing to add here as one line: the variants may
-                now = time.monotonic()
-                if now >= deadline:
-                    return None
-                if afut is not None and afut.done():
-                    if not afut.cancelled() and afut.exception() is not None:
-                        raise afut.exception()  # type: ignore[misc]  # the model's error, superseded, stale
-                    return None  # it finished without a whole line (looked up above)
-                if afut is None and not self.store.streaming(auto):
-                    if auto.skip:
-                        return None
-                    fut = worker.submit(auto.uri, auto.revision, auto.prefix, auto.suffix, auto.params, USER,
-                                        budget_s=JOB_BUDGET_S, not_before=auto.not_before)
-                    afut = asyncio.wrap_future(fut)
-                waits: list[asyncio.Future] = [self.store.next_change(), newer]
-                if afut is not None:
-                    waits.append(afut)
-                await asyncio.wait(waits, timeout=deadline - now, return_when=asyncio.FIRST_COMPLETED)
-                if newer.done():
-                    raise Superseded("a newer request for this document replaced it")
-        except asyncio.CancelledError:
-            if fut is not None:
-                fut.cancel()  # the client cancelled the request: the generation it started stops
-                fut = None
-            raise
-        finally:
-            newer.cancel()
-            if fut is not None:
-                worker.release(fut, awaited=True)  # the user waits for this line: it runs to its end
+        return explicit.auto_twin(self._settings(), state, self.remote_ready())
 
     def _from_result(self, state: State, result: Result, backend: str = "local") -> Answer:
         comps = result[0]
@@ -506,7 +431,7 @@ class CompletionService:
         """A partial answer went out: once its generation has the whole suggestion (the document still at
         that state), the client hears flint/refresh and asks again (the store answers at once).
         ``greedy``: an explicit request got nothing yet; its automatic twin's line is enough (it is item 1
-        of the next ask: _greedy_first)."""
+        of the next ask: explicit.greedy_first)."""
         watched = [state] + ([self._auto_twin(state)] if greedy and state.params.n > 1 else [])
         self.refresher.watch(watched, version, within)
 
