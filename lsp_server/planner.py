@@ -47,7 +47,7 @@ IDLE_WORK_S = 1.5
 # (the rest of the word, of the line) while the user types, typed through and extended as it goes on.
 # Before that the request waits for a complete line. A client that handles flint/refresh is told when
 # the whole suggestion is there (refresh.Refresher).
-PARTIAL_AFTER_S = 0.1
+PARTIAL_AFTER_S = 0.04
 # How long after a partial answer its completion still refreshes the suggestion on screen.
 REFRESH_WITHIN_S = 4.0
 SINGLE_LINE_TOKENS = 48
