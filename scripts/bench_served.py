@@ -400,34 +400,17 @@ def direct_windows(gguf: str, spots: list[Spot], threads: int, windows: str, out
 
 
 def run_direct(gguf: str, spots: list[Spot], threads: int) -> list[Outcome]:
-    from llama_cpp import Llama
+    from replay_reference import DirectModel
 
-    llm = Llama(model_path=gguf, n_threads=threads, n_threads_batch=threads, n_ctx=4096, n_batch=512,
-                verbose=False)
-    eos = {llm.token_eos()} | {t for s in ("<|endoftext|>", "<|im_end|>", "<|fim_pad|>", "<|file_sep|>",
-                                           "<|repo_name|>", "<|fim_prefix|>")
-                               for t in llm.tokenize(s.encode(), add_bos=False, special=True)}
+    model = DirectModel(gguf, threads)
     out = []
     for spot in spots:
-        prompt = f"<|fim_prefix|>{spot.prefix[-MAX_PREFIX_CHARS:]}<|fim_suffix|>" \
-                 f"{spot.suffix[:MAX_SUFFIX_CHARS]}<|fim_middle|>"
-        ids = llm.tokenize(prompt.encode(), add_bos=False, special=True)
-        llm.reset()
-        t0 = time.perf_counter()
-        gen: list[int] = []
-        text = ""
-        for t in llm.generate(ids, top_k=1, temp=0.0, repeat_penalty=1.0):
-            if t in eos or len(gen) >= (48 if spot.kind == "line" else 256):
-                break
-            gen.append(t)
-            text = llm.detokenize(gen).decode("utf-8", "replace")
-            if spot.kind == "line" and "\n" in text:
-                text = text[: text.index("\n")]
-                break
-        ms = (time.perf_counter() - t0) * 1000
-        out.append(score(spot, text.rstrip() if spot.kind == "line" else text.rstrip(), "direct", "direct", True,
-                         ms))
-    del llm
+        model.llm.reset()  # each spot timed from an empty cache
+        line = spot.kind == "line"
+        text, s = model.complete(spot.prefix[-MAX_PREFIX_CHARS:], spot.suffix[:MAX_SUFFIX_CHARS],
+                                 48 if line else 256, one_line=line)
+        out.append(score(spot, text, "direct", "direct", True, s * 1000))
+    del model
     return out
 
 

@@ -71,7 +71,7 @@ def simulate(typed: str, complete: Callable[[int], str], interval: Callable[[int
 
 
 class DirectModel:
-    """llama-cpp-python on ``gguf``: plain PSM FIM, greedy, one line. The window's start is anchored per file
+    """llama-cpp-python on ``gguf``: plain PSM FIM, greedy (also bench_served's direct rows). The window's start is anchored per file
     (``begin``), so llama.cpp's prompt cache keeps the prefix and a keystroke re-runs only the tail."""
 
     def __init__(self, gguf: str, threads: int, n_ctx: int = 4096) -> None:
@@ -83,8 +83,10 @@ class DirectModel:
         self.stops = {self.llm.token_eos()} | {t for s in special
                                                for t in self.llm.tokenize(s.encode(), add_bos=False, special=True)}
 
-    def line(self, prefix: str, suffix: str) -> tuple[str, float]:
-        """The model's text up to its first line break (right-stripped), and the seconds it took."""
+    def complete(self, prefix: str, suffix: str, max_tokens: int = MAX_LINE_TOKENS,
+                 one_line: bool = True) -> tuple[str, float]:
+        """The model's text (up to its first line break when ``one_line``), right-stripped, and the seconds it
+        took."""
         prompt = f"<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>"
         ids = self.llm.tokenize(prompt.encode(), add_bos=False, special=True)
         t0 = time.perf_counter()
@@ -92,11 +94,11 @@ class DirectModel:
         text = ""
         # generate() reuses the cached KV of the longest common prefix with the previous prompt
         for t in self.llm.generate(ids, top_k=1, temp=0.0, repeat_penalty=1.0):
-            if t in self.stops or len(gen) >= MAX_LINE_TOKENS:
+            if t in self.stops or len(gen) >= max_tokens:
                 break
             gen.append(t)
             text = self.llm.detokenize(gen).decode("utf-8", "replace")
-            if "\n" in text:
+            if one_line and "\n" in text:
                 text = text[: text.index("\n")]
                 break
         return text.rstrip(), time.perf_counter() - t0
@@ -122,7 +124,7 @@ def memo_completer(model: DirectModel, before: str, after: str, typed: str, max_
 
     def complete(n: int) -> str:
         if n not in memo:
-            memo[n], s = model.line(before[begin:] + typed[:n], suffix)
+            memo[n], s = model.complete(before[begin:] + typed[:n], suffix)
             calls.append(s)
         return memo[n]
 
