@@ -38,6 +38,7 @@ ACCEPT_COMMAND = "flint.accept"
 VARIANTS = "flint/variants"
 DID_SHOW = "flint/didShow"
 DID_ACCEPT = "flint/didAccept"
+DID_MOVE_CURSOR = "flint/didMoveCursor"
 DID_PARTIALLY_ACCEPT = "flint/didPartiallyAccept"
 STATUS = "flint/status"
 REFRESH = "flint/refresh"
@@ -328,6 +329,20 @@ def create_server(settings: Settings | None = None, load=None) -> FlintServer:
             if cursor is None:
                 cursor = session.cursor_offset(uri)
         session.did_change(uri, cursor)
+
+    @server.feature(DID_MOVE_CURSOR)
+    def did_move_cursor(ls: FlintServer, params: Any) -> None:
+        try:
+            pos = _position_params(ls, params)
+            version = (_plain(params).get("textDocument") or {}).get("version")
+            if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+                raise _invalid(f"textDocument.version must be an integer, got {version!r}")
+            uri = pos.text_document.uri
+            if uri in ls.desynced:
+                return
+            session.did_move_cursor(uri, pos.position.line, pos.position.character, version)
+        except (FlintRequestError, RequestError) as e:  # a notification has no answer: the log says why
+            log.warning("%s ignored: %s", DID_MOVE_CURSOR, e.message)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: FlintServer, params: types.DidCloseTextDocumentParams) -> None:

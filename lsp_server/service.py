@@ -189,6 +189,23 @@ class CompletionService:
             w.submit(uri, revision, state.prefix, state.suffix, state.params, SPECULATIVE,
                      budget_s=budget, not_before=state.not_before)
 
+    def did_move(self, uri: str, state: State) -> None:
+        """The cursor moved without an edit: what was planned for the old spot goes (its futures; a
+        generation there stops as the new one starts), and the new spot's generation starts now, in the
+        moment before the user types there, unless the store answers it. Not a keystroke: the typing
+        clock is left alone."""
+        self.cursors.set(uri, state)
+        if not self._settings().speculation or state.skip:
+            return
+        for w in self._workers():
+            w.set_futures(uri, state.revision, [])
+        if self.store.lookup(state, since=None, partial=True,
+                             backend="remote" if state.route == routing.REMOTE else None) is not None:
+            self.worker.poke()  # answered already: idle time warms the spot's whole window
+            return
+        for w, budget in self._speculation_workers(state):
+            w.submit(uri, state.revision, state.prefix, state.suffix, state.params, SPECULATIVE, budget_s=budget)
+
     def did_close(self, uri: str) -> None:
         self.cursors.forget(uri)
         self.pauses.forget(uri)

@@ -319,6 +319,35 @@ class Session:
                 state = self.service.state(uri, rev, doc.text, cursor, invoked=False, language=doc.language_id)
         self.service.did_change(uri, rev, state, speculate=self.speculate)
 
+    def did_move_cursor(self, uri: str, line: int, character: int, version: int | None = None) -> bool:
+        """The client says where the cursor is without an edit (a file opened or focused, a click, a jump:
+        flint/didMoveCursor). The spot's work starts now, in the moment before the user types there, so the
+        first keystroke finds its quick window prefilled. False when nothing was started: the cursor was
+        already known there, or the client's ``version`` is not the text the server has (an edit is on its
+        way). Raises RequestError for a document that is not open or a position outside it."""
+        try:
+            doc = self.documents.get(uri)
+        except DocumentError as e:
+            raise RequestError(RequestError.INVALID_PARAMS, str(e)) from None
+        try:
+            offset = doc.offset_at(line, character, self.encoding)
+        except convert.PositionError as e:
+            raise RequestError(RequestError.INVALID_PARAMS, f"{uri}: {e}") from None
+        if version is not None and version != doc.version:
+            return False
+        known = self.service.cursors.get(uri)
+        if known is not None and known.revision == doc.revision and known.offset == offset \
+                and self.service.cursors.active == uri:
+            return False  # typing put it there (clients also report the moves an edit makes)
+        if not self.settings.enable or doc.problem():
+            return False
+        path = uri_path(uri)
+        if path is not None:
+            self.workspace.focus(path)  # the context is gathered for the document the user is in
+        state = self.service.state(uri, doc.revision, doc.text, offset, invoked=False, language=doc.language_id)
+        self.service.did_move(uri, state)
+        return True
+
     def cursor_offset(self, uri: str) -> int | None:
         """The offset of the last cursor known in ``uri`` (a request or an edit put it there)."""
         st = self.service.cursors.get(uri)

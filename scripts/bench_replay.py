@@ -23,6 +23,9 @@ Typists (``--typists``):
 - ``think``: 8 characters/s, 1 s after each Enter and 0.8 s after 15% of spaces and ``,(=:``;
 - ``open``: ``think``'s rhythm, but the first keystroke comes 1 s after ``didOpen`` with nothing asked
   before (the other typists let the cursor land, ask once and start when that first generation is done);
+  right after didOpen it reports the cursor (``flint/didMoveCursor``), as Flint's VS Code and Neovim
+  clients do;
+- ``open-blind``: ``open`` without that report (an editor without Flint's client: JetBrains via LSP4IJ);
 - ``klm``: the older default (6 characters/s, a 1.35 s KLM mental operator after Enter and 15% of word
   boundaries);
 - ``patient``: 1 character/s, every keystroke a pause: what the model and prompt could save if answers were
@@ -226,6 +229,9 @@ class Typist:
     pause_p: float = 0.0
     reaction_s: float = 0.3  # a suggestion must have been visible this long before Tab
     open_then_type_s: float | None = None  # None: ask at the cursor first and wait for that generation
+    # after didOpen, say where the cursor is (flint/didMoveCursor, as Flint's VS Code and Neovim clients do);
+    # an editor without Flint's client (JetBrains through LSP4IJ) does not
+    tells_cursor: bool = True
 
     def interval(self, rng: random.Random, typed: str) -> float:
         dt = self.key_s * rng.uniform(1 - self.jitter, 1 + self.jitter)
@@ -245,7 +251,9 @@ class Typist:
         if not self.enter_pause_s and not self.word_pause_s:
             parts.append("no pauses")
         if self.open_then_type_s is not None:
-            parts.append(f"first keystroke {self.open_then_type_s:g} s after didOpen, nothing asked before")
+            parts.append(f"first keystroke {self.open_then_type_s:g} s after didOpen"
+                         + (" and flint/didMoveCursor" if self.tells_cursor else " (the cursor not reported)")
+                         + ", nothing asked before")
         else:
             parts.append("typing starts once the request at the cursor has been generated")
         return ", ".join(parts)
@@ -255,6 +263,8 @@ TYPISTS = {
     "steady": Typist("steady"),
     "think": Typist("think", enter_pause_s=1.0, word_pause_s=0.8, pause_p=0.15),
     "open": Typist("open", enter_pause_s=1.0, word_pause_s=0.8, pause_p=0.15, open_then_type_s=1.0),
+    "open-blind": Typist("open-blind", enter_pause_s=1.0, word_pause_s=0.8, pause_p=0.15, open_then_type_s=1.0,
+                         tells_cursor=False),
     "klm": Typist("klm", key_s=1 / 6, jitter=0.35, enter_pause_s=1.35, word_pause_s=1.35, pause_p=0.15),
     # every keystroke is a pause long enough for the whole suggestion: the ceiling of characters saved by
     # this model and prompt when speed costs nothing
@@ -409,6 +419,9 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
     version = 1
     server.notify("textDocument/didOpen", {"textDocument": {
         "uri": uri, "languageId": seg.language, "version": version, "text": doc}})
+    if typist.open_then_type_s is not None and typist.tells_cursor:
+        server.notify("flint/didMoveCursor", {"textDocument": {"uri": uri, "version": version},
+                                              "position": utf16_position(doc, cursor)})
     run.target_chars += len(seg.typed)
     run.target_keys += len(seg.typed) - auto_indent(seg.typed)
     await asyncio.sleep(typist.open_then_type_s or 1.0)  # the file is open; the user starts a moment later
@@ -663,7 +676,8 @@ def summarize(runs: list[Run]) -> dict:
     settles = [idle_settle_s(s.idle_cores) for s in segs if s.idle_cores]
     # a file with no suggestion at all counts as slower than every file with one
     first_open = [math.inf if s.first_suggestion_s is None else s.first_suggestion_s for s in segs]
-    long_first = [s.first_suggestion_s if run.typist == "open" else s.first_request_s for s in segs
+    opens = run.typist in TYPISTS and TYPISTS[run.typist].open_then_type_s is not None
+    long_first = [s.first_suggestion_s if opens else s.first_request_s for s in segs
                   if s.file_lines >= 2000]
     return {
         "config": run.config, "server": run.server, "typist": run.typist, "mode": run.mode,
@@ -714,7 +728,7 @@ def summarize(runs: list[Run]) -> dict:
                                                             if s.first_suggestion_s is None],
                                           "p50": finite(pct(first_open, 50)),
                                           "none": sum(s.first_suggestion_s is None for s in segs)}
-        if run.typist == "open" else None,
+        if opens else None,
         "first_suggestion_long_file_s": {"p50": finite(pct([math.inf if x is None else x for x in long_first], 50)),
                                          "per_segment": long_first, "none": sum(x is None for x in long_first)},
         "cpu_s_per_typing_min": round(typing_cpu / (typing_s / 60), 1) if typing_s else None,
@@ -1010,7 +1024,8 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
         "the right one (reports before session 13 counted it; the row below the pauses still does).",
         "- Latency percentiles are over answered keystrokes; the CDF is over all keystrokes (a curve's height is "
         "its answer rate).",
-        "- First suggestion after opening (`open`): first keystroke (1 s after didOpen) → first non-empty answer "
+        "- First suggestion after opening (`open`, `open-blind`): first keystroke (1 s after didOpen; `open` "
+        "reports the cursor with `flint/didMoveCursor` right after didOpen) → first non-empty answer "
         "in that file. For the other typists the cursor lands and the editor asks once before typing; if that "
         "answer is empty it asks again on `flint/refresh` and once when the engine reports ready (what typing "
         "on or a manual trigger would find): the time to the first suggestion there, and to the engine being "

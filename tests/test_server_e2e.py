@@ -427,6 +427,11 @@ async def test_bad_inputs_get_clear_errors_and_the_server_stays_up(client: Langu
     change(client, uri, 3, "z = 3\n")  # older version number: applied in arrival order, logged
     client.protocol.notify("flint/didAccept", {"index": "x"})
     client.protocol.notify("flint/didPartiallyAccept", {"id": "x", "index": 0, "acceptedLength": -4})
+    for bad in ({"textDocument": {"uri": uri}}, {"textDocument": {"uri": "file:///nowhere.py"}, "position": pos},
+                {"textDocument": {"uri": uri}, "position": {"line": 99, "character": 0}},
+                {"textDocument": {"uri": uri, "version": "7"}, "position": pos}):
+        client.protocol.notify("flint/didMoveCursor", bad)
+    client.protocol.notify("flint/didMoveCursor", {"textDocument": {"uri": uri, "version": 7}, "position": pos})
     assert await error_code(client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="flint.accept", arguments=["not an object"]))) == INVALID_PARAMS
     # still up and serving, with the text as last sent

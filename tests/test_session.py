@@ -263,6 +263,31 @@ async def test_a_repeat_is_answered_from_memory(oracle_session):
     assert len([c for c in eng.calls if c[0] == BODY]) == 1
 
 
+async def test_a_cursor_put_somewhere_without_typing_starts_that_spot_s_work(oracle_session):
+    """flint/didMoveCursor (a file opened or focused, a click): the spot's generation starts before any
+    request, and the request there is answered from it; where typing already put the cursor, a stale
+    version, and a bad position or document start nothing."""
+    s, eng = oracle_session(TARGET)
+    uri = "file:///m.py"
+    s.documents.open(uri, BODY + "\n", 1)
+    s.did_change(uri)  # didOpen: where the cursor is is not known yet
+    await settle(s)
+    assert eng.calls == []
+    assert s.did_move_cursor(uri, 1, 4, version=1)
+    await until(lambda: len(eng.calls) > 0)
+    assert eng.calls[0][0] == BODY  # no request asked for it
+    await settle(s)
+    res = await s.suggest(uri, 1, 4, invoked=False)
+    assert [it.text for it in res.items] == ["return a + b"] and res.source != "model", res
+    assert len([c for c in eng.calls if c[0] == BODY]) == 1
+    assert not s.did_move_cursor(uri, 1, 4)  # known there already (a client reports typing's moves too)
+    assert not s.did_move_cursor(uri, 0, 0, version=2)  # the client's text is newer: its edit is on its way
+    for bad_uri, line in ((uri, 9), ("file:///not-open.py", 0)):
+        with pytest.raises(RequestError) as e:
+            s.did_move_cursor(bad_uri, line, 0)
+        assert e.value.code == RequestError.INVALID_PARAMS
+
+
 async def test_typing_through_a_suggestion_needs_no_model_call(oracle_session):
     statuses: list[dict] = []
     s, eng = oracle_session(TARGET, statuses=statuses)
