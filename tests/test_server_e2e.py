@@ -427,11 +427,19 @@ async def test_bad_inputs_get_clear_errors_and_the_server_stays_up(client: Langu
     change(client, uri, 3, "z = 3\n")  # older version number: applied in arrival order, logged
     client.protocol.notify("flint/didAccept", {"index": "x"})
     client.protocol.notify("flint/didPartiallyAccept", {"id": "x", "index": 0, "acceptedLength": -4})
+    n_logs = len(client.log_messages)
     for bad in ({"textDocument": {"uri": uri}}, {"textDocument": {"uri": "file:///nowhere.py"}, "position": pos},
                 {"textDocument": {"uri": uri}, "position": {"line": 99, "character": 0}},
                 {"textDocument": {"uri": uri, "version": "7"}, "position": pos}):
         client.protocol.notify("flint/didMoveCursor", bad)
     client.protocol.notify("flint/didMoveCursor", {"textDocument": {"uri": uri, "version": 7}, "position": pos})
+
+    def cursor_warnings() -> list[str]:
+        return [m.message for m in client.log_messages[n_logs:] if "flint/didMoveCursor ignored" in m.message]
+    deadline = time.monotonic() + 10
+    while len(cursor_warnings()) < 4 and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert len(cursor_warnings()) == 4, cursor_warnings()  # each bad one said why; the good one started work
     assert await error_code(client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="flint.accept", arguments=["not an object"]))) == INVALID_PARAMS
     # still up and serving, with the text as last sent

@@ -1,10 +1,10 @@
 """A protocol-only stand-in for `flint serve`, for checking the editor clients without a model.
 
 It speaks the same surface as docs/protocol.md (textDocument/inlineCompletion with ranked variants and an
-accept command, flint/variants, flint/status, flint/didShow|didAccept|didPartiallyAccept) and answers
-deterministically: at the end of a line `def add(a, b):` + newline it offers three bodies, elsewhere
-three fixed calls. Every notification it receives is appended as a JSON line to $FLINT_STUB_LOG, so
-tests can check what the client reported. The real end-to-end tests use the real server.
+accept command, flint/variants, flint/status, flint/didShow|didAccept|didPartiallyAccept|didMoveCursor)
+and answers deterministically: at the end of a line `def add(a, b):` + newline it offers three bodies,
+elsewhere three fixed calls. Every notification it receives is appended as a JSON line to $FLINT_STUB_LOG,
+so tests can check what the client reported. The real end-to-end tests use the real server.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def execute(ls: LanguageServer, params: t.ExecuteCommandParams) -> None:
     record("executeCommand", params)
 
 
-for _method in ("flint/didShow", "flint/didAccept", "flint/didPartiallyAccept"):
+for _method in ("flint/didShow", "flint/didAccept", "flint/didPartiallyAccept", "flint/didMoveCursor"):
     def _make(method: str):
         @server.feature(method)
         def _handler(ls: LanguageServer, params) -> None:

@@ -192,6 +192,10 @@ def test_neovim_client_protocol_with_stub(neovim_env, stub_server, tmp_path, art
     assert partial and partial[0]["acceptedLength"] == len("flint_one") and partial[0]["index"] == 0
     accepts = [e["params"] for e in log if e["kind"] == "flint/didAccept"]
     assert len(accepts) == 2 and accepts[0]["index"] == 0
+    # where the cursor settled, with the buffer's version, so the server can start that spot early
+    moves = [e["params"] for e in log if e["kind"] == "flint/didMoveCursor"]
+    assert moves and moves[0]["textDocument"]["uri"].endswith("/sample.py"), kinds
+    assert all(isinstance(m["textDocument"]["version"], int) and m["position"]["line"] >= 0 for m in moves), moves
 
 
 def test_neovim_real_model(neovim_env, real_server, tmp_path, artifacts):

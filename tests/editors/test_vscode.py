@@ -172,6 +172,10 @@ def test_vscode_client_protocol_with_stub(vscode_env, vsix, stub_server, tmp_pat
     assert len(accepts) == 2, log
     assert accepts[1]["index"] == 1  # the picked second variant
     assert any(e["kind"] == "flint/didShow" for e in log)
+    # where the cursor settled, with the document's version, so the server can start that spot early
+    moves = [e["params"] for e in log if e["kind"] == "flint/didMoveCursor"]
+    assert any(m["textDocument"]["uri"].endswith("/add.py") for m in moves), moves
+    assert all(isinstance(m["textDocument"]["version"], int) and m["position"]["line"] >= 0 for m in moves), moves
 
     # 3. Every server setting from package.json reaches the server; secrets only from SecretStorage.
     pkg = json.loads((HERE.parent.parent / "editor-extension" / "vscode" / "package.json").read_text())

@@ -35,6 +35,9 @@ import { TraceChannel } from './trace';
 
 const ACCEPTED_CMD = 'flint._accepted';
 const SNOOZE_KEY = 'flint.snoozedUntil';
+const SCHEMES = ['file', 'untitled', 'vscode-remote'];
+// the cursor settled this long after a move: tell the server (flint/didMoveCursor) so it starts that spot
+const CURSOR_SETTLE_MS = 100;
 
 interface FlintStatus {
   state: 'loading' | 'ready' | 'busy' | 'error';
@@ -81,6 +84,8 @@ class Flint implements vscode.Disposable {
   private readonly secrets: Record<string, string | undefined> = {};
   private readonly trace: TraceChannel;
   private snoozeTimer: ReturnType<typeof setTimeout> | undefined;
+  private cursorTimer: ReturnType<typeof setTimeout> | undefined;
+  private lastCursor = ''; // the spot last reported with flint/didMoveCursor
 
   constructor(private readonly context: vscode.ExtensionContext) {
     this.log = vscode.window.createOutputChannel('Flint', { log: true });
@@ -117,14 +122,18 @@ class Flint implements vscode.Disposable {
 
     this.disposables.push(
       vscode.languages.registerInlineCompletionItemProvider(
-        [{ scheme: 'file' }, { scheme: 'untitled' }, { scheme: 'vscode-remote' }],
+        SCHEMES.map((scheme) => ({ scheme })),
         { provideInlineCompletionItems: (d, p, c, t) => this.provide(d, p, c, t) },
       ),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfig(e)),
       vscode.workspace.onDidChangeWorkspaceFolders(() => {
         if (!this.cfg().get<string>('pythonPath')) void this.restart('workspace folders changed');
       }),
-      vscode.window.onDidChangeActiveTextEditor(() => this.render()),
+      vscode.window.onDidChangeActiveTextEditor((ed) => {
+        this.render();
+        this.cursorMoved(ed);
+      }),
+      vscode.window.onDidChangeTextEditorSelection((e) => this.cursorMoved(e.textEditor)),
       context.secrets.onDidChange((e) => {
         if (e.key.startsWith('flint.')) void this.loadSecrets().then(() => this.pushSettings());
       }),
@@ -316,7 +325,7 @@ class Flint implements vscode.Disposable {
       options: { cwd: folders[0], env: { ...process.env, PYTHONUNBUFFERED: '1' } },
     };
     const clientOptions: LanguageClientOptions = {
-      documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }, { scheme: 'vscode-remote' }],
+      documentSelector: SCHEMES.map((scheme) => ({ scheme })),
       initializationOptions: settings,
       outputChannel: this.log,
       traceOutputChannel: this.trace,
@@ -377,6 +386,8 @@ class Flint implements vscode.Disposable {
     }
     if (this.client !== client) return;
     this.positionEncoding = (client.initializeResult?.capabilities.positionEncoding as string) ?? 'utf-16';
+    this.lastCursor = '';
+    this.cursorMoved(vscode.window.activeTextEditor); // where the user is as the server starts
     client.onNotification('flint/status', (s: FlintStatus) => this.onStatus(s));
     // routing `race`: a capable answer replaced the suggestion on screen; asking again shows it
     client.onNotification('flint/refresh', (p: { textDocument: { uri: string; version?: number } }) => {
@@ -474,6 +485,32 @@ class Flint implements vscode.Disposable {
   }
 
   // ---------------------------------------------------------------- inline completions
+
+  /**
+   * Tell the server where the cursor settled after a move that was not an edit (a file opened or focused,
+   * a click, a jump): it starts that spot's work before the first keystroke there. Typing moves the cursor
+   * too; the server ignores a spot its edits already told it about.
+   */
+  private cursorMoved(ed: vscode.TextEditor | undefined): void {
+    if (this.cursorTimer) clearTimeout(this.cursorTimer);
+    this.cursorTimer = undefined;
+    if (!ed || !SCHEMES.includes(ed.document.uri.scheme)) return;
+    this.cursorTimer = setTimeout(() => {
+      this.cursorTimer = undefined;
+      const client = this.running();
+      const doc = ed.document;
+      if (!client || vscode.window.activeTextEditor !== ed || !ed.selection.isEmpty || doc.isClosed) return;
+      if (!this.cfg().get<boolean>('enable', true) || this.snoozedUntil() || !this.wanted(doc)) return;
+      const pos = ed.selection.active;
+      const key = `${doc.uri.toString()}@${doc.version}:${pos.line}:${pos.character}`;
+      if (key === this.lastCursor) return;
+      this.lastCursor = key;
+      void client.sendNotification('flint/didMoveCursor', {
+        textDocument: { uri: client.code2ProtocolConverter.asUri(doc.uri), version: doc.version },
+        position: client.code2ProtocolConverter.asPosition(pos),
+      });
+    }, CURSOR_SETTLE_MS);
+  }
 
   private async provide(
     document: vscode.TextDocument,
@@ -691,6 +728,7 @@ class Flint implements vscode.Disposable {
 
   dispose(): void {
     if (this.snoozeTimer) clearTimeout(this.snoozeTimer);
+    if (this.cursorTimer) clearTimeout(this.cursorTimer);
     for (const d of this.disposables) d.dispose();
     this.status.dispose();
     this.log.dispose();

@@ -59,6 +59,10 @@ local timer = nil
 local state = nil -- the suggestion on screen (ghost mode)
 local snoozed_until = 0 -- os.time() when a snooze ends
 local snooze_timer = nil
+local cursor_timer = nil
+local last_cursor = nil -- the spot last reported with flint/didMoveCursor
+-- the cursor settled this long after a move: tell the server (flint/didMoveCursor) so it starts that spot
+local CURSOR_SETTLE_MS = 100
 
 ---------------------------------------------------------------------- compat helpers
 
@@ -972,8 +976,37 @@ local function wanted(bufnr)
   return vim.tbl_contains(fts, vim.bo[bufnr].filetype)
 end
 
+--- Tell the server where the cursor settled after a move that was not an edit (a buffer entered, a jump,
+--- a click): it starts that spot's work before the first keystroke. Typing moves the cursor too; the
+--- server ignores a spot its edits already told it about.
+local function cursor_moved()
+  cursor_timer = cursor_timer or uv.new_timer()
+  cursor_timer:stop()
+  cursor_timer:start(CURSOR_SETTLE_MS, 0, vim.schedule_wrap(function()
+    local client = get_client()
+    local bufnr = vim.api.nvim_get_current_buf()
+    if not client or not active() or not wanted(bufnr) or not vim.lsp.buf_is_attached(bufnr, client.id) then
+      return
+    end
+    local params = vim.lsp.util.make_position_params(0, encoding(client))
+    -- the text the position is in; the client sends the edits it holds back before this notification
+    params.textDocument.version = vim.lsp.util.buf_versions[bufnr]
+    local p = params.position
+    local key = table.concat({ params.textDocument.uri, tostring(params.textDocument.version), p.line, p.character },
+      ':')
+    if key ~= last_cursor then
+      last_cursor = key
+      c_notify(client, 'flint/didMoveCursor', params)
+    end
+  end))
+end
+
 local function on_attach(client, bufnr)
   client_id = client.id
+  last_cursor = nil
+  if bufnr == vim.api.nvim_get_current_buf() then
+    cursor_moved() -- the buffer is open on the server now: where the user is in it
+  end
   if M.mode == 'builtin' then
     pcall(vim.lsp.inline_completion.enable, true, { bufnr = bufnr })
   elseif M.mode == 'completion' then
@@ -1062,6 +1095,10 @@ function M.setup(opts)
     callback = function(ev)
       M.attach(ev.buf)
     end,
+  })
+  vim.api.nvim_create_autocmd({ 'BufEnter', 'CursorMoved', 'CursorMovedI' }, {
+    group = augroup,
+    callback = cursor_moved,
   })
   if M.mode == 'ghost' then
     vim.api.nvim_create_autocmd('TextChangedI', { group = augroup, callback = on_text_changed })
