@@ -1,4 +1,5 @@
-"""Open documents, kept in sync incrementally. No LSP types: ranges arrive as plain numbers.
+"""Open documents, kept in sync incrementally, and the file a URI names. No LSP types: ranges arrive as plain
+numbers.
 
 Every document carries the client's ``version`` and a server-side ``revision`` that increases on every
 change, whatever the client's version numbers do. Work started on one revision is stale once the
@@ -11,6 +12,9 @@ import logging
 import re
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+from urllib.request import url2pathname
 
 from . import convert
 
@@ -200,3 +204,10 @@ def _patch_starts(starts: list[int], text: str, a: int, b: int, inserted: str) -
         pos = inserted.find("\n", pos + 1)
     new.extend(s + delta for s in starts[hi:])
     return new
+
+def uri_path(uri: str) -> Path | None:
+    """The file a ``file:`` URI names (None for other schemes: untitled buffers, remote files)."""
+    u = urlparse(uri)
+    if u.scheme != "file":
+        return None
+    return Path(url2pathname(u.path)) if u.netloc in ("", "localhost") else Path(f"//{u.netloc}{unquote(u.path)}")

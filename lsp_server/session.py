@@ -28,15 +28,12 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
-from urllib.request import url2pathname
 
 from engine.context import ContextBlock, Workspace
 
 from . import convert, planner
-from .documents import DocumentError, DocumentStore
+from .documents import Document, DocumentError, DocumentStore, uri_path
 from .items import Item, Suggestions, build_items, doc_position_after, stamp_latency
 from .planner import AUTOMATIC_BUDGET_S, INVOKED_BUDGET_S, JOB_BUDGET_S, REFRESH_WITHIN_S, State  # noqa: F401 - re-exported
 from .service import CompletionService
@@ -320,19 +317,10 @@ class Session:
         self.service.did_change(uri, rev, state, speculate=self.speculate)
 
     def did_move_cursor(self, uri: str, line: int, character: int, version: int | None = None) -> bool:
-        """The client says where the cursor is without an edit (a file opened or focused, a click, a jump:
-        flint/didMoveCursor). The spot's work starts now, in the moment before the user types there, so the
-        first keystroke finds its quick window prefilled. False when nothing was started: the cursor was
-        already known there, or the client's ``version`` is not the text the server has (an edit is on its
-        way). Raises RequestError for a document that is not open or a position outside it."""
-        try:
-            doc = self.documents.get(uri)
-        except DocumentError as e:
-            raise RequestError(RequestError.INVALID_PARAMS, str(e)) from None
-        try:
-            offset = doc.offset_at(line, character, self.encoding)
-        except convert.PositionError as e:
-            raise RequestError(RequestError.INVALID_PARAMS, f"{uri}: {e}") from None
+        """flint/didMoveCursor (a file opened or focused, a click, a jump): the spot's work starts before the
+        first keystroke there. False when nothing started (the spot already known, or ``version`` not the
+        server's text: an edit is on its way). RequestError: a document not open, a position outside it."""
+        doc, offset = self._locate(uri, line, character)
         if version is not None and version != doc.version:
             return False
         known = self.service.cursors.get(uri)
@@ -347,6 +335,17 @@ class Session:
         state = self.service.state(uri, doc.revision, doc.text, offset, invoked=False, language=doc.language_id)
         self.service.did_move(uri, state)
         return True
+
+    def _locate(self, uri: str, line: int, character: int) -> tuple[Document, int]:
+        """The open document and the code point offset of a position in it (RequestError: InvalidParams)."""
+        try:
+            doc = self.documents.get(uri)
+        except DocumentError as e:
+            raise RequestError(RequestError.INVALID_PARAMS, str(e)) from None
+        try:
+            return doc, doc.offset_at(line, character, self.encoding)
+        except convert.PositionError as e:
+            raise RequestError(RequestError.INVALID_PARAMS, f"{uri}: {e}") from None
 
     def cursor_offset(self, uri: str) -> int | None:
         """The offset of the last cursor known in ``uri`` (a request or an edit put it there)."""
@@ -369,17 +368,10 @@ class Session:
         t0 = time.perf_counter()
         since = time.monotonic()
         self.stats.count("requests")
-        try:
-            doc = self.documents.get(uri)
-        except DocumentError as e:
-            raise RequestError(RequestError.INVALID_PARAMS, str(e)) from None
+        doc, offset = self._locate(uri, line, character)
         problem = doc.problem()
         if problem:
             raise RequestError(RequestError.REQUEST_FAILED, f"{uri}: {problem}")
-        try:
-            offset = doc.offset_at(line, character, self.encoding)
-        except convert.PositionError as e:
-            raise RequestError(RequestError.INVALID_PARAMS, f"{uri}: {e}") from None
         sid = f"{self._id_prefix}-{next(self._ids)}"
         cursor = doc.position_at(offset, self.encoding)
         empty = Suggestions(sid, uri, doc.version, [], "single")
@@ -507,11 +499,3 @@ class Session:
     def maybe_flush_stats(self, every_s: float = 30.0) -> None:
         if time.monotonic() - self.stats.last_flush >= every_s:
             self.stats.flush()
-
-
-def uri_path(uri: str) -> Path | None:
-    """The file a ``file:`` URI names (None for other schemes: untitled buffers, remote files)."""
-    u = urlparse(uri)
-    if u.scheme != "file":
-        return None
-    return Path(url2pathname(u.path)) if u.netloc in ("", "localhost") else Path(f"//{u.netloc}{unquote(u.path)}")
