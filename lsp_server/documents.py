@@ -205,6 +205,7 @@ def _patch_starts(starts: list[int], text: str, a: int, b: int, inserted: str) -
     new.extend(s + delta for s in starts[hi:])
     return new
 
+
 def uri_path(uri: str) -> Path | None:
     """The file a ``file:`` URI names (None for other schemes: untitled buffers, remote files)."""
     u = urlparse(uri)
