@@ -182,12 +182,9 @@ class CompletionService:
             w.document_changed(uri, revision, hooks.keep if spec and isinstance(hooks, StoreHooks) else None)
         if not spec or not speculate or state is None or state.skip:
             return
-        if not burst and self.store.lookup(state, since=None, partial=True,
-                                           backend="remote" if state.route == routing.REMOTE else None) is not None:
+        if not burst and self._in_store(state):
             return  # typed through, or on disk: no model call for this keystroke
-        for w, budget in self._speculation_workers(state):
-            w.submit(uri, revision, state.prefix, state.suffix, state.params, SPECULATIVE,
-                     budget_s=budget, not_before=state.not_before)
+        self._speculate(state)
 
     def did_move(self, uri: str, state: State) -> None:
         """The cursor moved without an edit: what was planned for the old spot goes (its futures; a
@@ -199,12 +196,21 @@ class CompletionService:
             return
         for w in self._workers():
             w.set_futures(uri, state.revision, [])
-        if self.store.lookup(state, since=None, partial=True,
-                             backend="remote" if state.route == routing.REMOTE else None) is not None:
+        if self._in_store(state):
             self.worker.poke()  # answered already: idle time warms the spot's whole window
             return
+        self._speculate(state)
+
+    def _in_store(self, state: State) -> bool:
+        """Does the store answer this state without a model call (typed through, memory, disk)?"""
+        return self.store.lookup(state, since=None, partial=True,
+                                 backend="remote" if state.route == routing.REMOTE else None) is not None
+
+    def _speculate(self, state: State) -> None:
+        """Start the state's generation on the tier(s) it is routed to, nobody waiting for it yet."""
         for w, budget in self._speculation_workers(state):
-            w.submit(uri, state.revision, state.prefix, state.suffix, state.params, SPECULATIVE, budget_s=budget)
+            w.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, SPECULATIVE,
+                     budget_s=budget, not_before=state.not_before)
 
     def did_close(self, uri: str) -> None:
         self.cursors.forget(uri)
