@@ -4,11 +4,11 @@ against, implemented fully by both: ``model_id``, ``config`` (the prompt windows
 ``ready()`` (may it be asked now: a remote backs off after failures), ``complete(prefix, suffix, params,
 cancel, on_token)``, ``prefill(prefix, suffix, cancel)`` (idle warm-up; a no-op where there is no KV
 cache to warm), ``set_context(block)`` / ``context_digest`` / ``context_labels`` (the repository context
-block in front of prompts: engine/context.py; a remote ignores it) and ``close()``. Each backend clips the prompt window itself.
+block in front of prompts: engine/context/workspace.py; a remote ignores it) and ``close()``. Each backend clips the prompt window itself.
 
 - ``LocalBackend``: an in-process ONNX model (``engine.engine.Engine``): the fast default, or the
   Qwen2.5-Coder-1.5B preset as the capable tier on one machine.
-- ``RemoteBackend`` (engine/remote.py): an OpenAI-compatible ``/v1/completions`` server.
+- ``RemoteBackend`` (engine/remote/client.py): an OpenAI-compatible ``/v1/completions`` server.
 
 ``load_backend`` is the registry: a spec names the kind and its settings.
 """
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .remote import RemoteBackend, RemoteConfig
-from .types import CancelToken, Completion, GenParams, Timings, TokenCallback
+from engine.remote.client import RemoteBackend, RemoteConfig
+from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
 
 # the capable local model's prefill chunk: it shares the cores with the fast model, which answers the
 # keystrokes, so its prompt pass stops sooner when one comes (half the default chunk: a bigger model's
@@ -76,7 +76,7 @@ class LocalBackend:
     @classmethod
     def load(cls, model: str | Path | None = None, threads: int | None = None, warm: bool = True,
              kind: str = "local", context_tokens: int = 0) -> LocalBackend:
-        from .engine import Engine, EngineConfig
+        from engine.engine import Engine, EngineConfig
 
         config = EngineConfig(context_tokens=context_tokens)
         if kind == "capable":

@@ -7,11 +7,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths
-from .manifest import Manifest
-from .model import default_threads
-from .presets import DEFAULT_MODEL, PRESETS, precision_preference
-from .prompt import FRESH_MIDDLE_CHARS, MAX_MIDDLE_CHARS
+from engine import paths
+from engine.decoding.prompt import FRESH_MIDDLE_CHARS, MAX_MIDDLE_CHARS
+from engine.model.manifest import Manifest
+from engine.model.presets import DEFAULT_MODEL, PRESETS, precision_preference
+from engine.model.runtime import default_threads
 
 
 class ModelNotBuilt(RuntimeError):
@@ -22,7 +22,7 @@ def resolve_model_dir(model: str | Path | None = None) -> Path:
     """A model directory from a path, a preset name (default precision) or FLINT_MODEL / the default.
 
     Raises ModelNotBuilt with a message that says what is wrong, with which file, and what to run."""
-    from .build import read_manifest
+    from engine.model.build import read_manifest
 
     model = model or os.environ.get("FLINT_MODEL") or DEFAULT_MODEL
     name = str(model)
@@ -107,7 +107,7 @@ class EngineConfig:
     # ... reaching back this far for the line that opens the definition the cursor is in (its name and
     # parameters; a long docstring pushes them out of the quick window)
     quick_reach_chars: int = 2048
-    # KV positions added for the repository context block (engine/context.py) in front of every prompt: the
+    # KV positions added for the repository context block (engine/context/workspace.py) in front of every prompt: the
     # file window keeps its room; a block larger than this shortens the window instead
     context_tokens: int = 0
     # how the block is laid out (engine.prompt.build_prompt): "comments" (chunks as comments at the start of

@@ -5,7 +5,7 @@ One object owns one model and its KV cache; it is not thread-safe (one worker th
 Steps, each small (after gpt-fast): ``_prepare`` picks the prompt window and the KV row that serves it
 best (row 0, or a prompt parked in a spare row); ``_sync`` brings the KV cache to the prompt (the prefill),
 reusing the longest shared token prefix and returning the last position's hidden state; ``complete``
-then decodes with engine/decode.py: a greedy row with prompt-lookup speculation, or n variants as one
+then decodes with engine/decoding/decode.py: a greedy row with prompt-lookup speculation, or n variants as one
 batch sharing the prompt's KV. Where the model comes from and the settings: engine/config.py.
 """
 
@@ -23,16 +23,14 @@ from typing import Any
 import numpy as np
 
 # `X as X`: names importers take from engine.engine, which live in config.py / decode.py now
-from .config import EngineConfig as EngineConfig
-from .config import FastPaths as FastPaths
-from .config import ModelNotBuilt as ModelNotBuilt
-from .config import resolve_model_dir as resolve_model_dir
-from .decode import _budgeted as _budgeted
-from .decode import _dedupe, decode_batch, decode_greedy
-from .decode import _stop as _stop
-from .manifest import Manifest, load_manifest
-from .model import OnnxDecoder
-from .prompt import (
+from engine.config import EngineConfig as EngineConfig
+from engine.config import FastPaths as FastPaths
+from engine.config import ModelNotBuilt as ModelNotBuilt
+from engine.config import resolve_model_dir as resolve_model_dir
+from engine.decoding.decode import _budgeted as _budgeted
+from engine.decoding.decode import _dedupe, decode_batch, decode_greedy
+from engine.decoding.decode import _stop as _stop
+from engine.decoding.prompt import (
     Fim,
     Healer,
     HFTokenizer,
@@ -44,8 +42,10 @@ from .prompt import (
     context_ids,
     sticky_cut,
 )
-from .sampling import Sampler
-from .types import CancelToken, Completion, GenParams, Timings, TokenCallback
+from engine.decoding.sampling import Sampler
+from engine.model.manifest import Manifest, load_manifest
+from engine.model.runtime import OnnxDecoder
+from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
 
 log = logging.getLogger("flint.engine")
 

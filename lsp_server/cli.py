@@ -8,7 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from engine.context import DEFAULT_BUDGET
+from engine.context.workspace import DEFAULT_BUDGET
 
 SHUTDOWN_BUDGET_S = 0.5  # after exit or a lost connection: time for the session to stop, then the process ends
 
@@ -22,7 +22,7 @@ def _setup_logging(verbose: bool) -> None:
 
 
 def cmd_model_build(args: argparse.Namespace) -> int:
-    from engine.build import BuildError, build_from_hf, build_preset
+    from engine.model.build import BuildError, build_from_hf, build_preset
 
     try:
         if args.from_hf:
@@ -38,8 +38,8 @@ def cmd_model_build(args: argparse.Namespace) -> int:
 
 
 def cmd_model_list(args: argparse.Namespace) -> int:
-    from engine.build import list_models
-    from engine.presets import PRESETS
+    from engine.model.build import list_models
+    from engine.model.presets import PRESETS
 
     built = list_models()
     if args.json:
@@ -68,7 +68,7 @@ def _parse_location(loc: str) -> tuple[Path, int, int]:
 def _context_block(path: Path, text: str, offset: int, args: argparse.Namespace, count):
     """The repository context for a one-off completion: the workspace is ``--root`` (default: the current
     directory if it holds the file, else the file's folder); ``--open`` files stand for the editor's tabs."""
-    from engine.context import Workspace
+    from engine.context.workspace import Workspace
 
     if args.context_budget <= 0:
         return None
@@ -90,7 +90,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
     import time
 
     from engine.engine import Engine, EngineConfig, ModelNotBuilt
-    from engine.postprocess import CUT_OFF_REASONS, budget_for, postprocess
+    from engine.text.postprocess import CUT_OFF_REASONS, budget_for, postprocess
     from engine.types import GenParams
 
     try:
@@ -174,7 +174,7 @@ def _model_dir_or_name(model: str | None) -> str:
 
 def _parse_tcp(value: str) -> tuple[str, int]:
     """HOST:PORT on a loopback address only: the server has no authentication."""
-    from engine.remote import is_loopback
+    from engine.remote.client import is_loopback
 
     host, sep, port = value.rpartition(":")
     host = host.strip("[]")
@@ -189,7 +189,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import os
 
     from lsp_server import logs
-    from lsp_server.server import create_server
+    from lsp_server.protocol.handlers import create_server
     from lsp_server.settings import parse_settings
 
     if args.tcp and args.stdio:

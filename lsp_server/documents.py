@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
-from . import convert
+from lsp_server import convert
 
 log = logging.getLogger(__name__)
 

@@ -3,19 +3,19 @@
 After ruff_server's ``Session``: the event loop mutates documents and settings; each request takes a
 read-only snapshot (an immutable ``str`` plus its revision). The session keeps documents, settings,
 the status board, telemetry and item building; what runs when is the completion service's
-(lsp_server/service.py: store, schedulers, planner, race; docs/architecture.md).
+(lsp_server/completion/service.py: store, schedulers, planner, race; docs/architecture.md).
 
 Where an answer comes from, cheapest first (the ``source`` reported on items and in flint/status):
 
 1. ``memory`` / ``type-through``: a generation already made (or streaming) for this state, or for an
-   earlier state whose text the user has typed since (engine/typethrough.py).
-2. ``disk``: the on-disk cache shared by every server on the machine (engine/cache.py).
+   earlier state whose text the user has typed since (engine/cache/typethrough.py).
+2. ``disk``: the on-disk cache shared by every server on the machine (engine/cache/disk.py).
 3. ``model``: the engine. Usually already running: ``did_change`` starts the work for the cursor before
    the editor asks, and a request joins it.
 
 Each request has a deadline: at the deadline it gets what exists (possibly a partial suggestion, or
 none) and the generation goes on, so the next ask (the next keystroke) is answered from it. After a
-suggestion is shown the states the user may reach next are pre-generated (engine/speculation.py), and
+suggestion is shown the states the user may reach next are pre-generated (engine/policy/speculation.py), and
 idle time warms the KV cache for the active document. The ``speculation`` setting switches all of that
 off (every request is then its own model call, with only the exact-repeat memory and the disk cache).
 """
@@ -30,17 +30,23 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.context import ContextBlock, Workspace
-
-from . import convert, planner
-from .documents import Document, DocumentError, DocumentStore, uri_path
-from .items import Item, Suggestions, build_items, doc_position_after, stamp_latency
-from .planner import AUTOMATIC_BUDGET_S, INVOKED_BUDGET_S, JOB_BUDGET_S, REFRESH_WITHIN_S, State  # noqa: F401 - re-exported
-from .service import CompletionService
-from .settings import Settings
-from .stats import Shown, Stats
-from .store import Answer
-from .worker import EngineLike
+from engine.context.workspace import ContextBlock, Workspace
+from lsp_server import convert
+from lsp_server.completion import planner
+from lsp_server.completion.items import Item, Suggestions, build_items, doc_position_after, stamp_latency
+from lsp_server.completion.planner import (  # noqa: F401 - re-exported
+    AUTOMATIC_BUDGET_S,
+    INVOKED_BUDGET_S,
+    JOB_BUDGET_S,
+    REFRESH_WITHIN_S,
+    State,
+)
+from lsp_server.completion.service import CompletionService
+from lsp_server.completion.store import Answer
+from lsp_server.completion.worker import EngineLike
+from lsp_server.documents import Document, DocumentError, DocumentStore, uri_path
+from lsp_server.settings import Settings
+from lsp_server.stats import Shown, Stats
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +73,7 @@ def load_remote(settings: Settings) -> EngineLike:
     """The capable tier for these settings: the remote server's client (asked for the name of the model
     it serves, best effort) or a second local model (``capableModel``, loaded and warmed)."""
     from engine.backends import LocalBackend, LocalSpec, load_backend
-    from engine.remote import RemoteBackend
+    from engine.remote.client import RemoteBackend
 
     cfg = settings.remote_config()
     if cfg is not None:
@@ -103,7 +109,7 @@ class Session:
         # speculate on didChange once the client has shown it asks for suggestions as the user types
         self.speculate = False
         self._remote_st: dict[str, Any] | None = None
-        # repository context (engine/context.py): fed here on the event loop, read on the engine thread in
+        # repository context (engine/context/workspace.py): fed here on the event loop, read on the engine thread in
         # idle time (Workspace snapshots its documents under its own lock)
         self.workspace = Workspace(roots=[])
         self._context_block: ContextBlock | None = None  # the last block handed to the engine (engine thread)
@@ -467,7 +473,7 @@ class Session:
             raise self._map_error(e) from None
 
     def _map_error(self, e: BaseException) -> RequestError:
-        from .worker import Cancelled, EngineUnavailable, Stale, Superseded
+        from lsp_server.completion.worker import Cancelled, EngineUnavailable, Stale, Superseded
 
         if isinstance(e, RequestError):
             return e

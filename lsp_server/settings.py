@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from engine.presets import DEFAULT_MODEL
-from engine.remote import FIM_MODES, QWEN_FIM_TEMPLATE, RemoteConfig, parse_endpoint
-from engine.routing import REMOTE_KINDS, ROUTING_MODES, RouteConfig
+from engine.model.presets import DEFAULT_MODEL
+from engine.policy.routing import REMOTE_KINDS, ROUTING_MODES, RouteConfig
+from engine.remote.client import FIM_MODES, QWEN_FIM_TEMPLATE, RemoteConfig, parse_endpoint
 
 # definitions (imports, then the file's own beyond the prompt window) beside the other files and edits
 CONTEXT_SOURCES: tuple[str, ...] = ("open", "imports", "file", "edits")
@@ -36,7 +36,7 @@ class Settings:
     # answers (off: every request is its own model call, as a plain server would do it)
     speculation: bool = True
     # hybrid routing (docs/remote.md): a remote OpenAI-compatible server beside the local model
-    routing: str = "local"  # local | hybrid | race | remote (engine/routing.py)
+    routing: str = "local"  # local | hybrid | race | remote (engine/policy/routing.py)
     remote_url: str = ""  # base URL, e.g. http://127.0.0.1:8080/v1
     remote_model: str = ""  # "" = the model the server lists first
     remote_api_key: str = field(default="", repr=False)  # "" = $FLINT_REMOTE_API_KEY; never logged
@@ -49,7 +49,7 @@ class Settings:
     # the capable tier on this machine when there is no remote: a second local model (a preset name or a
     # model directory, e.g. qwen2.5-coder-1.5b); remoteUrl takes precedence
     capable_model: str = ""
-    # repository context (engine/context.py): a block of other files' chunks in front of the file window,
+    # repository context (engine/context/workspace.py): a block of other files' chunks in front of the file window,
     # this many tokens at most (0: none; the KV cache grows by it), from these sources
     # off until a run through the server shows it helps: on a slow-prefill CPU the block's prefill competes
     # with the file window's (docs/benchmarks/context.md)

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.paths import stats_path
-
-from . import convert
+from lsp_server import convert
 
 log = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.context import ContextBlock, Workspace, python_definitions, resolve_imports  # noqa: E402
+from engine.context.workspace import ContextBlock, Workspace, python_definitions, resolve_imports  # noqa: E402
 from engine.engine import Engine, EngineConfig  # noqa: E402
 from engine.types import GenParams  # noqa: E402
 
@@ -241,7 +241,7 @@ async def through_server(root: Path, arms: list[int], items: list[tuple[str, dic
                          model: str | None, patience: float) -> dict[str, list[dict]]:
     from dataclasses import replace
 
-    from lsp_server.server import load_engine
+    from lsp_server.protocol.handlers import load_engine
     from lsp_server.session import Session
     from lsp_server.settings import Settings
 

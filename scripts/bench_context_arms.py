@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_context as bc  # noqa: E402
 
-from engine.context import (  # noqa: E402
+from engine.context.workspace import (  # noqa: E402
     Chunk,
     ContextBlock,
     Workspace,
@@ -46,8 +46,8 @@ from engine.context import (  # noqa: E402
     resolve_imports,
     select_chunks,
 )
+from engine.decoding.prompt import context_ids  # noqa: E402
 from engine.engine import Engine, EngineConfig  # noqa: E402
-from engine.prompt import context_ids  # noqa: E402
 
 ARMS = ("none", "frame", "default", "imp_doc", "imp_sig", "imp_all_sig", "comment_default", "comment_imp_sig")
 

@@ -49,7 +49,7 @@ def decode_prompts() -> list[str]:
     the trimmed head's corpus does not hold."""
     import pygls
 
-    from engine.lm_head import code_corpus_files
+    from engine.model.lm_head import code_corpus_files
 
     roots = {"stdlib": Path(sysconfig.get_paths()["stdlib"]), "pygls": Path(pygls.__file__).parent}
     corpus = {p.resolve() for p in code_corpus_files()}
@@ -274,7 +274,7 @@ def main() -> int:
 
     sys.path.insert(0, str(ROOT))
     from engine.engine import resolve_model_dir
-    from engine.manifest import load_manifest
+    from engine.model.manifest import load_manifest
 
     mdir = resolve_model_dir(args.model)
     man = load_manifest(mdir)
@@ -295,7 +295,7 @@ def main() -> int:
     text = code_text()
     import tokenizers  # noqa: F401
 
-    from engine.prompt import HFTokenizer
+    from engine.decoding.prompt import HFTokenizer
 
     tk = HFTokenizer(str(Path(mdir) / "tokenizer.json"))
 

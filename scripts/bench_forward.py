@@ -98,8 +98,8 @@ def main() -> int:
     m1, m9 = min(tokens), min(tokens, key=lambda m: abs(m - 9))
 
     from engine.engine import ModelNotBuilt, resolve_model_dir
-    from engine.manifest import load_manifest
-    from engine.model import OnnxDecoder
+    from engine.model.manifest import load_manifest
+    from engine.model.runtime import OnnxDecoder
 
     try:
         mdir = resolve_model_dir(args.model)

@@ -115,7 +115,7 @@ def line_samples(n: int, seed: int = 0) -> list[tuple[str, str, str]]:
 
 def line_eval(mdir: Path, samples: list[tuple[str, str, str]]) -> dict[str, dict[str, float]]:
     """Exact first-line match and shared-prefix share against the held-out line, for plain PSM prompts
-    and anchored prompts (the typed line after the middle token, engine/prompt.py), greedy, healing on."""
+    and anchored prompts (the typed line after the middle token, engine/decoding/prompt.py), greedy, healing on."""
     eng = Engine.load(mdir, config=EngineConfig(threads=2))
     res = {}
     for name, anchored in (("psm", False), ("anchored", True)):
@@ -227,7 +227,7 @@ def main() -> int:
         f"default model (`{args.model}`), greedy, token healing on. *psm*: `<prefix> P <suffix> S <middle>`; "
         "*anchored* (Flint's default): the cursor's line goes after the middle token, as if the model had "
         "written it (`<prefix> P[:line start] <suffix> S <middle> line`), so typing appends tokens instead of "
-        "re-running the suffix (engine/prompt.py).\n\n"
+        "re-running the suffix (engine/decoding/prompt.py).\n\n"
         f"{table2}\n")
     return 0
 

@@ -11,7 +11,7 @@ so indentation is not typed. Keystroke timing is seeded per editor state (segmen
 so every server sees the same script until an accept makes the two diverge.
 
 Code: function bodies from pinned PyPI packages that no corpus of ours contains (not the standard
-library the trimmed LM head is built from, engine/lm_head.py; not pygls/lsprotocol, bench_quality; not
+library the trimmed LM head is built from, engine/model/lm_head.py; not pygls/lsprotocol, bench_quality; not
 engine/data/eval_prompts.json; not Flint). They are fetched at run time with
 ``pip download --no-deps <pkg>==<version>`` into ``--pkg-cache``; each segment is the body of one
 function typed after its signature and docstring; more_itertools/more.py (~5,000 lines) gives spots deep
@@ -1107,7 +1107,7 @@ def print_table(summaries: list[dict]) -> None:
 
 async def amain(args) -> int:
     from engine.engine import resolve_model_dir
-    from engine.manifest import load_manifest
+    from engine.model.manifest import load_manifest
 
     model_dir = resolve_model_dir(args.model)
     args.model_dir = str(model_dir)
@@ -1170,7 +1170,7 @@ async def amain(args) -> int:
                     for k, v in servers.items()},
         "corpus_note": "function bodies typed after their signature and docstring, from wheels fetched with "
                        "`pip download --no-deps`; none of these packages is in the trimmed-head corpus (standard "
-                       "library, /usr/include, global node_modules, /usr/share/doc; engine/lm_head.py), "
+                       "library, /usr/include, global node_modules, /usr/share/doc; engine/model/lm_head.py), "
                        "bench_quality's pygls/lsprotocol, engine/data/eval_prompts.json or Flint",
         "segments": [f"{s.name} (line {s.before.count(chr(10)) + 1} of {s.file_lines}, {len(s.typed)} chars)"
                      for s in segments],

@@ -250,8 +250,8 @@ def report(rows: list[dict], meta: dict) -> str:
 async def amain(args) -> int:
     from engine import paths
     from engine.engine import resolve_model_dir
-    from engine.manifest import load_manifest
-    from engine.presets import PRESETS
+    from engine.model.manifest import load_manifest
+    from engine.model.presets import PRESETS
 
     wanted = [c.strip() for c in args.configs.split(",") if c.strip()]
     bad = [c for c in wanted if c not in CONFIGS]

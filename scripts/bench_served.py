@@ -57,8 +57,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from lsp_stdio import Server, utf16_position  # noqa: E402
 
-from engine.postprocess import ends_mid_statement, split_cursor  # noqa: E402
-from engine.rank import kind  # noqa: E402
+from engine.text.postprocess import ends_mid_statement, split_cursor  # noqa: E402
+from engine.text.rank import kind  # noqa: E402
 
 PACKAGES = [("boltons", "24.0.0"), ("toolz", "0.12.1"), ("humanize", "4.9.0")]
 MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS = 6000, 600  # engine.engine.EngineConfig's windows
@@ -316,7 +316,7 @@ def _inserted(spot: Spot, doc: str) -> str:
 
 
 async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) -> list[Outcome]:
-    from engine.rank import rank
+    from engine.text.rank import rank
 
     env = {**os.environ, "PYTHONPATH": str(Path(tree).resolve()), "PYTHONUNBUFFERED": "1",
            "FLINT_HOME": str(work / f"home-{name}"), "FLINT_CACHE_DIR": tempfile.mkdtemp(prefix="flint-cache-")}
@@ -605,7 +605,7 @@ def rescore(args) -> int:
 
 async def amain(args) -> int:
     from engine.engine import resolve_model_dir
-    from engine.manifest import load_manifest
+    from engine.model.manifest import load_manifest
 
     model_dir = resolve_model_dir(args.model)
     args.model_dir = str(model_dir)

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from engine import paths
-from engine.manifest import MANIFEST_NAME, load_manifest
-from engine.presets import DEFAULT_MODEL
+from engine.model.manifest import MANIFEST_NAME, load_manifest
+from engine.model.presets import DEFAULT_MODEL
 
 pytestmark = pytest.mark.model  # needs the tokenizer files of the built default model
 
@@ -46,7 +46,7 @@ def home(tmp_path, monkeypatch):
 
 
 def test_from_hf_builds_a_complete_model_directory(tiny_hf, home):
-    from engine.build import build_from_hf
+    from engine.model.build import build_from_hf
 
     out = build_from_hf(tiny_hf, name="tiny", precision="fp32")
     m = load_manifest(out)
@@ -65,8 +65,8 @@ def test_built_tiny_model_matches_transformers_greedy(tiny_hf, home):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from engine.build import build_from_hf
     from engine.engine import Engine, EngineConfig
+    from engine.model.build import build_from_hf
     from engine.types import GenParams
 
     out = build_from_hf(tiny_hf, name="tiny", precision="fp32")
@@ -98,7 +98,7 @@ def test_killed_build_leaves_nothing_that_looks_complete(tiny_hf, home):
     p.wait()
     final = models / "killed-fp32"
     assert not (final / MANIFEST_NAME).exists()
-    from engine.build import list_models
+    from engine.model.build import list_models
 
     assert all(m.name != "killed" for m in list_models())
 
@@ -116,7 +116,7 @@ def test_model_list_json(home):
 
 
 def test_bad_precision_is_refused(tiny_hf, home):
-    from engine.build import BuildError, build_from_hf
+    from engine.model.build import BuildError, build_from_hf
 
     with pytest.raises(BuildError, match="unknown precision"):
         build_from_hf(Path(tiny_hf), name="x", precision="int3")
@@ -125,7 +125,7 @@ def test_bad_precision_is_refused(tiny_hf, home):
 def test_an_int8_build_with_an_older_weight_recipe_is_rebuilt_and_never_shares_cache_keys(tiny_hf, home):
     """int8 weights changed recipe (blocks of 128): a directory built before is not current, `flint model
     build` replaces it, and its completions are cached under another model id."""
-    from engine.build import PRECISIONS, build_from_hf, is_current
+    from engine.model.build import PRECISIONS, build_from_hf, is_current
 
     out = build_from_hf(tiny_hf, name="tiny", precision="int8")
     m = load_manifest(out)
@@ -149,8 +149,8 @@ def test_int8_dyn_quantises_the_decoder_dynamically_with_the_int8_head(tiny_hf, 
     embedding table are int8's (MatMulNBits head, int8 embedding rows), and the recipe is recorded."""
     import onnx
 
-    from engine.build import build_from_hf, is_current, weight_recipe
     from engine.engine import Engine, EngineConfig
+    from engine.model.build import build_from_hf, is_current, weight_recipe
     from engine.types import GenParams
 
     out = build_from_hf(tiny_hf, name="tiny", precision="int8-dyn")

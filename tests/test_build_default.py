@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.build import PRECISIONS, is_current, rebuild_command, weight_recipe
-from engine.manifest import Manifest
-from engine.presets import PRESETS, precision_preference
+from engine.model.build import PRECISIONS, is_current, rebuild_command, weight_recipe
+from engine.model.manifest import Manifest
+from engine.model.presets import PRESETS, precision_preference
 
 
 def _manifest(precision: str, quant: dict[str, str]) -> Manifest:

@@ -1,4 +1,4 @@
-"""The on-disk completion cache (engine/cache.py): keys, crash safety, sharing, eviction, corruption.
+"""The on-disk completion cache (engine/cache/disk.py): keys, crash safety, sharing, eviction, corruption.
 
 Real diskcache/SQLite on a temporary directory and real processes (no mocks): a writer killed with
 SIGKILL mid-loop, two processes writing and reading one directory, a file overwritten with garbage.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cache import CompletionCache, cache_key, decode, encode
+from engine.cache.disk import CompletionCache, cache_key, decode, encode
 from engine.types import Completion, GenParams
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,7 +106,7 @@ def test_survives_restart(tmp_path):
 
 WRITER = textwrap.dedent("""
     import sys
-    from engine.cache import CompletionCache, cache_key
+    from engine.cache.disk import CompletionCache, cache_key
     from engine.types import Completion, GenParams
     c = CompletionCache(sys.argv[1], size_mb=64)
     tag = sys.argv[2]
@@ -168,7 +168,7 @@ def test_two_processes_share_one_cache(tmp_path):
     # and a third process reads what this one writes
     c.put(key("from the parent"), comps("hi"))
     probe = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
-        from engine.cache import CompletionCache, cache_key
+        from engine.cache.disk import CompletionCache, cache_key
         from engine.types import GenParams
         c = CompletionCache({str(d)!r}, size_mb=64)
         print(c.get(cache_key("m1", GenParams(), "from the parent", "", 6000, 600))[0].text)
@@ -311,7 +311,7 @@ def test_another_programs_database_is_left_alone(tmp_path, caplog):
 def test_a_locked_database_opens_later_without_stalling_the_caller(tmp_path, monkeypatch, caplog):
     import sqlite3
 
-    import engine.cache as cache_mod
+    import engine.cache.disk as cache_mod
 
     d = tmp_path / "c"
     first = CompletionCache(d)

@@ -1,10 +1,10 @@
-"""Repository context sources (engine/context.py): pure logic and guarded reads of a temporary workspace."""
+"""Repository context sources (engine/context/workspace.py): pure logic and guarded reads of a temporary workspace."""
 
 import logging
 import os
 from pathlib import Path
 
-from engine.context import (
+from engine.context.workspace import (
     Chunk,
     ContextBlock,
     Workspace,
@@ -323,7 +323,7 @@ def test_file_source_survives_a_file_mid_edit(tmp_path):
 
 
 def test_file_definitions_keep_whole_statements_outside_the_window():
-    from engine.context import file_definitions
+    from engine.context.workspace import file_definitions
 
     text = "A = 1\n\n@deco\ndef f():\n    return A\n\n\nclass C:\n    B = 2\n\nZ = 3\n"
     lo = text.index("    return A")  # the window starts inside f: f is partly shown, so not given
@@ -336,7 +336,7 @@ def test_file_definitions_keep_whole_statements_outside_the_window():
 
 
 def test_long_assignments_are_clipped_and_the_file_chunks_are_never_dropped_as_copies():
-    from engine.context import MAX_ASSIGN_LINE
+    from engine.context.workspace import MAX_ASSIGN_LINE
 
     src = "TABLE = [" + ", ".join(str(i) for i in range(500)) + "]\nBIG = {\n" + "    'k': 1,\n" * 10 + "}\n"
     defs = python_definitions(src, ["TABLE", "BIG"])
@@ -352,7 +352,7 @@ def test_long_assignments_are_clipped_and_the_file_chunks_are_never_dropped_as_c
 # ---- the block in the engine's prompts (the comments layout, the default) --------------------------------
 import pytest  # noqa: E402
 
-from engine.prompt import comment_ids, comment_text, context_ids  # noqa: E402
+from engine.decoding.prompt import comment_ids, comment_text, context_ids  # noqa: E402
 from engine.types import GenParams  # noqa: E402
 
 BLOCK = ContextBlock("proj", (Chunk("pkg/shapes.py", SHAPES, "open"),), "pkg/main.py")

@@ -1,4 +1,4 @@
-"""Golden tests for engine/postprocess.py: document with a cursor (█), raw model text -> what is shown.
+"""Golden tests for engine/text/postprocess.py: document with a cursor (█), raw model text -> what is shown.
 
 Each case is what a model really does at that spot (copies the rest of the line, runs past the block,
 loops) and what the editor should get.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.postprocess import (
+from engine.text.postprocess import (
     Suggestion,
     decide_mode,
     drop_repetition,
@@ -205,7 +205,7 @@ def test_never_whitespace_only_over_many_inputs():
 
 # --- issue 16: overlap with the code below, complete statements, budgets ---------------------------------
 
-from engine.postprocess import (  # noqa: E402
+from engine.text.postprocess import (  # noqa: E402
     budget_for,
     cut_at_following_lines,
     cut_to_budget,
@@ -371,7 +371,7 @@ def test_a_similar_line_that_differs_in_a_word_is_not_an_overlap():
 
 
 def test_settled_when_finished_or_past_the_budget():
-    from engine.postprocess import settled
+    from engine.text.postprocess import settled
 
     b = budget_for(*MIDDLE)
     assert settled("x = 1", True, "    ", b)
@@ -384,7 +384,7 @@ def test_settled_when_finished_or_past_the_budget():
 
 def test_a_line_cut_after_a_name_is_not_a_complete_statement():
     """`self.insert` parses, but a deadline cut it before its call: it is not shown."""
-    from engine.postprocess import cut_to_complete, ends_mid_statement
+    from engine.text.postprocess import cut_to_complete, ends_mid_statement
 
     prefix = "class A:\n    def f(self, index, item):\n        "
     assert ends_mid_statement("self.insert", prefix)
@@ -403,7 +403,7 @@ def test_a_block_whose_last_statement_a_limit_left_open_is_cut_back_without_a_ba
 
 
 def test_doubt_cut_ends_before_the_first_unsure_token_with_something_visible():
-    from engine.postprocess import doubt_cut
+    from engine.text.postprocess import doubt_cut
 
     doubts = ((0, 0.1), (3, 0.2), (7, 0.6))
     assert doubt_cut("x = foo(bar)", doubts, 0.5) == "x ="  # a doubt at the start does not cut

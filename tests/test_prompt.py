@@ -1,4 +1,4 @@
-from engine.prompt import (
+from engine.decoding.prompt import (
     Fim,
     PrefixIndex,
     build_prompt,
@@ -102,7 +102,7 @@ def test_safe_decode_holds_back_partial_utf8():
 
 
 # ---- anchored FIM: text typed since the anchor goes after the middle token -----------------------------
-from engine.prompt import Healer, choose_anchor  # noqa: E402
+from engine.decoding.prompt import Healer, choose_anchor  # noqa: E402
 
 
 def test_anchored_prompt_puts_the_typed_line_after_the_middle_token_and_heals_its_last_token():
@@ -189,7 +189,7 @@ def test_healer_allows_tokens_that_cover_or_start_the_healed_bytes():
 def test_token_byte_table_matches_the_byte_level_mapping_of_every_token(model_dir):
     """The table is built with str.translate for speed; each entry must equal the GPT-2 byte mapping applied
     character by character."""
-    from engine.prompt import HFTokenizer
+    from engine.decoding.prompt import HFTokenizer
 
     tk = HFTokenizer(str(model_dir / "tokenizer.json"))
     assert tk.byte_level
@@ -213,7 +213,7 @@ def test_token_byte_table_matches_the_byte_level_mapping_of_every_token(model_di
 def test_byte_level_vocabularies_are_told_from_sentencepiece_ones(tmp_path):
     from tokenizers import Tokenizer, decoders, models
 
-    from engine.prompt import HFTokenizer
+    from engine.decoding.prompt import HFTokenizer
 
     for dec, expected in ((decoders.ByteLevel(), True),
                           (decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]), False),
@@ -226,7 +226,7 @@ def test_byte_level_vocabularies_are_told_from_sentencepiece_ones(tmp_path):
 
 
 # ---- repository context block in front of the file window ----------------------------------------------
-from engine.prompt import context_ids  # noqa: E402
+from engine.decoding.prompt import context_ids  # noqa: E402
 
 
 class RepoTok(ByteTok):
@@ -261,7 +261,7 @@ def test_context_block_is_empty_without_repository_markers_and_chunks_encode_ind
 
 
 # ---- the comments layout: chunks as comments at the start of the FIM prefix ----------------------------
-from engine.prompt import comment_ids, comment_mark, comment_text  # noqa: E402
+from engine.decoding.prompt import comment_ids, comment_mark, comment_text  # noqa: E402
 
 
 def test_a_chunk_renders_as_comments_with_its_path_and_a_blank_line_after():

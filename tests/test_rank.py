@@ -1,10 +1,10 @@
-"""engine/rank.py: variants ordered by what inserting them is worth."""
+"""engine/text/rank.py: variants ordered by what inserting them is worth."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine.rank import kind, rank
+from engine.text.rank import kind, rank
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -44,7 +44,7 @@ def test_incomplete_code_follows_complete_code():
 
 
 def test_order_at_cursor_puts_unfinished_code_after_finished_code():
-    from engine.rank import order_at_cursor
+    from engine.text.rank import order_at_cursor
 
     prefix = "def f(xs):\n    "
     assert order_at_cursor(["for x in", "return sum(xs)", "# sum them"], prefix, "\n") == [1, 0, 2]

@@ -11,7 +11,7 @@ import pytest
 
 from engine import paths
 from engine.engine import Engine, EngineConfig, resolve_model_dir
-from engine.presets import DEFAULT_MODEL
+from engine.model.presets import DEFAULT_MODEL
 from engine.types import GenParams
 
 pytestmark = pytest.mark.model

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import remote, remote_protocol
 from engine.engine import ModelNotBuilt, resolve_model_dir
+from engine.remote import client as remote
+from engine.remote import wire as remote_protocol
 from lsp_server import logs
 from lsp_server.documents import Change, DocumentStore
 
@@ -133,7 +134,7 @@ def test_a_broken_manifest_names_the_file_and_the_command(home):
         msg = str(ei.value)
         assert str(d / "flint.json") in msg and "line 1 column 3" in msg
         assert "flint model build qwen2.5-coder-0.5b --precision int8 --force" in msg
-    from engine.build import list_models
+    from engine.model.build import list_models
 
     assert list_models() == []  # listed models skip it (with a warning), `flint model list` does not crash
 

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible client (engine/remote.py) against a fault-injecting server made here on
+"""The OpenAI-compatible client (engine/remote/client.py) against a fault-injecting server made here on
 127.0.0.1: the failures a real server cannot be made to produce on demand (5xx, 401, malformed or cut
 streams, stalls), keep-alive, cancellation, the API key's handling, and the pure request building.
 The real llama.cpp server is exercised in tests/test_remote_e2e.py."""
@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from engine.remote import (
+from engine.remote.client import (
     QWEN_FIM_TEMPLATE,
     RemoteBackend,
     RemoteConfig,

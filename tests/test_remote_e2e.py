@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 
 from engine import paths
-from engine.presets import DEFAULT_MODEL, PRESETS
-from engine.routing import race_accepts
+from engine.model.presets import DEFAULT_MODEL, PRESETS
+from engine.policy.routing import race_accepts
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 

@@ -1,10 +1,10 @@
-"""Routing decisions, the race rule and the remote's backoff (engine/routing.py): pure logic."""
+"""Routing decisions, the race rule and the remote's backoff (engine/policy/routing.py): pure logic."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine.routing import Backoff, RouteConfig, pause_accepts, race_accepts, route
+from engine.policy.routing import Backoff, RouteConfig, pause_accepts, race_accepts, route
 
 ALL = dict(invoked=False, variants=False, multiline=False)
 
@@ -20,7 +20,7 @@ def test_an_automatic_keystroke_stays_local(mode):
 
 @pytest.mark.parametrize("kind", ["invoked", "variants", "multiline"])
 def test_pause_routes_every_request_kind_local(kind):
-    assert r("pause", **{kind: True}) == "local"  # its capable tier works after the answer (lsp_server/pause.py)
+    assert r("pause", **{kind: True}) == "local"  # its capable tier works after the answer (lsp_server/completion/pause.py)
 
 
 def test_remote_mode_sends_everything_there_unless_it_is_backing_off():

@@ -7,7 +7,7 @@ import threading
 import time
 
 from engine.types import Completion, Timings
-from lsp_server.worker import IDLE_WARM_S, Worker
+from lsp_server.completion.worker import IDLE_WARM_S, Worker
 
 
 class Engine:

@@ -2,7 +2,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.sampling import Sampler, ngram_draft, sample_index
+from engine.decoding.sampling import Sampler, ngram_draft, sample_index
 
 
 def test_greedy_is_argmax():
@@ -59,7 +59,7 @@ def test_ngram_draft_falls_back_to_earlier_outputs_for_longer_matches():
 
 
 def test_expected_tokens_and_draft_choice():
-    from engine.sampling import choose_draft_len, expected_tokens
+    from engine.decoding.sampling import choose_draft_len, expected_tokens
 
     assert expected_tokens(0.0, 5) == 1.0
     assert abs(expected_tokens(0.5, 2) - 1.75) < 1e-9
@@ -73,7 +73,7 @@ def test_expected_tokens_and_draft_choice():
 
 
 def test_pick_probs_is_the_softmax_probability_of_each_pick():
-    from engine.sampling import pick_probs
+    from engine.decoding.sampling import pick_probs
 
     lg = np.array([[2.0, 1.0, 0.0], [0.0, 0.0, 0.0]], dtype=np.float32)
     p = pick_probs(lg, np.array([0, 2]))

@@ -210,7 +210,7 @@ class OracleEngine:
 
 @pytest.fixture
 async def oracle_session(tmp_path, monkeypatch):
-    from lsp_server import service
+    from lsp_server.completion import service
 
     monkeypatch.setenv("FLINT_HOME", str(tmp_path))
     # these tests pin type-through, memory and disk, not when a line still streaming is shown: a stand-in
@@ -450,7 +450,7 @@ async def test_restart_answers_from_the_start_a_cut_off_generation_left_on_disk(
 
 
 async def test_deadline_answers_with_what_exists_and_the_next_ask_gets_the_rest(oracle_session, monkeypatch):
-    from lsp_server import service
+    from lsp_server.completion import service
 
     monkeypatch.setattr(service, "AUTOMATIC_BUDGET_S", 0.3)
     target = "value = " + "a_long_expression_part + " * 6 + "end\n"
@@ -553,7 +553,7 @@ async def test_a_slow_line_is_shown_as_it_streams_and_refreshed_when_whole(tmp_p
 
 
 async def test_a_request_keeps_its_deadline_while_the_model_loads(tmp_path, monkeypatch):
-    from lsp_server import service
+    from lsp_server.completion import service
 
     monkeypatch.setenv("FLINT_HOME", str(tmp_path))
     monkeypatch.setattr(service, "AUTOMATIC_BUDGET_S", 0.3)
@@ -703,7 +703,7 @@ class CancellableLineEngine(SlowVariantsEngine):
 
 async def test_the_same_text_sent_whole_again_keeps_the_generation_at_the_cursor(variants_session):
     """A client that syncs whole texts sends the text it had (an undo back to it): nothing moved, so the
-    line being written at the cursor goes on (lsp_server/server.py: the cursor stays where it was)."""
+    line being written at the cursor goes on (lsp_server/protocol/handlers.py: the cursor stays where it was)."""
     eng = CancellableLineEngine()
     s, _ = variants_session(eng)
     uri = "file:///p.py"

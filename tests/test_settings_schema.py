@@ -86,7 +86,7 @@ def test_package_json_has_every_server_setting(camel, name):
 
 
 def test_remote_for_items_are_the_server_kinds():
-    from engine.routing import REMOTE_KINDS
+    from engine.policy.routing import REMOTE_KINDS
 
     assert PROPS["flint.remoteFor"]["items"]["enum"] == list(REMOTE_KINDS)
 

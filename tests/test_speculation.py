@@ -1,11 +1,11 @@
-"""Speculation planning (engine/speculation.py): pure functions, checked alone."""
+"""Speculation planning (engine/policy/speculation.py): pure functions, checked alone."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.speculation import (
+from engine.policy.speculation import (
     MAX_DEBOUNCE_S,
     futures,
     next_indent,
@@ -14,7 +14,7 @@ from engine.speculation import (
     skip_reason,
     window_start,
 )
-from engine.speculation import (
+from engine.policy.speculation import (
     debounce_s as debounce,
 )
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from engine.types import GenParams
-from lsp_server import planner
-from lsp_server.jobs import SPECULATIVE, Job
+from lsp_server.completion import planner
+from lsp_server.completion.jobs import SPECULATIVE, Job
+from lsp_server.completion.store import Store, StoreHooks
 from lsp_server.settings import Settings
-from lsp_server.store import Store, StoreHooks
 
 URI = "file:///a.py"
 

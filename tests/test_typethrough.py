@@ -1,4 +1,4 @@
-"""Type-through (engine/typethrough.py): the trie, locating typed text in sliding windows, and the store's
+"""Type-through (engine/cache/typethrough.py): the trie, locating typed text in sliding windows, and the store's
 answers for finished and streaming generations. Pure text, no model."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import threading
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.types import Completion
-from engine.typethrough import (
+from engine.cache.typethrough import (
     ANCHOR_CHARS,
     Trie,
     TypeThrough,
@@ -18,6 +17,7 @@ from engine.typethrough import (
     suffix_compatible,
     typed_since,
 )
+from engine.types import Completion
 
 KEY = (64, 1, 1)
 

@@ -11,7 +11,7 @@ from concurrent.futures import CancelledError
 import pytest
 
 from engine.types import CancelToken, Completion, GenParams, Timings
-from lsp_server.worker import SPECULATIVE, USER, EngineUnavailable, Stale, Superseded, Worker
+from lsp_server.completion.worker import SPECULATIVE, USER, EngineUnavailable, Stale, Superseded, Worker
 
 STEP = 0.01
 
@@ -648,7 +648,7 @@ def test_a_request_joining_queued_speculation_preempts_other_speculation():
 
 
 def test_background_work_stops_soon_after_the_user_goes_idle_but_not_what_a_user_waits_for():
-    from lsp_server.planner import IDLE_WORK_S
+    from lsp_server.completion.planner import IDLE_WORK_S
 
     eng = StepEngine(slow=("spec", "asked"))
     w, _, revs = make(eng)
@@ -673,7 +673,7 @@ def test_background_work_stops_soon_after_the_user_goes_idle_but_not_what_a_user
 
 
 def test_the_idle_warm_up_stops_with_the_rest_of_the_background_work():
-    from lsp_server.planner import IDLE_WORK_S
+    from lsp_server.completion.planner import IDLE_WORK_S
 
     w, eng, revs, hooks = make_hooked(TokenEngine(steps=2, slow=("a long window",)))
     try:

@@ -1,0 +1,120 @@
+"""The cache's database file seen from outside the cache (engine/cache/disk.py): what kind of trouble a failure
+is (another process's lock, damage a rebuild may cure, or the machine's: full disk, I/O, permissions),
+whether a database Flint did not mark is one it may adopt, whether a file SQLite calls damaged really is,
+and a cross-process lock for a rebuild. The database files are only read here, on read-only connections
+whose busy timeout (``timeout``) the cache passes in (its TIMEOUT_S).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import diskcache
+
+DISKCACHE_TABLES = frozenset({"Settings", "Cache"})
+
+
+class Damaged(Exception):
+    """The database is damaged or is not Flint's format: a rebuild (of Flint's own files) is warranted."""
+
+
+class Foreign(Exception):
+    """The directory holds a database Flint did not create: left alone, the cache stays off."""
+
+
+def failure_kind(e: BaseException) -> str:
+    """``busy`` (another process holds the lock), ``damaged`` (a rebuild may help) or ``env`` (full disk,
+    I/O error, permissions, read-only: the database is fine, the machine is not; a rebuild would not help)."""
+    if isinstance(e, diskcache.Timeout):
+        return "busy"
+    if isinstance(e, Damaged):
+        return "damaged"
+    msg = str(e).lower()
+    if isinstance(e, sqlite3.OperationalError):
+        return "busy" if ("locked" in msg or "busy" in msg) else "env"
+    if isinstance(e, sqlite3.DatabaseError) and ("malformed" in msg or "not a database" in msg):
+        return "damaged"
+    return "env"
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, budget_s: float) -> Iterator[bool]:
+    """An exclusive lock on ``path``, waited for at most ``budget_s``: yields whether it was obtained."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no cross-process lock; a double rebuild is harmless, only wasteful
+        yield True
+        return
+    with open(path, "a") as f:
+        deadline = time.monotonic() + budget_s
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    yield False
+                    return
+                time.sleep(0.02)
+        try:
+            yield True
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def check_adoptable(db: Path, timeout: float) -> None:
+    """A cache.db without Flint's marker file: Flint adopts it only when it is a diskcache database (an
+    older Flint made it); anything else is someone else's file. Opened read-only: nothing is written."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=timeout)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            con.close()
+    except sqlite3.OperationalError:
+        raise  # locked, unreadable: the caller says so and retries
+    except sqlite3.DatabaseError as e:
+        raise Foreign(f"{db} is not a Flint cache ({e}): left alone") from None
+    if not tables <= DISKCACHE_TABLES:
+        raise Foreign(f"{db} is another program's database (tables {', '.join(sorted(tables))}): left alone")
+
+
+def damaged_on_disk(db: Path, timeout: float) -> bool:
+    """True when the operating system reads the whole file fine but SQLite finds it damaged."""
+    try:
+        with open(db, "rb") as f:
+            while f.read(1 << 20):
+                pass
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return False  # the machine's trouble (a failing disk), not the file's: a rebuild would not help
+    return not quick_check(db, timeout)
+
+
+def quick_check(db: Path, timeout: float) -> bool:
+    """SQLite's own structural check on a fresh read-only connection: True when the database is sound
+    (or cannot be checked now because another process holds a lock)."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=timeout)
+        try:
+            rows = con.execute("PRAGMA quick_check").fetchall()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as e:
+        # locked now is no evidence of damage; a short read or "malformed" is
+        return failure_kind(e) == "busy"
+    return rows == [("ok",)]
+
+
+def inode_of(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+

@@ -1,0 +1,1 @@
+"""A capable tier over HTTP: the OpenAI-compatible client backend (client) and its wire format (wire)."""

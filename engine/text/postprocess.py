@@ -1,0 +1,440 @@
+"""Turn raw model text at a cursor into the suggestion an editor shows. Pure functions, no model.
+
+``postprocess(raw, prefix, suffix, mode=...)`` runs the steps below in order; each is a small function
+with golden tests (tests/test_postprocess.py):
+
+1. ``normalize``                 LF line breaks, no trailing blanks, no runaway lines.
+2. ``drop_incomplete_last_line`` a generation cut by a limit ends mid-line: drop that partial line.
+3. ``limit_lines``               single-line mode keeps the first line; multi-line keeps ``max_lines``.
+   ``fix_first_indent``          no extra indentation after the indentation already at the cursor.
+   ``_finish_statement``         a one-line text whose statement goes on below takes the lines that end it.
+4. ``cut_at_following_lines``    stop where the text starts re-writing the code below the cursor (the
+                                 next line, a near copy of it, or two consecutive lines a little below).
+5. ``limit_scope``               stop when indentation leaves the block the cursor is in;
+   ``drop_dangling_header``      a cut block does not end on a header without its body.
+6. ``drop_repetition``           the previous line again, a looping block, a looping character run.
+7. ``fit_line_suffix``           text right of the cursor: cut what duplicates it, replace auto-closed
+                                 brackets/quotes when the text supplies them, never leave a stray closer.
+8. ``cut_to_complete``           a line a limit cut is cut back to a complete statement (Python: parsed
+                                 with ``ast``; others: brackets and the last token), or nothing;
+   ``cut_block_to_complete``     a block whose last line leaves its statement open loses lines until not.
+   ``misses_block_opener``       Python: a text where a block header is due (the next line is indented
+                                 deeper) that does not end on one is nothing;
+   ``else_goes_on_below``        nor is an ``else:`` whose chain goes on below with its own ``else``/``elif``.
+9. never return empty or whitespace-only text (``None`` instead).
+
+At the end of a finished line a one-line request whose text starts with a line break shows that next line.
+
+The budgets (``budget_for``, ``cut_to_budget``, ``stop_reached``) and ``decide_mode`` live in
+``engine.budget``; the line helpers, the bracket scanner and the complete-statement checks in
+``engine.statements``. Every public name of the three is importable from here.
+
+Everything works on LF text; the caller converts line breaks back to the document's own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from engine.text.budget import (
+    BODY_LINES,
+    MAX_BLOCK_TOKENS,
+    SINGLE_LINE_TOKENS,
+    TOKENS_PER_LINE,
+    Budget,
+    Mode,
+    budget_for,
+    cut_to_budget,
+    decide_mode,
+    settled,
+    stop_reached,
+)
+from engine.text.statements import (
+    _CLOSING_LINE,
+    AUTO_CLOSED,
+    CLOSERS,
+    OPENERS,
+    QUOTES,
+    ScanState,
+    _previous_line,
+    cut_block_to_complete,
+    cut_to_complete,
+    drop_dangling_header,
+    else_goes_on_below,
+    ends_mid_statement,
+    following_lines,
+    guess_language,
+    indent_width,
+    is_complete_statement,
+    misses_block_opener,
+    opens_block,
+    prefix_state,
+    scan,
+    split_cursor,
+    statement_start,
+)
+
+__all__ = [
+    "AUTO_CLOSED", "BODY_LINES", "CLOSERS", "CUT_OFF_REASONS", "LONG_COPY_CHARS", "MAX_BLOCK_TOKENS",
+    "MAX_LINE_CHARS", "OPENERS", "QUOTES", "SINGLE_LINE_TOKENS", "TOKENS_PER_LINE", "Budget", "Mode",
+    "ScanState", "Suggestion", "budget_for", "cut_at_following_lines", "cut_block_to_complete",
+    "cut_to_budget", "cut_to_complete", "decide_mode", "doubt_cut", "drop_dangling_header",
+    "drop_incomplete_last_line", "drop_repetition", "else_goes_on_below", "ends_mid_statement",
+    "fit_line_suffix", "fix_first_indent", "following_lines", "guess_language", "indent_width",
+    "is_complete_statement", "limit_lines", "limit_scope", "misses_block_opener", "normalize", "opens_block",
+    "postprocess", "prefix_state", "scan", "settled", "split_cursor", "statement_start", "stop_reached",
+]
+
+_WORDS = re.compile(r"\w+")
+LONG_COPY_CHARS = 24  # a line this long found word for word just below is a copy of it
+MAX_LINE_CHARS = 400  # a longer generated line is noise (minified data, a looping model)
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    text: str  # inserted at the cursor (LF line breaks)
+    replace: int = 0  # code points right of the cursor, on its line, that ``text`` replaces
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the steps
+
+
+def _is_trivial(line: str) -> bool:
+    """Lines too common to mean repetition: closers, blank, very short."""
+    s = line.strip()
+    return len(s) < 4 or not any(c.isalnum() for c in s)
+
+
+def normalize(raw: str) -> str:
+    text = raw.replace("\r\n", "\n").replace("\r", "\n")
+    lines = [ln.rstrip() for ln in text.split("\n")]
+    # keep the first line's leading text exactly; only trailing blanks go
+    out: list[str] = []
+    for ln in lines:
+        if len(ln) > MAX_LINE_CHARS:
+            out.append(ln[:MAX_LINE_CHARS])
+            break
+        out.append(ln)
+    while len(out) > 1 and not out[-1]:
+        out.pop()
+    return "\n".join(out)
+
+
+def drop_incomplete_last_line(text: str, truncated: bool) -> str:
+    """A generation stopped by a token limit or deadline ends mid-line; keep only whole lines when there
+    are any (the first line continues the cursor's line and is kept)."""
+    if not truncated or "\n" not in text:
+        return text
+    return text[: text.rfind("\n")]
+
+
+def limit_lines(text: str, mode: Mode, max_lines: int) -> str:
+    lines = text.split("\n")
+    if mode == "single":
+        return lines[0]
+    return "\n".join(lines[: max(1, max_lines) + (1 if lines[0] == "" else 0)])
+
+
+def _similar(a: str, b: str) -> bool:
+    """Two lines that say the same thing: equal once stripped, or the same words with only spacing or
+    punctuation apart (``f(a, b)`` / ``f(a,b),``). Lines that differ in a word (``x = f(a)`` / ``y = f(a)``)
+    are different code, however close: runs of similar lines are where completion helps most."""
+    if _is_trivial(a) or _is_trivial(b):
+        return a.rstrip() == b.rstrip()  # `}` closing an inner block is not the enclosing `}`
+    a, b = a.strip(), b.strip()
+    if a == b:
+        return True
+    return min(len(a), len(b)) >= 6 and _WORDS.findall(a) == _WORDS.findall(b)
+
+
+def cut_at_following_lines(text: str, line_prefix: str, suffix: str) -> str:
+    """Stop where the text starts re-writing the code below the cursor (Tab would duplicate it).
+
+    A text line overlaps when
+    - it is the next non-blank line after the cursor's line, with its indentation (so a ``}`` that
+      closes an inner block is not the ``}`` of the enclosing one that follows the cursor);
+    - or it is that line up to spacing and punctuation (a meaningful line, not ``}``/``else:``);
+    - or it and the text line after it are two consecutive lines among the next few below the cursor
+      (block overlap: the model skipped a line of the suffix and then copies the rest);
+    - or it is a long line (``LONG_COPY_CHARS``) that stands word for word among the next three (a
+      docstring or a call copied from just below: long lines repeat that close only as copies).
+    """
+    following = following_lines(suffix)
+    if not following:
+        return text
+    lines = text.split("\n")
+    full = [line_prefix + lines[0]] + lines[1:]
+    for i, ln in enumerate(full):
+        if i == 0 and line_prefix.strip():
+            continue  # the cursor's own line is never a copy of the next one
+        if not ln.strip():
+            continue
+        if ln.rstrip() == following[0] or _similar(ln, following[0]):
+            return "\n".join(lines[:i])
+        if len(ln.strip()) >= LONG_COPY_CHARS and any(ln.strip() == f.strip() for f in following[1:3]):
+            return "\n".join(lines[:i])
+        nxt = next((x for x in full[i + 1:] if x.strip()), None)
+        if nxt is None:
+            continue
+        for k in range(1, min(4, len(following) - 1)):
+            pair = (following[k], following[k + 1])
+            if _similar(ln, pair[0]) and _similar(nxt, pair[1]) and \
+                    not (_is_trivial(ln) and _is_trivial(nxt)):
+                return "\n".join(lines[:i])
+    return text
+
+
+def fix_first_indent(text: str, line_prefix: str) -> str:
+    """The cursor sits after indentation the editor (or user) already typed, yet the model starts with more
+    whitespace (a FIM prompt ending in whitespace invites it). The cursor's column is the intent: drop the
+    extra from the first line, and from the following lines when they all carry it too (the model then
+    believed in a deeper block throughout)."""
+    if not line_prefix or line_prefix.strip():
+        return text
+    first = text.split("\n", 1)[0]
+    extra = first[: len(first) - len(first.lstrip(" \t"))]
+    if not extra or not first.strip():
+        return text
+    lines = text.split("\n")
+    rest = lines[1:]
+    if all(not ln.strip() or ln.startswith(extra) for ln in rest):
+        rest = [ln[len(extra):] if ln.strip() else ln for ln in rest]
+    return "\n".join([first[len(extra):]] + rest)
+
+
+def limit_scope(text: str, line_prefix: str) -> str:
+    """Stop when indentation leaves the cursor's block.
+
+    - cursor after indentation only (empty line): lines indented less than the cursor leave the block.
+    - the cursor's line opens a block: the body is indented deeper; a line back at the opener's
+      indentation ends it (kept when it only closes, like ``}``).
+    - otherwise lines indented less than the cursor's line leave its block.
+    """
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    ref = indent_width(line_prefix)
+    first = line_prefix + lines[0]
+    opener = bool(line_prefix.strip()) and opens_block(first)
+    for i in range(1, len(lines)):
+        ln = lines[i]
+        if not ln.strip():
+            continue
+        w = indent_width(ln)
+        if opener:
+            if w <= ref:
+                if w == ref and _CLOSING_LINE.match(ln):
+                    return "\n".join(lines[: i + 1])
+                return "\n".join(lines[:i]).rstrip()
+        elif w < ref:
+            return "\n".join(lines[:i]).rstrip()
+    return text
+
+
+_RUN = re.compile(r"(.{1,8}?)\1{7,}$")  # a unit of 1-8 characters repeated 8+ times at a line's end
+
+
+def drop_repetition(text: str, line_prefix: str, prefix: str, truncated: bool) -> str:
+    """Drop text that repeats itself or the line above.
+
+    - the cursor's line, completed, equals the previous non-blank line: the model is copying it.
+    - the text ends with a block of 1-4 lines repeated (three copies of one line, two of a longer block):
+      one copy is kept.
+    - a truncated generation whose last line ends in a run of one short unit (``)))))))``): the run goes.
+    """
+    lines = text.split("\n")
+    prev = _previous_line(prefix)
+    if prev is not None and not _is_trivial(prev) and lines[0].strip() and \
+            (line_prefix + lines[0]).strip() == prev.strip():
+        return ""
+    # compare whole lines: the first one starts at the cursor, after the line's own indentation
+    full = [line_prefix + lines[0]] + lines[1:]
+    n = len(full)
+    for k in range(1, 5):
+        copies_needed = 3 if k == 1 else 2
+        if n < k * copies_needed:
+            continue
+        block = full[-k:]
+        if all(_is_trivial(b) for b in block):
+            continue
+        copies = 1
+        while n >= k * (copies + 1) and full[n - k * (copies + 1): n - k * copies] == block:
+            copies += 1
+        if copies >= copies_needed:
+            lines = lines[: n - k * (copies - 1)]
+            break
+    if truncated and lines:
+        m = _RUN.search(lines[-1])
+        if m:
+            lines[-1] = lines[-1][: m.start() + len(m.group(1))]
+    return "\n".join(lines)
+
+
+def fit_line_suffix(text: str, line_prefix: str, line_suffix: str, prefix: str) -> Suggestion:
+    """Make the text fit what is right of the cursor on its line, and keep brackets balanced.
+
+    - The text ends with the rest of the line (or its first 3+ characters): the copy is cut.
+    - The rest of the line is auto-closed brackets/quotes the text supplies itself (``print(|)`` →
+      ``"hi")``), and the line only balances without them: the suggestion replaces them (``replace``).
+    - Otherwise a closer that closes nothing is cut, with everything after it.
+    """
+    rest = line_suffix.rstrip()
+    state = prefix_state(prefix)
+    if not rest.strip():
+        return Suggestion(_balanced_cut(text, "", state))
+    core = rest.strip()
+    last_nl = text.rfind("\n")
+    head, last = text[: last_nl + 1], text[last_nl + 1:]
+    if last.endswith(core):
+        last = last[: len(last) - len(core)].rstrip() if last.endswith(" " + core) else last[: len(last) - len(core)]
+    else:
+        # partial overlap: the text ends with the beginning of the rest of the line
+        for k in range(min(len(core), len(last)) - 1, 2, -1):
+            if last.endswith(core[:k]):
+                last = last[: len(last) - k]
+                break
+    text = head + last
+    if all(c in AUTO_CLOSED for c in core):
+        if scan(text + rest, state)[1] is None:
+            return Suggestion(text)
+        if scan(text, state)[1] is None and _is_subsequence(core, last):
+            return Suggestion(text, replace=len(rest))
+    return Suggestion(_balanced_cut(text, rest, state))
+
+
+def _balanced_cut(text: str, tail: str, state: ScanState) -> str:
+    """Longest prefix of ``text`` that, followed by ``tail``, has no stray closer; cuts only at closers."""
+    end, bad = scan(text + tail, state)
+    if bad is None:
+        return text
+    if bad < len(text):
+        return text[:bad]
+    # the tail's closer has nothing left to close: the text closed it already; cut at its closers
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] in CLOSERS and scan(text[:i] + tail, state)[1] is None:
+            return text[:i]
+    return text
+
+
+def _is_subsequence(needle: str, hay: str) -> bool:
+    it = iter(hay)
+    return all(c in it for c in needle)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the pipeline
+
+# finish reasons of a generation stopped by a limit rather than by the model (its last line may be unfinished)
+CUT_OFF_REASONS = frozenset({"length", "deadline", "cancelled", "partial"})
+
+
+def _finish_statement(first: str, rest: list[str], prefix: str, language: str | None,
+                      max_extra: int = 3) -> str:
+    """A one-line text whose statement goes on over the next lines the model wrote (``x = f(a,`` then
+    ``b)``): take those lines until the statement is complete (at most ``max_extra``)."""
+    text = first
+    for ln in rest[:max_extra]:
+        if not ends_mid_statement(text, prefix, "", language):
+            break
+        text = text + "\n" + ln
+    return text
+
+
+def doubt_cut(text: str, doubts: tuple[tuple[int, float], ...], below: float) -> str:
+    """``text`` up to its first token the model chose with probability under ``below`` (``doubts``: (offset,
+    probability) pairs, engine ``Completion.doubts``), so an automatic suggestion shows what the model is
+    sure of: what follows a guess is only as good as the guess. A doubt in the first line cuts at that token;
+    one in a later line keeps the whole lines before it. A doubt before any visible character does not cut
+    (the suggestion then runs to the next one); ``below`` <= 0: no cut. Only the cursor's own line is cut
+    inside: a line the suggestion starts (the next line offered after a break, a block's later lines) is
+    kept whole or dropped whole, as a part of it would be a statement cut in its middle (issue 16)."""
+    if below <= 0:
+        return text
+    for at, p in doubts:
+        if p >= below:
+            continue
+        if at >= len(text):
+            break
+        head = text[:at]
+        if not head.strip():
+            continue
+        nl = head.rfind("\n")
+        if nl < 0:
+            return head  # on the cursor's line
+        kept = text[:nl].rstrip(" \t")
+        if kept.strip():
+            return kept  # the whole lines before the doubt's line
+        # (the first visible line is one the suggestion starts: not cut; a later doubt may cut below it)
+    return text
+
+
+def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", max_lines: int = 8,
+                truncated: bool = False, language: str | None = None, complete_statements: bool = True,
+                offer_next_line: bool = True, one_statement_in_code: bool = True) -> Suggestion | None:
+    """Raw model text at the cursor -> the suggestion to show, or None when nothing useful is left.
+
+    ``prefix``/``suffix`` are the document text before/after the cursor (LF line breaks). ``truncated``:
+    the generation stopped on a limit (tokens, lines, deadline) rather than on its own. ``language``: the
+    document's language id (guessed from the text when None). ``complete_statements``: a line a limit cut
+    (or a one-line text whose statement goes on below) is finished from the model's next lines or cut back
+    to a complete statement, never shown mid-statement. ``offer_next_line``: at the end of a finished line
+    (nothing right of the cursor) a one-line request whose text starts with a line break shows that next
+    line (after the break) instead of nothing. ``one_statement_in_code``: a block asked for in the middle of
+    code (the next line is at the cursor's indentation) shows one statement (``budget_for``'s
+    ``statement``), a compound one with its body; on an empty line whose next line is indented deeper, only
+    the line that opens that block (``header``: its body is there).
+    """
+    line_prefix, line_suffix = split_cursor(prefix, suffix)
+    text = normalize(raw)
+    if offer_next_line and mode == "single" and text.startswith("\n") and not line_suffix.strip() \
+            and line_prefix.strip() and not opens_block(line_prefix) \
+            and not ends_mid_statement("", prefix, "", language):
+        mode, max_lines = "multi", 1  # the model ended the line: its next line is the suggestion
+    text = drop_incomplete_last_line(text, truncated and mode == "multi")
+    raw_lines = text.split("\n")
+    text = limit_lines(text, mode, max_lines)
+    # the last shown line is one the model had not finished: a limit stopped it, or it continues below
+    cut_mid_line = truncated and "\n" not in text
+    if complete_statements and mode == "single" and len(raw_lines) > 1 and text.strip() and \
+            not line_suffix.strip():
+        text = _finish_statement(text, raw_lines[1:], prefix, language)
+    text = fix_first_indent(text, line_prefix)
+    text = cut_at_following_lines(text, line_prefix, suffix)
+    if mode == "multi":
+        text = limit_scope(text, line_prefix)
+        if one_statement_in_code:
+            budget = budget_for(prefix, suffix, language, max_lines=max_lines)
+            if budget.kind in ("statement", "header"):
+                text = cut_to_budget(text, line_prefix, budget)
+        if truncated:
+            text = drop_dangling_header(text, line_prefix)
+    text = drop_repetition(text, line_prefix, prefix, truncated)
+    if not text.strip():
+        return None
+    sug = fit_line_suffix(text, line_prefix, line_suffix, prefix)
+    text = sug.text.rstrip()
+    replace = sug.replace
+    if complete_statements and (cut_mid_line or (mode == "single" and len(raw_lines) > 1)) and \
+            ends_mid_statement(text, prefix, line_suffix[replace:], language):
+        text = cut_to_complete(text, prefix, line_suffix, language).rstrip()
+        replace = 0
+    elif complete_statements and mode == "multi" and "\n" in text and \
+            ends_mid_statement(text, prefix, line_suffix[replace:], language):
+        # a block whose last whole line leaves its statement open (a call over several lines a limit cut,
+        # a line limit inside a statement): back to the last complete statement, with no dangling header
+        cut = cut_block_to_complete(text, prefix, line_suffix, language)
+        if cut != text and cut.strip() and opens_block(cut.split("\n")[-1]):
+            cut = cut[: cut.rfind("\n")].rstrip() if "\n" in cut else ""  # a header whose body was cut off
+        text = cut
+        replace = 0
+    if replace == 0 and (misses_block_opener(text, prefix, suffix, language) or
+                         else_goes_on_below(text, prefix, suffix, language)):
+        return None
+    if mode == "multi" and "\n" in text and replace == 0 and line_suffix.strip().startswith("}"):
+        # `{|}`: the block goes between the braces, the brace on its own line below it
+        text = text + "\n" + line_prefix[: len(line_prefix) - len(line_prefix.lstrip())]
+    if not text.strip():
+        return None
+    return Suggestion(text, replace)

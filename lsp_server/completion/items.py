@@ -1,0 +1,141 @@
+"""Items: raw model text at a cursor -> the suggestions sent to the client (post-processed, positioned)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.text.postprocess import (
+    CUT_OFF_REASONS,
+    Mode,
+    Suggestion,
+    budget_for,
+    doubt_cut,
+    postprocess,
+    split_cursor,
+)
+from engine.text.rank import order_at_cursor
+from engine.types import Completion
+from lsp_server import convert
+
+
+@dataclass
+class Item:
+    index: int
+    text: str  # with the document's line breaks
+    start: tuple[int, int]  # LSP position (negotiated units)
+    end: tuple[int, int]
+    ttft_ms: float  # the request's time to this answer (a model answer: to its first token, when sooner)
+    total_ms: float  # the request's round trip
+    source: str
+    tokens: int
+    backend: str = "local"  # which backend wrote it: local | remote | capable
+
+
+@dataclass
+class Suggestions:
+    id: str
+    uri: str
+    version: int
+    items: list[Item]
+    mode: str
+    total_ms: float = 0.0  # request to response, as the user saw it
+    source: str | None = None
+    origin: str | None = None  # "disk" when a type-through answer came from a disk entry
+    backend: str | None = None  # local | remote (the first item's)
+
+
+def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *, text: str, offset: int,
+                cursor: tuple[int, int], eol: str, starts: list[int], encoding: str, max_lines: int,
+                backend: str, language: str | None = None, cut_below: float = 0.0) -> list[Item]:
+    """One item per distinct suggestion, best first (``prefix``/``suffix``: the state's LF text).
+    ``language``: the document's language id (LSP ``languageId``; None or empty: guessed from the text);
+    the Python rules of post-processing and ranking apply to Python only. ``cut_below`` > 0: each
+    suggestion ends before its first token the model chose with a lower probability (``doubt_cut``), once
+    something is typed on the cursor's line."""
+    language = language or None
+    if mode == "multi":  # the rest of a body may be longer than maxLines (GenParams.auto_budget sizes it so)
+        budget = budget_for(prefix, suffix, language, max_lines=max_lines)
+        if budget.kind == "body":
+            max_lines = max(max_lines, budget.max_lines)
+    # the cut serves typing: on a line nothing is typed on yet, the suggestion is the whole statement (a
+    # line cut there ends mid-statement: issue 16); once the user writes the line, the sure part of the rest
+    line_prefix, line_suffix = split_cursor(prefix, suffix)
+    mid_line = bool(line_prefix.strip())
+    line_end = mid_line and mode == "single" and not line_suffix.strip()
+    kept: list[tuple[Completion, Suggestion]] = []
+    seen: set[tuple[str, int]] = set()
+    for c in comps:
+        truncated = c.finish_reason in CUT_OFF_REASONS
+        sug = postprocess(c.text, prefix, suffix, mode=mode, max_lines=max_lines, truncated=truncated,
+                          language=language)
+        if sug is not None and cut_below > 0 and c.doubts and mid_line:
+            sug = _cut_where_unsure(c, sug, prefix, suffix, mode, max_lines, language, cut_below)
+        if sug is not None and cut_below > 0 and line_end:
+            sug = _with_next_line(c, sug, prefix, suffix, language, cut_below)
+        if sug is None or (sug.text, sug.replace) in seen:
+            continue
+        seen.add((sug.text, sug.replace))
+        kept.append((c, sug))
+    # worth to insert first: code before a comment-only or placeholder variant, complete before unfinished
+    order = order_at_cursor([sug.text for _, sug in kept], prefix, suffix, language) if len(kept) > 1 \
+        else [0] * len(kept)
+    items: list[Item] = []
+    for i in order:
+        c, sug = kept[i]
+        end = doc_position_after(text, offset, sug.replace, encoding, starts)
+        items.append(Item(len(items), sug.text.replace("\n", eol) if eol != "\n" else sug.text,
+                          cursor, end, round(c.ttft_ms, 1), round(c.total_ms, 1), c.source,
+                          len(c.token_ids), backend))
+    return items
+
+
+def _cut_where_unsure(c: Completion, sug: Suggestion, prefix: str, suffix: str, mode: Mode, max_lines: int,
+                      language: str | None, below: float) -> Suggestion:
+    """The suggestion up to where the model doubted (its text cut there, then post-processed as a text the
+    model ended), when that is shorter and still a suggestion; else the whole one."""
+    cut = doubt_cut(c.text, c.doubts, below)
+    if cut == c.text:
+        return sug
+    short = postprocess(cut, prefix, suffix, mode=mode, max_lines=max_lines, truncated=False, language=language)
+    if short is None or len(short.text) >= len(sug.text) or not sug.text.startswith(short.text):
+        return sug
+    return short
+
+
+def _with_next_line(c: Completion, sug: Suggestion, prefix: str, suffix: str, language: str | None,
+                    below: float) -> Suggestion:
+    """(At the end of the line the user is writing.) The model's next line as well (the look-ahead line it
+    writes for type-through after Enter) when it was sure of every token of both: one Tab takes the two,
+    where Enter and a new suggestion on the next line cost the typist another reaction time. A next line it
+    doubted anywhere is not shown (a typist takes a suggestion only when all of it is right)."""
+    if sug.replace or "\n" in sug.text:
+        return sug
+    first, nl, rest = c.text.partition("\n")
+    second, nl2, _ = rest.partition("\n")
+    if not nl or not second.strip() or first.rstrip() != sug.text.rstrip():
+        return sug  # no next line, or the cursor's line was cut
+    if not nl2 and c.finish_reason in CUT_OFF_REASONS:
+        return sug  # the next line was still being written
+    end = len(first) + 1 + len(second)
+    if any(p < below for at, p in c.doubts if at < end):
+        return sug
+    both = postprocess(first + "\n" + second, prefix, suffix, mode="multi", max_lines=2, truncated=False,
+                       language=language)
+    if both is None or both.replace or not both.text.startswith(sug.text + "\n") or both.text.count("\n") != 1:
+        return sug
+    return both
+
+
+def stamp_latency(items: list[Item], total_ms: float) -> None:
+    """Each item's latency is the request's (its ``source`` says where it came from): a cached or typed-
+    through answer has no generation time of its own to report."""
+    for it in items:
+        it.total_ms = round(total_ms, 1)
+        if it.source != "model" or not 0 < it.ttft_ms <= total_ms:
+            it.ttft_ms = it.total_ms
+
+
+def doc_position_after(text: str, offset: int, replace: int, encoding: str,
+                       starts: list[int]) -> tuple[int, int]:
+    """Position ``replace`` code points right of ``offset`` (on the same line; postprocess guarantees it)."""
+    return convert.offset_to_position(text, offset + replace, encoding, starts=starts)

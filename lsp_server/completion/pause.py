@@ -1,0 +1,116 @@
+"""The capable tier at the user's pauses (routing ``pause``, docs/remote.md).
+
+The fast local model answers every keystroke. After an automatic answer went out, the capable tier (a
+second local model, or a remote server) is asked for the same spot, to start once the user has paused
+(``TypingClock.pause_starts``: about twice their usual keystroke interval after the last key). A
+keystroke stops it (StoreHooks.keep), so it never takes the CPU from the keystrokes. When it finishes with
+the document still at that spot and its suggestion differs from the one on screen (routing.pause_accepts),
+it becomes the newest answer for the spot in the store and the client hears flint/refresh (``on_replace``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from engine.decoding.prompt import clip_window
+from engine.policy import routing
+from engine.policy.speculation import window_start
+from engine.types import Completion
+from lsp_server.completion.planner import JOB_BUDGET_S, State, whole_window
+from lsp_server.completion.store import Store, post
+from lsp_server.completion.worker import USER, Job, Worker
+
+log = logging.getLogger(__name__)
+
+PAUSES_KEPT = 4  # planned pause jobs remembered (one per document the user types in, in practice)
+# the capable model's window: its prompt pass must fit in the user's pauses (the fast model's whole window
+# would take the bigger model many pauses to read); its start stays put while the user types (KV reuse)
+PREFIX_CHARS = 2400
+SUFFIX_CHARS = 400
+
+
+class Pauses:
+    def __init__(self, store: Store, revision_of: Callable[[str], int | None],
+                 on_replace: Callable[[str, float], None]) -> None:
+        self._store = store
+        self._revision_of = revision_of
+        self._on_replace = on_replace  # (uri, ms from the pause job's plan): the shown suggestion was replaced
+        self._planned: dict[tuple[str, str, str], tuple[State, float]] = {}  # job's (uri, prefix, suffix)
+        self._starts: dict[str, int] = {}  # uri -> the capable window's start in the state's prefix
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def plan(self, state: State, worker: Worker, not_before: float, short_window: bool = True) -> None:
+        """An automatic answer for ``state`` went out: the capable tier writes this spot's suggestion once
+        the user has paused (``not_before``, time.monotonic()); ``short_window``: from its own window (a
+        model on this machine's CPU; a remote server reads the whole one). The same work planned again
+        joins the job already queued or running (Worker.submit)."""
+        if state.skip:
+            return
+        whole = whole_window(state)
+        st = self._window(whole) if short_window else whole
+        key = (st.uri, st.prefix, st.suffix)
+        self._planned.pop(key, None)
+        self._planned[key] = (whole, time.monotonic())
+        while len(self._planned) > PAUSES_KEPT:
+            self._planned.pop(next(iter(self._planned)))
+        fut = worker.submit(st.uri, st.revision, st.prefix, st.suffix, st.params, USER, budget_s=JOB_BUDGET_S,
+                            not_before=not_before)
+        # answered at once from its memory or the store (no generation, so no finished hook)
+        fut.add_done_callback(lambda f: None if f.cancelled() or f.exception() is not None else
+                              post(self._loop, self._finished, key, f.result()[0]))
+        # nobody waits on it: it stops at a keystroke, and as idle work once the user has gone (IDLE_WORK_S);
+        # a prompt pass cut short keeps its KV for the next pause
+        worker.release(fut)
+
+    def _window(self, state: State) -> State:
+        cut, self._starts[state.uri] = short_window(state, self._starts.get(state.uri))
+        return cut
+
+    def remote_done(self, job: Job, comps: list[Completion], arrived: float) -> None:
+        """(engine thread) A capable-tier generation finished: if a pause planned it, decide on the loop."""
+        key = (job.uri, job.prefix, job.suffix)
+        if key in self._planned:
+            post(self._loop, self._finished, key, comps)
+
+    def forget(self, uri: str) -> None:
+        self._starts.pop(uri, None)
+        for key in [k for k in self._planned if k[0] == uri]:
+            del self._planned[key]
+
+    def _finished(self, key: tuple[str, str, str], comps: list[Completion]) -> None:
+        """(event loop) The pause's generation finished: promote it if the user is still at its spot."""
+        planned = self._planned.pop(key, None)
+        if planned is None or not comps or comps[0].finish_reason == "cancelled":
+            return
+        state, at = planned
+        if self._revision_of(state.uri) != state.revision:
+            log.debug("pause: %s moved on before the capable line came", state.uri)
+            return  # the user went on (the job was stopped; a cut-off text is never shown)
+        mode = self._store.mode_for(state, None)
+        if not any(self._store.shows(c, state, mode, False, True) for c in comps):
+            log.debug("pause: the capable line for %s has nothing to show (%r)", state.uri, comps[0].text[:40])
+            return
+        before = self._store.lookup(state, None, partial=False, disk=False)
+        shown = before.comps[0].text if before is not None and before.comps else None
+        if not routing.pause_accepts(shown, comps[0].text):
+            log.debug("pause: the capable line for %s is the one shown", state.uri)
+            return
+        self._store.add(state, comps, "remote")
+        log.debug("pause: the capable tier's line replaces the local one for %s", state.uri)
+        self._on_replace(state.uri, (time.monotonic() - at) * 1000)
+
+
+def short_window(state: State, previous: int | None) -> tuple[State, int]:
+    """The state cut to the capable model's window (PREFIX_CHARS before the cursor, SUFFIX_CHARS after, at
+    line bounds), and the start in ``state.prefix`` it kept: ``previous`` while it is still valid, so a
+    keystroke appends to the capable model's KV instead of moving its window."""
+    start = window_start(state.prefix, len(state.prefix), PREFIX_CHARS, previous=previous)
+    _, suffix = clip_window("", state.suffix, 0, SUFFIX_CHARS)
+    return replace(state, prefix=state.prefix[start:], suffix=suffix), start

@@ -1,0 +1,231 @@
+"""The planner: what to generate for a cursor, and every timing knob, as plain data and pure functions.
+
+No threads, no model, no LSP types. The session asks ``make_state`` what the engine's work for a cursor
+is (the prompt window, single line or block, generation parameters, whether automatic work is worth it,
+which backend), and ``TypingClock`` / the constants below say when: there is no quiet period before
+work starts (newest wins: a keystroke appends to the KV cache), requests have deadlines, and a
+generation still streaming is shown early (the rest of the word or line while the user types).
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from collections import deque
+from dataclasses import dataclass, replace
+
+from engine.cache.typethrough import Entry
+from engine.policy import routing, speculation
+from engine.text.postprocess import Mode, decide_mode, split_cursor
+from engine.types import GenParams
+from lsp_server import convert
+from lsp_server.settings import Settings
+
+# Text after the cursor copied per keystroke (the engine windows it much tighter: max_suffix_chars).
+WINDOW_SUFFIX_CHARS = 8_192
+# The engine's prompt windows when no engine is loaded yet (engine.engine.EngineConfig's defaults).
+DEFAULT_MAX_PREFIX_CHARS, DEFAULT_MAX_SUFFIX_CHARS = 6000, 600
+# Request deadlines: what the user waits at most, then gets what exists. Automatic requests are what
+# the user waits on while typing; an explicit request or a variants pick can take longer.
+AUTOMATIC_BUDGET_S = 2.5
+INVOKED_BUDGET_S = 6.0
+# A generation no request waits for any more goes on this long at most (its result serves the next ask),
+# and so does a pre-generated future. Any new work pre-empts them, so this bounds idle CPU only; it is
+# long because the engine's deadline counts the prompt pass too, which alone takes 10-20 s for a whole
+# window on a slow 2-core machine (a deadline right after it would throw that work away).
+JOB_BUDGET_S = 30.0
+FUTURE_BUDGET_S = 30.0
+# Work no request waits for (speculation, futures, idle warm-up) stops this long after the user's last
+# action (a keystroke, a request, its answer): the CPU is idle again ~2 s after the user stops (issue 13).
+# What it computed stays: the KV cache keeps prefilled chunks, the store keeps what streamed.
+IDLE_WORK_S = 1.5
+# The idle warm-up of the spot's full window obeys it too (64-token chunks: an interrupted warm-up is
+# resumed in the next pause); on a slow CPU the quick window serves until then. A request that got nothing
+# leaves its generation running: the user waits there.
+# A generation still streaming is shown once the request has waited this long: what it has written so far
+# (the rest of the word, of the line) while the user types, typed through and extended as it goes on.
+# Before that the request waits for a complete line. A client that handles flint/refresh is told when
+# the whole suggestion is there (refresh.Refresher). A keystroke comes every ~0.1 s while typing and a
+# line's first tokens sooner: waiting longer leaves the next key with nothing on screen
+# (docs/benchmarks/replay.partial.md).
+PARTIAL_AFTER_S = 0.04
+# How long after a partial answer its completion still refreshes the suggestion on screen.
+REFRESH_WITHIN_S = 4.0
+SINGLE_LINE_TOKENS = 48
+TOKENS_PER_LINE = 24
+# A one-line suggestion at the end of a line (nothing right of the cursor) is generated one line further
+# than it is shown: when the user finishes the line by hand and presses Enter, that next line is typed
+# through at once instead of waiting for a new generation (after Enter the server otherwise starts from
+# nothing: the slowest answers of bench_replay). The request is answered as soon as the shown line is done.
+LOOKAHEAD_TOKENS = SINGLE_LINE_TOKENS + TOKENS_PER_LINE
+MAX_TOKENS = 256
+TYPING_HISTORY = 9  # keystroke times kept per document
+# Futures (where accepting a shown suggestion leads) start after this pause at least, longer when the user
+# types slower: they are pre-work for a pause, and a typist who keeps going is served by type-through.
+FUTURE_DELAY_S = 0.15
+# routing "pause": the fast model's futures wait this much longer, leaving the pause's first moments (both
+# cores) to the capable model's line (lsp_server/completion/pause.py)
+PAUSE_HOLD_S = 1.0
+# Edits closer together than this are a burst (a paste replayed, a client catching up), not typing: the
+# caches are asked by the request for the state the burst ends in, not on every edit of it.
+BURST_GAP_S = 0.015
+
+
+def is_lookahead(max_tokens: int, max_lines: int | None) -> bool:
+    """A one-line suggestion's generation with its look-ahead line, from its parameters (entries keep them
+    as ``key[:2]``): (72, 2) is no block's (a block of k lines asks for 24 * (k + 1) tokens, k + 1 lines)."""
+    return max_lines == 2 and max_tokens == LOOKAHEAD_TOKENS
+
+
+def shows_one_line(params: GenParams) -> bool:
+    return params.max_lines == 1 or is_lookahead(params.max_tokens, params.max_lines)
+
+
+@dataclass
+class State:
+    """A document's text around a cursor, as the engine will see it, and what to generate there."""
+
+    uri: str
+    revision: int
+    offset: int
+    prefix: str  # LF line breaks, windowed (engine.speculation.window_start)
+    suffix: str
+    mode: Mode
+    params: GenParams
+    skip: str | None = None  # why no automatic work is done here
+    not_before: float = 0.0  # no generation for this state starts before this time.monotonic()
+    route: str = "local"  # local | remote | race (engine/policy/routing.py)
+
+
+def lookahead_for_block(entry: Entry, state: State) -> bool:
+    """A look-ahead line serving a state that wants a block (after Enter): shown at once, but it does not
+    stand for the block a generation there would write."""
+    return state.mode == "multi" and len(entry.key) > 1 and is_lookahead(entry.key[0], entry.key[1])
+
+
+# VS Code asks again on flint/refresh with an explicit trigger (editor.action.inlineSuggest.trigger), the
+# only way its API offers: a re-ask this soon after a refresh that followed an automatic answer is that
+# automatic request again (one variant, from the store), not the user asking for variants.
+REFRESH_ASK_S = 2.0
+
+
+def reasks_refresh(mark: tuple[int, float, bool] | None, version: int, now: float) -> bool:
+    """Is an explicit request at document ``version`` the client asking again on a flint/refresh? ``mark``:
+    (version refreshed, when, whether the refreshed answer was an automatic request's)."""
+    return mark is not None and mark[2] and mark[0] == version and now - mark[1] <= REFRESH_ASK_S
+
+
+def gen_params(settings: Settings, mode: str, *, invoked: bool, n: int | None = None,
+               lookahead: bool = False, language: str | None = None) -> GenParams:
+    """Automatic requests take one greedy variant (the fastest path: prompt-lookup drafts); an explicit
+    request or a variants pick takes ``maxVariants`` from one batched pass."""
+    s = settings
+    if n is None:
+        n = s.max_variants if invoked else 1
+    if mode == "single":
+        max_tokens, max_lines = SINGLE_LINE_TOKENS, 1
+        if lookahead and s.speculation:  # the next line too, for type-through after Enter
+            max_tokens, max_lines = LOOKAHEAD_TOKENS, 2
+    else:
+        max_tokens = min(MAX_TOKENS, TOKENS_PER_LINE * (s.max_lines + 1))
+        max_lines = s.max_lines + 1  # +1: a block opened at the cursor starts with a line break
+    # no deadline here: the worker starts the time budget when the job starts running. A request at a cold
+    # spot, automatic or explicit, is answered from the engine's quick first window (as good as the whole
+    # one: docs/benchmarks/layout.md) while idle time prefills the whole window; an explicit request waiting
+    # for the whole window's prompt pass waited 30-45 s on a slow CPU.
+    # An explicit request sizes each variant by the context (a line mid-code, a body at its end: engine
+    # postprocess.budget_for); automatic ones keep the look-ahead line that type-through uses after Enter
+    return GenParams(max_tokens=max_tokens, max_lines=max_lines, n=max(1, min(n, s.max_variants)),
+                     quick_start=s.speculation,
+                     auto_budget=invoked and s.multiline == "auto", language=language or None)
+
+
+def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: str, suffix: str, *,
+             invoked: bool, remote_ready: bool, n: int | None = None, variants: bool = False,
+             language: str | None = None) -> State:
+    """The work for a cursor given its (windowed) text before and after."""
+    line_prefix, line_suffix = split_cursor(prefix, suffix)
+    mode = decide_mode(line_prefix, line_suffix, settings.multiline)
+    params = gen_params(settings, mode, invoked=invoked, n=n, lookahead=not line_suffix.strip(), language=language)
+    skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked)
+    route = routing.route(settings.route_config(), invoked=invoked, variants=variants,
+                          multiline=mode == "multi", remote_ready=remote_ready)
+    return State(uri, revision, offset, prefix, suffix, mode, params, skip, route=route)
+
+
+def whole_window(state: State) -> State:
+    """The same work on the engine's whole window only: where the quick first window had nothing to show
+    (its lines were dropped: a short window misses the code that decides them), a request that may wait
+    for the whole window's prompt pass asks that (docs/benchmarks/served.vnni.md)."""
+    if not state.params.quick_start:
+        return state
+    return replace(state, params=replace(state.params, quick_start=False))
+
+
+def window(text: str, offset: int, max_prefix: int, previous: int | None) -> tuple[int, str, str]:
+    """(window start, prefix, suffix) for a cursor: the start stays put while the user types (KV reuse)."""
+    start = speculation.window_start(text, offset, max_prefix, previous=previous)
+    prefix = convert.normalize_eol(text[start: offset])
+    suffix = convert.normalize_eol(text[offset: offset + WINDOW_SUFFIX_CHARS])
+    return start, prefix, suffix
+
+
+class Cursors:
+    """Where the user is: each document's current state and the document typed in last. Written on the
+    event loop, read by the engine threads (to keep a generation the user types through, to warm the
+    active spot in idle time); each read is one dict lookup of an immutable state."""
+
+    def __init__(self) -> None:
+        self._states: dict[str, State | None] = {}
+        self._lock = threading.Lock()
+        self.active: str | None = None
+
+    def set(self, uri: str, state: State | None) -> None:
+        with self._lock:
+            self._states[uri] = state
+            if state is not None:
+                self.active = uri
+
+    def get(self, uri: str) -> State | None:
+        with self._lock:
+            return self._states.get(uri)
+
+    def forget(self, uri: str) -> None:
+        with self._lock:
+            self._states.pop(uri, None)
+            if self.active == uri:
+                self.active = None
+
+    def active_state(self) -> State | None:
+        with self._lock:
+            return self._states.get(self.active) if self.active is not None else None
+
+
+class TypingClock:
+    """Keystroke times per document: the one place that knows the user's rhythm."""
+
+    def __init__(self) -> None:
+        self._times: dict[str, deque[float]] = {}
+
+    def keystroke(self, uri: str, now: float) -> bool:
+        """Record a keystroke; True when it ends a burst of edits faster than typing (a paste replayed)."""
+        times = self._times.setdefault(uri, deque(maxlen=TYPING_HISTORY))
+        times.append(now)
+        return len(times) > 1 and now - times[-2] < BURST_GAP_S
+
+    def future_delay(self, uri: str) -> float:
+        """How long to hold futures back: a pause of about twice the user's usual keystroke interval."""
+        times = list(self._times.get(uri, ()))
+        intervals = [b - a for a, b in zip(times, times[1:], strict=False)][-8:]
+        if not intervals:
+            return FUTURE_DELAY_S
+        return max(FUTURE_DELAY_S, speculation.PAUSE_FACTOR * statistics.median(intervals))
+
+    def pause_starts(self, uri: str, now: float) -> float:
+        """When a pause after the user's last keystroke begins (never before ``now``; nothing typed yet:
+        ``now`` plus the default delay)."""
+        times = self._times.get(uri)
+        return max(now, (times[-1] if times else now) + self.future_delay(uri))
+
+    def forget(self, uri: str) -> None:
+        self._times.pop(uri, None)

@@ -1,0 +1,148 @@
+"""The race between the local model and the capable tier (routing ``race``, docs/remote.md).
+
+Local and remote generate side by side. The remote answer wins if it arrives within the race budget
+while nothing is shown yet, or arrives within the budget after the local one went out and extends or
+improves it (routing.race_accepts): then it takes the local one's place in the store (the next ask, or a
+keystroke typed through it, gets it) and the client hears flint/refresh (``on_late_win``). The remote
+generation keeps running while the user types what agrees with it, so it can still win for the text
+typed since, within the budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from engine.policy import routing
+from engine.types import Completion
+from lsp_server.completion.planner import Cursors, State
+from lsp_server.completion.store import Answer, Store, post
+from lsp_server.completion.worker import USER, Job, Worker
+
+log = logging.getLogger(__name__)
+
+RACES_KEPT = 16  # races whose remote generation may still finish and win
+
+
+@dataclass
+class Race:
+    state: State
+    since: float  # when the request came
+    budget_s: float
+    shown: str | None = None  # the local answer's raw text, once it went out
+    local_done: bool = False
+    result: list[Completion] | None = None  # the remote generation's, when it finished
+    arrived: float | None = None
+    decided: bool = False
+
+
+class Races:
+    def __init__(self, store: Store, cursors: Cursors, revision_of: Callable[[str], int | None],
+                 on_late_win: Callable[[str, float], None]) -> None:
+        self._store = store
+        self._cursors = cursors
+        self._revision_of = revision_of
+        self._on_late_win = on_late_win  # (uri, ms since the request): the shown suggestion was replaced
+        self._races: dict[tuple[str, str, str], Race] = {}  # (uri, prefix, suffix) -> a race under way
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    async def answer(self, state: State, since: float, budget_s: float, remote: Worker, remote_timeout_s: float,
+                     local: Callable[[], Awaitable[Answer | None]]) -> Answer | None:
+        found = self._store.lookup(state, since, partial=False)
+        if found is not None and found.complete:
+            return found  # a repeat, a promoted remote answer, or the disk: nothing to race
+        race = Race(state, since, budget_s)
+        self._races[(state.uri, state.prefix, state.suffix)] = race
+        while len(self._races) > RACES_KEPT:
+            self._races.pop(next(iter(self._races)))
+        rfut = remote.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
+                             budget_s=remote_timeout_s, detachable=True)
+        # answered at once from the remote's memory or caches (no generation, so no finished hook)
+        rfut.add_done_callback(lambda f: None if f.cancelled() or f.exception() is not None else
+                               post(self._loop, self._finished, race, f.result()[0], time.monotonic()))
+        local_task = asyncio.ensure_future(local())
+        try:
+            return await self._run(race, local_task)
+        except asyncio.CancelledError:  # the client cancelled the request: the local side stops waiting too
+            local_task.cancel()
+            raise
+        finally:
+            # an outcome nobody waits for (Stale, cancelled) is not an unhandled error
+            local_task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    def remote_done(self, job: Job, comps: list[Completion], arrived: float) -> None:
+        """(engine thread) A remote generation finished: if it is a race's, decide it on the event loop."""
+        race = self._races.get((job.uri, job.prefix, job.suffix))
+        if race is not None:
+            post(self._loop, self._finished, race, comps, arrived)
+
+    async def _run(self, race: Race, local_task: asyncio.Future) -> Answer | None:
+        state, since = race.state, race.since
+        while not local_task.done():
+            if race.result is not None and not race.decided:  # the remote came first, within the budget
+                race.decided = True
+                won = self._pick(race, None)
+                if won is not None:
+                    local_task.cancel()
+                    self._store.add(state, won.comps, "remote")
+                    return won
+            left = since + race.budget_s - time.monotonic()
+            if left <= 0 or race.decided:
+                break
+            await asyncio.wait([local_task, self._store.next_change()], timeout=left,
+                               return_when=asyncio.FIRST_COMPLETED)
+        local = await local_task
+        race.shown = local.comps[0].text if local is not None and local.comps else None
+        race.local_done = True
+        if race.result is not None and not race.decided:
+            race.decided = True
+            won = self._pick(race, race.shown)
+            if won is not None:
+                self._store.add(state, won.comps, "remote")
+                return won
+        return local
+
+    def _pick(self, race: Race, shown: str | None) -> Answer | None:
+        """The remote answer if it came within the budget and may replace ``shown`` (None: nothing shown)."""
+        comps = race.result
+        if not comps or race.arrived is None or race.arrived - race.since > race.budget_s:
+            return None
+        if not routing.race_accepts(shown, comps[0].text):
+            return None
+        state = race.state
+        mode = self._store.mode_for(state, None)
+        if not any(self._store.shows(c, state, mode, False, True) for c in comps):
+            return None
+        return Answer(comps, "model", mode, complete=True, backend="remote",
+                      note=" (race: remote replaced local)" if shown else " (race: remote first)")
+
+    def _finished(self, race: Race, comps: list[Completion], arrived: float) -> None:
+        """(event loop) A race's remote generation finished (for its own state, possibly typed past)."""
+        if race.result is not None or not comps or not comps[0].text or comps[0].finish_reason == "cancelled":
+            return
+        race.result, race.arrived = comps, arrived
+        self._store.changed()  # a request still waiting for its local answer looks again
+        if not race.local_done or race.decided:
+            return
+        race.decided = True
+        won = self._pick(race, race.shown)
+        if won is None:
+            log.debug("race: remote answer for %s not shown (late or unrelated)", race.state.uri)
+            return
+        self._store.add(race.state, won.comps, "remote")
+        uri = race.state.uri
+        rev = self._revision_of(uri)
+        cur = race.state if rev == race.state.revision else self._cursors.get(uri)  # the spot the user is at
+        if cur is None or rev != cur.revision:
+            return
+        now = self._store.lookup(cur, None, partial=False, disk=False)
+        log.debug("race: promoted for %s; at the current spot: %s", uri, now and (now.source, now.backend))
+        if now is None or now.backend != "remote":
+            return  # typed past it in another direction: nothing to replace
+        self._on_late_win(uri, (arrived - race.since) * 1000)

@@ -1,0 +1,51 @@
+"""flint/refresh: the client asks again once the store holds what an answer that went out lacked.
+
+An answer went out partial or empty while a generation for that state still runs (a line still
+streaming, an explicit request's variants, the whole window after the quick one had nothing): one
+watcher per document waits on the store's changes and, once a whole suggestion for a watched state is
+there with the document still at it, calls ``on_refresh(uri, version)`` once; the store then answers the
+client's new request at once. A newer watch for the document replaces the older one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from lsp_server.completion.planner import State
+from lsp_server.completion.store import Store
+
+
+class Refresher:
+    def __init__(self, store: Store, revision_of: Callable[[str], int | None],
+                 on_refresh: Callable[[str, int], None]) -> None:
+        self._store = store
+        self._revision_of = revision_of
+        self._on_refresh = on_refresh
+        self._watching: dict[str, asyncio.Task] = {}  # uri -> its watcher
+
+    def watch(self, watched: list[State], version: int, within: float) -> None:
+        """(event loop) Refresh ``watched[0]``'s document when any of ``watched`` has a whole suggestion
+        within ``within`` seconds; stop when all of them finished with nothing, or the document moved on."""
+        uri = watched[0].uri
+        old = self._watching.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        task = asyncio.get_running_loop().create_task(self._when_done(watched, version, within))
+        self._watching[uri] = task
+        task.add_done_callback(lambda t: self._watching.pop(uri, None) if self._watching.get(uri) is t else None)
+
+    async def _when_done(self, watched: list[State], version: int, within: float) -> None:
+        state = watched[0]
+        end = time.monotonic() + within
+        while time.monotonic() < end:
+            await self._store.wait(end)
+            if self._revision_of(state.uri) != state.revision:
+                return
+            found = [self._store.lookup(st, None, partial=False, disk=False) for st in watched]
+            if any(f is not None and f.complete and f.comps for f in found):
+                self._on_refresh(state.uri, version)
+                return
+            if all(f is not None and f.complete for f in found):
+                return  # finished with nothing to show
