@@ -1,6 +1,6 @@
 """Runs onnxruntime-genai's model builder with the config attributes its 0.18 release still reads in
 the pre-transformers-5 form (Gemma3's ``rope_local_base_freq``), which transformers 5 no longer keeps
-on the config object. Usage: python -m engine._builder_shim <builder args...> (same as the builder)."""
+on the config object. Usage: python -m engine.model.builder_shim <builder args...> (same as the builder)."""
 
 from __future__ import annotations
 
