@@ -154,3 +154,95 @@ def test_reference_typist_waits_its_reaction_time_before_tab_typing_through_mean
     assert (r.tabs, r.chars_saved, r.calls) == (1, len(" f(a)") - 1, 1)
     patient = ref.simulate(typed, lambda n: typed[n:])
     assert (patient.tabs, patient.chars_saved) == (1, len(typed) - 1)
+
+
+# ---------------------------------------------------------------------------------------------- the corpus
+
+def _corpus():
+    sys.path.insert(0, str(_PATH.parent))
+    try:
+        import replay_corpus
+    finally:
+        sys.path.remove(str(_PATH.parent))
+    return replay_corpus
+
+
+CLASSY = '''class Box:
+    def put(self, x):
+        """Docstring."""
+        self.items.append(x)
+        self.count += 1
+        return self
+
+    @property
+    def size(self):
+        return len(self.items)
+
+    @size.setter
+    def size(self, n):
+        self.items = self.items[:n]
+        self.count = n
+        return None
+
+
+def outer(a):
+    def inner(b):
+        return b
+    x = inner(a)
+    return x
+
+
+def flat(a, b):
+    total = a + b
+    total *= 2
+    return total
+'''
+
+
+def test_body_region_finds_a_method_by_its_qualified_name():
+    corpus = _corpus()
+    start, end = corpus.body_region(CLASSY, "Box.put")
+    assert CLASSY[start:end] == "        self.items.append(x)\n        self.count += 1\n        return self"
+    with pytest.raises(ValueError, match="no top-level class"):
+        corpus.body_region(CLASSY, "Crate.put")
+
+
+def test_candidates_skip_nested_defs_setters_and_bodies_outside_the_bounds():
+    corpus = _corpus()
+    got = dict(corpus.candidates(CLASSY, lines=(3, 12), chars=(20, 400)))
+    # outer defines a function; size is defined twice (getter and setter); one-line bodies are too short
+    assert set(got) == {"Box.put", "flat"}
+    assert got["flat"] == len("    total = a + b\n    total *= 2\n    return total")
+    assert corpus.candidates(CLASSY, lines=(3, 12), chars=(20, 40)) == []
+
+
+def test_split_alternates_within_each_package_so_both_halves_span_every_package():
+    corpus = _corpus()
+    specs = [corpus.Spec(p, "1", f"{p}/m.py", f"f{i}", chars=10) for p in ("a", "b", "c") for i in range(4)]
+    out = corpus.split_of(list(reversed(specs)))
+    for half in ("tuning", "validation"):
+        got = [s for s in out if s.split == half]
+        assert sorted({s.package for s in got}) == ["a", "b", "c"]
+        assert len(got) == 6
+    # the order within a package decides, not the order given
+    assert [s.split for s in out if s.package == "a"] == ["tuning", "validation", "tuning", "validation"]
+    assert [s.qualname for s in out if s.package == "a"] == ["f0", "f1", "f2", "f3"]
+
+
+def test_pick_is_round_robin_over_packages_and_only_selects_by_name():
+    corpus = _corpus()
+    specs = corpus.split_of([corpus.Spec(p, "1", f"{p}/m.py", f"C.f{i}", chars=10)
+                             for p in ("a", "b") for i in range(4)])
+    assert [s.package for s in corpus.pick(specs, "validation", 3)] == ["a", "b", "a"]
+    assert [s.qualname for s in corpus.pick(specs, "tuning", only=("f2",))] == ["C.f2", "C.f2"]
+    assert corpus.pick(specs, "validation", only=("f2",)) == []
+
+
+def test_the_chosen_corpus_is_pinned_and_large_enough():
+    corpus = _corpus()
+    assert len(corpus.PACKAGES) >= 8
+    assert all("==" not in p and v for p, v in corpus.PACKAGES)
+    assert len(corpus.PACKAGES) * corpus.PER_PACKAGE >= 60 and corpus.PER_PACKAGE % 2 == 0
+    banned = {"more-itertools", "toolz", "boltons", "pygls", "lsprotocol", "click", "marshmallow", "tomlkit",
+              "httpx", "humanize"}
+    assert not banned & {p for p, _ in corpus.PACKAGES}
