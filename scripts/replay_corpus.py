@@ -2,7 +2,7 @@
 tuning half and a validation half (issue 32).
 
 No corpus of Flint's holds these packages: not the standard library the trimmed LM head is built from
-(engine/lm_head.py), not pygls/lsprotocol (bench_quality), not engine/data/eval_prompts.json, not Flint, and none
+(engine/model/lm_head.py), not pygls/lsprotocol (bench_quality), not engine/data/eval_prompts.json, not Flint, and none
 of the packages other benchmarks type (bench_context: click, marshmallow, tomlkit, httpx; bench_served: boltons,
 toolz, humanize; the replay reports before issue 32: more-itertools, toolz, boltons).
 

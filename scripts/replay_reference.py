@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 
-from bench_replay import auto_indent, enter_text, takeable
+from replay_typist import auto_indent, enter_text, takeable
 
 MAX_LINE_TOKENS = 48
 

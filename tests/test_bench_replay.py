@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import random
+import statistics
 import sys
 from pathlib import Path
 
@@ -246,3 +248,120 @@ def test_the_chosen_corpus_is_pinned_and_large_enough():
     banned = {"more-itertools", "toolz", "boltons", "pygls", "lsprotocol", "click", "marshmallow", "tomlkit",
               "httpx", "humanize"}
     assert not banned & {p for p, _ in corpus.PACKAGES}
+
+
+# ------------------------------------------------------------------------------------- reading a ghost in time
+
+def test_readable_prefix_counts_each_part_of_a_ghost_from_when_it_appeared():
+    history = [(0.0, "ab"), (0.2, "abcd")]
+    assert bench.readable_prefix(history, 0.1, 0.3) == ""
+    assert bench.readable_prefix(history, 0.35, 0.3) == "ab"  # the grown part has been there 0.15 s
+    assert bench.readable_prefix(history, 0.5, 0.3) == "abcd"
+
+
+def test_readable_prefix_restarts_the_clock_of_a_part_that_went_away_and_came_back():
+    history = [(0.0, "abcdef"), (0.1, "abc"), (0.2, "abcdxy")]
+    assert bench.readable_prefix(history, 0.45, 0.3) == "abc"  # "d" was gone between 0.1 and 0.2
+    assert bench.readable_prefix(history, 0.5, 0.3) == "abcdxy"
+    assert bench.readable_prefix([], 9.0, 0.3) == ""
+
+
+def test_a_grown_ghost_is_taken_only_once_its_new_part_is_readable():
+    ghost, new = bench.shown(None, "x = f(", 0.0, 3)
+    assert new
+    ghost, new = bench.shown(ghost, "x = f(a)", 0.25, 3)  # a later answer extends it
+    assert not new and ghost.since == 0.0
+    rest = "x = f(a)\n"
+    assert bench.take(ghost, 0.4, 0.3, rest) is None  # old clock would allow it; "a)" is 0.15 s old
+    assert bench.take(ghost, 0.55, 0.3, rest) == ("tab", "x = f(a)")
+    # another suggestion for the same version replaces it, on a clock of its own
+    other, new = bench.shown(ghost, "y = 2", 0.6, 3)
+    assert new and other.history == [(0.6, "y = 2")]
+
+
+def test_typing_through_a_ghost_keeps_when_its_rest_appeared():
+    ghost, _ = bench.shown(None, "ab", 0.0, 1)
+    ghost, _ = bench.shown(ghost, "abcd", 0.2, 1)
+    left = bench.typed_through(ghost, "a", 2)
+    assert left.version == 2 and left.history == [(0.0, "b"), (0.2, "bcd")]
+    assert bench.readable_prefix(left.history, 0.35, 0.3) == "b"
+    assert bench.typed_through(bench.shown(None, "a", 0.0, 1)[0], "a", 2) is None
+
+
+# ------------------------------------------------------------------------------------------------ statistics
+
+def test_pct_50_is_the_ordinary_median():
+    assert bench.pct([4.0, 1.0, 3.0, 2.0], 50) == 2.5
+    assert bench.pct([3.0, 1.0, 2.0], 50) == 2.0
+    rng = random.Random(5)
+    for n in range(1, 30):
+        vals = [rng.uniform(0, 100) for _ in range(n)]
+        assert bench.pct(vals, 50) == pytest.approx(statistics.median(vals))
+    assert bench.pct([], 50) is None
+
+
+def test_pct_interpolates_between_ranks_and_keeps_infinity():
+    assert bench.pct([0.0, 10.0], 95) == pytest.approx(9.5)
+    assert bench.pct(list(range(101)), 99) == pytest.approx(99.0)
+    assert bench.pct([1.0, math.inf, math.inf], 50) == math.inf
+    assert bench.pct([1.0, math.inf], 50) == math.inf
+
+
+def _stats():
+    sys.path.insert(0, str(_PATH.parent))
+    try:
+        import replay_stats
+    finally:
+        sys.path.remove(str(_PATH.parent))
+    return replay_stats
+
+
+def test_spread_short_ghosts_and_wrong_ghost_keys():
+    st = _stats()
+    assert st.spread([0.3, None, 0.1, 0.2]) == {"min": 0.1, "max": 0.3}
+    assert st.spread([0.3]) is None
+    assert st.short_ghosts([1, 3, 4, 12]) == (4, 2)
+    keys = [bench.Key("s", "char", "x", 0.0, ghost="y", ghost_right=False),
+            bench.Key("s", "char", "x", 0.0, ghost="x", ghost_right=True),
+            bench.Key("s", "char", "x", 0.0)]
+    assert st.wrong_ghost_keys(keys) == 1
+
+
+def _run(split, saved, rnd=0, cpu=3.0):
+    seg = "pkg==1/pkg/m.py:f"
+    keys = [bench.Key(seg, "char", "a", 0.0, latency_ms=10.0, outcome="suggestion", at=1),
+            bench.Key(seg, "tab", "bcdefgh"[:saved + 1], 0.0, latency_ms=30.0, outcome="suggestion",
+                      saved=saved, at=2 + saved)]
+    stats = bench.SegmentStats(seg, 2500, typed_chars=20, typing_s=30.0, typing_cpu_s=cpu,
+                               idle_cores=[0.5, 0.5, 0.0, 0.0])
+    return bench.Run("cur/steady", "cur", "steady", "on", rnd, keys=keys, segments=[stats], target_chars=20,
+                     target_keys=20, split=split, ghost_chars=[2, 8])
+
+
+def test_summarize_reports_rounds_costs_and_the_median_plainly():
+    st = _stats()
+    s = st.summarize([_run("validation", 4), _run("validation", 2, rnd=1, cpu=5.0)])
+    assert s["split"] == "validation"
+    assert s["latency_ms"]["p50"] == 20.0  # 10, 10, 30, 30: the mean of the two middle values
+    assert s["chars_saved_share_per_round"] == [0.2, 0.1]
+    assert s["short_ghosts"] == {"shown": 4, "at_most_chars": 3, "count": 2, "share": 0.5}
+    # 3 + 5 s while typing, and 0.5 cores for two 0.25 s steps after each round, over 5 + 3 accepted characters
+    assert s["cpu_ms_per_accepted_char"] == pytest.approx(1000 * 8.5 / 8, abs=0.1)
+    assert s["cpu_s_per_typing_min_per_round"] == [6.0, 10.0]
+    assert s["packages"]["pkg"]["target_chars"] == 40
+
+
+def test_report_puts_the_validation_half_first_and_beside_tuning():
+    st = _stats()
+    groups = st.group([_run("tuning", 2), _run("validation", 4)])
+    summaries = [st.summarize(rs) for rs in groups.values()]
+    meta = {"command": "x", "date": "d", "cpu": "c", "machine": "m", "load_average": "0", "model": "q",
+            "threads": 2, "rounds": 1, "order": [], "servers": {"cur": {"tree": "/t", "commit": "abc"}},
+            "typists": {"steady": "8 characters/s"}, "segments": {"validation": ["a"], "tuning": ["b"]},
+            "corpus": {}, "packages": ["pkg==1"], "corpus_note": "n"}
+    md = bench.report(summaries, meta, [])
+    assert md.index("## Headline: validation beside tuning") < md.index("## Validation half") < md.index("## Tuning")
+    head = md[md.index("## Headline"):md.index("## Validation half")]
+    assert "`cur/steady` **validation** | `cur/steady` tuning" in head
+    assert "| characters saved | 20% | 10% |" in head
+    assert "keystrokes under a wrong ghost" in md and "suggestions of ≤ 3 characters" in md
