@@ -10,12 +10,20 @@ reaction time. Enter inserts the line break plus the next line's indentation (a 
 so indentation is not typed. Keystroke timing is seeded per editor state (segment, characters typed),
 so every server sees the same script until an accept makes the two diverge.
 
-Code: function bodies from pinned PyPI packages that no corpus of ours contains (not the standard
-library the trimmed LM head is built from, engine/model/lm_head.py; not pygls/lsprotocol, bench_quality; not
-engine/data/eval_prompts.json; not Flint). They are fetched at run time with
-``pip download --no-deps <pkg>==<version>`` into ``--pkg-cache``; each segment is the body of one
-function typed after its signature and docstring; more_itertools/more.py (~5,000 lines) gives spots deep
-in a long file.
+Code (scripts/replay_corpus.py; issue 32): 60 function bodies from 10 pinned PyPI packages no corpus of ours
+holds (cachetools 5.5.0, jmespath 1.0.1, pathspec 0.12.1, pycodestyle 2.12.1, pyflakes 3.2.0, python-dateutil
+2.9.0.post0, sortedcontainers 2.4.0, sqlparse 0.5.1, tabulate 0.9.0, toml 0.10.2; not the standard library the
+trimmed LM head is built from, engine/model/lm_head.py; not pygls/lsprotocol, bench_quality; not
+engine/data/eval_prompts.json; not Flint; not the packages other benchmarks or earlier replays typed). They are
+fetched at run time with ``pip download --no-deps <pkg>==<version>`` into ``--pkg-cache``. A fixed rule picks
+the functions (module-level functions and methods whose body after the docstring is 3-12 lines and 80-180
+characters and defines nothing inside; per package the first 6 by sha256 of ``package:module:qualname``) and
+splits them, alternately within each package, into a **tuning** half (30 functions, ~4,000 characters) and a
+**validation** half (30, ~4,100): about 6-8 minutes of the ``steady`` typist each. Tune on tuning; quote
+validation. Each segment is the whole body of one function, typed after its signature and docstring. The
+long-file figures (first suggestion in a file of >= 2,000 lines) come from the corpus's own long modules
+(pycodestyle.py, pyflakes/checker.py, sortedcontainers/sortedlist.py, tabulate/__init__.py: 2,200-2,700 lines),
+in both halves; the earlier replays' spots in more_itertools/more.py (~5,000 lines) are no longer typed.
 
 Typists (``--typists``):
 
@@ -35,17 +43,21 @@ Servers (``--server NAME=TREE``, repeatable): each runs ``python -m lsp_server``
 ``PYTHONPATH=TREE`` from the shared venv, so two source trees (e.g. a detached worktree of main and one
 of a policy branch) are compared in one run. Default: this tree, as ``cur``. Modes (``--modes``):
 ``on`` (defaults), ``off`` (``speculation: false, cacheSizeMb: 0``), ``restart`` (a new process on the
-disk cache ``on`` left behind). Every (server, typist, mode) gets a fresh FLINT_CACHE_DIR (restart: the
-one its ``on`` filled); one server at a time; ``--rounds N`` repeats the whole set in the same order
-(A B A B) and pools the keystrokes.
+disk cache ``on`` left behind). ``--split``: ``validation``, ``tuning`` or ``both`` (default: validation
+first, then tuning; the report shows every headline figure for validation beside tuning). Every (half,
+typist, server, mode) gets a fresh FLINT_CACHE_DIR (restart: the one its ``on`` filled); one server at a
+time; ``--rounds N`` repeats the whole set in the same order (A B A B) and pools the keystrokes (the report
+gives the per-round values beside the pooled ones).
 
 Per configuration: keystrokes answered before the next key; pauses (>= 0.5 s to the next key; not the
 keystroke that types a region to its end, where the rest of the file follows) whose keystroke got a
-suggestion within 150 ms; latency p50/p95/p99 of answers (didChange sent -> non-empty
-response); where answers came from (flint/status); characters saved (accepted characters minus Tabs);
-time to the first suggestion after opening (``open``: from the first keystroke; others: the request at
-the cursor); server CPU seconds per minute of typing (/proc/<pid>/stat) and CPU in the seconds after the
-last keystroke of each segment. Writes replay.md, replay.json and PNGs under ``--out``; the CPU model
+suggestion within 150 ms; latency of answers (didChange sent -> non-empty response): median (the
+ordinary one), mean, p95, p99, per round and across packages; where answers came from (flint/status);
+characters saved (accepted characters minus Tabs), per round and per package; what the user also pays:
+keystrokes typed under a wrong ghost, suggestions of <= 3 characters, server CPU seconds per minute of
+typing (/proc/<pid>/stat) and per accepted character, and when the CPU is idle after the last keystroke of
+each segment; time to the first suggestion after opening (``open``: from the first keystroke; others: the
+request at the cursor). Writes replay.md, replay.json and PNGs under ``--out``; the CPU model
 (lscpu) is recorded.
 
 ``--reference [GGUF]`` first types the same code with the GGUF the model was built from asked directly
@@ -53,9 +65,11 @@ last keystroke of each segment. Writes replay.md, replay.json and PNGs under ``-
 latency, for each typist's timing and a patient typist: the quality reference the served rows must not
 lose to (scripts/replay_reference.py; ``--reference-only``: that alone, no servers).
 
-    python scripts/bench_replay.py --keys 60 --functions 2 --typists steady --out /tmp/replay   # a quick look
+    python scripts/bench_replay.py --split validation --functions 2 --keys 60 --typists steady \\
+        --out /tmp/replay                                                             # a quick look
     flock /tmp/flint-heavy.lock python scripts/bench_replay.py \\
-        --server old=/work/wt/old --server new=/work/wt/snap-abc1234 --rounds 2       # old vs new
+        --server old=/work/wt/old --server new=/work/wt/snap-abc1234 --rounds 2       # old vs new, both halves
+    python scripts/replay_corpus.py                                                   # the chosen functions
     python scripts/bench_replay.py --modes off,on,restart --typists klm               # the older report
     python scripts/bench_replay.py --render-only                                      # redraw from JSON
     python scripts/bench_replay.py --reference-only --typists steady,think            # the model asked directly

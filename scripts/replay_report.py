@@ -20,7 +20,11 @@ from replay_typist import TYPISTS, Run
 
 
 def plot(groups: dict[str, list[Run]], out: Path) -> list[str]:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:  # the report stands without its images
+        print("matplotlib is not installed: no plots (pip install matplotlib)")
+        return []
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
