@@ -89,11 +89,6 @@ def units_to_index(line: str, character: int, encoding: str) -> int:
     return len(line)
 
 
-def index_to_units(line: str, index: int, encoding: str) -> int:
-    """Units of ``encoding`` in ``line[:index]``."""
-    return unit_len(line[:index], encoding)
-
-
 def line_starts(text: str) -> list[int]:
     """Offset of the first code point of every line; always at least ``[0]``."""
     starts = [0]
@@ -141,11 +136,6 @@ def offset_to_position(text: str, offset: int, encoding: str = UTF16, *,
     line = bisect_right(starts, offset) - 1
     start, end = line_span(text, starts, line)
     return line, unit_len(text[start:min(offset, end)], encoding)
-
-
-def to_code_point_length(text: str, units: int, encoding: str) -> int:
-    """How many code points of ``text`` make up its first ``units`` code units (rounding down)."""
-    return units_to_index(text, units, encoding)
 
 
 def normalize_eol(text: str) -> str:

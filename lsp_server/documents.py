@@ -50,14 +50,6 @@ class Document:
             self._starts = convert.line_starts(self.text)
         return self._starts
 
-    @property
-    def line_count(self) -> int:
-        return len(self.starts)
-
-    def line(self, n: int) -> str:
-        start, end = convert.line_span(self.text, self.starts, n)
-        return self.text[start:end]
-
     def offset_at(self, line: int, character: int, encoding: str, *, clamp_line: bool = False) -> int:
         return convert.position_to_offset(self.text, line, character, encoding, starts=self.starts,
                                           clamp_line=clamp_line)

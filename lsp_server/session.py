@@ -1,4 +1,4 @@
-"""The server's state as the protocol sees it, with no LSP types (server.py adapts to pygls).
+"""The server's state as the protocol sees it, with no LSP types (lsp_server/protocol/handlers.py adapts to pygls).
 
 After ruff_server's ``Session``: the event loop mutates documents and settings; each request takes a
 read-only snapshot (an immutable ``str`` plus its revision). The session keeps documents, settings,
@@ -33,40 +33,17 @@ from typing import Any
 from engine.context.workspace import ContextBlock, Workspace
 from lsp_server import convert
 from lsp_server.completion import planner
-from lsp_server.completion.items import Item, Suggestions, build_items, doc_position_after, stamp_latency
-from lsp_server.completion.planner import (  # noqa: F401 - re-exported
-    AUTOMATIC_BUDGET_S,
-    INVOKED_BUDGET_S,
-    JOB_BUDGET_S,
-    REFRESH_WITHIN_S,
-    State,
-)
+from lsp_server.completion.items import Suggestions, build_items, stamp_latency
+from lsp_server.completion.jobs import EngineLike
+from lsp_server.completion.planner import JOB_BUDGET_S, REFRESH_WITHIN_S, State
 from lsp_server.completion.service import CompletionService
 from lsp_server.completion.store import Answer
-from lsp_server.completion.worker import EngineLike
 from lsp_server.documents import Document, DocumentError, DocumentStore, uri_path
+from lsp_server.errors import RequestError
 from lsp_server.settings import Settings
 from lsp_server.stats import Shown, Stats
 
 log = logging.getLogger(__name__)
-
-
-__all__ = ["Item", "RequestError", "Session", "Suggestions", "doc_position_after", "load_remote"]
-
-
-class RequestError(Exception):
-    """A request the server refuses; ``code`` is the JSON-RPC / LSP error code."""
-
-    INVALID_PARAMS = -32602
-    REQUEST_FAILED = -32803
-    SERVER_CANCELLED = -32802
-    CONTENT_MODIFIED = -32801
-    REQUEST_CANCELLED = -32800
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def load_remote(settings: Settings) -> EngineLike:
@@ -473,7 +450,7 @@ class Session:
             raise self._map_error(e) from None
 
     def _map_error(self, e: BaseException) -> RequestError:
-        from lsp_server.completion.worker import Cancelled, EngineUnavailable, Stale, Superseded
+        from lsp_server.completion.jobs import Cancelled, EngineUnavailable, Stale, Superseded
 
         if isinstance(e, RequestError):
             return e

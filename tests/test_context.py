@@ -237,7 +237,7 @@ def test_workspace_open_documents_by_recency_and_edits_as_diffs(tmp_path):
 
 
 def test_uri_path_takes_file_uris_only(tmp_path):
-    from lsp_server.session import uri_path
+    from lsp_server.documents import uri_path
 
     f = tmp_path / "a b" / "m.py"
     assert uri_path(f.as_uri()) == f  # percent-escapes decoded once

@@ -16,7 +16,8 @@ import pytest
 from engine.types import Completion, GenParams, Timings
 from lsp_server import convert
 from lsp_server.documents import Change
-from lsp_server.session import RequestError, Session
+from lsp_server.errors import RequestError
+from lsp_server.session import Session
 from lsp_server.settings import Settings
 
 

@@ -11,7 +11,8 @@ from concurrent.futures import CancelledError
 import pytest
 
 from engine.types import CancelToken, Completion, GenParams, Timings
-from lsp_server.completion.worker import SPECULATIVE, USER, EngineUnavailable, Stale, Superseded, Worker
+from lsp_server.completion.jobs import SPECULATIVE, USER, EngineUnavailable, Stale, Superseded
+from lsp_server.completion.worker import Worker
 
 STEP = 0.01
 

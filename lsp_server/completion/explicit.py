@@ -14,9 +14,10 @@ from collections.abc import Callable
 
 from engine.text.postprocess import CUT_OFF_REASONS, Budget
 from lsp_server.completion import planner
+from lsp_server.completion.jobs import USER, Superseded
 from lsp_server.completion.planner import JOB_BUDGET_S, State
 from lsp_server.completion.store import Answer, Store, settle_rule, settled_variants
-from lsp_server.completion.worker import USER, Superseded, Worker
+from lsp_server.completion.worker import Worker
 from lsp_server.settings import Settings
 
 

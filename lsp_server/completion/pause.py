@@ -20,9 +20,10 @@ from engine.decoding.prompt import clip_window
 from engine.policy import routing
 from engine.policy.speculation import window_start
 from engine.types import Completion
+from lsp_server.completion.jobs import USER, Job
 from lsp_server.completion.planner import JOB_BUDGET_S, State, whole_window
 from lsp_server.completion.store import Store, post
-from lsp_server.completion.worker import USER, Job, Worker
+from lsp_server.completion.worker import Worker
 
 log = logging.getLogger(__name__)
 

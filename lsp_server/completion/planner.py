@@ -1,6 +1,6 @@
 """The planner: what to generate for a cursor, and every timing knob, as plain data and pure functions.
 
-No threads, no model, no LSP types. The session asks ``make_state`` what the engine's work for a cursor
+No threads, no model, no LSP types. The service asks ``state_at`` what the engine's work for a cursor
 is (the prompt window, single line or block, generation parameters, whether automatic work is worth it,
 which backend), and ``TypingClock`` / the constants below say when: there is no quiet period before
 work starts (newest wins: a keystroke appends to the KV cache), requests have deadlines, and a

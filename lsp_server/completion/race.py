@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 from engine.policy import routing
 from engine.types import Completion
+from lsp_server.completion.jobs import USER, Job
 from lsp_server.completion.planner import Cursors, State
 from lsp_server.completion.store import Answer, Store, post
-from lsp_server.completion.worker import USER, Job, Worker
+from lsp_server.completion.worker import Worker
 
 log = logging.getLogger(__name__)
 

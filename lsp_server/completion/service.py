@@ -22,6 +22,7 @@ from engine.policy import routing, speculation
 from engine.text.postprocess import split_cursor
 from engine.types import Completion, GenParams
 from lsp_server.completion import explicit, planner
+from lsp_server.completion.jobs import SPECULATIVE, USER, EngineLike, Job, JobDropped, Result
 from lsp_server.completion.pause import Pauses
 from lsp_server.completion.planner import (
     AUTOMATIC_BUDGET_S,
@@ -38,7 +39,7 @@ from lsp_server.completion.planner import (
 from lsp_server.completion.race import Races
 from lsp_server.completion.refresh import Refresher
 from lsp_server.completion.store import Answer, Store, StoreHooks, settle_rule
-from lsp_server.completion.worker import SPECULATIVE, USER, EngineLike, Job, JobDropped, Result, Worker
+from lsp_server.completion.worker import Worker
 from lsp_server.settings import Settings
 
 log = logging.getLogger(__name__)

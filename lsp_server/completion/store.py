@@ -31,8 +31,8 @@ from engine.text.postprocess import (
     split_cursor,
 )
 from engine.types import Completion, Doubts, GenParams, Timings
+from lsp_server.completion.jobs import FUTURE, Job, Result
 from lsp_server.completion.planner import Cursors, State, is_lookahead, lookahead_for_block, shows_one_line
-from lsp_server.completion.worker import FUTURE, Job, Result
 from lsp_server.settings import Settings
 
 DISK_MISS_MEMORY = 64  # recent disk misses not asked again (this server fills the entries it misses)

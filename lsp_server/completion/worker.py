@@ -51,25 +51,22 @@ from typing import Any
 
 from engine.backends import Backend
 from engine.types import GenParams
-from lsp_server.completion.jobs import (  # noqa: F401
+from lsp_server.completion.jobs import (
     FUTURE,
     SPECULATIVE,
     USER,
     WARM,
-    Cancelled,
     EngineLike,
     EngineUnavailable,
     EventSink,
     Hooks,
     Job,
-    JobDropped,
     Keep,
     Result,
     Stale,
     Superseded,
     drop,
     from_memory,
-    reason_exc,
     settle,
     stop_job,
 )
@@ -126,10 +123,6 @@ class Worker(Runner):
     @property
     def engine(self) -> Backend | None:
         return self._engine
-
-    @property
-    def load_error(self) -> str | None:
-        return self._load_error
 
     def submit(self, uri: str, revision: int, prefix: str, suffix: str, params: GenParams,
                priority: int = USER, budget_s: float | None = None, not_before: float = 0.0,

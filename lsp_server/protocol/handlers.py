@@ -25,10 +25,12 @@ from pygls.lsp.server import LanguageServer
 
 from engine import __version__
 from lsp_server import convert
+from lsp_server.completion.items import Suggestions
 from lsp_server.documents import Change, DocumentError, edit_end
+from lsp_server.errors import RequestError
 from lsp_server.logs import ClientLogHandler
 from lsp_server.protocol.jsonrpc import FlintProtocol, FlintRequestError
-from lsp_server.session import RequestError, Session, Suggestions
+from lsp_server.session import Session
 from lsp_server.settings import Settings, parse_settings
 
 log = logging.getLogger("flint.server")

@@ -28,8 +28,8 @@ from pygls.protocol import JsonRPCRequestMessage, LanguageServerProtocol, lsp_me
 from pygls.protocol.json_rpc import JsonRPCNotification
 
 from lsp_server import convert
+from lsp_server.errors import RequestError
 from lsp_server.logs import ClientLogHandler, redact
-from lsp_server.session import RequestError
 
 # the server's logger: these lines are the server's (clients and tests look for "flint.server")
 log = logging.getLogger("flint.server")
@@ -37,7 +37,7 @@ log = logging.getLogger("flint.server")
 
 @runtime_checkable
 class Host(Protocol):
-    """What the protocol uses of its server (``FlintServer``), checked by shape: server.py imports this
+    """What the protocol uses of its server (``FlintServer``), checked by shape: handlers.py imports this
     module, so naming the class here would be a circular import."""
 
     exit_code: int
