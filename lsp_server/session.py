@@ -33,11 +33,12 @@ from typing import Any
 from engine.context.workspace import ContextBlock, Workspace
 from lsp_server import convert
 from lsp_server.completion import planner
+from lsp_server.completion.answers import Answer
+from lsp_server.completion.events import Status
 from lsp_server.completion.items import Suggestions, build_items, stamp_latency
-from lsp_server.completion.jobs import EngineLike
-from lsp_server.completion.planner import JOB_BUDGET_S, REFRESH_WITHIN_S, State
-from lsp_server.completion.service import CompletionService
-from lsp_server.completion.store import Answer
+from lsp_server.completion.jobs import State
+from lsp_server.completion.planner import JOB_BUDGET_S, REFRESH_WITHIN_S
+from lsp_server.completion.service import CompletionService, Load
 from lsp_server.documents import Document, DocumentError, DocumentStore, uri_path
 from lsp_server.errors import RequestError
 from lsp_server.settings import Settings
@@ -46,7 +47,7 @@ from lsp_server.stats import Shown, Stats
 log = logging.getLogger(__name__)
 
 
-def load_remote(settings: Settings) -> EngineLike:
+def load_remote(settings: Settings) -> object:
     """The capable tier for these settings: the remote server's client (asked for the name of the model
     it serves, best effort) or a second local model (``capableModel``, loaded and warmed)."""
     from engine.backends import LocalBackend, LocalSpec, load_backend
@@ -65,9 +66,9 @@ def load_remote(settings: Settings) -> EngineLike:
 
 
 class Session:
-    def __init__(self, load: Callable[[Settings], EngineLike], settings: Settings | None = None,
+    def __init__(self, load: Load, settings: Settings | None = None,
                  on_status: Callable[[dict[str, Any]], None] | None = None,
-                 load_remote: Callable[[Settings], EngineLike] = load_remote,
+                 load_remote: Load = load_remote,
                  on_refresh: Callable[[str, int], None] | None = None) -> None:
         self.settings = settings or Settings()
         self.encoding = convert.UTF16
@@ -79,17 +80,16 @@ class Session:
                                        "source": None, "message": "loading the model", "backend": None,
                                        "remote": None}
         self.ready = asyncio.Event()  # set once the model is loaded (or failed to); binds to the loop on use
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._ids = itertools.count(1)
         self._id_prefix = f"{os.getpid():x}"
         self.shown = Shown(self.stats)
         # speculate on didChange once the client has shown it asks for suggestions as the user types
         self.speculate = False
         self._remote_st: dict[str, Any] | None = None
-        # repository context (engine/context/workspace.py): fed here on the event loop, read on the engine thread in
-        # idle time (Workspace snapshots its documents under its own lock)
+        # repository context (engine/context/workspace.py): fed here on the event loop, gathered on a worker
+        # thread in idle time (Workspace snapshots its documents under its own lock)
         self.workspace = Workspace(roots=[])
-        self._context_block: ContextBlock | None = None  # the last block handed to the engine (engine thread)
+        self._context_block: ContextBlock | None = None  # the last block gathered (for the engine)
         self._notify_refresh = on_refresh or (lambda uri, version: None)
         # per document: whether the answer being watched for a refresh was an automatic request's, and the
         # last refresh sent (version, when, that) — see planner.reasks_refresh
@@ -99,7 +99,7 @@ class Session:
                                          self._engine_event, self._refresh,
                                          lambda uri: self.documents.get(uri).version, context=self._context_for)
         self.service.on_late_win = self._capable_replaced
-        self.service.store.open_disk(self.settings.cache_size_mb)
+        self.service.store.disk.open(self.settings.cache_size_mb)
 
     def _refresh(self, uri: str, version: int) -> None:
         self._refreshed[uri] = (version, time.monotonic(), self._watch_auto.get(uri, True))
@@ -116,14 +116,13 @@ class Session:
 
     @property
     def disk(self):
-        return self.service.store.disk
+        return self.service.store.disk.cache
 
     def start(self) -> None:
         """Start loading the model now (process start), before the client even says hello."""
         self.service.start()
 
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
         self.service.attach_loop(loop)
 
     def shutdown(self) -> None:
@@ -136,7 +135,7 @@ class Session:
         old_cache = self.settings.cache_size_mb
         self.settings = new
         if new.cache_size_mb != old_cache:
-            self.service.store.open_disk(new.cache_size_mb)
+            self.service.store.disk.open(new.cache_size_mb)
         if not self.service.sync_remote():
             self._remote_status(None)
         if new.engine_key() != old_key:
@@ -149,8 +148,9 @@ class Session:
         return self.service.remote_ready()
 
     # ---- the status board -----------------------------------------------------------------------
-    def _engine_event(self, tier: str, state: str, info: dict[str, Any]) -> None:
-        """(a scheduler's thread) Its status, handed to the event loop."""
+    def _engine_event(self, event: Status) -> None:
+        """(event loop) A scheduler's status."""
+        tier, state, info = event.tier, event.state, event.info
         if tier == "remote":
             self._remote_event(state, info)
             return
@@ -169,7 +169,7 @@ class Session:
                 st.update(lastLatencyMs=round(info["latency_ms"], 1), source=info.get("source"), backend="local")
         st["remote"] = self._remote_st
         self.status = st
-        self._call_soon(self._status_changed, st)
+        self._status_changed(st)
 
     def _remote_event(self, state: str, info: dict[str, Any]) -> None:
         """The capable tier's part of the status (``remote``)."""
@@ -192,19 +192,11 @@ class Session:
                 self._remote_status({"state": "ready", "model": model, "message": "ready"})
 
     def _remote_status(self, remote: dict[str, Any] | None) -> None:
-        self._remote_st = remote  # kept apart: the two schedulers' threads both publish the status
+        self._remote_st = remote  # kept apart: the two schedulers both publish the status
         st = dict(self.status)
         st["remote"] = remote
         self.status = st
-        self._call_soon(self._on_status, st)
-
-    def _call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run ``fn`` on the event loop (from any thread)."""
-        if self._loop is not None and not self._loop.is_closed():
-            try:
-                self._loop.call_soon_threadsafe(fn, *args)
-            except RuntimeError:  # loop closed while shutting down
-                pass
+        self._on_status(st)
 
     def _status_changed(self, st: dict[str, Any]) -> None:
         if st["state"] == "loading":
@@ -242,7 +234,7 @@ class Session:
         log.debug("workspace folders: %s", [str(r) for r in roots])
 
     def _context_for(self, state: State | None) -> ContextBlock | None:
-        """(engine thread, idle) The newest context block for the spot the user is at, or None."""
+        """(a worker thread, idle) The newest context block for the spot the user is at, or None."""
         s = self.settings
         if state is None or s.context_budget <= 0 or not s.context_sources:
             self._context_block = None
@@ -378,7 +370,7 @@ class Session:
             state = self.service.state(uri, revision, text, offset, invoked=invoked, n=n, variants=variants,
                                        language=doc.language_id)
         if not invoked:
-            cursors.set(uri, state)
+            self.service.at(uri, state)
         if state.skip:
             self.stats.completed(0.0, "skip", 0)
             return empty
@@ -417,21 +409,21 @@ class Session:
                 first = items[0]
                 shown = first.text.replace(eol, "\n") if eol != "\n" else first.text
                 replace = first.end[1] - first.start[1] if first.end[0] == first.start[0] else 0  # auto-closed
-                self.service.plan_futures(state, shown, replace)
+                self.service.follow.futures(state, shown, replace)
             if answer is not None and not answer.complete and self.settings.speculation:
                 self._watch_auto[uri] = not invoked
                 # an explicit request's other variants may need the whole prompt pass: refreshed when done
-                self.service.watch_for_refresh(state, version, within=JOB_BUDGET_S if invoked else REFRESH_WITHIN_S)
+                self.service.follow.watch(state, version, within=JOB_BUDGET_S if invoked else REFRESH_WITHIN_S)
         elif answer is not None and answer.quick and self.settings.speculation:
             self._watch_auto[uri] = not invoked
-            self.service.follow_whole(state, version)  # nothing from the quick window: the whole one
+            self.service.follow.whole(state, version)  # nothing from the quick window: the whole one
         elif (answer is None or not answer.complete) and self.settings.speculation:
             # nothing yet at a fresh spot (the prompt is still being read): the generation goes on and
             # the client hears flint/refresh when it has something
             self._watch_auto[uri] = not invoked
-            self.service.watch_for_refresh(state, version, within=JOB_BUDGET_S, greedy=invoked)
+            self.service.follow.watch(state, version, within=JOB_BUDGET_S, greedy=invoked)
         if not invoked and self.settings.speculation and self.speculate:
-            self.service.plan_pause(state, answer)  # routing "pause": the capable tier, if the user pauses here
+            self.service.follow.pause(state, answer)  # routing "pause": the capable tier, if the user pauses here
         res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1), source, origin, backend)
         log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s%s]", "invoked" if invoked else "auto",
                  uri.rsplit("/", 1)[-1], line, character, state.mode, len(items), total_ms, source or "-",

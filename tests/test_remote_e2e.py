@@ -28,6 +28,7 @@ import pytest
 from engine import paths
 from engine.model.presets import DEFAULT_MODEL, PRESETS
 from engine.policy.routing import race_accepts
+from lsp_server.completion.events import RemoteDone
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 
@@ -117,6 +118,8 @@ async def make_session(engine, tmp_path, monkeypatch):
             assert s.remote_worker.loaded.wait(180)
         s.documents.open(URI, CODE, 1)
         s.statuses = statuses
+        s.remote_texts = []  # what each remote job ended with (events.RemoteDone)
+        s.service.events.on(RemoteDone, lambda e, s=s: s.remote_texts.append(e.comps[0].text))
         made.append(s)
         return s
 
@@ -165,9 +168,8 @@ async def test_race_obeys_its_budget(server, make_session, budget_ms):
     s = make_session(routing="race", remote_url=server.url, race_budget_ms=budget_ms, max_variants=1)
     first = await s.suggest(URI, *BLOCK, invoked=True)
     await idle(s)  # the remote generation ran to its end
-    memo = s.remote_worker._memo
-    assert memo is not None, "the remote never answered"
-    remote_text = memo[1][0][0].text
+    assert s.remote_texts, "the remote never answered"
+    remote_text = s.remote_texts[-1]
     again = await s.suggest(URI, *BLOCK, invoked=True)
     assert again.items
     if budget_ms == 0:
@@ -181,8 +183,12 @@ async def test_race_obeys_its_budget(server, make_session, budget_ms):
 
 
 def _local_answers(s: Session):
-    memo = s.worker._memo
-    return memo[1][0] if memo is not None else []
+    """The local model's answer the store holds for the block spot."""
+    doc = s.documents.get(URI)
+    offset = doc.offset_at(*BLOCK, s.encoding)
+    st = s.service.state(URI, doc.revision, doc.text, offset, invoked=True, language=doc.language_id)
+    found = s.service.store.lookup(st, None, partial=False, disk=False, backend="local")
+    return found.comps if found is not None else []
 
 
 async def test_killing_the_server_mid_stream_falls_back_to_local(make_session):

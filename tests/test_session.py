@@ -211,12 +211,12 @@ class OracleEngine:
 
 @pytest.fixture
 async def oracle_session(tmp_path, monkeypatch):
-    from lsp_server.completion import service
+    from lsp_server.completion import planner
 
     monkeypatch.setenv("FLINT_HOME", str(tmp_path))
     # these tests pin type-through, memory and disk, not when a line still streaming is shown: a stand-in
     # slowed by a loaded machine must not turn their whole answers into partial ones
-    monkeypatch.setattr(service, "PARTIAL_AFTER_S", 1.0)
+    monkeypatch.setattr(planner, "PARTIAL_AFTER_S", 1.0)
     sessions = []
 
     def make(target: str, step_s: float = 0.005, settings: Settings | None = None, statuses=None):
@@ -373,6 +373,19 @@ async def test_a_streaming_generation_is_read_not_restarted(oracle_session):
     assert res.items and ("    total = su" + res.items[0].text) == line.rstrip("\n")
 
 
+async def test_a_burst_of_edits_starts_the_engine_for_where_it_ends(oracle_session):
+    """A paste replayed as a hundred edits, faster than any typist: the work for each edit of the burst
+    waits a moment (planner.BURST_HOLD_S) and the next edit replaces it, so the model starts once for
+    where the burst ends (and perhaps for its first edit), not once per edit."""
+    s, eng = oracle_session("x = " + "y" * 200 + "\n")
+    s.speculate = True
+    uri = "file:///burst.py"
+    s.documents.open(uri, "x = \n", 1)
+    type_chars(s, uri, "y" * 100, 0, 4, 1)
+    await settle(s)
+    assert 1 <= len(eng.calls) <= 3 and eng.calls[-1][0] == "x = " + "y" * 100, [c[0] for c in eng.calls]
+
+
 async def test_typing_something_else_stops_the_generation(oracle_session):
     target = "x = " + "compute_something_long(1, 2, 3) " * 4 + "\n"
     s, eng = oracle_session(target, step_s=0.03)
@@ -451,9 +464,9 @@ async def test_restart_answers_from_the_start_a_cut_off_generation_left_on_disk(
 
 
 async def test_deadline_answers_with_what_exists_and_the_next_ask_gets_the_rest(oracle_session, monkeypatch):
-    from lsp_server.completion import service
+    from lsp_server.completion import planner
 
-    monkeypatch.setattr(service, "AUTOMATIC_BUDGET_S", 0.3)
+    monkeypatch.setattr(planner, "AUTOMATIC_BUDGET_S", 0.3)
     target = "value = " + "a_long_expression_part + " * 6 + "end\n"
     s, eng = oracle_session(target, step_s=0.02)  # ~1.7 s for the whole line
     uri = "file:///dl.py"
@@ -554,10 +567,10 @@ async def test_a_slow_line_is_shown_as_it_streams_and_refreshed_when_whole(tmp_p
 
 
 async def test_a_request_keeps_its_deadline_while_the_model_loads(tmp_path, monkeypatch):
-    from lsp_server.completion import service
+    from lsp_server.completion import planner
 
     monkeypatch.setenv("FLINT_HOME", str(tmp_path))
-    monkeypatch.setattr(service, "AUTOMATIC_BUDGET_S", 0.3)
+    monkeypatch.setattr(planner, "AUTOMATIC_BUDGET_S", 0.3)
     eng = OracleEngine(TARGET)
 
     def slow_load(_settings):

@@ -1,65 +1,71 @@
-"""The store's hooks into the scheduler (no model, no threads): which running generation outlives an edit."""
+"""The store alone (no model, no scheduler thread): the records of units of work, the one ``wait`` every
+request uses, and the hooks' rule for which running generation outlives an edit."""
 
 from __future__ import annotations
 
-from engine.types import GenParams
+import asyncio
+import time
+
+import pytest
+
+from engine.types import Completion, GenParams, Timings
 from lsp_server.completion import planner
-from lsp_server.completion.jobs import SPECULATIVE, Job
-from lsp_server.completion.store import Store, StoreHooks
+from lsp_server.completion.events import Events
+from lsp_server.completion.hooks import StoreHooks
+from lsp_server.completion.jobs import SPECULATIVE, USER, Job, Stale, State, Superseded
+from lsp_server.completion.store import Store
 from lsp_server.settings import Settings
 
 URI = "file:///a.py"
 
 
-def _hooks(tier: str = "local") -> tuple[StoreHooks, planner.Cursors]:
+def _store() -> tuple[Store, StoreHooks, Events]:
     settings = Settings()
-    store = Store(lambda: settings, lambda tier: None)
-    cursors = planner.Cursors()
-    return StoreHooks(store, cursors, lambda: settings, tier=tier), cursors
+    events = Events()
+    store = Store(lambda: settings, lambda tier: None, events)
+    return store, StoreHooks(store, lambda: settings, "local", events), events
 
 
-def _move_to(cursors: planner.Cursors, revision: int, prefix: str) -> None:
-    cursors.set(URI, planner.state_at(Settings(), URI, revision, len(prefix), prefix, "\n", invoked=False,
-                                      remote_ready=False))
+def _state(revision: int, prefix: str, suffix: str = "\n", invoked: bool = False) -> State:
+    return planner.state_at(Settings(), URI, revision, len(prefix), prefix, suffix, invoked=invoked,
+                            remote_ready=False)
+
+
+def _job(st: State, seq: int = 1, priority: int = SPECULATIVE) -> Job:
+    return Job(st, priority, seq)
 
 
 def test_a_generation_still_reading_its_prompt_is_not_kept_through_typing():
-    hooks, cursors = _hooks()
-    job = Job(URI, 1, "def add(a, b):\n    ret", "\n", GenParams(), SPECULATIVE, 1)
+    _, hooks, _ = _store()
+    job = _job(_state(1, "def add(a, b):\n    ret"))
     hooks.started(job)
-    _move_to(cursors, 1, job.prefix)
-    assert hooks.keep(job, True)  # the same text: it still serves it
-    _move_to(cursors, 2, job.prefix + "u")
-    assert not hooks.keep(job, True)  # nothing streamed: the newest state starts instead
-    remote, cursors = _hooks("remote")  # a remote generation is kept: starting again costs a round trip
+    assert hooks.keep(job, True, _state(1, job.prefix))  # the same text: it still serves it
+    assert not hooks.keep(job, True, _state(2, job.prefix + "u"))  # nothing streamed: the newest state starts
+    store = hooks.store
+    remote = StoreHooks(store, lambda: Settings(), "remote")  # a remote generation is kept: a round trip
     remote.started(job)
-    _move_to(cursors, 2, job.prefix + "u")
-    assert remote.keep(job, True)
+    assert remote.keep(job, True, _state(2, job.prefix + "u"))
 
 
 def test_a_streaming_generation_is_kept_while_the_typing_agrees_with_it():
-    hooks, cursors = _hooks()
-    job = Job(URI, 1, "def add(a, b):\n    ret", "\n", GenParams(), SPECULATIVE, 1)
+    _, hooks, _ = _store()
+    job = _job(_state(1, "def add(a, b):\n    ret"))
     hooks.started(job)
-    hooks.store.stream(job.handle, 0, "urn a + b")
-    _move_to(cursors, 2, job.prefix + "ur")
-    assert hooks.keep(job, True)
-    _move_to(cursors, 3, job.prefix + "ux")
-    assert not hooks.keep(job, True)
+    hooks.token(job, 0, "urn a + b")
+    assert hooks.keep(job, True, _state(2, job.prefix + "ur"))
+    assert not hooks.keep(job, True, _state(3, job.prefix + "ux"))
 
 
 def test_nothing_from_the_quick_window_is_not_the_whole_windows_answer():
     """A quick first window whose line was dropped answers "nothing" to a request that cannot wait, not
     to one asking for the whole window (an explicit request asks that next: planner.whole_window)."""
-    from engine.types import Completion, Timings
-
-    hooks, _ = _hooks()
+    _, hooks, _ = _store()
     prefix, suffix = "def f(xs):\n    ", "\n        return xs[0]\n"
-    state = planner.state_at(Settings(), URI, 1, len(prefix), prefix, suffix, invoked=True, remote_ready=False)
+    state = _state(1, prefix, suffix, invoked=True)
     assert state.params.quick_start
     nothing = [Completion(text="", token_ids=[], finish_reason="eos")]
     for window, whole_answers in (("quick", False), ("full", True)):
-        job = Job(URI, 1, prefix, suffix, state.params, SPECULATIVE, 1)
+        job = _job(state)
         hooks.started(job)
         hooks.finished(job, (nothing, Timings(window=window)), 10.0)
         found = hooks.store.lookup(state, None, partial=False, disk=False)
@@ -70,5 +76,73 @@ def test_nothing_from_the_quick_window_is_not_the_whole_windows_answer():
     whole = planner.whole_window(state)
     assert not whole.params.quick_start and whole.params.key() == state.params.key()
     # a job that may run the quick window does not answer the whole window's request; the other way it does
-    quick_job, whole_job = (Job(URI, 1, prefix, suffix, s.params, SPECULATIVE, i) for i, s in enumerate((state, whole)))
-    assert not quick_job.same_work(whole_job) and whole_job.same_work(quick_job)
+    assert not state.serves(whole) and whole.serves(state)
+
+
+def test_a_unit_of_work_ends_once_for_the_job_serving_it_and_a_repeat_needs_no_job():
+    store, hooks, _ = _store()
+    st = _state(1, "x = ")
+    first, second = _job(st, 1, USER), _job(st, 2, USER)
+    hooks.queued(first)
+    assert store.outcome("local", st) is None
+    hooks.queued(second)  # a newer job serves the same work: the old one's end is nobody's answer now
+    hooks.ended(first, None, Superseded("replaced"))
+    assert store.outcome("local", st) is None
+    result = ([Completion("1", [1], "eos")], Timings())
+    hooks.ended(second, result, None)
+    done = store.outcome("local", st)
+    assert done is not None and done.result == result and done.error is None
+    assert hooks.repeat(_job(st, 3, USER))  # the same work asked again: its record answers
+    assert not hooks.repeat(_job(_state(2, "x = "), 4, USER))  # another revision is other work
+    assert store.outcome("remote", st) is None  # each tier keeps its own records
+    store.forget("local")  # a new model: nothing it made is a repeat
+    assert store.outcome("local", st) is None
+
+
+async def test_wait_answers_a_finished_line_at_once_and_what_streamed_after_partial_after():
+    store, hooks, events = _store()
+    events.attach_loop(asyncio.get_running_loop())
+    st = _state(1, "total = a")
+    job = _job(st, 1, USER)
+    hooks.queued(job)
+    hooks.started(job)
+    hooks.token(job, 0, " + b")  # the line, still being written
+    since = time.monotonic()
+    waited = await store.wait(st, since + 1.0, 0.05, since=since)
+    assert waited.why == "found" and waited.answer.comps[0].text == " + b" and not waited.answer.complete
+    assert time.monotonic() - since >= 0.05  # not before partial_after
+    hooks.token(job, 0, " + b\n    ")
+    waited = await store.wait(st, time.monotonic() + 1.0, 0.5, since=time.monotonic())
+    assert waited.why == "found" and waited.answer.complete  # a whole line: at once
+
+
+async def test_wait_hears_how_the_work_ended_and_stops_at_its_deadline_or_a_newer_request():
+    store, hooks, events = _store()
+    events.attach_loop(asyncio.get_running_loop())
+    st = _state(1, "x = ")
+    job = _job(st, 1, USER)
+    hooks.queued(job)
+    since = time.monotonic()
+    waited = await store.wait(st, since + 0.05, None, since=since)  # nothing before the work ends
+    assert waited.why == "deadline" and waited.answer is None
+    asyncio.get_running_loop().call_later(0.02, hooks.ended, job, None, Stale("the document changed"))
+    with pytest.raises(Stale):
+        await store.wait(st, time.monotonic() + 1.0, None, since=time.monotonic())
+    newer = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.02, newer.set)
+    with pytest.raises(Superseded):
+        await store.wait(_state(1, "y = "), time.monotonic() + 1.0, since=time.monotonic(), tier=None, stop=newer)
+    ended = _job(_state(1, "z = "), 2, USER)
+    hooks.queued(ended)
+    hooks.ended(ended, ([Completion("0", [1], "eos")], Timings()), None)
+    waited = await store.wait(ended.state, time.monotonic() + 1.0, since=time.monotonic())
+    assert waited.why == "ended" and waited.answer.comps[0].text == "0" and waited.answer.source == "memory"
+    early = await store.wait(_state(1, "w = "), time.monotonic() + 1.0, since=time.monotonic(), tier=None,
+                             accept=lambda: waited.answer)
+    assert early.why == "accepted"
+
+
+def test_gen_params_fix_the_work_a_state_asks():
+    st = _state(1, "x = ")
+    assert st.key() == (URI, 1, "x = ", "\n", st.params.key()) and st.serves(st)
+    assert not st.serves(_state(1, "x = ", suffix="")) and isinstance(st.params, GenParams)

@@ -14,11 +14,17 @@ from collections.abc import Callable
 
 from engine.text.postprocess import CUT_OFF_REASONS, Budget
 from lsp_server.completion import planner
-from lsp_server.completion.jobs import USER, Superseded
-from lsp_server.completion.planner import JOB_BUDGET_S, State
-from lsp_server.completion.store import Answer, Store, settle_rule, settled_variants
+from lsp_server.completion.answers import Answer, settle_rule, settled_variants
+from lsp_server.completion.jobs import USER, State
+from lsp_server.completion.planner import JOB_BUDGET_S
+from lsp_server.completion.store import Store
 from lsp_server.completion.worker import Worker
 from lsp_server.settings import Settings
+
+# what the store's complete answer for the automatic state means for item 1: its line; a generation the
+# user cut off before its line was whole (write it again), or whose line is longer than a line's budget;
+# nothing from the quick window (ask the whole one); nothing
+LINE, CUT, LONG, WHOLE, NOTHING = "line", "cut", "long", "whole", "nothing"
 
 
 def auto_twin(settings: Settings, state: State, remote_ready: bool) -> State:
@@ -40,74 +46,64 @@ def settled_first(store: Store, state: State, since: float, settle: tuple[str, B
     return None
 
 
+def verdict(found: Answer, auto: State, max_lines: int) -> str:
+    """What a complete answer for the automatic state is for item 1 (LINE, CUT, LONG, WHOLE, NOTHING)."""
+    if not found.comps:
+        return WHOLE if found.quick and auto.params.quick_start else NOTHING
+    c = found.comps[0]
+    final = c.finish_reason not in CUT_OFF_REASONS or (
+        "\n" in c.text.lstrip("\n") if auto.mode == "single" else
+        bool(settled_variants(found, *settle_rule(auto, max_lines))))
+    if final:
+        return LINE
+    return LONG if c.finish_reason == "length" else CUT
+
+
 async def greedy_first(store: Store, worker: Worker, auto: State, since: float, deadline: float,
-                       asked: asyncio.Event, settings: Callable[[], Settings],
-                       backend: str | None) -> Answer | None:
+                       asked: asyncio.Event, settings: Callable[[], Settings]) -> Answer | None:
     """The automatic request's complete answer for this very state (``auto``: auto_twin; memory, typed
     through, disk; else its generation, started now unless one streams) within the deadline, as an
     incomplete answer: the explicit request's other variants are still to come. A generation the user cut
     off here (went on before its line was whole, came back) runs again on the KV it left. None: no line
     (yet). ``asked`` is set when a newer request for the document comes: then Superseded."""
-    newer = asyncio.ensure_future(asked.wait())
     worker.poke()  # the user is here: the automatic generation is not idle work
-    fut = None
-    afut: asyncio.Future | None = None
+    submitted = ended = False
+
+    def complete() -> Answer | None:
+        found = store.lookup(auto, since, partial=False)
+        return found if found is not None and found.complete else None
+
     try:
         while True:
-            found = store.lookup(auto, since, partial=False, backend=backend)
-            if found is not None and found.complete and found.comps:
-                # not a generation stopped before its suggestion was whole (the user went on and came
-                # back): its line or body must be final
-                c = found.comps[0]
-                final = c.finish_reason not in CUT_OFF_REASONS or (
-                    "\n" in c.text.lstrip("\n") if auto.mode == "single" else
-                    bool(settled_variants(found, *settle_rule(auto, settings().max_lines))))
-                if final:
-                    found.comps, found.complete = found.comps[:1], False
-                    return found
-                if afut is None:
-                    if c.finish_reason == "length":
-                        return None  # the model's line is longer than a line's budget: the variants
-                    fut = worker.submit(auto.uri, auto.revision, auto.prefix, auto.suffix, auto.params, USER,
-                                        budget_s=JOB_BUDGET_S, not_before=auto.not_before, anew=True)
-                    afut = asyncio.wrap_future(fut)
-                # (until that generation starts, the store still holds the cut one)
-            elif found is not None and found.complete:
-                if found.quick and auto.params.quick_start and time.monotonic() < deadline:
-                    # the quick window had no line here: ask the whole window (the user waits)
-                    auto = planner.whole_window(auto)
-                    if fut is not None:
-                        worker.release(fut, awaited=True)
-                    fut = worker.submit(auto.uri, auto.revision, auto.prefix, auto.suffix, auto.params, USER,
-                                        budget_s=JOB_BUDGET_S, not_before=auto.not_before, anew=True)
-                    afut = asyncio.wrap_future(fut)
-                    continue
+            found = complete()
+            what = verdict(found, auto, settings().max_lines) if found is not None else None
+            if what == LINE and found is not None:
+                found.comps, found.complete = found.comps[:1], False
+                return found
+            if what == WHOLE and time.monotonic() < deadline:
+                if submitted:
+                    worker.release(auto, awaited=True)
+                auto = planner.whole_window(auto)  # the quick window had no line here: the user waits
+                worker.submit(auto, USER, budget_s=JOB_BUDGET_S, anew=True)
+                submitted, ended = True, False
+                continue
+            if what in (WHOLE, NOTHING) or (what == LONG and not submitted) or ended or \
+                    time.monotonic() >= deadline:
                 return None  # the model has nothing to add here as one line: the variants may
-            now = time.monotonic()
-            if now >= deadline:
-                return None
-            if afut is not None and afut.done():
-                if not afut.cancelled() and afut.exception() is not None:
-                    raise afut.exception()  # type: ignore[misc]  # the model's error, superseded, stale
-                return None  # it finished without a whole line (looked up above)
-            if afut is None and not store.streaming(auto):
+            if not submitted and (what == CUT or not store.streaming(auto)):
                 if auto.skip:
                     return None
-                fut = worker.submit(auto.uri, auto.revision, auto.prefix, auto.suffix, auto.params, USER,
-                                    budget_s=JOB_BUDGET_S, not_before=auto.not_before)
-                afut = asyncio.wrap_future(fut)
-            waits: list[asyncio.Future] = [store.next_change(), newer]
-            if afut is not None:
-                waits.append(afut)
-            await asyncio.wait(waits, timeout=deadline - now, return_when=asyncio.FIRST_COMPLETED)
-            if newer.done():
-                raise Superseded("a newer request for this document replaced it")
+                # a cut-off line is written again (until that generation starts, the store holds the cut one)
+                worker.submit(auto, USER, budget_s=JOB_BUDGET_S, anew=what == CUT)
+                submitted = True
+            waited = await store.wait(auto, deadline, since=since, tier="local" if submitted else None,
+                                      stop=asked, accept=None if what in (CUT, LONG) else complete)
+            ended = waited.why in ("ended", "deadline")
     except asyncio.CancelledError:
-        if fut is not None:
-            fut.cancel()  # the client cancelled the request: the generation it started stops
-            fut = None
+        if submitted:
+            worker.abandon(auto)  # the client cancelled the request: the generation it started stops
+            submitted = False
         raise
     finally:
-        newer.cancel()
-        if fut is not None:
-            worker.release(fut, awaited=True)  # the user waits for this line: it runs to its end
+        if submitted:
+            worker.release(auto, awaited=True)  # the user waits for this line: it runs to its end

@@ -1,20 +1,22 @@
-"""Jobs: the unit of work the scheduler (worker.py) runs, its priorities, and how it can end.
+"""The unit of work: a ``State`` (a document's text around a cursor and what to generate there), the
+``Job`` the scheduler (worker.py) runs for it (the state plus priority and budget), and how a job can end.
 
-A job is one generation (or an idle warm-up) for one document state. Its waiters' futures are settled
-exactly once (``settle``): a result, or one of the exceptions below.
+A job's outcome travels one way: the scheduler writes it into the store (store.py, through ``Hooks``):
+the tokens as they stream, then how it ended (finished with a result, or dropped: one of the exceptions
+below). Requests wait on the store (``Store.wait``), never on the job.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from engine.text.postprocess import Mode
 from engine.types import CancelToken, Completion, Doubts, GenParams, Timings
 
-USER = 0
+USER = 0  # a request waits for it
 SPECULATIVE = 1  # a document's current state, before (or without) the editor asking
 FUTURE = 2  # a state the user may reach next (a suggestion accepted)
 WARM = 3  # idle time: the KV cache for the active document
@@ -40,96 +42,122 @@ class EngineUnavailable(Exception):
     """The model could not be loaded (or the server is shutting down)."""
 
 
-# what a loader may return: a Backend, or a bare engine that as_backend wraps as a local one
-EngineLike = Any
+# (uri, revision, prefix, suffix, GenParams.key()): work that gives the same result
+WorkKey = tuple[str, int, str, str, tuple]
+
+
+@dataclass(frozen=True)
+class State:
+    """A document's text around a cursor, as the engine will see it, and what to generate there."""
+
+    uri: str
+    revision: int
+    offset: int
+    prefix: str  # LF line breaks, windowed (engine.policy.speculation.window_start)
+    suffix: str
+    mode: Mode
+    params: GenParams
+    skip: str | None = None  # why no automatic work is done here
+    route: str = "local"  # local | remote | race (engine/policy/routing.py)
+
+    def key(self) -> WorkKey:
+        return self.uri, self.revision, self.prefix, self.suffix, self.params.key()
+
+    def serves(self, other: State) -> bool:
+        """Would this state's result answer ``other``? (A generation that may run the quick first window
+        does not answer one that asks for the whole window: planner.whole_window.)"""
+        return self.key() == other.key() and (other.params.quick_start or not self.params.quick_start)
+
+    def at(self, prefix: str, suffix: str) -> State:
+        return replace(self, prefix=prefix, suffix=suffix)
 
 
 @dataclass(eq=False)
 class Job:
-    uri: str
-    revision: int
-    prefix: str
-    suffix: str
-    params: GenParams
+    """A state to run, with its priority and budget, and the scheduler's bookkeeping about it."""
+
+    state: State
     priority: int
     seq: int
-    cancel: CancelToken = field(default_factory=CancelToken)
-    waiters: list[Future] = field(default_factory=list)
-    submitted: float = field(default_factory=time.monotonic)
     budget_s: float | None = None  # the deadline starts when the job starts (queueing or loading is free)
-    not_before: float = 0.0  # monotonic time before which the job does not start (debounce)
-    speculative: bool = False  # created as speculation: when its user waiters leave, it goes on
+    not_before: float = 0.0  # monotonic time before which the job does not start (a pause, a burst)
+    anew: bool = False  # what the store holds for this state was cut off: the model writes it again
+    speculative: bool = False  # when its waiting requests leave, it goes on
+    admit_context: bool = False  # WARM: put ``context`` (a repository context block, or None) in front of
+    context: Any = None  # prompts first
+    prefill: bool = True  # WARM: prefill the KV cache for the state (else the context block only)
+    cancel: CancelToken = field(default_factory=CancelToken)
+    waiters: int = 0  # requests waiting for it (their answers come from the store)
+    submitted: float = field(default_factory=time.monotonic)
     released: bool = False  # a waiter let go without stopping it
     awaited: bool = False  # let go by a request that got nothing: the user waits there for its result
     tracking: bool = False  # kept running after its document changed: it serves the new text
-    anew: bool = False  # what the store holds for this state was cut off: the model writes it again
+    ended: bool = False  # its outcome is in the store
     handle: Any = None  # the hooks' own state for this job (the type-through entry)
     started: float | None = None
     first_line: float | None = None  # when its first complete line streamed
 
-    def same_work(self, other: Job) -> bool:
-        """Would this job's result answer ``other``? (A job that may run the quick first window does not
-        answer one that asks for the whole window: planner.whole_window.)"""
-        return (self.uri == other.uri and self.revision == other.revision and self.params.key() == other.params.key()
-                and self.prefix == other.prefix and self.suffix == other.suffix
-                and (other.params.quick_start or not self.params.quick_start))
+    @property
+    def uri(self) -> str:
+        return self.state.uri
+
+    @property
+    def revision(self) -> int:
+        return self.state.revision
+
+    @property
+    def prefix(self) -> str:
+        return self.state.prefix
+
+    @property
+    def suffix(self) -> str:
+        return self.state.suffix
+
+    @property
+    def params(self) -> GenParams:
+        return self.state.params
 
     @property
     def kind(self) -> str:
         return {USER: "now", SPECULATIVE: "now", FUTURE: "future", WARM: "warm"}[self.priority]
 
+    def serves(self, state: State) -> bool:
+        return not self.cancel.cancelled and not self.ended and self.state.serves(state)
+
 
 Result = tuple[list[Completion], Timings]
-# on_event(state, info): "loading" | "ready" | "busy" | "error", called from the worker thread
-EventSink = Callable[[str, dict[str, Any]], None]
-# keep(job, running) -> bool: does this job of an older revision still serve the document's new text?
-Keep = Callable[[Job, bool], bool]
+# keep(job, running, current) -> bool: does this job of an older revision still serve the document's new
+# state ``current``?
+Keep = Callable[[Job, bool, State], bool]
 
 
 class Hooks(Protocol):
-    """What the session plugs into the worker (all called on the engine thread)."""
+    """What the scheduler writes through (hooks.StoreHooks). ``queued`` and ``ended`` are called with the
+    scheduler's lock held; the others on its engine thread."""
+
+    def queued(self, job: Job) -> None: ...
+
+    def repeat(self, job: Job) -> bool: ...
 
     def answer(self, job: Job) -> Result | None: ...
 
     def started(self, job: Job) -> None: ...
 
-    def token(self, job: Job, index: int, text: str, doubts: Doubts = ()) -> bool: ...
+    def token(self, job: Job, index: int, text: str, doubts: Doubts = ()) -> None: ...
 
     def finished(self, job: Job, result: Result | None, ms: float) -> None: ...
 
-    def idle(self, kv: tuple[str, str] | None) -> tuple[str, int, str, str] | None: ...
+    def ended(self, job: Job, result: Result | None, error: BaseException | None) -> None: ...
+
+    def keep(self, job: Job, running: bool, current: State) -> bool: ...
+
+    def forget(self) -> None: ...
 
 
 def stop_job(job: Job, reason: str) -> None:
     """Stop a job; the first reason sticks (a stale job superseded afterwards is still stale)."""
     if not job.cancel.cancelled:
         job.cancel.cancel(reason)
-
-
-def settle(job: Job, result: Result | None = None, exc: BaseException | None = None) -> None:
-    """Answer the job's waiters (its result, or ``exc``); they leave it, so none is answered twice."""
-    waiters, job.waiters = job.waiters, []
-    for fut in waiters:
-        if fut.done():
-            continue
-        try:
-            if exc is not None:
-                fut.set_exception(exc)
-            else:
-                fut.set_result(result)
-        except InvalidStateError:  # cancelled between the check and the set
-            pass
-
-
-def drop(job: Job, exc: BaseException) -> None:
-    """Stop a job and answer its waiters with ``exc``."""
-    stop_job(job, type(exc).__name__.lower())
-    settle(job, exc=exc)
-
-
-def from_memory(result: Result) -> Result:
-    comps, timings = result
-    return [replace(c, source="memory", ttft_ms=0.0, total_ms=0.0) for c in comps], timings
 
 
 def reason_exc(reason: str) -> BaseException:

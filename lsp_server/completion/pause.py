@@ -10,7 +10,6 @@ it becomes the newest answer for the spot in the store and the client hears flin
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -20,9 +19,9 @@ from engine.decoding.prompt import clip_window
 from engine.policy import routing
 from engine.policy.speculation import window_start
 from engine.types import Completion
-from lsp_server.completion.jobs import USER, Job
-from lsp_server.completion.planner import JOB_BUDGET_S, State, whole_window
-from lsp_server.completion.store import Store, post
+from lsp_server.completion.jobs import USER, State
+from lsp_server.completion.planner import JOB_BUDGET_S, whole_window
+from lsp_server.completion.store import Store
 from lsp_server.completion.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -42,10 +41,6 @@ class Pauses:
         self._on_replace = on_replace  # (uri, ms from the pause job's plan): the shown suggestion was replaced
         self._planned: dict[tuple[str, str, str], tuple[State, float]] = {}  # job's (uri, prefix, suffix)
         self._starts: dict[str, int] = {}  # uri -> the capable window's start in the state's prefix
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
 
     def plan(self, state: State, worker: Worker, not_before: float, short_window: bool = True) -> None:
         """An automatic answer for ``state`` went out: the capable tier writes this spot's suggestion once
@@ -61,24 +56,21 @@ class Pauses:
         self._planned[key] = (whole, time.monotonic())
         while len(self._planned) > PAUSES_KEPT:
             self._planned.pop(next(iter(self._planned)))
-        fut = worker.submit(st.uri, st.revision, st.prefix, st.suffix, st.params, USER, budget_s=JOB_BUDGET_S,
-                            not_before=not_before)
-        # answered at once from its memory or the store (no generation, so no finished hook)
-        fut.add_done_callback(lambda f: None if f.cancelled() or f.exception() is not None else
-                              post(self._loop, self._finished, key, f.result()[0]))
-        # nobody waits on it: it stops at a keystroke, and as idle work once the user has gone (IDLE_WORK_S);
-        # a prompt pass cut short keeps its KV for the next pause
-        worker.release(fut)
+        # nobody waits on it (its outcome comes back as an event: remote_done): it stops at a keystroke, and
+        # as idle work once the user has gone (IDLE_WORK_S); a prompt pass cut short keeps its KV for the
+        # next pause
+        worker.submit(st, USER, budget_s=JOB_BUDGET_S, not_before=not_before)
+        worker.release(st)
 
     def _window(self, state: State) -> State:
         cut, self._starts[state.uri] = short_window(state, self._starts.get(state.uri))
         return cut
 
-    def remote_done(self, job: Job, comps: list[Completion], arrived: float) -> None:
-        """(engine thread) A capable-tier generation finished: if a pause planned it, decide on the loop."""
-        key = (job.uri, job.prefix, job.suffix)
+    def remote_done(self, state: State, comps: list[Completion], arrived: float) -> None:
+        """(event loop) A capable-tier job ended with text: if a pause planned it, decide."""
+        key = (state.uri, state.prefix, state.suffix)
         if key in self._planned:
-            post(self._loop, self._finished, key, comps)
+            self._finished(key, comps)
 
     def forget(self, uri: str) -> None:
         self._starts.pop(uri, None)

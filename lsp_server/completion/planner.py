@@ -10,15 +10,15 @@ generation still streaming is shown early (the rest of the word or line while th
 from __future__ import annotations
 
 import statistics
-import threading
 from collections import deque
 from dataclasses import dataclass, replace
 
 from engine.cache.typethrough import Entry
 from engine.policy import routing, speculation
-from engine.text.postprocess import Mode, decide_mode, split_cursor
+from engine.text.postprocess import decide_mode, split_cursor
 from engine.types import GenParams
 from lsp_server import convert
+from lsp_server.completion.jobs import State
 from lsp_server.settings import Settings
 
 # Text after the cursor copied per keystroke (the engine windows it much tighter: max_suffix_chars).
@@ -67,8 +67,11 @@ FUTURE_DELAY_S = 0.15
 # cores) to the capable model's line (lsp_server/completion/pause.py)
 PAUSE_HOLD_S = 1.0
 # Edits closer together than this are a burst (a paste replayed, a client catching up), not typing: the
-# caches are asked by the request for the state the burst ends in, not on every edit of it.
+# caches are asked by the request for the state the burst ends in, not on every edit of it, and the work
+# for an edit of the burst waits BURST_HOLD_S (the next edit replaces it before it starts) instead of
+# starting a generation per edit that the next one stops. A request never waits for it.
 BURST_GAP_S = 0.015
+BURST_HOLD_S = 0.06
 
 
 def is_lookahead(max_tokens: int, max_lines: int | None) -> bool:
@@ -79,22 +82,6 @@ def is_lookahead(max_tokens: int, max_lines: int | None) -> bool:
 
 def shows_one_line(params: GenParams) -> bool:
     return params.max_lines == 1 or is_lookahead(params.max_tokens, params.max_lines)
-
-
-@dataclass
-class State:
-    """A document's text around a cursor, as the engine will see it, and what to generate there."""
-
-    uri: str
-    revision: int
-    offset: int
-    prefix: str  # LF line breaks, windowed (engine.speculation.window_start)
-    suffix: str
-    mode: Mode
-    params: GenParams
-    skip: str | None = None  # why no automatic work is done here
-    not_before: float = 0.0  # no generation for this state starts before this time.monotonic()
-    route: str = "local"  # local | remote | race (engine/policy/routing.py)
 
 
 def lookahead_for_block(entry: Entry, state: State) -> bool:
@@ -162,6 +149,43 @@ def whole_window(state: State) -> State:
     return replace(state, params=replace(state.params, quick_start=False))
 
 
+@dataclass(frozen=True)
+class Waiting:
+    """How a request waits for its answer: until ``deadline`` (time.monotonic()); what has streamed is
+    shown ``partial_after`` seconds after it came (None: nothing before its generation ends), complete
+    lines only with ``whole_lines``; its generation runs ``job_budget`` seconds at most once started, and
+    goes on as speculation when the request leaves (``detachable``). ``item_one``: an explicit request for
+    variants shows the automatic request's line first (explicit.greedy_first)."""
+
+    deadline: float
+    partial_after: float | None
+    whole_lines: bool = False
+    job_budget: float = JOB_BUDGET_S
+    detachable: bool = False
+    item_one: bool = False
+
+
+def waiting(settings: Settings, state: State, since: float, *, invoked: bool, remote: bool = False,
+            budget_s: float | None = None) -> Waiting:
+    """An explicit request waits for the whole suggestion; one made as the user types is shown what has
+    streamed after PARTIAL_AFTER_S (the rest of the word or line; type-through extends it), but on a line
+    nothing is typed on yet only whole lines: a part would be a statement cut in its middle (issue 16).
+    ``remote``: the capable tier's worker (its generation may take the remote timeout). Speculation off:
+    the model's answer or nothing, within the request's budget."""
+    budget = budget_s if budget_s is not None else INVOKED_BUDGET_S if invoked else AUTOMATIC_BUDGET_S
+    if not settings.speculation:
+        return Waiting(since + budget, None, job_budget=budget)
+    fresh_line = not invoked and not split_cursor(state.prefix, state.suffix)[0].strip()
+    return Waiting(since + budget, budget if invoked else PARTIAL_AFTER_S, whole_lines=fresh_line,
+                   job_budget=max(budget, settings.remote_timeout_ms / 1000) if remote else JOB_BUDGET_S,
+                   detachable=not invoked, item_one=invoked and state.params.n > 1 and not remote)
+
+
+def burst_hold(burst: bool, now: float) -> float:
+    """When the work for a keystroke may start: at once, or after BURST_HOLD_S in a burst of edits."""
+    return now + BURST_HOLD_S if burst else 0.0
+
+
 def window(text: str, offset: int, max_prefix: int, previous: int | None) -> tuple[int, str, str]:
     """(window start, prefix, suffix) for a cursor: the start stays put while the user types (KV reuse)."""
     start = speculation.window_start(text, offset, max_prefix, previous=previous)
@@ -171,34 +195,27 @@ def window(text: str, offset: int, max_prefix: int, previous: int | None) -> tup
 
 
 class Cursors:
-    """Where the user is: each document's current state and the document typed in last. Written on the
-    event loop, read by the engine threads (to keep a generation the user types through, to warm the
-    active spot in idle time); each read is one dict lookup of an immutable state."""
+    """Where the user is (event loop): each document's current state and the document typed in last."""
 
     def __init__(self) -> None:
         self._states: dict[str, State | None] = {}
-        self._lock = threading.Lock()
         self.active: str | None = None
 
     def set(self, uri: str, state: State | None) -> None:
-        with self._lock:
-            self._states[uri] = state
-            if state is not None:
-                self.active = uri
+        self._states[uri] = state
+        if state is not None:
+            self.active = uri
 
     def get(self, uri: str) -> State | None:
-        with self._lock:
-            return self._states.get(uri)
+        return self._states.get(uri)
 
     def forget(self, uri: str) -> None:
-        with self._lock:
-            self._states.pop(uri, None)
-            if self.active == uri:
-                self.active = None
+        self._states.pop(uri, None)
+        if self.active == uri:
+            self.active = None
 
     def active_state(self) -> State | None:
-        with self._lock:
-            return self._states.get(self.active) if self.active is not None else None
+        return self._states.get(self.active) if self.active is not None else None
 
 
 class TypingClock:

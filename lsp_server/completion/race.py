@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 from engine.policy import routing
 from engine.types import Completion
-from lsp_server.completion.jobs import USER, Job
-from lsp_server.completion.planner import Cursors, State
-from lsp_server.completion.store import Answer, Store, post
+from lsp_server.completion.answers import Answer
+from lsp_server.completion.jobs import USER, State
+from lsp_server.completion.planner import Cursors
+from lsp_server.completion.store import Store
 from lsp_server.completion.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -48,10 +49,6 @@ class Races:
         self._revision_of = revision_of
         self._on_late_win = on_late_win  # (uri, ms since the request): the shown suggestion was replaced
         self._races: dict[tuple[str, str, str], Race] = {}  # (uri, prefix, suffix) -> a race under way
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
 
     async def answer(self, state: State, since: float, budget_s: float, remote: Worker, remote_timeout_s: float,
                      local: Callable[[], Awaitable[Answer | None]]) -> Answer | None:
@@ -62,11 +59,8 @@ class Races:
         self._races[(state.uri, state.prefix, state.suffix)] = race
         while len(self._races) > RACES_KEPT:
             self._races.pop(next(iter(self._races)))
-        rfut = remote.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
-                             budget_s=remote_timeout_s, detachable=True)
-        # answered at once from the remote's memory or caches (no generation, so no finished hook)
-        rfut.add_done_callback(lambda f: None if f.cancelled() or f.exception() is not None else
-                               post(self._loop, self._finished, race, f.result()[0], time.monotonic()))
+        # its outcome comes back as an event (remote_done), whether it generated or the store answered it
+        remote.submit(state, USER, budget_s=remote_timeout_s, detachable=True)
         local_task = asyncio.ensure_future(local())
         try:
             return await self._run(race, local_task)
@@ -77,11 +71,11 @@ class Races:
             # an outcome nobody waits for (Stale, cancelled) is not an unhandled error
             local_task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
-    def remote_done(self, job: Job, comps: list[Completion], arrived: float) -> None:
-        """(engine thread) A remote generation finished: if it is a race's, decide it on the event loop."""
-        race = self._races.get((job.uri, job.prefix, job.suffix))
+    def remote_done(self, state: State, comps: list[Completion], arrived: float) -> None:
+        """(event loop) A remote job ended with text: if it is a race's, decide it."""
+        race = self._races.get((state.uri, state.prefix, state.suffix))
         if race is not None:
-            post(self._loop, self._finished, race, comps, arrived)
+            self._finished(race, comps, arrived)
 
     async def _run(self, race: Race, local_task: asyncio.Future) -> Answer | None:
         state, since = race.state, race.since

@@ -13,7 +13,8 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from lsp_server.completion.planner import State
+from lsp_server.completion.answers import Answer
+from lsp_server.completion.jobs import State
 from lsp_server.completion.store import Store
 
 
@@ -38,14 +39,18 @@ class Refresher:
 
     async def _when_done(self, watched: list[State], version: int, within: float) -> None:
         state = watched[0]
-        end = time.monotonic() + within
-        while time.monotonic() < end:
-            await self._store.wait(end)
+        gone = Answer([], "memory", state.mode, complete=True)  # moved on, or finished with nothing to show
+
+        def done() -> Answer | None:
             if self._revision_of(state.uri) != state.revision:
-                return
+                return gone
             found = [self._store.lookup(st, None, partial=False, disk=False) for st in watched]
-            if any(f is not None and f.complete and f.comps for f in found):
-                self._on_refresh(state.uri, version)
-                return
-            if all(f is not None and f.complete for f in found):
-                return  # finished with nothing to show
+            whole = next((f for f in found if f is not None and f.complete and f.comps), None)
+            if whole is not None:
+                return whole
+            return gone if all(f is not None and f.complete for f in found) else None
+
+        waited = await self._store.wait(state, time.monotonic() + within, since=time.monotonic(), tier=None,
+                                        accept=done)
+        if waited.answer is not None and waited.answer is not gone:
+            self._on_refresh(state.uri, version)

@@ -1,12 +1,12 @@
 """The completion service: the store, one scheduler (worker) per backend, the planner and the race.
 
 One keystroke's path reads top to bottom (docs/architecture.md): the session hands the service a
-document's new state (``did_change``); the service asks the store whether an answer exists, else
-submits the state to the scheduler, which runs the model and writes what it streams into the store
-(``StoreHooks``); a request (``answer``) looks the state up in the store and waits on the store's
-changes until its deadline; an explicit request's item 1 (the automatic request's line first) is
-explicit.py's. Nothing here calls back into the session except the two sinks it was given (status
-events, flint/refresh).
+document's new state (``did_change``); the service asks the store whether an answer exists, else submits
+the state to the scheduler, which runs the model and writes what it streams, and how the job ended, into
+the store (hooks.StoreHooks). A request (``answer``) looks the state up in the store and waits there
+(``Store.wait``) until its deadline; an explicit request's item 1 (the automatic request's line first) is
+explicit.py's; what happens after an answer went out is followups.py's. The engine threads reach the
+service only through events.Events, drained on the event loop.
 """
 
 from __future__ import annotations
@@ -18,71 +18,59 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.backends import Backend
-from engine.policy import routing, speculation
-from engine.text.postprocess import split_cursor
-from engine.types import Completion, GenParams
+from engine.policy import routing
 from lsp_server.completion import explicit, planner
-from lsp_server.completion.jobs import SPECULATIVE, USER, EngineLike, Job, JobDropped, Result
+from lsp_server.completion.answers import Answer, settle_rule
+from lsp_server.completion.events import Events, Idle, RemoteDone, Status
+from lsp_server.completion.followups import FollowUps
+from lsp_server.completion.hooks import StoreHooks
+from lsp_server.completion.jobs import SPECULATIVE, USER, JobDropped, State
 from lsp_server.completion.pause import Pauses
-from lsp_server.completion.planner import (
-    AUTOMATIC_BUDGET_S,
-    FUTURE_BUDGET_S,
-    INVOKED_BUDGET_S,
-    JOB_BUDGET_S,
-    PARTIAL_AFTER_S,
-    PAUSE_HOLD_S,
-    REFRESH_WITHIN_S,
-    Cursors,
-    State,
-    TypingClock,
-)
+from lsp_server.completion.planner import JOB_BUDGET_S, Cursors, TypingClock
 from lsp_server.completion.race import Races
 from lsp_server.completion.refresh import Refresher
-from lsp_server.completion.store import Answer, Store, StoreHooks, settle_rule
+from lsp_server.completion.runner import Loader
+from lsp_server.completion.store import Store
 from lsp_server.completion.worker import Worker
 from lsp_server.settings import Settings
 
 log = logging.getLogger(__name__)
 
-# on_event(tier, state, info): a scheduler's status ("loading" | "ready" | "busy" | "error"), any thread
-EventSink = Callable[[str, str, dict[str, Any]], None]
+# load(settings): what answers completions (a Backend, or a bare engine wrapped as a local one)
+Load = Callable[[Settings], object]
 
 
 class CompletionService:
-    def __init__(self, settings: Callable[[], Settings], load: Callable[[Settings], EngineLike],
-                 load_remote: Callable[[Settings], EngineLike], revision_of: Callable[[str], int | None],
-                 on_event: EventSink, on_refresh: Callable[[str, int], None],
-                 version_of: Callable[[str], int],
-                 context: Callable[[State | None], Any] | None = None) -> None:
+    def __init__(self, settings: Callable[[], Settings], load: Load, load_remote: Load,
+                 revision_of: Callable[[str], int | None], on_status: Callable[[Status], None],
+                 on_refresh: Callable[[str, int], None], version_of: Callable[[str], int],
+                 context: Callable[[State], Any] | None = None) -> None:
         self._settings = settings
         self._load = load
         self._load_remote = load_remote
-        self._revision_of = revision_of
-        self._on_event = on_event
-        self._on_refresh = on_refresh
-        self._version_of = version_of
-        self.store = Store(settings, self._identity)
+        self._context = context  # (a worker thread) the repository context block for a spot
+        self.events = Events()
+        self.events.on(Status, on_status)
+        self.events.on(Idle, self._idle)
+        self.events.on(RemoteDone, self._remote_done)
+        self.store = Store(settings, self._identity, self.events)
         self.cursors = Cursors()
         self.clock = TypingClock()
         self.races = Races(self.store, self.cursors, revision_of, self._late_win)
         self.pauses = Pauses(self.store, revision_of, self._late_win)
         self.refresher = Refresher(self.store, revision_of, on_refresh)
+        self.follow = FollowUps(self, settings, on_refresh, version_of)
         self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
         self._wstart: dict[str, int] = {}  # each document's prefix window start (kept while it fits)
         self._asked: dict[str, asyncio.Event] = {}  # uri -> set when a newer request for it comes
-        self.worker = Worker(lambda: load(settings()), revision_of, lambda st, info: on_event("local", st, info),
-                             StoreHooks(self.store, self.cursors, settings, "local"),
-                             context=self._context_source(context) if context is not None else None)
+        self.worker = self._worker("local", lambda: load(settings()))
         self.remote_worker: Worker | None = None  # the capable tier: its own thread, never holds the local model
         self._remote_key: tuple | None = None
         self._started = False
+        self._warming: asyncio.Task | None = None
 
-    def _context_source(self, context: Callable[[State | None], Any]) -> Callable[[], tuple[str | None, Any]]:
-        """The worker's context source: (the active document, its newest context block)."""
-        def source() -> tuple[str | None, Any]:
-            st = self.cursors.active_state()
-            return (st.uri if st is not None else None), context(st)
-        return source
+    def _worker(self, tier: str, load: Loader) -> Worker:
+        return Worker(load, StoreHooks(self.store, self._settings, tier, self.events), self.events, tier)
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -91,9 +79,7 @@ class CompletionService:
         self.sync_remote()
 
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.store.attach_loop(loop)
-        self.races.attach_loop(loop)
-        self.pauses.attach_loop(loop)
+        self.events.attach_loop(loop)
 
     def reload(self) -> None:
         self.worker.reload(lambda: self._load(self._settings()))
@@ -110,23 +96,15 @@ class CompletionService:
             _stop_worker(old)
         if key is None or not self._started:
             return False
-        w = Worker(lambda: self._load_remote(self._settings()), self._revision_of,
-                   lambda st, info: self._on_event("remote", st, info),
-                   StoreHooks(self.store, self.cursors, self._settings, "remote", self._remote_done))
-        self.remote_worker = w
-        w.start()
+        self.remote_worker = self._worker("remote", lambda: self._load_remote(self._settings()))
+        self.remote_worker.start()
         return True
-
-    def _remote_done(self, job: Job, comps: list[Completion], arrived: float) -> None:
-        """(engine thread) A capable-tier generation finished: a race's or a pause's."""
-        self.races.remote_done(job, comps, arrived)
-        self.pauses.remote_done(job, comps, arrived)
 
     def shutdown(self) -> None:
         self.worker.stop()
         if self.remote_worker is not None:
             _stop_worker(self.remote_worker)
-        self.store.close_disk()
+        self.store.disk.close()
 
     def engine(self, tier: str = "local") -> Backend | None:
         w = self.remote_worker if tier == "remote" else self.worker
@@ -160,6 +138,24 @@ class CompletionService:
         digest = eng.context_digest  # a suggestion made with another context block is another entry
         return (f"{eng.model_id}+context:{digest}" if digest else eng.model_id, *self.windows(tier))
 
+    # ---- events from the engine threads (event loop) --------------------------------------------
+    def _remote_done(self, event: RemoteDone) -> None:
+        """A capable-tier job ended with text: a race's or a pause's."""
+        self.races.remote_done(event.state, event.comps, event.arrived)
+        self.pauses.remote_done(event.state, event.comps, event.arrived)
+
+    def _idle(self, event: Idle) -> None:
+        """The local worker went idle: warm the spot the user is at, its context block gathered first
+        (file reads and parsing: on a thread, not on the event loop)."""
+        st = self.cursors.active_state()
+        if event.tier != "local" or st is None or (self._warming is not None and not self._warming.done()):
+            return
+        self._warming = asyncio.get_running_loop().create_task(self._warm(st))
+
+    async def _warm(self, st: State) -> None:
+        block = await asyncio.to_thread(self._context, st) if self._context is not None else None
+        self.worker.warm(st, block, prefill=self._settings().speculation)
+
     # ---- states ---------------------------------------------------------------------------------
     def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,
               variants: bool = False, language: str | None = None) -> State:
@@ -170,21 +166,28 @@ class CompletionService:
         return planner.state_at(self._settings(), uri, revision, offset, prefix, suffix, invoked=invoked,
                                 remote_ready=self.remote_ready(), n=n, variants=variants, language=language)
 
+    def at(self, uri: str, state: State) -> None:
+        """The user is at ``state`` (an automatic request there): what a generation kept through typing
+        must agree with."""
+        self.cursors.set(uri, state)
+        for w in self._workers():
+            w.moved(uri, state)
+
     # ---- keystrokes -----------------------------------------------------------------------------
     def did_change(self, uri: str, revision: int, state: State | None, *, speculate: bool) -> None:
         """After an edit: stop stale work (but keep a generation the user is typing through), and start
         the newest state's generation now (newest wins, no debounce), unless the store answers it."""
-        burst = self.clock.keystroke(uri, time.monotonic())
+        now = time.monotonic()
+        burst = self.clock.keystroke(uri, now)
         self.cursors.set(uri, state)
         spec = self._settings().speculation and state is not None
         for w in self._workers():
-            hooks = w.hooks
-            w.document_changed(uri, revision, hooks.keep if spec and isinstance(hooks, StoreHooks) else None)
+            w.document_changed(uri, revision, state if spec else None)
         if not spec or not speculate or state is None or state.skip:
             return
         if not burst and self._in_store(state):
             return  # typed through, or on disk: no model call for this keystroke
-        self._speculate(state)
+        self._speculate(state, planner.burst_hold(burst, now))
 
     def did_move(self, uri: str, state: State) -> None:
         """The cursor moved without an edit: what was planned for the old spot goes (its futures; a
@@ -192,10 +195,12 @@ class CompletionService:
         moment before the user types there, unless the store answers it. Not a keystroke: the typing
         clock is left alone."""
         self.cursors.set(uri, state)
+        for w in self._workers():
+            w.moved(uri, state)
         if not self._settings().speculation or state.skip:
             return
         for w in self._workers():
-            w.set_futures(uri, state.revision, [])
+            w.set_futures([])
         if self._in_store(state):
             self.worker.poke()  # answered already: idle time warms the spot's whole window
             return
@@ -206,11 +211,10 @@ class CompletionService:
         return self.store.lookup(state, since=None, partial=True,
                                  backend="remote" if state.route == routing.REMOTE else None) is not None
 
-    def _speculate(self, state: State) -> None:
+    def _speculate(self, state: State, not_before: float = 0.0) -> None:
         """Start the state's generation on the tier(s) it is routed to, nobody waiting for it yet."""
         for w, budget in self._speculation_workers(state):
-            w.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, SPECULATIVE,
-                     budget_s=budget, not_before=state.not_before)
+            w.submit(state, SPECULATIVE, budget_s=budget, not_before=not_before)
 
     def did_close(self, uri: str) -> None:
         self.cursors.forget(uri)
@@ -249,6 +253,8 @@ class CompletionService:
         if older is not None:
             older.set()  # a request still waiting outside the worker (explicit.greedy_first) is superseded
         self._asked[state.uri] = asyncio.Event()
+        if not invoked:
+            self.at(state.uri, state)
         route = state.route
         if route != routing.LOCAL and not self.remote_ready():
             route = routing.LOCAL
@@ -266,18 +272,16 @@ class CompletionService:
         assert rw is not None
         # an explicit request waits for the remote up to remoteTimeoutMs, then asks the local model; one
         # made as the user types has its usual deadline (and the generation goes on for the next ask)
-        limit = self._settings().remote_timeout_ms / 1000 if invoked else AUTOMATIC_BUDGET_S
+        limit = self._settings().remote_timeout_ms / 1000 if invoked else planner.AUTOMATIC_BUDGET_S
         self.worker.poke()  # the local model warms its KV for this spot meanwhile (the next keystrokes)
         try:
-            ans = await self._answer_on(rw, state, since, invoked, budget=limit, backend="remote")
+            ans = await self._answer_on(rw, state, since, invoked, budget=limit)
         except (JobDropped, asyncio.CancelledError):
             raise  # the document changed, a newer request came: the same for any backend
         except Exception as e:
             reason = f"remote failed ({e})"
         else:
-            if ans is not None and (ans.comps or ans.complete):
-                return ans
-            if not invoked:
+            if ans is not None and (ans.comps or ans.complete) or not invoked:
                 return ans
             reason = f"no remote answer within {limit * 1000:.0f} ms"
         log.info("remote answer unavailable for %s: %s; asking the local model", state.uri, reason)
@@ -287,180 +291,73 @@ class CompletionService:
         return ans
 
     async def _answer_on(self, worker: Worker, state: State, since: float, invoked: bool,
-                         budget: float | None = None, backend: str | None = None) -> Answer | None:
-        """The answer from one backend's worker: the store (``backend``: only that backend's entries),
-        else its model. The request keeps its deadline even while the model (re)loads (issue 14.8)."""
-        if budget is None:
-            budget = INVOKED_BUDGET_S if invoked else AUTOMATIC_BUDGET_S
-        deadline = since + budget
-        tier = "remote" if worker is self.remote_worker else "local"
-        # an explicit request waits for the whole suggestion; one made as the user types is shown what
-        # has streamed after PARTIAL_AFTER_S (the rest of the word or line; type-through extends it), but
-        # on a line nothing is typed on yet only whole lines: a part would be a statement cut in its middle
-        show_partial_after = budget if invoked else PARTIAL_AFTER_S
-        fresh_line = not invoked and not split_cursor(state.prefix, state.suffix)[0].strip()
+                         budget: float | None = None) -> Answer | None:
+        """The answer from one backend's worker: the store (a remote worker: only its own entries), else
+        its model. The request keeps its deadline even while the model (re)loads (issue 14.8)."""
+        tier = worker.tier
+        backend = "remote" if tier == "remote" else None
+        plan = planner.waiting(self._settings(), state, since, invoked=invoked, remote=tier == "remote",
+                               budget_s=budget)
         found = self.store.lookup(state, since, partial=False, backend=backend)
         if invoked and found is not None and found.quick:
             # the quick window had nothing here: the user asked, so the whole window is worth its wait
             state = planner.whole_window(state)
             found = self.store.lookup(state, since, partial=False, backend=backend)
-        if not self._settings().speculation:
-            # a plain server: exact repeats, the disk, else one model call within the budget
-            if found is not None:
-                return found
-            fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
-                                budget_s=budget)
-            afut = asyncio.wrap_future(fut)
-            try:
-                await asyncio.wait([afut], timeout=max(0.0, deadline - time.monotonic()))
-            except asyncio.CancelledError:
-                fut.cancel()
-                raise
-            if not afut.done():
-                worker.release(fut)
-                return None
-            return self._from_result(state, afut.result(), tier)
-        if found is not None and found.complete:
+        if found is not None and (found.complete or plan.partial_after is None):
             return found
-        job_budget = JOB_BUDGET_S if tier == "local" else max(budget, self._settings().remote_timeout_ms / 1000)
-        if invoked and state.params.n > 1 and tier == "local" and not self.store.streaming(state):
-            # (where the variants' own generation already runs, its item 1 is shown once settled: below)
-            first = await explicit.greedy_first(self.store, worker, self._auto_twin(state), since, deadline,
-                                                self._asked.setdefault(state.uri, asyncio.Event()),
-                                                self._settings, backend)
-            if first is not None:
-                # an explicit request: the automatic suggestion for this state (made, or made now: one
-                # greedy row with its drafts is the fastest line) is item 1; the other variants follow
-                # (their job runs to its end on the KV the line left, then flint/refresh)
-                fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
-                                    budget_s=job_budget, not_before=state.not_before)
-                worker.release(fut, awaited=True)
-                return first
-            if self.store.streaming(self._auto_twin(state)):
-                return None  # the line is still coming (prompt pass): flint/refresh when it is there
-        fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix, state.params, USER,
-                            budget_s=job_budget, not_before=state.not_before, detachable=not invoked)
+        if plan.item_one and not self.store.streaming(state):
+            first = await self._item_one(worker, state, since, plan)
+            if first is not None or self.store.streaming(self._auto_twin(state)):
+                return first  # (None: the line is still coming: flint/refresh when it is there)
+        worker.submit(state, USER, budget_s=plan.job_budget, detachable=plan.detachable)
         if found is not None and found.comps and found.source in ("type-through", "disk"):
-            worker.release(fut)  # a start read or typed through answers now; the generation writes the rest
+            worker.release(state)  # a start read or typed through answers now; the generation writes the rest
             return found
-        afut = asyncio.wrap_future(fut)
+        return await self._wait(worker, state, since, invoked, plan)
+
+    async def _item_one(self, worker: Worker, state: State, since: float, plan: planner.Waiting) -> Answer | None:
+        """An explicit request: the automatic suggestion for this state (made, or made now: one greedy row
+        with its drafts is the fastest line) is item 1; the other variants follow (their job runs to its
+        end on the KV the line left, then flint/refresh). Where the variants' own generation already runs,
+        its item 1 is shown once settled (``_wait``)."""
+        first = await explicit.greedy_first(self.store, worker, self._auto_twin(state), since, plan.deadline,
+                                            self._asked.setdefault(state.uri, asyncio.Event()), self._settings)
+        if first is not None:
+            worker.submit(state, USER, budget_s=plan.job_budget)
+            worker.release(state, awaited=True)
+        return first
+
+    async def _wait(self, worker: Worker, state: State, since: float, invoked: bool,
+                    plan: planner.Waiting) -> Answer | None:
+        """Wait in the store for the job just submitted (or joined); let it go when the answer is there."""
+        backend = "remote" if worker.tier == "remote" else None
         settle = settle_rule(state, self._settings().max_lines) if invoked and state.params.n > 1 else None
+        accept = (lambda: explicit.settled_first(self.store, state, since, settle, backend)) if settle else None
         try:
             while True:
-                if afut.done():
-                    result = afut.result()  # raises the worker's errors
-                    if state.params.quick_start and result[1].window == "quick":
-                        again = self.store.lookup(state, since, partial=False, disk=False, backend=backend)
-                        if again is not None and again.quick:  # nothing from the quick window
-                            if not invoked or time.monotonic() >= deadline:
-                                return again  # the session follows it with the whole window (follow_whole)
-                            state = planner.whole_window(state)  # the user asked: the whole one, now
-                            fut = worker.submit(state.uri, state.revision, state.prefix, state.suffix,
-                                                state.params, USER, budget_s=job_budget, anew=True,
-                                                not_before=state.not_before)
-                            afut = asyncio.wrap_future(fut)
-                            continue
-                    return self._from_result(state, result, tier)
-                now = time.monotonic()
-                partial = not fresh_line and (now >= deadline or (not invoked and now - since >= show_partial_after))
-                found = self.store.lookup(state, since, partial=partial, disk=False, backend=backend)
-                # a finished answer goes out at once, and one typed through; one still streaming after
-                # PARTIAL_AFTER_S; at the deadline, whatever exists
-                if found is not None and (found.complete or found.source in ("type-through", "disk") or
-                                          now - since >= show_partial_after or now >= deadline):
-                    worker.release(fut)
-                    return found
-                if settle is not None:
-                    # an explicit request shows item 1 once it is settled; the other variants follow
-                    early = explicit.settled_first(self.store, state, since, settle, backend)
-                    if early is not None:
-                        worker.release(fut, awaited=True)  # the variants asked for are finished
-                        return early
-                if now >= deadline:
-                    worker.release(fut, awaited=True)  # keep generating: a refresh / the next ask gets it
-                    return None
-                wait_s = min(deadline, since + show_partial_after) - now if now - since < show_partial_after \
-                    else deadline - now
-                await asyncio.wait([afut, self.store.next_change()], timeout=max(0.0, wait_s),
-                                   return_when=asyncio.FIRST_COMPLETED)
+                waited = await self.store.wait(state, plan.deadline, plan.partial_after, since=since,
+                                               tier=worker.tier, backend=backend, whole_lines=plan.whole_lines,
+                                               accept=accept)
+                ans = waited.answer
+                if waited.why == "ended" and ans is not None and ans.quick and invoked and \
+                        time.monotonic() < plan.deadline:
+                    state = planner.whole_window(state)  # nothing from the quick window: the user asked
+                    worker.submit(state, USER, budget_s=plan.job_budget, anew=True)
+                    continue
+                if waited.why != "ended":
+                    # at the deadline, or the variants' item 1: keep generating (a refresh, the next ask)
+                    worker.release(state, awaited=waited.why in ("accepted", "deadline"))
+                return ans
         except asyncio.CancelledError:
-            fut.cancel()
+            worker.abandon(state)
             raise
 
     def _auto_twin(self, state: State) -> State:
         return explicit.auto_twin(self._settings(), state, self.remote_ready())
 
-    def _from_result(self, state: State, result: Result, backend: str = "local") -> Answer:
-        comps = result[0]
-        source = comps[0].source if comps else "model"
-        return Answer(comps, source, self.store.mode_for(state, None), complete=True,
-                      origin="disk" if source == "disk" else "model", backend=backend)
-
-    # ---- after an answer went out ---------------------------------------------------------------
-    def plan_futures(self, state: State, text: str, replace: int) -> None:
-        """A suggestion (LF ``text``, replacing ``replace`` characters) is on screen: pre-generate where
-        accepting it leads, unless already covered. Futures wait for a pause (TypingClock.future_delay) and
-        run below any work for the current state."""
-        plan: list[tuple[str, str, GenParams, float | None]] = []
-        remote_plan: list[tuple[str, str, GenParams, float | None]] = []
-        s = self._settings()
-        for f in speculation.futures(state.prefix, state.suffix, text, replace):
-            fs = planner.state_at(s, state.uri, state.revision, state.offset, f.prefix, f.suffix, invoked=False,
-                                  remote_ready=self.remote_ready(), language=state.params.language)
-            if fs.skip or self.store.covered(fs):
-                continue
-            # where the state's own generation would run (a race's futures are local: that is what shows)
-            (remote_plan if fs.route == routing.REMOTE and self.remote_worker is not None else plan).append(
-                (fs.prefix, fs.suffix, fs.params, FUTURE_BUDGET_S))
-        if plan:
-            log.debug("futures for %s: %d", state.uri, len(plan))
-        not_before = time.monotonic() + self.clock.future_delay(state.uri)
-        if self._pausing():
-            not_before += PAUSE_HOLD_S
-        self.worker.set_futures(state.uri, state.revision, plan, not_before=not_before)
-        if self.remote_worker is not None:
-            self.remote_worker.set_futures(state.uri, state.revision, remote_plan, not_before=not_before)
-
-    def plan_pause(self, state: State, answer: Answer | None) -> None:
-        """An automatic answer from the local model went out (routing ``pause``): the capable tier writes
-        this spot's suggestion if the user pauses here (pause.py)."""
-        rw = self.remote_worker
-        if rw is None or not self._pausing() or answer is None or answer.backend != "local":
-            return
-        self.pauses.plan(state, rw, self.clock.pause_starts(state.uri, time.monotonic()),
-                         short_window=self.backend_name("remote") == "capable")
-
-    def _pausing(self) -> bool:
-        """Routing ``pause`` with its capable tier ready."""
-        return self._settings().routing == routing.PAUSE and self.remote_ready()
-
-    def follow_whole(self, state: State, version: int) -> None:
-        """The quick first window had nothing to show at this spot (its lines were dropped: a short window
-        misses the code that decides them). The user is here: the whole window runs now, to its end unless
-        the user moves on, and the client hears flint/refresh if it has a line (the store then answers the
-        automatic state from it, newest first). It waits for a pause, as futures do: a typist who goes on
-        makes it stale before its prompt pass holds up the next keystroke."""
-        whole = planner.whole_window(state)
-        if whole is state or state.route == routing.REMOTE or whole.skip:
-            return
-        not_before = max(whole.not_before, time.monotonic() + self.clock.future_delay(state.uri))
-        fut = self.worker.submit(whole.uri, whole.revision, whole.prefix, whole.suffix, whole.params, USER,
-                                 budget_s=JOB_BUDGET_S, not_before=not_before)
-        self.worker.release(fut, awaited=True)
-        self.watch_for_refresh(whole, version, within=JOB_BUDGET_S)
-
-    def watch_for_refresh(self, state: State, version: int, within: float = REFRESH_WITHIN_S,
-                          greedy: bool = False) -> None:
-        """A partial answer went out: once its generation has the whole suggestion (the document still at
-        that state), the client hears flint/refresh and asks again (the store answers at once).
-        ``greedy``: an explicit request got nothing yet; its automatic twin's line is enough (it is item 1
-        of the next ask: explicit.greedy_first)."""
-        watched = [state] + ([self._auto_twin(state)] if greedy and state.params.n > 1 else [])
-        self.refresher.watch(watched, version, within)
-
     def _late_win(self, uri: str, ms: float) -> None:
         self.on_late_win(uri, ms)
-        self._on_refresh(uri, self._version_of(uri))
+        self.follow.refresh(uri)
 
 
 def _stop_worker(w: Worker) -> None:

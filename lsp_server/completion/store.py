@@ -1,12 +1,13 @@
-"""The store: every answer that exists without a model call, and the only writer of them.
+"""The store: every answer that exists, and the one way a result travels from a scheduler to its requests.
 
-It owns the type-through store (generations finished or still streaming, engine/cache/typethrough.py), the
-exact-repeat memory that store gives, the on-disk cache shared by every server on the machine
-(engine/cache/disk.py) and its keys. Readers (requests, on the event loop) ``lookup`` a state and ``wait``
-for the next change instead of polling; writers (the engine threads, through ``StoreHooks``) ``open`` an
-entry when a generation starts, ``stream`` its text, and ``finish`` or ``discard`` it. A generation
-cancelled or crashed is finished with what it had as a cut-off entry (never one that reads as complete)
-or discarded.
+It owns the type-through store (generations finished or still streaming, engine/cache/typethrough.py),
+the exact-repeat memory that store gives, the disk cache (ondisk.py), and one record per unit of work
+(``Work``): which job serves it now and how that job ended (a result, or Stale / Superseded / Cancelled
+/ an error). The schedulers write (through hooks.StoreHooks, on their engine threads): ``open`` an entry
+when a generation starts, ``stream`` its text, ``finish`` or ``discard`` it, and ``ended`` for every job.
+Requests read, on the event loop: ``lookup`` a state, or ``wait`` for its answer (one loop for every
+waiter: the service's requests, an explicit request's item 1, a race's local side). A generation cancelled
+or crashed is finished with what it had as a cut-off entry (never one that reads as complete) or discarded.
 """
 
 from __future__ import annotations
@@ -16,104 +17,54 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from engine.cache.disk import CompletionCache, cache_key, is_complete
-from engine.cache.typethrough import Entry, TypeThrough, anchor_of, reachable
+from engine.cache.disk import is_complete
+from engine.cache.typethrough import Entry, Hit, TypeThrough
 from engine.policy import routing
-from engine.text.postprocess import (
-    CUT_OFF_REASONS,
-    Budget,
-    Mode,
-    budget_for,
-    postprocess,
-    settled,
-    split_cursor,
-)
-from engine.types import Completion, Doubts, GenParams, Timings
-from lsp_server.completion.jobs import FUTURE, Job, Result
-from lsp_server.completion.planner import Cursors, State, is_lookahead, lookahead_for_block, shows_one_line
+from engine.text.postprocess import CUT_OFF_REASONS, Mode, postprocess, split_cursor
+from engine.types import Completion, Doubts
+from lsp_server.completion.answers import Answer, entry_backend
+from lsp_server.completion.events import Changed, Events
+from lsp_server.completion.jobs import Job, Result, State, Superseded, WorkKey
+from lsp_server.completion.ondisk import DiskAnswers, Identity
+from lsp_server.completion.planner import is_lookahead, lookahead_for_block
 from lsp_server.settings import Settings
 
-DISK_MISS_MEMORY = 64  # recent disk misses not asked again (this server fills the entries it misses)
-
-# (model id, max prefix chars, max suffix chars) of a backend tier, or None while it is not loaded
-Identity = Callable[[str], "tuple[str, int, int] | None"]
-
-
-def post(loop: asyncio.AbstractEventLoop | None, fn: Callable[..., object], *args: object) -> None:
-    """(any thread) Run ``fn(*args)`` on the event loop soon; nothing once it is closed (shutting down)."""
-    if loop is not None and not loop.is_closed():
-        try:
-            loop.call_soon_threadsafe(fn, *args)
-        except RuntimeError:  # closed meanwhile
-            pass
+WORK_KEPT = 512  # records of units of work kept (a request waits on the newest few)
 
 
 @dataclass
-class Answer:
-    comps: list[Completion]  # raw text at the state's cursor
-    source: str
-    mode: Mode
-    complete: bool  # nothing more is coming for it
-    origin: str = "model"
-    backend: str = "local"
-    note: str = ""  # said in the status message (a fallback, a race outcome)
-    # an empty answer made from the engine's quick first window: the whole window may have a line there
-    # (a request that may wait asks again with GenParams.quick_start off: whole_window)
-    quick: bool = False
+class Work:
+    """One unit of work for one scheduler tier: the job serving it now (``seq``) and how it ended."""
+
+    seq: int
+    state: State  # the job's own state (whether it may run the quick window)
+    ended: bool = False
+    result: Result | None = None
+    error: BaseException | None = None
+    at: float = 0.0  # when it ended (time.monotonic())
 
 
-def entry_backend(entry: Entry) -> str:
-    """Which backend wrote a type-through entry (its key ends with the backend's tier)."""
-    tail = entry.key[-1] if entry.key else None
-    return tail if tail in ("local", "remote") else "local"
+@dataclass
+class Waited:
+    """What ``Store.wait`` came back with, and why: "ended" (the work ended: its answer), "found" (the
+    store had one worth showing), "accepted" (the caller's own early answer), "deadline" (nothing)."""
 
-
-def settle_rule(state: State, max_lines: int) -> tuple[str, Budget]:
-    """The cursor's line prefix and the context's budget (engine.postprocess.budget_for): what makes a
-    streaming variant final. Computed once per request, not per streamed token."""
-    line_prefix, _ = split_cursor(state.prefix, state.suffix)
-    return line_prefix, budget_for(state.prefix, state.suffix, state.params.language, max_lines=max_lines)
-
-
-def settled_variants(answer: Answer, line_prefix: str, budget: Budget) -> list[Completion]:
-    """The variants of a (still streaming) answer that are final: their generation ended them, or they
-    went past what the budget shows (engine.postprocess.settled)."""
-    return [c for c in answer.comps if c.text.strip() and
-            settled(c.text, c.finish_reason not in CUT_OFF_REASONS, line_prefix, budget)]
-
-
-def hidden_entry(prefix: str, suffix: str, n: int, key: tuple) -> Entry:
-    """A type-through entry outside the store: it answers nothing, but says whether typing agrees with
-    the generation streaming into it (TypeThrough.consistent)."""
-    anchor, at_start = anchor_of(prefix)
-    return Entry(anchor, at_start, suffix, split_cursor(prefix, "")[0], n, key)
+    answer: Answer | None
+    why: str
 
 
 class Store:
-    def __init__(self, settings: Callable[[], Settings], identity: Identity) -> None:
+    def __init__(self, settings: Callable[[], Settings], identity: Identity, events: Events | None = None) -> None:
         self._settings = settings
-        self._identity = identity
         self.typethrough = TypeThrough()
-        self.disk: CompletionCache | None = None
-        self._misses: OrderedDict[str, None] = OrderedDict()  # keys just looked up in vain
-        self._misses_lock = threading.Lock()  # the engine threads look up and fill entries too
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self.disk = DiskAnswers(identity)
+        self._work: OrderedDict[tuple[str, WorkKey], Work] = OrderedDict()
+        self._lock = threading.Lock()  # the records: written under a scheduler's lock, read on the loop
+        self._events = events or Events()
+        self._events.on(Changed, self._pulse)
         self._tick: asyncio.Future | None = None
-
-    # ---- lifecycle ------------------------------------------------------------------------------
-    def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-
-    def open_disk(self, size_mb: int) -> None:
-        self.close_disk()
-        self.disk = CompletionCache(size_mb=size_mb) if size_mb > 0 else None
-
-    def close_disk(self) -> None:
-        if self.disk is not None:
-            self.disk.close()
-            self.disk = None
 
     @property
     def speculating(self) -> bool:
@@ -126,22 +77,114 @@ class Store:
             self._tick = asyncio.get_running_loop().create_future()
         return self._tick
 
-    async def wait(self, deadline: float) -> None:
-        """(event loop) Until the store changes or ``deadline`` (time.monotonic()) passes."""
-        left = deadline - time.monotonic()
-        if left > 0:
-            await asyncio.wait([self.next_change()], timeout=left)
-
     def changed(self) -> None:
         """(any thread) Wake whoever waits for a change."""
-        post(self._loop, self._pulse)
+        self._events.put(Changed())
 
-    def _pulse(self) -> None:
+    def _pulse(self, _: Changed) -> None:
         tick, self._tick = self._tick, None
         if tick is not None and not tick.done():
             tick.set_result(None)
 
-    # ---- writing (engine threads, and a race's winner) -------------------------------------------
+    async def wait(self, state: State, deadline: float, partial_after: float | None = None, *, since: float,
+                   tier: str | None = "local", backend: str | None = None, whole_lines: bool = False,
+                   accept: Callable[[], Answer | None] | None = None, stop: asyncio.Event | None = None) -> Waited:
+        """(event loop) Wait for ``state``'s answer until ``deadline`` (time.monotonic()), looking again at
+        every change of the store:
+
+        - the work ``tier``'s scheduler was asked for ended: its answer, or its error raised (``tier`` None:
+          the caller asked for no work, it only reads the store);
+        - with ``partial_after`` (seconds after ``since``, when the request came): a complete answer, one
+          typed through or read from disk at once; after ``partial_after`` whatever has streamed
+          (``whole_lines``: complete lines only). ``backend``: only that backend's entries;
+        - ``accept()``: the caller's own early answer;
+        - ``stop`` set (a newer request for the document): ``Superseded``;
+        - at the deadline: nothing."""
+        show_at = since + partial_after if partial_after is not None else None
+        stopped = asyncio.ensure_future(stop.wait()) if stop is not None else None
+        try:
+            while True:
+                done = self.outcome(tier, state) if tier is not None else None
+                if done is not None:
+                    if done.error is not None:
+                        raise done.error
+                    return Waited(self.final(state, since, done, tier or "local", backend), "ended")
+                now = time.monotonic()
+                if show_at is not None:
+                    late = now >= show_at or now >= deadline
+                    found = self.lookup(state, since, partial=late and not whole_lines, disk=False, backend=backend)
+                    if found is not None and (found.complete or found.source in ("type-through", "disk") or late):
+                        return Waited(found, "found")
+                early = accept() if accept is not None else None
+                if early is not None:
+                    return Waited(early, "accepted")
+                if now >= deadline:
+                    return Waited(None, "deadline")
+                wake = min(deadline, show_at) if show_at is not None and now < show_at else deadline
+                await asyncio.wait([self.next_change(), *([stopped] if stopped is not None else [])],
+                                   timeout=max(0.0, wake - now), return_when=asyncio.FIRST_COMPLETED)
+                if stop is not None and stop.is_set():
+                    raise Superseded("a newer request for this document replaced it")
+        finally:
+            if stopped is not None:
+                stopped.cancel()
+
+    def final(self, state: State, since: float, done: Work, tier: str, backend: str | None) -> Answer:
+        """The answer a finished unit of work gives ``state``: its result (made before the request came:
+        from memory), or "nothing yet" from the quick first window (the whole window may have a line)."""
+        comps, timings = done.result or ([], None)
+        if state.params.quick_start and timings is not None and timings.window == "quick":
+            again = self.lookup(state, since, partial=False, disk=False, backend=backend)
+            if again is not None and again.quick:
+                return again
+        if done.at < since:  # asked again for what was just computed
+            comps = [replace(c, source="memory", ttft_ms=0.0, total_ms=0.0) for c in comps]
+        source = comps[0].source if comps else "model"
+        return Answer(comps, source, self.mode_for(state, None), complete=True,
+                      origin="disk" if source == "disk" else "model", backend=tier)
+
+    # ---- units of work (a scheduler's lock held) ------------------------------------------------
+    def queued(self, tier: str, job: Job) -> None:
+        """``job`` serves its state's work now (a new job, or one a request joined)."""
+        key = (tier, job.state.key())
+        with self._lock:
+            work = self._work.get(key)
+            if work is None or work.seq != job.seq:
+                self._work[key] = Work(job.seq, job.state)
+            self._work.move_to_end(key)
+            while len(self._work) > WORK_KEPT:
+                self._work.popitem(last=False)
+
+    def repeat(self, tier: str, job: Job) -> Work | None:
+        """This very work's record, if it was just done (same document revision, text and parameters):
+        its result answers the request again and no job is needed."""
+        with self._lock:
+            work = self._work.get((tier, job.state.key()))
+        ok = work is not None and work.ended and work.error is None and work.state.serves(job.state)
+        return work if ok else None
+
+    def ended(self, tier: str, job: Job, result: Result | None, error: BaseException | None) -> None:
+        """How ``job`` ended for its state: a result, or the error its requests hear."""
+        with self._lock:
+            work = self._work.get((tier, job.state.key()))
+            if work is None or work.seq != job.seq:
+                return  # a newer job serves that work: its requests wait for that one
+            work.ended, work.result, work.error, work.at = True, result, error, time.monotonic()
+        self.changed()
+
+    def outcome(self, tier: str, state: State) -> Work | None:
+        """The record of ``state``'s work on ``tier``, once it ended."""
+        with self._lock:
+            work = self._work.get((tier, state.key()))
+        return work if work is not None and work.ended and work.state.serves(state) else None
+
+    def forget(self, tier: str) -> None:
+        """A model was swapped: what the old one made is no repeat of the new one's work."""
+        with self._lock:
+            for key in [k for k in self._work if k[0] == tier]:
+                del self._work[key]
+
+    # ---- entries (engine threads, and a race's winner) ------------------------------------------
     def open(self, prefix: str, suffix: str, n: int, key: tuple) -> Entry:
         entry = self.typethrough.open(prefix, suffix, n=n, key=key)
         self.changed()
@@ -167,57 +210,8 @@ class Store:
                                  key=(*state.params.key(), tier), origin=origin)
             self.changed()
 
-    def save(self, prefix: str, suffix: str, params: GenParams, tier: str, comps: list[Completion],
-             ms: float) -> None:
-        """A finished generation onto disk (a greedy one cut off too, as a start: cache.put_partial)."""
-        if not comps or self.disk is None or not (is_complete(comps) or params.temperature == 0):
-            return
-        key = self.disk_key(prefix, suffix, params, tier)
-        put = self.disk.put if is_complete(comps) else self.disk.put_partial
-        if key is not None and put(key, comps, ms):
-            with self._misses_lock:
-                self._misses.pop(key, None)
-
     def consistent(self, entry: Entry, prefix: str, suffix: str) -> bool:
         return self.typethrough.consistent(entry, prefix, suffix)
-
-    # ---- disk -----------------------------------------------------------------------------------
-    def disk_key(self, prefix: str, suffix: str, params: GenParams, tier: str = "local") -> str | None:
-        """The disk entry's key: the backend's model id is part of it (local and remote never mix)."""
-        ident = self._identity(tier)
-        if self.disk is None or ident is None or not ident[0]:
-            return None
-        model_id, max_p, max_s = ident
-        return cache_key(model_id, params, prefix, suffix, max_p, max_s)
-
-    def disk_get(self, prefix: str, suffix: str, params: GenParams, tier: str = "local") -> list[Completion] | None:
-        key = self.disk_key(prefix, suffix, params, tier)
-        disk = self.disk
-        if key is None or disk is None:
-            return None
-        with self._misses_lock:
-            if key in self._misses:
-                return None
-        found = disk.get(key)
-        if found is None:  # the didChange and the request for one keystroke ask for the same key
-            with self._misses_lock:
-                self._misses[key] = None
-                if len(self._misses) > DISK_MISS_MEMORY:
-                    self._misses.popitem(last=False)
-        return found
-
-    def _disk_answer(self, state: State, backend: str | None, complete_only: bool = False) -> Answer | None:
-        """The disk entry stored for this very state, as an answer (it joins the type-through entries)."""
-        tier = backend or ("remote" if state.route == routing.REMOTE else "local")
-        comps = self.disk_get(state.prefix, state.suffix, state.params, tier)
-        if comps is None or (complete_only and not is_complete(comps)):
-            return None
-        if self.speculating:
-            self.typethrough.add(state.prefix, state.suffix, comps, n=state.params.n,
-                                 key=(*state.params.key(), tier), origin="disk")
-        # a stored start of a generation answers now; a generation here still writes the rest
-        return Answer(comps[: state.params.n], "disk", state.mode, complete=is_complete(comps), origin="disk",
-                      backend=tier)
 
     # ---- reading --------------------------------------------------------------------------------
     def lookup(self, state: State, since: float | None, *, partial: bool, disk: bool = True,
@@ -229,9 +223,7 @@ class Store:
         while it waited is the "model" it waited for). ``backend``: only that backend's generations and
         disk entries (None: any generation; the disk of the state's route). A state that asks for the whole
         window (``params.quick_start`` off) is not answered "nothing" by a quick window's generation."""
-        whole = not state.params.quick_start
-        speculating = self.speculating
-        hits = self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n) if speculating else []
+        hits = self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n) if self.speculating else []
         if disk and hits and not any(h.exact for h in hits):
             # the exact state beats typing through another state's generation, on disk as in memory: a
             # complete entry stored for this very state (a restart revisiting it) answers whole at once,
@@ -240,50 +232,63 @@ class Store:
             if stored is not None:
                 return stored
         for hit in hits:
-            entry = hit.entry
-            tier = entry_backend(entry)
-            if backend is not None and tier != backend:
+            if backend is not None and entry_backend(hit.entry) != backend:
                 continue
-            quick = entry.window == "quick"
-            if hit.known_empty:  # the model finished here with nothing to add: do not ask again
-                if whole and quick:
-                    continue
-                return Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier,
-                              quick=quick)
-            if not hit.variants:
-                continue
-            mode = self.mode_for(state, entry)
-            live = entry.live
-            if hit.typed:
-                source = "type-through"
-            elif entry.origin == "disk":
-                source = "disk"  # read from disk for this very state (by the didChange before the request)
-            elif live or since is None or (entry.finished_at or 0.0) >= since:
-                source = "model"
-            else:
-                source = "memory"
-            comps = hit.completions(source, state.params.n)
-            usable = [c for c in comps if self.shows(c, state, mode, live, partial)]
-            if hit.typed and mode == "single" and comps and comps[0].text.startswith("\n") and not usable \
-                    and not live:
-                # typed up to where the model ended the line, and its look-ahead line is not one to offer
-                # at the end of this line (postprocess: offer_next_line): nothing to add here, as a
-                # generation from here would say
-                return Answer([], source, mode, complete=True, origin=entry.origin, backend=tier)
-            if usable:
-                # one line shown: done once that line is (the generation goes on with its look-ahead);
-                # a look-ahead line typed into after Enter is shown at once, while a block is generated
-                done = (not live or (mode == "single" and "\n" in usable[0].text.lstrip("\n"))) and \
-                    not lookahead_for_block(entry, state) and (entry.origin != "disk" or entry.complete)
-                return Answer(usable, source, mode, complete=done, origin=entry.origin, backend=tier)
-            if hit.exact and entry.complete:  # what it wrote repeats the text around: nothing to show
-                if whole and quick:
-                    continue
-                return Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier,
-                              quick=quick)
-        if not disk:
+            found = self._hit_answer(hit, state, since, partial)
+            if found is not None:
+                return found
+        return self._disk_answer(state, backend) if disk else None
+
+    def _hit_answer(self, hit: Hit, state: State, since: float | None, partial: bool) -> Answer | None:
+        """What one type-through hit answers ``state`` (None: ask the next hit)."""
+        entry = hit.entry
+        tier = entry_backend(entry)
+        quick = entry.window == "quick"
+        whole = not state.params.quick_start  # nothing from the quick window is no answer for the whole
+        if hit.known_empty:  # the model finished here with nothing to add: do not ask again
+            return None if whole and quick else \
+                Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier, quick=quick)
+        if not hit.variants:
             return None
-        return self._disk_answer(state, backend)
+        mode = self.mode_for(state, entry)
+        live = entry.live
+        if hit.typed:
+            source = "type-through"
+        elif entry.origin == "disk":
+            source = "disk"  # read from disk for this very state (by the didChange before the request)
+        elif live or since is None or (entry.finished_at or 0.0) >= since:
+            source = "model"
+        else:
+            source = "memory"
+        comps = hit.completions(source, state.params.n)
+        usable = [c for c in comps if self.shows(c, state, mode, live, partial)]
+        if hit.typed and mode == "single" and comps and comps[0].text.startswith("\n") and not usable and not live:
+            # typed up to where the model ended the line, and its look-ahead line is not one to offer at the
+            # end of this line (postprocess: offer_next_line): nothing to add here, as a generation would say
+            return Answer([], source, mode, complete=True, origin=entry.origin, backend=tier)
+        if usable:
+            # one line shown: done once that line is (the generation goes on with its look-ahead); a
+            # look-ahead line typed into after Enter is shown at once, while a block is generated
+            done = (not live or (mode == "single" and "\n" in usable[0].text.lstrip("\n"))) and \
+                not lookahead_for_block(entry, state) and (entry.origin != "disk" or entry.complete)
+            return Answer(usable, source, mode, complete=done, origin=entry.origin, backend=tier)
+        if hit.exact and entry.complete:  # what it wrote repeats the text around: nothing to show
+            return None if whole and quick else \
+                Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier, quick=quick)
+        return None
+
+    def _disk_answer(self, state: State, backend: str | None, complete_only: bool = False) -> Answer | None:
+        """The disk entry stored for this very state, as an answer (it joins the type-through entries)."""
+        tier = backend or ("remote" if state.route == routing.REMOTE else "local")
+        comps = self.disk.get(state.prefix, state.suffix, state.params, tier)
+        if comps is None or (complete_only and not is_complete(comps)):
+            return None
+        if self.speculating:
+            self.typethrough.add(state.prefix, state.suffix, comps, n=state.params.n,
+                                 key=(*state.params.key(), tier), origin="disk")
+        # a stored start of a generation answers now; a generation here still writes the rest
+        return Answer(comps[: state.params.n], "disk", state.mode, complete=is_complete(comps), origin="disk",
+                      backend=tier)
 
     def streaming(self, state: State) -> bool:
         """A generation still running serves ``state`` (what it wrote so far agrees with it)."""
@@ -296,7 +301,7 @@ class Store:
             if (hit.live or hit.variants) and not lookahead_for_block(hit.entry, state):
                 return True
         tier = "remote" if state.route == routing.REMOTE else "local"
-        return self.disk_get(state.prefix, state.suffix, state.params, tier) is not None
+        return self.disk.get(state.prefix, state.suffix, state.params, tier) is not None
 
     def shows(self, c: Completion, state: State, mode: Mode, live: bool, partial: bool) -> bool:
         """Would this (raw, possibly still streaming) text give a suggestion worth showing now?"""
@@ -316,94 +321,3 @@ class Store:
             if not line_suffix.strip():
                 return "multi"
         return state.mode
-
-
-# a race's remote generation finished: (job, completions, when) -> None, called on the engine thread
-RemoteDone = Callable[[Job, list[Completion], float], None]
-
-
-class StoreHooks:
-    """What one backend's scheduler (worker.Worker) writes through (worker.Hooks), on its engine thread. It
-    reads only thread-safe things: the store, the cursors board, the settings; it never calls back into
-    the session."""
-
-    def __init__(self, store: Store, cursors: Cursors, settings: Callable[[], Settings], tier: str = "local",
-                 on_remote_done: RemoteDone | None = None) -> None:
-        self.store = store
-        self.cursors = cursors
-        self._settings = settings
-        self.tier = tier  # whose worker these hooks serve: local | remote
-        self._on_remote_done = on_remote_done
-
-    def answer(self, job: Job) -> Result | None:
-        mode: Mode = "single" if shows_one_line(job.params) else "multi"
-        st = State(job.uri, job.revision, 0, job.prefix, job.suffix, mode, job.params, route=self.tier)
-        found = self.store.lookup(st, since=None, partial=False, backend=self.tier)
-        if found is None or not found.complete:
-            return None
-        return found.comps, Timings()
-
-    def started(self, job: Job) -> None:
-        settings = self._settings()
-        if not settings.speculation:
-            return
-        key = (*job.params.key(), self.tier)
-        if self.tier == "remote" and settings.routing in (routing.RACE, routing.PAUSE):
-            # a race's (or a pause's) remote generation stays out of sight until it wins (race.py,
-            # pause.py); its entry is kept aside only to tell whether the user's typing agrees with it
-            job.handle = hidden_entry(job.prefix, job.suffix, job.params.n, key)
-            return
-        job.handle = self.store.open(job.prefix, job.suffix, job.params.n, key)
-
-    def token(self, job: Job, index: int, text: str, doubts: Doubts = ()) -> bool:
-        entry = job.handle
-        if not isinstance(entry, Entry):
-            return True
-        self.store.stream(entry, index, text, doubts)
-        if job.tracking or job.priority == FUTURE:
-            # the document moved on since the job started: stop as soon as its text stops matching
-            return self.keep(job, True)
-        return True
-
-    def finished(self, job: Job, result: Result | None, ms: float) -> None:
-        entry = job.handle
-        comps = result[0] if result is not None else None
-        if isinstance(entry, Entry):
-            if comps is None and self.tier == "remote":
-                self.store.discard(entry)  # a failed remote stream: the local fallback answers instead
-            else:
-                self.store.finish(entry, comps, result[1].window if result is not None else "full")
-        if self.tier == "remote" and comps and any(c.text for c in comps) and self._on_remote_done is not None:
-            self._on_remote_done(job, comps, time.monotonic())
-        if comps and result is not None and result[1].window != "quick":  # not what the full window says
-            self.store.save(job.prefix, job.suffix, job.params, self.tier, comps, ms)
-
-    def keep(self, job: Job, running: bool) -> bool:
-        """(worker lock held) Does a job made for an older revision still serve the new text? A running
-        generation the user typed through so far does (once it has streamed text); a future the user is
-        typing toward (or has reached by accepting the suggestion) does."""
-        st = self.cursors.get(job.uri)
-        if st is None:
-            return False
-        if self.tier == "remote" and self._settings().routing == routing.PAUSE:
-            return False  # the pause is over: the capable model leaves both cores to the keystrokes
-        entry = job.handle
-        if running and isinstance(entry, Entry) and self.store.consistent(entry, st.prefix, st.suffix):
-            # a local one still in its prompt pass has written nothing the typing could agree with: the
-            # newest state starts instead, on the KV this one computed (a keystroke appends to it). A remote
-            # one is kept: starting again there costs a whole round trip
-            return self.tier != "local" or entry.max_len > 0 or (st.prefix, st.suffix) == (job.prefix, job.suffix)
-        return job.priority == FUTURE and reachable(job.prefix, job.suffix, st.prefix, st.suffix)
-
-    def idle(self, kv: tuple[str, str] | None) -> tuple[str, int, str, str] | None:
-        """Idle work: warm the KV cache for the spot the user is at (its full window)."""
-        from engine.policy import speculation
-
-        if not self._settings().speculation or self.tier != "local":
-            return None
-        st = self.cursors.active_state()
-        if st is None:
-            return None
-        if speculation.should_warm((st.prefix, st.suffix), kv, idle_s=float("inf")):
-            return st.uri, st.revision, st.prefix, st.suffix
-        return None

@@ -1,0 +1,70 @@
+"""The store's disk part: the on-disk cache shared by every server on the machine (engine/cache/disk.py),
+its keys (the backend's model id, context block and prompt windows are part of them), and a short memory
+of keys just looked up in vain (the didChange and the request for one keystroke ask for the same key)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+from engine.cache.disk import CompletionCache, cache_key, is_complete
+from engine.types import Completion, GenParams
+
+DISK_MISS_MEMORY = 64  # recent disk misses not asked again (this server fills the entries it misses)
+
+# (model id, max prefix chars, max suffix chars) of a backend tier, or None while it is not loaded
+Identity = Callable[[str], "tuple[str, int, int] | None"]
+
+
+class DiskAnswers:
+    def __init__(self, identity: Identity) -> None:
+        self._identity = identity
+        self.cache: CompletionCache | None = None
+        self._misses: OrderedDict[str, None] = OrderedDict()  # keys just looked up in vain
+        self._lock = threading.Lock()  # the engine threads look up and fill entries too
+
+    def open(self, size_mb: int) -> None:
+        self.close()
+        self.cache = CompletionCache(size_mb=size_mb) if size_mb > 0 else None
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+            self.cache = None
+
+    def key(self, prefix: str, suffix: str, params: GenParams, tier: str = "local") -> str | None:
+        """The disk entry's key: the backend's model id is part of it (local and remote never mix)."""
+        ident = self._identity(tier)
+        if self.cache is None or ident is None or not ident[0]:
+            return None
+        model_id, max_p, max_s = ident
+        return cache_key(model_id, params, prefix, suffix, max_p, max_s)
+
+    def get(self, prefix: str, suffix: str, params: GenParams, tier: str = "local") -> list[Completion] | None:
+        key = self.key(prefix, suffix, params, tier)
+        cache = self.cache
+        if key is None or cache is None:
+            return None
+        with self._lock:
+            if key in self._misses:
+                return None
+        found = cache.get(key)
+        if found is None:
+            with self._lock:
+                self._misses[key] = None
+                if len(self._misses) > DISK_MISS_MEMORY:
+                    self._misses.popitem(last=False)
+        return found
+
+    def save(self, prefix: str, suffix: str, params: GenParams, tier: str, comps: list[Completion],
+             ms: float) -> None:
+        """A finished generation onto disk (a greedy one cut off too, as a start: cache.put_partial)."""
+        cache = self.cache
+        if not comps or cache is None or not (is_complete(comps) or params.temperature == 0):
+            return
+        key = self.key(prefix, suffix, params, tier)
+        put = cache.put if is_complete(comps) else cache.put_partial
+        if key is not None and put(key, comps, ms):
+            with self._lock:
+                self._misses.pop(key, None)

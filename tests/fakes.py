@@ -1,0 +1,222 @@
+"""One stand-in engine for every test that needs no model (the facade of engine/engine_api.md).
+
+``FakeEngine`` runs a *script*: a generator that, given a call's prefix, suffix and parameters, yields
+``Step``s (wait this long, then variant i's text is this) and returns how the generation ended. The engine
+does what the real generation loop does around it: it records the call, checks the CancelToken and the
+deadline while it waits, streams each step to ``on_token``, and returns the completions. Scripts for the
+common shapes are below (``steps``, ``text``, ``oracle``); a test writes its own for anything else.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+
+from engine.types import CancelToken, Completion, GenParams, Timings
+
+
+@dataclass(frozen=True)
+class Step:
+    text: str  # the variant's whole text so far
+    wait: float = 0.0  # seconds before it (the model working)
+    variant: int = 0
+
+
+@dataclass(frozen=True)
+class Done:
+    reason: str = "eos"  # the finish reason of every variant the script wrote
+    window: str = "full"  # Timings.window ("quick": the engine's short first window)
+
+
+@dataclass(frozen=True)
+class Call:
+    prefix: str
+    suffix: str
+    params: GenParams
+
+
+Script = Callable[[str, str, GenParams], Generator[Step, None, Done]]
+
+
+@dataclass
+class FakeEngine:
+    script: Script
+    model_id: str = "fake"
+    slow_prefill: tuple[str, ...] = ()  # prompts whose warm-up runs until it is stopped
+    calls: list[Call] = field(default_factory=list)
+    prefills: list[tuple[str, str]] = field(default_factory=list)
+    steps_run: int = 0
+    running: threading.Event = field(default_factory=threading.Event)  # a generation is under way
+    context_digest: str = ""
+    log: list[tuple[str, str]] = field(default_factory=list)  # ("context", digest) / ("complete", prefix)
+
+    def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
+                 cancel: CancelToken | None = None, on_token=None) -> tuple[list[Completion], Timings]:
+        params = params or GenParams()
+        self.calls.append(Call(prefix, suffix, params))
+        self.log.append(("complete", prefix))
+        self.running.set()
+        texts: dict[int, str] = {}
+        gen = self.script(prefix, suffix, params)
+        try:
+            while True:
+                step = next(gen)
+                stopped = self._wait(step.wait, cancel, params.deadline)
+                if stopped:
+                    done = Done(stopped)
+                    break
+                texts[step.variant] = step.text
+                self.steps_run += 1
+                if on_token is not None:
+                    on_token(step.variant, step.text)
+        except StopIteration as end:
+            done = end.value or Done()
+        finally:
+            self.running.clear()
+        n = max(texts, default=0) + 1
+        return [Completion(text=texts.get(i, ""), token_ids=[1] * max(1, len(texts.get(i, "")) // 2),
+                           finish_reason=done.reason, variant=i) for i in range(n)], Timings(window=done.window)
+
+    @staticmethod
+    def _wait(seconds: float, cancel: CancelToken | None, deadline: float | None) -> str | None:
+        """Sleep, stopping early at a cancel or the deadline (checked before the step too)."""
+        end = time.monotonic() + seconds
+        while True:
+            if cancel is not None and cancel.cancelled:
+                return "cancelled"
+            if deadline is not None and time.monotonic() >= deadline:
+                return "deadline"
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            time.sleep(min(left, 0.002))
+
+    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings:
+        self.prefills.append((prefix, suffix))
+        if prefix in self.slow_prefill:  # a long window on a slow CPU: one chunk at a time until stopped
+            while cancel is None or not cancel.cancelled:
+                time.sleep(0.01)
+        return Timings()
+
+    def set_context(self, block) -> bool:
+        digest = block.digest() if block is not None and block.chunks else ""
+        changed, self.context_digest = digest != self.context_digest, digest
+        self.log.append(("context", digest))
+        return changed
+
+
+# ---- scripts ------------------------------------------------------------------------------------------
+
+def steps(n: int = 20, step_s: float = 0.01, slow: tuple[str, ...] = ()) -> Script:
+    """The prefix's last character, then one "x" every ``step_s`` seconds, ``n`` of them (1000 for the
+    ``slow`` prompts); ends "length"."""
+    def script(prefix: str, suffix: str, params: GenParams) -> Generator[Step, None, Done]:
+        text = prefix[-1:]
+        for _ in range(1000 if prefix in slow else n):
+            text += "x"
+            yield Step(text, step_s)
+        return Done("length")
+    return script
+
+
+def text(raw: str, delay: float = 0.0, reason: str = "eos") -> Script:
+    """The same raw text for every call, after ``delay`` seconds."""
+    def script(prefix: str, suffix: str, params: GenParams) -> Generator[Step, None, Done]:
+        yield Step(raw, delay)
+        return Done(reason)
+    return script
+
+
+def oracle(target: str, step_s: float = 0.005) -> Script:
+    """A model that knows the file being typed: the rest of ``target`` after the prefix, two characters
+    a step, ending at ``params.max_lines`` lines ("lines") or the target's end ("eos")."""
+    def script(prefix: str, suffix: str, params: GenParams) -> Generator[Step, None, Done]:
+        rest = target[len(prefix):] if target.startswith(prefix) else ""
+        out = ""
+        while len(out) < len(rest):
+            out = rest[: len(out) + 2]
+            if params.max_lines is not None and out.count("\n") >= params.max_lines:
+                yield Step("\n".join(out.split("\n")[: params.max_lines]), step_s)
+                return Done("lines")
+            yield Step(out, step_s)
+        return Done("eos")
+    return script
+
+
+# ---- the scheduler on a fake engine, without an event loop --------------------------------------------
+
+class Rig:
+    """A local worker writing into a real store through the real hooks; ``idle`` answers the worker's
+    events.Idle the way the service does (a warm-up for ``idle_plan``, when set)."""
+
+    def __init__(self, engine: FakeEngine | None = None, load=None, settings=None, tier: str = "local") -> None:
+        from lsp_server.completion.events import Events, Idle, Status
+        from lsp_server.completion.hooks import StoreHooks
+        from lsp_server.completion.store import Store
+        from lsp_server.completion.worker import Worker
+        from lsp_server.settings import Settings
+
+        self.settings = settings or Settings()
+        self.engine = engine
+        self.events = Events()
+        self.statuses: list[str] = []
+        self.idle_calls = 0
+        self.idle_plan = None  # (state, context block) for the next warm-up
+        self.events.on(Status, lambda e: self.statuses.append(e.state))
+        self.events.on(Idle, self._idle)
+        self.store = Store(lambda: self.settings, lambda tier: None, self.events)
+        self.hooks = StoreHooks(self.store, lambda: self.settings, tier, self.events)
+        self.worker = Worker(load or (lambda: engine), self.hooks, self.events, tier)
+        self.tier = tier
+
+    def start(self) -> Rig:
+        self.worker.start()
+        assert self.worker.loaded.wait(5)
+        return self
+
+    def _idle(self, event) -> None:
+        self.idle_calls += 1
+        plan, self.idle_plan = self.idle_plan, None
+        if plan is not None:
+            self.worker.warm(*plan)
+
+    def pump(self) -> None:
+        """Handle the events the worker sent (the service does this on its event loop)."""
+        self.events.drain()
+
+    def outcome(self, state, timeout: float = 5.0):
+        """How the work for ``state`` ended (its record in the store), waiting up to ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.pump()
+            done = self.store.outcome(self.tier, state)
+            if done is not None:
+                return done
+            time.sleep(0.002)
+        raise TimeoutError(f"no outcome for {state.prefix!r}")
+
+    def result(self, state, timeout: float = 5.0) -> tuple[list[Completion], Timings]:
+        """The work's result; its error raised."""
+        done = self.outcome(state, timeout)
+        if done.error is not None:
+            raise done.error
+        return done.result
+
+    def until(self, cond, timeout: float = 5.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while not cond() and time.monotonic() < deadline:
+            self.pump()
+            time.sleep(0.002)
+        return bool(cond())
+
+    def stop(self) -> None:
+        self.worker.stop()
+
+
+def state(uri: str, revision: int, prefix: str, suffix: str = "", params: GenParams | None = None):
+    """A state with these texts (one greedy line unless ``params`` says otherwise)."""
+    from lsp_server.completion.jobs import State
+
+    return State(uri, revision, len(prefix), prefix, suffix, "single", params or GenParams())
