@@ -3,7 +3,9 @@ numbers.
 
 Every document carries the client's ``version`` and a server-side ``revision`` that increases on every
 change, whatever the client's version numbers do. Work started on one revision is stale once the
-revision moves on; that is how the worker drops results nobody can use.
+revision moves on; that is how the worker drops results nobody can use. An edit also says where it left
+the cursor (``DocumentStore.edit``), and a document whose edit could not be applied is *lost*: forgotten,
+and refused until the editor opens it again (``lose``).
 """
 
 from __future__ import annotations
@@ -68,6 +70,16 @@ class Document:
 
 
 @dataclass(frozen=True)
+class Edited:
+    """An edit applied: the document, and where it left the cursor (a code point offset; None: not known,
+    several changes at once). ``same``: the whole text sent again unchanged, so the cursor has not moved."""
+
+    doc: Document
+    cursor: int | None
+    same: bool = False
+
+
+@dataclass(frozen=True)
 class Change:
     """One content change: ``range`` is (start_line, start_char, end_line, end_char) or None for the
     whole document."""
@@ -81,14 +93,16 @@ class DocumentStore:
 
     def __init__(self) -> None:
         self._docs: dict[str, Document] = {}
-        self._lock = threading.Lock()  # guards the dict against the worker's reads of revisions
+        self._lock = threading.Lock()  # guards the dict against reads from other threads
         self._revision = 0
+        self.lost: dict[str, str] = {}  # uri -> why Flint's copy of it can no longer be trusted
 
     def _next_revision(self) -> int:
         self._revision += 1
         return self._revision
 
     def open(self, uri: str, text: str, version: int, language_id: str = "") -> Document:
+        self.lost.pop(uri, None)  # opened again: in sync from here
         doc = Document(uri, clean_text(text), version, language_id, self._next_revision())
         with self._lock:
             if uri in self._docs:
@@ -147,6 +161,31 @@ class DocumentStore:
         doc.version = version
         doc.revision = self._next_revision()
         return doc
+
+    def edit(self, uri: str, version: int, changes: list[Change], encoding: str) -> Edited:
+        """Apply a didChange and say where it left the cursor: right after the new text of one range
+        (typing, a paste, a deletion: the text before the range's start did not move, so its position
+        still holds); after the span that differs when the whole text comes again (a client that syncs
+        whole texts); the same text again leaves it where it was."""
+        whole = len(changes) == 1 and changes[0].range is None
+        before = self.get(uri).text if whole else None
+        doc = self.change(uri, version, changes, encoding)
+        if len(changes) == 1 and changes[0].range is not None:
+            sl, sc = changes[0].range[:2]
+            return Edited(doc, doc.offset_at(sl, sc, encoding, clamp_line=True) + len(changes[0].text))
+        if before is not None:
+            end = edit_end(before, doc.text)
+            return Edited(doc, end, same=end is None)
+        return Edited(doc, None)
+
+    def lose(self, uri: str, why: str) -> bool:
+        """An edit of ``uri`` could not be applied: Flint's copy differs from the editor's. Forget it until
+        the editor opens it again. True the first time."""
+        first = uri not in self.lost
+        self.lost[uri] = why
+        with self._lock:
+            self._docs.pop(uri, None)
+        return first
 
     def __len__(self) -> int:
         return len(self._docs)

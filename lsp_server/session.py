@@ -1,8 +1,9 @@
 """The server's state as the protocol sees it, with no LSP types (lsp_server/protocol/handlers.py adapts to pygls).
 
 After ruff_server's ``Session``: the event loop mutates documents and settings; each request takes a
-read-only snapshot (an immutable ``str`` plus its revision). The session keeps documents, settings,
-the status board, telemetry and item building; what runs when is the completion service's
+read-only snapshot (an immutable ``str`` plus its revision). The session keeps documents (documents.py),
+settings, the status board (status.py), telemetry (stats.py), the repository context it feeds
+(context.py) and item building; what runs when is the completion service's
 (lsp_server/completion/service.py: store, schedulers, planner, race; docs/architecture.md).
 
 Where an answer comes from, cheapest first (the ``source`` reported on items and in flint/status):
@@ -15,9 +16,9 @@ Where an answer comes from, cheapest first (the ``source`` reported on items and
 
 Each request has a deadline: at the deadline it gets what exists (possibly a partial suggestion, or
 none) and the generation goes on, so the next ask (the next keystroke) is answered from it. After a
-suggestion is shown the states the user may reach next are pre-generated (engine/policy/speculation.py), and
-idle time warms the KV cache for the active document. The ``speculation`` setting switches all of that
-off (every request is then its own model call, with only the exact-repeat memory and the disk cache).
+suggestion is shown the states the user may reach next are pre-generated (engine/policy/speculation.py),
+and idle time warms the KV cache for the active document. The ``speculation`` setting switches all of
+that off (every request is then its own model call, with only the exact-repeat memory and the disk cache).
 """
 
 from __future__ import annotations
@@ -30,19 +31,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.context.workspace import ContextBlock, Workspace
 from lsp_server import convert
 from lsp_server.completion import planner
 from lsp_server.completion.answers import Answer
-from lsp_server.completion.events import Status
-from lsp_server.completion.items import Suggestions, build_items, stamp_latency
+from lsp_server.completion.items import Item, Suggestions, build_items, stamp_latency
 from lsp_server.completion.jobs import State
-from lsp_server.completion.planner import JOB_BUDGET_S, REFRESH_WITHIN_S
 from lsp_server.completion.service import CompletionService, Load
-from lsp_server.documents import Document, DocumentError, DocumentStore, uri_path
-from lsp_server.errors import RequestError
+from lsp_server.completion.worker import Worker
+from lsp_server.context import RepoContext
+from lsp_server.documents import Change, Document, DocumentError, DocumentStore
+from lsp_server.errors import RequestError, request_error
 from lsp_server.settings import Settings
 from lsp_server.stats import Shown, Stats
+from lsp_server.status import StatusBoard
 
 log = logging.getLogger(__name__)
 
@@ -75,43 +76,34 @@ class Session:
         self.documents = DocumentStore()
         self.stats = Stats()
         self._loaded_key = self.settings.engine_key()
-        self._on_status = on_status or (lambda s: None)
-        self.status: dict[str, Any] = {"state": "loading", "model": self.settings.model, "lastLatencyMs": None,
-                                       "source": None, "message": "loading the model", "backend": None,
-                                       "remote": None}
-        self.ready = asyncio.Event()  # set once the model is loaded (or failed to); binds to the loop on use
         self._ids = itertools.count(1)
         self._id_prefix = f"{os.getpid():x}"
         self.shown = Shown(self.stats)
         # speculate on didChange once the client has shown it asks for suggestions as the user types
         self.speculate = False
-        self._remote_st: dict[str, Any] | None = None
-        # repository context (engine/context/workspace.py): fed here on the event loop, gathered on a worker
-        # thread in idle time (Workspace snapshots its documents under its own lock)
-        self.workspace = Workspace(roots=[])
-        self._context_block: ContextBlock | None = None  # the last block gathered (for the engine)
-        self._notify_refresh = on_refresh or (lambda uri, version: None)
-        # per document: whether the answer being watched for a refresh was an automatic request's, and the
-        # last refresh sent (version, when, that) — see planner.reasks_refresh
-        self._watch_auto: dict[str, bool] = {}
-        self._refreshed: dict[str, tuple[int, float, bool]] = {}
+        self.board = StatusBoard(lambda: self.settings, lambda tier: self.service.engine(tier), on_status)
+        self.context = RepoContext(lambda: self.settings, lambda: self.service.windows())
         self.service = CompletionService(lambda: self.settings, load, load_remote, self.documents.revision,
-                                         self._engine_event, self._refresh,
-                                         lambda uri: self.documents.get(uri).version, context=self._context_for)
-        self.service.on_late_win = self._capable_replaced
+                                         self.board.scheduler, on_refresh or (lambda uri, version: None),
+                                         lambda uri: self.documents.get(uri).version, context=self.context.block_for)
+        self.service.on_late_win = lambda uri, ms: self.board.replaced(self.service.backend_name("remote"), ms)
         self.service.store.disk.open(self.settings.cache_size_mb)
-
-    def _refresh(self, uri: str, version: int) -> None:
-        self._refreshed[uri] = (version, time.monotonic(), self._watch_auto.get(uri, True))
-        self._notify_refresh(uri, version)
 
     # ---- lifecycle ------------------------------------------------------------------------------
     @property
-    def worker(self):  # the local model's scheduler (tests and the status line look at it)
+    def status(self) -> dict[str, Any]:
+        return self.board.status
+
+    @property
+    def ready(self) -> asyncio.Event:
+        return self.board.ready
+
+    @property
+    def worker(self) -> Worker:  # the local model's scheduler (tests and the status line look at it)
         return self.service.worker
 
     @property
-    def remote_worker(self):
+    def remote_worker(self) -> Worker | None:
         return self.service.remote_worker
 
     @property
@@ -137,7 +129,7 @@ class Session:
         if new.cache_size_mb != old_cache:
             self.service.store.disk.open(new.cache_size_mb)
         if not self.service.sync_remote():
-            self._remote_status(None)
+            self.board.remote(None)
         if new.engine_key() != old_key:
             self._loaded_key = new.engine_key()
             self.service.reload()
@@ -147,135 +139,28 @@ class Session:
     def remote_ready(self) -> bool:
         return self.service.remote_ready()
 
-    # ---- the status board -----------------------------------------------------------------------
-    def _engine_event(self, event: Status) -> None:
-        """(event loop) A scheduler's status."""
-        tier, state, info = event.tier, event.state, event.info
-        if tier == "remote":
-            self._remote_event(state, info)
-            return
-        st = dict(self.status)
-        eng = self.service.engine()
-        st["model"] = (eng.model_id if eng is not None else None) or self.settings.model
-        if state == "loading":
-            st.update(state="loading", message=f"loading {self.settings.model}")
-        elif state == "error":
-            st.update(state="error", message=info.get("message", "model failed to load"))
-        elif state == "busy":
-            st.update(state="busy", message="generating")
-        elif state == "ready":
-            st.update(state="ready", message=info.get("error") or "ready")
-            if info.get("latency_ms") is not None and not info.get("cancelled"):
-                st.update(lastLatencyMs=round(info["latency_ms"], 1), source=info.get("source"), backend="local")
-        st["remote"] = self._remote_st
-        self.status = st
-        self._status_changed(st)
-
-    def _remote_event(self, state: str, info: dict[str, Any]) -> None:
-        """The capable tier's part of the status (``remote``)."""
-        eng = self.service.engine("remote")
-        model = (eng.model_id if eng is not None else None) or self.settings.remote_url or self.settings.capable_model
-        if state == "loading":
-            self._remote_status({"state": "loading", "model": model, "message": "connecting"})
-        elif state == "error":
-            self._remote_status({"state": "error", "model": model, "message": info.get("message", "")})
-        elif state == "busy":
-            self._remote_status({"state": "busy", "model": model, "message": "generating"})
-        elif state == "ready":
-            err = info.get("error")
-            backoff = getattr(eng, "backoff", None)
-            if err:
-                pause = max(0.0, backoff.retry_at - time.monotonic()) if backoff is not None else 0.0
-                self._remote_status({"state": "error", "model": model,
-                                     "message": f"remote failed: {err}; local answers, retry in {pause:.1f} s"})
-            else:
-                self._remote_status({"state": "ready", "model": model, "message": "ready"})
-
-    def _remote_status(self, remote: dict[str, Any] | None) -> None:
-        self._remote_st = remote  # kept apart: the two schedulers both publish the status
-        st = dict(self.status)
-        st["remote"] = remote
-        self.status = st
-        self._on_status(st)
-
-    def _status_changed(self, st: dict[str, Any]) -> None:
-        if st["state"] == "loading":
-            self.ready.clear()
-        else:
-            self.ready.set()
-        self._on_status(st)
-
-    def _answered(self, source: str, origin: str, total_ms: float, backend: str = "local",
-                  note: str = "") -> None:
-        """A suggestion went out: the status says where it came from and how long it took."""
-        st = dict(self.status)
-        via = f" ({origin} entry)" if source == "type-through" and origin == "disk" else ""
-        tier = f" · {backend}" if backend != "local" else ""
-        st.update(lastLatencyMs=round(total_ms, 1), source=source, backend=backend,
-                  message=f"{source}{via} in {total_ms:.0f} ms{tier}{note}", remote=self._remote_st,
-                  context=self.context_status() if backend == "local" else {"files": [], "chunks": [], "digest": ""})
-        self.status = st
-        self._on_status(st)
-
-    def _capable_replaced(self, uri: str, ms: float) -> None:
-        """(event loop) The capable tier's answer (a race's, a pause's) replaced the local one on screen."""
-        name = self.service.backend_name("remote")
-        st = dict(self.status)
-        st.update(source="model", backend=name, remote=self._remote_st,
-                  message=f"model in {ms:.0f} ms · {name} ({self.settings.routing}: replaces local)")
-        self.status = st
-        self._on_status(st)
-
-    # ---- repository context ---------------------------------------------------------------------
     def set_workspace_folders(self, uris: list[str]) -> None:
-        """The client's workspace folders (initialize): imports resolve to files under them."""
-        roots = [p for p in (uri_path(u) for u in uris) if p is not None]
-        self.workspace.set_roots(roots)
-        log.debug("workspace folders: %s", [str(r) for r in roots])
-
-    def _context_for(self, state: State | None) -> ContextBlock | None:
-        """(a worker thread, idle) The newest context block for the spot the user is at, or None."""
-        s = self.settings
-        if state is None or s.context_budget <= 0 or not s.context_sources:
-            self._context_block = None
-            return None
-        path = uri_path(state.uri)
-        text = self.workspace.text(path) if path is not None else None
-        if path is None or text is None:
-            return self._context_block  # not a file (untitled): keep what the engine has
-        self.workspace.sources = s.context_sources
-        self.workspace.checkpoint(path)  # the user paused: the edit so far becomes a recent-edit diff
-        before, after = self.service.windows()  # the "file" source adds what the local model's window lacks
-        block = self.workspace.gather(path, text, min(state.offset, len(text)), budget=s.context_budget,
-                                      previous=self._context_block, window_before=before, window_after=after)
-        self._context_block = block
-        log.debug("context for %s: %s", state.uri.rsplit("/", 1)[-1],
-                  ", ".join(block.labels()) if block is not None else "nothing")
-        return block
+        self.context.set_folders(uris)
 
     def context_status(self) -> dict[str, Any]:
-        """What fed the local model's last prompt (flint/status ``context``)."""
-        eng = self.service.engine()
-        labels = list(getattr(eng, "context_labels", ())) if eng is not None else []
-        files = list(dict.fromkeys(label.split(":", 1)[0] for label in labels))
-        return {"files": files, "chunks": labels, "digest": getattr(eng, "context_digest", "") if eng else ""}
-
-    def _feed_workspace(self, uri: str, typed: bool) -> None:
-        path = uri_path(uri)
-        if path is None:
-            return
-        try:
-            text = self.documents.get(uri).text
-        except DocumentError:
-            return
-        active = self.service.cursors.active
-        if typed and active is not None and active != uri:  # the user left a document: its edit is done
-            old = uri_path(active)
-            if old is not None:
-                self.workspace.checkpoint(old)
-        self.workspace.change(path, text)
+        return self.board.context()
 
     # ---- documents ------------------------------------------------------------------------------
+    def did_open(self, uri: str, text: str, version: int, language_id: str = "") -> None:
+        self.documents.open(uri, text, version, language_id)
+        self.did_change(uri)
+
+    def did_edit(self, uri: str, version: int, changes: list[Change]) -> None:
+        """A didChange: applied to the document, then ``did_change`` at the cursor the edit left (a lost
+        document is ignored until it is opened again). DocumentError: the edit could not be applied."""
+        if uri in self.documents.lost:
+            return
+        if self.documents.revision(uri) is None:  # never opened (a client bug): nothing to diverge from
+            log.warning("didChange for %s which is not open: ignored", uri)
+            return
+        edited = self.documents.edit(uri, version, changes, self.encoding)
+        self.did_change(uri, self.cursor_offset(uri) if edited.same else edited.cursor)
+
     def did_change(self, uri: str, cursor: int | None = None) -> None:
         """After an edit (or didOpen, ``cursor`` None): the service stops stale work and, when the client
         completes as the user types, starts the work for the spot the edit left the cursor at (a code
@@ -283,18 +168,19 @@ class Session:
         rev = self.documents.revision(uri)
         if rev is None:
             return
-        self._feed_workspace(uri, cursor is not None)
+        doc = self.documents.get(uri)
+        self.context.changed(uri, doc.text, cursor is not None, self.service.cursors.active)
         state = None
-        if cursor is not None and self.settings.enable:
-            doc = self.documents.get(uri)
-            if not doc.problem():
-                state = self.service.state(uri, rev, doc.text, cursor, invoked=False, language=doc.language_id)
+        if cursor is not None and self.settings.enable and not doc.problem():
+            state = self.service.state(uri, rev, doc.text, cursor, invoked=False, language=doc.language_id)
         self.service.did_change(uri, rev, state, speculate=self.speculate)
 
     def did_move_cursor(self, uri: str, line: int, character: int, version: int | None = None) -> bool:
         """flint/didMoveCursor (a file opened or focused, a click, a jump): the spot's work starts before the
         first keystroke there. False when nothing started (the spot already known, or ``version`` not the
         server's text: an edit is on its way). RequestError: a document not open, a position outside it."""
+        if uri in self.documents.lost:
+            return False
         doc, offset = self._locate(uri, line, character)
         if version is not None and version != doc.version:
             return False
@@ -304,9 +190,7 @@ class Session:
             return False  # typing put it there (clients also report the moves an edit makes)
         if not self.settings.enable or doc.problem():
             return False
-        path = uri_path(uri)
-        if path is not None:
-            self.workspace.focus(path)  # the context is gathered for the document the user is in
+        self.context.focus(uri)  # the context is gathered for the document the user is in
         state = self.service.state(uri, doc.revision, doc.text, offset, invoked=False, language=doc.language_id)
         self.service.did_move(uri, state)
         return True
@@ -327,108 +211,102 @@ class Session:
         st = self.service.cursors.get(uri)
         return st.offset if st is not None else None
 
-    def did_close(self, uri: str) -> None:
-        self.documents.close(uri)
-        self._watch_auto.pop(uri, None)
-        self._refreshed.pop(uri, None)
+    def did_close(self, uri: str) -> bool:
+        """The editor closed ``uri``; False when it was lost already (forgotten then)."""
+        if self.documents.lost.pop(uri, None) is not None:
+            return False
+        self._forget(uri, close=True)
+        return True
+
+    def lose(self, uri: str, why: str) -> bool:
+        """An edit of ``uri`` could not be applied, so Flint's copy differs from the editor's: forget it
+        until the editor opens it again. True the first time."""
+        first = self.documents.lose(uri, why)
+        self._forget(uri, close=False)
+        return first
+
+    def _forget(self, uri: str, close: bool) -> None:
+        if close:
+            self.documents.close(uri)
         self.service.did_close(uri)
-        path = uri_path(uri)
-        if path is not None:
-            self.workspace.close(path)
+        self.context.close(uri)
 
     # ---- completion -----------------------------------------------------------------------------
     async def suggest(self, uri: str, line: int, character: int, *, invoked: bool,
                       n: int | None = None, variants: bool = False) -> Suggestions:
         """Suggestions at a position. Raises RequestError for anything the client should hear about."""
-        t0 = time.perf_counter()
-        since = time.monotonic()
+        t0, since = time.perf_counter(), time.monotonic()
         self.stats.count("requests")
+        if uri in self.documents.lost:
+            raise RequestError(RequestError.REQUEST_FAILED, f"Flint lost track of this document's text "
+                                                            f"({self.documents.lost[uri]}): close and reopen it")
         doc, offset = self._locate(uri, line, character)
         problem = doc.problem()
         if problem:
             raise RequestError(RequestError.REQUEST_FAILED, f"{uri}: {problem}")
         sid = f"{self._id_prefix}-{next(self._ids)}"
-        cursor = doc.position_at(offset, self.encoding)
         empty = Suggestions(sid, uri, doc.version, [], "single")
         if not self.settings.enable:
             return empty
-        if invoked and n is None and not variants and \
-                planner.reasks_refresh(self._refreshed.pop(uri, None), doc.version, time.monotonic()):
+        if invoked and n is None and not variants and self.service.follow.reasked(uri, doc.version):
             invoked = False  # the client asking again on flint/refresh: the automatic answer, from the store
-        if not invoked:
-            self.speculate = True  # this client asks on its own as the user types: worth starting early
-        path = uri_path(uri)
-        if path is not None:
-            self.workspace.focus(path)  # asked here: the context is gathered for this document
+        self.speculate = self.speculate or not invoked  # a client that asks as the user types: start early
+        self.context.focus(uri)  # asked here: the context is gathered for this document
         revision, text, version = doc.revision, doc.text, doc.version
-        cursors = self.service.cursors
-        old = cursors.get(uri)
-        if old is not None and old.revision == revision and old.offset == offset and not invoked and n is None \
-                and not variants:
-            state = old  # the didChange before this request prepared this very state
-        else:
-            state = self.service.state(uri, revision, text, offset, invoked=invoked, n=n, variants=variants,
-                                       language=doc.language_id)
-        if not invoked:
-            self.service.at(uri, state)
+        state = self.service.request_state(uri, revision, text, offset, invoked=invoked, n=n, variants=variants,
+                                           language=doc.language_id)
         if state.skip:
             self.stats.completed(0.0, "skip", 0)
             return empty
-        eol = convert.dominant_eol(text)
-        if self.settings.debounce_ms and not invoked:
-            await asyncio.sleep(self.settings.debounce_ms / 1000)
-            if self.documents.revision(uri) != revision:
-                self.stats.count("stale")
-                raise RequestError(RequestError.CONTENT_MODIFIED, "the document changed")
         log.debug("suggest %s rev %d %d:%d %s n=%d", uri, revision, line, character, state.mode, state.params.n)
         answer = await self._answer(state, since, invoked)
         if self.documents.revision(uri) != revision:
             self.stats.count("stale")
             raise RequestError(RequestError.CONTENT_MODIFIED, "the document changed")
-        items = build_items(answer.comps, answer.mode, state.prefix, state.suffix, text=text, offset=offset,
-                            cursor=cursor, eol=eol, starts=doc.starts, encoding=self.encoding,
-                            max_lines=self.settings.max_lines,
-                            backend=self.service.backend_name(answer.backend),
-                            language=doc.language_id,
-                            cut_below=0.0 if invoked else self.settings.confidence_cut) if answer else []
+        items = self._items(answer, state, doc, offset, invoked) if answer else []
         total_ms = (time.perf_counter() - t0) * 1000
         stamp_latency(items, total_ms)
-        source = items[0].source if items else None
-        origin = answer.origin if answer else None
-        backend = items[0].backend if items else None
-        self.stats.completed(total_ms, source or "model", len(items))
-        if backend is not None and backend != "local":
+        res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1),
+                          items[0].source if items else None, answer.origin if answer else None,
+                          items[0].backend if items else None)
+        self._record(res, answer)
+        self._follow_up(state, answer, items, version, invoked, convert.dominant_eol(text))
+        log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s%s]", "invoked" if invoked else "auto",
+                 uri.rsplit("/", 1)[-1], line, character, state.mode, len(items), total_ms, res.source or "-",
+                 f" {res.backend}" if res.backend not in (None, "local") else "")
+        return res
+
+    def _items(self, answer: Answer, state: State, doc: Document, offset: int, invoked: bool) -> list[Item]:
+        return build_items(answer.comps, answer.mode, state.prefix, state.suffix, text=doc.text, offset=offset,
+                           cursor=doc.position_at(offset, self.encoding), eol=convert.dominant_eol(doc.text),
+                           starts=doc.starts, encoding=self.encoding, max_lines=self.settings.max_lines,
+                           backend=self.service.backend_name(answer.backend), language=doc.language_id,
+                           cut_below=0.0 if invoked else self.settings.confidence_cut)
+
+    def _record(self, res: Suggestions, answer: Answer | None) -> None:
+        """Telemetry and the status board for an answer that goes out."""
+        self.stats.completed(res.total_ms, res.source or "model", len(res.items))
+        if res.backend is not None and res.backend != "local":
             self.stats.count("remote_answers")
         if answer is not None and "local fallback" in answer.note:
             self.stats.count("remote_fallbacks")
-        self.shown.remember(sid, uri, [it.text for it in items])
+        self.shown.remember(res.id, res.uri, [it.text for it in res.items])
+        if res.items:
+            self.board.answered(res.items[0].source, res.origin or "model", res.total_ms, res.backend or "local",
+                                answer.note if answer else "")
+
+    def _follow_up(self, state: State, answer: Answer | None, items: list[Item], version: int, invoked: bool,
+                   eol: str) -> None:
+        """What follows the answer (planner.follow_ups), carried out by the service."""
+        plan = planner.follow_ups(self.settings, invoked=invoked, speculate=self.speculate, shown=bool(items),
+                                  complete=answer is not None and answer.complete,
+                                  quick=answer is not None and answer.quick)
+        shown, replace = "", 0
         if items:
-            self._answered(items[0].source, origin or "model", total_ms, backend or "local",
-                           answer.note if answer else "")
-            if self.settings.speculation and self.speculate:
-                first = items[0]
-                shown = first.text.replace(eol, "\n") if eol != "\n" else first.text
-                replace = first.end[1] - first.start[1] if first.end[0] == first.start[0] else 0  # auto-closed
-                self.service.follow.futures(state, shown, replace)
-            if answer is not None and not answer.complete and self.settings.speculation:
-                self._watch_auto[uri] = not invoked
-                # an explicit request's other variants may need the whole prompt pass: refreshed when done
-                self.service.follow.watch(state, version, within=JOB_BUDGET_S if invoked else REFRESH_WITHIN_S)
-        elif answer is not None and answer.quick and self.settings.speculation:
-            self._watch_auto[uri] = not invoked
-            self.service.follow.whole(state, version)  # nothing from the quick window: the whole one
-        elif (answer is None or not answer.complete) and self.settings.speculation:
-            # nothing yet at a fresh spot (the prompt is still being read): the generation goes on and
-            # the client hears flint/refresh when it has something
-            self._watch_auto[uri] = not invoked
-            self.service.follow.watch(state, version, within=JOB_BUDGET_S, greedy=invoked)
-        if not invoked and self.settings.speculation and self.speculate:
-            self.service.follow.pause(state, answer)  # routing "pause": the capable tier, if the user pauses here
-        res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1), source, origin, backend)
-        log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s%s]", "invoked" if invoked else "auto",
-                 uri.rsplit("/", 1)[-1], line, character, state.mode, len(items), total_ms, source or "-",
-                 f" {backend}" if backend not in (None, "local") else "")
-        return res
+            first = items[0]
+            shown = first.text.replace(eol, "\n") if eol != "\n" else first.text
+            replace = first.end[1] - first.start[1] if first.end[0] == first.start[0] else 0  # auto-closed
+        self.service.follow.carry_out(plan, state, version, answer, invoked=invoked, shown=shown, replace=replace)
 
     async def _answer(self, state: State, since: float, invoked: bool) -> Answer | None:
         try:
@@ -439,27 +317,11 @@ class Session:
         except RequestError:
             raise
         except Exception as e:
-            raise self._map_error(e) from None
-
-    def _map_error(self, e: BaseException) -> RequestError:
-        from lsp_server.completion.jobs import Cancelled, EngineUnavailable, Stale, Superseded
-
-        if isinstance(e, RequestError):
-            return e
-        if isinstance(e, Stale):
-            self.stats.count("stale")
-            return RequestError(RequestError.CONTENT_MODIFIED, str(e))
-        if isinstance(e, Superseded):
-            self.stats.count("cancelled")
-            return RequestError(RequestError.SERVER_CANCELLED, str(e))
-        if isinstance(e, Cancelled):
-            self.stats.count("cancelled")
-            return RequestError(RequestError.REQUEST_CANCELLED, str(e))
-        self.stats.count("errors")
-        if isinstance(e, EngineUnavailable):
-            return RequestError(RequestError.REQUEST_FAILED, f"Flint model unavailable: {e}")
-        log.error("completion failed: %r", e)
-        return RequestError(RequestError.REQUEST_FAILED, f"completion failed: {type(e).__name__}: {e}")
+            error, counter = request_error(e)
+            self.stats.count(counter)
+            if counter == "errors" and "unavailable" not in error.message:
+                log.error("completion failed: %r", e)
+            raise error from None
 
     # ---- telemetry (local only: stats.py) --------------------------------------------------------
     def did_show(self, sid: str, index: int) -> bool:

@@ -1,6 +1,8 @@
-"""After an answer went out: the work that follows it, as the planner's follow-up plan says
-(planner.follow_ups): futures (where accepting the suggestion leads), a refresh when the whole suggestion
-is there, the whole window where the quick one had nothing, the capable tier at the user's pause."""
+"""After an answer went out: the work that follows it, as the planner's plan says (planner.follow_ups):
+futures (where accepting the suggestion leads), a flint/refresh when the whole suggestion is there, the
+whole window where the quick one had nothing, the capable tier at the user's pause. It also remembers the
+refreshes it sent: VS Code asks again with an explicit trigger, which is that automatic request again
+(planner.reasks_refresh)."""
 
 from __future__ import annotations
 
@@ -29,6 +31,38 @@ class FollowUps:
         self._settings = settings
         self._on_refresh = on_refresh
         self._version_of = version_of
+        # per document: whether the answer watched for a refresh was an automatic request's, and the last
+        # refresh sent (version, when, that)
+        self._watch_auto: dict[str, bool] = {}
+        self._refreshed: dict[str, tuple[int, float, bool]] = {}
+
+    def carry_out(self, plan: planner.FollowUps, state: State, version: int, answer: Answer | None, *,
+                  invoked: bool, shown: str = "", replace: int = 0) -> None:
+        """Do what the planner's follow-up plan says (``shown``: the first suggestion's LF text, replacing
+        ``replace`` characters)."""
+        if plan.futures:
+            self.futures(state, shown, replace)
+        if plan.watch_s is not None or plan.whole:
+            self._watch_auto[state.uri] = not invoked
+        if plan.whole:
+            self.whole(state, version)
+        elif plan.watch_s is not None:
+            self.watch(state, version, within=plan.watch_s, greedy=plan.greedy)
+        if plan.pause:
+            self.pause(state, answer)
+
+    def refreshed(self, uri: str, version: int) -> None:
+        """A whole suggestion is there (refresh.Refresher), or the capable tier's replaced the one shown."""
+        self._refreshed[uri] = (version, time.monotonic(), self._watch_auto.get(uri, True))
+        self._on_refresh(uri, version)
+
+    def reasked(self, uri: str, version: int) -> bool:
+        """Is an explicit request at ``version`` the client asking again on the refresh it heard?"""
+        return planner.reasks_refresh(self._refreshed.pop(uri, None), version, time.monotonic())
+
+    def forget(self, uri: str) -> None:
+        self._watch_auto.pop(uri, None)
+        self._refreshed.pop(uri, None)
 
     def futures(self, state: State, text: str, replace: int) -> None:
         """A suggestion (LF ``text``, replacing ``replace`` characters) is on screen: pre-generate where
@@ -89,9 +123,9 @@ class FollowUps:
         ``greedy``: an explicit request got nothing yet; its automatic twin's line is enough (it is item 1
         of the next ask: explicit.greedy_first)."""
         svc = self._service
-        watched = [state] + ([svc._auto_twin(state)] if greedy and state.params.n > 1 else [])
+        watched = [state] + ([svc.auto_twin(state)] if greedy and state.params.n > 1 else [])
         svc.refresher.watch(watched, version, within)
 
-    def refresh(self, uri: str) -> None:
+    def replaced(self, uri: str) -> None:
         """The capable tier's answer replaced the one on screen: the client asks again."""
-        self._on_refresh(uri, self._version_of(uri))
+        self.refreshed(uri, self._version_of(uri))

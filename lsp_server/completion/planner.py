@@ -181,6 +181,47 @@ def waiting(settings: Settings, state: State, since: float, *, invoked: bool, re
                    detachable=not invoked, item_one=invoked and state.params.n > 1 and not remote)
 
 
+@dataclass(frozen=True)
+class FollowUps:
+    """What follows an answer that went out: ``futures`` (pre-generate where accepting the suggestion
+    shown leads); a flint/refresh when the whole suggestion is there, watched ``watch_s`` seconds
+    (``greedy``: an explicit request's automatic line is enough); ``whole``: the quick first window had
+    nothing here, so the whole window runs (then a refresh if it has a line); ``pause``: routing "pause"
+    asks the capable tier for this spot once the user pauses."""
+
+    futures: bool = False
+    watch_s: float | None = None
+    greedy: bool = False
+    whole: bool = False
+    pause: bool = False
+
+
+def follow_ups(settings: Settings, *, invoked: bool, speculate: bool, shown: bool, complete: bool,
+               quick: bool) -> FollowUps:
+    """The follow-ups of an answer: ``shown`` (it had a suggestion), ``complete`` (nothing more is coming
+    for it), ``quick`` (an empty answer from the quick window). ``speculate``: the client asks on its own
+    as the user types (futures and pauses serve such a client). None with speculation off."""
+    if not settings.speculation:
+        return FollowUps()
+    pause = not invoked and speculate
+    if shown:
+        # an explicit request's other variants may need the whole prompt pass: refreshed when done
+        watch = None if complete else JOB_BUDGET_S if invoked else REFRESH_WITHIN_S
+        return FollowUps(futures=speculate, watch_s=watch, pause=pause)
+    if quick:
+        return FollowUps(whole=True, pause=pause)
+    if not complete:
+        # nothing yet at a fresh spot (the prompt is still being read): the generation goes on and the
+        # client hears flint/refresh when it has something
+        return FollowUps(watch_s=JOB_BUDGET_S, greedy=invoked, pause=pause)
+    return FollowUps(pause=pause)
+
+
+def debounce_s(settings: Settings, invoked: bool) -> float:
+    """How long an automatic request waits before it asks (``debounceMs``; 0: newest wins at once)."""
+    return settings.debounce_ms / 1000 if settings.debounce_ms and not invoked else 0.0
+
+
 def burst_hold(burst: bool, now: float) -> float:
     """When the work for a keystroke may start: at once, or after BURST_HOLD_S in a burst of edits."""
     return now + BURST_HOLD_S if burst else 0.0

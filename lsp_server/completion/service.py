@@ -24,7 +24,7 @@ from lsp_server.completion.answers import Answer, settle_rule
 from lsp_server.completion.events import Events, Idle, RemoteDone, Status
 from lsp_server.completion.followups import FollowUps
 from lsp_server.completion.hooks import StoreHooks
-from lsp_server.completion.jobs import SPECULATIVE, USER, JobDropped, State
+from lsp_server.completion.jobs import SPECULATIVE, USER, JobDropped, Stale, State
 from lsp_server.completion.pause import Pauses
 from lsp_server.completion.planner import JOB_BUDGET_S, Cursors, TypingClock
 from lsp_server.completion.race import Races
@@ -49,6 +49,7 @@ class CompletionService:
         self._load = load
         self._load_remote = load_remote
         self._context = context  # (a worker thread) the repository context block for a spot
+        self._revision_of = revision_of
         self.events = Events()
         self.events.on(Status, on_status)
         self.events.on(Idle, self._idle)
@@ -58,8 +59,8 @@ class CompletionService:
         self.clock = TypingClock()
         self.races = Races(self.store, self.cursors, revision_of, self._late_win)
         self.pauses = Pauses(self.store, revision_of, self._late_win)
-        self.refresher = Refresher(self.store, revision_of, on_refresh)
         self.follow = FollowUps(self, settings, on_refresh, version_of)
+        self.refresher = Refresher(self.store, revision_of, self.follow.refreshed)
         self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
         self._wstart: dict[str, int] = {}  # each document's prefix window start (kept while it fits)
         self._asked: dict[str, asyncio.Event] = {}  # uri -> set when a newer request for it comes
@@ -166,6 +167,21 @@ class CompletionService:
         return planner.state_at(self._settings(), uri, revision, offset, prefix, suffix, invoked=invoked,
                                 remote_ready=self.remote_ready(), n=n, variants=variants, language=language)
 
+    def request_state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None,
+                      variants: bool, language: str | None) -> State:
+        """A request's state: an automatic one at the spot the didChange before it prepared is that very
+        state (it joins that work), and the user is there now."""
+        old = self.cursors.get(uri)
+        auto = not invoked and n is None and not variants
+        if auto and old is not None and old.revision == revision and old.offset == offset:
+            state = old
+        else:
+            state = self.state(uri, revision, text, offset, invoked=invoked, n=n, variants=variants,
+                               language=language)
+        if not invoked:
+            self.at(uri, state)
+        return state
+
     def at(self, uri: str, state: State) -> None:
         """The user is at ``state`` (an automatic request there): what a generation kept through typing
         must agree with."""
@@ -218,6 +234,7 @@ class CompletionService:
 
     def did_close(self, uri: str) -> None:
         self.cursors.forget(uri)
+        self.follow.forget(uri)
         self.pauses.forget(uri)
         self.clock.forget(uri)
         self._wstart.pop(uri, None)
@@ -249,12 +266,15 @@ class CompletionService:
         routing.py): the store, else the model (joined or started). A remote that fails, is slow or is
         backing off leaves the answer to the local model; a race shows the local answer unless the remote
         one is there first within the race budget. Raises the workers' exceptions."""
+        delay = planner.debounce_s(self._settings(), invoked)
+        if delay:
+            await asyncio.sleep(delay)
+            if self._revision_of(state.uri) != state.revision:
+                raise Stale("the document changed")
         older = self._asked.pop(state.uri, None)
         if older is not None:
             older.set()  # a request still waiting outside the worker (explicit.greedy_first) is superseded
         self._asked[state.uri] = asyncio.Event()
-        if not invoked:
-            self.at(state.uri, state)
         route = state.route
         if route != routing.LOCAL and not self.remote_ready():
             route = routing.LOCAL
@@ -307,7 +327,7 @@ class CompletionService:
             return found
         if plan.item_one and not self.store.streaming(state):
             first = await self._item_one(worker, state, since, plan)
-            if first is not None or self.store.streaming(self._auto_twin(state)):
+            if first is not None or self.store.streaming(self.auto_twin(state)):
                 return first  # (None: the line is still coming: flint/refresh when it is there)
         worker.submit(state, USER, budget_s=plan.job_budget, detachable=plan.detachable)
         if found is not None and found.comps and found.source in ("type-through", "disk"):
@@ -320,7 +340,7 @@ class CompletionService:
         with its drafts is the fastest line) is item 1; the other variants follow (their job runs to its
         end on the KV the line left, then flint/refresh). Where the variants' own generation already runs,
         its item 1 is shown once settled (``_wait``)."""
-        first = await explicit.greedy_first(self.store, worker, self._auto_twin(state), since, plan.deadline,
+        first = await explicit.greedy_first(self.store, worker, self.auto_twin(state), since, plan.deadline,
                                             self._asked.setdefault(state.uri, asyncio.Event()), self._settings)
         if first is not None:
             worker.submit(state, USER, budget_s=plan.job_budget)
@@ -352,12 +372,12 @@ class CompletionService:
             worker.abandon(state)
             raise
 
-    def _auto_twin(self, state: State) -> State:
+    def auto_twin(self, state: State) -> State:
         return explicit.auto_twin(self._settings(), state, self.remote_ready())
 
     def _late_win(self, uri: str, ms: float) -> None:
         self.on_late_win(uri, ms)
-        self.follow.refresh(uri)
+        self.follow.replaced(uri)
 
 
 def _stop_worker(w: Worker) -> None:

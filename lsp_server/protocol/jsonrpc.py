@@ -37,7 +37,7 @@ log = logging.getLogger("flint.server")
 
 @runtime_checkable
 class Host(Protocol):
-    """What the protocol uses of its server (``FlintServer``), checked by shape: handlers.py imports this
+    """What the protocol uses of its server (``FlintServer``), checked by shape: server.py imports this
     module, so naming the class here would be a circular import."""
 
     exit_code: int
