@@ -124,6 +124,36 @@ class Job:
     def serves(self, state: State) -> bool:
         return not self.cancel.cancelled and not self.ended and self.state.serves(state)
 
+    def join(self, other: Job) -> None:
+        """``other`` is the same work: its request (if a request's) waits for this job."""
+        self.anew = self.anew or other.anew
+        if other.priority == USER:
+            self.waiters += 1
+            self.not_before = min(self.not_before, other.not_before)
+        self.priority = min(self.priority, other.priority)
+
+    def rebase(self, revision: int, seq: int) -> None:
+        """Kept through an edit: the job serves the document's new revision now, as speculation (its
+        requests asked about the old text)."""
+        self.state = replace(self.state, revision=revision)
+        self.seq, self.waiters, self.speculative = seq, 0, True
+        self.priority = max(self.priority, SPECULATIVE)
+
+    def leave(self, release: bool = False, awaited: bool = False) -> bool:
+        """A request stops waiting for this job (``release``: without stopping it; ``awaited``: it got
+        nothing, the user still waits there). True when the job should stop: nobody waits any more and it
+        was only ever a request's (speculation a request had joined, or a job let go, goes on)."""
+        if release:
+            self.released = True
+            self.awaited = self.awaited or awaited
+        self.waiters = max(0, self.waiters - 1)
+        if self.waiters:
+            return False
+        if self.speculative or self.released:
+            self.priority = max(self.priority, SPECULATIVE)
+            return False
+        return True
+
 
 Result = tuple[list[Completion], Timings]
 # keep(job, running, current) -> bool: does this job of an older revision still serve the document's new

@@ -21,14 +21,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from engine.backends import Backend, as_backend
 from engine.policy import speculation
 from engine.remote.wire import RemoteError
 from engine.types import Doubts
 from lsp_server.completion.events import Events, Status
-from lsp_server.completion.jobs import SPECULATIVE, Hooks, Job, Result, stop_job
+from lsp_server.completion.jobs import SPECULATIVE, WARM, Hooks, Job, Result, Stale, reason_exc, stop_job
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,20 @@ class Ran:
     ms: float | None = None
 
 
+class Scheduler(Protocol):
+    """What the engine thread asks its scheduler (worker.Worker): the next job, and how one ran."""
+
+    def next_work(self) -> tuple[Job | None, Loader | None]: ...
+
+    def done(self, job: Job, ran: Ran) -> bool: ...
+
+    def load_failed(self, error: str) -> None: ...
+
+    def revision(self, uri: str) -> int | None: ...
+
+    def keeps(self, job: Job) -> bool: ...
+
+
 class Runner:
     def __init__(self, tier: str, hooks: Hooks, events: Events) -> None:
         self.tier = tier
@@ -63,6 +77,45 @@ class Runner:
         self.kv_prompt: tuple[str, str] | None = None
         self._context_uri: str | None = None  # the document the backend's context block was gathered for
         self._busy = False  # the last status said "busy" (a "ready" must follow)
+
+    def serve(self, load: Loader, scheduler: Scheduler) -> None:
+        """The engine thread: load the model, then run what the scheduler hands over until it says stop."""
+        error = self.load(load)
+        if error is not None:
+            scheduler.load_failed(error)
+        while True:
+            job, reload = scheduler.next_work()
+            if reload is not None:
+                self.unload()
+                self.hooks.forget()
+                error = self.load(reload)
+                if error is not None:
+                    scheduler.load_failed(error)
+                continue
+            if job is None:
+                return
+            ran = self.execute(job, scheduler)
+            self.report(ran, job, idle=scheduler.done(job, ran))
+
+    def execute(self, job: Job, scheduler: Scheduler) -> Ran:
+        """Run one job: a warm-up, or a generation unless its document moved on or it was stopped."""
+        try:
+            if job.priority == WARM:
+                self.warm(job)
+                return Ran()
+            if scheduler.revision(job.uri) != job.revision:
+                return Ran(error=Stale("the document changed"))
+            if job.cancel.cancelled:
+                return Ran(error=reason_exc(job.cancel.reason))
+            ran = self.run(job, scheduler.keeps)
+            if ran.error is None and scheduler.revision(job.uri) != job.revision:
+                return Ran(ran.result, Stale("the document changed"), ran.ms)
+            if ran.error is None and job.cancel.cancelled:
+                return Ran(ran.result, reason_exc(job.cancel.reason), ran.ms)
+            return ran
+        except Exception as e:  # never leave a request waiting, whatever happened
+            log.exception("job for %s failed", job.uri)
+            return Ran(error=e)
 
     def load(self, load: Loader) -> str | None:
         """Load the model; the error message when it failed."""
