@@ -89,7 +89,6 @@ def _context_block(path: Path, text: str, offset: int, args: argparse.Namespace,
 def cmd_complete(args: argparse.Namespace) -> int:
     import time
 
-    from engine.engine import Engine, EngineConfig, ModelNotBuilt
     from engine.text.postprocess import CUT_OFF_REASONS, budget_for, postprocess
     from engine.types import GenParams
 
@@ -106,19 +105,8 @@ def cmd_complete(args: argparse.Namespace) -> int:
     offset = sum(len(x) + 1 for x in lines[: line - 1]) + col - 1
     prefix, suffix = text[:offset], text[offset:]
     t0 = time.perf_counter()
-    try:
-        cfg = EngineConfig(context_tokens=max(0, args.context_budget))
-        if args.threads:
-            cfg.threads = args.threads
-        eng = Engine.load(args.model, config=cfg)
-    except ModelNotBuilt as e:
-        print(f"flint: {e}", file=sys.stderr)
-        return 2
-    except Exception as e:  # a damaged build (a truncated weight file, a bad tokenizer): say which, no traceback
-        model_dir = _model_dir_or_name(args.model)
-        print(f"flint: the model {model_dir} could not be loaded ({type(e).__name__}: {e}); rebuild it with "
-              f"`flint model build --force`, or run `flint -v complete ...` for details", file=sys.stderr)
-        logging.getLogger("flint").debug("load failed", exc_info=True)
+    eng = _load_for_complete(args)
+    if eng is None:
         return 2
     load_s = time.perf_counter() - t0
     # the generation is sized by the context (a line, one statement, the rest of a body) unless asked
@@ -130,9 +118,33 @@ def cmd_complete(args: argparse.Namespace) -> int:
     comps, t = eng.complete(prefix, suffix, params)
     # what an editor would show: the server's post-processing (one line or a block, cut where the model
     # runs past the code or repeats the text after the cursor)
-    mode = budget.mode
-    shown = [postprocess(c.text, prefix, suffix, mode=mode, max_lines=max_lines,
+    shown = [postprocess(c.text, prefix, suffix, mode=budget.mode, max_lines=max_lines,
                          truncated=c.finish_reason in CUT_OFF_REASONS) for c in comps]
+    _print_completions(args, eng, load_s, budget.mode, comps, t, shown)
+    return 0
+
+
+def _load_for_complete(args: argparse.Namespace):
+    """The model for ``flint complete`` (None: it could not be loaded; the reason is on stderr)."""
+    from engine.engine import Engine, EngineConfig, ModelNotBuilt
+
+    try:
+        cfg = EngineConfig(context_tokens=max(0, args.context_budget))
+        if args.threads:
+            cfg.threads = args.threads
+        return Engine.load(args.model, config=cfg)
+    except ModelNotBuilt as e:
+        print(f"flint: {e}", file=sys.stderr)
+        return None
+    except Exception as e:  # a damaged build (a truncated weight file, a bad tokenizer): say which, no traceback
+        model_dir = _model_dir_or_name(args.model)
+        print(f"flint: the model {model_dir} could not be loaded ({type(e).__name__}: {e}); rebuild it with "
+              f"`flint model build --force`, or run `flint -v complete ...` for details", file=sys.stderr)
+        logging.getLogger("flint").debug("load failed", exc_info=True)
+        return None
+
+
+def _print_completions(args: argparse.Namespace, eng, load_s: float, mode: str, comps, t, shown) -> None:
     if args.json:
         print(json.dumps({
             "model": eng.model_id, "load_s": round(load_s, 3),
@@ -148,7 +160,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
                              "ttft_ms": round(c.ttft_ms, 1), "tokens": len(c.token_ids)}
                             for c, sug in zip(comps, shown, strict=True)],
         }, indent=2))
-        return 0
+        return
     if t.context:
         print(f"# context: {', '.join(t.context)}")
     print(f"# {eng.model_id}: load {load_s:.2f}s, prompt {t.prompt_tokens} tok, "
@@ -157,8 +169,6 @@ def cmd_complete(args: argparse.Namespace) -> int:
         print(f"--- variant {c.variant} ({c.finish_reason}, {len(c.token_ids)} tok, ttft {c.ttft_ms:.0f} ms, "
               f"{mode}-line suggestion{'' if args.raw else '; --raw for the model text'})")
         print(c.text if args.raw else (sug.text if sug else "(nothing to show)"))
-    return 0
-
 
 
 def _model_dir_or_name(model: str | None) -> str:

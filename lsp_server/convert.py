@@ -16,6 +16,7 @@ marks are code points of their own: positions count them and never merge them wi
 
 from __future__ import annotations
 
+import enum
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -40,15 +41,20 @@ def choose_encoding(offered: Sequence[str] | None) -> str:
     UTF-8 wins even when the client lists it after UTF-16: it is what Python's text and the tokenizer
     use, and the client said it can do it.
     """
-    offered = [str(getattr(e, "value", e)).lower() for e in (offered or [])]
+    offered = [str(_value(e)).lower() for e in (offered or [])]
     return UTF8 if UTF8 in offered else UTF16
 
 
 def encoding_name(encoding: object) -> str:
     """'utf-8' / 'utf-16' / 'utf-32' from a string or an lsprotocol PositionEncodingKind (whose str() is
     'PositionEncodingKind.Utf16', not its value). Anything unknown is UTF-16, the LSP default."""
-    name = str(getattr(encoding, "value", encoding) or "").lower()
+    name = str(_value(encoding) or "").lower()
     return name if name in ENCODINGS else UTF16
+
+
+def _value(kind: object) -> object:
+    """An enum member's value (lsprotocol's kinds are enums), anything else as it is."""
+    return kind.value if isinstance(kind, enum.Enum) else kind
 
 
 def char_units(ch: str, encoding: str) -> int:

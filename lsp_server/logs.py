@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import os
 import re
@@ -111,6 +112,10 @@ def message_type(levelno: int) -> int:
     return 4
 
 
+class _Sending(threading.local):
+    on = False  # this thread is sending a log line to the client right now
+
+
 class ClientLogHandler(logging.Handler):
     """Sends records to the client as window/logMessage once ``attach`` gave it a server and its loop.
 
@@ -122,7 +127,7 @@ class ClientLogHandler(logging.Handler):
         self.verbose = verbose
         self._server: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._sending = threading.local()
+        self._sending = _Sending()
         self.addFilter(OneLineParseErrors())
         self.addFilter(RedactFilter())
         self.setFormatter(logging.Formatter("%(name)s: %(message)s"))
@@ -138,12 +143,13 @@ class ClientLogHandler(logging.Handler):
         return self._server is not None
 
     def threshold(self) -> int:
-        trace = getattr(getattr(self._server, "protocol", None), "trace", None)
-        return logging.DEBUG if self.verbose or str(getattr(trace, "value", trace)) == "verbose" else logging.INFO
+        trace = self._server.protocol.trace if self._server is not None else None
+        value = trace.value if isinstance(trace, enum.Enum) else trace
+        return logging.DEBUG if self.verbose or str(value) == "verbose" else logging.INFO
 
     def accepts(self, record: logging.LogRecord) -> bool:
         """Would this record reach the client (so stderr need not repeat it)?"""
-        return self.active and record.levelno >= self.threshold() and not getattr(self._sending, "on", False)
+        return self.active and record.levelno >= self.threshold() and not self._sending.on
 
     def refresh_level(self) -> None:
         """Debug records are made only when someone reads them: with -v or a verbose client trace."""

@@ -8,7 +8,7 @@ warning the server shows to the user. Parsing never raises, and never repeats a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 from engine.model.presets import DEFAULT_MODEL
@@ -223,6 +223,7 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
         raw = {}
     changes: dict[str, Any] = {}
     warnings: list[str] = []
+    default_values, base_values = asdict(defaults), asdict(base)
     for key, value in raw.items():
         spec = _FIELDS.get(key)
         if spec is None:
@@ -230,14 +231,14 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
             continue
         name, check = spec
         if value is None:  # null means "not set": the default
-            changes[name] = getattr(defaults, name)
+            changes[name] = default_values[name]
             continue
         try:
             changes[name] = check(value)
         except ValueError as err:
             secret = name in SECRET_FIELDS  # a secret's value is never repeated back
             msg = "expected a string" if secret else str(err)
-            current = getattr(base, name)
+            current = base_values[name]
             shown = ("the current key" if current else "none") if secret else repr(current)
             warnings.append(f"Flint: invalid setting {key}: {msg}; keeping {shown}")
     out = replace(base, **changes)
@@ -266,7 +267,8 @@ def _endpoint_ok(url: str, allow_insecure_http: bool) -> bool:
 
 def to_camel(settings: Settings) -> dict[str, Any]:
     """Settings as the client would spell them (for logs and the status notification); secrets masked."""
-    out = {key: getattr(settings, name) for key, (name, _) in _FIELDS.items()}
+    values = asdict(settings)
+    out = {key: values[name] for key, (name, _) in _FIELDS.items()}
     for key, (name, _) in _FIELDS.items():
         if name in SECRET_FIELDS and out[key]:
             out[key] = "***"

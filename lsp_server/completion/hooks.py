@@ -75,11 +75,10 @@ class StoreHooks:
         return found.comps, Timings()
 
     def started(self, job: Job) -> None:
-        settings = self._settings()
-        if not settings.speculation:
+        if not self.store.speculating:  # (with speculation off nothing is typed through)
             return
         key = (*job.params.key(), self.tier)
-        if self.tier == "remote" and settings.routing in (routing.RACE, routing.PAUSE):
+        if self.tier == "remote" and self._settings().routing in (routing.RACE, routing.PAUSE):
             # a race's (or a pause's) remote generation stays out of sight until it wins (race.py,
             # pause.py); its entry is kept aside only to tell whether the user's typing agrees with it
             job.handle = hidden_entry(job.prefix, job.suffix, job.params.n, key)

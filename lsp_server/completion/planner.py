@@ -222,9 +222,40 @@ def debounce_s(settings: Settings, invoked: bool) -> float:
     return settings.debounce_ms / 1000 if settings.debounce_ms and not invoked else 0.0
 
 
-def burst_hold(burst: bool, now: float) -> float:
-    """When the work for a keystroke may start: at once, or after BURST_HOLD_S in a burst of edits."""
-    return now + BURST_HOLD_S if burst else 0.0
+@dataclass(frozen=True)
+class Keystroke:
+    """What an edit (or a cursor move) starts: the state the schedulers keep work for (``current``: a
+    generation the user types through; None with speculation off); whether the state's own generation
+    starts now (``start``), after asking the store (``ask_store``: not in a burst of edits, whose last
+    state the request asks), not before ``not_before``."""
+
+    current: State | None
+    start: bool = False
+    ask_store: bool = True
+    not_before: float = 0.0
+
+
+def keystroke(settings: Settings, state: State | None, *, speculate: bool, burst: bool, now: float) -> Keystroke:
+    """An edit that left the user at ``state`` (None: not known). No quiet period: the work starts at once
+    (newest wins: a keystroke appends to the KV cache), except in a burst of edits faster than typing (a
+    paste replayed, a client catching up), where it waits BURST_HOLD_S and the next edit replaces it.
+    ``speculate``: the client asks on its own as the user types (else nothing starts before it asks)."""
+    if not settings.speculation or state is None:
+        return Keystroke(None)
+    return Keystroke(state, start=speculate and not state.skip, ask_store=not burst,
+                     not_before=now + BURST_HOLD_S if burst else 0.0)
+
+
+def moved(settings: Settings, state: State) -> Keystroke:
+    """The cursor settled somewhere without an edit: that spot's work starts as a keystroke's would."""
+    if not settings.speculation:
+        return Keystroke(None)
+    return Keystroke(state, start=not state.skip)
+
+
+def warms(settings: Settings) -> bool:
+    """Idle time prefills the active spot's whole window (with speculation: the context block only)."""
+    return settings.speculation
 
 
 def window(text: str, offset: int, max_prefix: int, previous: int | None) -> tuple[int, str, str]:

@@ -155,7 +155,7 @@ class CompletionService:
 
     async def _warm(self, st: State) -> None:
         block = await asyncio.to_thread(self._context, st) if self._context is not None else None
-        self.worker.warm(st, block, prefill=self._settings().speculation)
+        self.worker.warm(st, block, prefill=planner.warms(self._settings()))
 
     # ---- states ---------------------------------------------------------------------------------
     def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,
@@ -194,26 +194,21 @@ class CompletionService:
         """After an edit: stop stale work (but keep a generation the user is typing through), and start
         the newest state's generation now (newest wins, no debounce), unless the store answers it."""
         now = time.monotonic()
-        burst = self.clock.keystroke(uri, now)
+        plan = planner.keystroke(self._settings(), state, speculate=speculate,
+                                 burst=self.clock.keystroke(uri, now), now=now)
         self.cursors.set(uri, state)
-        spec = self._settings().speculation and state is not None
         for w in self._workers():
-            w.document_changed(uri, revision, state if spec else None)
-        if not spec or not speculate or state is None or state.skip:
-            return
-        if not burst and self._in_store(state):
-            return  # typed through, or on disk: no model call for this keystroke
-        self._speculate(state, planner.burst_hold(burst, now))
+            w.document_changed(uri, revision, plan.current)
+        if plan.start and plan.current is not None and not (plan.ask_store and self._in_store(plan.current)):
+            self._speculate(plan.current, plan.not_before)  # (typed through, or on disk: no model call)
 
     def did_move(self, uri: str, state: State) -> None:
         """The cursor moved without an edit: what was planned for the old spot goes (its futures; a
         generation there stops as the new one starts), and the new spot's generation starts now, in the
         moment before the user types there, unless the store answers it. Not a keystroke: the typing
         clock is left alone."""
-        self.cursors.set(uri, state)
-        for w in self._workers():
-            w.moved(uri, state)
-        if not self._settings().speculation or state.skip:
+        self.at(uri, state)
+        if not planner.moved(self._settings(), state).start:
             return
         for w in self._workers():
             w.set_futures([])

@@ -110,7 +110,7 @@ class FlintProtocol(LanguageServerProtocol):
             # TCP: pygls would sys.exit() inside the connection callback (an asyncio traceback); close
             # the connection and the listener instead, and let `flint serve` return normally
             self.writer.close()
-            listener = getattr(self._server, "_server", None)
+            listener = self._server._server
             if listener is not None:
                 listener.close()
             return
@@ -181,14 +181,15 @@ class FlintProtocol(LanguageServerProtocol):
                 if uri is not None:
                     self._server.lost_sync(uri, f"an edit could not be read ({message.error[:200]})")
             return
-        if not hasattr(message, "jsonrpc"):  # not a JSON-RPC 2.0 message at all
+        fields = _fields(message)
+        if not attrs.has(type(message)) or "jsonrpc" not in fields:  # not a JSON-RPC 2.0 message at all
             self._invalid(message, 'not a JSON-RPC 2.0 message (it needs "jsonrpc": "2.0")')
             return
-        if message.jsonrpc != "2.0":
-            self._invalid(message, f'"jsonrpc" must be "2.0", got {message.jsonrpc!r}')
+        if fields["jsonrpc"] != "2.0":
+            self._invalid(message, f'"jsonrpc" must be "2.0", got {fields["jsonrpc"]!r}')
             return
-        method = getattr(message, "method", None)
-        if self._shutdown and method is not None and method != types.EXIT and hasattr(message, "id"):
+        method = fields.get("method")
+        if self._shutdown and method is not None and method != types.EXIT and "id" in fields:
             log.info("request %s %s after shutdown: refused", message.id, method)
             self._send_response(message.id, error=types.ResponseError(
                 code=types.ErrorCodes.InvalidRequest,
@@ -198,8 +199,8 @@ class FlintProtocol(LanguageServerProtocol):
 
     def _invalid(self, message: Any, why: str) -> None:
         """A message that is not JSON-RPC 2.0: a request (it has an id and a method) gets InvalidRequest."""
-        get = message.get if isinstance(message, dict) else (lambda k, d=None: getattr(message, k, d))
-        msg_id, method = get("id"), get("method")
+        fields = _fields(message)
+        msg_id, method = fields.get("id"), fields.get("method")
         log.warning("message %s ignored: %s", f"{method!r} (id {msg_id!r})" if method is not None else
                     type(message).__name__, why)
         if method is not None and msg_id is not None:
@@ -213,9 +214,8 @@ class FlintProtocol(LanguageServerProtocol):
         self._send_data({"jsonrpc": "2.0", "id": None, "error": {"code": int(code), "message": redact(message)}})
 
     def notify(self, method: str, params: Any | None = None):
-        if method in (types.WINDOW_SHOW_MESSAGE, types.WINDOW_LOG_MESSAGE) and \
-                isinstance(getattr(params, "message", None), str):
-            params.message = redact(params.message)  # type: ignore[union-attr]
+        if isinstance(params, types.ShowMessageParams | types.LogMessageParams) and isinstance(params.message, str):
+            params.message = redact(params.message)
         return super().notify(method, params)
 
     def _send_response(self, msg_id, result=None, error=None):
@@ -233,6 +233,13 @@ class FlintProtocol(LanguageServerProtocol):
             self._send_response(msg_id, error=exc.to_response_error())
             return
         return super()._send_handler_result(future, msg_id=msg_id)
+
+
+def _fields(message: Any) -> dict[str, Any]:
+    """A message's fields, whatever pygls made of it: an attrs message, a plain dict, a bare JSON value."""
+    if attrs.has(type(message)):
+        return attrs.asdict(message, recurse=False)
+    return message if isinstance(message, dict) else {}
 
 
 def _uri_of(params: Any) -> str | None:
