@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from engine.types import CancelToken, Completion, GenParams, Timings
 
@@ -28,10 +29,10 @@ class Step:
 class Done:
     reason: str = "eos"  # the finish reason of every variant the script wrote
     window: str = "full"  # Timings.window ("quick": the engine's short first window)
+    texts: tuple[str, ...] | None = None  # the variants' final texts, when not the last ones streamed
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     prefix: str
     suffix: str
     params: GenParams
@@ -51,6 +52,7 @@ class FakeEngine:
     running: threading.Event = field(default_factory=threading.Event)  # a generation is under way
     context_digest: str = ""
     log: list[tuple[str, str]] = field(default_factory=list)  # ("context", digest) / ("complete", prefix)
+    ended: list[str] = field(default_factory=list)  # each call's finish reason, once it returned
 
     def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
                  cancel: CancelToken | None = None, on_token=None) -> tuple[list[Completion], Timings]:
@@ -75,6 +77,9 @@ class FakeEngine:
             done = end.value or Done()
         finally:
             self.running.clear()
+        if done.texts is not None:
+            texts = dict(enumerate(done.texts))
+        self.ended.append(done.reason)
         n = max(texts, default=0) + 1
         return [Completion(text=texts.get(i, ""), token_ids=[1] * max(1, len(texts.get(i, "")) // 2),
                            finish_reason=done.reason, variant=i) for i in range(n)], Timings(window=done.window)

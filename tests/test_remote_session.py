@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from engine.types import Completion, Timings
 from lsp_server.session import Session
 from lsp_server.settings import Settings, parse_settings, to_camel
+from tests.fakes import FakeEngine, text
 from tests.test_remote_client import FakeRemote
 
 DOC = "def add(a, b):\n    total = \n    return total\n"
@@ -21,16 +21,9 @@ POS = (1, len("    total = "))  # a one-line spot
 URI = "file:///r/add.py"
 
 
-class LocalScript:
-    model_id = "local-script"
-
-    def __init__(self, text: str, delay: float = 0.0) -> None:
-        self.text, self.delay, self.calls = text, delay, 0
-
-    def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
-        self.calls += 1
-        time.sleep(self.delay)
-        return [Completion(text=self.text, token_ids=[1, 2], finish_reason="eos")], Timings()
+def local(raw: str, delay: float = 0.0) -> FakeEngine:
+    """The local model: the same text for every call, after ``delay`` seconds."""
+    return FakeEngine(text(raw, delay), model_id="local-script")
 
 
 @pytest.fixture
@@ -45,10 +38,10 @@ async def make(tmp_path, monkeypatch):
     monkeypatch.setenv("FLINT_HOME", str(tmp_path))
     made: list[Session] = []
 
-    def build(local: LocalScript, **settings) -> Session:
+    def build(engine: FakeEngine, **settings) -> Session:
         refreshed: list[tuple[str, int]] = []
         statuses: list[dict] = []
-        s = Session(lambda _s: local, Settings(max_variants=1, **settings), on_status=statuses.append,
+        s = Session(lambda _s: engine, Settings(max_variants=1, **settings), on_status=statuses.append,
                     on_refresh=lambda uri, v: refreshed.append((uri, v)))
         s.attach_loop(asyncio.get_running_loop())
         s.start()
@@ -81,7 +74,7 @@ def remote_done(s: Session) -> bool:
 
 async def test_race_remote_first_within_budget_is_shown_at_once(make, fake):
     fake.default = {"stream": ["a + b"], "end": "done"}
-    s = make(LocalScript("a", delay=1.5), routing="race", remote_url=fake.url, race_budget_ms=1000)
+    s = make(local("a", delay=1.5), routing="race", remote_url=fake.url, race_budget_ms=1000)
     t0 = time.monotonic()
     res = await s.suggest(URI, *POS, invoked=True)
     assert res.backend == "remote" and res.items[0].text == "a + b"
@@ -97,7 +90,7 @@ async def test_race_remote_first_within_budget_is_shown_at_once(make, fake):
 async def test_race_replaces_the_local_answer_only_in_time_and_when_it_extends(make, fake, remote_text, delay,
                                                                                budget_ms, replaced):
     fake.default = {"stream": ["", remote_text], "delay": delay}
-    s = make(LocalScript("a"), routing="race", remote_url=fake.url, race_budget_ms=budget_ms)
+    s = make(local("a"), routing="race", remote_url=fake.url, race_budget_ms=budget_ms)
     res = await s.suggest(URI, *POS, invoked=True)
     assert res.backend == "local" and res.items[0].text == "a"  # the local answer, at once
     await wait_for(lambda: remote_done(s) and fake.requests)
@@ -108,7 +101,7 @@ async def test_race_replaces_the_local_answer_only_in_time_and_when_it_extends(m
 
 
 async def test_race_never_sends_single_keystrokes_remote(make, fake):
-    s = make(LocalScript("a"), routing="race", remote_url=fake.url)
+    s = make(local("a"), routing="race", remote_url=fake.url)
     res = await s.suggest(URI, *POS, invoked=False)
     assert res.backend == "local" and fake.requests == []
 
@@ -123,7 +116,7 @@ async def test_race_never_sends_single_keystrokes_remote(make, fake):
 ])
 async def test_hybrid_falls_back_to_local_on_remote_failure(make, fake, behaviour, caplog):
     fake.script = [behaviour]
-    s = make(LocalScript("a - b"), routing="hybrid", remote_url=fake.url)
+    s = make(local("a - b"), routing="hybrid", remote_url=fake.url)
     with caplog.at_level(logging.WARNING):
         res = await s.suggest(URI, *POS, invoked=True)
     assert res.backend == "local" and res.items[0].text == "a - b"
@@ -141,7 +134,7 @@ async def test_hybrid_falls_back_to_local_on_remote_failure(make, fake, behaviou
 
 async def test_a_stalled_remote_gives_way_to_local_after_its_timeout(make, fake):
     fake.script = [{"stall": 10}]
-    s = make(LocalScript("a - b"), routing="hybrid", remote_url=fake.url, remote_timeout_ms=400)
+    s = make(local("a - b"), routing="hybrid", remote_url=fake.url, remote_timeout_ms=400)
     t0 = time.monotonic()
     res = await s.suggest(URI, *POS, invoked=True)
     assert res.backend == "local" and time.monotonic() - t0 < 3.0
@@ -149,7 +142,7 @@ async def test_a_stalled_remote_gives_way_to_local_after_its_timeout(make, fake)
 
 async def test_while_backing_off_routed_requests_go_local_without_asking(make, fake):
     fake.script = [{"status": 500, "body": "boom"}]
-    s = make(LocalScript("a - b"), routing="hybrid", remote_url=fake.url)
+    s = make(local("a - b"), routing="hybrid", remote_url=fake.url)
     await s.suggest(URI, *POS, invoked=True)
     s.remote_worker.engine.backoff.retry_at = time.monotonic() + 60
     asked = len(fake.requests)
@@ -164,19 +157,19 @@ async def test_while_backing_off_routed_requests_go_local_without_asking(make, f
 async def test_remote_answers_land_on_disk_under_their_own_key(make, fake, tmp_path, monkeypatch):
     monkeypatch.setenv("FLINT_CACHE_DIR", str(tmp_path / "cache"))
     fake.default = {"stream": ["a + b"]}
-    s = make(LocalScript("a - b"), routing="hybrid", remote_url=fake.url)
+    s = make(local("a - b"), routing="hybrid", remote_url=fake.url)
     res = await s.suggest(URI, *POS, invoked=True)
     assert res.backend == "remote"
     await wait_for(lambda: remote_done(s))
     s.shutdown()
     # a new server: the invoked request is answered from disk, as the remote's answer
-    s2 = make(LocalScript("a - b"), routing="hybrid", remote_url=fake.url)
+    s2 = make(local("a - b"), routing="hybrid", remote_url=fake.url)
     asked = len(fake.requests)
     res = await s2.suggest(URI, *POS, invoked=True)
     assert (res.source, res.backend, res.items[0].text) == ("disk", "remote", "a + b")
     assert len(fake.requests) == asked  # only GET /models is not a completion; nothing was generated
     # a local-only server on the same disk never serves the remote's entry
-    s3 = make(LocalScript("a - b"), routing="local", remote_url=fake.url)
+    s3 = make(local("a - b"), routing="local", remote_url=fake.url)
     res = await s3.suggest(URI, *POS, invoked=True)
     assert (res.backend, res.items[0].text) == ("local", "a - b")
 
@@ -204,7 +197,7 @@ async def test_a_race_survives_typing_that_agrees_with_it(make, fake):
     from tests.test_session import type_chars
 
     fake.default = {"stream": ["a", " +", " b"], "delay": 0.4}
-    s = make(LocalScript("a"), routing="race", remote_url=fake.url, race_budget_ms=5000)
+    s = make(local("a"), routing="race", remote_url=fake.url, race_budget_ms=5000)
     res = await s.suggest(URI, *POS, invoked=True)
     assert res.backend == "local" and res.items[0].text == "a"
     # a keystroke comes ~150 ms later: the remote generation has started (and opened its hidden entry)
@@ -226,7 +219,7 @@ async def test_a_race_survives_typing_that_agrees_with_it(make, fake):
 ])
 async def test_pause_routing_replaces_the_local_line_once_the_user_pauses(make, fake, remote_text, replaced):
     fake.default = {"stream": [remote_text], "delay": 0.05}
-    s = make(LocalScript("a"), routing="pause", remote_url=fake.url)
+    s = make(local("a"), routing="pause", remote_url=fake.url)
     res = await s.suggest(URI, *POS, invoked=False)
     assert res.backend == "local" and res.items[0].text == "a"  # every keystroke: the fast model, at once
     await wait_for(lambda: len(fake.requests) == 1 and remote_done(s))
@@ -242,7 +235,7 @@ async def test_pause_routing_a_keystroke_stops_the_capable_line(make, fake):
     from tests.test_session import type_chars
 
     fake.default = {"stream": ["b", " - ", "a"], "delay": 0.5}
-    s = make(LocalScript("a"), routing="pause", remote_url=fake.url)
+    s = make(local("a"), routing="pause", remote_url=fake.url)
     await s.suggest(URI, *POS, invoked=False)
     await wait_for(lambda: s.remote_worker.running() is not None, 5)  # the pause began: it runs
     type_chars(s, URI, "x", POS[0], POS[1], 1)
@@ -254,7 +247,7 @@ async def test_pause_routing_a_keystroke_stops_the_capable_line(make, fake):
 async def test_pause_routing_sends_no_request_kind_to_the_capable_tier(make, fake):
     """Explicit requests and variants stay with the local model in pause routing (its capable tier
     works only after an automatic answer, at a pause)."""
-    s = make(LocalScript("a"), routing="pause", remote_url=fake.url)
+    s = make(local("a"), routing="pause", remote_url=fake.url)
     res = await s.suggest(URI, *POS, invoked=True)
     assert res.backend == "local"
     await asyncio.sleep(0.4)
