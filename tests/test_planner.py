@@ -57,3 +57,46 @@ def test_an_explicit_ask_right_after_a_refresh_of_an_automatic_answer_is_that_an
     assert not planner.reasks_refresh(mark, 4, 100.0 + planner.REFRESH_ASK_S + 0.1)  # the user, later
     assert not planner.reasks_refresh((4, 100.0, False), 4, 100.5)  # an explicit answer's refresh stays explicit
     assert not planner.reasks_refresh(None, 4, 100.5)
+
+
+def _state(prefix: str, suffix: str = "\n", invoked: bool = False, settings: Settings | None = None):
+    return planner.state_at(settings or Settings(), "file:///a.py", 1, len(prefix), prefix, suffix,
+                            invoked=invoked, remote_ready=False)
+
+
+def test_a_request_waits_by_the_planners_plan():
+    s = Settings()
+    typing = planner.waiting(s, _state("total = a"), 100.0, invoked=False)
+    assert typing.deadline == 100.0 + planner.AUTOMATIC_BUDGET_S and typing.partial_after == planner.PARTIAL_AFTER_S
+    assert not typing.whole_lines and typing.detachable and not typing.item_one
+    fresh = planner.waiting(s, _state("def f():\n    "), 100.0, invoked=False)
+    assert fresh.whole_lines  # nothing typed on the line yet: a part of a line would end mid-statement
+    asked = planner.waiting(s, _state("total = a", invoked=True), 100.0, invoked=True)
+    assert asked.partial_after == planner.INVOKED_BUDGET_S and asked.item_one and not asked.detachable
+    remote = planner.waiting(s, _state("total = a", invoked=True), 100.0, invoked=True, remote=True, budget_s=9.0)
+    assert remote.deadline == 109.0 and not remote.item_one and remote.job_budget >= 9.0
+    plain = planner.waiting(Settings(speculation=False), _state("total = a"), 100.0, invoked=False)
+    assert plain.partial_after is None and plain.job_budget == planner.AUTOMATIC_BUDGET_S  # the model or nothing
+
+
+def test_what_follows_an_answer_is_the_planners_plan():
+    s = Settings()
+    shown = planner.follow_ups(s, invoked=False, speculate=True, shown=True, complete=False, quick=False)
+    assert shown.futures and shown.watch_s == planner.REFRESH_WITHIN_S and shown.pause and not shown.whole
+    quick = planner.follow_ups(s, invoked=False, speculate=True, shown=False, complete=True, quick=True)
+    assert quick.whole and quick.watch_s is None
+    waiting = planner.follow_ups(s, invoked=True, speculate=True, shown=False, complete=False, quick=False)
+    assert waiting.watch_s == planner.JOB_BUDGET_S and waiting.greedy and not waiting.pause
+    assert planner.follow_ups(Settings(speculation=False), invoked=False, speculate=True, shown=True,
+                              complete=False, quick=False) == planner.FollowUps()
+
+
+def test_a_keystroke_starts_its_work_at_once_unless_it_is_part_of_a_burst():
+    s, st = Settings(), _state("x = ")
+    now = planner.keystroke(s, st, speculate=True, burst=False, now=10.0)
+    assert now.current is st and now.start and now.ask_store and now.not_before == 0.0
+    burst = planner.keystroke(s, st, speculate=True, burst=True, now=10.0)
+    assert burst.start and not burst.ask_store and burst.not_before == 10.0 + planner.BURST_HOLD_S
+    assert not planner.keystroke(s, st, speculate=False, burst=False, now=10.0).start  # the client never asked
+    assert planner.keystroke(Settings(speculation=False), st, speculate=True, burst=False, now=10.0).current is None
+    assert planner.moved(s, st).start and not planner.moved(Settings(speculation=False), st).start
