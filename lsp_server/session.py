@@ -236,10 +236,10 @@ class Session:
                       n: int | None = None, variants: bool = False) -> Suggestions:
         """Suggestions at a position. Raises RequestError for anything the client should hear about."""
         t0, since = time.perf_counter(), time.monotonic()
-        self.stats.count("requests")
         if uri in self.documents.lost:
             raise RequestError(RequestError.REQUEST_FAILED, f"Flint lost track of this document's text "
                                                             f"({self.documents.lost[uri]}): close and reopen it")
+        self.stats.count("requests")
         doc, offset = self._locate(uri, line, character)
         problem = doc.problem()
         if problem:

@@ -714,7 +714,7 @@ async def test_a_stopped_automatic_block_is_written_again_for_an_explicit_reques
     s.did_change(uri, cursor=len("def f(reset, count):\n    z"))
     # (the worker stops it once it sees the typed text: undone before that, it would rightly go on)
     await until(lambda: eng.ended)
-    assert eng.ended == ["cancelled"]  # the first block saw its stop
+    assert eng.ended[0] == "cancelled"  # the first block saw its stop
     s.documents.change(uri, 3, [Change("", (1, 4, 1, 5))], s.encoding)  # and undone
     s.did_change(uri, cursor=len("def f(reset, count):\n    "))
     res = await s.suggest(uri, 1, 4, invoked=True)

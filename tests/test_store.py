@@ -88,6 +88,7 @@ def test_a_unit_of_work_ends_once_for_the_job_serving_it_and_a_repeat_needs_no_j
     hooks.queued(second)  # a newer job serves the same work: the old one's end is nobody's answer now
     hooks.ended(first, None, Superseded("replaced"))
     assert store.outcome("local", st) is None
+    hooks.forget()  # a model swapped meanwhile: work still queued waits for the new one, its record stays
     result = ([Completion("1", [1], "eos")], Timings())
     hooks.ended(second, result, None)
     done = store.outcome("local", st)

@@ -179,9 +179,10 @@ class Store:
         return work if work is not None and work.ended and work.state.serves(state) else None
 
     def forget(self, tier: str) -> None:
-        """A model was swapped: what the old one made is no repeat of the new one's work."""
+        """A model was swapped: what the old one made is no repeat of the new one's work (work still
+        queued keeps its record: its requests wait for the new model)."""
         with self._lock:
-            for key in [k for k in self._work if k[0] == tier]:
+            for key in [k for k, w in self._work.items() if k[0] == tier and w.ended]:
                 del self._work[key]
 
     # ---- entries (engine threads, and a race's winner) ------------------------------------------
