@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -79,19 +78,10 @@ class Races:
 
     async def _run(self, race: Race, local_task: asyncio.Future) -> Answer | None:
         state, since = race.state, race.since
-        while not local_task.done():
-            if race.result is not None and not race.decided:  # the remote came first, within the budget
-                race.decided = True
-                won = self._pick(race, None)
-                if won is not None:
-                    local_task.cancel()
-                    self._store.add(state, won.comps, "remote")
-                    return won
-            left = since + race.budget_s - time.monotonic()
-            if left <= 0 or race.decided:
-                break
-            await asyncio.wait([local_task, self._store.next_change()], timeout=left,
-                               return_when=asyncio.FIRST_COMPLETED)
+        waited = await self._store.wait(state, since + race.budget_s, since=since, tier=None,
+                                        accept=lambda: self._remote_first(race, local_task), until=local_task)
+        if waited.answer is not None:
+            return waited.answer
         local = await local_task
         race.shown = local.comps[0].text if local is not None and local.comps else None
         race.local_done = True
@@ -102,6 +92,17 @@ class Races:
                 self._store.add(state, won.comps, "remote")
                 return won
         return local
+
+    def _remote_first(self, race: Race, local_task: asyncio.Future) -> Answer | None:
+        """The remote answer, when it came within the budget before the local one: it wins."""
+        if race.result is None or race.decided:
+            return None
+        race.decided = True
+        won = self._pick(race, None)
+        if won is not None:
+            local_task.cancel()
+            self._store.add(race.state, won.comps, "remote")
+        return won
 
     def _pick(self, race: Race, shown: str | None) -> Answer | None:
         """The remote answer if it came within the budget and may replace ``shown`` (None: nothing shown)."""

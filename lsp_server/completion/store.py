@@ -88,7 +88,8 @@ class Store:
 
     async def wait(self, state: State, deadline: float, partial_after: float | None = None, *, since: float,
                    tier: str | None = "local", backend: str | None = None, whole_lines: bool = False,
-                   accept: Callable[[], Answer | None] | None = None, stop: asyncio.Event | None = None) -> Waited:
+                   accept: Callable[[], Answer | None] | None = None, stop: asyncio.Event | None = None,
+                   until: asyncio.Future | None = None) -> Waited:
         """(event loop) Wait for ``state``'s answer until ``deadline`` (time.monotonic()), looking again at
         every change of the store:
 
@@ -99,6 +100,7 @@ class Store:
           (``whole_lines``: complete lines only). ``backend``: only that backend's entries;
         - ``accept()``: the caller's own early answer;
         - ``stop`` set (a newer request for the document): ``Superseded``;
+        - ``until`` done (another task the caller waits for, a race's local answer): nothing, "until";
         - at the deadline: nothing."""
         show_at = since + partial_after if partial_after is not None else None
         stopped = asyncio.ensure_future(stop.wait()) if stop is not None else None
@@ -118,11 +120,14 @@ class Store:
                 early = accept() if accept is not None else None
                 if early is not None:
                     return Waited(early, "accepted")
+                if until is not None and until.done():
+                    return Waited(None, "until")
                 if now >= deadline:
                     return Waited(None, "deadline")
                 wake = min(deadline, show_at) if show_at is not None and now < show_at else deadline
-                await asyncio.wait([self.next_change(), *([stopped] if stopped is not None else [])],
-                                   timeout=max(0.0, wake - now), return_when=asyncio.FIRST_COMPLETED)
+                others = [f for f in (stopped, until) if f is not None]
+                await asyncio.wait([self.next_change(), *others], timeout=max(0.0, wake - now),
+                                   return_when=asyncio.FIRST_COMPLETED)
                 if stop is not None and stop.is_set():
                     raise Superseded("a newer request for this document replaced it")
         finally:
