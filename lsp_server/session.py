@@ -142,9 +142,6 @@ class Session:
     def set_workspace_folders(self, uris: list[str]) -> None:
         self.context.set_folders(uris)
 
-    def context_status(self) -> dict[str, Any]:
-        return self.board.context()
-
     # ---- documents ------------------------------------------------------------------------------
     def did_open(self, uri: str, text: str, version: int, language_id: str = "") -> None:
         self.documents.open(uri, text, version, language_id)

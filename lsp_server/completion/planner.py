@@ -1,10 +1,12 @@
-"""The planner: what to generate for a cursor, and every timing knob, as plain data and pure functions.
+"""The planner: what to generate for a cursor and when, as plain data and pure functions (policy, in one place).
 
-No threads, no model, no LSP types. The service asks ``state_at`` what the engine's work for a cursor
-is (the prompt window, single line or block, generation parameters, whether automatic work is worth it,
-which backend), and ``TypingClock`` / the constants below say when: there is no quiet period before
-work starts (newest wins: a keystroke appends to the KV cache), requests have deadlines, and a
-generation still streaming is shown early (the rest of the word or line while the user types).
+No threads, no model, no LSP types. ``state_at`` is the engine's work for a cursor (the prompt window,
+single line or block, generation parameters, whether automatic work is worth it, which backend); the plans
+say what the service and the schedulers do with it: ``keystroke`` / ``moved`` (what an edit or a cursor move
+starts, at once or after a burst), ``waiting`` (a request's deadline, when it is shown what has streamed, its
+generation's budget), ``follow_ups`` (what follows an answer). ``TypingClock`` and the constants below are
+every timing knob: there is no quiet period before work starts (newest wins: a keystroke appends to the KV
+cache), requests have deadlines, and a generation still streaming is shown early.
 """
 
 from __future__ import annotations
@@ -78,10 +80,6 @@ def is_lookahead(max_tokens: int, max_lines: int | None) -> bool:
     """A one-line suggestion's generation with its look-ahead line, from its parameters (entries keep them
     as ``key[:2]``): (72, 2) is no block's (a block of k lines asks for 24 * (k + 1) tokens, k + 1 lines)."""
     return max_lines == 2 and max_tokens == LOOKAHEAD_TOKENS
-
-
-def shows_one_line(params: GenParams) -> bool:
-    return params.max_lines == 1 or is_lookahead(params.max_tokens, params.max_lines)
 
 
 def lookahead_for_block(entry: Entry, state: State) -> bool:

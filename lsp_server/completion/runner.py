@@ -143,7 +143,7 @@ class Runner:
         user's text? Asked at each token)."""
         engine = self.engine
         assert engine is not None
-        self._context_for(engine, job.uri)
+        self._drop_foreign_context(engine, job.uri)
         if not job.anew:
             cached = self._from_store(job)
             if cached is not None:
@@ -238,7 +238,7 @@ class Runner:
         log.debug("warmed %s in %.0f ms%s", job.uri, (time.perf_counter() - t0) * 1000,
                   " (interrupted)" if job.cancel.cancelled else "")
 
-    def _context_for(self, engine: Backend, uri: str) -> None:
+    def _drop_foreign_context(self, engine: Backend, uri: str) -> None:
         if self._context_uri is not None and uri != self._context_uri and engine.context_digest:
             # the block was gathered for another document (it names that file as the current one, its
             # chunks were chosen for that file's code): none until idle time gathers one for this one
