@@ -22,3 +22,14 @@ def engine(model_dir):
     from engine.engine import Engine, EngineConfig
 
     return Engine.load(model_dir, config=EngineConfig(threads=2))
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: every collected test is checked, whatever the tier
+def pytest_collection_modifyitems(config, items):
+    # the fast tier (scripts/test_fast.sh) leaves out tests by their `model` marker: one that uses the model
+    # without it would fail there (its FLINT_HOME is empty), so it is refused here, on every run
+    unmarked = [it.nodeid for it in items
+                if "model_dir" in getattr(it, "fixturenames", ()) and it.get_closest_marker("model") is None]
+    if unmarked:
+        raise pytest.UsageError("tests that load the real model (fixture model_dir or engine) must be marked "
+                                "`model`:\n  " + "\n  ".join(unmarked))

@@ -369,6 +369,7 @@ def eng(model_dir):
     return e
 
 
+@pytest.mark.model
 def test_comment_ids_end_where_the_file_text_tokenizes_on_its_own(eng):
     """The block's ids and the file text's are encoded apart; on the real tokenizer that is how the text
     reads as a whole too (the comments end on a line break), for a window starting at a line's start."""
@@ -379,6 +380,7 @@ def test_comment_ids_end_where_the_file_text_tokenizes_on_its_own(eng):
         assert eng.tok.encode(head + text) == ids + eng.tok.encode(text), text
 
 
+@pytest.mark.model
 def test_the_engine_keeps_the_block_after_the_fim_prefix_across_keystrokes_and_window_cuts(eng):
     eng.set_context(None)
     bare = eng.build(MAIN, "\n")
@@ -406,6 +408,7 @@ def test_the_engine_keeps_the_block_after_the_fim_prefix_across_keystrokes_and_w
     eng.set_context(None)
 
 
+@pytest.mark.model
 def test_a_keystroke_reuses_the_prefilled_block_and_reports_it(eng):
     eng.set_context(BLOCK)
     eng.reset()
@@ -418,6 +421,7 @@ def test_a_keystroke_reuses_the_prefilled_block_and_reports_it(eng):
     eng.reset()
 
 
+@pytest.mark.model
 def test_the_repository_layout_stays_for_measurement(eng):
     eng.set_context(BLOCK)
     comments = eng.context_digest

@@ -1,3 +1,5 @@
+import pytest
+
 from engine.decoding.prompt import (
     Fim,
     PrefixIndex,
@@ -186,6 +188,7 @@ def test_healer_allows_tokens_that_cover_or_start_the_healed_bytes():
     assert Healer(idx, b"<|fim").allowed(b"") == []  # special tokens never heal text
 
 
+@pytest.mark.model
 def test_token_byte_table_matches_the_byte_level_mapping_of_every_token(model_dir):
     """The table is built with str.translate for speed; each entry must equal the GPT-2 byte mapping applied
     character by character."""

@@ -16,7 +16,7 @@ import pytest
 
 from .conftest import HERE, ROOT
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.editor]
 
 
 class Nvim:
