@@ -1,0 +1,759 @@
+"""The syntax questions post-processing and the context block ask, answered from a tree-sitter parse for
+any language with a grammar. Pure functions: text (or a ``SyntaxTree``) in, an answer out; None where the
+language has no grammar, so a caller keeps its text heuristic there.
+
+Offsets are code points (Flint's ``prefix``/``suffix`` are ``str``); trees count bytes, the functions
+convert. Python keeps its current behaviour at the call sites (``ast`` is the better judge of a Python
+statement); everything here works for Python too and is tested on it.
+
+What each function replaces for non-Python languages (``engine/text/statements.py`` unless named):
+
+- ``in_string_or_comment(tree, offset)``: ``ScanState.quote`` from ``prefix_state``/``scan`` (strings on one
+  line, ``#``/``//`` comments only) where a caller asks "is the cursor in a string or comment" -- template
+  literals, raw strings, block comments, char literals vs Rust lifetimes are right here.
+- ``is_complete(language_id, text_before, completion, line_suffix)``: ``_heuristic_complete`` under
+  ``is_complete_statement`` and ``_ends_mid`` (so ``ends_mid_statement``, ``cut_to_complete`` and
+  ``cut_block_to_complete``, and budget.py's ``budget_for`` "next" check).
+- ``statement_cut_points`` / ``complete_statement_end``: ``_cut_points`` (regex tokens) + the
+  ``_ends_mid`` loop in ``cut_to_complete``; postprocess.py's ``_finish_statement`` (where the
+  statement the cursor's line started ends).
+- ``block_is_complete(language_id, text_before, completion)``: the ``opens_block`` test in
+  ``drop_dangling_header`` and the dangling-header check after ``cut_block_to_complete`` in postprocess.py.
+- ``scope_end(language_id, text_before, completion)``: postprocess.py's ``limit_scope`` and budget.py's
+  ``cut_to_budget`` ``_CLOSING_LINE`` rule for brace languages (where the text closes the cursor's block).
+- ``first_stray_closer(language_id, text_before, text)``: ``scan(text + tail, state)[1]`` in
+  postprocess.py's ``fit_line_suffix`` / ``_balanced_cut`` (a closer that closes nothing).
+- ``open_brackets(language_id, text_before)``: ``prefix_state(prefix).stack`` (the auto-closed pairs open
+  at the cursor, ``_inside_open_bracket``).
+- ``enclosing_block(tree, offset)``: budget.py's ``_ends_body`` / ``_opens_block_below`` and
+  ``statement_start``'s indentation reading (block extent, its indentation, statements after the cursor).
+- ``definitions(tree)``, ``enclosing_definition(tree, offset)``, ``outlines(tree, names)``:
+  ``engine/context/sources.py``'s ``regex_definitions`` (same return shape: name -> (line, outline)).
+- ``repeats_following_lines(language_id, completion, suffix)``: a token-level check beside postprocess.py's
+  ``cut_at_following_lines`` (a copy of the next statement re-wrapped over other lines).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.syntax.languages import Grammar, grammar_for
+from engine.syntax.tree import SyntaxTree, parse_text
+
+# ---- node classes ----------------------------------------------------------------------------------------
+_STRING_TYPES = frozenset({
+    "string", "template_string", "regex", "char_literal", "character_literal", "rune_literal", "heredoc",
+    "heredoc_body", "nowdoc", "text_block", "system_lib_string", "encapsed_string", "string_literal",
+    "raw_string_literal", "interpreted_string_literal", "concatenated_string",
+})
+# code inside a string: `${x}` (JS/TS), f"{x}" (Python), "#{x}" (Ruby), $"{x}" (C#), "${x}" (Kotlin)
+_CODE_IN_STRING = frozenset({"template_substitution", "interpolation", "interpolated_expression",
+                             "interpolated_identifier"})
+_QUOTE_TOKENS = frozenset({'"', "'", "`", '"""', "'''", "string_start"})
+OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}", "#{": "}"}
+CLOSERS = frozenset({")", "]", "}"})
+_MATCH = {")": "([", "]": "[", "}": "{$#"}  # a closer's possible openers, by the opener's first character
+
+
+def is_string(node: Any) -> bool:
+    t = node.type
+    return bool(node.is_named) and (t in _STRING_TYPES or t.endswith(("string_literal", "_string")))
+
+
+def is_comment(node: Any) -> bool:
+    return "comment" in node.type
+
+
+@dataclass(frozen=True)
+class _Whole:
+    """A string with interpolations, yielded whole after their tokens."""
+    node: Any
+
+    @property
+    def end_byte(self) -> int:
+        return int(self.node.end_byte)
+
+
+def _leaves(node: Any, lo: int = 0, hi: int | None = None) -> Iterator[Any]:
+    """Leaves overlapping bytes [lo, hi) in order, a string or comment as one leaf (its interpolations
+    opened up), MISSING and zero-width leaves skipped. Iterative: deep trees do not recurse."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, _Whole):
+            if n.end_byte > lo and (hi is None or n.node.start_byte < hi):
+                yield n.node
+            continue
+        if n.end_byte <= lo and n.end_byte != n.start_byte or (hi is not None and n.start_byte >= hi):
+            continue
+        if n.is_missing:
+            continue
+        if n.child_count == 0 or is_comment(n):
+            if n.end_byte > n.start_byte:
+                yield n
+            continue
+        if is_string(n):
+            subs = [c for c in n.children if c.type in _CODE_IN_STRING]
+            if not subs:
+                yield n
+                continue
+            # the code of its interpolations, then the string itself (its text between them is no code)
+            stack.append(_Whole(n))
+            stack.extend(reversed(subs))
+            continue
+
+        stack.extend(reversed(n.children))
+
+
+def _ancestors(node: Any) -> Iterator[Any]:
+    while node is not None:
+        yield node
+        node = node.parent
+
+
+# ---- strings and comments --------------------------------------------------------------------------------
+def _open_ended_comment(tree: SyntaxTree, node: Any) -> bool:
+    """A line comment (or one left unclosed): the cursor right after its last character is still in it."""
+    text = tree.source[node.start_byte: node.end_byte]
+    return not (text.startswith(b"/*") and text.endswith(b"*/") and len(text) >= 4) and \
+        not text.rstrip().endswith((b"-->", b"-}", b"*)", b"]]", b"=#"))
+
+
+def in_string_or_comment(tree: SyntaxTree, offset: int) -> bool:
+    """Is code point ``offset`` of ``tree``'s text inside a string, a character literal or a comment (not
+    inside an interpolation ``${...}`` of a string)? The cursor right after a closing quote is outside; right
+    after a line comment's last character, inside. A string left open (``"abc|`` while typing) counts as a
+    string to the end of its line."""
+    b = tree.byte_at(offset)
+    if b <= 0:
+        return False
+    for n in _ancestors(tree.root.descendant_for_byte_range(b - 1, b)):
+        if n.type in _CODE_IN_STRING and n.start_byte < b < n.end_byte:
+            return False
+        if is_comment(n):
+            return n.start_byte < b < n.end_byte or (b == n.end_byte and _open_ended_comment(tree, n))
+        if is_string(n):
+            if n.start_byte < b < n.end_byte:
+                return True
+            if b == n.end_byte and n.has_error:
+                return True  # its closing quote is missing
+            break
+        if n.is_error:
+            break
+    return _in_open_quote(tree, b)
+
+
+def _in_open_quote(tree: SyntaxTree, b: int) -> bool:
+    """An unterminated quote on the cursor's line, before it: an error node opened by a quote token."""
+    line_start = tree.source.rfind(b"\n", 0, b) + 1
+    for leaf in _leaves(tree.root, line_start, b):
+        parent = leaf.parent
+        if leaf.start_byte < b and leaf.type in _QUOTE_TOKENS and parent is not None and parent.is_error \
+                and parent.start_byte == leaf.start_byte:
+            return True
+    return False
+
+
+# ---- brackets --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Brackets:
+    stack: tuple[tuple[str, int], ...]  # (opener, byte offset), innermost last
+    stray: int | None  # byte offset of the first closer at or after ``since`` that closes nothing
+
+
+def _bracket_walk(tree: SyntaxTree, since: int, until: int | None = None) -> _Brackets:
+    """Brackets of the code tokens of ``tree`` up to byte ``until``; closers before byte ``since`` that
+    close nothing are skipped (the window starts inside something)."""
+    stack: list[tuple[str, int]] = []
+    for leaf in _leaves(tree.root, 0, until):
+        t = leaf.type
+        if until is not None and leaf.end_byte > until:
+            break
+        if t in OPENERS:
+            stack.append((t, leaf.start_byte))
+        elif t in CLOSERS:
+            if stack and stack[-1][0][0] in _MATCH[t]:
+                stack.pop()
+            elif leaf.start_byte >= since:
+                return _Brackets(tuple(stack), leaf.start_byte)
+    return _Brackets(tuple(stack), None)
+
+
+def open_brackets(language_id: str | None, text_before: str) -> tuple[str, ...] | None:
+    """The brackets open at the end of ``text_before`` (innermost last), strings and comments skipped;
+    None without a grammar. The tree-sitter reading of ``prefix_state(prefix).stack``."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return None
+    start = window_start(text_before)
+    tree = parse_text(grammar, text_before[start:])
+    return tuple(o for o, _ in _bracket_walk(tree, len(tree.source)).stack)
+
+
+def first_stray_closer(language_id: str | None, text_before: str, text: str) -> int | None | bool:
+    """Index in ``text`` (inserted after ``text_before``) of its first closer that closes nothing or the
+    wrong thing (None: no such closer; False: no grammar). The tree-sitter reading of ``scan(text, state)``."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return False
+    before = text_before[window_start(text_before):]
+    tree = parse_text(grammar, before + text)
+    cursor = len(before.encode("utf-8"))
+    bad = _bracket_walk(tree, cursor).stray
+    return None if bad is None else tree.offset_at(bad) - len(before)
+
+
+# ---- the statement window --------------------------------------------------------------------------------
+WINDOW_LINES = 60
+_CONTINUATION_KEYWORDS = ("else", "elif", "except", "finally", "catch", "case", "default")
+
+
+def _indent(line: str) -> int:
+    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
+
+
+def _opens(line: str) -> bool:
+    s = line.rstrip()
+    return bool(s) and (s[-1] in "{(:[" or s.endswith(("=>", "->")))
+
+
+def window_start(text_before: str, max_lines: int = WINDOW_LINES) -> int:
+    """Where to start parsing so the statement at the end of ``text_before`` is whole in the window, with
+    the blocks around it: back through the headers of the enclosing blocks (each line above indented less
+    than the last, skipping lines that only close brackets or continue a clause: ``} else {``, ``except:``)
+    to a line at column 0, or as far as ``max_lines`` reach. A blank cursor line counts at the indentation
+    of the line above it, one deeper when that line opens a block (editors strip a blank line's spaces)."""
+    line_start = text_before.rfind("\n") + 1
+    cur = text_before[line_start:]
+    lines = text_before[:line_start].split("\n")[:-1][-max_lines:]
+    starts: list[int] = []
+    pos = line_start
+    for ln in reversed(lines):
+        pos -= len(ln) + 1
+        starts.append(pos)
+    col = _indent(cur) if cur.strip() else len(cur.expandtabs(4))
+    if not cur.strip():
+        above = next((ln for ln in reversed(lines) if ln.strip()), None)
+        if above is not None:
+            col = max(col, _indent(above) + (1 if _opens(above) else 0))
+    start = line_start
+    for ln, at in zip(reversed(lines), starts, strict=True):
+        if col == 0:
+            break
+        s = ln.strip()
+        if s and _indent(ln) < col and s[0] not in ")]}" and not s.startswith(_CONTINUATION_KEYWORDS) \
+                and not s.startswith(("*", "//", "#", "/*")):
+            start, col = at, _indent(ln)
+    return start
+
+
+# ---- complete statements ---------------------------------------------------------------------------------
+_BARE = frozenset({"identifier", "member_expression", "field_expression", "attribute", "selector_expression",
+                   "scoped_identifier", "field_access", "qualified_identifier", "property_identifier",
+                   "navigation_expression"})
+
+
+def _errors(node: Any) -> Iterator[Any]:
+    """ERROR and MISSING nodes under ``node``."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.is_error or n.is_missing:
+            yield n
+            if n.is_missing:
+                continue
+        if n.has_error:
+            stack.extend(n.children)
+
+
+def _ends_on_bare_name(tree: SyntaxTree, end: int) -> bool:
+    """The last statement is a name or an attribute alone (``self.insert``): still being written."""
+    n = tree.root.descendant_for_byte_range(max(0, end - 1), end)
+    for a in _ancestors(n):
+        if a.end_byte != end:
+            return False
+        if a.type == "expression_statement":
+            kids = [c for c in a.named_children if not is_comment(c)]
+            return len(kids) == 1 and kids[0].type in _BARE
+    return False
+
+
+def _terminator(missing: Any) -> bool:
+    """A missing ``;`` that ends a statement, not one standing for a missing body (``for (...)`` alone)."""
+    parent = missing.parent
+    if missing.type != ";" or parent is None or parent.type == "empty_statement":
+        return False
+    body = parent.child_by_field_name("body")
+    return body is None or body.id != missing.id
+
+
+def _verdict(grammar: Grammar, before: str, completion: str, line_suffix: str, block: bool) -> bool:
+    """Is ``completion`` (then ``line_suffix``) after the window ``before`` a complete statement? Its own
+    brackets balanced (in ``block`` mode braces too, else a trailing ``{`` is a block header), no closer
+    that closes nothing, and once the brackets open before it are closed, no error from the cursor on
+    (a missing ``;`` at the very end is allowed: the user types it)."""
+    region = completion + line_suffix
+    text = before + region
+    tree = parse_text(grammar, text)
+    cursor = len(before.encode("utf-8"))
+    walk = _bracket_walk(tree, cursor)
+    if walk.stray is not None:
+        return False
+    for opener, at in walk.stack:
+        if at >= cursor and (opener != "{" or block):
+            return False
+    closers = "".join(OPENERS[o] for o, _ in reversed(walk.stack))
+    end = len(tree.source.rstrip())
+    code_before = len(before.rstrip().encode("utf-8"))  # an error ending on the last token before the cursor
+    if closers:                                           # is the cursor's statement's
+        tree = parse_text(grammar, text + "\n" + closers)
+    for e in _errors(tree.root):
+        if e.is_missing:
+            # a missing `;` is the user's to type (at the end), or the line above's (not this statement's)
+            if e.start_byte >= code_before and not (_terminator(e) and e.start_byte in (code_before, end)):
+                return False
+        elif e.end_byte >= code_before and e.end_byte > 0:
+            return False
+    return not _ends_on_bare_name(tree, end) if end > cursor else True
+
+
+def is_complete(language_id: str | None, text_before: str, completion: str, line_suffix: str = "") -> bool | None:
+    """Would inserting ``completion`` after ``text_before`` (followed by ``line_suffix``, the rest of the
+    cursor's line) leave a complete statement -- or a block header ending in ``{`` -- rather than one cut in
+    its middle (``x = foo(a,``, ``a +``, ``for (const b of``)? Brackets opened before the cursor are the
+    context's (inside a call, ``b`` completes ``foo(a, |``). None: no grammar for the language."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return None
+    before = text_before[window_start(text_before):]
+    return _verdict(grammar, before, completion, line_suffix, block=False)
+
+
+def block_is_complete(language_id: str | None, text_before: str, completion: str) -> bool | None:
+    """Like ``is_complete``, and every bracket the completion opens -- braces too -- is closed in it: a
+    block suggestion that ends on a header without its body (``for (...) {``) or inside its body is not.
+    None: no grammar."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return None
+    before = text_before[window_start(text_before):]
+    return _verdict(grammar, before, completion, "", block=True)
+
+
+_NAME_CUT_FROM = "([.=:<"  # a name cut from its call, index, attribute, assignment or type says something else
+
+
+def statement_cut_points(language_id: str | None, text_before: str, completion: str,
+                         line_suffix: str = "") -> list[int] | None:
+    """Every offset ``k`` of ``completion`` (token ends, ascending) where ``completion[:k]`` completes the
+    statement (``is_complete``): the candidate cuts for a text a limit stopped mid-statement. A cut that
+    leaves a name before its ``(``/``.``/``=`` is no candidate. None: no grammar."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return None
+    before = text_before[window_start(text_before):]
+    tree = parse_text(grammar, before + completion)
+    cursor = len(before.encode("utf-8"))
+    ends: list[int] = []
+    stack: list[str] = []
+    for leaf in _leaves(tree.root, cursor):
+        if leaf.end_byte <= cursor:
+            continue
+        t = leaf.type
+        if t in OPENERS:
+            stack.append(t)
+        elif t in CLOSERS and stack and stack[-1][0] in _MATCH[t]:
+            stack.pop()
+        if any(o != "{" for o in stack):
+            continue  # a bracket the completion opened is open here: never complete
+        k = tree.offset_at(leaf.end_byte) - len(before)
+        rest = completion[k:].lstrip(" \t")
+        if rest and rest[0] in _NAME_CUT_FROM and rest[:2] not in ("==", "=>", ":=") and \
+                any(ch.isalnum() for ch in completion[:k]):
+            continue
+        ends.append(k)
+    return [k for k in ends if _verdict(grammar, before, completion[:k], line_suffix, block=False)]
+
+
+def complete_statement_end(language_id: str | None, text_before: str, completion: str,
+                           line_suffix: str = "") -> int | None:
+    """Where in ``completion`` the statement the cursor is in first becomes complete (the first of
+    ``statement_cut_points``), or None (never, or no grammar)."""
+    points = statement_cut_points(language_id, text_before, completion, line_suffix)
+    return points[0] if points else None
+
+
+def scope_end(language_id: str | None, text_before: str, completion: str) -> int | None:
+    """Offset in ``completion`` of the first ``}`` that closes a brace opened before the cursor (the text
+    leaves the cursor's block there), or None (it never does, or no grammar)."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return None
+    before = text_before[window_start(text_before):]
+    tree = parse_text(grammar, before + completion)
+    cursor = len(before.encode("utf-8"))
+    stack: list[tuple[str, int]] = []
+    for leaf in _leaves(tree.root):
+        t = leaf.type
+        if t in OPENERS:
+            stack.append((t, leaf.start_byte))
+        elif t in CLOSERS:
+            if stack and stack[-1][0][0] in _MATCH[t]:
+                opener, at = stack.pop()
+                if t == "}" and at < cursor <= leaf.start_byte:
+                    return tree.offset_at(leaf.start_byte) - len(before)
+    return None
+
+
+# ---- errors and blocks in a document ---------------------------------------------------------------------
+def has_error_in(tree: SyntaxTree, start: int, end: int) -> bool:
+    """Does the parse have an ERROR or a MISSING node overlapping code points [start, end] of its text?"""
+    lo, hi = tree.byte_at(start), tree.byte_at(end)
+    for e in _errors(tree.root):
+        if e.is_missing and lo <= e.start_byte <= hi:
+            return True
+        if e.is_error and e.start_byte <= hi and e.end_byte >= lo:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Block:
+    """The innermost block around a position: its extent (code points), the indentation of the line that
+    opens it, that of its first statement (None when empty), whether it is closed (its ``}`` is there, or an
+    indented block), and whether statements follow the position inside it."""
+    start: int
+    end: int
+    header_indent: int
+    body_indent: int | None
+    closed: bool
+    statements_after: bool
+
+
+def _is_block(node: Any) -> bool:
+    if node.type == "block" or node.type.endswith(("_block", "_body", "statement_list")):
+        return True
+    kids = node.children
+    return len(kids) >= 2 and kids[0].type == "{" and kids[-1].type == "}"
+
+
+def _line_indent(text: str, offset: int) -> int:
+    start = text.rfind("\n", 0, offset) + 1
+    return _indent(text[start: offset + 1] if offset < len(text) else text[start:])
+
+
+def _indented_block_before(tree: SyntaxTree, code: int, col: int) -> Any:
+    """The innermost indented block (Python's: no braces, it ends with its last statement) that ends on
+    the code at byte ``code`` and whose body is no deeper than column ``col``: blank space after a block,
+    as deep as its body, is still in it."""
+    if code <= 0:
+        return None
+    for a in _ancestors(tree.root.descendant_for_byte_range(code - 1, code)):
+        if a.type == "block" and a.end_byte == code and a.children and a.children[0].type != "{" and \
+                _line_indent(tree.text, tree.offset_at(a.start_byte)) <= col:
+            return a
+    return None
+
+
+def enclosing_block(tree: SyntaxTree, offset: int) -> Block | None:
+    """The innermost block (a brace-delimited body, a Python indented block) containing ``offset``."""
+    b = tree.byte_at(offset)
+    code = len(tree.source[:b].rstrip())
+    col = len(tree.text[tree.text.rfind("\n", 0, offset) + 1: offset].expandtabs(4))
+    n = _indented_block_before(tree, code, col) if code < b else None
+    if n is None:
+        n = next((a for a in _ancestors(tree.root.descendant_for_byte_range(b, b))
+                  if _is_block(a) and a.start_byte < b <= a.end_byte), None)
+    if n is None:
+        return None
+    owner = n.parent if n.parent is not None else n
+    start, end = tree.offset_at(n.start_byte), tree.offset_at(n.end_byte)
+    header = _line_indent(tree.text, tree.offset_at(owner.start_byte))
+    stmts = [c for c in n.named_children if not is_comment(c)]
+    body = _line_indent(tree.text, tree.offset_at(stmts[0].start_byte)) if stmts else None
+    kids = n.children
+    closed = not (kids and (kids[-1].is_missing or kids[0].type == "{" and kids[-1].type != "}"))
+    after = any(c.start_byte >= b for c in stmts)
+    return Block(start, end, header, body, closed, after)
+
+
+# ---- definitions -----------------------------------------------------------------------------------------
+_FUNCTION_KINDS = {"function", "method", "constructor"}
+_DEFINITIONS: dict[str, dict[str, str]] = {
+    "python": {"function_definition": "function", "class_definition": "class"},
+    "javascript": {"function_declaration": "function", "generator_function_declaration": "function",
+                   "class_declaration": "class", "method_definition": "method"},
+    "go": {"function_declaration": "function", "method_declaration": "method", "type_spec": "type"},
+    "rust": {"function_item": "function", "function_signature_item": "function", "struct_item": "struct",
+             "enum_item": "enum", "union_item": "union", "trait_item": "trait", "impl_item": "impl",
+             "mod_item": "module", "macro_definition": "macro"},
+    "c": {"function_definition": "function", "struct_specifier": "struct", "enum_specifier": "enum",
+          "union_specifier": "union"},
+    "java": {"class_declaration": "class", "interface_declaration": "interface", "enum_declaration": "enum",
+             "record_declaration": "record", "annotation_type_declaration": "interface",
+             "method_declaration": "method", "constructor_declaration": "constructor"},
+    "csharp": {"class_declaration": "class", "interface_declaration": "interface", "struct_declaration": "struct",
+               "enum_declaration": "enum", "record_declaration": "record", "method_declaration": "method",
+               "constructor_declaration": "constructor", "namespace_declaration": "namespace"},
+    "kotlin": {"class_declaration": "class", "object_declaration": "class", "function_declaration": "function"},
+    "ruby": {"method": "method", "singleton_method": "method", "class": "class", "module": "module"},
+    "php": {"function_definition": "function", "class_declaration": "class", "interface_declaration": "interface",
+            "trait_declaration": "trait", "method_declaration": "method"},
+}
+_DEFINITIONS["typescript"] = _DEFINITIONS["javascript"] | {
+    "abstract_class_declaration": "class", "interface_declaration": "interface", "type_alias_declaration": "type",
+    "enum_declaration": "enum", "function_signature": "function", "method_signature": "method",
+    "abstract_method_signature": "method", "internal_module": "namespace"}
+_DEFINITIONS["tsx"] = _DEFINITIONS["typescript"]
+_DEFINITIONS["cpp"] = _DEFINITIONS["c"] | {"class_specifier": "class", "namespace_definition": "namespace"}
+_DEFINITIONS["cuda"] = _DEFINITIONS["cpp"]
+# a variable bound to a function (`const f = (a) => ...`) is a function definition
+_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+_WRAPPERS = frozenset({"decorated_definition", "export_statement", "template_declaration"})
+_NAME_NODES = frozenset({"identifier", "field_identifier", "type_identifier", "qualified_identifier",
+                         "destructor_name", "operator_name", "property_identifier", "constant", "name"})
+MAX_OUTLINE_LINES = 48
+MAX_DOC_LINES = 12
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A definition in a document: ``kind`` (function, method, class, struct, impl, ...), ``name``, its extent
+    in code points (decorators, ``export`` and the like included), its first line (0-based), ``signature``
+    (its text up to the body, e.g. ``func (s *S) Get(k string) (int, error)``) and the enclosing
+    definition's name (None at the top)."""
+    kind: str
+    name: str
+    start: int
+    end: int
+    line: int
+    signature: str
+    parent: str | None
+    node: Any = field(default=None, repr=False, compare=False)
+
+
+def _kind(grammar: str, node: Any) -> str | None:
+    table = _DEFINITIONS.get(grammar)
+    if table is None:
+        return None
+    kind = table.get(node.type)
+    if kind is None and node.type == "variable_declarator":
+        value = node.child_by_field_name("value")
+        if value is not None and value.type in _FUNCTION_VALUES:
+            return "function"
+    if kind in ("struct", "enum", "union") and grammar in ("c", "cpp", "cuda") and \
+            node.child_by_field_name("body") is None:
+        return None  # `struct p *x;` uses a type, it does not define one
+    return kind
+
+
+def _name(tree: SyntaxTree, node: Any) -> str:
+    n = node.child_by_field_name("name")
+    if n is not None:
+        return tree.node_text(n)
+    d = node.child_by_field_name("declarator")
+    while d is not None:
+        if d.type in _NAME_NODES:
+            return tree.node_text(d)
+        nxt = d.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in d.named_children if c.type in _NAME_NODES), None)
+        d = nxt
+    t = node.child_by_field_name("type")  # Rust's `impl Trait for Type`: named by the type
+    if t is not None:
+        return tree.node_text(t)
+    first = next((c for c in node.named_children if c.type in _NAME_NODES), None)
+    return tree.node_text(first) if first is not None else ""
+
+
+def _body(node: Any) -> Any:
+    body = node.child_by_field_name("body")
+    if body is None and node.type == "variable_declarator":
+        value = node.child_by_field_name("value")
+        body = value.child_by_field_name("body") if value is not None else None
+    if body is None:  # Go's `type S struct {...}`: the braces of its type
+        for c in node.named_children:
+            for g in [c, *c.named_children]:
+                brace = next((k for k in g.children if k.type == "{"), None)
+                if brace is not None:
+                    return brace
+    return body
+
+
+def _outer(node: Any) -> Any:
+    """The node a definition's text starts with: its ``export``/decorators/declaration wrapper."""
+    while node.parent is not None and (node.parent.type in _WRAPPERS or
+                                       node.type == "variable_declarator" and
+                                       node.parent.type in ("lexical_declaration", "variable_declaration")):
+        node = node.parent
+    if node.type == "type_spec" and node.parent is not None and node.parent.type == "type_declaration" \
+            and node.parent.named_child_count == 1:
+        node = node.parent
+    return node
+
+
+def _definition(tree: SyntaxTree, node: Any, kind: str, parent: str | None) -> Definition:
+    outer = _outer(node)
+    body = _body(node)
+    sig_end = body.start_byte if body is not None else node.end_byte
+    signature = tree.source[outer.start_byte: sig_end].decode("utf-8", errors="replace").rstrip()
+    if body is not None and signature.endswith(":"):
+        signature = signature[:-1].rstrip() if tree.grammar.name != "python" else signature
+    start, end = tree.offset_at(outer.start_byte), tree.offset_at(outer.end_byte)
+    return Definition(kind, _name(tree, node), start, end, outer.start_point[0], signature, parent, node)
+
+
+def definitions(tree: SyntaxTree) -> list[Definition]:
+    """The document's definitions in order: top-level ones and their members (methods, nested classes),
+    not the functions local to a function body."""
+    out: list[Definition] = []
+    gname = tree.grammar.name
+    stack: list[tuple[Any, str | None]] = [(tree.root, None)]  # iterative: deep trees do not recurse
+    while stack:
+        node, parent = stack.pop()
+        kind = _kind(gname, node) if node is not tree.root else None
+        if kind is not None:
+            d = _definition(tree, node, kind, parent)
+            out.append(d)
+            if kind in _FUNCTION_KINDS:
+                continue
+            parent = d.name
+        stack.extend((c, parent) for c in reversed(node.named_children))
+    return out
+
+
+def enclosing_definition(tree: SyntaxTree, offset: int) -> Definition | None:
+    """The innermost definition (local functions included) containing code point ``offset``."""
+    b = tree.byte_at(offset)
+    node = tree.root.descendant_for_byte_range(b, b)
+    found: list[tuple[Any, str]] = []
+    for a in _ancestors(node):
+        kind = _kind(tree.grammar.name, a)
+        if kind is not None:
+            found.append((a, kind))
+    if not found:
+        return None
+    node, kind = found[0]
+    parent = None
+    if len(found) > 1:
+        parent = _name(tree, found[1][0])
+    return _definition(tree, node, kind, parent)
+
+
+# ---- outlines for the context block ----------------------------------------------------------------------
+def _doc_above(tree: SyntaxTree, outer: Any) -> int:
+    """Start byte of the comments and attributes right above a definition (no blank line between)."""
+    start = outer.start_byte
+    prev = outer.prev_sibling
+    lines = 0
+    while prev is not None and (is_comment(prev) or prev.type in ("attribute_item", "decorator")) and \
+            lines < MAX_DOC_LINES and prev.end_point[0] >= tree.root.descendant_for_byte_range(
+                start, start).start_point[0] - 1:
+        lines += prev.end_point[0] - prev.start_point[0] + 1
+        start = prev.start_byte
+        prev = prev.prev_sibling
+    return start
+
+
+def outline(tree: SyntaxTree, d: Definition) -> str:
+    """A definition as the model needs it to use it: the comments right above it, its text with every
+    function body inside replaced by ``{ ... }`` (Python: ``...``), at most ``MAX_OUTLINE_LINES`` lines."""
+    outer = _outer(d.node)
+    start = _doc_above(tree, outer)
+    cuts: list[tuple[int, int, bytes]] = []
+
+    def collect(node: Any, is_root: bool) -> None:
+        kind = _kind(tree.grammar.name, node)
+        if kind in _FUNCTION_KINDS and (is_root or node is not d.node):
+            body = _body(node)
+            if body is not None:
+                if tree.grammar.name == "python":
+                    col = body.start_point[1]
+                    doc = body.named_children[0] if body.named_child_count else None
+                    if doc is not None and doc.type == "expression_statement" and doc.named_child_count:
+                        doc = doc.named_children[0]
+                    keep = doc.end_byte if doc is not None and is_string(doc) else body.start_byte
+                    sep = b"\n" + b" " * col if keep != body.start_byte else b""
+                    cuts.append((keep, body.end_byte, sep + b"..."))
+                else:
+                    cuts.append((body.start_byte, body.end_byte, b"{ ... }"))
+                return
+        for c in node.named_children:
+            collect(c, False)
+
+    collect(d.node, True)
+    parts: list[bytes] = []
+    pos = start
+    for lo, hi, rep in sorted(cuts):
+        if lo < pos:
+            continue
+        parts += [tree.source[pos:lo], rep]
+        pos = hi
+    parts.append(tree.source[pos: outer.end_byte])
+    text = b"".join(parts).decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if len(lines) > MAX_OUTLINE_LINES:
+        lines = lines[:MAX_OUTLINE_LINES] + ["    ..."]
+    return "\n".join(lines) + "\n"
+
+
+def outlines(tree: SyntaxTree, names: Iterable[str] | None = None) -> dict[str, tuple[int, str]]:
+    """Top-level definitions (all when ``names`` is None) as name -> (first line, outline), the shape of
+    ``engine.context.sources.regex_definitions``. A name defined twice (Rust's ``struct S`` and its ``impl S``
+    blocks) gets its outlines one after the other, at the first one's line."""
+    want = None if names is None else set(names)
+    out: dict[str, tuple[int, str]] = {}
+    for d in definitions(tree):
+        if d.parent is not None or (want is not None and d.name not in want):
+            continue
+        text = outline(tree, d)
+        if d.name in out:
+            line, prev = out[d.name]
+            out[d.name] = (line, prev + text)
+        else:
+            out[d.name] = (d.line, text)
+    return out
+
+
+# ---- repetition of the code below ------------------------------------------------------------------------
+MIN_REPEAT_TOKENS = 4
+
+
+def _code_tokens(tree: SyntaxTree) -> list[tuple[bytes, int]]:
+    """(token text, start byte) of the code tokens, comments left out."""
+    return [(tree.source[n.start_byte: n.end_byte], n.start_byte)
+            for n in _leaves(tree.root) if not is_comment(n)]
+
+
+def repeats_following_lines(language_id: str | None, completion: str, suffix: str) -> int | None:
+    """Offset in ``completion`` of the line where it starts re-writing the code after the cursor's line,
+    compared token by token (spacing, line breaks and comments aside): the first statement below, or its
+    first ``MIN_REPEAT_TOKENS``+ tokens when the completion stops before its end. Only at a line start
+    after the first line. None: no copy, or no grammar. Line-level copies stay ``cut_at_following_lines``'s;
+    this one catches the same statement wrapped differently."""
+    grammar = grammar_for(language_id)
+    nl = suffix.find("\n")
+    if grammar is None or nl < 0 or "\n" not in completion:
+        return None
+    below = suffix[nl + 1:]
+    below_tree = parse_text(grammar, below)
+    stmt = next((c for c in below_tree.root.named_children if not is_comment(c)), None)
+    if stmt is None:
+        return None
+    target = [t for t, at in _code_tokens(below_tree) if at < stmt.end_byte]
+    if len(target) < MIN_REPEAT_TOKENS:
+        return None
+    tree = parse_text(grammar, completion)
+    toks = _code_tokens(tree)
+    texts = [t for t, _ in toks]
+    src = tree.source
+    for i, (_, at) in enumerate(toks):
+        line_start = src.rfind(b"\n", 0, at) + 1
+        if line_start == 0 or src[line_start:at].strip():
+            continue  # not the first token of a line after the first
+        got = texts[i: i + len(target)]
+        if got == target[: len(got)] and (len(got) == len(target) or len(got) >= MIN_REPEAT_TOKENS):
+            return tree.offset_at(line_start)
+    return None
