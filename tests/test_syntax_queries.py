@@ -22,7 +22,7 @@ from engine.syntax.queries import (
     repeats_following_lines,
     scope_end,
     statement_cut_points,
-    window_start,
+    statement_window,
 )
 from engine.syntax.tree import parse
 
@@ -127,15 +127,40 @@ def test_a_statement_cut_in_its_middle(language_id, before, completion):
 
 def test_a_statement_in_a_class_method_is_judged_with_the_class_around_it():
     before = "class Cart {\n  add(item) {\n    this.items.push(item);\n    const n = "
-    assert window_start(before) == 0
+    assert statement_window(before) == before
     assert is_complete("javascript", before, "this.items.length;") is True
     assert is_complete("javascript", before, "this.items.length +") is False
 
 
 def test_a_blank_line_inside_a_body_counts_at_the_body_indentation():
     before = "fn f() {\n    let a = 1;\n"  # the editor stripped the blank line's indentation
-    assert before[window_start(before):].startswith("fn f()")
+    assert statement_window(before) == before
     assert is_complete("rust", before, "let b = a + 1;") is True
+
+
+def test_the_headers_of_a_long_class_come_alone_before_the_window():
+    members = "".join(f"  m{i}() {{\n    return {i};\n  }}\n" for i in range(40))
+    before = "class Command extends Base {\n" + members + "  opts() {\n    const x = "
+    window = statement_window(before)
+    # the class line, then at most 60 lines from a member's start
+    assert window.startswith("class Command extends Base {\n  m") and window.endswith("  opts() {\n    const x = ")
+    assert window.count("\n") <= 61
+    assert is_complete("javascript", before, "this.x;") is True  # a method header parses in its class
+    after_method = "class Command extends Base {\n" + members + "  "
+    assert is_complete("javascript", after_method, "helpOption(flags, description) {") is True
+
+
+def test_lines_of_a_multi_line_string_are_no_headers():
+    before = "const msg = `first\nExpecting one of ${xs}`;\nfunction f() {\n  const x = "
+    assert statement_window(before) == "function f() {\n  const x = "
+    assert is_complete("javascript", before, "msg.length;") is True
+
+
+def test_an_allman_brace_brings_its_header():
+    before = "class A\n{\n    void F()\n    {\n        int x = "
+    assert statement_window(before) == before
+    assert is_complete("csharp", before, "G(1);") is True
+    assert is_complete("csharp", before, "G(1") is False
 
 
 def test_the_cut_points_are_the_token_ends_where_the_statement_is_complete():

@@ -35,6 +35,7 @@ What each function replaces for non-Python languages (``engine/text/statements.p
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -187,8 +188,7 @@ def open_brackets(language_id: str | None, text_before: str) -> tuple[str, ...] 
     grammar = grammar_for(language_id)
     if grammar is None:
         return None
-    start = window_start(text_before)
-    tree = parse_text(grammar, text_before[start:])
+    tree = parse_text(grammar, statement_window(text_before))
     return tuple(o for o, _ in _bracket_walk(tree, len(tree.source)).stack)
 
 
@@ -198,7 +198,7 @@ def first_stray_closer(language_id: str | None, text_before: str, text: str) -> 
     grammar = grammar_for(language_id)
     if grammar is None:
         return False
-    before = text_before[window_start(text_before):]
+    before = statement_window(text_before)
     tree = parse_text(grammar, before + text)
     cursor = len(before.encode("utf-8"))
     bad = _bracket_walk(tree, cursor).stray
@@ -207,6 +207,7 @@ def first_stray_closer(language_id: str | None, text_before: str, text: str) -> 
 
 # ---- the statement window --------------------------------------------------------------------------------
 WINDOW_LINES = 60
+MAX_SCAN_LINES = 3000  # how far up the headers of the enclosing blocks are looked for
 _CONTINUATION_KEYWORDS = ("else", "elif", "except", "finally", "catch", "case", "default")
 
 
@@ -219,34 +220,95 @@ def _opens(line: str) -> bool:
     return bool(s) and (s[-1] in "{(:[" or s.endswith(("=>", "->")))
 
 
-def window_start(text_before: str, max_lines: int = WINDOW_LINES) -> int:
-    """Where to start parsing so the statement at the end of ``text_before`` is whole in the window, with
-    the blocks around it: back through the headers of the enclosing blocks (each line above indented less
-    than the last, skipping lines that only close brackets or continue a clause: ``} else {``, ``except:``)
-    to a line at column 0, or as far as ``max_lines`` reach. A blank cursor line counts at the indentation
-    of the line above it, one deeper when that line opens a block (editors strip a blank line's spaces)."""
-    line_start = text_before.rfind("\n") + 1
-    cur = text_before[line_start:]
-    lines = text_before[:line_start].split("\n")[:-1][-max_lines:]
-    starts: list[int] = []
-    pos = line_start
-    for ln in reversed(lines):
-        pos -= len(ln) + 1
-        starts.append(pos)
+def _header_line(line: str, col: int) -> bool:
+    """A line above the cursor that opens a block around it or starts the statement it continues:
+    indented less than ``col`` and ending in an opener or an operator (a line of a multi-line string or
+    comment that happens to sit at a lower indentation rarely does); not a line that only closes
+    brackets, continues a clause (``} else {``, ``except:``) or is a comment."""
+    s = line.strip()
+    return bool(s) and _indent(line) < col and (_opens(line) or s[-1] in ",=+-*/%&|?.<>!") and \
+        s[0] not in ")]}" and not s.startswith(_CONTINUATION_KEYWORDS) and not s.startswith(("*", "//", "#", "/*"))
+
+
+_GOES_ON = ",([=+-*/%&|?.<>!\\"  # a line ending in one of these continues on the next
+
+
+def _comment_line(s: str) -> bool:
+    return s.startswith(("*", "//", "#", "/*"))
+
+
+def _boundary(lines: list[str], i: int, col: int) -> bool:
+    """``lines[i]`` starts a statement at column ``col``: the code line above it ends one. (Exactly at
+    ``col``: a line of a multi-line string at some other indentation is no statement.)"""
+    s = lines[i].strip()
+    if not s or _indent(lines[i]) != col or s[0] in ")]}" or s.startswith(_CONTINUATION_KEYWORDS) or \
+            _comment_line(s):
+        return False
+    above = next((ln.strip() for ln in reversed(lines[max(0, i - 20): i])
+                  if ln.strip() and not _comment_line(ln.strip())), None)
+    return above is None or above[-1] not in _GOES_ON
+
+
+def _far_header(lines: list[str], i: int) -> list[str] | None:
+    """The header that ``lines[i]`` starts, whole: the line when it opens a block (with the line above
+    for an Allman ``{``), else the lines down to the one that does (a signature over several lines);
+    None when no block opens within 8 lines."""
+    s = lines[i].strip()
+    if s.startswith("{"):
+        return ([lines[i - 1]] if i > 0 else []) + [lines[i]]
+    if _opens(lines[i]):
+        return [lines[i]]
+    for j in range(i + 1, min(len(lines), i + 8)):
+        if lines[j].rstrip().endswith("{"):
+            return lines[i: j + 1]
+    return None
+
+
+@functools.lru_cache(maxsize=32)  # one request asks for every variant and cut with the same prefix
+def statement_window(text_before: str, max_lines: int = WINDOW_LINES, max_scan: int = MAX_SCAN_LINES) -> str:
+    """What to parse of ``text_before`` so the statement at its end is whole, inside the blocks around it.
+
+    Within the last ``max_lines`` lines: from the outermost header of the enclosing blocks found there
+    (each line above indented less than the last: a block opener, or the start of a statement the cursor's
+    line continues), or, when that does not reach column 0, from the first line there that starts a
+    statement at that header's (or the cursor's) level (so a ``}, 3000);`` has its opener). Above the window, up
+    to ``max_scan`` lines, the headers of the blocks still around it come alone (a method in a long class:
+    the class line). An empty cursor line counts at the indentation of the code line above it, one deeper
+    when that line opens a block (editors strip a blank line's spaces)."""
+    parts = text_before.rsplit("\n", max_scan)
+    cur, above = parts[-1], parts[:-1]
+    if len(parts) > max_scan:
+        above = above[1:]  # the first part may be many lines: never a header
     col = _indent(cur) if cur.strip() else len(cur.expandtabs(4))
-    if not cur.strip():
-        above = next((ln for ln in reversed(lines) if ln.strip()), None)
-        if above is not None:
-            col = max(col, _indent(above) + (1 if _opens(above) else 0))
-    start = line_start
-    for ln, at in zip(reversed(lines), starts, strict=True):
-        if col == 0:
+    if not cur:
+        code = next((ln for ln in reversed(above[-20:]) if ln.strip() and not _comment_line(ln.strip())), None)
+        if code is not None:
+            col = _indent(code) + (1 if _opens(code) else 0)
+    n = len(above)
+    lo = max(0, n - max_lines)
+    start, c = n, col
+    for i in range(n - 1, lo - 1, -1):
+        if c == 0:
             break
-        s = ln.strip()
-        if s and _indent(ln) < col and s[0] not in ")]}" and not s.startswith(_CONTINUATION_KEYWORDS) \
-                and not s.startswith(("*", "//", "#", "/*")):
-            start, col = at, _indent(ln)
-    return start
+        if _header_line(above[i], c):
+            start, c = i, _indent(above[i])
+            if above[i].strip().startswith("{") and i > lo:  # Allman braces: the header is the line above
+                start, c = i - 1, min(c, _indent(above[i - 1]))
+    if c > 0:
+        first = next((i for i in range(lo, start) if _boundary(above, i, c)), None)
+        if first is not None:
+            start, c = first, _indent(above[first])
+    far: list[list[str]] = []
+    for i in range(start - 1, -1, -1):
+        if c == 0:
+            break
+        if _header_line(above[i], c):
+            header = _far_header(above, i)
+            if header is not None:
+                far.append(header)
+                c = min(_indent(ln) for ln in header if ln.strip())
+    lines = [ln for h in reversed(far) for ln in h] + above[start:] + [cur]
+    return "\n".join(lines)
 
 
 # ---- complete statements ---------------------------------------------------------------------------------
@@ -312,7 +374,8 @@ def _verdict(grammar: Grammar, before: str, completion: str, line_suffix: str, b
     for e in _errors(tree.root):
         if e.is_missing:
             # a missing `;` is the user's to type (at the end), or the line above's (not this statement's)
-            if e.start_byte >= code_before and not (_terminator(e) and e.start_byte in (code_before, end)):
+            if e.start_byte >= code_before and not (_terminator(e) and e.start_byte in (code_before, end)) \
+                    and not e.type.startswith("#"):  # an `#endif` of an `#if` the window opened is not ours
                 return False
         elif e.end_byte >= code_before and e.end_byte > 0:
             return False
@@ -327,7 +390,7 @@ def is_complete(language_id: str | None, text_before: str, completion: str, line
     grammar = grammar_for(language_id)
     if grammar is None:
         return None
-    before = text_before[window_start(text_before):]
+    before = statement_window(text_before)
     return _verdict(grammar, before, completion, line_suffix, block=False)
 
 
@@ -338,7 +401,7 @@ def block_is_complete(language_id: str | None, text_before: str, completion: str
     grammar = grammar_for(language_id)
     if grammar is None:
         return None
-    before = text_before[window_start(text_before):]
+    before = statement_window(text_before)
     return _verdict(grammar, before, completion, "", block=True)
 
 
@@ -353,7 +416,7 @@ def statement_cut_points(language_id: str | None, text_before: str, completion: 
     grammar = grammar_for(language_id)
     if grammar is None:
         return None
-    before = text_before[window_start(text_before):]
+    before = statement_window(text_before)
     tree = parse_text(grammar, before + completion)
     cursor = len(before.encode("utf-8"))
     ends: list[int] = []
@@ -391,7 +454,7 @@ def scope_end(language_id: str | None, text_before: str, completion: str) -> int
     grammar = grammar_for(language_id)
     if grammar is None:
         return None
-    before = text_before[window_start(text_before):]
+    before = statement_window(text_before)
     tree = parse_text(grammar, before + completion)
     cursor = len(before.encode("utf-8"))
     stack: list[tuple[str, int]] = []
