@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.syntax.languages import LANGUAGE_IDS, LanguageRegistry, grammar_for
+from engine.syntax.languages import EXTENSIONS, LANGUAGE_IDS, LanguageRegistry, grammar_for, language_for_path
 from engine.syntax.tree import parse
 
 SAMPLES = {
@@ -108,3 +108,12 @@ def test_a_grammar_name_the_pack_lacks_is_none_with_one_warning(caplog):
         assert registry.grammar_for("cobolish") is None
         assert registry.grammar_for("cobolish2") is None
     assert len(_warnings(caplog)) == 1
+
+
+def test_a_workspace_file_gets_its_language_id_from_its_extension():
+    assert language_for_path("/w/src/cart.ts") == "typescript"
+    assert language_for_path("C:\\w\\App.TSX") == "typescriptreact"
+    assert language_for_path("/w/Dockerfile") == "dockerfile"
+    assert language_for_path("/w/README") is None
+    assert language_for_path("/w/.gitignore") is None
+    assert all(lang in LANGUAGE_IDS for lang in EXTENSIONS.values())

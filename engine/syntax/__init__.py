@@ -11,7 +11,14 @@ Nothing here imports pygls or lsprotocol, nor the rest of the engine: the text m
 See docs/syntax.md for the call sites each query will replace.
 """
 
-from engine.syntax.languages import LANGUAGE_IDS, Grammar, LanguageRegistry, grammar_for
+from engine.syntax.languages import (
+    EXTENSIONS,
+    LANGUAGE_IDS,
+    Grammar,
+    LanguageRegistry,
+    grammar_for,
+    language_for_path,
+)
 from engine.syntax.queries import (
     Block,
     Definition,
@@ -34,8 +41,8 @@ from engine.syntax.queries import (
 from engine.syntax.tree import SyntaxTree, TextEdit, TreeCache, parse
 
 __all__ = [
-    "LANGUAGE_IDS", "Block", "Definition", "Grammar", "LanguageRegistry", "SyntaxTree", "TextEdit", "TreeCache",
+    "EXTENSIONS", "LANGUAGE_IDS", "Block", "Definition", "Grammar", "LanguageRegistry", "SyntaxTree", "TextEdit", "TreeCache",
     "block_is_complete", "complete_statement_end", "definitions", "enclosing_block", "enclosing_definition",
-    "first_stray_closer", "grammar_for", "has_error_in", "in_string_or_comment", "is_complete", "open_brackets",
+    "first_stray_closer", "grammar_for", "has_error_in", "language_for_path", "in_string_or_comment", "is_complete", "open_brackets",
     "outline", "outlines", "parse", "repeats_following_lines", "scope_end", "statement_cut_points",
 ]

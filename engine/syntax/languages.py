@@ -83,6 +83,31 @@ LANGUAGE_IDS: dict[str, str] = {
 }
 
 
+# file extension -> LSP language id, for workspace files the editor has not opened (no languageId)
+EXTENSIONS: dict[str, str] = {
+    ".py": "python", ".pyi": "python", ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".jsx": "javascriptreact", ".ts": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".tsx": "typescriptreact", ".go": "go", ".rs": "rust", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp",
+    ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp", ".cu": "cuda-cpp", ".m": "objective-c",
+    ".java": "java", ".cs": "csharp", ".kt": "kotlin", ".kts": "kotlin", ".scala": "scala", ".swift": "swift",
+    ".dart": "dart", ".rb": "ruby", ".php": "php", ".lua": "lua", ".pl": "perl", ".r": "r", ".jl": "julia",
+    ".ex": "elixir", ".exs": "elixir", ".erl": "erlang", ".hs": "haskell", ".ml": "ocaml", ".fs": "fsharp",
+    ".clj": "clojure", ".zig": "zig", ".nim": "nim", ".sol": "solidity", ".sh": "shellscript",
+    ".bash": "shellscript", ".ps1": "powershell", ".sql": "sql", ".html": "html", ".css": "css",
+    ".scss": "scss", ".vue": "vue", ".svelte": "svelte", ".json": "json", ".yaml": "yaml", ".yml": "yaml",
+    ".toml": "toml", ".tf": "terraform", ".proto": "proto3", ".graphql": "graphql", ".groovy": "groovy",
+}
+
+
+def language_for_path(path: str) -> str | None:
+    """The LSP language id of a file by its extension (``Dockerfile``/``Makefile`` by name), or None."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    if name in ("Dockerfile", "Makefile", "makefile", "GNUmakefile"):
+        return "dockerfile" if name == "Dockerfile" else "makefile"
+    dot = name.rfind(".")
+    return EXTENSIONS.get(name[dot:].lower()) if dot > 0 else None
+
+
 @dataclass(frozen=True)
 class Grammar:
     """A loaded grammar: ``name`` as in the pack (``tsx``), ``language`` the ``tree_sitter.Language``."""
