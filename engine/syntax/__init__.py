@@ -6,6 +6,8 @@
   per-document cache keyed by (uri, version) with incremental reparse.
 - ``queries``: the questions post-processing and the context block ask (strings and comments, complete
   statements and blocks, where a text leaves its block, brackets, definitions and their outlines).
+- ``adapt``: drop-ins with ``engine/text/statements.py``'s signatures (None: Python, or no grammar).
+- ``timing``: ``python -m engine.syntax.timing`` measures parses, incremental edits and queries.
 
 Nothing here imports pygls or lsprotocol, nor the rest of the engine: the text modules call in.
 See docs/syntax.md for the call sites each query will replace.

@@ -27,8 +27,9 @@ What each function replaces for non-Python languages (``engine/text/statements.p
   at the cursor, ``_inside_open_bracket``).
 - ``enclosing_block(tree, offset)``: budget.py's ``_ends_body`` / ``_opens_block_below`` and
   ``statement_start``'s indentation reading (block extent, its indentation, statements after the cursor).
-- ``definitions(tree)``, ``enclosing_definition(tree, offset)``, ``outlines(tree, names)``:
-  ``engine/context/sources.py``'s ``regex_definitions`` (same return shape: name -> (line, outline)).
+- ``definitions(tree)``, ``enclosing_definition(tree, offset)``, ``outlines(tree, names)`` (defined in
+  ``engine/syntax/definitions.py``, importable here): ``engine/context/sources.py``'s ``regex_definitions``
+  (same return shape: name -> (line, outline)).
 - ``repeats_following_lines(language_id, completion, suffix)``: a token-level check beside postprocess.py's
   ``cut_at_following_lines`` (a copy of the next statement re-wrapped over other lines).
 """
@@ -36,82 +37,31 @@ What each function replaces for non-Python languages (``engine/text/statements.p
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
+from engine.syntax.definitions import Definition, definitions, enclosing_definition, outline, outlines
 from engine.syntax.languages import Grammar, grammar_for
+from engine.syntax.nodes import (
+    CLOSERS,
+    CODE_IN_STRING,
+    MATCH,
+    OPENERS,
+    QUOTE_TOKENS,
+    ancestors,
+    is_comment,
+    is_string,
+    leaves,
+)
 from engine.syntax.tree import SyntaxTree, parse_text
 
-# ---- node classes ----------------------------------------------------------------------------------------
-_STRING_TYPES = frozenset({
-    "string", "template_string", "regex", "char_literal", "character_literal", "rune_literal", "heredoc",
-    "heredoc_body", "nowdoc", "text_block", "system_lib_string", "encapsed_string", "string_literal",
-    "raw_string_literal", "interpreted_string_literal", "concatenated_string",
-})
-# code inside a string: `${x}` (JS/TS), f"{x}" (Python), "#{x}" (Ruby), $"{x}" (C#), "${x}" (Kotlin)
-_CODE_IN_STRING = frozenset({"template_substitution", "interpolation", "interpolated_expression",
-                             "interpolated_identifier"})
-_QUOTE_TOKENS = frozenset({'"', "'", "`", '"""', "'''", "string_start"})
-OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}", "#{": "}"}
-CLOSERS = frozenset({")", "]", "}"})
-_MATCH = {")": "([", "]": "[", "}": "{$#"}  # a closer's possible openers, by the opener's first character
-
-
-def is_string(node: Any) -> bool:
-    t = node.type
-    return bool(node.is_named) and (t in _STRING_TYPES or t.endswith(("string_literal", "_string")))
-
-
-def is_comment(node: Any) -> bool:
-    return "comment" in node.type
-
-
-@dataclass(frozen=True)
-class _Whole:
-    """A string with interpolations, yielded whole after their tokens."""
-    node: Any
-
-    @property
-    def end_byte(self) -> int:
-        return int(self.node.end_byte)
-
-
-def _leaves(node: Any, lo: int = 0, hi: int | None = None) -> Iterator[Any]:
-    """Leaves overlapping bytes [lo, hi) in order, a string or comment as one leaf (its interpolations
-    opened up), MISSING and zero-width leaves skipped. Iterative: deep trees do not recurse."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, _Whole):
-            if n.end_byte > lo and (hi is None or n.node.start_byte < hi):
-                yield n.node
-            continue
-        if n.end_byte <= lo and n.end_byte != n.start_byte or (hi is not None and n.start_byte >= hi):
-            continue
-        if n.is_missing:
-            continue
-        if n.child_count == 0 or is_comment(n):
-            if n.end_byte > n.start_byte:
-                yield n
-            continue
-        if is_string(n):
-            subs = [c for c in n.children if c.type in _CODE_IN_STRING]
-            if not subs:
-                yield n
-                continue
-            # the code of its interpolations, then the string itself (its text between them is no code)
-            stack.append(_Whole(n))
-            stack.extend(reversed(subs))
-            continue
-
-        stack.extend(reversed(n.children))
-
-
-def _ancestors(node: Any) -> Iterator[Any]:
-    while node is not None:
-        yield node
-        node = node.parent
+__all__ = [
+    "Block", "Definition", "block_is_complete", "complete_statement_end", "definitions", "enclosing_block",
+    "enclosing_definition", "first_stray_closer", "has_error_in", "in_string_or_comment", "is_comment",
+    "is_complete", "is_string", "open_brackets", "outline", "outlines", "repeats_following_lines", "scope_end",
+    "statement_cut_points", "statement_window",
+]
 
 
 # ---- strings and comments --------------------------------------------------------------------------------
@@ -130,8 +80,8 @@ def in_string_or_comment(tree: SyntaxTree, offset: int) -> bool:
     b = tree.byte_at(offset)
     if b <= 0:
         return False
-    for n in _ancestors(tree.root.descendant_for_byte_range(b - 1, b)):
-        if n.type in _CODE_IN_STRING and n.start_byte < b < n.end_byte:
+    for n in ancestors(tree.root.descendant_for_byte_range(b - 1, b)):
+        if n.type in CODE_IN_STRING and n.start_byte < b < n.end_byte:
             return False
         if is_comment(n):
             return n.start_byte < b < n.end_byte or (b == n.end_byte and _open_ended_comment(tree, n))
@@ -149,9 +99,9 @@ def in_string_or_comment(tree: SyntaxTree, offset: int) -> bool:
 def _in_open_quote(tree: SyntaxTree, b: int) -> bool:
     """An unterminated quote on the cursor's line, before it: an error node opened by a quote token."""
     line_start = tree.source.rfind(b"\n", 0, b) + 1
-    for leaf in _leaves(tree.root, line_start, b):
+    for leaf in leaves(tree.root, line_start, b):
         parent = leaf.parent
-        if leaf.start_byte < b and leaf.type in _QUOTE_TOKENS and parent is not None and parent.is_error \
+        if leaf.start_byte < b and leaf.type in QUOTE_TOKENS and parent is not None and parent.is_error \
                 and parent.start_byte == leaf.start_byte:
             return True
     return False
@@ -168,14 +118,14 @@ def _bracket_walk(tree: SyntaxTree, since: int, until: int | None = None) -> _Br
     """Brackets of the code tokens of ``tree`` up to byte ``until``; closers before byte ``since`` that
     close nothing are skipped (the window starts inside something)."""
     stack: list[tuple[str, int]] = []
-    for leaf in _leaves(tree.root, 0, until):
+    for leaf in leaves(tree.root, 0, until):
         t = leaf.type
         if until is not None and leaf.end_byte > until:
             break
         if t in OPENERS:
             stack.append((t, leaf.start_byte))
         elif t in CLOSERS:
-            if stack and stack[-1][0][0] in _MATCH[t]:
+            if stack and stack[-1][0][0] in MATCH[t]:
                 stack.pop()
             elif leaf.start_byte >= since:
                 return _Brackets(tuple(stack), leaf.start_byte)
@@ -333,7 +283,7 @@ def _errors(node: Any) -> Iterator[Any]:
 def _ends_on_bare_name(tree: SyntaxTree, end: int) -> bool:
     """The last statement is a name or an attribute alone (``self.insert``): still being written."""
     n = tree.root.descendant_for_byte_range(max(0, end - 1), end)
-    for a in _ancestors(n):
+    for a in ancestors(n):
         if a.end_byte != end:
             return False
         if a.type == "expression_statement":
@@ -421,13 +371,13 @@ def statement_cut_points(language_id: str | None, text_before: str, completion: 
     cursor = len(before.encode("utf-8"))
     ends: list[int] = []
     stack: list[str] = []
-    for leaf in _leaves(tree.root, cursor):
+    for leaf in leaves(tree.root, cursor):
         if leaf.end_byte <= cursor:
             continue
         t = leaf.type
         if t in OPENERS:
             stack.append(t)
-        elif t in CLOSERS and stack and stack[-1][0] in _MATCH[t]:
+        elif t in CLOSERS and stack and stack[-1][0] in MATCH[t]:
             stack.pop()
         if any(o != "{" for o in stack):
             continue  # a bracket the completion opened is open here: never complete
@@ -458,12 +408,12 @@ def scope_end(language_id: str | None, text_before: str, completion: str) -> int
     tree = parse_text(grammar, before + completion)
     cursor = len(before.encode("utf-8"))
     stack: list[tuple[str, int]] = []
-    for leaf in _leaves(tree.root):
+    for leaf in leaves(tree.root):
         t = leaf.type
         if t in OPENERS:
             stack.append((t, leaf.start_byte))
         elif t in CLOSERS:
-            if stack and stack[-1][0][0] in _MATCH[t]:
+            if stack and stack[-1][0][0] in MATCH[t]:
                 opener, at = stack.pop()
                 if t == "}" and at < cursor <= leaf.start_byte:
                     return tree.offset_at(leaf.start_byte) - len(before)
@@ -513,7 +463,7 @@ def _indented_block_before(tree: SyntaxTree, code: int, col: int) -> Any:
     as deep as its body, is still in it."""
     if code <= 0:
         return None
-    for a in _ancestors(tree.root.descendant_for_byte_range(code - 1, code)):
+    for a in ancestors(tree.root.descendant_for_byte_range(code - 1, code)):
         if a.type == "block" and a.end_byte == code and a.children and a.children[0].type != "{" and \
                 _line_indent(tree.text, tree.offset_at(a.start_byte)) <= col:
             return a
@@ -527,7 +477,7 @@ def enclosing_block(tree: SyntaxTree, offset: int) -> Block | None:
     col = len(tree.text[tree.text.rfind("\n", 0, offset) + 1: offset].expandtabs(4))
     n = _indented_block_before(tree, code, col) if code < b else None
     if n is None:
-        n = next((a for a in _ancestors(tree.root.descendant_for_byte_range(b, b))
+        n = next((a for a in ancestors(tree.root.descendant_for_byte_range(b, b))
                   if _is_block(a) and a.start_byte < b <= a.end_byte), None)
     if n is None:
         return None
@@ -542,244 +492,6 @@ def enclosing_block(tree: SyntaxTree, offset: int) -> Block | None:
     return Block(start, end, header, body, closed, after)
 
 
-# ---- definitions -----------------------------------------------------------------------------------------
-_FUNCTION_KINDS = {"function", "method", "constructor"}
-_DEFINITIONS: dict[str, dict[str, str]] = {
-    "python": {"function_definition": "function", "class_definition": "class"},
-    "javascript": {"function_declaration": "function", "generator_function_declaration": "function",
-                   "class_declaration": "class", "method_definition": "method"},
-    "go": {"function_declaration": "function", "method_declaration": "method", "type_spec": "type"},
-    "rust": {"function_item": "function", "function_signature_item": "function", "struct_item": "struct",
-             "enum_item": "enum", "union_item": "union", "trait_item": "trait", "impl_item": "impl",
-             "mod_item": "module", "macro_definition": "macro"},
-    "c": {"function_definition": "function", "struct_specifier": "struct", "enum_specifier": "enum",
-          "union_specifier": "union"},
-    "java": {"class_declaration": "class", "interface_declaration": "interface", "enum_declaration": "enum",
-             "record_declaration": "record", "annotation_type_declaration": "interface",
-             "method_declaration": "method", "constructor_declaration": "constructor"},
-    "csharp": {"class_declaration": "class", "interface_declaration": "interface", "struct_declaration": "struct",
-               "enum_declaration": "enum", "record_declaration": "record", "method_declaration": "method",
-               "constructor_declaration": "constructor", "namespace_declaration": "namespace"},
-    "kotlin": {"class_declaration": "class", "object_declaration": "class", "function_declaration": "function"},
-    "ruby": {"method": "method", "singleton_method": "method", "class": "class", "module": "module"},
-    "php": {"function_definition": "function", "class_declaration": "class", "interface_declaration": "interface",
-            "trait_declaration": "trait", "method_declaration": "method"},
-}
-_DEFINITIONS["typescript"] = _DEFINITIONS["javascript"] | {
-    "abstract_class_declaration": "class", "interface_declaration": "interface", "type_alias_declaration": "type",
-    "enum_declaration": "enum", "function_signature": "function", "method_signature": "method",
-    "abstract_method_signature": "method", "internal_module": "namespace"}
-_DEFINITIONS["tsx"] = _DEFINITIONS["typescript"]
-_DEFINITIONS["cpp"] = _DEFINITIONS["c"] | {"class_specifier": "class", "namespace_definition": "namespace"}
-_DEFINITIONS["cuda"] = _DEFINITIONS["cpp"]
-# a variable bound to a function (`const f = (a) => ...`) is a function definition
-_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
-_WRAPPERS = frozenset({"decorated_definition", "export_statement", "template_declaration"})
-_NAME_NODES = frozenset({"identifier", "field_identifier", "type_identifier", "qualified_identifier",
-                         "destructor_name", "operator_name", "property_identifier", "constant", "name"})
-MAX_OUTLINE_LINES = 48
-MAX_DOC_LINES = 12
-
-
-@dataclass(frozen=True)
-class Definition:
-    """A definition in a document: ``kind`` (function, method, class, struct, impl, ...), ``name``, its extent
-    in code points (decorators, ``export`` and the like included), its first line (0-based), ``signature``
-    (its text up to the body, e.g. ``func (s *S) Get(k string) (int, error)``) and the enclosing
-    definition's name (None at the top)."""
-    kind: str
-    name: str
-    start: int
-    end: int
-    line: int
-    signature: str
-    parent: str | None
-    node: Any = field(default=None, repr=False, compare=False)
-
-
-def _kind(grammar: str, node: Any) -> str | None:
-    table = _DEFINITIONS.get(grammar)
-    if table is None:
-        return None
-    kind = table.get(node.type)
-    if kind is None and node.type == "variable_declarator":
-        value = node.child_by_field_name("value")
-        if value is not None and value.type in _FUNCTION_VALUES:
-            return "function"
-    if kind in ("struct", "enum", "union") and grammar in ("c", "cpp", "cuda") and \
-            node.child_by_field_name("body") is None:
-        return None  # `struct p *x;` uses a type, it does not define one
-    return kind
-
-
-def _name(tree: SyntaxTree, node: Any) -> str:
-    n = node.child_by_field_name("name")
-    if n is not None:
-        return tree.node_text(n)
-    d = node.child_by_field_name("declarator")
-    while d is not None:
-        if d.type in _NAME_NODES:
-            return tree.node_text(d)
-        nxt = d.child_by_field_name("declarator")
-        if nxt is None:
-            nxt = next((c for c in d.named_children if c.type in _NAME_NODES), None)
-        d = nxt
-    t = node.child_by_field_name("type")  # Rust's `impl Trait for Type`: named by the type
-    if t is not None:
-        return tree.node_text(t)
-    first = next((c for c in node.named_children if c.type in _NAME_NODES), None)
-    return tree.node_text(first) if first is not None else ""
-
-
-def _body(node: Any) -> Any:
-    body = node.child_by_field_name("body")
-    if body is None and node.type == "variable_declarator":
-        value = node.child_by_field_name("value")
-        body = value.child_by_field_name("body") if value is not None else None
-    if body is None:  # Go's `type S struct {...}`: the braces of its type
-        for c in node.named_children:
-            for g in [c, *c.named_children]:
-                brace = next((k for k in g.children if k.type == "{"), None)
-                if brace is not None:
-                    return brace
-    return body
-
-
-def _outer(node: Any) -> Any:
-    """The node a definition's text starts with: its ``export``/decorators/declaration wrapper."""
-    while node.parent is not None and (node.parent.type in _WRAPPERS or
-                                       node.type == "variable_declarator" and
-                                       node.parent.type in ("lexical_declaration", "variable_declaration")):
-        node = node.parent
-    if node.type == "type_spec" and node.parent is not None and node.parent.type == "type_declaration" \
-            and node.parent.named_child_count == 1:
-        node = node.parent
-    return node
-
-
-def _definition(tree: SyntaxTree, node: Any, kind: str, parent: str | None) -> Definition:
-    outer = _outer(node)
-    body = _body(node)
-    sig_end = body.start_byte if body is not None else node.end_byte
-    signature = tree.source[outer.start_byte: sig_end].decode("utf-8", errors="replace").rstrip()
-    if body is not None and signature.endswith(":"):
-        signature = signature[:-1].rstrip() if tree.grammar.name != "python" else signature
-    start, end = tree.offset_at(outer.start_byte), tree.offset_at(outer.end_byte)
-    return Definition(kind, _name(tree, node), start, end, outer.start_point[0], signature, parent, node)
-
-
-def definitions(tree: SyntaxTree) -> list[Definition]:
-    """The document's definitions in order: top-level ones and their members (methods, nested classes),
-    not the functions local to a function body."""
-    out: list[Definition] = []
-    gname = tree.grammar.name
-    stack: list[tuple[Any, str | None]] = [(tree.root, None)]  # iterative: deep trees do not recurse
-    while stack:
-        node, parent = stack.pop()
-        kind = _kind(gname, node) if node is not tree.root else None
-        if kind is not None:
-            d = _definition(tree, node, kind, parent)
-            out.append(d)
-            if kind in _FUNCTION_KINDS:
-                continue
-            parent = d.name
-        stack.extend((c, parent) for c in reversed(node.named_children))
-    return out
-
-
-def enclosing_definition(tree: SyntaxTree, offset: int) -> Definition | None:
-    """The innermost definition (local functions included) containing code point ``offset``."""
-    b = tree.byte_at(offset)
-    node = tree.root.descendant_for_byte_range(b, b)
-    found: list[tuple[Any, str]] = []
-    for a in _ancestors(node):
-        kind = _kind(tree.grammar.name, a)
-        if kind is not None:
-            found.append((a, kind))
-    if not found:
-        return None
-    node, kind = found[0]
-    parent = None
-    if len(found) > 1:
-        parent = _name(tree, found[1][0])
-    return _definition(tree, node, kind, parent)
-
-
-# ---- outlines for the context block ----------------------------------------------------------------------
-def _doc_above(tree: SyntaxTree, outer: Any) -> int:
-    """Start byte of the comments and attributes right above a definition (no blank line between)."""
-    start = outer.start_byte
-    prev = outer.prev_sibling
-    lines = 0
-    while prev is not None and (is_comment(prev) or prev.type in ("attribute_item", "decorator")) and \
-            lines < MAX_DOC_LINES and prev.end_point[0] >= tree.root.descendant_for_byte_range(
-                start, start).start_point[0] - 1:
-        lines += prev.end_point[0] - prev.start_point[0] + 1
-        start = prev.start_byte
-        prev = prev.prev_sibling
-    return start
-
-
-def outline(tree: SyntaxTree, d: Definition) -> str:
-    """A definition as the model needs it to use it: the comments right above it, its text with every
-    function body inside replaced by ``{ ... }`` (Python: ``...``), at most ``MAX_OUTLINE_LINES`` lines."""
-    outer = _outer(d.node)
-    start = _doc_above(tree, outer)
-    cuts: list[tuple[int, int, bytes]] = []
-
-    def collect(node: Any, is_root: bool) -> None:
-        kind = _kind(tree.grammar.name, node)
-        if kind in _FUNCTION_KINDS and (is_root or node is not d.node):
-            body = _body(node)
-            if body is not None:
-                if tree.grammar.name == "python":
-                    col = body.start_point[1]
-                    doc = body.named_children[0] if body.named_child_count else None
-                    if doc is not None and doc.type == "expression_statement" and doc.named_child_count:
-                        doc = doc.named_children[0]
-                    keep = doc.end_byte if doc is not None and is_string(doc) else body.start_byte
-                    sep = b"\n" + b" " * col if keep != body.start_byte else b""
-                    cuts.append((keep, body.end_byte, sep + b"..."))
-                else:
-                    cuts.append((body.start_byte, body.end_byte, b"{ ... }"))
-                return
-        for c in node.named_children:
-            collect(c, False)
-
-    collect(d.node, True)
-    parts: list[bytes] = []
-    pos = start
-    for lo, hi, rep in sorted(cuts):
-        if lo < pos:
-            continue
-        parts += [tree.source[pos:lo], rep]
-        pos = hi
-    parts.append(tree.source[pos: outer.end_byte])
-    text = b"".join(parts).decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    if len(lines) > MAX_OUTLINE_LINES:
-        lines = lines[:MAX_OUTLINE_LINES] + ["    ..."]
-    return "\n".join(lines) + "\n"
-
-
-def outlines(tree: SyntaxTree, names: Iterable[str] | None = None) -> dict[str, tuple[int, str]]:
-    """Top-level definitions (all when ``names`` is None) as name -> (first line, outline), the shape of
-    ``engine.context.sources.regex_definitions``. A name defined twice (Rust's ``struct S`` and its ``impl S``
-    blocks) gets its outlines one after the other, at the first one's line."""
-    want = None if names is None else set(names)
-    out: dict[str, tuple[int, str]] = {}
-    for d in definitions(tree):
-        if d.parent is not None or (want is not None and d.name not in want):
-            continue
-        text = outline(tree, d)
-        if d.name in out:
-            line, prev = out[d.name]
-            out[d.name] = (line, prev + text)
-        else:
-            out[d.name] = (d.line, text)
-    return out
-
-
 # ---- repetition of the code below ------------------------------------------------------------------------
 MIN_REPEAT_TOKENS = 4
 
@@ -787,7 +499,7 @@ MIN_REPEAT_TOKENS = 4
 def _code_tokens(tree: SyntaxTree) -> list[tuple[bytes, int]]:
     """(token text, start byte) of the code tokens, comments left out."""
     return [(tree.source[n.start_byte: n.end_byte], n.start_byte)
-            for n in _leaves(tree.root) if not is_comment(n)]
+            for n in leaves(tree.root) if not is_comment(n)]
 
 
 def repeats_following_lines(language_id: str | None, completion: str, suffix: str) -> int | None:
