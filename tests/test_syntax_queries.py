@@ -354,6 +354,18 @@ def test_python_java_and_c_definitions_with_signatures():
     ]
 
 
+@pytest.mark.parametrize("language_id, source, expected", [
+    ("csharp", "namespace N { class A { int F(int a) { return a; } } }\n",
+     [("namespace", "N", None), ("class", "A", "N"), ("method", "F", "A")]),
+    ("cpp", "namespace n { class A { int f(int a) { return a; } }; }\n",
+     [("namespace", "n", None), ("class", "A", "n"), ("function", "f", "A")]),
+    ("kotlin", "class A { fun f(a: Int): Int { return a } }\n", [("class", "A", None), ("function", "f", "A")]),
+    ("ruby", "class A\n  def f(a)\n    a\n  end\nend\n", [("class", "A", None), ("method", "f", "A")]),
+])
+def test_definitions_in_more_languages(language_id, source, expected):
+    assert [(d.kind, d.name, d.parent) for d in definitions(parse(language_id, source))] == expected
+
+
 def test_enclosing_definition_is_the_innermost_one_local_functions_included():
     src = "class A {\n  m(a: number) {\n    const f = (x) => {\n      return x;\n    };\n  }\n}\n"
     tree = parse("typescript", src)

@@ -53,7 +53,8 @@ _DEFINITIONS["cuda"] = _DEFINITIONS["cpp"]
 _FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _WRAPPERS = frozenset({"decorated_definition", "export_statement", "template_declaration"})
 _NAME_NODES = frozenset({"identifier", "field_identifier", "type_identifier", "qualified_identifier",
-                         "destructor_name", "operator_name", "property_identifier", "constant", "name"})
+                         "destructor_name", "operator_name", "property_identifier", "constant", "name",
+                         "simple_identifier"})
 MAX_OUTLINE_LINES = 48
 MAX_DOC_LINES = 12
 
