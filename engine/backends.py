@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.remote.client import RemoteBackend, RemoteConfig
+from engine.remote.client import RemoteBackend
+from engine.remote.wire import RemoteConfig
 from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
 
 # the capable local model's prefill chunk: it shares the cores with the fast model, which answers the
@@ -76,7 +77,8 @@ class LocalBackend:
     @classmethod
     def load(cls, model: str | Path | None = None, threads: int | None = None, warm: bool = True,
              kind: str = "local", context_tokens: int = 0) -> LocalBackend:
-        from engine.engine import Engine, EngineConfig
+        from engine.config import EngineConfig
+        from engine.engine import Engine
 
         config = EngineConfig(context_tokens=context_tokens)
         if kind == "capable":

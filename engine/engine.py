@@ -22,14 +22,8 @@ from typing import Any
 
 import numpy as np
 
-# `X as X`: names importers take from engine.engine, which live in config.py / decode.py now
-from engine.config import EngineConfig as EngineConfig
-from engine.config import FastPaths as FastPaths
-from engine.config import ModelNotBuilt as ModelNotBuilt
-from engine.config import resolve_model_dir as resolve_model_dir
-from engine.decoding.decode import _budgeted as _budgeted
-from engine.decoding.decode import _dedupe, decode_batch, decode_greedy
-from engine.decoding.decode import _stop as _stop
+from engine.config import EngineConfig, ModelNotBuilt, resolve_model_dir
+from engine.decoding.decode import _budgeted, _dedupe, decode_batch, decode_greedy
 from engine.decoding.prompt import (
     Fim,
     Healer,

@@ -89,8 +89,10 @@ def _context_block(path: Path, text: str, offset: int, args: argparse.Namespace,
 def cmd_complete(args: argparse.Namespace) -> int:
     import time
 
-    from engine.engine import Engine, EngineConfig, ModelNotBuilt
-    from engine.text.postprocess import CUT_OFF_REASONS, budget_for, postprocess
+    from engine.config import EngineConfig, ModelNotBuilt
+    from engine.engine import Engine
+    from engine.text.budget import budget_for
+    from engine.text.postprocess import CUT_OFF_REASONS, postprocess
     from engine.types import GenParams
 
     try:
@@ -162,7 +164,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
 
 
 def _model_dir_or_name(model: str | None) -> str:
-    from engine.engine import ModelNotBuilt, resolve_model_dir
+    from engine.config import ModelNotBuilt, resolve_model_dir
 
     try:
         return str(resolve_model_dir(model))
@@ -174,7 +176,7 @@ def _model_dir_or_name(model: str | None) -> str:
 
 def _parse_tcp(value: str) -> tuple[str, int]:
     """HOST:PORT on a loopback address only: the server has no authentication."""
-    from engine.remote.client import is_loopback
+    from engine.remote.wire import is_loopback
 
     host, sep, port = value.rpartition(":")
     host = host.strip("[]")

@@ -30,7 +30,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.context.workspace import ContextBlock, Workspace
+from engine.context.block import ContextBlock
+from engine.context.workspace import Workspace
 from lsp_server import convert
 from lsp_server.completion import planner
 from lsp_server.completion.items import Item, Suggestions, build_items, doc_position_after, stamp_latency

@@ -82,7 +82,8 @@ def rss_mb() -> tuple[float, float]:
 # workers: one engine each, JSON lines over stdin/stdout
 class FlintWorker:
     def __init__(self, model: str, threads: int) -> None:
-        from engine.engine import Engine, EngineConfig
+        from engine.config import EngineConfig
+        from engine.engine import Engine
 
         self.eng = Engine.load(model, config=EngineConfig(threads=threads))
         self.tok = self.eng.tok
@@ -283,7 +284,7 @@ def main() -> int:
         return 0
 
     sys.path.insert(0, str(ROOT))
-    from engine.engine import resolve_model_dir
+    from engine.config import resolve_model_dir
     from engine.model.manifest import load_manifest
 
     mdir = resolve_model_dir(args.model)

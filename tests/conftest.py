@@ -9,7 +9,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def model_dir():
-    from engine.engine import ModelNotBuilt, resolve_model_dir
+    from engine.config import ModelNotBuilt, resolve_model_dir
 
     try:
         return resolve_model_dir(os.environ.get("FLINT_MODEL"))
@@ -19,7 +19,8 @@ def model_dir():
 
 @pytest.fixture(scope="session")
 def engine(model_dir):
-    from engine.engine import Engine, EngineConfig
+    from engine.config import EngineConfig
+    from engine.engine import Engine
 
     return Engine.load(model_dir, config=EngineConfig(threads=2))
 

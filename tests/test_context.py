@@ -4,22 +4,16 @@ import logging
 import os
 from pathlib import Path
 
-from engine.context.workspace import (
-    Chunk,
-    ContextBlock,
-    Workspace,
-    dice,
+from engine.context.block import Chunk, ContextBlock, dice, order_stably, select_chunks, split_chunks, words
+from engine.context.sources import (
     edit_diff,
     names_near,
-    order_stably,
     python_definitions,
     read_text,
     regex_definitions,
     resolve_imports,
-    select_chunks,
-    split_chunks,
-    words,
 )
+from engine.context.workspace import Workspace
 
 SHAPES = '''"""Shapes."""
 
@@ -323,7 +317,7 @@ def test_file_source_survives_a_file_mid_edit(tmp_path):
 
 
 def test_file_definitions_keep_whole_statements_outside_the_window():
-    from engine.context.workspace import file_definitions
+    from engine.context.sources import file_definitions
 
     text = "A = 1\n\n@deco\ndef f():\n    return A\n\n\nclass C:\n    B = 2\n\nZ = 3\n"
     lo = text.index("    return A")  # the window starts inside f: f is partly shown, so not given
@@ -336,7 +330,7 @@ def test_file_definitions_keep_whole_statements_outside_the_window():
 
 
 def test_long_assignments_are_clipped_and_the_file_chunks_are_never_dropped_as_copies():
-    from engine.context.workspace import MAX_ASSIGN_LINE
+    from engine.context.sources import MAX_ASSIGN_LINE
 
     src = "TABLE = [" + ", ".join(str(i) for i in range(500)) + "]\nBIG = {\n" + "    'k': 1,\n" * 10 + "}\n"
     defs = python_definitions(src, ["TABLE", "BIG"])
@@ -362,7 +356,8 @@ MAIN = ("from .shapes import area, Box\n\n\ndef total(boxes):\n    return sum(ar
 
 @pytest.fixture(scope="module")
 def eng(model_dir):
-    from engine.engine import Engine, EngineConfig
+    from engine.config import EngineConfig
+    from engine.engine import Engine
 
     e = Engine.load(model_dir, warm=False, config=EngineConfig(threads=2))
     assert e.config.context_layout == "comments" and e.fim is not None

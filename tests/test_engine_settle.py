@@ -1,7 +1,7 @@
-"""The engine's budget and settled stop (pure helpers of engine.engine; the model loop is in
+"""The engine's budget and settled stop (pure helpers of engine/decoding/decode.py; the model loop is in
 tests/test_engine_model.py)."""
 
-from engine.engine import _budgeted, _stop
+from engine.decoding.decode import _budgeted, _stop
 from engine.types import GenParams
 
 BLOCK = GenParams(max_tokens=216, max_lines=9, n=3)  # planner.gen_params for an invoked block

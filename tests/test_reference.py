@@ -10,7 +10,8 @@ from importlib import resources
 import pytest
 
 from engine import paths
-from engine.engine import Engine, EngineConfig, resolve_model_dir
+from engine.config import EngineConfig, resolve_model_dir
+from engine.engine import Engine
 from engine.model.presets import DEFAULT_MODEL
 from engine.types import GenParams
 

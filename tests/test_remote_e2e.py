@@ -286,7 +286,7 @@ async def test_killing_the_server_mid_stream_falls_back_to_local(make_session, t
 async def test_a_second_local_model_as_the_capable_tier(make_session):
     """No server: the capable tier is a second local model (here the fp32 build scripts/test.sh makes;
     in use the 1.5B preset, `capableModel: qwen2.5-coder-1.5b`)."""
-    from engine.engine import resolve_model_dir
+    from engine.config import resolve_model_dir
 
     fp32 = str(resolve_model_dir(FP32))  # raises (fails the test) when it is not built
     s = make_session(routing="hybrid", capable_model=fp32, remote_for=("invoked",))
@@ -306,7 +306,7 @@ async def test_pause_routing_runs_the_second_local_model_where_the_user_pauses(m
     the capable one (its smaller prefill chunks) writes that spot, and the spot's answer is then a line from
     one of the two (the capable one's only if it differs: it replaced the local one)."""
     from engine.backends import CAPABLE_CHUNK
-    from engine.engine import resolve_model_dir
+    from engine.config import resolve_model_dir
 
     s = make_session(routing="pause", capable_model=str(resolve_model_dir(FP32)))
     assert s.remote_worker is not None and s.remote_worker.engine.config.prefill_chunk == CAPABLE_CHUNK

@@ -51,7 +51,6 @@ from typing import Any
 import diskcache
 
 from engine import paths
-from engine.cache.db import DISKCACHE_TABLES as DISKCACHE_TABLES  # kept importable from here
 from engine.cache.db import (
     Damaged,
     Foreign,

@@ -10,7 +10,7 @@ format, EngineConfig.context_layout).
 
 This module owns the ``Workspace`` (the documents, the sources' chunks, ``gather``); the block, its chunk
 selection and budgeting are engine/context/block.py, what the sources read (files, imports, definitions,
-edits) engine/context/sources.py. Every name stays importable from here.
+edits) engine/context/sources.py.
 """
 
 from __future__ import annotations
@@ -22,14 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.context.block import (
-    CHUNK_LINES,
-    DEFINITION_SOURCES,
-    DROP_SIMILAR,
-    MERGE_SIMILAR,
     Chunk,
     ContextBlock,
     approx_tokens,
-    dice,
     merge_by_file,
     order_stably,
     select_chunks,
@@ -37,36 +32,18 @@ from engine.context.block import (
     words,
 )
 from engine.context.sources import (
-    AROUND_LINES,
-    MAX_ASSIGN_LINE,
-    MAX_FILE_BYTES,
-    MAX_OUTLINE_LINES,
-    Imported,
     around_span,
-    decode_text,
     edit_diff,
     file_definitions,
     inside,
     names_near,
     parsed_definitions,
-    python_definitions,
     read_text,
     regex_definitions,
     resolve_imports,
     resolve_roots,
-    search_bases,
     usable_text,
 )
-
-# the context's names, the block's and the sources' included (importers use engine.context)
-__all__ = [
-    "AROUND_LINES", "CHUNK_LINES", "DEFAULT_BUDGET", "DEFAULT_SOURCES", "DEFINITION_SOURCES", "DROP_SIMILAR",
-    "MAX_ASSIGN_LINE", "MAX_FILE_BYTES", "MAX_OUTLINE_LINES", "MERGE_SIMILAR", "Chunk", "ContextBlock",
-    "Imported", "Workspace", "approx_tokens", "around_span", "decode_text", "dice", "edit_diff",
-    "file_definitions", "inside", "merge_by_file", "names_near", "order_stably", "parsed_definitions",
-    "python_definitions", "read_text", "regex_definitions", "resolve_imports", "search_bases",
-    "select_chunks", "split_chunks", "usable_text", "words",
-]
 
 DEFAULT_BUDGET = 512  # tokens; see docs/benchmarks/context.md
 DEFAULT_SOURCES = ("imports", "file", "open", "edits")

@@ -20,7 +20,8 @@ import numpy as np
 
 from engine.decoding.prompt import Healer, HFTokenizer, Prompt, safe_decode
 from engine.decoding.sampling import Sampler, choose_draft_len, ngram_match, pick_probs
-from engine.text.postprocess import Budget, budget_for, split_cursor, stop_reached
+from engine.text.budget import Budget, budget_for, stop_reached
+from engine.text.statements import split_cursor
 from engine.types import (
     DOUBT_KEEP,
     CancelToken,

@@ -17,7 +17,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.text.postprocess import opens_block
+from engine.text.statements import opens_block
 
 # ---------------------------------------------------------------------------------------------- futures
 

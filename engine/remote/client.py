@@ -36,33 +36,20 @@ import time
 from engine.policy.routing import Backoff
 from engine.remote.wire import (
     API_KEY_ENV,
-    DEFAULT_STOP_TEXTS,
     ERROR_BODY_CHARS,
     FIM_MODES,
-    LOCAL_NAMES,
-    QWEN_FIM_TEMPLATE,
-    RESOLVE_TIMEOUT_S,
-    Endpoint,
     RemoteConfig,
     RemoteError,
     event_text,
     fim_prompt,
-    is_loopback,
     parse_endpoint,
     parse_event,
     request_body,
-    safe_url,
 )
-from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
-from engine.types import stop_cut as cut
+from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback, stop_cut
 
 log = logging.getLogger("flint.remote")
 
-# the client's names, the wire protocol's included (importers use engine.remote)
-__all__ = ["API_KEY_ENV", "DEFAULT_STOP_TEXTS", "ERROR_BODY_CHARS", "FIM_MODES", "LOCAL_NAMES",
-           "QWEN_FIM_TEMPLATE", "RESOLVE_TIMEOUT_S", "WATCH_S", "Endpoint", "RemoteBackend", "RemoteConfig",
-           "RemoteError", "cut", "event_text", "fim_prompt", "is_loopback", "parse_endpoint", "parse_event",
-           "request_body", "safe_url"]
 
 WATCH_S = 0.01  # how often the watchdog looks at the cancel token and the deadline
 
@@ -334,7 +321,7 @@ class RemoteBackend:
                         if variant == 0:
                             t.ttft_ms = ttft
                     ntok += 1
-                    reason, text = cut(text + piece, params, self.cfg.stop_texts)
+                    reason, text = stop_cut(text + piece, params, self.cfg.stop_texts)
                     if on_token is not None and not (cancel is not None and cancel.cancelled):
                         on_token(variant, text)
                     if reason is not None:

@@ -26,8 +26,8 @@ with golden tests (tests/test_postprocess.py):
 At the end of a finished line a one-line request whose text starts with a line break shows that next line.
 
 The budgets (``budget_for``, ``cut_to_budget``, ``stop_reached``) and ``decide_mode`` live in
-``engine.budget``; the line helpers, the bracket scanner and the complete-statement checks in
-``engine.statements``. Every public name of the three is importable from here.
+engine/text/budget.py; the line helpers, the bracket scanner and the complete-statement checks in
+engine/text/statements.py.
 
 Everything works on LF text; the caller converts line breaks back to the document's own.
 """
@@ -38,24 +38,14 @@ import re
 from dataclasses import dataclass
 
 from engine.text.budget import (
-    BODY_LINES,
-    MAX_BLOCK_TOKENS,
-    SINGLE_LINE_TOKENS,
-    TOKENS_PER_LINE,
-    Budget,
     Mode,
     budget_for,
     cut_to_budget,
-    decide_mode,
-    settled,
-    stop_reached,
 )
 from engine.text.statements import (
     _CLOSING_LINE,
     AUTO_CLOSED,
     CLOSERS,
-    OPENERS,
-    QUOTES,
     ScanState,
     _previous_line,
     cut_block_to_complete,
@@ -64,27 +54,13 @@ from engine.text.statements import (
     else_goes_on_below,
     ends_mid_statement,
     following_lines,
-    guess_language,
     indent_width,
-    is_complete_statement,
     misses_block_opener,
     opens_block,
     prefix_state,
     scan,
     split_cursor,
-    statement_start,
 )
-
-__all__ = [
-    "AUTO_CLOSED", "BODY_LINES", "CLOSERS", "CUT_OFF_REASONS", "LONG_COPY_CHARS", "MAX_BLOCK_TOKENS",
-    "MAX_LINE_CHARS", "OPENERS", "QUOTES", "SINGLE_LINE_TOKENS", "TOKENS_PER_LINE", "Budget", "Mode",
-    "ScanState", "Suggestion", "budget_for", "cut_at_following_lines", "cut_block_to_complete",
-    "cut_to_budget", "cut_to_complete", "decide_mode", "doubt_cut", "drop_dangling_header",
-    "drop_incomplete_last_line", "drop_repetition", "else_goes_on_below", "ends_mid_statement",
-    "fit_line_suffix", "fix_first_indent", "following_lines", "guess_language", "indent_width",
-    "is_complete_statement", "limit_lines", "limit_scope", "misses_block_opener", "normalize", "opens_block",
-    "postprocess", "prefix_state", "scan", "settled", "split_cursor", "statement_start", "stop_reached",
-]
 
 _WORDS = re.compile(r"\w+")
 LONG_COPY_CHARS = 24  # a line this long found word for word just below is a copy of it

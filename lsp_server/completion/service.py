@@ -19,7 +19,7 @@ from typing import Any
 
 from engine.backends import Backend
 from engine.policy import routing, speculation
-from engine.text.postprocess import split_cursor
+from engine.text.statements import split_cursor
 from engine.types import Completion, GenParams
 from lsp_server.completion import explicit, planner
 from lsp_server.completion.pause import Pauses

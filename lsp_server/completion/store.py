@@ -21,15 +21,9 @@ from dataclasses import dataclass
 from engine.cache.disk import CompletionCache, cache_key, is_complete
 from engine.cache.typethrough import Entry, TypeThrough, anchor_of, reachable
 from engine.policy import routing
-from engine.text.postprocess import (
-    CUT_OFF_REASONS,
-    Budget,
-    Mode,
-    budget_for,
-    postprocess,
-    settled,
-    split_cursor,
-)
+from engine.text.budget import Budget, Mode, budget_for, settled
+from engine.text.postprocess import CUT_OFF_REASONS, postprocess
+from engine.text.statements import split_cursor
 from engine.types import Completion, Doubts, GenParams, Timings
 from lsp_server.completion.planner import Cursors, State, is_lookahead, lookahead_for_block, shows_one_line
 from lsp_server.completion.worker import FUTURE, Job, Result

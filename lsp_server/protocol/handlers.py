@@ -177,7 +177,8 @@ class FlintServer(LanguageServer):
 
 def load_engine(settings: Settings):
     """Load and pre-warm the model (runs on the engine thread)."""
-    from engine.engine import Engine, EngineConfig
+    from engine.config import EngineConfig
+    from engine.engine import Engine
 
     return Engine.load(settings.model, threads=settings.threads, warm=True,
                        config=EngineConfig(context_tokens=settings.context_budget))

@@ -73,7 +73,7 @@ def real_server(tmp_path_factory) -> dict:
     """The real `flint serve` with the real model: {cmd, python, env}."""
     python = sys.executable
     _check_serve(python)
-    from engine.engine import ModelNotBuilt, resolve_model_dir
+    from engine.config import ModelNotBuilt, resolve_model_dir
 
     try:
         model = resolve_model_dir(os.environ.get("FLINT_MODEL"))
