@@ -93,10 +93,6 @@ class LocalBackend:
     def config(self) -> Any:
         return getattr(self.engine, "config", None)
 
-    @property
-    def manifest(self) -> Any:
-        return getattr(self.engine, "manifest", None)
-
     def ready(self) -> bool:
         return True
 
@@ -150,8 +146,3 @@ def as_backend(obj: Any) -> LocalBackend | RemoteBackend:
     if isinstance(obj, LocalBackend | RemoteBackend):
         return obj
     return LocalBackend(obj)
-
-
-def backend_kind(backend: Any) -> str:
-    """``local`` or ``remote`` for any engine-like object (a bare Engine is local)."""
-    return getattr(backend, "kind", "local")

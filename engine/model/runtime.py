@@ -110,16 +110,6 @@ class KVCache:
             buf[a, :, :len_b, :] = buf[b, :, :len_b, :]
             buf[b, :, :len_a, :] = keep
 
-    def copy_row_to_row0(self, row: int, length: int) -> None:
-        if row == 0:
-            return
-        for buf in (*self.keys, *self.values):
-            buf[0, :, :length, :] = buf[row, :, :length, :]
-
-    @property
-    def nbytes(self) -> int:
-        return sum(b.nbytes for b in (*self.keys, *self.values))
-
 
 class OnnxDecoder:
     """forward(ids[b, s], past_len) -> hidden[b, s, H], writing KV for positions past_len..past_len+s-1."""
