@@ -79,10 +79,6 @@ class FastPaths:
     trimmed_head: bool = True
     verify_rows: int = 16
     earlier_drafts: int = 4  # recent generations' outputs also serve as drafts (0: the prompt only)
-    kv_reuse: bool = True
-    # a prompt far from every cached one (a file just opened, a jump) is served first from a short window
-    # around the cursor while the full window is prefilled in idle time (Engine.prefill)
-    quick_window: bool = True
     anchored_fim: bool = True  # typed text after the FIM middle token (a keystroke appends), else plain PSM
     # how much typed text the middle may hold before the anchor moves (and the suffix, which follows the
     # prefix slot, is run again), and how much text a new anchor leaves after it (0: the cursor's line)
@@ -99,8 +95,10 @@ class EngineConfig:
     max_suffix_chars: int = 600
     prefill_chunk: int = 64  # also the cancel granularity while a prompt runs (no slower than 256 here)
     warm_chunk: int = 64  # prefill chunk in idle time: the user may type any moment
-    # the quick first window (FastPaths.quick_window): used when the full window needs more than
-    # ``quick_above_tokens`` new tokens of prefill and the quick one needs fewer
+    # the quick first window (GenParams.quick_start): a prompt far from every cached one (a file just opened,
+    # a jump) is served first from a short window around the cursor while the full window is prefilled in
+    # idle time (Engine.prefill); used when the full window needs more than ``quick_above_tokens`` new
+    # tokens of prefill and the quick one needs fewer
     quick_prefix_chars: int = 768
     quick_suffix_chars: int = 256
     quick_above_tokens: int = 192

@@ -128,7 +128,7 @@ class Engine:
         self.ctx_ids: np.ndarray | None = None
         self.ctx_w: np.ndarray | None = None
         # outputs of the last greedy generations, oldest first (drafts for the next ones)
-        self.earlier: deque[list[int]] = deque(maxlen=max(1, self.config.fast.earlier_drafts))
+        self.earlier: deque[list[int]] = deque(maxlen=self.config.fast.earlier_drafts)
         # greedy outputs cut off before their end, by (prefix, suffix): the same spot asked again (the user
         # came back) drafts from what it wrote, so writing it again costs a few verify steps
         self._cut: OrderedDict[tuple[str, str], list[int]] = OrderedDict()
@@ -273,7 +273,7 @@ class Engine:
         return len(self._context)
 
     def _reusable(self, cached: list[int], ids: list[int]) -> int:
-        return _common_prefix(cached, ids) if self.config.fast.kv_reuse else 0
+        return _common_prefix(cached, ids)
 
     def _prepare(self, prefix: str, suffix: str, *, heal: bool, max_new: int, quick_ok: bool) -> tuple[Prompt, bool]:
         """The prompt to run and whether it is the quick window. Tries the full window against row 0 and
@@ -291,7 +291,7 @@ class Engine:
             if new <= cfg.quick_above_tokens:
                 break
         assert best is not None
-        if quick_ok and cfg.fast.quick_window and best[0] > cfg.quick_above_tokens:
+        if quick_ok and best[0] > cfg.quick_above_tokens:
             # the quick window keeps its start while the user types (its KV is reused)
             cut = sticky_cut(prefix, min(cfg.quick_prefix_chars, cfg.max_prefix_chars), QUICK_SLACK, self._quick_head,
                              reach=min(cfg.quick_reach_chars, cfg.max_prefix_chars))

@@ -69,7 +69,7 @@ class _GreedyRow:
         self.base = len(eng.tokens)  # the prompt's tokens in the KV cache; output token i sits at base + i
         # provisional picks of the trimmed head not yet re-checked by the full head
         self.picks: list[Pick] = []
-        self.earlier = list(reversed(eng.earlier)) if eng.config.fast.earlier_drafts else []  # newest first
+        self.earlier = list(reversed(eng.earlier))  # newest first
         self.out: list[int] = []
         # output index -> the probability the model gave that token (the full head's once re-checked)
         self.probs: dict[int, float] = {}
