@@ -25,7 +25,7 @@ from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallb
 
 # the capable local model's prefill chunk: it shares the cores with the fast model, which answers the
 # keystrokes, so its prompt pass stops sooner when one comes (half the default chunk: a bigger model's
-# chunk takes longer; docs/benchmarks/forward.1_5b.md)
+# chunk takes longer; docs/benchmarks/archive/forward.1_5b.md)
 CAPABLE_CHUNK = 32
 
 

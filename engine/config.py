@@ -93,7 +93,9 @@ class EngineConfig:
     batch_max: int = 3  # variants share one batch: the LSP default maxVariants is 3
     max_prefix_chars: int = 6000
     max_suffix_chars: int = 600
-    prefill_chunk: int = 64  # also the cancel granularity while a prompt runs (no slower than 256 here)
+    # also the cancel granularity while a prompt runs; per token, prefill in chunks of 64 is no slower than in
+    # chunks of 256 (docs/benchmarks/forward.md)
+    prefill_chunk: int = 64
     warm_chunk: int = 64  # prefill chunk in idle time: the user may type any moment
     # the quick first window (GenParams.quick_start): a prompt far from every cached one (a file just opened,
     # a jump) is served first from a short window around the cursor while the full window is prefilled in

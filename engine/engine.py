@@ -92,8 +92,9 @@ class Engine:
         if m is None:
             raise ModelNotBuilt(f"{model_dir} has no flint.json")
         self.manifest: Manifest = m
-        # the tokenizer (parsing an 11 MB JSON) loads on a second thread while onnxruntime builds its sessions,
-        # with the tables the first completion needs (token bytes, the healing prefix index: ~0.6 s)
+        # the tokenizer (parsing a large JSON file) loads on a second thread while onnxruntime builds its
+        # sessions, with the tables the first completion needs (token bytes, the healing prefix index), so the
+        # cold start pays the longer of the two, not both (docs/benchmarks/engine.md, session 5)
         tok: list[HFTokenizer] = []
 
         def load_tokenizer() -> None:

@@ -72,7 +72,7 @@ def context_ids(tok: Tok, repo: str, chunks: Sequence[ChunkLike], current_path: 
 
 # The comments layout (EngineConfig.context_layout's default): each chunk as a comment at the start of the
 # FIM prefix, as Copilot lays out its snippets; the 0.5B model loses exact lines with the repository format
-# and none with this (docs/benchmarks/context.comment.md). Comment marks by the current file's extension
+# and none with this (docs/benchmarks/archive/context.comment.md). Comment marks by the current file's extension
 # (the comments sit in that file's text): ``//`` for the C family, ``--`` for a few, ``#`` for the rest.
 _LINE_COMMENT = {
     **dict.fromkeys(("c", "h", "cc", "cpp", "cxx", "hpp", "hh", "cs", "java", "kt", "kts", "scala", "groovy",
@@ -188,11 +188,12 @@ def should_heal(prefix: str) -> bool:
 # goes after the middle token, as if the model had written it itself. Typing then only appends tokens
 # after the cached suffix: a keystroke costs its own token(s), not a re-run of the suffix (which PSM order
 # puts after the prefix). A new anchor inside a line goes FRESH_MIDDLE_CHARS back (at a line start), not at
-# the cursor's line: with 480-1,440 characters after the middle token the model completes more held-out
-# lines exactly than with the cursor's line alone in the same window (scripts/bench_layout.py,
+# the cursor's line: with a middle between FRESH_MIDDLE_CHARS and MAX_MIDDLE_CHARS long the model completes
+# more held-out lines exactly than with the cursor's line alone in the same window (scripts/bench_layout.py,
 # docs/benchmarks/layout.md).
 # The anchor is kept until the middle passes MAX_MIDDLE_CHARS: every re-anchor re-runs the suffix and the
-# fresh middle (seconds on a slow CPU), once per ~960 typed characters.
+# fresh middle (slow on a slow CPU), so it happens once per MAX_MIDDLE_CHARS - FRESH_MIDDLE_CHARS typed
+# characters at most.
 FRESH_MIDDLE_CHARS = 480
 MAX_MIDDLE_CHARS = 1440
 
@@ -336,7 +337,8 @@ class HFTokenizer:
         self._byte_table = {i: "\u0100" for i in range(256)}
         self._byte_table.update({ord(c): chr(b) for c, b in self._byte_decoder.items()})
         # the decoder's repr names its parts ("ByteLevel(...)" or "Sequence(decoders=[..., ByteLevel(...)])");
-        # serialising the tokenizer to JSON to read its type costs ~0.4 s of the cold start
+        # serialising the tokenizer to JSON to read its type would cost much of the cold start
+        # (docs/benchmarks/engine.md, session 5)
         self.byte_level = self.tk.decoder is not None and "ByteLevel(" in repr(self.tk.decoder)
 
     @property
@@ -361,7 +363,7 @@ class HFTokenizer:
                 out[i] = added[i].encode("utf-8")
                 continue
             if self.byte_level:
-                # the whole token in C, not a generator over its characters (the table: 0.71 -> 0.32 s); it
+                # the whole token in C, not a generator over its characters (part of the cold start); it
                 # fails exactly when a character is outside the byte-level alphabet
                 try:
                     out[i] = s.translate(self._byte_table).encode("latin-1")

@@ -49,15 +49,16 @@ EXPORT_HINT = (
 PRECISIONS: dict[str, tuple[str, dict[str, str]]] = {
     "int4": ("int4", {}),  # round-to-nearest int4 blocks of 32, int8 compute (accuracy_level 4)
     "int4-mixed": ("int4", {"algo_config": "k_quant_mixed"}),  # k-quant int4, sensitive layers int8
-    # int8 blocks of 128 (not the builder's 32): decode ~18% faster (fewer scales to read and apply), greedy
-    # text equal to fp32's as often as blocks of 32 within what the samples show (28 vs 29 of 33 prompts,
-    # 27 vs 24 of 30 more held-out spots: docs/benchmarks/quality.md)
+    # int8 blocks of 128 (not the builder's 32): decode is faster (fewer scales to read and apply) and greedy
+    # text equals fp32's as often as with blocks of 32, within what the samples show
+    # (docs/benchmarks/quality.md, docs/benchmarks/engine.md)
     "int8": ("int8", {"block_size": "128"}),
     "fp32": ("fp32", {}),
     # the fp32 export, its decoder's MatMuls (but the MLP down projections) then quantised by onnxruntime's
     # quantize_dynamic (int8 weights per output channel, activations per tensor per call: MatMulInteger); head
-    # and embeddings are int8's. Where the CPU lacks VNNI it prefills about 2x faster than MatMulNBits; its
-    # quality is not yet measured on the full prompt set (docs/benchmarks/quality.md): opt-in, not a default.
+    # and embeddings are int8's. Where the CPU lacks VNNI it prefills faster than MatMulNBits
+    # (docs/benchmarks/forward.md), but keeps fp32's greedy text less often than int8 does
+    # (docs/benchmarks/quality.md): opt-in, not a default.
     "int8-dyn": ("fp32", {}),
 }
 
@@ -227,8 +228,8 @@ def _quantize_decoder_dynamic(model_dir: Path, work: Path) -> None:
     """Replace ``model_dir``'s fp32 decoder by its dynamically quantised one: int8 weights per output channel
     for every MatMul with a constant B (attention itself is GroupQueryAttention, untouched) except the MLP's
     down projections: their inputs carry the model's largest activations, and one per-tensor activation range
-    there leaves fp32's greedy text on every eval prompt (0/14 with them, 8/14 without, at the same prefill
-    speed: docs/benchmarks/quality.md)."""
+    there loses fp32's greedy text on the eval prompts; kept in fp32 they bring most of it back at the same
+    prefill speed (docs/benchmarks/quality.md, "int8-dyn")."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 

@@ -36,9 +36,9 @@ _shared: list[bool] = []  # decided once per process: whether sessions use the s
 def _shared_pool(threads: int) -> bool:
     """One process-wide intra-op pool for every session (decoder and LM heads), created before the first
     session. Why: decode alternates the decoder and a head session every step. With a pool per session a
-    spinning pool steals the cores from the other (2x slower decode measured), so spinning had to be off,
-    and then every one of the ~250 ops per step pays a thread wake-up (a 1-token forward: 31 ms without
-    spinning, 26 ms with one shared spinning pool). ``FLINT_SHARED_POOL=0`` goes back to per-session pools.
+    spinning pool steals the cores from the other, so spinning had to be off, and then every one of the
+    ops of a step pays a thread wake-up; one shared spinning pool makes a forward faster
+    (docs/benchmarks/engine.md, session 3). ``FLINT_SHARED_POOL=0`` goes back to per-session pools.
     Returns whether sessions should use the shared pool (its size is fixed by the first caller)."""
     if _shared:
         return _shared[0]
@@ -236,8 +236,8 @@ class OnnxDecoder:
 
 
 class LazyHeads:
-    """LM head sessions by name, each created on first use (a session costs ~0.4 s to create), or ahead of
-    it on a background thread (``prefetch``) while the caller does other work."""
+    """LM head sessions by name, each created on first use (creating a session is slow: it counts in the
+    cold start), or ahead of it on a background thread (``prefetch``) while the caller does other work."""
 
     def __init__(self, makers: dict[str, Callable[[], LMHead]]) -> None:
         self._makers = makers
