@@ -39,7 +39,7 @@ from engine.config import EngineConfig  # noqa: E402
 from engine.context.block import Chunk, ContextBlock, merge_by_file, select_chunks  # noqa: E402
 from engine.context.sources import around_span, names_near, parsed_definitions, resolve_imports  # noqa: E402
 from engine.context.workspace import Workspace  # noqa: E402
-from engine.decoding.prompt import context_ids  # noqa: E402
+from engine.decoding.layout import context_ids  # noqa: E402
 from engine.engine import Engine  # noqa: E402
 
 ARMS = ("none", "frame", "default", "imp_doc", "imp_sig", "imp_all_sig", "comment_default", "comment_imp_sig")

@@ -309,7 +309,7 @@ def main() -> int:
     text = code_text()
     import tokenizers  # noqa: F401
 
-    from engine.decoding.prompt import HFTokenizer
+    from engine.decoding.tokenizer import HFTokenizer
 
     tk = HFTokenizer(str(Path(mdir) / "tokenizer.json"))
 

@@ -346,7 +346,7 @@ def test_long_assignments_are_clipped_and_the_file_chunks_are_never_dropped_as_c
 # ---- the block in the engine's prompts (the comments layout, the default) --------------------------------
 import pytest  # noqa: E402
 
-from engine.decoding.prompt import comment_ids, comment_text, context_ids  # noqa: E402
+from engine.decoding.layout import comment_ids, comment_text, context_ids  # noqa: E402
 from engine.types import GenParams  # noqa: E402
 
 BLOCK = ContextBlock("proj", (Chunk("pkg/shapes.py", SHAPES, "open"),), "pkg/main.py")

@@ -60,7 +60,7 @@ from engine.cache.db import (
     file_lock,
     inode_of,
 )
-from engine.decoding.prompt import clip_window
+from engine.text.window import clip_window
 from engine.types import Completion, GenParams
 
 log = logging.getLogger("flint.cache")

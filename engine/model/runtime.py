@@ -17,12 +17,12 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
+from engine.model.kv_cache import KVCache
 from engine.model.lm_head import BLOCK as HEAD_BLOCK
 from engine.model.lm_head import embed_lookup
 from engine.model.manifest import Manifest
@@ -71,44 +71,6 @@ def _session_options(threads: int) -> ort.SessionOptions:
         # and a pool spinning after its run steals the cores from the other
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return so
-
-
-@dataclass
-class KVCache:
-    """Owner of the KV buffers. ``length`` positions of row 0 are valid for ``tokens``."""
-
-    keys: list[np.ndarray]
-    values: list[np.ndarray]
-    capacity: int
-    batch_max: int
-
-    @classmethod
-    def allocate(cls, layers: int, kv_heads: int, head_dim: int, capacity: int, batch_max: int) -> KVCache:
-        shape = (batch_max, kv_heads, capacity, head_dim)
-        return cls([np.zeros(shape, np.float32) for _ in range(layers)],
-                   [np.zeros(shape, np.float32) for _ in range(layers)], capacity, batch_max)
-
-    def broadcast_row0(self, rows: int, length: int) -> None:
-        """Copy the first ``length`` positions of row 0 into rows 1..rows-1 (variants share the prompt)."""
-        assert rows <= self.batch_max
-        for buf in (*self.keys, *self.values):
-            buf[1:rows, :, :length, :] = buf[0:1, :, :length, :]
-
-    def copy_row(self, src: int, dst: int, length: int) -> None:
-        """Copy the first ``length`` positions of row ``src`` into row ``dst`` (parking a prompt's KV)."""
-        if src == dst:
-            return
-        for buf in (*self.keys, *self.values):
-            buf[dst, :, :length, :] = buf[src, :, :length, :]
-
-    def swap_rows(self, a: int, b: int, len_a: int, len_b: int) -> None:
-        """Exchange the valid positions of rows ``a`` and ``b`` (a parked prompt back into row 0)."""
-        if a == b:
-            return
-        for buf in (*self.keys, *self.values):
-            keep = buf[a, :, :len_a, :].copy()
-            buf[a, :, :len_b, :] = buf[b, :, :len_b, :]
-            buf[b, :, :len_a, :] = keep
 
 
 class OnnxDecoder:

@@ -140,7 +140,7 @@ class RemoteBackend:
                  ) -> tuple[list[Completion], Timings]:
         params = params or GenParams()
         t = Timings()
-        from engine.decoding.prompt import clip_window
+        from engine.text.window import clip_window
 
         prefix, suffix = clip_window(prefix, suffix, self.cfg.max_prefix_chars, self.cfg.max_suffix_chars)
         try:
