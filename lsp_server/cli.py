@@ -22,7 +22,8 @@ def _setup_logging(verbose: bool) -> None:
 
 
 def cmd_model_build(args: argparse.Namespace) -> int:
-    from engine.model.build import BuildError, build_from_hf, build_preset
+    from engine.model.build import build_from_hf, build_preset
+    from engine.model.export import BuildError
 
     try:
         if args.from_hf:

@@ -117,7 +117,8 @@ def test_model_list_json(home):
 
 
 def test_bad_precision_is_refused(tiny_hf, home):
-    from engine.model.build import BuildError, build_from_hf
+    from engine.model.build import build_from_hf
+    from engine.model.export import BuildError
 
     with pytest.raises(BuildError, match="unknown precision"):
         build_from_hf(Path(tiny_hf), name="x", precision="int3")
