@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from engine.text.budget import decide_mode
-from engine.text.postprocess import Suggestion, drop_repetition, limit_scope, normalize, postprocess
+from engine.text.overlap import drop_repetition
+from engine.text.postprocess import Suggestion, limit_scope, normalize, postprocess
 from engine.text.statements import opens_block, prefix_state, scan
 
 CURSOR = "█"
@@ -198,7 +199,7 @@ def test_never_whitespace_only_over_many_inputs():
 # --- issue 16: overlap with the code below, complete statements, budgets ---------------------------------
 
 from engine.text.budget import budget_for, cut_to_budget, stop_reached  # noqa: E402
-from engine.text.postprocess import cut_at_following_lines  # noqa: E402
+from engine.text.overlap import cut_at_following_lines  # noqa: E402
 from engine.text.statements import (  # noqa: E402
     cut_to_complete,
     ends_mid_statement,
