@@ -44,7 +44,8 @@ sys.path.insert(0, str(ROOT))
 
 from engine.config import EngineConfig  # noqa: E402
 from engine.context.block import ContextBlock  # noqa: E402
-from engine.context.sources import python_definitions, resolve_imports  # noqa: E402
+from engine.context.definitions import python_definitions  # noqa: E402
+from engine.context.sources import resolve_imports  # noqa: E402
 from engine.context.workspace import Workspace  # noqa: E402
 from engine.engine import Engine  # noqa: E402
 from engine.types import GenParams  # noqa: E402

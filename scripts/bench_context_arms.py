@@ -37,7 +37,8 @@ import bench_context as bc  # noqa: E402
 
 from engine.config import EngineConfig  # noqa: E402
 from engine.context.block import Chunk, ContextBlock, merge_by_file, select_chunks  # noqa: E402
-from engine.context.sources import around_span, names_near, parsed_definitions, resolve_imports  # noqa: E402
+from engine.context.definitions import parsed_definitions  # noqa: E402
+from engine.context.sources import around_span, names_near, resolve_imports  # noqa: E402
 from engine.context.workspace import Workspace  # noqa: E402
 from engine.decoding.layout import context_ids  # noqa: E402
 from engine.engine import Engine  # noqa: E402

@@ -5,14 +5,8 @@ import os
 from pathlib import Path
 
 from engine.context.block import Chunk, ContextBlock, dice, order_stably, select_chunks, split_chunks, words
-from engine.context.sources import (
-    edit_diff,
-    names_near,
-    python_definitions,
-    read_text,
-    regex_definitions,
-    resolve_imports,
-)
+from engine.context.definitions import python_definitions, regex_definitions
+from engine.context.sources import edit_diff, names_near, read_text, resolve_imports
 from engine.context.workspace import Workspace
 
 SHAPES = '''"""Shapes."""
@@ -317,7 +311,7 @@ def test_file_source_survives_a_file_mid_edit(tmp_path):
 
 
 def test_file_definitions_keep_whole_statements_outside_the_window():
-    from engine.context.sources import file_definitions
+    from engine.context.definitions import file_definitions
 
     text = "A = 1\n\n@deco\ndef f():\n    return A\n\n\nclass C:\n    B = 2\n\nZ = 3\n"
     lo = text.index("    return A")  # the window starts inside f: f is partly shown, so not given
@@ -330,7 +324,7 @@ def test_file_definitions_keep_whole_statements_outside_the_window():
 
 
 def test_long_assignments_are_clipped_and_the_file_chunks_are_never_dropped_as_copies():
-    from engine.context.sources import MAX_ASSIGN_LINE
+    from engine.context.definitions import MAX_ASSIGN_LINE
 
     src = "TABLE = [" + ", ".join(str(i) for i in range(500)) + "]\nBIG = {\n" + "    'k': 1,\n" * 10 + "}\n"
     defs = python_definitions(src, ["TABLE", "BIG"])

@@ -4,13 +4,13 @@ show, and recent edits as small diffs (issue 17).
 
 Pure logic plus guarded file reads; no pygls. The server keeps one ``Workspace`` per session, tells it about
 documents (``open`` / ``change`` / ``focus`` / ``close``) and, in idle time, asks ``gather`` for a
-``ContextBlock``; ``engine.prompt.comment_ids`` turns the block into the token ids put in front of the file
-window (each chunk as comments at the start of the FIM prefix; ``context_ids``: Qwen2.5-Coder's repository
-format, EngineConfig.context_layout).
+``ContextBlock``; engine/decoding/layout.py's ``comment_ids`` turns the block into the token ids put in front
+of the file window (each chunk as comments at the start of the FIM prefix; ``context_ids``: Qwen2.5-Coder's
+repository format, EngineConfig.context_layout).
 
 This module owns the ``Workspace`` (the documents, the sources' chunks, ``gather``); the block, its chunk
-selection and budgeting are engine/context/block.py, what the sources read (files, imports, definitions,
-edits) engine/context/sources.py.
+selection and budgeting are engine/context/block.py, what the sources read (files, imports, edits)
+engine/context/sources.py, outlines of definitions engine/context/definitions.py.
 """
 
 from __future__ import annotations
@@ -31,15 +31,13 @@ from engine.context.block import (
     split_chunks,
     words,
 )
+from engine.context.definitions import file_definitions, parsed_definitions, regex_definitions
 from engine.context.sources import (
     around_span,
     edit_diff,
-    file_definitions,
     inside,
     names_near,
-    parsed_definitions,
     read_text,
-    regex_definitions,
     resolve_imports,
     resolve_roots,
     usable_text,
