@@ -18,7 +18,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.cache.disk import CompletionCache, cache_key, is_complete
+from engine.cache.disk import CompletionCache
+from engine.cache.entries import cache_key, is_complete
 from engine.cache.typethrough import Entry, TypeThrough, anchor_of, reachable
 from engine.policy import routing
 from engine.text.budget import Budget, Mode, budget_for, settled
