@@ -50,7 +50,7 @@ class Backend(Protocol):
         ...
 
     def set_context(self, block: Any) -> bool:
-        """Put a repository context block (engine.context.ContextBlock or None) in front of prompts from now
+        """Put a repository context block (engine.context.block.ContextBlock or None) in front of prompts from now
         on; True when it changed what the backend holds."""
         ...
 

@@ -91,7 +91,7 @@ class EngineConfig:
     # KV positions added for the repository context block (engine/context/workspace.py) in front of every prompt: the
     # file window keeps its room; a block larger than this shortens the window instead
     context_tokens: int = 0
-    # how the block is laid out (engine.prompt.build_prompt): "comments" (chunks as comments at the start of
+    # how the block is laid out (engine/decoding/layout.py): "comments" (chunks as comments at the start of
     # the FIM prefix) or "repository" (the model's repository format after BOS; kept for measurement)
     context_layout: str = "comments"
     fast: FastPaths = field(default_factory=FastPaths)

@@ -124,7 +124,7 @@ class OnnxDecoder:
 
     def _map_head_weight(self) -> tuple[np.ndarray, np.ndarray | None] | None:
         """The full head's own weight, memory-mapped from its ONNX external data file (written by
-        engine.lm_head.make_head_model: B then scales, or the fp32 W [K, N]); None if the file does not
+        engine/model/lm_head.py's make_head_model: B then scales, or the fp32 W [K, N]); None if the file does not
         have exactly that layout. Rows are read only where a prompt's tokens need them."""
         info = self.manifest.lm_head or {}
         path = self.model_dir / (info.get("full", "lm_head.onnx") + ".data")
