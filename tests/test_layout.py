@@ -29,6 +29,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "config": frozenset({"decoding", "model", "paths"}),
     "engine": frozenset({"config", "decoding", "model", "text", "types"}),
     "backends": frozenset({"config", "engine", "remote", "types"}),
+    # not wired into decoding or post-processing yet (docs/guidance.md, docs/syntax.md): self-contained
+    "guidance": frozenset(),
+    "syntax": frozenset(),
 }
 NOT_IN_ENGINE = ("lsp_server", "pygls", "lsprotocol")
 NOT_IN_COMPLETION = ("pygls", "lsprotocol", "lsp_server.protocol")
