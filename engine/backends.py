@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.remote.client import RemoteBackend, RemoteConfig
+from engine.remote.client import RemoteBackend
+from engine.remote.wire import RemoteConfig
 from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
 
 # the capable local model's prefill chunk: it shares the cores with the fast model, which answers the
 # keystrokes, so its prompt pass stops sooner when one comes (half the default chunk: a bigger model's
-# chunk takes longer; docs/benchmarks/forward.1_5b.md)
+# chunk takes longer; docs/benchmarks/archive/forward.1_5b.md)
 CAPABLE_CHUNK = 32
 
 
@@ -49,7 +50,7 @@ class Backend(Protocol):
         ...
 
     def set_context(self, block: Any) -> bool:
-        """Put a repository context block (engine.context.ContextBlock or None) in front of prompts from now
+        """Put a repository context block (engine.context.block.ContextBlock or None) in front of prompts from now
         on; True when it changed what the backend holds."""
         ...
 
@@ -76,7 +77,8 @@ class LocalBackend:
     @classmethod
     def load(cls, model: str | Path | None = None, threads: int | None = None, warm: bool = True,
              kind: str = "local", context_tokens: int = 0) -> LocalBackend:
-        from engine.engine import Engine, EngineConfig
+        from engine.config import EngineConfig
+        from engine.engine import Engine
 
         config = EngineConfig(context_tokens=context_tokens)
         if kind == "capable":
@@ -90,10 +92,6 @@ class LocalBackend:
     @property
     def config(self) -> Any:
         return getattr(self.engine, "config", None)
-
-    @property
-    def manifest(self) -> Any:
-        return getattr(self.engine, "manifest", None)
 
     def ready(self) -> bool:
         return True
@@ -148,8 +146,3 @@ def as_backend(obj: Any) -> LocalBackend | RemoteBackend:
     if isinstance(obj, LocalBackend | RemoteBackend):
         return obj
     return LocalBackend(obj)
-
-
-def backend_kind(backend: Any) -> str:
-    """``local`` or ``remote`` for any engine-like object (a bare Engine is local)."""
-    return getattr(backend, "kind", "local")

@@ -1,5 +1,5 @@
 """What an Engine is built from: the model directory (from a path, a preset name or FLINT_MODEL) and the
-engine's settings (window sizes, KV capacity, the switchable fast paths)."""
+engine's settings (window sizes, KV capacity, the switchable fast paths: engine/decoding/fast.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine import paths
-from engine.decoding.prompt import FRESH_MIDDLE_CHARS, MAX_MIDDLE_CHARS
+from engine.decoding.fast import FastPaths
 from engine.model.manifest import Manifest
 from engine.model.presets import DEFAULT_MODEL, PRESETS, precision_preference
 from engine.model.runtime import default_threads
@@ -68,39 +68,20 @@ def resolve_model_dir(model: str | Path | None = None) -> Path:
 
 
 @dataclass
-class FastPaths:
-    """Switchable fast paths, so benchmarks can show what each buys."""
-
-    speculative: bool = True  # prompt-lookup (n-gram) drafts verified in one batched forward
-    max_draft: int = 8
-    # greedy decoding picks tokens with an LM head over the tokens code uses (+ the prompt's own); the full
-    # head re-checks those picks in batches (at each line break, every ``verify_rows`` picks, at the end)
-    # and decoding rewinds to the first pick it disagrees with: the output is the full head's
-    trimmed_head: bool = True
-    verify_rows: int = 16
-    earlier_drafts: int = 4  # recent generations' outputs also serve as drafts (0: the prompt only)
-    kv_reuse: bool = True
-    # a prompt far from every cached one (a file just opened, a jump) is served first from a short window
-    # around the cursor while the full window is prefilled in idle time (Engine.prefill)
-    quick_window: bool = True
-    anchored_fim: bool = True  # typed text after the FIM middle token (a keystroke appends), else plain PSM
-    # how much typed text the middle may hold before the anchor moves (and the suffix, which follows the
-    # prefix slot, is run again), and how much text a new anchor leaves after it (0: the cursor's line)
-    max_middle_chars: int = MAX_MIDDLE_CHARS
-    fresh_middle_chars: int = FRESH_MIDDLE_CHARS
-
-
-@dataclass
 class EngineConfig:
     threads: int = field(default_factory=default_threads)
     capacity: int = 2048  # KV positions; prompts are windowed to fit with room for the completion
     batch_max: int = 3  # variants share one batch: the LSP default maxVariants is 3
     max_prefix_chars: int = 6000
     max_suffix_chars: int = 600
-    prefill_chunk: int = 64  # also the cancel granularity while a prompt runs (no slower than 256 here)
+    # also the cancel granularity while a prompt runs; per token, prefill in chunks of 64 is no slower than in
+    # chunks of 256 (docs/benchmarks/forward.md)
+    prefill_chunk: int = 64
     warm_chunk: int = 64  # prefill chunk in idle time: the user may type any moment
-    # the quick first window (FastPaths.quick_window): used when the full window needs more than
-    # ``quick_above_tokens`` new tokens of prefill and the quick one needs fewer
+    # the quick first window (GenParams.quick_start): a prompt far from every cached one (a file just opened,
+    # a jump) is served first from a short window around the cursor while the full window is prefilled in
+    # idle time (Engine.prefill); used when the full window needs more than ``quick_above_tokens`` new
+    # tokens of prefill and the quick one needs fewer
     quick_prefix_chars: int = 768
     quick_suffix_chars: int = 256
     quick_above_tokens: int = 192
@@ -110,7 +91,7 @@ class EngineConfig:
     # KV positions added for the repository context block (engine/context/workspace.py) in front of every prompt: the
     # file window keeps its room; a block larger than this shortens the window instead
     context_tokens: int = 0
-    # how the block is laid out (engine.prompt.build_prompt): "comments" (chunks as comments at the start of
+    # how the block is laid out (engine/decoding/layout.py): "comments" (chunks as comments at the start of
     # the FIM prefix) or "repository" (the model's repository format after BOS; kept for measurement)
     context_layout: str = "comments"
     fast: FastPaths = field(default_factory=FastPaths)

@@ -5,88 +5,49 @@ One object owns one model and its KV cache; it is not thread-safe (one worker th
 Steps, each small (after gpt-fast): ``_prepare`` picks the prompt window and the KV row that serves it
 best (row 0, or a prompt parked in a spare row); ``_sync`` brings the KV cache to the prompt (the prefill),
 reusing the longest shared token prefix and returning the last position's hidden state; ``complete``
-then decodes with engine/decoding/decode.py: a greedy row with prompt-lookup speculation, or n variants as one
-batch sharing the prompt's KV. Where the model comes from and the settings: engine/config.py.
+then decodes with engine/decoding/: a greedy row with prompt-lookup speculation (greedy.py), or n variants
+as one batch sharing the prompt's KV (batch.py). What the KV rows hold is ``rows`` (engine/model/kv_cache.py),
+where drafts come from ``drafts`` (engine/decoding/drafts.py); decoding changes both only through their
+named operations. Where the model comes from and the settings: engine/config.py.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
-from collections import OrderedDict, deque
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-# `X as X`: names importers take from engine.engine, which live in config.py / decode.py now
-from engine.config import EngineConfig as EngineConfig
-from engine.config import FastPaths as FastPaths
-from engine.config import ModelNotBuilt as ModelNotBuilt
-from engine.config import resolve_model_dir as resolve_model_dir
-from engine.decoding.decode import _budgeted as _budgeted
-from engine.decoding.decode import _dedupe, decode_batch, decode_greedy
-from engine.decoding.decode import _stop as _stop
-from engine.decoding.prompt import (
-    Fim,
-    Healer,
-    HFTokenizer,
-    Prompt,
-    build_prompt,
-    choose_anchor,
-    clip_window,
-    comment_ids,
-    context_ids,
-    sticky_cut,
-)
+from engine.config import EngineConfig, ModelNotBuilt, resolve_model_dir
+from engine.decoding.batch import decode_batch
+from engine.decoding.drafts import Drafts
+from engine.decoding.fast import FastPaths
+from engine.decoding.greedy import decode_greedy
+from engine.decoding.layout import comment_ids, context_ids, layout_digest
+from engine.decoding.prompt import Fim, Healer, Prompt, build_prompt, choose_anchor
 from engine.decoding.sampling import Sampler
+from engine.decoding.stops import budgeted, dedupe
+from engine.decoding.tokenizer import HFTokenizer
+from engine.model.kv_cache import Anchor, KVRows, common_prefix
 from engine.model.manifest import Manifest, load_manifest
 from engine.model.runtime import OnnxDecoder
+from engine.text.window import clip_window, sticky_cut
 from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
 
 log = logging.getLogger("flint.engine")
-
-# row 0 about to lose at least this many computed positions: its KV is parked in a spare row first (the
-# quick window's while the full one warms, the full one's while the user works elsewhere for a moment)
-PARK_MIN_TOKENS = 96
-CUT_KEEP = 8  # cut-off greedy outputs kept as drafts for their spot (Engine._cut)
-
-
-@dataclass
-class _Parked:
-    """A prompt's KV kept in a spare batch row (rows 1.. are free between variant batches)."""
-
-    tokens: list[int]
-    anchor: tuple[str, str] | None
-    hidden: np.ndarray | None
-    used: float
-
 
 # characters the quick window may grow by as the user types before its start moves (and its KV is re-run),
 # and how much of its first lines identifies that start
 QUICK_SLACK, QUICK_HEAD_CHARS = 512, 160
 
 
-def _layout_digest(layout: str, digest: str) -> str:
-    """The block's identity in a layout: the block's own digest in the repository layout (what caches knew it
-    by before the comments layout), another 16 hex digits in the comments layout (a suggestion made from
-    another prompt is another cache entry)."""
-    if layout == "repository":
-        return digest
-    return hashlib.sha256(f"{layout}\0{digest}".encode()).hexdigest()[:16]
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    if n == 0:
-        return 0
-    x = np.asarray(a[:n])
-    y = np.asarray(b[:n])
-    diff = np.nonzero(x != y)[0]
-    return int(diff[0]) if diff.size else n
+def _load_tokenizer(path: Path) -> HFTokenizer:
+    t = HFTokenizer(str(path))
+    t.prefix_index  # noqa: B018 - builds and caches the token byte table too
+    return t
 
 
 class Engine:
@@ -98,46 +59,15 @@ class Engine:
         if m is None:
             raise ModelNotBuilt(f"{model_dir} has no flint.json")
         self.manifest: Manifest = m
-        # the tokenizer (parsing an 11 MB JSON) loads on a second thread while onnxruntime builds its sessions,
-        # with the tables the first completion needs (token bytes, the healing prefix index: ~0.6 s)
-        tok: list[HFTokenizer] = []
-
-        def load_tokenizer() -> None:
-            t = HFTokenizer(str(self.model_dir / "tokenizer.json"))
-            t.prefix_index  # noqa: B018 - builds and caches the token byte table too
-            tok.append(t)
-
-        loader = threading.Thread(target=load_tokenizer, name="flint-tokenizer", daemon=True)
-        loader.start()
         self.fim = Fim(**m.fim) if m.fim else None
         self.stop_ids = set(m.stop_token_ids) | set(m.eos_token_ids)
-        try:
-            self.decoder = OnnxDecoder(self.model_dir, m, threads=self.config.threads,
-                                       capacity=self.config.capacity + self.config.context_tokens,
-                                       batch_max=self.config.batch_max,
-                                       prefetch=("full", "code") if self.config.fast.trimmed_head else ("full",))
-        finally:
-            loader.join()
-        if not tok:
-            raise ModelNotBuilt(f"{self.model_dir / 'tokenizer.json'} could not be loaded")
-        self.tok = tok[0]
-        self.tokens: list[int] = []  # tokens whose KV is valid in row 0
-        self._anchor: tuple[str, str] | None = None  # (FIM prefix-slot text, suffix) of the cached prompt
+        self.decoder, self.tok = self._load_model()
+        self.rows = KVRows(self.decoder.kv)
+        self.drafts = Drafts(self.config.fast.earlier_drafts)
         self._quick_head: str | None = None  # the first characters of the last quick window (its start)
-        self.last_hidden: np.ndarray | None = None  # hidden state after self.tokens[-1]
-        self._parked: dict[int, _Parked] = {}  # spare KV rows holding other prompts (row -> what it holds)
-        # measured forward time per token count (filled at warm-up) and the running draft acceptance
-        self.costs: dict[int, float] = {1: 1.0}
-        # running draft acceptance per length of the n-gram the draft came from (a longer match drafts better)
-        self.accept_rate: dict[int, float] = {}
         # the prompt's tokens the trimmed head lacks, and their rows of the full head
         self.ctx_ids: np.ndarray | None = None
         self.ctx_w: np.ndarray | None = None
-        # outputs of the last greedy generations, oldest first (drafts for the next ones)
-        self.earlier: deque[list[int]] = deque(maxlen=max(1, self.config.fast.earlier_drafts))
-        # greedy outputs cut off before their end, by (prefix, suffix): the same spot asked again (the user
-        # came back) drafts from what it wrote, so writing it again costs a few verify steps
-        self._cut: OrderedDict[tuple[str, str], list[int]] = OrderedDict()
         # the repository context block in front of every prompt (set_context): its ids, identity and labels
         self._context: list[int] = []
         self._context_layout = self.config.context_layout  # the layout self._context was rendered in
@@ -147,6 +77,27 @@ class Engine:
         self.last_context: tuple[str, ...] = ()  # the block's labels if the last prompt run carried it
         self.load_s = time.perf_counter() - t0
         self.warm_s = 0.0
+
+    def _load_model(self) -> tuple[OnnxDecoder, HFTokenizer]:
+        """The decoder (its onnxruntime sessions) and the tokenizer. The tokenizer (parsing a large JSON file)
+        loads on a second thread while onnxruntime builds its sessions, with the tables the first completion
+        needs (token bytes, the healing prefix index), so the cold start pays the longer of the two, not both
+        (docs/benchmarks/engine.md, session 5)."""
+        path = self.model_dir / "tokenizer.json"
+        tok: list[HFTokenizer] = []
+        loader = threading.Thread(target=lambda: tok.append(_load_tokenizer(path)), name="flint-tokenizer",
+                                  daemon=True)
+        loader.start()
+        cfg = self.config
+        try:
+            decoder = OnnxDecoder(self.model_dir, self.manifest, threads=cfg.threads,
+                                  capacity=cfg.capacity + cfg.context_tokens, batch_max=cfg.batch_max,
+                                  prefetch=("full", "code") if cfg.fast.trimmed_head else ("full",))
+        finally:
+            loader.join()
+        if not tok:
+            raise ModelNotBuilt(f"{path} could not be loaded")
+        return decoder, tok[0]
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
@@ -164,6 +115,10 @@ class Engine:
     def model_id(self) -> str:
         return self.manifest.model_id
 
+    @property
+    def fast(self) -> FastPaths:
+        return self.config.fast
+
     def warmup(self) -> None:
         """Run the shapes a session will use (prefill chunk, decode, draft verify, variant batch)
         so onnxruntime has planned its memory and packed weights before the first real request."""
@@ -177,7 +132,7 @@ class Engine:
 
     def _measure_costs(self) -> None:
         """Time one forward over m tokens for the draft sizes the speculation may choose."""
-        past = max(1, len(self.tokens) - 16)
+        past = max(1, len(self.rows.tokens) - 16)
         costs = {}
         for m in sorted({1, 2, 3, 5, self.config.fast.max_draft + 1}):
             ids = np.full((1, m), 100, dtype=np.int64)
@@ -187,32 +142,21 @@ class Engine:
                 self.decoder.forward(ids, past)
                 best = min(best, time.perf_counter() - t0)
             costs[m] = best
-        self.costs = costs
+        self.drafts.costs = costs
         log.info("forward cost per token count (ms): %s", {k: round(v * 1000, 1) for k, v in costs.items()})
-        self.tokens = self.tokens[:past]
-        self.last_hidden = None
-
-    def observe_cost(self, m: int, seconds: float) -> None:
-        """Keep the forward cost table current from real decoding (the warm-up's two timings per size run
-        on cold shapes and overstate multi-token forwards, which makes drafts too long)."""
-        old = self.costs.get(m)
-        self.costs[m] = seconds if old is None else old + 0.1 * (seconds - old)
+        self.rows.truncate(min(past, len(self.rows.tokens)))
 
     def forget_outputs(self) -> None:
         """Drop the remembered outputs that serve as drafts (benchmarks repeating a prompt)."""
-        self.earlier.clear()
-        self._cut.clear()
+        self.drafts.forget()
 
     def reset(self) -> None:
-        self.tokens = []
-        self.last_hidden = None
-        self._anchor = None
+        self.rows.reset()
         self._quick_head = None
-        self._parked.clear()
 
     # ---- prompt -> KV ---------------------------------------------------------------------------
     def build(self, prefix: str, suffix: str, heal: bool = True, max_new: int = 64,
-              previous: tuple[str, str] | None = None, context: bool = True) -> Prompt:
+              previous: Anchor | None = None, context: bool = True) -> Prompt:
         """The prompt for a cursor. FIM models: the text typed since an anchor goes after the middle token;
         ``previous`` is the anchor the KV cache holds (kept while the new text extends it), and the anchor
         used is returned in ``Prompt.anchor``. The context block (``set_context``) goes in front of the file
@@ -236,10 +180,10 @@ class Engine:
 
     # ---- repository context -----------------------------------------------------------------------
     def set_context(self, block: Any) -> bool:
-        """Put a repository context block (engine.context.ContextBlock, or None for none) in front of every
-        prompt from now on, laid out as ``config.context_layout`` says. Only swaps the ids: the next prefill
-        / completion recomputes the KV from where they differ (a block that keeps its first chunks keeps
-        their KV). Returns whether it changed."""
+        """Put a repository context block (engine.context.block.ContextBlock, or None for none) in front of
+        every prompt from now on, laid out as ``config.context_layout`` says. Only swaps the ids: the next
+        prefill / completion recomputes the KV from where they differ (a block that keeps its first chunks
+        keeps their KV). Returns whether it changed."""
         layout = self.config.context_layout
         digest = block.digest() if block is not None and block.chunks else ""
         if (layout, digest) == self._context_key:
@@ -260,7 +204,7 @@ class Engine:
         self._context = ids
         self._context_layout = layout
         self._context_key = (layout, digest if ids else "")
-        self._context_digest = _layout_digest(layout, digest) if ids else ""
+        self._context_digest = layout_digest(layout, digest) if ids else ""
         self._context_labels = tuple(block.labels()) if ids else ()
         return True
 
@@ -278,49 +222,6 @@ class Engine:
     def context_tokens(self) -> int:
         return len(self._context)
 
-    def _reusable(self, cached: list[int], ids: list[int]) -> int:
-        return _common_prefix(cached, ids) if self.config.fast.kv_reuse else 0
-
-    def _prepare(self, prefix: str, suffix: str, *, heal: bool, max_new: int, quick_ok: bool) -> tuple[Prompt, bool]:
-        """The prompt to run and whether it is the quick window. Tries the full window against row 0 and
-        every parked row (each with its own anchor); when even the best needs more than
-        ``quick_above_tokens`` of prefill, the quick window (the text nearest the cursor) if it needs
-        fewer. The row that serves it best becomes row 0; a row 0 it would overwrite is parked."""
-        cfg = self.config
-        slots = [(0, self._anchor, self.tokens)] + [(r, p.anchor, p.tokens) for r, p in self._parked.items()]
-        best: tuple[int, int, Prompt, bool] | None = None  # (new tokens, row, prompt, quick)
-        for row, anchor, cached in slots:
-            pr = self.build(prefix, suffix, heal=heal, max_new=max_new, previous=anchor)
-            new = len(pr.ids) - self._reusable(cached, pr.ids)
-            if best is None or new < best[0]:
-                best = (new, row, pr, False)
-            if new <= cfg.quick_above_tokens:
-                break
-        assert best is not None
-        if quick_ok and cfg.fast.quick_window and best[0] > cfg.quick_above_tokens:
-            # the quick window keeps its start while the user types (its KV is reused)
-            cut = sticky_cut(prefix, min(cfg.quick_prefix_chars, cfg.max_prefix_chars), QUICK_SLACK, self._quick_head,
-                             reach=min(cfg.quick_reach_chars, cfg.max_prefix_chars))
-            qp, qs = clip_window(prefix[cut:], suffix, len(prefix) - cut,
-                                 min(cfg.quick_suffix_chars, cfg.max_suffix_chars))
-            # the quick window carries the context block only where a row already holds its KV: a cold spot
-            # must not wait for the block's prefill (idle time does that)
-            with_block = any(self._holds_block(cached) for _, _, cached in slots)
-            if (len(qp), len(qs)) != (len(prefix), len(suffix)) or not with_block:
-                for row, anchor, cached in slots:
-                    pr = self.build(qp, qs, heal=heal, max_new=max_new, previous=anchor, context=with_block)
-                    new = len(pr.ids) - self._reusable(cached, pr.ids)
-                    if new < best[0]:
-                        best = (new, row, pr, True)
-        _, row, pr, quick = best
-        if quick:
-            self._quick_head = qp[:QUICK_HEAD_CHARS]
-        if row != 0:
-            self._swap_in(row)
-        elif len(self.tokens) - self._reusable(self.tokens, pr.ids) >= PARK_MIN_TOKENS:
-            self._park_row0()
-        return pr, quick
-
     def _holds_block(self, ids: list[int]) -> bool:
         """Do these ids (a prompt, or a row's cached tokens) start with the context block (True: no block)?
         The block follows BOS, and in the comments layout of a FIM model the FIM prefix token too."""
@@ -330,44 +231,65 @@ class Engine:
             (1 if self._context_layout == "comments" and self.fim is not None else 0)
         return ids[start:start + len(self._context)] == self._context
 
-    def _park_row0(self) -> None:
-        """Copy row 0's KV into a spare row (an empty one, else the least recently used)."""
-        spare = range(1, self.decoder.kv.batch_max)
-        if not spare or not self.tokens:
-            return
-        free = [r for r in spare if r not in self._parked]
-        row = free[0] if free else min(spare, key=lambda r: self._parked[r].used)
-        self.decoder.kv.copy_row(0, row, len(self.tokens))
-        self._parked[row] = _Parked(list(self.tokens), self._anchor, self.last_hidden, time.monotonic())
+    # ---- which window, which row ---------------------------------------------------------------------
+    def _prepare(self, prefix: str, suffix: str, *, heal: bool, max_new: int, quick_ok: bool) -> tuple[Prompt, bool]:
+        """The prompt to run and whether it is the quick window. Tries the full window against row 0 and
+        every parked row (each with its own anchor); when even the best needs more than
+        ``quick_above_tokens`` of prefill, the quick window (the text nearest the cursor) if it needs
+        fewer. The row that serves it best becomes row 0; a row 0 it would overwrite is parked."""
+        slots = self.rows.slots()
+        best: tuple[int, int, Prompt, bool] | None = None  # (new tokens, row, prompt, quick)
+        for row, anchor, cached in slots:
+            pr = self.build(prefix, suffix, heal=heal, max_new=max_new, previous=anchor)
+            new = len(pr.ids) - common_prefix(cached, pr.ids)
+            if best is None or new < best[0]:
+                best = (new, row, pr, False)
+            if new <= self.config.quick_above_tokens:
+                break
+        assert best is not None
+        if quick_ok and best[0] > self.config.quick_above_tokens:
+            best = self._quick(prefix, suffix, heal=heal, max_new=max_new, best=best)
+        _, row, pr, _ = best
+        self.rows.serve_from(row, pr.ids)
+        return pr, best[3]
 
-    def _swap_in(self, row: int) -> None:
-        """A parked prompt back into row 0; row 0's takes its place."""
-        p = self._parked.pop(row)
-        self.decoder.kv.swap_rows(0, row, len(self.tokens), len(p.tokens))
-        if self.tokens:
-            self._parked[row] = _Parked(self.tokens, self._anchor, self.last_hidden, time.monotonic())
-        self.tokens, self._anchor, self.last_hidden = p.tokens, p.anchor, p.hidden
+    def _quick(self, prefix: str, suffix: str, *, heal: bool, max_new: int,
+               best: tuple[int, int, Prompt, bool]) -> tuple[int, int, Prompt, bool]:
+        """The quick window in the row it needs the least prefill in, if that is less than ``best``'s (the
+        full window's). Its start stays while the user types (its KV is reused)."""
+        cfg = self.config
+        slots = self.rows.slots()
+        cut = sticky_cut(prefix, min(cfg.quick_prefix_chars, cfg.max_prefix_chars), QUICK_SLACK, self._quick_head,
+                         reach=min(cfg.quick_reach_chars, cfg.max_prefix_chars))
+        qp, qs = clip_window(prefix[cut:], suffix, len(prefix) - cut, min(cfg.quick_suffix_chars, cfg.max_suffix_chars))
+        # the quick window carries the context block only where a row already holds its KV: a cold spot
+        # must not wait for the block's prefill (idle time does that)
+        with_block = any(self._holds_block(cached) for _, _, cached in slots)
+        if (len(qp), len(qs)) != (len(prefix), len(suffix)) or not with_block:
+            for row, anchor, cached in slots:
+                pr = self.build(qp, qs, heal=heal, max_new=max_new, previous=anchor, context=with_block)
+                new = len(pr.ids) - common_prefix(cached, pr.ids)
+                if new < best[0]:
+                    best = (new, row, pr, True)
+        if best[3]:
+            self._quick_head = qp[:QUICK_HEAD_CHARS]
+        return best
 
-    def spread_row0(self, n: int) -> None:
-        """Row 0's prompt KV into rows 1..n-1 for a variant batch: what was parked there is gone."""
-        for row in range(1, n):
-            self._parked.pop(row, None)
-        self.decoder.kv.broadcast_row0(n, len(self.tokens))
-
+    # ---- prefill --------------------------------------------------------------------------------------
     def _sync(self, ids: list[int], t: Timings, cancel: CancelToken | None = None,
               chunk: int | None = None) -> np.ndarray | None:
         """Make row 0's KV hold ``ids``; return the hidden state at its last position."""
-        L = self._reusable(self.tokens, ids)
+        rows = self.rows
+        L = rows.reusable(ids)
         t.prompt_tokens = len(ids)
         t.context = self._context_labels if self._context and self._holds_block(ids) else ()
-        if L == len(ids) and L == len(self.tokens) and self.last_hidden is not None:
+        if L == len(ids) and L == len(rows.tokens) and rows.hidden is not None:
             t.reused_tokens = L
             self.last_context = t.context
-            return self.last_hidden
+            return rows.hidden
         L = min(L, len(ids) - 1)  # at least one token runs, to produce the hidden state
         t.reused_tokens = L
-        self.tokens = self.tokens[:L]
-        self.last_hidden = None
+        rows.truncate(L)
         h = None
         chunk = chunk or self.config.prefill_chunk
         pos = L
@@ -378,10 +300,9 @@ class Engine:
             out = self.decoder.forward(np.asarray([part], dtype=np.int64), pos)
             t.forward_calls += 1
             pos += len(part)
-            self.tokens = ids[:pos]
             h = out[0, -1]
+            rows.append(part, h if pos == len(ids) else None)  # the hidden state is kept for the whole prompt
         assert h is not None
-        self.last_hidden = h
         self.last_context = t.context  # the whole prompt is in the KV now, the block's chunks with it
         return h
 
@@ -390,7 +311,7 @@ class Engine:
         an interrupted warm-up keeps what it computed, parked while the user types, resumed next time)."""
         t = Timings()
         pr, _ = self._prepare(prefix, suffix, heal=True, max_new=64, quick_ok=False)
-        self._anchor = pr.anchor
+        self.rows.anchor = pr.anchor
         self._sync(pr.ids, t, cancel, chunk=self.config.warm_chunk)
         t.total_ms = (time.perf_counter() - t.started) * 1000
         return t
@@ -426,36 +347,40 @@ class Engine:
                  ) -> tuple[list[Completion], Timings]:
         params = params or GenParams()
         t = Timings()
-        n = max(1, min(params.n, self.config.batch_max))
         pr, quick = self._prepare(prefix, suffix, heal=params.token_healing, max_new=params.max_tokens,
                                   quick_ok=params.quick_start)
         t.window = "quick" if quick else "full"
         healer = Healer(self.tok.prefix_index, pr.heal) if pr.heal else None
         if cancel is not None and cancel.cancelled:
             return [Completion("", [], "cancelled")], t
-        self._anchor = pr.anchor
+        self.rows.anchor = pr.anchor
         hidden = self._sync(pr.ids, t, cancel)
         if hidden is None:
             return [Completion("", [], "cancelled")], t
         self._set_context_rows(pr.ids)
         t.prefill_ms = (time.perf_counter() - t.started) * 1000
-        params, settle = _budgeted(prefix, suffix, params)
-        samplers = [Sampler(params.temperature, params.top_k, params.top_p, params.seed)]
-        for i in range(1, n):
-            samplers.append(Sampler(params.variant_temperature, params.top_k, params.top_p, params.seed + i))
-        greedy_single = n == 1 and samplers[0].greedy
-        if greedy_single:
-            spot = (prefix, suffix)
-            outs = [decode_greedy(self, pr, hidden, healer, params, t, cancel, on_token, settle,
-                                  resume=self._cut.pop(spot, None))]
-            if outs[0].finish_reason in ("cancelled", "deadline") and len(outs[0].token_ids) >= 4:
-                self._cut[spot] = list(outs[0].token_ids)
-                while len(self._cut) > CUT_KEEP:
-                    self._cut.popitem(last=False)
-        else:
-            outs = decode_batch(self, pr, hidden, healer, samplers, params, t, cancel, on_token, settle)
+        outs = self._decode(prefix, suffix, pr, hidden, healer, params, t, cancel, on_token)
         t.total_ms = (time.perf_counter() - t.started) * 1000
         for i, c in enumerate(outs):
             c.variant = i
             c.total_ms = t.total_ms
-        return _dedupe(outs), t
+        return dedupe(outs), t
+
+    def _decode(self, prefix: str, suffix: str, pr: Prompt, hidden: np.ndarray, healer: Healer | None,
+                params: GenParams, t: Timings, cancel: CancelToken | None, on_token: TokenCallback | None
+                ) -> list[Completion]:
+        """Decode from the prompt in row 0: one greedy row (drafting from what a generation cut off at this
+        spot wrote, and keeping what this one writes if it is cut off), or the variant batch."""
+        n = max(1, min(params.n, self.config.batch_max))
+        params, settle = budgeted(prefix, suffix, params)
+        samplers = [Sampler(params.temperature, params.top_k, params.top_p, params.seed)]
+        for i in range(1, n):
+            samplers.append(Sampler(params.variant_temperature, params.top_k, params.top_p, params.seed + i))
+        if not (n == 1 and samplers[0].greedy):
+            return decode_batch(self, pr, hidden, healer, samplers, params, t, cancel, on_token, settle)
+        spot = (prefix, suffix)
+        out = decode_greedy(self, pr, hidden, healer, params, t, cancel, on_token, settle,
+                            resume=self.drafts.resume(spot))
+        if out.finish_reason in ("cancelled", "deadline") and len(out.token_ids) >= 4:
+            self.drafts.keep_cut(spot, out.token_ids)
+        return [out]

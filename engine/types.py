@@ -45,7 +45,7 @@ class GenParams:
     # a cold spot may be served from the engine's quick first window (a short window around the cursor)
     # while the full one warms in idle time; not part of the key: the server keeps such answers off disk
     quick_start: bool = False
-    # size the generation by the context at the cursor (engine.postprocess.budget_for: one line, one
+    # size the generation by the context at the cursor (engine.text.budget.budget_for: one line, one
     # statement in the middle of code, the rest of a body): it replaces ``max_tokens`` / ``max_lines``
     auto_budget: bool = False
     # the document's language id (LSP languageId): the Python rules of the budget and the settled stop apply

@@ -184,7 +184,7 @@ def _model_dir_or_name(model: str | None) -> str:
 
 def _parse_tcp(value: str) -> tuple[str, int]:
     """HOST:PORT on a loopback address only: the server has no authentication."""
-    from engine.remote.client import is_loopback
+    from engine.remote.wire import is_loopback
 
     host, sep, port = value.rpartition(":")
     host = host.strip("[]")

@@ -46,7 +46,7 @@ def register_secret(value: str | None) -> None:
 
 
 def register_env_secrets() -> None:
-    from engine.remote.client import API_KEY_ENV
+    from engine.remote.wire import API_KEY_ENV
 
     register_secret(os.environ.get(API_KEY_ENV))
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from engine.model.presets import DEFAULT_MODEL
 from engine.policy.routing import REMOTE_KINDS, ROUTING_MODES, RouteConfig
-from engine.remote.client import FIM_MODES, QWEN_FIM_TEMPLATE, RemoteConfig, parse_endpoint
+from engine.remote.wire import FIM_MODES, QWEN_FIM_TEMPLATE, RemoteConfig, parse_endpoint
 
 # definitions (imports, then the file's own beyond the prompt window) beside the other files and edits
 CONTEXT_SOURCES: tuple[str, ...] = ("open", "imports", "file", "edits")

@@ -42,8 +42,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from engine.context.workspace import ContextBlock, Workspace, python_definitions, resolve_imports  # noqa: E402
-from engine.engine import Engine, EngineConfig  # noqa: E402
+from engine.config import EngineConfig  # noqa: E402
+from engine.context.block import ContextBlock  # noqa: E402
+from engine.context.definitions import python_definitions  # noqa: E402
+from engine.context.sources import resolve_imports  # noqa: E402
+from engine.context.workspace import Workspace  # noqa: E402
+from engine.engine import Engine  # noqa: E402
 from engine.types import GenParams  # noqa: E402
 
 PACKAGES = ("click==8.1.7", "marshmallow==3.21.3", "tomlkit==0.13.2", "httpx==0.27.0")

@@ -35,19 +35,13 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_context as bc  # noqa: E402
 
-from engine.context.workspace import (  # noqa: E402
-    Chunk,
-    ContextBlock,
-    Workspace,
-    around_span,
-    merge_by_file,
-    names_near,
-    parsed_definitions,
-    resolve_imports,
-    select_chunks,
-)
-from engine.decoding.prompt import context_ids  # noqa: E402
-from engine.engine import Engine, EngineConfig  # noqa: E402
+from engine.config import EngineConfig  # noqa: E402
+from engine.context.block import Chunk, ContextBlock, merge_by_file, select_chunks  # noqa: E402
+from engine.context.definitions import parsed_definitions  # noqa: E402
+from engine.context.sources import around_span, names_near, resolve_imports  # noqa: E402
+from engine.context.workspace import Workspace  # noqa: E402
+from engine.decoding.layout import context_ids  # noqa: E402
+from engine.engine import Engine  # noqa: E402
 
 ARMS = ("none", "frame", "default", "imp_doc", "imp_sig", "imp_all_sig", "comment_default", "comment_imp_sig")
 

@@ -35,9 +35,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_replay import FUNCTIONS, body_region, cpu_model, fetch_package  # noqa: E402
 
-from engine.decoding.prompt import clip_window  # noqa: E402
-from engine.engine import Engine, EngineConfig, resolve_model_dir  # noqa: E402
+from engine.config import EngineConfig, resolve_model_dir  # noqa: E402
+from engine.engine import Engine  # noqa: E402
 from engine.text.postprocess import doubt_cut  # noqa: E402
+from engine.text.window import clip_window  # noqa: E402
 from engine.types import GenParams  # noqa: E402
 
 QUICK = (768, 256)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -81,7 +82,8 @@ def rss_mb() -> tuple[float, float]:
 # workers: one engine each, JSON lines over stdin/stdout
 class FlintWorker:
     def __init__(self, model: str, threads: int) -> None:
-        from engine.engine import Engine, EngineConfig
+        from engine.config import EngineConfig
+        from engine.engine import Engine
 
         self.eng = Engine.load(model, config=EngineConfig(threads=threads))
         self.tok = self.eng.tok
@@ -221,14 +223,23 @@ class Proc:
         self.p = subprocess.Popen([sys.executable, __file__, "--worker", kind, "--model", model,
                                    "--threads", str(threads)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True, env=env, cwd=str(ROOT))
-        self.ready_s = json.loads(self.p.stdout.readline())["ready_s"]
+        self.kind = kind
+        line = self.p.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {kind} worker died while starting ({self._end()})")
+        self.ready_s = json.loads(line)["ready_s"]
+
+    def _end(self) -> str:
+        """How the worker ended: a llama.cpp built for another CPU ends by SIGILL."""
+        rc = self.p.wait(30)
+        return f"killed by signal {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
 
     def __call__(self, op: str, **kw) -> dict:
         self.p.stdin.write(json.dumps({"op": op, **kw}) + "\n")
         self.p.stdin.flush()
         line = self.p.stdout.readline()
         if not line:
-            raise RuntimeError(f"worker died during {op}")
+            raise RuntimeError(f"the {self.kind} worker died during {op} ({self._end()})")
         return json.loads(line)
 
     def close(self) -> None:
@@ -273,7 +284,7 @@ def main() -> int:
         return 0
 
     sys.path.insert(0, str(ROOT))
-    from engine.engine import resolve_model_dir
+    from engine.config import resolve_model_dir
     from engine.model.manifest import load_manifest
 
     mdir = resolve_model_dir(args.model)
@@ -289,13 +300,16 @@ def main() -> int:
             import llama_cpp  # noqa: F401
 
             engines["llamacpp"] = Proc("llamacpp", gguf, args.threads)
-        except ImportError:
-            print("llama-cpp-python not installed (pip install -e '.[bench]'); skipping llama.cpp", file=sys.stderr)
+        except ImportError:  # the yardstick is the point: its absence is an error, not a quieter report
+            print("llama-cpp-python is not installed: scripts/setup.sh export,dev,bench (or --no-llamacpp)",
+                  file=sys.stderr)
+            flint.close()
+            return 2
 
     text = code_text()
     import tokenizers  # noqa: F401
 
-    from engine.decoding.prompt import HFTokenizer
+    from engine.decoding.tokenizer import HFTokenizer
 
     tk = HFTokenizer(str(Path(mdir) / "tokenizer.json"))
 
@@ -378,7 +392,7 @@ def main() -> int:
     meta = {"model": man.model_id if man else str(mdir), "threads": args.threads, "rounds": args.rounds,
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "cpu": _cpu(), "decode_prompts": len(dprompts),
             "decode_tokens": args.decode_tokens, "load_avg_start": [round(x, 2) for x in load_start],
-            "load_avg_end": [round(x, 2) for x in os.getloadavg()]}
+            "load_avg_end": [round(x, 2) for x in os.getloadavg()], "llamacpp_build": _llamacpp_build()}
     OUTD = Path(args.out)
     OUTD.mkdir(parents=True, exist_ok=True)
     (OUTD / "engine.json").write_text(json.dumps({**summary, "ratios": ratios, "detail": detail, "meta": meta},
@@ -405,7 +419,8 @@ def main() -> int:
           f"{args.rounds} rounds, engines alternated (A B A B), one at a time · CPU: {meta['cpu']} · load average "
           f"{meta['load_avg_start'][0]} at start, {meta['load_avg_end'][0]} at the end (2 cores: anything above ~0.2 "
           "is other work sharing them; llama.cpp, whose threads busy-wait, loses more to it)\n",
-          "Reproduce: `python scripts/bench_engine.py` (llama.cpp via `pip install -e '.[bench]'`).\n",
+          "Reproduce: `python scripts/bench_engine.py` (llama.cpp via `scripts/setup.sh export,dev,bench`).\n",
+          f"llama.cpp build: `{meta['llamacpp_build']}`\n",
           "Medians (p95 where a metric has more than 3 samples). decode = greedy tokens/s after the first token "
           f"on {len(dprompts)} code prompts from files outside the trimmed head's corpus (stdlib textwrap, shlex, json.decoder; "
           f"pygls) ({args.decode_tokens} tokens); decode_fast = "
@@ -422,6 +437,15 @@ def main() -> int:
           "over one, so logits differ in the last bits.", "", *notes, "```json", json.dumps({"summary": summary, "ratios": ratios}, indent=2), "```"]
     (OUTD / "engine.md").write_text("\n".join(md) + "\n")
     return 0
+
+
+def _llamacpp_build() -> str:
+    """llama.cpp's own account of the instruction sets it was compiled for (scripts/llama_wheel.sh's flags)."""
+    try:
+        import llama_cpp
+    except ImportError:
+        return "not installed"
+    return f"llama-cpp-python {llama_cpp.__version__}: " + llama_cpp.llama_print_system_info().decode().strip()
 
 
 def _cpu() -> str:

@@ -97,7 +97,7 @@ def main() -> int:
     c1k, c0 = min(contexts, key=lambda c: abs(c - 1000)), min(contexts)
     m1, m9 = min(tokens), min(tokens, key=lambda m: abs(m - 9))
 
-    from engine.engine import ModelNotBuilt, resolve_model_dir
+    from engine.config import ModelNotBuilt, resolve_model_dir
     from engine.model.manifest import load_manifest
     from engine.model.runtime import OnnxDecoder
 

@@ -39,8 +39,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from bench_quality import prefix_agreement  # noqa: E402
 from bench_replay import FUNCTIONS, body_region, cpu_model, fetch_package  # noqa: E402
 
-from engine.decoding.prompt import FRESH_MIDDLE_CHARS, MAX_MIDDLE_CHARS, clip_window  # noqa: E402
-from engine.engine import Engine, EngineConfig, resolve_model_dir  # noqa: E402
+from engine.config import EngineConfig, resolve_model_dir  # noqa: E402
+from engine.decoding.prompt import FRESH_MIDDLE_CHARS, MAX_MIDDLE_CHARS  # noqa: E402
+from engine.engine import Engine  # noqa: E402
+from engine.text.window import clip_window  # noqa: E402
 from engine.types import GenParams  # noqa: E402
 
 SMALL = (384, 128)
@@ -86,7 +88,7 @@ def run(eng: Engine, prefix: str, suffix: str, window: tuple[int, int], middle: 
     eng.config.fast.fresh_middle_chars = FRESH_MIDDLE_CHARS if middle == -1 else 0
     if middle is not None and middle >= 0:  # the anchor ``middle`` characters back, at a line start
         nl = p.rfind("\n", 0, max(0, len(p) - middle))
-        eng._anchor = (p[: nl + 1], s)
+        eng.rows.anchor = (p[: nl + 1], s)
         eng.config.fast.max_middle_chars = len(p) - (nl + 1) + 1
     else:
         eng.config.fast.max_middle_chars = MAX_MIDDLE_CHARS

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine import paths  # noqa: E402
-from engine.engine import Engine, EngineConfig, resolve_model_dir  # noqa: E402
+from engine.config import EngineConfig, resolve_model_dir  # noqa: E402
+from engine.engine import Engine  # noqa: E402
 from engine.types import GenParams  # noqa: E402
 
 PROMPTS = json.loads(resources.files("engine").joinpath("data/eval_prompts.json").read_text())

@@ -249,7 +249,7 @@ def report(rows: list[dict], meta: dict) -> str:
 
 async def amain(args) -> int:
     from engine import paths
-    from engine.engine import resolve_model_dir
+    from engine.config import resolve_model_dir
     from engine.model.manifest import load_manifest
     from engine.model.presets import PRESETS
 

@@ -57,8 +57,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from lsp_stdio import Server, utf16_position  # noqa: E402
 
-from engine.text.postprocess import ends_mid_statement, split_cursor  # noqa: E402
 from engine.text.rank import kind  # noqa: E402
+from engine.text.statements import ends_mid_statement, split_cursor  # noqa: E402
 
 PACKAGES = [("boltons", "24.0.0"), ("toolz", "0.12.1"), ("humanize", "4.9.0")]
 MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS = 6000, 600  # engine.engine.EngineConfig's windows
@@ -604,7 +604,7 @@ def rescore(args) -> int:
 
 
 async def amain(args) -> int:
-    from engine.engine import resolve_model_dir
+    from engine.config import resolve_model_dir
     from engine.model.manifest import load_manifest
 
     model_dir = resolve_model_dir(args.model)

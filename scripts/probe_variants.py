@@ -27,8 +27,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_served import draw_spots, fetch_sources  # noqa: E402
 
-from engine.engine import Engine, EngineConfig  # noqa: E402
-from engine.text.postprocess import decide_mode, split_cursor  # noqa: E402
+from engine.config import EngineConfig  # noqa: E402
+from engine.engine import Engine  # noqa: E402
+from engine.text.budget import decide_mode  # noqa: E402
+from engine.text.statements import split_cursor  # noqa: E402
 from engine.types import GenParams  # noqa: E402
 
 

@@ -10,6 +10,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 . .venv/bin/activate
 stamp=".venv/.flint-installed-${extras//,/-}"
+# llama.cpp (remote-test, bench) from our portable wheel, checked on every run and installed before pip resolves
+# the extras (pip would otherwise build it with -march=native): an environment holding a native build is fixed
+if [[ ",$extras," == *",remote-test,"* || ",$extras," == *",bench,"* ]]; then
+  PYTHON=python scripts/llama_wheel.sh ensure >&2
+fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   python -m pip install -q --disable-pip-version-check --upgrade pip >&2
   # torch 2.13.0 (CPU) comes from the wheel on local disk; ask for it first so nothing pulls a CUDA build

@@ -9,7 +9,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def model_dir():
-    from engine.engine import ModelNotBuilt, resolve_model_dir
+    from engine.config import ModelNotBuilt, resolve_model_dir
 
     try:
         return resolve_model_dir(os.environ.get("FLINT_MODEL"))
@@ -19,6 +19,18 @@ def model_dir():
 
 @pytest.fixture(scope="session")
 def engine(model_dir):
-    from engine.engine import Engine, EngineConfig
+    from engine.config import EngineConfig
+    from engine.engine import Engine
 
     return Engine.load(model_dir, config=EngineConfig(threads=2))
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: every collected test is checked, whatever the tier
+def pytest_collection_modifyitems(config, items):
+    # the fast tier (scripts/test_fast.sh) leaves out tests by their `model` marker: one that uses the model
+    # without it would fail there (its FLINT_HOME is empty), so it is refused here, on every run
+    unmarked = [it.nodeid for it in items
+                if "model_dir" in getattr(it, "fixturenames", ()) and it.get_closest_marker("model") is None]
+    if unmarked:
+        raise pytest.UsageError("tests that load the real model (fixture model_dir or engine) must be marked "
+                                "`model`:\n  " + "\n  ".join(unmarked))

@@ -65,7 +65,8 @@ def test_built_tiny_model_matches_transformers_greedy(tiny_hf, home):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from engine.engine import Engine, EngineConfig
+    from engine.config import EngineConfig
+    from engine.engine import Engine
     from engine.model.build import build_from_hf
     from engine.types import GenParams
 
@@ -116,7 +117,8 @@ def test_model_list_json(home):
 
 
 def test_bad_precision_is_refused(tiny_hf, home):
-    from engine.model.build import BuildError, build_from_hf
+    from engine.model.build import build_from_hf
+    from engine.model.export import BuildError
 
     with pytest.raises(BuildError, match="unknown precision"):
         build_from_hf(Path(tiny_hf), name="x", precision="int3")
@@ -149,7 +151,8 @@ def test_int8_dyn_quantises_the_decoder_dynamically_with_the_int8_head(tiny_hf, 
     embedding table are int8's (MatMulNBits head, int8 embedding rows), and the recipe is recorded."""
     import onnx
 
-    from engine.engine import Engine, EngineConfig
+    from engine.config import EngineConfig
+    from engine.engine import Engine
     from engine.model.build import build_from_hf, is_current, weight_recipe
     from engine.types import GenParams
 

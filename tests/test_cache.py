@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.cache.disk import CompletionCache, cache_key, decode, encode
+from engine.cache.disk import CompletionCache
+from engine.cache.entries import cache_key, decode, encode
 from engine.types import Completion, GenParams
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,7 +107,8 @@ def test_survives_restart(tmp_path):
 
 WRITER = textwrap.dedent("""
     import sys
-    from engine.cache.disk import CompletionCache, cache_key
+    from engine.cache.disk import CompletionCache
+    from engine.cache.entries import cache_key
     from engine.types import Completion, GenParams
     c = CompletionCache(sys.argv[1], size_mb=64)
     tag = sys.argv[2]
@@ -168,7 +170,8 @@ def test_two_processes_share_one_cache(tmp_path):
     # and a third process reads what this one writes
     c.put(key("from the parent"), comps("hi"))
     probe = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
-        from engine.cache.disk import CompletionCache, cache_key
+        from engine.cache.disk import CompletionCache
+        from engine.cache.entries import cache_key
         from engine.types import GenParams
         c = CompletionCache({str(d)!r}, size_mb=64)
         print(c.get(cache_key("m1", GenParams(), "from the parent", "", 6000, 600))[0].text)

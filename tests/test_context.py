@@ -4,22 +4,10 @@ import logging
 import os
 from pathlib import Path
 
-from engine.context.workspace import (
-    Chunk,
-    ContextBlock,
-    Workspace,
-    dice,
-    edit_diff,
-    names_near,
-    order_stably,
-    python_definitions,
-    read_text,
-    regex_definitions,
-    resolve_imports,
-    select_chunks,
-    split_chunks,
-    words,
-)
+from engine.context.block import Chunk, ContextBlock, dice, order_stably, select_chunks, split_chunks, words
+from engine.context.definitions import python_definitions, regex_definitions
+from engine.context.sources import edit_diff, names_near, read_text, resolve_imports
+from engine.context.workspace import Workspace
 
 SHAPES = '''"""Shapes."""
 
@@ -323,7 +311,7 @@ def test_file_source_survives_a_file_mid_edit(tmp_path):
 
 
 def test_file_definitions_keep_whole_statements_outside_the_window():
-    from engine.context.workspace import file_definitions
+    from engine.context.definitions import file_definitions
 
     text = "A = 1\n\n@deco\ndef f():\n    return A\n\n\nclass C:\n    B = 2\n\nZ = 3\n"
     lo = text.index("    return A")  # the window starts inside f: f is partly shown, so not given
@@ -336,7 +324,7 @@ def test_file_definitions_keep_whole_statements_outside_the_window():
 
 
 def test_long_assignments_are_clipped_and_the_file_chunks_are_never_dropped_as_copies():
-    from engine.context.workspace import MAX_ASSIGN_LINE
+    from engine.context.definitions import MAX_ASSIGN_LINE
 
     src = "TABLE = [" + ", ".join(str(i) for i in range(500)) + "]\nBIG = {\n" + "    'k': 1,\n" * 10 + "}\n"
     defs = python_definitions(src, ["TABLE", "BIG"])
@@ -352,7 +340,7 @@ def test_long_assignments_are_clipped_and_the_file_chunks_are_never_dropped_as_c
 # ---- the block in the engine's prompts (the comments layout, the default) --------------------------------
 import pytest  # noqa: E402
 
-from engine.decoding.prompt import comment_ids, comment_text, context_ids  # noqa: E402
+from engine.decoding.layout import comment_ids, comment_text, context_ids  # noqa: E402
 from engine.types import GenParams  # noqa: E402
 
 BLOCK = ContextBlock("proj", (Chunk("pkg/shapes.py", SHAPES, "open"),), "pkg/main.py")
@@ -362,13 +350,15 @@ MAIN = ("from .shapes import area, Box\n\n\ndef total(boxes):\n    return sum(ar
 
 @pytest.fixture(scope="module")
 def eng(model_dir):
-    from engine.engine import Engine, EngineConfig
+    from engine.config import EngineConfig
+    from engine.engine import Engine
 
     e = Engine.load(model_dir, warm=False, config=EngineConfig(threads=2))
     assert e.config.context_layout == "comments" and e.fim is not None
     return e
 
 
+@pytest.mark.model
 def test_comment_ids_end_where_the_file_text_tokenizes_on_its_own(eng):
     """The block's ids and the file text's are encoded apart; on the real tokenizer that is how the text
     reads as a whole too (the comments end on a line break), for a window starting at a line's start."""
@@ -379,6 +369,7 @@ def test_comment_ids_end_where_the_file_text_tokenizes_on_its_own(eng):
         assert eng.tok.encode(head + text) == ids + eng.tok.encode(text), text
 
 
+@pytest.mark.model
 def test_the_engine_keeps_the_block_after_the_fim_prefix_across_keystrokes_and_window_cuts(eng):
     eng.set_context(None)
     bare = eng.build(MAIN, "\n")
@@ -406,6 +397,7 @@ def test_the_engine_keeps_the_block_after_the_fim_prefix_across_keystrokes_and_w
     eng.set_context(None)
 
 
+@pytest.mark.model
 def test_a_keystroke_reuses_the_prefilled_block_and_reports_it(eng):
     eng.set_context(BLOCK)
     eng.reset()
@@ -418,6 +410,7 @@ def test_a_keystroke_reuses_the_prefilled_block_and_reports_it(eng):
     eng.reset()
 
 
+@pytest.mark.model
 def test_the_repository_layout_stays_for_measurement(eng):
     eng.set_context(BLOCK)
     comments = eng.context_digest

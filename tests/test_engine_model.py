@@ -51,8 +51,8 @@ def test_speculative_decoding_keeps_greedy_output(engine, monkeypatch):
 
     # drafts are taken: the engine sizes them from measured forward costs, and where a multi-token forward
     # costs much more than one (AVX2-only CPUs, a loaded machine) it may draft nothing, leaving nothing to test
-    monkeypatch.setattr(engine, "costs", {m: 1.0 + 0.02 * m for m in (1, 2, 3, 5, engine.config.fast.max_draft + 1)})
-    monkeypatch.setattr(engine, "observe_cost", lambda m, seconds: None)
+    monkeypatch.setattr(engine.drafts, "costs", {m: 1.0 + 0.02 * m for m in (1, 2, 3, 5, engine.config.fast.max_draft + 1)})
+    monkeypatch.setattr(engine.drafts, "observe_cost", lambda m, seconds: None)
     same = 0
     accepted = 0
     gaps = []

@@ -8,17 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine.text.postprocess import (
-    Suggestion,
-    decide_mode,
-    drop_repetition,
-    limit_scope,
-    normalize,
-    opens_block,
-    postprocess,
-    prefix_state,
-    scan,
-)
+from engine.text.budget import decide_mode
+from engine.text.overlap import drop_repetition
+from engine.text.postprocess import Suggestion, limit_scope, normalize, postprocess
+from engine.text.statements import opens_block, prefix_state, scan
 
 CURSOR = "█"
 
@@ -205,15 +198,13 @@ def test_never_whitespace_only_over_many_inputs():
 
 # --- issue 16: overlap with the code below, complete statements, budgets ---------------------------------
 
-from engine.text.postprocess import (  # noqa: E402
-    budget_for,
-    cut_at_following_lines,
-    cut_to_budget,
+from engine.text.budget import budget_for, cut_to_budget, stop_reached  # noqa: E402
+from engine.text.overlap import cut_at_following_lines  # noqa: E402
+from engine.text.statements import (  # noqa: E402
     cut_to_complete,
     ends_mid_statement,
     guess_language,
     statement_start,
-    stop_reached,
 )
 
 PY_FN = "def triangle(a, b, c):\n    "
@@ -371,7 +362,7 @@ def test_a_similar_line_that_differs_in_a_word_is_not_an_overlap():
 
 
 def test_settled_when_finished_or_past_the_budget():
-    from engine.text.postprocess import settled
+    from engine.text.budget import settled
 
     b = budget_for(*MIDDLE)
     assert settled("x = 1", True, "    ", b)
@@ -384,7 +375,7 @@ def test_settled_when_finished_or_past_the_budget():
 
 def test_a_line_cut_after_a_name_is_not_a_complete_statement():
     """`self.insert` parses, but a deadline cut it before its call: it is not shown."""
-    from engine.text.postprocess import cut_to_complete, ends_mid_statement
+    from engine.text.statements import cut_to_complete, ends_mid_statement
 
     prefix = "class A:\n    def f(self, index, item):\n        "
     assert ends_mid_statement("self.insert", prefix)

@@ -1,13 +1,8 @@
-from engine.decoding.prompt import (
-    Fim,
-    PrefixIndex,
-    build_prompt,
-    clip_window,
-    header_start,
-    safe_decode,
-    should_heal,
-    sticky_cut,
-)
+import pytest
+
+from engine.decoding.prompt import Fim, build_prompt, should_heal
+from engine.decoding.tokenizer import PrefixIndex, safe_decode
+from engine.text.window import clip_window, header_start, sticky_cut
 
 
 class ByteTok:
@@ -186,10 +181,11 @@ def test_healer_allows_tokens_that_cover_or_start_the_healed_bytes():
     assert Healer(idx, b"<|fim").allowed(b"") == []  # special tokens never heal text
 
 
+@pytest.mark.model
 def test_token_byte_table_matches_the_byte_level_mapping_of_every_token(model_dir):
     """The table is built with str.translate for speed; each entry must equal the GPT-2 byte mapping applied
     character by character."""
-    from engine.decoding.prompt import HFTokenizer
+    from engine.decoding.tokenizer import HFTokenizer
 
     tk = HFTokenizer(str(model_dir / "tokenizer.json"))
     assert tk.byte_level
@@ -213,7 +209,7 @@ def test_token_byte_table_matches_the_byte_level_mapping_of_every_token(model_di
 def test_byte_level_vocabularies_are_told_from_sentencepiece_ones(tmp_path):
     from tokenizers import Tokenizer, decoders, models
 
-    from engine.decoding.prompt import HFTokenizer
+    from engine.decoding.tokenizer import HFTokenizer
 
     for dec, expected in ((decoders.ByteLevel(), True),
                           (decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]), False),
@@ -226,7 +222,7 @@ def test_byte_level_vocabularies_are_told_from_sentencepiece_ones(tmp_path):
 
 
 # ---- repository context block in front of the file window ----------------------------------------------
-from engine.decoding.prompt import context_ids  # noqa: E402
+from engine.decoding.layout import context_ids  # noqa: E402
 
 
 class RepoTok(ByteTok):
@@ -261,7 +257,7 @@ def test_context_block_is_empty_without_repository_markers_and_chunks_encode_ind
 
 
 # ---- the comments layout: chunks as comments at the start of the FIM prefix ----------------------------
-from engine.decoding.prompt import comment_ids, comment_mark, comment_text  # noqa: E402
+from engine.decoding.layout import comment_ids, comment_mark, comment_text  # noqa: E402
 
 
 def test_a_chunk_renders_as_comments_with_its_path_and_a_blank_line_after():

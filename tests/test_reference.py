@@ -10,7 +10,8 @@ from importlib import resources
 import pytest
 
 from engine import paths
-from engine.engine import Engine, EngineConfig, resolve_model_dir
+from engine.config import EngineConfig, resolve_model_dir
+from engine.engine import Engine
 from engine.model.presets import DEFAULT_MODEL
 from engine.types import GenParams
 
@@ -18,12 +19,10 @@ pytestmark = pytest.mark.model
 
 PROMPTS = json.loads(resources.files("engine").joinpath("data/eval_prompts.json").read_text())
 MAX_NEW = 24
-# The default (int8 body in blocks of 128, int8 head) reproduces fp32's greedy text on 11/14 prompts with
-# the prompts Flint serves (anchored FIM, token healing on): two part at the first token between two
-# plausible lines, one after a blank line. Blocks of 32 did 12/14 here; on plain PSM prompts (33, with 19
-# from pygls/lsprotocol code) they did 29 against 28, on 30 other held-out spots 24 against 27: no quality
-# difference these samples can show, and blocks of 128 decode 14-18% faster (docs/benchmarks/quality.md).
-# int4 does 4/14: this bound still tells them apart.
+# The default (int8 body in blocks of 128, int8 head) reproduces fp32's greedy text on most of the prompts
+# Flint serves (anchored FIM, token healing on); where it parts, it is at a token between two plausible
+# lines. Blocks of 32 show no quality difference these samples can see, and blocks of 128 decode faster
+# (docs/benchmarks/quality.md); int4 agrees far less often, and this bound still tells them apart.
 MIN_AGREEMENT = 0.75
 
 

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.engine import ModelNotBuilt, resolve_model_dir
-from engine.remote import client as remote
+from engine.config import ModelNotBuilt, resolve_model_dir
 from engine.remote import wire as remote_protocol
 from lsp_server import logs
 from lsp_server.documents import Change, DocumentStore
@@ -76,22 +75,22 @@ def test_log_levels_map_to_lsp_message_types():
 
 
 def test_loopback_addresses_and_localhost_that_resolves_to_loopback():
-    assert remote.is_loopback("127.0.0.1") and remote.is_loopback("::1") and remote.is_loopback("[::1]")
-    assert remote.is_loopback("localhost")  # /etc/hosts maps it to 127.0.0.1 here
-    assert not remote.is_loopback("10.0.0.1") and not remote.is_loopback("example.com")
+    assert remote_protocol.is_loopback("127.0.0.1") and remote_protocol.is_loopback("::1") and remote_protocol.is_loopback("[::1]")
+    assert remote_protocol.is_loopback("localhost")  # /etc/hosts maps it to 127.0.0.1 here
+    assert not remote_protocol.is_loopback("10.0.0.1") and not remote_protocol.is_loopback("example.com")
 
 
 def test_a_localhost_name_counts_only_if_it_resolves_to_loopback(monkeypatch):
     # a name that does not resolve at all
-    assert not remote.is_loopback("no-such-host-7f3a.localhost")
+    assert not remote_protocol.is_loopback("no-such-host-7f3a.localhost")
     # /etc/hosts or DNS pointing a localhost name elsewhere cannot be set up on a shared machine: stand in
     # for the resolver's answer
     monkeypatch.setattr(remote_protocol, "_resolve", lambda host, timeout=1.0: ["192.0.2.10"])
-    assert not remote.is_loopback("localhost") and not remote.is_loopback("api.localhost")
+    assert not remote_protocol.is_loopback("localhost") and not remote_protocol.is_loopback("api.localhost")
     with pytest.raises(ValueError, match="unencrypted"):
-        remote.parse_endpoint("http://api.localhost:8080/v1")
+        remote_protocol.parse_endpoint("http://api.localhost:8080/v1")
     monkeypatch.setattr(remote_protocol, "_resolve", lambda host, timeout=1.0: ["127.0.0.1", "::1"])
-    assert remote.is_loopback("api.localhost")
+    assert remote_protocol.is_loopback("api.localhost")
 
 
 # --------------------------------------------------------------------------------------------- surrogates

@@ -14,18 +14,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from engine.remote.client import (
+from engine.remote.client import RemoteBackend
+from engine.remote.wire import (
     QWEN_FIM_TEMPLATE,
-    RemoteBackend,
     RemoteConfig,
     RemoteError,
-    cut,
     fim_prompt,
     parse_endpoint,
     parse_event,
     request_body,
 )
 from engine.types import CancelToken, GenParams
+from engine.types import stop_cut as cut
 
 # ---------------------------------------------------------------------------------------- the fake server
 

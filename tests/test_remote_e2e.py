@@ -14,6 +14,7 @@ injecting server (tests/test_remote_client.py, tests/test_remote_session.py)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -58,35 +59,77 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class LlamaServer:
-    """`python -m llama_cpp.server` on 127.0.0.1 (one thread: the local model has the other core)."""
+LIVE: dict[str, LlamaServer] = {}  # url -> the server there: a session's answers are checked against its life
 
-    def __init__(self) -> None:
+
+class LlamaServer:
+    """`python -m llama_cpp.server` on 127.0.0.1 (one thread: the local model has the other core).
+
+    A server that dies or never comes up fails the test as itself (exit code or signal, its stderr's tail):
+    otherwise a llama.cpp built for another CPU (SIGILL at its first request) reads as a routing failure."""
+
+    def __init__(self, log_dir: Path) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.killed = False
+        self.log = log_dir / f"llama-server-{self.port}.log"
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--host", "127.0.0.1",
                "--port", str(self.port), "--n_ctx", "2048", "--n_threads", "1", "--verbose", "False"]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     start_new_session=True)
+        with open(self.log, "wb") as err:  # a file, not a pipe: nothing blocks on a full pipe, the tail stays
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited: {self.proc.stderr.read().decode()[-2000:]}")
+        while True:
+            self.check("while starting")
             try:
                 with urllib.request.urlopen(f"{self.url}/models", timeout=2) as r:
                     if r.status == 200:
-                        return
+                        break
             except OSError:
                 time.sleep(0.3)
-        self.stop()
-        raise RuntimeError("llama_cpp.server did not come up in 180 s")
+            if time.monotonic() > deadline:
+                self.stop()
+                pytest.fail(f"the llama.cpp server did not become healthy in 180 s; its stderr ends:\n"
+                            f"{self.tail()}", pytrace=False)
+        self.first_completion()
+        LIVE[self.url] = self
+
+    def first_completion(self) -> None:
+        """One token through the model: where a library built for another CPU dies."""
+        body = json.dumps({"prompt": "def add(a, b):", "max_tokens": 2, "temperature": 0}).encode()
+        req = urllib.request.Request(f"{self.url}/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                out = json.loads(r.read())
+        except OSError as e:
+            time.sleep(0.5)  # the process may be on its way down: name its end rather than the socket's
+            self.check("at its first completion")
+            pytest.fail(f"the llama.cpp server's first completion failed: {e}; its stderr ends:\n{self.tail()}",
+                        pytrace=False)
+        assert out["choices"], out
+
+    def tail(self, n: int = 3000) -> str:
+        return self.log.read_bytes()[-n:].decode(errors="replace")
+
+    def check(self, when: str = "during the test") -> None:
+        """Fail (as the server's death, not the routing's) when the server exited without being killed."""
+        rc = self.proc.poll()
+        if rc is None or self.killed:
+            return
+        try:
+            how = f"killed by {signal.Signals(-rc).name}" if rc < 0 else f"exit code {rc}"
+        except ValueError:
+            how = f"killed by signal {-rc}"
+        pytest.fail(f"the llama.cpp server died {when} ({how}); its stderr ends:\n{self.tail()}", pytrace=False)
 
     def kill(self) -> None:
+        self.killed = True  # on purpose: not a failure
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
 
     def stop(self) -> None:
+        LIVE.pop(self.url, None)
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -96,10 +139,13 @@ class LlamaServer:
 
 
 @pytest.fixture(scope="module")
-def server():
-    s = LlamaServer()
+def server(tmp_path_factory):
+    s = LlamaServer(tmp_path_factory.mktemp("llama"))
     yield s
-    s.stop()
+    try:
+        s.check("by the end of the module")
+    finally:
+        s.stop()
 
 
 @pytest.fixture
@@ -120,6 +166,16 @@ async def make_session(engine, tmp_path, monkeypatch):
         s.statuses = statuses
         s.remote_texts = []  # what each remote job ended with (events.RemoteDone)
         s.service.events.on(RemoteDone, lambda e, s=s: s.remote_texts.append(e.comps[0].text))
+        srv = LIVE.get(settings.get("remote_url", ""))
+        if srv is not None:  # every answer is checked against the server's life before the test reads it
+            ask = s.suggest
+
+            async def suggest(*a, **kw):
+                res = await ask(*a, **kw)
+                srv.check()
+                return res
+
+            s.suggest = suggest  # type: ignore[method-assign]
         made.append(s)
         return s
 
@@ -191,8 +247,22 @@ def _local_answers(s: Session):
     return found.comps if found is not None else []
 
 
-async def test_killing_the_server_mid_stream_falls_back_to_local(make_session):
-    srv = LlamaServer()
+def test_a_server_that_dies_fails_as_itself(tmp_path):
+    """The diagnosis the fixtures rely on: a server ended by SIGILL (what a build for another CPU gets) is
+    reported as such, with its stderr."""
+    srv = LlamaServer(tmp_path)
+    try:
+        srv.check()  # alive: nothing to report
+        os.kill(srv.proc.pid, signal.SIGILL)
+        srv.proc.wait(10)
+        with pytest.raises(pytest.fail.Exception, match="llama.cpp server died during the test .killed by SIGILL"):
+            srv.check()
+    finally:
+        srv.stop()
+
+
+async def test_killing_the_server_mid_stream_falls_back_to_local(make_session, tmp_path):
+    srv = LlamaServer(tmp_path)
     try:
         s = make_session(routing="hybrid", remote_url=srv.url, max_lines=8, remote_timeout_ms=60_000)
         task = asyncio.ensure_future(s.suggest(URI, *BLOCK, invoked=True))
@@ -222,7 +292,7 @@ async def test_killing_the_server_mid_stream_falls_back_to_local(make_session):
 async def test_a_second_local_model_as_the_capable_tier(make_session):
     """No server: the capable tier is a second local model (here the fp32 build scripts/test.sh makes;
     in use the 1.5B preset, `capableModel: qwen2.5-coder-1.5b`)."""
-    from engine.engine import resolve_model_dir
+    from engine.config import resolve_model_dir
 
     fp32 = str(resolve_model_dir(FP32))  # raises (fails the test) when it is not built
     s = make_session(routing="hybrid", capable_model=fp32, remote_for=("invoked",))
@@ -242,7 +312,7 @@ async def test_pause_routing_runs_the_second_local_model_where_the_user_pauses(m
     the capable one (its smaller prefill chunks) writes that spot, and the spot's answer is then a line from
     one of the two (the capable one's only if it differs: it replaced the local one)."""
     from engine.backends import CAPABLE_CHUNK
-    from engine.engine import resolve_model_dir
+    from engine.config import resolve_model_dir
 
     s = make_session(routing="pause", capable_model=str(resolve_model_dir(FP32)))
     assert s.remote_worker is not None and s.remote_worker.engine.config.prefill_chunk == CAPABLE_CHUNK
@@ -286,12 +356,14 @@ async def test_the_backend_is_on_the_wire(server, tmp_path):
         # an automatic request: the local model
         _, fut = lsp.request("textDocument/inlineCompletion", {**pos, "context": {"triggerKind": 2}})
         _, msg = await asyncio.wait_for(fut, 120)
+        server.check()
         inline = msg["result"]["items"]
         assert inline and inline[0]["command"]["arguments"][0]["backend"] == "local"
         assert any(p.get("backend") == "local" and "· " not in p["message"] for _, p in lsp.statuses)
         # a variants pick at the same spot: the remote (the local answer there does not count for it)
         _, fut = lsp.request("flint/variants", pos)
         _, msg = await asyncio.wait_for(fut, 120)
+        server.check()
         items = msg["result"]["items"]
         assert items and {it["backend"] for it in items} == {"remote"}
         assert [p for _, p in lsp.statuses if p.get("backend") == "remote" and "· remote" in p["message"]]

@@ -2,7 +2,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.decoding.sampling import Sampler, ngram_draft, sample_index
+from engine.decoding.sampling import Sampler, ngram_match, sample_index
 
 
 def test_greedy_is_argmax():
@@ -37,6 +37,10 @@ def test_sample_index_stays_in_top_k(vals, u):
     top = set(np.argsort(-logits, kind="stable")[:k].tolist())
     # ties at the k-th value may pick any tied index
     assert i in top or logits[i] >= np.sort(logits)[-k]
+
+
+def ngram_draft(seq, **kw):
+    return ngram_match(seq, **kw)[0]
 
 
 def test_ngram_draft_copies_what_followed_the_last_match():

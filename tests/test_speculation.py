@@ -6,16 +6,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.policy.speculation import (
-    MAX_DEBOUNCE_S,
     futures,
     next_indent,
     shared_prefix,
     should_warm,
     skip_reason,
     window_start,
-)
-from engine.policy.speculation import (
-    debounce_s as debounce,
 )
 
 # ---------------------------------------------------------------------------------------------- futures
@@ -92,41 +88,6 @@ def test_shared_prefix(a, b):
     import os.path
 
     assert shared_prefix(a, b) == len(os.path.commonprefix([a, b]))
-
-
-# ---------------------------------------------------------------------------------------------- debounce
-
-
-def test_no_history_or_no_latency_means_no_wait():
-    assert debounce([], 2.0) == 0.0
-    assert debounce([0.1, 0.1], 2.0) == 0.0
-    assert debounce([0.1, 0.1, 0.1], None) == 0.0
-
-
-def test_fast_typing_and_a_slow_model_wait_one_interval():
-    d = debounce([0.12, 0.1, 0.11, 0.1], model_s=1.5)
-    assert 0.1 <= d <= 0.15
-
-
-def test_model_faster_than_typing_answers_at_once():
-    assert debounce([0.2, 0.25, 0.2, 0.22], model_s=0.1) == 0.0
-
-
-def test_after_a_pause_answers_at_once():
-    assert debounce([0.1, 0.1, 0.1, 0.1, 0.9], model_s=2.0) == 0.0
-
-
-def test_wait_is_capped_and_the_users_debounce_is_a_floor():
-    assert debounce([0.5, 0.5, 0.5, 0.5], model_s=10.0) == MAX_DEBOUNCE_S
-    assert debounce([0.2, 0.25, 0.2, 0.22], model_s=0.1, base_s=0.05) == 0.05
-    assert debounce([], None, base_s=0.3) == 0.3
-
-
-@given(st.lists(st.floats(0.01, 2.0), min_size=3, max_size=12), st.floats(0.0, 5.0), st.floats(0.0, 5.0))
-def test_debounce_is_bounded_and_monotone_in_model_latency(intervals, m1, m2):
-    lo, hi = sorted((m1, m2))
-    d_lo, d_hi = debounce(intervals, lo), debounce(intervals, hi)
-    assert 0.0 <= d_lo <= d_hi <= MAX_DEBOUNCE_S
 
 
 # ---------------------------------------------------------------------------------------------- skip

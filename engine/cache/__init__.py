@@ -1,2 +1,2 @@
-"""Answers that need no model call: the on-disk cache (disk, and its database file seen from outside: db)
-and type-through over the variants of recent generations (typethrough)."""
+"""Answers that need no model call: the on-disk cache (disk; its keys and value format: entries; the database
+file itself: db) and type-through over the variants of recent generations (typethrough)."""

@@ -1,8 +1,8 @@
-"""The cache's database file seen from outside the cache (engine/cache/disk.py): what kind of trouble a failure
-is (another process's lock, damage a rebuild may cure, or the machine's: full disk, I/O, permissions),
-whether a database Flint did not mark is one it may adopt, whether a file SQLite calls damaged really is,
-and a cross-process lock for a rebuild. The database files are only read here, on read-only connections
-whose busy timeout (``timeout``) the cache passes in (its TIMEOUT_S).
+"""The cache's database file (engine/cache/disk.py owns the cache): opening it with Flint's settings and
+marker, what kind of trouble a failure is (another process's lock, damage a rebuild may cure, or the
+machine's: full disk, I/O, permissions), whether a database Flint did not mark is one it may adopt, whether
+a file SQLite calls damaged really is, a cross-process lock for a rebuild, and removing Flint's own files
+(nothing else). Checks read on read-only connections; the busy timeout (``timeout``) is the cache's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,12 @@ from pathlib import Path
 
 import diskcache
 
+from engine.cache.entries import FORMAT
+
 DISKCACHE_TABLES = frozenset({"Settings", "Cache"})
+MARKER_KEY = "flint:format"
+OWNER_FILE = "FLINT_CACHE"  # the marker that this directory's cache.db is Flint's
+DB_FILES = ("cache.db", "cache.db-wal", "cache.db-shm", "cache.db-journal")  # all Flint ever removes
 
 
 class Damaged(Exception):
@@ -25,6 +30,47 @@ class Damaged(Exception):
 
 class Foreign(Exception):
     """The directory holds a database Flint did not create: left alone, the cache stays off."""
+
+
+def open_cache(directory: Path, size_mb: int, timeout: float) -> diskcache.Cache:
+    """Open the cache in ``directory`` (creating it if there is none). Raises Foreign for a database that is
+    not Flint's, Damaged for a damaged one, anything else for trouble that a rebuild would not cure."""
+    directory.mkdir(parents=True, exist_ok=True)
+    db = directory / diskcache.core.DBNAME
+    owner = directory / OWNER_FILE
+    if db.exists() and not owner.exists():
+        check_adoptable(db, timeout)
+    cache = diskcache.Cache(str(directory), timeout=timeout,
+                            size_limit=size_mb * 2**20,
+                            # by age of storage: a lookup stays a plain read (LRU would make every
+                            # hit a write transaction, contended between server processes)
+                            eviction_policy="least-recently-stored",
+                            cull_limit=10,
+                            # values always inside the database: no value files, so the database
+                            # files are all Flint ever has to remove
+                            disk_min_file_size=2**30)
+    try:
+        marker = cache.get(MARKER_KEY, default=None, retry=False)
+        if marker is None:
+            cache.set(MARKER_KEY, FORMAT, retry=False)
+        elif marker != FORMAT:
+            raise Damaged(f"cache format {marker!r}, expected {FORMAT}")
+        cache.reset("size_limit", size_mb * 2**20)  # the cap is the newest opener's setting
+        if not owner.exists():
+            owner.write_text("Flint's completion cache. Flint only ever removes " + ", ".join(DB_FILES)
+                             + " in this directory.\n")
+    except BaseException:
+        with contextlib.suppress(Exception):
+            cache.close()
+        raise
+    return cache
+
+
+def remove_db_files(directory: Path) -> None:
+    """Remove Flint's database files in ``directory`` (``DB_FILES``; nothing else)."""
+    for name in DB_FILES:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(directory / name)
 
 
 def failure_kind(e: BaseException) -> str:

@@ -1,8 +1,5 @@
-"""The on-disk completion cache: one directory shared by every Flint server on the machine.
-
-Keyed by model id, generation parameters (``GenParams.key()``) and the prompt window exactly as the
-engine windows it (prefix **and** suffix, through ``engine.prompt.clip_window``): two prompts the
-engine would see as the same text share an entry, anything else that changes the output does not.
+"""The on-disk completion cache: one directory shared by every Flint server on the machine. What is stored
+under which key: engine/cache/entries.py.
 
 Built on diskcache (SQLite in WAL mode, one connection per thread and process):
 
@@ -27,18 +24,13 @@ Built on diskcache (SQLite in WAL mode, one connection per thread and process):
   locked database are not damage: the cache keeps its entries, writes pause a while, one warning is
   logged. Nothing here raises to the caller.
 
-Values are our own JSON (not pickle): a format version, the key they were stored under (a garbled or
-misplaced row is rejected), and per variant the text, token ids and finish reason.
-
-Looking at the database file from outside the cache (failure kinds, adoption, damage checks, the
-rebuild lock): engine/cache/db.py.
+The database file itself (opening it with Flint's settings and marker, failure kinds, adoption, damage
+checks, the rebuild lock, removing Flint's files): engine/cache/db.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import os
 import sqlite3
@@ -51,23 +43,21 @@ from typing import Any
 import diskcache
 
 from engine import paths
-from engine.cache.db import DISKCACHE_TABLES as DISKCACHE_TABLES  # kept importable from here
 from engine.cache.db import (
-    Damaged,
+    OWNER_FILE,
     Foreign,
-    check_adoptable,
     damaged_on_disk,
     failure_kind,
     file_lock,
     inode_of,
+    open_cache,
+    remove_db_files,
 )
-from engine.decoding.prompt import clip_window
-from engine.types import Completion, GenParams
+from engine.cache.entries import decode, encode, is_complete
+from engine.types import Completion
 
 log = logging.getLogger("flint.cache")
 
-FORMAT = 1  # bump when the key material or the value layout changes: old entries stop matching
-MARKER_KEY = "flint:format"
 TIMEOUT_S = 0.5  # SQLite busy timeout for writes (on the engine thread): a lock held longer is a skipped write
 READ_TIMEOUT_S = 0.05  # lookups run on the server's event loop: a lock held longer is a miss
 OPEN_WAIT_S = 1.0  # a caller waits this long for the opening thread, then goes on without the cache
@@ -75,59 +65,13 @@ INODE_CHECK_S = 1.0  # how often to notice that another process rebuilt the data
 RETRY_S = 5.0  # a cache that could not be opened is retried this much later (it is off meanwhile)
 WRITE_PAUSE_S = 30.0  # after a full disk or an I/O error, writes pause this long (reads go on)
 WARN_EVERY_S = 300.0  # the same warning about the cache is logged at most this often
-OWNER_FILE = "FLINT_CACHE"  # the marker that this directory's cache.db is Flint's
-DB_FILES = ("cache.db", "cache.db-wal", "cache.db-shm", "cache.db-journal")  # all Flint ever removes
 MIN_SIZE_MB = 1
-# finish reasons that mean "the model finished on its own terms": the same prompt gives the same text.
-# A generation cut by a deadline or a cancel is partial, and is not stored.
-COMPLETE_REASONS = frozenset({"eos", "length", "lines", "stop"})
 
 
 def default_dir() -> Path:
     """FLINT_CACHE_DIR, else FLINT_HOME/cache/completions."""
     env = os.environ.get("FLINT_CACHE_DIR")
     return Path(env).expanduser() if env else paths.cache_dir() / "completions"
-
-
-def cache_key(model_id: str, params: GenParams, prefix: str, suffix: str,
-              max_prefix_chars: int, max_suffix_chars: int) -> str:
-    """The key for a prompt: the windows the engine would use, not the raw strings around the cursor."""
-    p, s = clip_window(prefix, suffix, max_prefix_chars, max_suffix_chars)
-    material = json.dumps([FORMAT, model_id, list(params.key()), p, s], ensure_ascii=False)
-    return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def is_complete(comps: Sequence[Completion]) -> bool:
-    return bool(comps) and all(c.finish_reason in COMPLETE_REASONS for c in comps)
-
-
-def encode(key: str, comps: Sequence[Completion], gen_ms: float = 0.0) -> bytes:
-    return json.dumps({"v": FORMAT, "k": key, "ms": round(gen_ms, 1),
-                       "c": [{"t": c.text, "i": list(c.token_ids), "f": c.finish_reason,
-                              **({"d": [list(d) for d in c.doubts]} if c.doubts else {})} for c in comps]},
-                      ensure_ascii=False).encode("utf-8", "surrogatepass")
-
-
-def decode(key: str, data: Any) -> list[Completion] | None:
-    """Completions from a stored value, or None when the value is not what ``put`` wrote for ``key``."""
-    try:
-        if not isinstance(data, bytes | bytearray):
-            return None
-        obj = json.loads(bytes(data).decode("utf-8", "surrogatepass"))
-        if not isinstance(obj, dict) or obj.get("v") != FORMAT or obj.get("k") != key:
-            return None
-        out = []
-        for i, c in enumerate(obj["c"]):
-            text, ids, finish = c["t"], c["i"], c["f"]
-            if not isinstance(text, str) or not isinstance(finish, str) or not isinstance(ids, list) or \
-                    not all(isinstance(t, int) for t in ids):
-                return None
-            doubts = tuple((int(at), float(p)) for at, p in c.get("d", ()))
-            out.append(Completion(text=text, token_ids=ids, finish_reason=finish, variant=i, source="disk",
-                                  doubts=doubts))
-        return out or None
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        return None
 
 
 class CompletionCache:
@@ -333,35 +277,8 @@ class CompletionCache:
             self._checked = time.monotonic()
 
     def _open(self) -> diskcache.Cache:
-        """Open the cache (creating it if there is none). Raises Foreign for a database that is not Flint's,
-        Damaged for a damaged one, anything else for trouble that a rebuild would not cure."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        owner = self.directory / OWNER_FILE
-        if self._db.exists() and not owner.exists():
-            check_adoptable(self._db, TIMEOUT_S)
-        cache = diskcache.Cache(str(self.directory), timeout=TIMEOUT_S,
-                                size_limit=self.size_mb * 2**20,
-                                # by age of storage: a lookup stays a plain read (LRU would make every
-                                # hit a write transaction, contended between server processes)
-                                eviction_policy="least-recently-stored",
-                                cull_limit=10,
-                                # values always inside the database: no value files, so the database
-                                # files are all Flint ever has to remove
-                                disk_min_file_size=2**30)
-        try:
-            marker = cache.get(MARKER_KEY, default=None, retry=False)
-            if marker is None:
-                cache.set(MARKER_KEY, FORMAT, retry=False)
-            elif marker != FORMAT:
-                raise Damaged(f"cache format {marker!r}, expected {FORMAT}")
-            cache.reset("size_limit", self.size_mb * 2**20)  # the cap is the newest opener's setting
-            if not owner.exists():
-                owner.write_text("Flint's completion cache. Flint only ever removes " + ", ".join(DB_FILES)
-                                 + " in this directory.\n")
-        except BaseException:
-            with contextlib.suppress(Exception):
-                cache.close()
-            raise
+        """``open_cache`` here, remembering which database file it opened."""
+        cache = open_cache(self.directory, self.size_mb, TIMEOUT_S)
         self._inode = inode_of(self._db)
         return cache
 
@@ -441,9 +358,7 @@ class CompletionCache:
                 log.warning("completion cache %s is damaged (%s): removing its database files and "
                             "starting empty", self.directory, why)
                 self.stats["rebuilds"] += 1
-                for name in DB_FILES:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self.directory / name)
+                remove_db_files(self.directory)
                 return self._open()
         except Exception as e:  # a cache that cannot even be rebuilt (disk full, permissions): off
             self._warn("rebuild", "completion cache %s unavailable: %s: %s", self.directory, type(e).__name__, e)

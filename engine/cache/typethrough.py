@@ -29,7 +29,8 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-from engine.text.postprocess import fix_first_indent, split_cursor
+from engine.text.postprocess import fix_first_indent
+from engine.text.statements import split_cursor
 from engine.types import Completion, Doubts
 
 ANCHOR_CHARS = 2048  # tail of the base prefix that locates it inside a later prefix

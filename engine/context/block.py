@@ -1,5 +1,5 @@
 """The repository context block: chunks of source, their selection under a token budget, their order and
-the block's identity (engine/context/workspace.py gathers the candidates; engine.prompt lays the block out in tokens).
+the block's identity (engine/context/workspace.py gathers the candidates; engine/decoding/layout.py lays the block out in tokens).
 
 Chunk selection follows llama.vim's ring buffer: chunks of at most 64 lines, dropped when > 0.5 word-Dice
 similar to the text around the cursor (they make the model copy), merged when > 0.9 similar to a chunk
@@ -145,7 +145,7 @@ def order_stably(previous: Iterable[Chunk], chosen: list[Chunk]) -> list[Chunk]:
 @dataclass(frozen=True)
 class ContextBlock:
     """What goes in front of the file window: the chunks, each with its path, for the file ``current_path``
-    of the repository ``repo`` (engine.prompt.comment_ids / context_ids lay it out in tokens)."""
+    of the repository ``repo`` (engine/decoding/layout.py's comment_ids / context_ids lay it out in tokens)."""
 
     repo: str
     chunks: tuple[Chunk, ...]

@@ -4,13 +4,13 @@ show, and recent edits as small diffs (issue 17).
 
 Pure logic plus guarded file reads; no pygls. The server keeps one ``Workspace`` per session, tells it about
 documents (``open`` / ``change`` / ``focus`` / ``close``) and, in idle time, asks ``gather`` for a
-``ContextBlock``; ``engine.prompt.comment_ids`` turns the block into the token ids put in front of the file
-window (each chunk as comments at the start of the FIM prefix; ``context_ids``: Qwen2.5-Coder's repository
-format, EngineConfig.context_layout).
+``ContextBlock``; engine/decoding/layout.py's ``comment_ids`` turns the block into the token ids put in front
+of the file window (each chunk as comments at the start of the FIM prefix; ``context_ids``: Qwen2.5-Coder's
+repository format, EngineConfig.context_layout).
 
 This module owns the ``Workspace`` (the documents, the sources' chunks, ``gather``); the block, its chunk
-selection and budgeting are engine/context/block.py, what the sources read (files, imports, definitions,
-edits) engine/context/sources.py. Every name stays importable from here.
+selection and budgeting are engine/context/block.py, what the sources read (files, imports, edits)
+engine/context/sources.py, outlines of definitions engine/context/definitions.py.
 """
 
 from __future__ import annotations
@@ -22,51 +22,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.context.block import (
-    CHUNK_LINES,
-    DEFINITION_SOURCES,
-    DROP_SIMILAR,
-    MERGE_SIMILAR,
     Chunk,
     ContextBlock,
     approx_tokens,
-    dice,
     merge_by_file,
     order_stably,
     select_chunks,
     split_chunks,
     words,
 )
+from engine.context.definitions import file_definitions, parsed_definitions, regex_definitions
 from engine.context.sources import (
-    AROUND_LINES,
-    MAX_ASSIGN_LINE,
-    MAX_FILE_BYTES,
-    MAX_OUTLINE_LINES,
-    Imported,
     around_span,
-    decode_text,
     edit_diff,
-    file_definitions,
     inside,
     names_near,
-    parsed_definitions,
-    python_definitions,
     read_text,
-    regex_definitions,
     resolve_imports,
     resolve_roots,
-    search_bases,
     usable_text,
 )
-
-# the context's names, the block's and the sources' included (importers use engine.context)
-__all__ = [
-    "AROUND_LINES", "CHUNK_LINES", "DEFAULT_BUDGET", "DEFAULT_SOURCES", "DEFINITION_SOURCES", "DROP_SIMILAR",
-    "MAX_ASSIGN_LINE", "MAX_FILE_BYTES", "MAX_OUTLINE_LINES", "MERGE_SIMILAR", "Chunk", "ContextBlock",
-    "Imported", "Workspace", "approx_tokens", "around_span", "decode_text", "dice", "edit_diff",
-    "file_definitions", "inside", "merge_by_file", "names_near", "order_stably", "parsed_definitions",
-    "python_definitions", "read_text", "regex_definitions", "resolve_imports", "search_bases",
-    "select_chunks", "split_chunks", "usable_text", "words",
-]
 
 DEFAULT_BUDGET = 512  # tokens; see docs/benchmarks/context.md
 DEFAULT_SOURCES = ("imports", "file", "open", "edits")

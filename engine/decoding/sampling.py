@@ -54,22 +54,16 @@ def sample_index(logits: np.ndarray, temperature: float, top_k: int, top_p: floa
     return int(idx[min(j, len(idx) - 1)])
 
 
-def ngram_draft(seq: list[int], max_ngram: int = 3, min_ngram: int = 1, max_draft: int = 8,
-                earlier: Sequence[Sequence[int]] = ()) -> list[int]:
-    """Prompt-lookup drafting: find the latest earlier occurrence of the sequence's last n-gram
-    (longest n first) and propose the tokens that followed it. Code repeats itself, so these drafts
-    are often right, and verifying k of them costs about one forward pass (decode is memory bound).
-    ``earlier``: outputs of recent generations (newest first), searched after ``seq`` for the same n-gram
-    (n >= 2): after the user types something a stream did not predict, the new generation often writes
-    much of what the old one had."""
-    return ngram_match(seq, max_ngram, min_ngram, max_draft, earlier)[0]
-
-
 def ngram_match(seq: list[int], max_ngram: int = 3, min_ngram: int = 1, max_draft: int = 8,
                 earlier: Sequence[Sequence[int]] = ()) -> tuple[list[int], int]:
-    """``ngram_draft`` with the length of the n-gram that matched (0: no draft). A longer match is a
-    better draft: on code, the first drafted token is right ~40% of the time after a 1-token match and
-    ~85% after a 3-token one, so how far to draft depends on it."""
+    """Prompt-lookup drafting: find the latest earlier occurrence of the sequence's last n-gram (longest n
+    first) and propose the tokens that followed it, with the length of the n-gram that matched (0: no
+    draft). Code repeats itself, so these drafts are often right, and verifying k of them costs about one
+    forward pass (decode is memory bound). ``earlier``: outputs of recent generations (newest first),
+    searched after ``seq`` for the same n-gram (n >= 2): after the user types something a stream did not
+    predict, the new generation often writes much of what the old one had. A longer match is a
+    better draft: on code, the first drafted token is right far more often after a 3-token match than after
+    a 1-token one (docs/benchmarks/engine.md), so how far to draft depends on it."""
     L = len(seq)
     for n in range(min(max_ngram, L - 1), min_ngram - 1, -1):
         tail = seq[L - n:]

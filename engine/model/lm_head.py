@@ -50,18 +50,6 @@ def quantize_blockwise(w: np.ndarray, bits: int, block: int = BLOCK) -> tuple[np
     return np.ascontiguousarray(packed), scale.reshape(-1).astype(np.float32)
 
 
-def dequantize_blockwise(packed: np.ndarray, scales: np.ndarray, bits: int, k: int) -> np.ndarray:
-    n, nb, _ = packed.shape
-    if bits == 4:
-        q = np.empty((n, nb, packed.shape[2] * 2), dtype=np.int32)
-        q[:, :, 0::2] = packed & 0x0F
-        q[:, :, 1::2] = packed >> 4
-    else:
-        q = packed.astype(np.int32)
-    q = q - (1 << (bits - 1))
-    w = q.astype(np.float32) * scales.reshape(n, nb, 1)
-    return w.reshape(n, -1)[:, :k]
-
 
 def make_head_model(w: np.ndarray, bits: int | None, path: Path, accuracy_level: int = 4) -> None:
     """Write an ONNX graph hidden [S, K] -> logits [S, N] for weight w [N, K]."""

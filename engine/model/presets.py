@@ -38,7 +38,7 @@ class Preset:
     sha256: str | None = None
     fim: FimTemplate | None = None
     # int8 keeps the GGUF's greedy text (docs/benchmarks/quality.md); int8-dyn prefills faster on CPUs without
-    # VNNI, but its quality is not yet shown to match, so it is opt-in
+    # VNNI, but keeps it less often, so it is opt-in
     default_precision: str = "int8"
     # tokens that end a completion besides the model's own EOS ids
     extra_stop_tokens: tuple[str, ...] = ()

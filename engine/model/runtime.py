@@ -17,12 +17,12 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
+from engine.model.kv_cache import KVCache
 from engine.model.lm_head import BLOCK as HEAD_BLOCK
 from engine.model.lm_head import embed_lookup
 from engine.model.manifest import Manifest
@@ -36,9 +36,9 @@ _shared: list[bool] = []  # decided once per process: whether sessions use the s
 def _shared_pool(threads: int) -> bool:
     """One process-wide intra-op pool for every session (decoder and LM heads), created before the first
     session. Why: decode alternates the decoder and a head session every step. With a pool per session a
-    spinning pool steals the cores from the other (2x slower decode measured), so spinning had to be off,
-    and then every one of the ~250 ops per step pays a thread wake-up (a 1-token forward: 31 ms without
-    spinning, 26 ms with one shared spinning pool). ``FLINT_SHARED_POOL=0`` goes back to per-session pools.
+    spinning pool steals the cores from the other, so spinning had to be off, and then every one of the
+    ops of a step pays a thread wake-up; one shared spinning pool makes a forward faster
+    (docs/benchmarks/engine.md, session 3). ``FLINT_SHARED_POOL=0`` goes back to per-session pools.
     Returns whether sessions should use the shared pool (its size is fixed by the first caller)."""
     if _shared:
         return _shared[0]
@@ -71,54 +71,6 @@ def _session_options(threads: int) -> ort.SessionOptions:
         # and a pool spinning after its run steals the cores from the other
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return so
-
-
-@dataclass
-class KVCache:
-    """Owner of the KV buffers. ``length`` positions of row 0 are valid for ``tokens``."""
-
-    keys: list[np.ndarray]
-    values: list[np.ndarray]
-    capacity: int
-    batch_max: int
-
-    @classmethod
-    def allocate(cls, layers: int, kv_heads: int, head_dim: int, capacity: int, batch_max: int) -> KVCache:
-        shape = (batch_max, kv_heads, capacity, head_dim)
-        return cls([np.zeros(shape, np.float32) for _ in range(layers)],
-                   [np.zeros(shape, np.float32) for _ in range(layers)], capacity, batch_max)
-
-    def broadcast_row0(self, rows: int, length: int) -> None:
-        """Copy the first ``length`` positions of row 0 into rows 1..rows-1 (variants share the prompt)."""
-        assert rows <= self.batch_max
-        for buf in (*self.keys, *self.values):
-            buf[1:rows, :, :length, :] = buf[0:1, :, :length, :]
-
-    def copy_row(self, src: int, dst: int, length: int) -> None:
-        """Copy the first ``length`` positions of row ``src`` into row ``dst`` (parking a prompt's KV)."""
-        if src == dst:
-            return
-        for buf in (*self.keys, *self.values):
-            buf[dst, :, :length, :] = buf[src, :, :length, :]
-
-    def swap_rows(self, a: int, b: int, len_a: int, len_b: int) -> None:
-        """Exchange the valid positions of rows ``a`` and ``b`` (a parked prompt back into row 0)."""
-        if a == b:
-            return
-        for buf in (*self.keys, *self.values):
-            keep = buf[a, :, :len_a, :].copy()
-            buf[a, :, :len_b, :] = buf[b, :, :len_b, :]
-            buf[b, :, :len_a, :] = keep
-
-    def copy_row_to_row0(self, row: int, length: int) -> None:
-        if row == 0:
-            return
-        for buf in (*self.keys, *self.values):
-            buf[0, :, :length, :] = buf[row, :, :length, :]
-
-    @property
-    def nbytes(self) -> int:
-        return sum(b.nbytes for b in (*self.keys, *self.values))
 
 
 class OnnxDecoder:
@@ -172,7 +124,7 @@ class OnnxDecoder:
 
     def _map_head_weight(self) -> tuple[np.ndarray, np.ndarray | None] | None:
         """The full head's own weight, memory-mapped from its ONNX external data file (written by
-        engine.lm_head.make_head_model: B then scales, or the fp32 W [K, N]); None if the file does not
+        engine/model/lm_head.py's make_head_model: B then scales, or the fp32 W [K, N]); None if the file does not
         have exactly that layout. Rows are read only where a prompt's tokens need them."""
         info = self.manifest.lm_head or {}
         path = self.model_dir / (info.get("full", "lm_head.onnx") + ".data")
@@ -246,8 +198,8 @@ class OnnxDecoder:
 
 
 class LazyHeads:
-    """LM head sessions by name, each created on first use (a session costs ~0.4 s to create), or ahead of
-    it on a background thread (``prefetch``) while the caller does other work."""
+    """LM head sessions by name, each created on first use (creating a session is slow: it counts in the
+    cold start), or ahead of it on a background thread (``prefetch``) while the caller does other work."""
 
     def __init__(self, makers: dict[str, Callable[[], LMHead]]) -> None:
         self._makers = makers

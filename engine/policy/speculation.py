@@ -6,18 +6,15 @@ The server asks these what to do; the worker does it with the model (lsp_server/
   the suggestion accepted whole, and accepted then Enter (the next line); for a block, its first line
   accepted then Enter. Tab-Tab-Tab should never wait.
 - ``should_warm``: idle time goes to the KV cache of the document the user is in.
-- ``debounce_s``: how long to hold a new generation back, from typing speed and measured model latency.
 - ``skip_reason``: automatic work that could not be shown (or would be noise) is not started.
 - ``window_start``: where the prefix window begins, chosen so the engine's KV cache survives typing.
 """
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.text.postprocess import opens_block
+from engine.text.statements import opens_block
 
 # ---------------------------------------------------------------------------------------------- futures
 
@@ -106,36 +103,8 @@ def shared_prefix(a: str, b: str) -> int:
     return lo
 
 
-# ---------------------------------------------------------------------------------------------- debounce
-
-MIN_INTERVALS = 3  # keystrokes before typing speed is trusted
-PAUSE_FACTOR = 2.0  # a gap this many times the usual interval is a pause, not typing
-WAIT_FACTOR = 1.2  # hold back for this many typical intervals while a burst goes on
-MAX_DEBOUNCE_S = 0.25
-
-
-def debounce_s(intervals: Sequence[float], model_s: float | None, base_s: float = 0.0,
-               cap_s: float = MAX_DEBOUNCE_S) -> float:
-    """Seconds to wait after a keystroke before starting a new generation for it.
-
-    ``intervals``: recent gaps between keystrokes (seconds, oldest first; the last is the gap that ended
-    with this keystroke). ``model_s``: measured time for a generation to produce its answer.
-
-    A generation's prompt pass cannot be interrupted midway (the engine checks its cancel flag between
-    chunks), so one started just before the next keystroke delays the generation that matters. While
-    the user types faster than the model answers, wait about one typical interval: if the next key
-    comes, nothing was wasted; if not, the user paused and the wait cost little. Typing slower than the
-    model, or after a pause, answers at once. ``base_s`` (the user's own debounce) is a floor."""
-    if len(intervals) < MIN_INTERVALS or model_s is None:
-        return base_s
-    recent = list(intervals)[-8:]
-    typical = statistics.median(recent)
-    last = recent[-1]
-    if last > PAUSE_FACTOR * typical:  # this keystroke came after a pause: the user may pause again
-        return base_s
-    if model_s <= typical:  # the model keeps up with the typing: every keystroke can have its answer
-        return base_s
-    return max(base_s, min(cap_s, WAIT_FACTOR * typical))
+# a gap between keystrokes this many times the usual interval is a pause, not typing
+PAUSE_FACTOR = 2.0
 
 
 # ----------------------------------------------------------------------------------------------- skip

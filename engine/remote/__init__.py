@@ -1,1 +1,2 @@
-"""A capable tier over HTTP: the OpenAI-compatible client backend (client) and its wire format (wire)."""
+"""A capable tier over HTTP: the OpenAI-compatible client backend (client), its connection (connection) and
+its wire format (wire)."""

@@ -5,8 +5,9 @@ params, cancel, on_token)`` returns variants as ``Completion``s and streams text
 worker, the type-through store and the disk cache treat its answers like the local model's.
 
 - Standard library only: one ``http.client`` connection kept alive across requests (HTTP/1.1), TLS
-  through ``ssl.create_default_context()`` (certificates and host names verified, always). Plain HTTP
-  only to a loopback address unless ``allow_insecure_http`` says otherwise.
+  through ``ssl.create_default_context()`` (certificates and host names verified, always):
+  engine/remote/connection.py. Plain HTTP only to a loopback address unless ``allow_insecure_http`` says
+  otherwise.
 - Streaming (server-sent events); a watchdog thread closes the connection the moment the request is
   cancelled or its deadline passes, so a stalled server never holds the caller: at the deadline the
   text streamed so far is the answer (``finish_reason="deadline"``); with nothing streamed it is a
@@ -17,7 +18,7 @@ worker, the type-through store and the disk cache treat its answers like the loc
 - Variants: one request each, in turn on the same connection (variant 0 greedy, the others sampled
   with their own seed), while the deadline allows; servers differ too much in ``n`` support.
 - Failures (refused, reset, HTTP 4xx/5xx, a malformed or truncated stream, no answer in time) raise
-  ``RemoteError`` and start a backoff (``engine.routing.Backoff``): ``ready()`` is False until the
+  ``RemoteError`` and start a backoff (engine/policy/routing.py's ``Backoff``): ``ready()`` is False until the
   pause is over, so callers use the local model meanwhile. The API key is sent as a bearer token and
   appears in no log line, error message or ``repr``.
 """
@@ -28,48 +29,34 @@ import http.client
 import json
 import logging
 import os
-import socket
-import ssl
 import threading
 import time
+from dataclasses import dataclass
 
 from engine.policy.routing import Backoff
+from engine.remote.connection import Connection, describe
 from engine.remote.wire import (
     API_KEY_ENV,
-    DEFAULT_STOP_TEXTS,
-    ERROR_BODY_CHARS,
     FIM_MODES,
-    LOCAL_NAMES,
-    QWEN_FIM_TEMPLATE,
-    RESOLVE_TIMEOUT_S,
-    Endpoint,
     RemoteConfig,
     RemoteError,
     event_text,
     fim_prompt,
-    is_loopback,
     parse_endpoint,
     parse_event,
     request_body,
-    safe_url,
 )
-from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
-from engine.types import stop_cut as cut
+from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback, stop_cut
 
 log = logging.getLogger("flint.remote")
 
-# the client's names, the wire protocol's included (importers use engine.remote)
-__all__ = ["API_KEY_ENV", "DEFAULT_STOP_TEXTS", "ERROR_BODY_CHARS", "FIM_MODES", "LOCAL_NAMES",
-           "QWEN_FIM_TEMPLATE", "RESOLVE_TIMEOUT_S", "WATCH_S", "Endpoint", "RemoteBackend", "RemoteConfig",
-           "RemoteError", "cut", "event_text", "fim_prompt", "is_loopback", "parse_endpoint", "parse_event",
-           "request_body", "safe_url"]
 
 WATCH_S = 0.01  # how often the watchdog looks at the cancel token and the deadline
 
 
 class RemoteBackend:
     """An OpenAI-compatible completions server as a backend. Not thread-safe: one worker thread owns it
-    (``ready``, ``status`` and ``close`` may be called from anywhere)."""
+    (``ready`` and ``close`` may be called from anywhere)."""
 
     kind = "remote"
 
@@ -80,15 +67,11 @@ class RemoteBackend:
         if cfg.fim == "template":
             fim_prompt(cfg.fim_template, "", "")  # raises on a template without {prefix}
         self.endpoint = parse_endpoint(cfg.url, cfg.allow_insecure_http)
-        self._api_key = cfg.api_key or os.environ.get(API_KEY_ENV, "")
-        self._conn: http.client.HTTPConnection | None = None
-        self._conn_lock = threading.Lock()
+        self.http = Connection(self.endpoint, cfg.connect_timeout_s, cfg.api_key or os.environ.get(API_KEY_ENV, ""))
         self._model: str | None = cfg.model or None
         self.backoff = Backoff(cfg.backoff_base_s, cfg.backoff_cap_s)
         self.config = cfg  # the prompt windows (max_prefix_chars / max_suffix_chars), as Engine.config
-        self.requests = 0  # HTTP requests sent
-        self.completion_requests = 0  # POST /completions among them
-        self.connections = 0  # connections opened
+        self.completion_requests = 0  # POST /completions sent
         self.failures = 0
 
     def __repr__(self) -> str:
@@ -126,13 +109,7 @@ class RemoteBackend:
         return ()
 
     def close(self) -> None:
-        with self._conn_lock:
-            conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except Exception:
-                pass
+        self.http.close()
 
     def probe(self, timeout_s: float = 2.0) -> bool:
         """Learn the served model's name now (it is part of the cache identity), if the server answers
@@ -153,7 +130,7 @@ class RemoteBackend:
                  ) -> tuple[list[Completion], Timings]:
         params = params or GenParams()
         t = Timings()
-        from engine.decoding.prompt import clip_window
+        from engine.text.window import clip_window
 
         prefix, suffix = clip_window(prefix, suffix, self.cfg.max_prefix_chars, self.cfg.max_suffix_chars)
         try:
@@ -192,87 +169,11 @@ class RemoteBackend:
         return uniq, t
 
     # ---- HTTP -------------------------------------------------------------------------------------------
-    def _headers(self, stream: bool) -> dict[str, str]:
-        h = {"Content-Type": "application/json", "Accept": "text/event-stream" if stream else "application/json",
-             "Connection": "keep-alive", "User-Agent": "flint"}
-        if self._api_key:
-            h["Authorization"] = f"Bearer {self._api_key}"
-        return h
-
-    def _connection(self) -> http.client.HTTPConnection:
-        with self._conn_lock:
-            if self._conn is None:
-                ep = self.endpoint
-                if ep.scheme == "https":
-                    self._conn = http.client.HTTPSConnection(ep.host, ep.port, timeout=self.cfg.connect_timeout_s,
-                                                             context=ssl.create_default_context())
-                else:
-                    self._conn = http.client.HTTPConnection(ep.host, ep.port, timeout=self.cfg.connect_timeout_s)
-                self.connections += 1
-            return self._conn
-
-    def _send(self, method: str, path: str, body: bytes | None, stream: bool, deadline: float | None,
-              watched: bool = True) -> http.client.HTTPResponse:
-        """Send a request on the kept-alive connection (a fresh one if the server closed it meanwhile).
-        ``watched``: a watchdog enforces the deadline while the answer is read (else a socket timeout)."""
-        for attempt in (0, 1):
-            conn = self._connection()
-            reused = conn.sock is not None
-            try:
-                if conn.sock is None:
-                    conn.connect()
-                timeout = self.cfg.connect_timeout_s
-                if deadline is not None:
-                    timeout = max(0.05, min(timeout, deadline - time.monotonic()))
-                conn.sock.settimeout(timeout)
-                conn.request(method, self.endpoint.path + path, body=body, headers=self._headers(stream))
-                self.requests += 1
-                # the first byte may take a whole prompt pass: the watchdog enforces the deadline
-                if watched and deadline is not None:
-                    conn.sock.settimeout(None)
-                elif deadline is not None:
-                    conn.sock.settimeout(max(0.05, deadline - time.monotonic()))
-                else:
-                    conn.sock.settimeout(max(30.0, self.cfg.connect_timeout_s))
-                return conn.getresponse()
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as e:
-                self.close()
-                if attempt == 0 and reused:
-                    continue  # the server closed the idle connection: once more on a new one
-                raise RemoteError(f"connection to {self.endpoint.label} lost: {type(e).__name__}") from None
-            except TimeoutError:
-                self.close()
-                raise RemoteError(f"{self.endpoint.label} did not answer in time") from None
-            except ssl.SSLError as e:
-                self.close()
-                raise RemoteError(f"TLS with {self.endpoint.host} failed: {e.reason or e}") from None
-            except (OSError, http.client.HTTPException) as e:
-                self.close()
-                raise RemoteError(f"cannot reach {self.endpoint.label}: {_describe(e)}") from None
-        raise AssertionError("unreachable")
-
-    def _check_status(self, resp: http.client.HTTPResponse) -> None:
-        if resp.status == 200:
-            return
-        try:
-            body = resp.read(4096).decode("utf-8", "replace")
-        except Exception:
-            body = ""
-        self.close()
-        detail = body
-        try:
-            obj = json.loads(body)
-            err = obj.get("error", obj) if isinstance(obj, dict) else obj
-            detail = str(err.get("message", err) if isinstance(err, dict) else err)
-        except ValueError:
-            pass
-        raise RemoteError(f"HTTP {resp.status} {resp.reason}: {detail.strip()[:ERROR_BODY_CHARS]}")
-
     def _discover_model(self, params: GenParams, cancel: CancelToken | None) -> str:
         """The served model's name (GET {url}/models), for the cache identity and the request body."""
         deadline = params.deadline if params.deadline is not None else time.monotonic() + 30.0
-        resp = self._send("GET", "/models", None, stream=False, deadline=deadline, watched=False)
-        self._check_status(resp)
+        resp = self.http.send("GET", "/models", None, stream=False, deadline=deadline, watched=False)
+        self.http.check_status(resp)
         try:
             obj = json.loads(resp.read(1 << 20))
             data = obj["data"]
@@ -282,7 +183,7 @@ class RemoteBackend:
             raise RemoteError("malformed answer to GET /models") from None
         except OSError as e:
             self.close()
-            raise RemoteError(f"GET /models from {self.endpoint.label} failed: {_describe(e)}") from None
+            raise RemoteError(f"GET /models from {self.endpoint.label} failed: {describe(e)}") from None
         if not isinstance(name, str) or not name:
             raise RemoteError("the server lists no model")
         return name
@@ -298,68 +199,79 @@ class RemoteBackend:
         watchdog = threading.Thread(target=self._watch, args=(cancel, params.deadline, stop, tripped),
                                     name="flint-remote-watchdog", daemon=True)
         watchdog.start()
-        text, ntok, ttft, finish = "", 0, 0.0, None
         try:
             try:
-                resp = self._send("POST", "/completions", body, stream=True, deadline=params.deadline)
+                resp = self.http.send("POST", "/completions", body, stream=True, deadline=params.deadline)
             except RemoteError:
                 if tripped:
-                    return _ended(text, ntok, tripped[0], ttft, variant)
+                    return _ended("", 0, tripped[0], 0.0, variant)
                 raise
             if tripped:  # the answer's head arrived just as time ran out
                 self.close()
-                return _ended(text, ntok, tripped[0], ttft, variant)
-            self._check_status(resp)
-            done = False
-            while True:
-                try:
-                    line = resp.readline(1 << 20)
-                except (OSError, http.client.HTTPException, ValueError, AttributeError) as e:
-                    if tripped:
-                        break
-                    raise RemoteError(f"stream from {self.endpoint.label} broke: {_describe(e)}") from None
-                if not line:
-                    break
-                ev = parse_event(line)
-                if ev is None:
-                    continue
-                if ev == "done":
-                    done = True
-                    break
-                assert isinstance(ev, dict)
-                piece, fr = event_text(ev)
-                if piece:
-                    if not ntok:
-                        ttft = (time.perf_counter() - t0) * 1000
-                        if variant == 0:
-                            t.ttft_ms = ttft
-                    ntok += 1
-                    reason, text = cut(text + piece, params, self.cfg.stop_texts)
-                    if on_token is not None and not (cancel is not None and cancel.cancelled):
-                        on_token(variant, text)
-                    if reason is not None:
-                        finish = reason
-                        break
-                if fr is not None and finish is None:
-                    finish = "length" if fr == "length" else "eos"
+                return _ended("", 0, tripped[0], 0.0, variant)
+            self.http.check_status(resp)
+            got = _Stream(t0)
+            self._read(resp, got, params, variant, cancel, on_token, t, tripped)
             if tripped:
                 self.close()
-                return _ended(text, ntok, tripped[0], ttft, variant)
-            if finish in ("lines", "stop") and not done:
-                self.close()  # cut before the server finished: this response cannot be read to its end
-            elif not done:
-                self.close()
-                raise RemoteError(f"stream from {self.endpoint.label} ended before [DONE]")
-            else:
-                try:
-                    resp.read()  # the chunked terminator: the connection stays usable
-                except Exception:
-                    self.close()
-            t.decode_tokens += ntok
-            return Completion(text=text, token_ids=[0] * ntok, finish_reason=finish or "eos", ttft_ms=ttft,
-                              total_ms=(time.perf_counter() - t0) * 1000, variant=variant, source="model")
+                return _ended(got.text, got.ntok, tripped[0], got.ttft, variant)
+            self._end_response(resp, got)
+            t.decode_tokens += got.ntok
+            return Completion(text=got.text, token_ids=[0] * got.ntok, finish_reason=got.finish or "eos",
+                              ttft_ms=got.ttft, total_ms=(time.perf_counter() - t0) * 1000, variant=variant,
+                              source="model")
         finally:
             stop.set()
+
+    def _read(self, resp: http.client.HTTPResponse, got: _Stream, params: GenParams, variant: int,
+              cancel: CancelToken | None, on_token: TokenCallback | None, t: Timings, tripped: list[str]) -> None:
+        """Read the event stream into ``got`` until ``[DONE]``, its end, a stop rule, or the watchdog cut it
+        (``tripped``), streaming the text so far to ``on_token``."""
+        while True:
+            try:
+                line = resp.readline(1 << 20)
+            except (OSError, http.client.HTTPException, ValueError, AttributeError) as e:
+                if tripped:
+                    return
+                raise RemoteError(f"stream from {self.endpoint.label} broke: {describe(e)}") from None
+            if not line:
+                return
+            ev = parse_event(line)
+            if ev is None:
+                continue
+            if ev == "done":
+                got.done = True
+                return
+            assert isinstance(ev, dict)
+            piece, fr = event_text(ev)
+            if piece:
+                if not got.ntok:
+                    got.ttft = (time.perf_counter() - got.t0) * 1000
+                    if variant == 0:
+                        t.ttft_ms = got.ttft
+                got.ntok += 1
+                reason, got.text = stop_cut(got.text + piece, params, self.cfg.stop_texts)
+                if on_token is not None and not (cancel is not None and cancel.cancelled):
+                    on_token(variant, got.text)
+                if reason is not None:
+                    got.finish = reason
+                    return
+            if fr is not None and got.finish is None:
+                got.finish = "length" if fr == "length" else "eos"
+
+    def _end_response(self, resp: http.client.HTTPResponse, got: _Stream) -> None:
+        """After a stream was read: keep the connection for the next request if the response was read to its
+        end, else close it (a stream cut by a stop rule); one that ended before ``[DONE]`` is a failure."""
+        if got.finish in ("lines", "stop") and not got.done:
+            self.close()  # cut before the server finished: this response cannot be read to its end
+        elif not got.done:
+            self.close()
+            raise RemoteError(f"stream from {self.endpoint.label} ended before [DONE]")
+        else:
+            try:
+                resp.read()  # the chunked terminator: the connection stays usable
+            except Exception:
+                self.close()
 
     def _watch(self, cancel: CancelToken | None, deadline: float | None, stop: threading.Event,
                tripped: list[str]) -> None:
@@ -373,14 +285,20 @@ class RemoteBackend:
             if reason is None:
                 continue
             tripped.append(reason)
-            conn = self._conn
-            sock = conn.sock if conn is not None else None
-            if sock is not None:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            self.http.shutdown()
             return
+
+
+@dataclass
+class _Stream:
+    """What one variant's event stream gave so far."""
+
+    t0: float  # when the request was sent (perf_counter)
+    text: str = ""
+    ntok: int = 0  # pieces received (the server's tokens, near enough)
+    ttft: float = 0.0
+    finish: str | None = None
+    done: bool = False  # [DONE] arrived: the response was read to its end
 
 
 def _ended(text: str, ntok: int, reason: str, ttft: float, variant: int) -> Completion:
@@ -390,10 +308,3 @@ def _ended(text: str, ntok: int, reason: str, ttft: float, variant: int) -> Comp
         raise RemoteError("no answer before the deadline")
     return Completion(text=text, token_ids=[0] * ntok, finish_reason=reason, ttft_ms=ttft, variant=variant,
                       source="model")
-
-
-def _describe(e: BaseException) -> str:
-    if isinstance(e, ConnectionRefusedError):
-        return "connection refused"
-    msg = str(e)
-    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__

@@ -25,69 +25,41 @@ with golden tests (tests/test_postprocess.py):
 
 At the end of a finished line a one-line request whose text starts with a line break shows that next line.
 
-The budgets (``budget_for``, ``cut_to_budget``, ``stop_reached``) and ``decide_mode`` live in
-``engine.budget``; the line helpers, the bracket scanner and the complete-statement checks in
-``engine.statements``. Every public name of the three is importable from here.
+Steps 4 and 6 (the code around the cursor) live in engine/text/overlap.py; the budgets (``budget_for``,
+``cut_to_budget``, ``stop_reached``) and ``decide_mode`` in engine/text/budget.py; the line helpers, the
+bracket scanner and the complete-statement checks in engine/text/statements.py.
 
 Everything works on LF text; the caller converts line breaks back to the document's own.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from engine.text.budget import (
-    BODY_LINES,
-    MAX_BLOCK_TOKENS,
-    SINGLE_LINE_TOKENS,
-    TOKENS_PER_LINE,
-    Budget,
     Mode,
     budget_for,
     cut_to_budget,
-    decide_mode,
-    settled,
-    stop_reached,
 )
+from engine.text.overlap import cut_at_following_lines, drop_repetition
 from engine.text.statements import (
     _CLOSING_LINE,
     AUTO_CLOSED,
     CLOSERS,
-    OPENERS,
-    QUOTES,
     ScanState,
-    _previous_line,
     cut_block_to_complete,
     cut_to_complete,
     drop_dangling_header,
     else_goes_on_below,
     ends_mid_statement,
-    following_lines,
-    guess_language,
     indent_width,
-    is_complete_statement,
     misses_block_opener,
     opens_block,
     prefix_state,
     scan,
     split_cursor,
-    statement_start,
 )
 
-__all__ = [
-    "AUTO_CLOSED", "BODY_LINES", "CLOSERS", "CUT_OFF_REASONS", "LONG_COPY_CHARS", "MAX_BLOCK_TOKENS",
-    "MAX_LINE_CHARS", "OPENERS", "QUOTES", "SINGLE_LINE_TOKENS", "TOKENS_PER_LINE", "Budget", "Mode",
-    "ScanState", "Suggestion", "budget_for", "cut_at_following_lines", "cut_block_to_complete",
-    "cut_to_budget", "cut_to_complete", "decide_mode", "doubt_cut", "drop_dangling_header",
-    "drop_incomplete_last_line", "drop_repetition", "else_goes_on_below", "ends_mid_statement",
-    "fit_line_suffix", "fix_first_indent", "following_lines", "guess_language", "indent_width",
-    "is_complete_statement", "limit_lines", "limit_scope", "misses_block_opener", "normalize", "opens_block",
-    "postprocess", "prefix_state", "scan", "settled", "split_cursor", "statement_start", "stop_reached",
-]
-
-_WORDS = re.compile(r"\w+")
-LONG_COPY_CHARS = 24  # a line this long found word for word just below is a copy of it
 MAX_LINE_CHARS = 400  # a longer generated line is noise (minified data, a looping model)
 
 
@@ -99,12 +71,6 @@ class Suggestion:
 
 # ---------------------------------------------------------------------------------------------------------
 # the steps
-
-
-def _is_trivial(line: str) -> bool:
-    """Lines too common to mean repetition: closers, blank, very short."""
-    s = line.strip()
-    return len(s) < 4 or not any(c.isalnum() for c in s)
 
 
 def normalize(raw: str) -> str:
@@ -135,55 +101,6 @@ def limit_lines(text: str, mode: Mode, max_lines: int) -> str:
     if mode == "single":
         return lines[0]
     return "\n".join(lines[: max(1, max_lines) + (1 if lines[0] == "" else 0)])
-
-
-def _similar(a: str, b: str) -> bool:
-    """Two lines that say the same thing: equal once stripped, or the same words with only spacing or
-    punctuation apart (``f(a, b)`` / ``f(a,b),``). Lines that differ in a word (``x = f(a)`` / ``y = f(a)``)
-    are different code, however close: runs of similar lines are where completion helps most."""
-    if _is_trivial(a) or _is_trivial(b):
-        return a.rstrip() == b.rstrip()  # `}` closing an inner block is not the enclosing `}`
-    a, b = a.strip(), b.strip()
-    if a == b:
-        return True
-    return min(len(a), len(b)) >= 6 and _WORDS.findall(a) == _WORDS.findall(b)
-
-
-def cut_at_following_lines(text: str, line_prefix: str, suffix: str) -> str:
-    """Stop where the text starts re-writing the code below the cursor (Tab would duplicate it).
-
-    A text line overlaps when
-    - it is the next non-blank line after the cursor's line, with its indentation (so a ``}`` that
-      closes an inner block is not the ``}`` of the enclosing one that follows the cursor);
-    - or it is that line up to spacing and punctuation (a meaningful line, not ``}``/``else:``);
-    - or it and the text line after it are two consecutive lines among the next few below the cursor
-      (block overlap: the model skipped a line of the suffix and then copies the rest);
-    - or it is a long line (``LONG_COPY_CHARS``) that stands word for word among the next three (a
-      docstring or a call copied from just below: long lines repeat that close only as copies).
-    """
-    following = following_lines(suffix)
-    if not following:
-        return text
-    lines = text.split("\n")
-    full = [line_prefix + lines[0]] + lines[1:]
-    for i, ln in enumerate(full):
-        if i == 0 and line_prefix.strip():
-            continue  # the cursor's own line is never a copy of the next one
-        if not ln.strip():
-            continue
-        if ln.rstrip() == following[0] or _similar(ln, following[0]):
-            return "\n".join(lines[:i])
-        if len(ln.strip()) >= LONG_COPY_CHARS and any(ln.strip() == f.strip() for f in following[1:3]):
-            return "\n".join(lines[:i])
-        nxt = next((x for x in full[i + 1:] if x.strip()), None)
-        if nxt is None:
-            continue
-        for k in range(1, min(4, len(following) - 1)):
-            pair = (following[k], following[k + 1])
-            if _similar(ln, pair[0]) and _similar(nxt, pair[1]) and \
-                    not (_is_trivial(ln) and _is_trivial(nxt)):
-                return "\n".join(lines[:i])
-    return text
 
 
 def fix_first_indent(text: str, line_prefix: str) -> str:
@@ -231,45 +148,6 @@ def limit_scope(text: str, line_prefix: str) -> str:
         elif w < ref:
             return "\n".join(lines[:i]).rstrip()
     return text
-
-
-_RUN = re.compile(r"(.{1,8}?)\1{7,}$")  # a unit of 1-8 characters repeated 8+ times at a line's end
-
-
-def drop_repetition(text: str, line_prefix: str, prefix: str, truncated: bool) -> str:
-    """Drop text that repeats itself or the line above.
-
-    - the cursor's line, completed, equals the previous non-blank line: the model is copying it.
-    - the text ends with a block of 1-4 lines repeated (three copies of one line, two of a longer block):
-      one copy is kept.
-    - a truncated generation whose last line ends in a run of one short unit (``)))))))``): the run goes.
-    """
-    lines = text.split("\n")
-    prev = _previous_line(prefix)
-    if prev is not None and not _is_trivial(prev) and lines[0].strip() and \
-            (line_prefix + lines[0]).strip() == prev.strip():
-        return ""
-    # compare whole lines: the first one starts at the cursor, after the line's own indentation
-    full = [line_prefix + lines[0]] + lines[1:]
-    n = len(full)
-    for k in range(1, 5):
-        copies_needed = 3 if k == 1 else 2
-        if n < k * copies_needed:
-            continue
-        block = full[-k:]
-        if all(_is_trivial(b) for b in block):
-            continue
-        copies = 1
-        while n >= k * (copies + 1) and full[n - k * (copies + 1): n - k * copies] == block:
-            copies += 1
-        if copies >= copies_needed:
-            lines = lines[: n - k * (copies - 1)]
-            break
-    if truncated and lines:
-        m = _RUN.search(lines[-1])
-        if m:
-            lines[-1] = lines[-1][: m.start() + len(m.group(1))]
-    return "\n".join(lines)
 
 
 def fit_line_suffix(text: str, line_prefix: str, line_suffix: str, prefix: str) -> Suggestion:
@@ -388,9 +266,7 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
     """
     line_prefix, line_suffix = split_cursor(prefix, suffix)
     text = normalize(raw)
-    if offer_next_line and mode == "single" and text.startswith("\n") and not line_suffix.strip() \
-            and line_prefix.strip() and not opens_block(line_prefix) \
-            and not ends_mid_statement("", prefix, "", language):
+    if offer_next_line and mode == "single" and _ends_finished_line(text, prefix, line_prefix, line_suffix, language):
         mode, max_lines = "multi", 1  # the model ended the line: its next line is the suggestion
     text = drop_incomplete_last_line(text, truncated and mode == "multi")
     raw_lines = text.split("\n")
@@ -403,32 +279,16 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
     text = fix_first_indent(text, line_prefix)
     text = cut_at_following_lines(text, line_prefix, suffix)
     if mode == "multi":
-        text = limit_scope(text, line_prefix)
-        if one_statement_in_code:
-            budget = budget_for(prefix, suffix, language, max_lines=max_lines)
-            if budget.kind in ("statement", "header"):
-                text = cut_to_budget(text, line_prefix, budget)
-        if truncated:
-            text = drop_dangling_header(text, line_prefix)
+        text = _fit_block(text, prefix, suffix, line_prefix, language, max_lines, truncated, one_statement_in_code)
     text = drop_repetition(text, line_prefix, prefix, truncated)
     if not text.strip():
         return None
     sug = fit_line_suffix(text, line_prefix, line_suffix, prefix)
-    text = sug.text.rstrip()
-    replace = sug.replace
-    if complete_statements and (cut_mid_line or (mode == "single" and len(raw_lines) > 1)) and \
-            ends_mid_statement(text, prefix, line_suffix[replace:], language):
-        text = cut_to_complete(text, prefix, line_suffix, language).rstrip()
-        replace = 0
-    elif complete_statements and mode == "multi" and "\n" in text and \
-            ends_mid_statement(text, prefix, line_suffix[replace:], language):
-        # a block whose last whole line leaves its statement open (a call over several lines a limit cut,
-        # a line limit inside a statement): back to the last complete statement, with no dangling header
-        cut = cut_block_to_complete(text, prefix, line_suffix, language)
-        if cut != text and cut.strip() and opens_block(cut.split("\n")[-1]):
-            cut = cut[: cut.rfind("\n")].rstrip() if "\n" in cut else ""  # a header whose body was cut off
-        text = cut
-        replace = 0
+    text, replace = sug.text.rstrip(), sug.replace
+    if complete_statements:
+        text, replace = _to_complete(text, replace, prefix, line_suffix, language,
+                                     line_cut=cut_mid_line or (mode == "single" and len(raw_lines) > 1),
+                                     block=mode == "multi")
     if replace == 0 and (misses_block_opener(text, prefix, suffix, language) or
                          else_goes_on_below(text, prefix, suffix, language)):
         return None
@@ -438,3 +298,41 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
     if not text.strip():
         return None
     return Suggestion(text, replace)
+
+
+def _ends_finished_line(text: str, prefix: str, line_prefix: str, line_suffix: str, language: str | None) -> bool:
+    """The text starts with a line break at the end of a finished line with nothing right of the cursor (not
+    a line that opens a block or leaves its statement open): the model ended the line."""
+    return text.startswith("\n") and not line_suffix.strip() and bool(line_prefix.strip()) \
+        and not opens_block(line_prefix) and not ends_mid_statement("", prefix, "", language)
+
+
+def _fit_block(text: str, prefix: str, suffix: str, line_prefix: str, language: str | None, max_lines: int,
+               truncated: bool, one_statement_in_code: bool) -> str:
+    """A block's steps: it stays in the cursor's block (``limit_scope``), shows one statement or header where
+    the budget says so (``one_statement_in_code``), and a cut block does not end on a bare header."""
+    text = limit_scope(text, line_prefix)
+    if one_statement_in_code:
+        budget = budget_for(prefix, suffix, language, max_lines=max_lines)
+        if budget.kind in ("statement", "header"):
+            text = cut_to_budget(text, line_prefix, budget)
+    if truncated:
+        text = drop_dangling_header(text, line_prefix)
+    return text
+
+
+def _to_complete(text: str, replace: int, prefix: str, line_suffix: str, language: str | None, *,
+                 line_cut: bool, block: bool) -> tuple[str, int]:
+    """(text, replace) cut back to complete statements where the text ends mid-statement: a line a limit cut
+    (or one whose statement went on below, ``line_cut``) to a complete statement on it, a block to its last
+    complete statement with no dangling header. Unchanged when the text ends a statement."""
+    if line_cut and ends_mid_statement(text, prefix, line_suffix[replace:], language):
+        return cut_to_complete(text, prefix, line_suffix, language).rstrip(), 0
+    if block and "\n" in text and ends_mid_statement(text, prefix, line_suffix[replace:], language):
+        # a block whose last whole line leaves its statement open (a call over several lines a limit cut,
+        # a line limit inside a statement): back to the last complete statement, with no dangling header
+        cut = cut_block_to_complete(text, prefix, line_suffix, language)
+        if cut != text and cut.strip() and opens_block(cut.split("\n")[-1]):
+            cut = cut[: cut.rfind("\n")].rstrip() if "\n" in cut else ""  # a header whose body was cut off
+        return cut, 0
+    return text, replace

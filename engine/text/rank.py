@@ -88,7 +88,7 @@ def order_at_cursor(texts: Sequence[str], prefix: str, suffix: str, language: st
     """``rank`` for suggestions at a cursor (LF text before/after it): a suggestion that would leave its
     statement unfinished there follows the complete ones of its kind. ``language``: the document's
     language id (None or empty: guessed from the text)."""
-    from engine.text.postprocess import ends_mid_statement, split_cursor
+    from engine.text.statements import ends_mid_statement, split_cursor
 
     _, line_suffix = split_cursor(prefix, suffix)
     return rank(texts, incomplete=lambda t: ends_mid_statement(t, prefix, line_suffix, language),

@@ -1,7 +1,7 @@
 """Reading the code at a cursor: its lines, its brackets, and whether a text leaves a statement unfinished.
 
-Pure functions shared by the post-processing steps (``engine.postprocess``) and the budgets
-(``engine.budget``): line helpers (indentation, block openers, the lines around the cursor), a small bracket
+Pure functions shared by the post-processing steps (engine/text/postprocess.py) and the budgets
+(engine/text/budget.py): line helpers (indentation, block openers, the lines around the cursor), a small bracket
 scanner (``scan``, ``prefix_state``), and the complete-statement checks (``ends_mid_statement``,
 ``cut_to_complete``, ``cut_block_to_complete``, ``misses_block_opener``, ``else_goes_on_below``,
 ``drop_dangling_header``): Python by its parser, other languages by brackets and the last token.

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.cache.typethrough import Entry, anchor_of
-from engine.text.postprocess import CUT_OFF_REASONS, Budget, Mode, budget_for, settled, split_cursor
+from engine.text.budget import Budget, settled
+from engine.text.postprocess import CUT_OFF_REASONS, Mode, budget_for, split_cursor
 from engine.types import Completion
 from lsp_server.completion.jobs import State
 

@@ -12,7 +12,8 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from engine.text.postprocess import CUT_OFF_REASONS, Budget
+from engine.text.budget import Budget
+from engine.text.postprocess import CUT_OFF_REASONS
 from lsp_server.completion import planner
 from lsp_server.completion.answers import Answer, settle_rule, settled_variants
 from lsp_server.completion.jobs import USER, State

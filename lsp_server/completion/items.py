@@ -4,16 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.text.postprocess import (
-    CUT_OFF_REASONS,
-    Mode,
-    Suggestion,
-    budget_for,
-    doubt_cut,
-    postprocess,
-    split_cursor,
-)
+from engine.text.budget import Mode, budget_for
+from engine.text.postprocess import CUT_OFF_REASONS, Suggestion, doubt_cut, postprocess
 from engine.text.rank import order_at_cursor
+from engine.text.statements import split_cursor
 from engine.types import Completion
 from lsp_server import convert
 

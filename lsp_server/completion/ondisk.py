@@ -8,7 +8,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from engine.cache.disk import CompletionCache, cache_key, is_complete
+from engine.cache.disk import CompletionCache, is_complete
+from engine.cache.entries import cache_key
 from engine.types import Completion, GenParams
 
 DISK_MISS_MEMORY = 64  # recent disk misses not asked again (this server fills the entries it misses)

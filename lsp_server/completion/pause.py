@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from engine.decoding.prompt import clip_window
 from engine.policy import routing
 from engine.policy.speculation import window_start
+from engine.text.window import clip_window
 from engine.types import Completion
 from lsp_server.completion.jobs import USER, State
 from lsp_server.completion.planner import JOB_BUDGET_S, whole_window

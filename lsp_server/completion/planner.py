@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 
 from engine.cache.typethrough import Entry
 from engine.policy import routing, speculation
-from engine.text.postprocess import decide_mode, split_cursor
+from engine.text.budget import decide_mode
+from engine.text.postprocess import split_cursor
 from engine.types import GenParams
 from lsp_server import convert
 from lsp_server.completion.jobs import State

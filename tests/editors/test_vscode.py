@@ -17,7 +17,7 @@ import pytest
 
 from .conftest import HERE
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.editor]
 
 API_KEY = "sk-e2e-secret-4242"  # set through the extension's command; must reach only the server
 

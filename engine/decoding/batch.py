@@ -1,0 +1,109 @@
+"""The variant batch: n variants as one batch sharing the prompt's KV (row i: variant i, spread from row 0),
+one token each per forward, each picked by its own seeded sampler. Steps of ``_Batch``: ``emit`` (a row's
+pending token joins its output, or ends it) and ``decode_one`` (one forward over every row's pending token,
+then each running row samples its next one). Afterwards row 0 holds the prompt and variant 0's tokens.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.decoding.prompt import Healer, Prompt
+from engine.decoding.sampling import Sampler
+from engine.decoding.stops import Settle, allowed_ids, finish_text, interrupted, stop_rule
+from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
+
+if TYPE_CHECKING:
+    from engine.decoding.host import Host
+
+
+def decode_batch(eng: Host, pr: Prompt, hidden: np.ndarray, healer: Healer | None,
+                 samplers: list[Sampler], params: GenParams, t: Timings, cancel: CancelToken | None,
+                 on_token: TokenCallback | None, settle: Settle | None = None) -> list[Completion]:
+    """n variants (one per sampler) from the prompt in row 0, whose last hidden state is ``hidden``."""
+    return _Batch(eng, pr, healer, samplers, params, t, on_token, settle).run(hidden, cancel)
+
+
+class _Batch:
+    """One variant batch's state between its steps: per row, the pending token, the output so far, its
+    text, why it ended (None: running) and its time to first token."""
+
+    __slots__ = ("eng", "tok", "pr", "healer", "samplers", "params", "t", "on_token", "settle", "pending",
+                 "outs", "texts", "reasons", "ttft")
+
+    def __init__(self, eng: Host, pr: Prompt, healer: Healer | None, samplers: list[Sampler], params: GenParams,
+                 t: Timings, on_token: TokenCallback | None, settle: Settle | None) -> None:
+        n = len(samplers)
+        self.eng, self.tok, self.pr, self.healer, self.samplers = eng, eng.tok, pr, healer, samplers
+        self.params, self.t, self.on_token, self.settle = params, t, on_token, settle
+        self.pending: list[int] = []
+        self.outs: list[list[int]] = [[] for _ in range(n)]
+        self.texts = [""] * n
+        self.reasons: list[str | None] = [None] * n
+        self.ttft = [0.0] * n
+
+    def run(self, hidden: np.ndarray, cancel: CancelToken | None) -> list[Completion]:
+        eng, n = self.eng, len(self.samplers)
+        prompt_len = len(eng.rows.tokens)
+        logits = eng.logits(hidden)[0]
+        first = allowed_ids(self.tok, self.healer, [])
+        self.pending = [s(logits, first) for s in self.samplers]
+        if n > 1:
+            eng.rows.spread_row0(n)
+        fed0: list[int] = []  # the tokens fed for variant 0 (row 0)
+        step = 0
+        while True:
+            for i in range(n):
+                if self.reasons[i] is None:
+                    self.emit(i)
+            if all(r is not None for r in self.reasons):
+                break
+            stop = interrupted(self.params, cancel)
+            if stop is None and prompt_len + step + 1 > eng.decoder.capacity:
+                stop = "length"
+            if stop is not None:
+                self.reasons = [r or stop for r in self.reasons]
+                break
+            if self.reasons[0] is None:
+                fed0.append(self.pending[0])
+            self.decode_one(prompt_len + step)
+            step += 1
+        eng.rows.truncate(prompt_len)
+        eng.rows.append(fed0)
+        self.t.decode_tokens += sum(len(o) for o in self.outs)
+        return [Completion(text=self.texts[i], token_ids=self.outs[i], finish_reason=self.reasons[i] or "length",
+                           ttft_ms=self.ttft[i]) for i in range(n)]
+
+    def emit(self, i: int) -> None:
+        """Row i's pending token joins its output (streamed), or ends it (``reasons[i]``)."""
+        tk, out = self.pending[i], self.outs[i]
+        if tk in self.eng.stop_ids:
+            self.reasons[i] = "eos"
+            return
+        out.append(tk)
+        if len(out) == 1:
+            self.ttft[i] = (time.perf_counter() - self.t.started) * 1000
+            if i == 0:
+                self.t.ttft_ms = self.ttft[0]
+        r, cut = stop_rule(finish_text(self.tok, self.pr, out), self.params, self.settle)
+        self.texts[i] = cut
+        if self.on_token is not None:
+            self.on_token(i, cut)
+        if r is not None:
+            self.reasons[i] = r
+        elif len(out) >= self.params.max_tokens:
+            self.reasons[i] = "length"
+
+    def decode_one(self, pos: int) -> None:
+        """One forward over every row's pending token at position ``pos``; each running row samples its
+        next pending token (under token healing's constraint while that is not done)."""
+        ids = np.asarray([[p] for p in self.pending], dtype=np.int64)
+        hid = self.eng.decoder.forward(ids, pos)
+        self.t.forward_calls += 1
+        lg = self.eng.logits(hid[:, -1, :])
+        for i, sampler in enumerate(self.samplers):
+            if self.reasons[i] is None:
+                self.pending[i] = sampler(lg[i], allowed_ids(self.tok, self.healer, self.outs[i]))

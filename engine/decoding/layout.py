@@ -1,0 +1,94 @@
+"""The repository context block laid out in tokens (engine/context/ gathers it): the "comments" layout
+(``comment_ids``: each chunk as comments at the start of the FIM prefix, the default) or the "repository"
+layout (``context_ids``: the model's repository-level FIM format after BOS, kept for measurement), and the
+identity of a block in a layout (``layout_digest``). Each chunk is encoded on its own, so the ids of a chunk
+never depend on its neighbours (a block that keeps its first chunks keeps their KV)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Protocol
+
+from engine.decoding.tokenizer import Tok
+
+CONTEXT_LAYOUTS = ("comments", "repository")
+
+# Repository-level FIM markers, per model family: Qwen2.5-Coder's (its report's "repo-level FIM format"),
+# StarCoder2's. A tokenizer with neither pair gets no context block.
+REPO_MARKERS = (("<|repo_name|>", "<|file_sep|>"), ("<repo_name>", "<file_sep>"))
+
+
+class ChunkLike(Protocol):
+    @property
+    def path(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+
+
+def context_ids(tok: Tok, repo: str, chunks: Sequence[ChunkLike], current_path: str) -> list[int]:
+    """The repository context block in tokens: ``<|repo_name|>`` repo, then ``<|file_sep|>`` path + text
+    per chunk, then ``<|file_sep|>`` current_path (each name on its own line); the FIM block follows. Each
+    piece is encoded on its own, so the ids of a chunk never depend on its neighbours (a block that keeps its
+    first chunks keeps their KV). Empty when the tokenizer has no repository markers."""
+    rid = sid = None
+    for repo_mark, sep_mark in REPO_MARKERS:
+        rid, sid = tok.special_id(repo_mark), tok.special_id(sep_mark)
+        if rid is not None and sid is not None:
+            break
+    if rid is None or sid is None:
+        return []
+    ids = [rid] + tok.encode(repo + "\n")
+    for c in chunks:
+        text = c.text if c.text.endswith("\n") else c.text + "\n"
+        ids += [sid] + tok.encode(c.path + "\n" + text)
+    return ids + [sid] + tok.encode(current_path + "\n")
+
+
+# The comments layout (EngineConfig.context_layout's default): each chunk as a comment at the start of the
+# FIM prefix, as Copilot lays out its snippets; the 0.5B model loses exact lines with the repository format
+# and none with this (docs/benchmarks/archive/context.comment.md). Comment marks by the current file's extension
+# (the comments sit in that file's text): ``//`` for the C family, ``--`` for a few, ``#`` for the rest.
+_LINE_COMMENT = {
+    **dict.fromkeys(("c", "h", "cc", "cpp", "cxx", "hpp", "hh", "cs", "java", "kt", "kts", "scala", "groovy",
+                     "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "go", "rs", "swift", "dart", "php",
+                     "zig", "proto", "m", "mm", "v", "sv"), "//"),
+    **dict.fromkeys(("lua", "sql", "hs", "elm", "ada", "adb", "ads"), "--"),
+}
+
+
+def comment_mark(path: str) -> str:
+    """The line-comment mark for a file, by its extension (``#`` when unknown: Python, shell, YAML, ...)."""
+    name = path.rsplit("/", 1)[-1]
+    ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    return _LINE_COMMENT.get(ext, "#")
+
+
+def comment_text(chunk: ChunkLike, mark: str = "#") -> str:
+    """A chunk as comments: ``# Path: <path>``, each line behind ``# `` (an empty one as ``#``), then a blank
+    line. Always ends with a newline, so the file text after it starts a line."""
+    lines = chunk.text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    body = "".join(f"{mark} {ln}\n" if ln.strip() else f"{mark}\n" for ln in lines)
+    return f"{mark} Path: {chunk.path}\n{body}\n"
+
+
+def comment_ids(tok: Tok, chunks: Sequence[ChunkLike], current_path: str) -> list[int]:
+    """The context block in the comments layout (see comment_text), in the current file's comment syntax.
+    Each chunk is encoded on its own, as in context_ids; the ids end on a line break, and the prompt's file
+    text is encoded on its own after them (its ids are those of a prompt without the block)."""
+    mark = comment_mark(current_path)
+    ids: list[int] = []
+    for c in chunks:
+        ids += tok.encode(comment_text(c, mark))
+    return ids
+
+
+def layout_digest(layout: str, digest: str) -> str:
+    """The block's identity in a layout: the block's own digest in the repository layout (what caches knew it
+    by before the comments layout), another 16 hex digits in the comments layout (a suggestion made from
+    another prompt is another cache entry)."""
+    if layout == "repository":
+        return digest
+    return hashlib.sha256(f"{layout}\0{digest}".encode()).hexdigest()[:16]

@@ -1,0 +1,68 @@
+"""LM-head picks: greedy tokens from the full head or the trimmed one (``greedy_pick``), and the full
+head's re-check of the trimmed head's provisional picks (``verify_picks``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from engine.decoding.sampling import pick_probs
+
+if TYPE_CHECKING:
+    from engine.model.runtime import LazyHeads, LMHead
+
+Pick = tuple[int, np.ndarray, int]  # a provisional pick: (output index, hidden row, token)
+
+
+def greedy_pick(heads: LazyHeads, hidden: np.ndarray, exact: bool, allowed: np.ndarray | None = None,
+                ctx_ids: np.ndarray | None = None, ctx_w: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy token ids [rows] (``allowed`` constrains the first row) and the probability the model gives
+    each pick: argmax over the full head when ``exact``, else the trimmed head's picks from its own columns
+    and the prompt's rows (``ctx_ids``, their full-head rows ``ctx_w``), without a vocabulary-sized row per
+    position (their probabilities are then over those columns: a little high; the full head's re-check
+    replaces them)."""
+    h2 = hidden.reshape(-1, hidden.shape[-1])
+    if exact:
+        lg = heads["full"](h2)
+        guesses = np.argmax(lg, axis=1)
+        probs = pick_probs(lg, guesses)
+        if allowed is not None:
+            sub = lg[0, allowed]
+            j = int(np.argmax(sub))
+            guesses[0] = allowed[j]
+            probs[0] = pick_probs(sub[None, :], np.asarray([j]))[0]  # among the tokens healing allows
+        return guesses, probs
+    code = heads["code"]
+    lg = code(h2)
+    rows = np.arange(h2.shape[0])
+    best = np.argmax(lg, axis=1)
+    guesses = code.ids[best] if code.ids is not None else best
+    if ctx_ids is not None and ctx_w is not None:
+        cl = h2 @ ctx_w.T
+        cb = np.argmax(cl, axis=1)
+        take = cl[rows, cb] > lg[rows, best]
+        guesses = np.where(take, ctx_ids[cb], guesses)
+        lg = np.concatenate([lg, cl], axis=1)
+        best = np.where(take, lg.shape[1] - cl.shape[1] + cb, best)
+    return guesses.astype(np.int64), pick_probs(lg, best)
+
+
+def verify_picks(full: LMHead, picks: list[Pick], probs: dict[int, float] | None = None
+                 ) -> tuple[int, int, np.ndarray] | None:
+    """Check provisional picks (output index, hidden row, token) with the full head in one call; the
+    first disagreement as (output index, the full head's token, its hidden row), else None. ``probs``
+    (output index -> probability of its token) gets the full head's figures for the rows checked."""
+    if not picks:
+        return None
+    rows = np.stack([h for _, h, _ in picks])
+    lg = full(rows)
+    best = np.argmax(lg, axis=1)
+    p = pick_probs(lg, best)
+    for k, ((idx, h, tok), b) in enumerate(zip(picks, best, strict=True)):
+        if probs is not None:
+            probs[idx] = float(p[k])
+        if int(b) != tok:
+            return idx, int(b), h
+    return None

@@ -1,0 +1,534 @@
+"""The syntax questions post-processing and the context block ask, answered from a tree-sitter parse for
+any language with a grammar. Pure functions: text (or a ``SyntaxTree``) in, an answer out; None where the
+language has no grammar, so a caller keeps its text heuristic there.
+
+Offsets are code points (Flint's ``prefix``/``suffix`` are ``str``); trees count bytes, the functions
+convert. Python keeps its current behaviour at the call sites (``ast`` is the better judge of a Python
+statement); everything here works for Python too and is tested on it.
+
+What each function replaces for non-Python languages (``engine/text/statements.py`` unless named):
+
+- ``in_string_or_comment(tree, offset)``: ``ScanState.quote`` from ``prefix_state``/``scan`` (strings on one
+  line, ``#``/``//`` comments only) where a caller asks "is the cursor in a string or comment" -- template
+  literals, raw strings, block comments, char literals vs Rust lifetimes are right here.
+- ``is_complete(language_id, text_before, completion, line_suffix)``: ``_heuristic_complete`` under
+  ``is_complete_statement`` and ``_ends_mid`` (so ``ends_mid_statement``, ``cut_to_complete`` and
+  ``cut_block_to_complete``, and budget.py's ``budget_for`` "next" check).
+- ``statement_cut_points`` / ``complete_statement_end``: ``_cut_points`` (regex tokens) + the
+  ``_ends_mid`` loop in ``cut_to_complete``; postprocess.py's ``_finish_statement`` (where the
+  statement the cursor's line started ends).
+- ``block_is_complete(language_id, text_before, completion)``: the ``opens_block`` test in
+  ``drop_dangling_header`` and the dangling-header check after ``cut_block_to_complete`` in postprocess.py.
+- ``scope_end(language_id, text_before, completion)``: postprocess.py's ``limit_scope`` and budget.py's
+  ``cut_to_budget`` ``_CLOSING_LINE`` rule for brace languages (where the text closes the cursor's block).
+- ``first_stray_closer(language_id, text_before, text)``: ``scan(text + tail, state)[1]`` in
+  postprocess.py's ``fit_line_suffix`` / ``_balanced_cut`` (a closer that closes nothing).
+- ``open_brackets(language_id, text_before)``: ``prefix_state(prefix).stack`` (the auto-closed pairs open
+  at the cursor, ``_inside_open_bracket``).
+- ``enclosing_block(tree, offset)``: budget.py's ``_ends_body`` / ``_opens_block_below`` and
+  ``statement_start``'s indentation reading (block extent, its indentation, statements after the cursor).
+- ``definitions(tree)``, ``enclosing_definition(tree, offset)``, ``outlines(tree, names)`` (defined in
+  ``engine/syntax/definitions.py``, importable here): ``engine/context/sources.py``'s ``regex_definitions``
+  (same return shape: name -> (line, outline)).
+- ``repeats_following_lines(language_id, completion, suffix)``: a token-level check beside postprocess.py's
+  ``cut_at_following_lines`` (a copy of the next statement re-wrapped over other lines).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from engine.syntax.definitions import Definition, definitions, enclosing_definition, outline, outlines
+from engine.syntax.languages import Grammar, grammar_for
+from engine.syntax.nodes import (
+    CLOSERS,
+    CODE_IN_STRING,
+    MATCH,
+    OPENERS,
+    QUOTE_TOKENS,
+    ancestors,
+    is_comment,
+    is_string,
+    leaves,
+)
+from engine.syntax.tree import SyntaxTree, parse_text
+
+__all__ = [
+    "Block", "Definition", "block_is_complete", "complete_statement_end", "definitions", "enclosing_block",
+    "enclosing_definition", "first_stray_closer", "has_error_in", "in_string_or_comment", "is_comment",
+    "is_complete", "is_string", "open_brackets", "outline", "outlines", "repeats_following_lines", "scope_end",
+    "statement_cut_points", "statement_window",
+]
+
+
+# ---- strings and comments --------------------------------------------------------------------------------
+def _open_ended_comment(tree: SyntaxTree, node: Any) -> bool:
+    """A line comment (or one left unclosed): the cursor right after its last character is still in it."""
+    text = tree.source[node.start_byte: node.end_byte]
+    return not (text.startswith(b"/*") and text.endswith(b"*/") and len(text) >= 4) and \
+        not text.rstrip().endswith((b"-->", b"-}", b"*)", b"]]", b"=#"))
+
+
+def in_string_or_comment(tree: SyntaxTree, offset: int) -> bool:
+    """Is code point ``offset`` of ``tree``'s text inside a string, a character literal or a comment (not
+    inside an interpolation ``${...}`` of a string)? The cursor right after a closing quote is outside; right
+    after a line comment's last character, inside. A string left open (``"abc|`` while typing) counts as a
+    string to the end of its line."""
+    b = tree.byte_at(offset)
+    if b <= 0:
+        return False
+    for n in ancestors(tree.root.descendant_for_byte_range(b - 1, b)):
+        if n.type in CODE_IN_STRING and n.start_byte < b < n.end_byte:
+            return False
+        if is_comment(n):
+            return n.start_byte < b < n.end_byte or (b == n.end_byte and _open_ended_comment(tree, n))
+        if is_string(n):
+            if n.start_byte < b < n.end_byte:
+                return True
+            if b == n.end_byte and n.has_error:
+                return True  # its closing quote is missing
+            break
+        if n.is_error:
+            break
+    return _in_open_quote(tree, b)
+
+
+def _in_open_quote(tree: SyntaxTree, b: int) -> bool:
+    """An unterminated quote on the cursor's line, before it: an error node opened by a quote token."""
+    line_start = tree.source.rfind(b"\n", 0, b) + 1
+    for leaf in leaves(tree.root, line_start, b):
+        parent = leaf.parent
+        if leaf.start_byte < b and leaf.type in QUOTE_TOKENS and parent is not None and parent.is_error \
+                and parent.start_byte == leaf.start_byte:
+            return True
+    return False
+
+
+# ---- brackets --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Brackets:
+    stack: tuple[tuple[str, int], ...]  # (opener, byte offset), innermost last
+    stray: int | None  # byte offset of the first closer at or after ``since`` that closes nothing
+
+
+def _bracket_walk(tree: SyntaxTree, since: int, until: int | None = None) -> _Brackets:
+    """Brackets of the code tokens of ``tree`` up to byte ``until``; closers before byte ``since`` that
+    close nothing are skipped (the window starts inside something)."""
+    stack: list[tuple[str, int]] = []
+    for leaf in leaves(tree.root, 0, until):
+        t = leaf.type
+        if until is not None and leaf.end_byte > until:
+            break
+        if t in OPENERS:
+            stack.append((t, leaf.start_byte))
+        elif t in CLOSERS:
+            if stack and stack[-1][0][0] in MATCH[t]:
+                stack.pop()
+            elif leaf.start_byte >= since:
+                return _Brackets(tuple(stack), leaf.start_byte)
+    return _Brackets(tuple(stack), None)
+
+
+def open_brackets(language_id: str | None, text_before: str) -> tuple[str, ...] | None:
+    """The brackets open at the end of ``text_before`` (innermost last), strings and comments skipped;
+    None without a grammar. The tree-sitter reading of ``prefix_state(prefix).stack``."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return None
+    tree = parse_text(grammar, statement_window(text_before))
+    return tuple(o for o, _ in _bracket_walk(tree, len(tree.source)).stack)
+
+
+def first_stray_closer(language_id: str | None, text_before: str, text: str) -> int | None | bool:
+    """Index in ``text`` (inserted after ``text_before``) of its first closer that closes nothing or the
+    wrong thing (None: no such closer; False: no grammar). The tree-sitter reading of ``scan(text, state)``."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return False
+    before = statement_window(text_before)
+    tree = parse_text(grammar, before + text)
+    cursor = len(before.encode("utf-8"))
+    bad = _bracket_walk(tree, cursor).stray
+    return None if bad is None else tree.offset_at(bad) - len(before)
+
+
+# ---- the statement window --------------------------------------------------------------------------------
+WINDOW_LINES = 60
+MAX_SCAN_LINES = 3000  # how far up the headers of the enclosing blocks are looked for
+_CONTINUATION_KEYWORDS = ("else", "elif", "except", "finally", "catch", "case", "default")
+
+
+def _indent(line: str) -> int:
+    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
+
+
+def _opens(line: str) -> bool:
+    s = line.rstrip()
+    return bool(s) and (s[-1] in "{(:[" or s.endswith(("=>", "->")))
+
+
+def _header_line(line: str, col: int) -> bool:
+    """A line above the cursor that opens a block around it or starts the statement it continues:
+    indented less than ``col`` and ending in an opener or an operator (a line of a multi-line string or
+    comment that happens to sit at a lower indentation rarely does); not a line that only closes
+    brackets, continues a clause (``} else {``, ``except:``) or is a comment."""
+    s = line.strip()
+    return bool(s) and _indent(line) < col and (_opens(line) or s[-1] in ",=+-*/%&|?.<>!") and \
+        s[0] not in ")]}" and not s.startswith(_CONTINUATION_KEYWORDS) and not s.startswith(("*", "//", "#", "/*"))
+
+
+_GOES_ON = ",([=+-*/%&|?.<>!\\"  # a line ending in one of these continues on the next
+
+
+def _comment_line(s: str) -> bool:
+    return s.startswith(("*", "//", "#", "/*"))
+
+
+def _boundary(lines: list[str], i: int, col: int) -> bool:
+    """``lines[i]`` starts a statement at column ``col``: the code line above it ends one. (Exactly at
+    ``col``: a line of a multi-line string at some other indentation is no statement.)"""
+    s = lines[i].strip()
+    if not s or _indent(lines[i]) != col or s[0] in ")]}" or s.startswith(_CONTINUATION_KEYWORDS) or \
+            _comment_line(s):
+        return False
+    above = next((ln.strip() for ln in reversed(lines[max(0, i - 20): i])
+                  if ln.strip() and not _comment_line(ln.strip())), None)
+    return above is None or above[-1] not in _GOES_ON
+
+
+def _far_header(lines: list[str], i: int) -> list[str] | None:
+    """The header that ``lines[i]`` starts, whole: the line when it opens a block (with the line above
+    for an Allman ``{``), else the lines down to the one that does (a signature over several lines);
+    None when no block opens within 8 lines."""
+    s = lines[i].strip()
+    if s.startswith("{"):
+        return ([lines[i - 1]] if i > 0 else []) + [lines[i]]
+    if _opens(lines[i]):
+        return [lines[i]]
+    for j in range(i + 1, min(len(lines), i + 8)):
+        if lines[j].rstrip().endswith("{"):
+            return lines[i: j + 1]
+    return None
+
+
+@functools.lru_cache(maxsize=32)  # one request asks for every variant and cut with the same prefix
+def statement_window(text_before: str, max_lines: int = WINDOW_LINES, max_scan: int = MAX_SCAN_LINES) -> str:
+    """What to parse of ``text_before`` so the statement at its end is whole, inside the blocks around it.
+
+    Within the last ``max_lines`` lines: from the outermost header of the enclosing blocks found there
+    (each line above indented less than the last: a block opener, or the start of a statement the cursor's
+    line continues), or, when that does not reach column 0, from the first line there that starts a
+    statement at that header's (or the cursor's) level (so a ``}, 3000);`` has its opener). Above the window, up
+    to ``max_scan`` lines, the headers of the blocks still around it come alone (a method in a long class:
+    the class line). An empty cursor line counts at the indentation of the code line above it, one deeper
+    when that line opens a block (editors strip a blank line's spaces)."""
+    parts = text_before.rsplit("\n", max_scan)
+    cur, above = parts[-1], parts[:-1]
+    if len(parts) > max_scan:
+        above = above[1:]  # the first part may be many lines: never a header
+    col = _indent(cur) if cur.strip() else len(cur.expandtabs(4))
+    if not cur:
+        code = next((ln for ln in reversed(above[-20:]) if ln.strip() and not _comment_line(ln.strip())), None)
+        if code is not None:
+            col = _indent(code) + (1 if _opens(code) else 0)
+    n = len(above)
+    lo = max(0, n - max_lines)
+    start, c = n, col
+    for i in range(n - 1, lo - 1, -1):
+        if c == 0:
+            break
+        if _header_line(above[i], c):
+            start, c = i, _indent(above[i])
+            if above[i].strip().startswith("{") and i > lo:  # Allman braces: the header is the line above
+                start, c = i - 1, min(c, _indent(above[i - 1]))
+    if c > 0:
+        first = next((i for i in range(lo, start) if _boundary(above, i, c)), None)
+        if first is not None:
+            start, c = first, _indent(above[first])
+    far: list[list[str]] = []
+    for i in range(start - 1, -1, -1):
+        if c == 0:
+            break
+        if _header_line(above[i], c):
+            header = _far_header(above, i)
+            if header is not None:
+                far.append(header)
+                c = min(_indent(ln) for ln in header if ln.strip())
+    lines = [ln for h in reversed(far) for ln in h] + above[start:] + [cur]
+    return "\n".join(lines)
+
+
+# ---- complete statements ---------------------------------------------------------------------------------
+_BARE = frozenset({"identifier", "member_expression", "field_expression", "attribute", "selector_expression",
+                   "scoped_identifier", "field_access", "qualified_identifier", "property_identifier",
+                   "navigation_expression"})
+
+
+def _errors(node: Any) -> Iterator[Any]:
+    """ERROR and MISSING nodes under ``node``."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.is_error or n.is_missing:
+            yield n
+            if n.is_missing:
+                continue
+        if n.has_error:
+            stack.extend(n.children)
+
+
+def _ends_on_bare_name(tree: SyntaxTree, end: int) -> bool:
+    """The last statement is a name or an attribute alone (``self.insert``): still being written."""
+    n = tree.root.descendant_for_byte_range(max(0, end - 1), end)
+    for a in ancestors(n):
+        if a.end_byte != end:
+            return False
+        if a.type == "expression_statement":
+            kids = [c for c in a.named_children if not is_comment(c)]
+            return len(kids) == 1 and kids[0].type in _BARE
+    return False
+
+
+def _terminator(missing: Any) -> bool:
+    """A missing ``;`` that ends a statement, not one standing for a missing body (``for (...)`` alone)."""
+    parent = missing.parent
+    if missing.type != ";" or parent is None or parent.type == "empty_statement":
+        return False
+    body = parent.child_by_field_name("body")
+    return body is None or body.id != missing.id
+
+
+def _verdict(grammar: Grammar, before: str, completion: str, line_suffix: str, block: bool) -> bool:
+    """Is ``completion`` (then ``line_suffix``) after the window ``before`` a complete statement? Its own
+    brackets balanced (in ``block`` mode braces too, else a trailing ``{`` is a block header), no closer
+    that closes nothing, and once the brackets open before it are closed, no error from the cursor on
+    (a missing ``;`` at the very end is allowed: the user types it)."""
+    region = completion + line_suffix
+    text = before + region
+    tree = parse_text(grammar, text)
+    cursor = len(before.encode("utf-8"))
+    walk = _bracket_walk(tree, cursor)
+    if walk.stray is not None:
+        return False
+    for opener, at in walk.stack:
+        if at >= cursor and (opener != "{" or block):
+            return False
+    closers = "".join(OPENERS[o] for o, _ in reversed(walk.stack))
+    end = len(tree.source.rstrip())
+    code_before = len(before.rstrip().encode("utf-8"))  # an error ending on the last token before the cursor
+    if closers:                                           # is the cursor's statement's
+        tree = parse_text(grammar, text + "\n" + closers)
+    for e in _errors(tree.root):
+        if e.is_missing:
+            # a missing `;` is the user's to type (at the end), or the line above's (not this statement's)
+            if e.start_byte >= code_before and not (_terminator(e) and e.start_byte in (code_before, end)) \
+                    and not e.type.startswith("#"):  # an `#endif` of an `#if` the window opened is not ours
+                return False
+        elif e.end_byte >= code_before and e.end_byte > 0:
+            return False
+    return not _ends_on_bare_name(tree, end) if end > cursor else True
+
+
+def is_complete(language_id: str | None, text_before: str, completion: str, line_suffix: str = "") -> bool | None:
+    """Would inserting ``completion`` after ``text_before`` (followed by ``line_suffix``, the rest of the
+    cursor's line) leave a complete statement -- or a block header ending in ``{`` -- rather than one cut in
+    its middle (``x = foo(a,``, ``a +``, ``for (const b of``)? Brackets opened before the cursor are the
+    context's (inside a call, ``b`` completes ``foo(a, |``). None: no grammar for the language."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return None
+    before = statement_window(text_before)
+    return _verdict(grammar, before, completion, line_suffix, block=False)
+
+
+def block_is_complete(language_id: str | None, text_before: str, completion: str) -> bool | None:
+    """Like ``is_complete``, and every bracket the completion opens -- braces too -- is closed in it: a
+    block suggestion that ends on a header without its body (``for (...) {``) or inside its body is not.
+    None: no grammar."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return None
+    before = statement_window(text_before)
+    return _verdict(grammar, before, completion, "", block=True)
+
+
+_NAME_CUT_FROM = "([.=:<"  # a name cut from its call, index, attribute, assignment or type says something else
+
+
+def statement_cut_points(language_id: str | None, text_before: str, completion: str,
+                         line_suffix: str = "") -> list[int] | None:
+    """Every offset ``k`` of ``completion`` (token ends, ascending) where ``completion[:k]`` completes the
+    statement (``is_complete``): the candidate cuts for a text a limit stopped mid-statement. A cut that
+    leaves a name before its ``(``/``.``/``=`` is no candidate. None: no grammar."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return None
+    before = statement_window(text_before)
+    tree = parse_text(grammar, before + completion)
+    cursor = len(before.encode("utf-8"))
+    ends: list[int] = []
+    stack: list[str] = []
+    for leaf in leaves(tree.root, cursor):
+        if leaf.end_byte <= cursor:
+            continue
+        t = leaf.type
+        if t in OPENERS:
+            stack.append(t)
+        elif t in CLOSERS and stack and stack[-1][0] in MATCH[t]:
+            stack.pop()
+        if any(o != "{" for o in stack):
+            continue  # a bracket the completion opened is open here: never complete
+        k = tree.offset_at(leaf.end_byte) - len(before)
+        rest = completion[k:].lstrip(" \t")
+        if rest and rest[0] in _NAME_CUT_FROM and rest[:2] not in ("==", "=>", ":=") and \
+                any(ch.isalnum() for ch in completion[:k]):
+            continue
+        ends.append(k)
+    return [k for k in ends if _verdict(grammar, before, completion[:k], line_suffix, block=False)]
+
+
+def complete_statement_end(language_id: str | None, text_before: str, completion: str,
+                           line_suffix: str = "") -> int | None:
+    """Where in ``completion`` the statement the cursor is in first becomes complete (the first of
+    ``statement_cut_points``), or None (never, or no grammar)."""
+    points = statement_cut_points(language_id, text_before, completion, line_suffix)
+    return points[0] if points else None
+
+
+def scope_end(language_id: str | None, text_before: str, completion: str) -> int | None:
+    """Offset in ``completion`` of the first ``}`` that closes a brace opened before the cursor (the text
+    leaves the cursor's block there), or None (it never does, or no grammar)."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return None
+    before = statement_window(text_before)
+    tree = parse_text(grammar, before + completion)
+    cursor = len(before.encode("utf-8"))
+    stack: list[tuple[str, int]] = []
+    for leaf in leaves(tree.root):
+        t = leaf.type
+        if t in OPENERS:
+            stack.append((t, leaf.start_byte))
+        elif t in CLOSERS:
+            if stack and stack[-1][0][0] in MATCH[t]:
+                opener, at = stack.pop()
+                if t == "}" and at < cursor <= leaf.start_byte:
+                    return tree.offset_at(leaf.start_byte) - len(before)
+    return None
+
+
+# ---- errors and blocks in a document ---------------------------------------------------------------------
+def has_error_in(tree: SyntaxTree, start: int, end: int) -> bool:
+    """Does the parse have an ERROR or a MISSING node overlapping code points [start, end] of its text?"""
+    lo, hi = tree.byte_at(start), tree.byte_at(end)
+    for e in _errors(tree.root):
+        if e.is_missing and lo <= e.start_byte <= hi:
+            return True
+        if e.is_error and e.start_byte <= hi and e.end_byte >= lo:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Block:
+    """The innermost block around a position: its extent (code points), the indentation of the line that
+    opens it, that of its first statement (None when empty), whether it is closed (its ``}`` is there, or an
+    indented block), and whether statements follow the position inside it."""
+    start: int
+    end: int
+    header_indent: int
+    body_indent: int | None
+    closed: bool
+    statements_after: bool
+
+
+def _is_block(node: Any) -> bool:
+    if node.type == "block" or node.type.endswith(("_block", "_body", "statement_list")):
+        return True
+    kids = node.children
+    return len(kids) >= 2 and kids[0].type == "{" and kids[-1].type == "}"
+
+
+def _line_indent(text: str, offset: int) -> int:
+    start = text.rfind("\n", 0, offset) + 1
+    return _indent(text[start: offset + 1] if offset < len(text) else text[start:])
+
+
+def _indented_block_before(tree: SyntaxTree, code: int, col: int) -> Any:
+    """The innermost indented block (Python's: no braces, it ends with its last statement) that ends on
+    the code at byte ``code`` and whose body is no deeper than column ``col``: blank space after a block,
+    as deep as its body, is still in it."""
+    if code <= 0:
+        return None
+    for a in ancestors(tree.root.descendant_for_byte_range(code - 1, code)):
+        if a.type == "block" and a.end_byte == code and a.children and a.children[0].type != "{" and \
+                _line_indent(tree.text, tree.offset_at(a.start_byte)) <= col:
+            return a
+    return None
+
+
+def enclosing_block(tree: SyntaxTree, offset: int) -> Block | None:
+    """The innermost block (a brace-delimited body, a Python indented block) containing ``offset``."""
+    b = tree.byte_at(offset)
+    code = len(tree.source[:b].rstrip())
+    col = len(tree.text[tree.text.rfind("\n", 0, offset) + 1: offset].expandtabs(4))
+    n = _indented_block_before(tree, code, col) if code < b else None
+    if n is None:
+        n = next((a for a in ancestors(tree.root.descendant_for_byte_range(b, b))
+                  if _is_block(a) and a.start_byte < b <= a.end_byte), None)
+    if n is None:
+        return None
+    owner = n.parent if n.parent is not None else n
+    start, end = tree.offset_at(n.start_byte), tree.offset_at(n.end_byte)
+    header = _line_indent(tree.text, tree.offset_at(owner.start_byte))
+    stmts = [c for c in n.named_children if not is_comment(c)]
+    body = _line_indent(tree.text, tree.offset_at(stmts[0].start_byte)) if stmts else None
+    kids = n.children
+    closed = not (kids and (kids[-1].is_missing or kids[0].type == "{" and kids[-1].type != "}"))
+    after = any(c.start_byte >= b for c in stmts)
+    return Block(start, end, header, body, closed, after)
+
+
+# ---- repetition of the code below ------------------------------------------------------------------------
+MIN_REPEAT_TOKENS = 4
+
+
+def _code_tokens(tree: SyntaxTree) -> list[tuple[bytes, int]]:
+    """(token text, start byte) of the code tokens, comments left out."""
+    return [(tree.source[n.start_byte: n.end_byte], n.start_byte)
+            for n in leaves(tree.root) if not is_comment(n)]
+
+
+def repeats_following_lines(language_id: str | None, completion: str, suffix: str) -> int | None:
+    """Offset in ``completion`` of the line where it starts re-writing the code after the cursor's line,
+    compared token by token (spacing, line breaks and comments aside): the first statement below, or its
+    first ``MIN_REPEAT_TOKENS``+ tokens when the completion stops before its end. Only at a line start
+    after the first line. None: no copy, or no grammar. Line-level copies stay ``cut_at_following_lines``'s;
+    this one catches the same statement wrapped differently."""
+    grammar = grammar_for(language_id)
+    nl = suffix.find("\n")
+    if grammar is None or nl < 0 or "\n" not in completion:
+        return None
+    below = suffix[nl + 1:]
+    below_tree = parse_text(grammar, below)
+    stmt = next((c for c in below_tree.root.named_children if not is_comment(c)), None)
+    if stmt is None:
+        return None
+    target = [t for t, at in _code_tokens(below_tree) if at < stmt.end_byte]
+    if len(target) < MIN_REPEAT_TOKENS:
+        return None
+    tree = parse_text(grammar, completion)
+    toks = _code_tokens(tree)
+    texts = [t for t, _ in toks]
+    src = tree.source
+    for i, (_, at) in enumerate(toks):
+        line_start = src.rfind(b"\n", 0, at) + 1
+        if line_start == 0 or src[line_start:at].strip():
+            continue  # not the first token of a line after the first
+        got = texts[i: i + len(target)]
+        if got == target[: len(got)] and (len(got) == len(target) or len(got) >= MIN_REPEAT_TOKENS):
+            return tree.offset_at(line_start)
+    return None

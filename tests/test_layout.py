@@ -1,0 +1,144 @@
+"""Which way imports run, read with ``ast`` from every file (imports inside functions and under
+``if TYPE_CHECKING:`` count too): engine/ never imports the language server or its LSP libraries; engine's
+parts import each other only in the directions ``ALLOWED`` lists; lsp_server/completion/ never imports
+pygls, lsprotocol or lsp_server.protocol, not even through another lsp_server module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# engine's parts (its subpackages and its top-level modules) -> the other parts each may import. Read from
+# the bottom: types, paths, text and context import no other part; the facade (engine.engine) and the
+# backends sit on top. text/, policy/ and cache/ never reach the model or decoding; decoding never reaches
+# the facade (it sees the Engine as decoding.host.Host).
+ALLOWED: dict[str, frozenset[str]] = {
+    "types": frozenset(),
+    "paths": frozenset(),
+    "text": frozenset(),
+    "context": frozenset(),
+    "policy": frozenset({"text"}),
+    "model": frozenset({"paths"}),
+    "cache": frozenset({"paths", "text", "types"}),
+    "remote": frozenset({"policy", "text", "types"}),
+    "decoding": frozenset({"model", "text", "types"}),
+    "config": frozenset({"decoding", "model", "paths"}),
+    "engine": frozenset({"config", "decoding", "model", "text", "types"}),
+    "backends": frozenset({"config", "engine", "remote", "types"}),
+    # not wired into decoding or post-processing yet (docs/guidance.md, docs/syntax.md): self-contained
+    "guidance": frozenset(),
+    "syntax": frozenset(),
+}
+NOT_IN_ENGINE = ("lsp_server", "pygls", "lsprotocol")
+NOT_IN_COMPLETION = ("pygls", "lsprotocol", "lsp_server.protocol")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """(line, dotted name) of everything a file imports: ``import a.b`` gives a.b, ``from a import b``
+    gives a.b (b may be a module or a name in a: either way the file imports a), relative imports resolved
+    against the file's package."""
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            out += [(node.lineno, f"{module}.{a.name}") for a in node.names]
+    return out
+
+
+def within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def part(name: str) -> str | None:
+    """The engine part a dotted name lies in (engine.text.budget.Budget -> text), None outside engine."""
+    bits = name.split(".")
+    return bits[1] if bits[0] == "engine" and len(bits) > 1 else None
+
+
+def py_files(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def test_the_allowed_graph_runs_one_way():
+    seen: dict[str, int] = {}  # 1: being visited, 2: done
+
+    def visit(p: str, path: list[str]) -> None:
+        assert seen.get(p) != 1, f"a cycle in ALLOWED: {' -> '.join(path + [p])}"
+        if seen.get(p) == 2:
+            return
+        seen[p] = 1
+        for q in ALLOWED[p]:
+            assert q in ALLOWED, f"{p} may import {q}, which ALLOWED does not describe"
+            visit(q, path + [p])
+        seen[p] = 2
+
+    for p in ALLOWED:
+        visit(p, [])
+
+
+def test_every_engine_file_belongs_to_a_part_in_the_graph():
+    parts = {part(module_name(f)) for f in py_files("engine")} - {None}
+    assert parts == set(ALLOWED), "a new part of engine/: give it its place in ALLOWED"
+
+
+def test_engine_never_imports_the_language_server():
+    bad = [f"{f.relative_to(ROOT)}:{line} imports {name}" for f in py_files("engine")
+           for line, name in imports(f) if within(name, NOT_IN_ENGINE)]
+    assert not bad, "\n".join(bad)
+
+
+def test_engine_parts_import_in_the_allowed_direction():
+    bad = []
+    for f in py_files("engine"):
+        mine = part(module_name(f))
+        for line, name in imports(f):
+            theirs = part(name)
+            if mine is not None and theirs is not None and theirs != mine and theirs not in ALLOWED[mine]:
+                bad.append(f"{f.relative_to(ROOT)}:{line} imports {name}: {mine} may not import {theirs}")
+    assert not bad, "\n".join(bad)
+
+
+def _first_party_file(name: str) -> Path | None:
+    """The lsp_server file a dotted name comes from (the longest prefix that is a module or package)."""
+    bits = name.split(".")
+    for n in range(len(bits), 0, -1):
+        base = ROOT.joinpath(*bits[:n])
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+@pytest.mark.parametrize("path", py_files("lsp_server/completion"), ids=lambda p: p.name)
+def test_the_completion_service_never_imports_the_protocol(path):
+    """Followed through every lsp_server module it imports (and the packages those sit in)."""
+    chains = [[path]]
+    done: set[Path] = set()
+    while chains:
+        chain = chains.pop()
+        here = chain[-1]
+        if here in done:
+            continue
+        done.add(here)
+        for line, name in imports(here):
+            where = " -> ".join(str(p.relative_to(ROOT)) for p in chain)
+            assert not within(name, NOT_IN_COMPLETION), f"{where}:{line} imports {name}"
+            if within(name, ("lsp_server",)):
+                target = _first_party_file(name)
+                packages = [ROOT.joinpath(*name.split(".")[:n], "__init__.py") for n in range(1, name.count(".") + 1)]
+                chains += [chain + [p] for p in [target, *packages] if p is not None and p.is_file()]
