@@ -320,11 +320,11 @@ async def test_pause_routing_runs_the_second_local_model_where_the_user_pauses(m
     s.documents.open(URI + "4", text, 1)
     line = CODE.split("\n").index("        ")
     auto = await s.suggest(URI + "4", line, len("        if name."), invoked=False)
-    assert auto.items and auto.backend == "local" and s.remote_worker.model_calls == 0
+    assert auto.items and auto.backend == "local" and s.remote_worker.runner.model_calls == 0
     deadline = time.monotonic() + 60
-    while not (s.remote_worker.model_calls >= 1 and s.remote_worker.backlog() == 0) and time.monotonic() < deadline:
+    while not (s.remote_worker.runner.model_calls >= 1 and s.remote_worker.backlog() == 0) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    assert s.remote_worker.model_calls >= 1  # the pause ran the capable model, with nothing asked
+    assert s.remote_worker.runner.model_calls >= 1  # the pause ran the capable model, with nothing asked
     again = await s.suggest(URI + "4", line, len("        if name."), invoked=False)
     replaced = any("pause: replaces local" in st.get("message", "") for st in s.statuses)
     assert again.items and again.backend == ("capable" if replaced else "local")
