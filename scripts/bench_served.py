@@ -897,7 +897,7 @@ async def amain(args) -> int:
             return 0
         load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
         outs: list[Outcome] = []
-        for spec in args.trees.split(","):
+        for spec in filter(None, args.trees.split(",")):  # --trees "": the direct arm alone
             name, tree = spec.split("=", 1)
             print(f"[{name}] flint serve from {tree} ...", flush=True)
             outs += await run_config(name, tree, spots, args, work)
@@ -905,7 +905,8 @@ async def amain(args) -> int:
         if gguf and not args.no_direct:
             print("[direct] llama-cpp-python ...", flush=True)
             outs += run_direct(gguf, spots, args.threads, tab_rounds=args.tab_rounds)
-        package_tests(outs, {s.name: s for s in spots}, work)
+        if not args.no_package_tests:
+            package_tests(outs, {s.name: s for s in spots}, work)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -943,7 +944,8 @@ def main() -> int:
     p.add_argument("--lines", type=int, default=20)
     p.add_argument("--blocks", type=int, default=10)
     p.add_argument("--seed", type=int, default=16)
-    p.add_argument("--trees", default=f"new={ROOT}", help="NAME=SOURCE_TREE,... (each runs its own server)")
+    p.add_argument("--trees", default=f"new={ROOT}",
+                   help='NAME=SOURCE_TREE,... (each runs its own server; "": the direct arm alone)')
     p.add_argument("--model", default=None)
     p.add_argument("--gguf", default=None, help="default: the GGUF the model was built from (its manifest)")
     p.add_argument("--threads", type=int, default=2)
@@ -957,6 +959,7 @@ def main() -> int:
     p.add_argument("--direct-windows", default=None,
                    help="only the direct model on the line spots at these windows, e.g. 768/256,2000/400")
     p.add_argument("--no-direct", action="store_true")
+    p.add_argument("--no-package-tests", action="store_true", help="skip the package tests (smoke runs)")
     p.add_argument("--keep", action="store_true", help="keep the work directory (server logs)")
     p.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
     p.add_argument("--rescore", default=None, help="a served.json: run the package tests on its outcomes")

@@ -248,3 +248,34 @@ def test_trim_prompt():
     ("direct", "automatic", "PSM, auto stop"), ("direct", "raw", "raw")])
 def test_every_served_row_says_what_its_arm_got(config, request_, want):
     assert want in served.row_gets(config, request_)
+
+
+class FakeLlm:
+    def detokenize(self, ids: list[int]) -> bytes:
+        return "".join(chr(i) for i in ids).encode()
+
+
+def test_direct_run_stops_each_rule_on_one_stream():
+    """One greedy stream serves every rule: each stops where the engine would, timed at its own token."""
+    spot = _line_spot()
+    text, off = spot.prefix + spot.suffix, len(spot.prefix)
+    _, pre, suf, p, s = served.server_window(text, off, 6000, 600)
+    rules = served.direct_rules(text, off, pre, suf, "line")
+    out = "d = c * 2\n    return d\n"
+    model = served.DirectLlama.__new__(served.DirectLlama)
+    model.llm = FakeLlm()
+    seen = []
+
+    def stream(prefix, suffix, limit):
+        seen.append((prefix, suffix, limit))
+        for k, ch in enumerate(out):
+            yield ord(ch), 0.9, float(k)
+        yield None, 1.0, float(len(out))
+
+    model.stream = stream
+    got = model.run(spot, rules, (p, s), text, off)
+    assert seen == [(p, s, served.prompt_limit(rules))]
+    assert got["raw"] == ("d = c * 2", 0, 9.0, 10)  # stopped at the line break, the 10th token
+    ins, rep, secs, n = got["automatic"]
+    assert (ins, rep) == ("d = c * 2", 0) and n > 10  # settled once the next statement started
+    assert got["invoked"][:2] == ("d = c * 2", 0)
