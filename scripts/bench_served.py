@@ -752,7 +752,7 @@ def ranked_rows(outs: list[Outcome], spots: dict[str, Spot]) -> list[dict]:
     """Invoked requests with item 1 chosen by engine.rank among the served items (what the session would
     serve once it ranks): exact match and comment-only share."""
     rows = []
-    for cfg in sorted({o.config for o in outs if o.request == "invoked"}):
+    for cfg in sorted({o.config for o in outs if o.request == "invoked" and o.config != "direct"}):
         for sk in ("line", "block"):
             g = [o for o in outs if o.config == cfg and o.request == "invoked" and o.spot_kind == sk]
             if not g:
@@ -778,9 +778,10 @@ def fmt(v) -> str:
 
 # What each arm gets (the report says it above the table, and each row's ``gets`` column in short).
 ARMS_TEXT = (
-    "What each arm gets. Both arms see the same window: the server's (a freshly opened document: "
+    "What each arm gets. Both arms are given the server's window (a freshly opened document: "
     "speculation.window_start, at most 6,000 characters before the cursor from a line start, the prompt's suffix "
-    "clipped to 600 at a line end: engine.decoding.prompt.clip_window with EngineConfig's windows).",
+    "clipped to 600 at a line end: engine.decoding.prompt.clip_window with EngineConfig's windows); only the "
+    "served engine may answer a cold spot from its quick first window instead (below).",
     "- **served** (`flint serve`, onnxruntime): Flint's anchored FIM layout with token healing; a cold spot may be "
     "answered from the quick first window (768/256 characters) while the whole one warms; stopped by the request "
     "kind's rule (automatic: one line and its look-ahead line, or a block of up to maxLines; invoked: the "
