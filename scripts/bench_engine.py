@@ -160,6 +160,16 @@ def pick_faster(samples: dict, lower_is_better: bool):
     return best
 
 
+def new_tokens(before: list[int], after: list[int]) -> int:
+    """Tokens of ``after`` past its common prefix with ``before``: what a cached ``before`` leaves to run."""
+    n = 0
+    for a, b in zip(before, after, strict=False):
+        if a != b:
+            break
+        n += 1
+    return len(after) - n
+
+
 def keystroke_ids(tok, fim, bos_id: int | None, prefix: str, suffix: str, typed: str, anchored: bool,
                   cfg=None) -> tuple[list[int], list[int]]:
     """The prompt ids Flint's engine runs (Engine.build: clip_window, choose_anchor with the anchor the KV
@@ -459,17 +469,21 @@ def main() -> int:
     changed = p1000[: len(p1000) - len(tail_text)] + "    x_y = 1\n" if p1000.endswith(tail_text) else p1000 + " "
     dprompts = decode_prompts()
     dprompts = dprompts[: args.decode_prompts] if args.decode_prompts > 0 else dprompts
-    # a FIM keystroke: the cursor inside a method, ~3,000 characters before it and 600 after it
+    # a FIM keystroke: the cursor inside a method, 3,000 characters before it and 600 after it, at the end of
+    # a line (`pass`) where Enter is typed. Not inside a word or after indentation: there token healing backs
+    # the typed character off with the token it joins, the prompt's ids stay the same and the "keystroke"
+    # computes nothing (both engines answer from what they hold)
     cur = text.find("\n", text.find("    def _get_values(self, action, arg_strings):")) + 1
-    cur = text.find("\n", cur + 200) + 9
-    k_prefix, k_suffix = text[cur - 3000: cur], text[cur: cur + 600]
+    cur = text.find(" pass\n", text.find("\n", cur + 200)) + 5  # after the next `pass`
+    k_prefix, k_suffix, k_typed = text[cur - 3000: cur], text[cur: cur + 600], "\n"
 
     from engine.decoding.prompt import Fim
 
     fim = Fim(**man.fim) if man and man.fim else None
     bos = man.bos_token_id if man else None
     # both engines get the same ids for the keystroke: Flint's engine builds them itself, llama.cpp is sent them
-    kids = {lay: keystroke_ids(tk, fim, bos, k_prefix, k_suffix, "x", lay == "fim") for lay in ("fim", "psm")}
+    kids = {lay: keystroke_ids(tk, fim, bos, k_prefix, k_suffix, k_typed, lay == "fim") for lay in ("fim", "psm")}
+    k_new = {lay: new_tokens(*kids[lay]) for lay in kids}  # what a keystroke has to run
 
     llama: dict = {}
     if "llamacpp" in engines:
@@ -515,7 +529,7 @@ def main() -> int:
             for _ in range(max(1, args.reuse_samples // args.rounds)):
                 for lay in ("fim", "psm"):
                     if name == "flint":
-                        o = w("keystroke", prefix=k_prefix, suffix=k_suffix, typed="x", anchored=lay == "fim")
+                        o = w("keystroke", prefix=k_prefix, suffix=k_suffix, typed=k_typed, anchored=lay == "fim")
                     else:
                         o = w("keystroke", before=kids[lay][0], after=kids[lay][1], fa=fa_p)
                     add(name, f"ttft_keystroke_{lay}_ms", o["ms"])
@@ -550,7 +564,7 @@ def main() -> int:
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "cpu": _cpu(), "decode_prompts": len(dprompts),
             "decode_tokens": args.decode_tokens, "load_avg_start": [round(x, 2) for x in load_start],
             "load_avg_end": [round(x, 2) for x in os.getloadavg()], "llamacpp_build": _llamacpp_build(),
-            "llamacpp": llama, "keystroke_prompt_tokens": keystroke_tokens,
+            "llamacpp": llama, "keystroke_prompt_tokens": keystroke_tokens, "keystroke_new_tokens": k_new,
             "yardstick": {k: v for k, v in YARDSTICK.items() if "llamacpp" in engines},
             "arms": {k: row_gets(k, llama) for k in ROWS}}
     OUTD = Path(args.out)
@@ -598,11 +612,13 @@ def main() -> int:
           f"on {len(dprompts)} code prompts from files outside the trimmed head's corpus (stdlib textwrap, shlex, "
           f"json.decoder; pygls) ({args.decode_tokens} tokens); ttft_reuse = first token after only the last 5 "
           "tokens of a 1,000-token prompt changed (KV cache reused); ttft_keystroke = first token after one "
-          "character is typed in a FIM prompt (3,000 characters before the cursor, 600 after) whose previous state "
-          "is cached, in Flint's anchored layout (`fim`: the typed line after the middle token, so a keystroke "
-          "appends) and in the PSM layout llama.cpp's `/infill` uses (`psm`: the suffix after the prefix, so a "
-          "keystroke re-runs it); both engines run the same token ids "
-          f"({', '.join(f'{lay}: {v}' for lay, v in keystroke_tokens.items())} prompt tokens).\n", table, "",
+          "character (Enter at the end of a line) is typed in a FIM prompt (3,000 characters before the cursor, "
+          "600 after) whose previous state is cached, in Flint's anchored layout (`fim`: the typed line after the "
+          "middle token, so a keystroke appends) and in the PSM layout llama.cpp's `/infill` uses (`psm`: the "
+          "suffix after the prefix, so a keystroke re-runs it); both engines run the same token ids, Flint's "
+          "(prompt tokens: " + ", ".join(f"{lay} {v}" for lay, v in keystroke_tokens.items()) + "; new after the "
+          "keystroke, which the cached state does not hold: " + ", ".join(f"{lay} {v}" for lay, v in k_new.items())
+          + ").\n", table, "",
           f"Greedy text identical to plain decoding: speculation only (decode_spec) "
           f"{statistics.mean(res['flint'].get('spec_same_text', [0])) * 100:.0f}% of runs, all fast paths (decode_fast, "
           f"which adds the trimmed LM head) {statistics.mean(res['flint'].get('fast_same_text', [0])) * 100:.0f}%. "

@@ -279,3 +279,11 @@ def test_direct_run_stops_each_rule_on_one_stream():
     ins, rep, secs, n = got["automatic"]
     assert (ins, rep) == ("d = c * 2", 0) and n > 10  # settled once the next statement started
     assert got["invoked"][:2] == ("d = c * 2", 0)
+
+
+def test_new_tokens():
+    assert engine_bench.new_tokens([1, 2, 3], [1, 2, 3]) == 0
+    assert engine_bench.new_tokens([1, 2, 3], [1, 2, 4, 5]) == 2
+    assert engine_bench.new_tokens([1, 2], [1, 2, 3]) == 1
+    assert engine_bench.new_tokens([9], [1, 2]) == 2
+
