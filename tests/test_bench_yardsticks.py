@@ -58,22 +58,32 @@ class CharTok:
 def test_drafted_decoding_is_measured_against_llamacpp_prompt_lookup():
     y = engine_bench.YARDSTICK
     assert y["decode_tok_s"] == "llamacpp_decode_tok_s"
-    assert y["decode_spec_tok_s"] == y["decode_fast_tok_s"] == "llamacpp_decode_pld_tok_s"
+    assert y["decode_spec_tok_s"] == y["decode_fast_tok_s"] == "llamacpp_decode_drafted_best_tok_s"
     assert y["ttft_keystroke_fim_ms"] == "llamacpp_ttft_keystroke_fim_ms"
     assert y["ttft_keystroke_psm_ms"] == "llamacpp_ttft_keystroke_psm_ms"
     assert set(y) <= set(engine_bench.ROWS)
 
 
 def test_every_row_says_what_each_arm_got():
-    llama = {"flash_attn_prompt": True, "flash_attn_decode": False, "pld_tokens": 10, "pld_ngram": 2}
+    llama = {"flash_attn_prompt": True, "flash_attn_decode": False, "pld_tokens": 10, "pld_ngram": 2,
+             "drafted_best": "plain"}
     for key in engine_bench.ROWS:
         assert engine_bench.row_gets(key, llama), key
     assert "flash_attn on" in engine_bench.row_gets("prefill_tok_s_1000", llama)
     assert "flash_attn off" in engine_bench.row_gets("decode_tok_s", llama)
     spec = engine_bench.row_gets("decode_spec_tok_s", llama)
-    assert "num_pred_tokens=10" in spec and "prompt lookup" in spec
+    assert "num_pred_tokens=10" in spec and "prompt lookup" in spec and "plain" in spec
     assert "num_pred_tokens" not in engine_bench.row_gets("decode_tok_s", llama)
     assert "llama.cpp" not in engine_bench.row_gets("decode_fast_tok_s", {})  # run without llama.cpp
+
+
+def test_drafted_best_is_llamacpp_prompt_lookup_unless_plain_was_faster():
+    assert engine_bench.drafted_best(40.0, 55.0) == (55.0, "prompt lookup")
+    assert engine_bench.drafted_best(40.0, 25.0) == (40.0, "plain")
+    assert engine_bench.drafted_best(40.0, 40.0) == (40.0, "prompt lookup")
+    assert engine_bench.drafted_best(None, 25.0) == (25.0, "prompt lookup")
+    assert engine_bench.drafted_best(40.0, None) == (40.0, "plain")
+    assert engine_bench.drafted_best(None, None) == (None, "")
 
 
 def test_pick_faster():
