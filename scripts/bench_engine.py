@@ -2,10 +2,19 @@
 """Engine benchmark: Flint (ONNX Runtime) vs llama.cpp (llama-cpp-python) on the same GGUF, same threads.
 
 Each engine lives in its own worker process; the driver asks them in turn (A B A B), never both at
-once (one busy core cuts decode ~3x on this machine). Prints a table, writes
-docs/benchmarks/engine.json and docs/benchmarks/engine.md.
+once (one busy core cuts decode ~3x on this machine). Prints a table, writes engine.json and engine.md to
+--out (docs/benchmarks by default: a smoke run passes another directory).
 
-    python scripts/bench_engine.py [--model qwen2.5-coder-0.5b] [--rounds 3] [--no-llamacpp]
+Fair yardsticks (issue 32): llama.cpp runs at its best per row. Before the rounds the driver measures
+flash attention on and off (a cold prompt pass, plain decoding) and llama-cpp-python's prompt-lookup
+decoding at each --pld-tokens draft length, and keeps the faster of each; Flint's plain decoding is
+measured against llama.cpp's plain decoding, its drafted decoding (decode_spec, decode_fast) against
+llama.cpp's prompt lookup, and the keystroke rows run the same token ids on both engines in both layouts
+(Flint's anchored FIM and the PSM layout of llama.cpp's /infill). Every row of the report says what each
+arm got.
+
+    python scripts/bench_engine.py [--model qwen2.5-coder-0.5b] [--rounds 3] [--no-llamacpp] [--out DIR]
+        [--llama-fa auto|on|off] [--pld-tokens 2,10] [--decode-prompts N] [--decode-tokens 64]
 """
 
 from __future__ import annotations
@@ -79,6 +88,123 @@ def rss_mb() -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------------------------------------------
+# fair yardsticks (issue 32): which llama.cpp row each Flint row is compared with, and what each arm gets
+
+PLD_NGRAM = 2  # LlamaPromptLookupDecoding's n-gram (its default); the draft length is measured (--pld-tokens)
+
+# Flint row -> the llama.cpp row it is measured against: plain decoding against plain decoding, Flint's
+# drafted decoding against llama.cpp's own prompt-lookup decoding or its plain decoding, whichever was faster
+# (llama-cpp-python's prompt lookup keeps logits for every position and can lose to plain decoding:
+# drafted_best), each keystroke layout against itself
+YARDSTICK = {
+    "prefill_tok_s_200": "llamacpp_prefill_tok_s_200",
+    "prefill_tok_s_1000": "llamacpp_prefill_tok_s_1000",
+    "decode_tok_s": "llamacpp_decode_tok_s",
+    "decode_spec_tok_s": "llamacpp_decode_drafted_best_tok_s",
+    "decode_fast_tok_s": "llamacpp_decode_drafted_best_tok_s",
+    "ttft_cold_ms_1000": "llamacpp_ttft_cold_ms_1000",
+    "ttft_reuse_ms_1000": "llamacpp_ttft_reuse_ms_1000",
+    "ttft_keystroke_fim_ms": "llamacpp_ttft_keystroke_fim_ms",
+    "ttft_keystroke_psm_ms": "llamacpp_ttft_keystroke_psm_ms",
+    "cold_start_s": "llamacpp_cold_start_s",
+}
+ROWS = ("prefill_tok_s_200", "prefill_tok_s_1000", "decode_tok_s", "decode_spec_tok_s", "decode_fast_tok_s",
+        "ttft_cold_ms_1000", "ttft_reuse_ms_1000", "ttft_keystroke_fim_ms", "ttft_keystroke_psm_ms",
+        "variants3_over_1", "rss_mb", "rss_peak_mb", "cold_start_s")
+
+
+def row_gets(key: str, llama: dict) -> str:
+    """What each arm got in row ``key``. ``llama``: the llama.cpp settings used (meta["llamacpp"]: flash
+    attention for prompt passes and for decoding, the prompt-lookup draft length); {} without llama.cpp."""
+    fa_p = f"flash_attn {'on' if llama.get('flash_attn_prompt') else 'off'}" if llama else ""
+    fa_d = f"flash_attn {'on' if llama.get('flash_attn_decode') else 'off'}" if llama else ""
+    pld = (f"LlamaPromptLookupDecoding(max_ngram_size={llama.get('pld_ngram', PLD_NGRAM)}, "
+           f"num_pred_tokens={llama.get('pld_tokens')})") if llama else ""
+
+    def ll(t: str) -> str:
+        return f"; llama.cpp: {t}" if llama else ""
+
+    if key.startswith("prefill_tok_s") or key == "ttft_cold_ms_1000":
+        return "both: one prompt pass over plain code from an empty KV cache" + ll(fa_p)
+    if key == "decode_tok_s":
+        return "both: plain greedy decoding, no drafts (Flint: full LM head)" + ll(fa_d)
+    best = (f"the faster of its own prompt lookup ({pld}) and its plain decoding: "
+            f"{llama.get('drafted_best') or '?'}, {fa_d}")
+    if key == "decode_spec_tok_s":
+        return "Flint: prompt-lookup drafts, full LM head" + ll(best)
+    if key == "decode_fast_tok_s":
+        return "Flint: prompt-lookup drafts + trimmed LM head (picks re-checked by the full head)" + ll(best)
+    if key == "ttft_reuse_ms_1000":
+        return "both: the KV cache of the unchanged prefix reused" + ll(fa_p)
+    if key == "ttft_keystroke_fim_ms":
+        return ("both: Flint's anchored FIM layout, the same token ids (typed text after the middle token), "
+                "previous state cached" + ll(fa_p))
+    if key == "ttft_keystroke_psm_ms":
+        return ("both: the PSM layout of llama.cpp's /infill (suffix after the prefix: a keystroke re-runs "
+                "it), the same token ids, previous state cached" + ll(fa_p))
+    if key == "variants3_over_1":
+        return "Flint only: 3 variants in one batched pass over 1"
+    if key in ("rss_mb", "rss_peak_mb"):
+        return "Flint's worker process only"
+    if key == "cold_start_s":
+        return "both: process start to ready, with a short warm-up" + ll("plain, flash_attn off")
+    return ""
+
+
+def drafted_best(plain: float | None, pld: float | None) -> tuple[float | None, str]:
+    """llama.cpp's faster decoding for the drafted rows: its prompt lookup unless its plain decoding was
+    faster (tokens/s, and which)."""
+    if pld is None and plain is None:
+        return None, ""
+    if plain is None or (pld is not None and pld >= plain):
+        return pld, "prompt lookup"
+    return plain, "plain"
+
+
+def pick_faster(samples: dict, lower_is_better: bool):
+    """The setting whose median sample is best (ties: the first listed)."""
+    best, best_v = None, None
+    for k, xs in samples.items():
+        if not xs:
+            continue
+        v = statistics.median(xs)
+        if best_v is None or (v < best_v if lower_is_better else v > best_v):
+            best, best_v = k, v
+    return best
+
+
+def new_tokens(before: list[int], after: list[int]) -> int:
+    """Tokens of ``after`` past its common prefix with ``before``: what a cached ``before`` leaves to run."""
+    n = 0
+    for a, b in zip(before, after, strict=False):
+        if a != b:
+            break
+        n += 1
+    return len(after) - n
+
+
+def keystroke_ids(tok, fim, bos_id: int | None, prefix: str, suffix: str, typed: str, anchored: bool,
+                  cfg=None) -> tuple[list[int], list[int]]:
+    """The prompt ids Flint's engine runs (Engine.build: clip_window, choose_anchor with the anchor the KV
+    cache holds, build_prompt with token healing) before and after ``typed`` is typed at the end of
+    ``prefix``, from a reset engine; ``anchored`` False: the PSM layout. Both engines get these ids."""
+    from engine.config import EngineConfig
+    from engine.decoding.prompt import build_prompt, choose_anchor, clip_window
+
+    cfg = cfg or EngineConfig()
+    out = []
+    previous = None
+    for pre in (prefix, prefix + typed):
+        p, s = clip_window(pre, suffix, cfg.max_prefix_chars, cfg.max_suffix_chars)
+        anchor = None
+        if anchored:
+            anchor, s = choose_anchor(p, s, previous, cfg.fast.max_middle_chars, cfg.fast.fresh_middle_chars)
+            previous = (p[:anchor], s)
+        out.append(build_prompt(tok, p, s, fim, bos_id=bos_id, heal=True, anchor=anchor).ids)
+    return out[0], out[1]
+
+
+# ---------------------------------------------------------------------------------------------------
 # workers: one engine each, JSON lines over stdin/stdout
 class FlintWorker:
     def __init__(self, model: str, threads: int) -> None:
@@ -149,48 +275,75 @@ class FlintWorker:
 
 
 class LlamaWorker:
-    def __init__(self, gguf: str, threads: int) -> None:
-        from llama_cpp import Llama
+    """llama.cpp at its best per row (issue 32): one Llama per (flash_attn, prompt-lookup draft length), made
+    when first asked for; each op says which it runs on (the driver measures both flash-attention settings
+    and the draft lengths, and keeps the faster)."""
 
-        self.llm = Llama(model_path=gguf, n_threads=threads, n_threads_batch=threads, n_ctx=2048, n_batch=512,
-                         logits_all=False, verbose=False)
-        self.llm("def f():", max_tokens=4, temperature=0.0)  # warm up
+    def __init__(self, gguf: str, threads: int) -> None:
+        self.gguf, self.threads = gguf, threads
+        self.llms: dict[tuple[bool, int], object] = {}
+        self.llm = self._llm(False, 0)  # the cold start: plain, flash attention off
+
+    def _llm(self, fa: bool, pld: int):
+        key = (bool(fa), int(pld))
+        if key not in self.llms:
+            from llama_cpp import Llama
+
+            kw = {}
+            if pld:  # llama-cpp-python's own prompt-lookup decoding (it keeps logits for every position)
+                from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+                kw["draft_model"] = LlamaPromptLookupDecoding(max_ngram_size=PLD_NGRAM, num_pred_tokens=pld)
+            llm = Llama(model_path=self.gguf, n_threads=self.threads, n_threads_batch=self.threads, n_ctx=2048,
+                        n_batch=512, logits_all=False, flash_attn=bool(fa), verbose=False, **kw)
+            llm("def f():", max_tokens=4, temperature=0.0)  # warm up
+            self.llms[key] = llm
+        return self.llms[key]
+
+    def drop(self, fa: bool, pld: int = 0) -> dict:
+        """Free an instance the driver will not use (a prompt-lookup one holds n_ctx x vocab logits)."""
+        llm = self.llms.pop((bool(fa), int(pld)), None)
+        if llm is not None and llm is not self.llm:
+            llm.close()
+        return {}
 
     def ntok(self, text: str) -> int:
         return len(self.llm.tokenize(text.encode(), add_bos=False, special=False))
 
-    def _ttft(self, prompt: str | list[int]) -> float:
+    @staticmethod
+    def _ttft(llm, prompt: str | list[int]) -> float:
         t0 = time.perf_counter()
-        for _ in self.llm.create_completion(prompt, max_tokens=1, temperature=0.0, top_k=1, repeat_penalty=1.0,
-                                            stream=True):
+        for _ in llm.create_completion(prompt, max_tokens=1, temperature=0.0, top_k=1, repeat_penalty=1.0,
+                                       stream=True):
             break
         return (time.perf_counter() - t0) * 1000
 
-    def prefill(self, prompt: str) -> dict:
-        self.llm.reset()
-        self.llm._ctx.kv_cache_clear() if hasattr(self.llm, "_ctx") else None
-        ms = self._ttft(prompt)
+    def prefill(self, prompt: str, fa: bool = False) -> dict:
+        llm = self._llm(fa, 0)
+        llm.reset()
+        llm._ctx.kv_cache_clear() if hasattr(llm, "_ctx") else None
+        ms = self._ttft(llm, prompt)
         return {"tokens": self.ntok(prompt), "ms": ms}
 
-    def reuse(self, prompt: str, changed: str) -> dict:
-        self._ttft(prompt)
-        return {"ms": self._ttft(changed), "tokens": self.ntok(changed)}
+    def reuse(self, prompt: str, changed: str, fa: bool = False) -> dict:
+        llm = self._llm(fa, 0)
+        self._ttft(llm, prompt)
+        return {"ms": self._ttft(llm, changed), "tokens": self.ntok(changed)}
 
-    def keystroke(self, prefix: str, suffix: str, typed: str, anchored: bool) -> dict:
-        """The same keystroke as llama.cpp's /infill lays it out (PSM): the suffix after the prefix."""
-        def ids(pre: str) -> list[int]:
-            text = f"<|fim_prefix|>{pre}<|fim_suffix|>{suffix}<|fim_middle|>"
-            return self.llm.tokenize(text.encode(), add_bos=False, special=True)
+    def keystroke(self, before: list[int], after: list[int], fa: bool = False) -> dict:
+        """The same keystroke as Flint's engine lays it out: ``before`` / ``after`` are the token ids its
+        prompt has before and after the typed character (keystroke_ids), in either layout."""
+        llm = self._llm(fa, 0)
+        self._ttft(llm, before)
+        return {"ms": self._ttft(llm, after), "tokens": len(after)}
 
-        self._ttft(ids(prefix))
-        return {"ms": self._ttft(ids(prefix + typed))}
-
-    def decode(self, prompt: str, max_tokens: int, fast: bool) -> dict:
-        self._ttft(prompt)
+    def decode(self, prompt: str, max_tokens: int, fast: bool = False, fa: bool = False, pld: int = 0) -> dict:
+        llm = self._llm(fa, pld)
+        self._ttft(llm, prompt)
         times = []
         text = ""
-        for chunk in self.llm.create_completion(prompt, max_tokens=max_tokens, temperature=0.0, top_k=1,
-                                                repeat_penalty=1.0, stream=True):
+        for chunk in llm.create_completion(prompt, max_tokens=max_tokens, temperature=0.0, top_k=1,
+                                           repeat_penalty=1.0, stream=True):
             times.append(time.perf_counter())
             text += chunk["choices"][0]["text"]
         n = len(times)
@@ -276,8 +429,14 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reuse-samples", type=int, default=10)
     ap.add_argument("--decode-tokens", type=int, default=64)
+    ap.add_argument("--decode-prompts", type=int, default=0, help="use only the first N decode prompts (0: all)")
     ap.add_argument("--no-llamacpp", action="store_true")
-    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--llama-fa", choices=["auto", "on", "off"], default="auto",
+                    help="llama.cpp flash attention (auto: measure both, keep the faster, per prompt pass / decode)")
+    ap.add_argument("--pld-tokens", default="2,10",
+                    help="llama.cpp prompt-lookup draft lengths to measure (the fastest is kept)")
+    ap.add_argument("--calibration-samples", type=int, default=1)
+    ap.add_argument("--out", default=str(OUT), help="directory for engine.json / engine.md (smoke runs: elsewhere)")
     args = ap.parse_args()
     if args.worker:
         worker_main(args.worker, args.model, args.threads)
@@ -323,42 +482,72 @@ def main() -> int:
     tail_text = tk.decode_bytes(ids[-5:]).decode("utf-8", "replace")
     changed = p1000[: len(p1000) - len(tail_text)] + "    x_y = 1\n" if p1000.endswith(tail_text) else p1000 + " "
     dprompts = decode_prompts()
-    # a FIM keystroke: the cursor inside a method, ~3,000 characters before it and 600 after it
+    dprompts = dprompts[: args.decode_prompts] if args.decode_prompts > 0 else dprompts
+    # a FIM keystroke: the cursor inside a method, 3,000 characters before it and 600 after it, at the end of
+    # a line (`pass`) where Enter is typed. Not inside a word or after indentation: there token healing backs
+    # the typed character off with the token it joins, the prompt's ids stay the same and the "keystroke"
+    # computes nothing (both engines answer from what they hold)
     cur = text.find("\n", text.find("    def _get_values(self, action, arg_strings):")) + 1
-    cur = text.find("\n", cur + 200) + 9
-    k_prefix, k_suffix = text[cur - 3000: cur], text[cur: cur + 600]
+    cur = text.find(" pass\n", text.find("\n", cur + 200)) + 5  # after the next `pass`
+    k_prefix, k_suffix, k_typed = text[cur - 3000: cur], text[cur: cur + 600], "\n"
+
+    from engine.decoding.prompt import Fim
+
+    fim = Fim(**man.fim) if man and man.fim else None
+    bos = man.bos_token_id if man else None
+    # both engines get the same ids for the keystroke: Flint's engine builds them itself, llama.cpp is sent them
+    kids = {lay: keystroke_ids(tk, fim, bos, k_prefix, k_suffix, k_typed, lay == "fim") for lay in ("fim", "psm")}
+    k_new = {lay: new_tokens(*kids[lay]) for lay in kids}  # what a keystroke has to run
+
+    llama: dict = {}
+    if "llamacpp" in engines:
+        llama = calibrate(engines["llamacpp"], p1000, dprompts[:2], args.decode_tokens, args.llama_fa,
+                          [int(x) for x in args.pld_tokens.split(",") if x.strip()], args.calibration_samples)
+        print(f"llama.cpp at its best here: {json.dumps(llama)}", file=sys.stderr)
+    fa_p, fa_d, pld = llama.get("flash_attn_prompt", False), llama.get("flash_attn_decode", False), \
+        llama.get("pld_tokens", 0)
 
     res: dict[str, dict[str, list]] = {k: {} for k in engines}
 
     def add(eng: str, key: str, v: float) -> None:
         res[eng].setdefault(key, []).append(v)
 
+    keystroke_tokens: dict[str, dict[str, int]] = {}
     for r in range(args.rounds):
         for name, w in engines.items():  # A then B, every round
+            kw = {"fa": fa_p} if name == "llamacpp" else {}
             for n, p in (("200", p200), ("1000", p1000)):
-                o = w("prefill", prompt=p)
+                o = w("prefill", prompt=p, **kw)
                 add(name, f"prefill_tok_s_{n}", o["tokens"] / (o["ms"] / 1000))
                 if n == "1000":
                     add(name, "ttft_cold_ms_1000", o["ms"])
             for _ in range(max(1, args.reuse_samples // args.rounds)):
-                o = w("reuse", prompt=p1000, changed=changed)
+                o = w("reuse", prompt=p1000, changed=changed, **kw)
                 add(name, "ttft_reuse_ms_1000", o["ms"])
             for dp in dprompts:
-                o = w("decode", prompt=dp, max_tokens=args.decode_tokens, fast=False)
-                add(name, "decode_tok_s", o["tok_s"])
                 if name == "flint":
+                    o = w("decode", prompt=dp, max_tokens=args.decode_tokens, fast=False)
+                    add(name, "decode_tok_s", o["tok_s"])
                     o2 = w("decode", prompt=dp, max_tokens=args.decode_tokens, fast=True)
                     add(name, "decode_fast_tok_s", o2["tok_s"])
                     add(name, "fast_same_text", float(o2["text"] == o["text"]))
                     o3 = w("decode", prompt=dp, max_tokens=args.decode_tokens, fast="spec")
                     add(name, "decode_spec_tok_s", o3["tok_s"])
                     add(name, "spec_same_text", float(o3["text"] == o["text"]))
+                else:
+                    o = w("decode", prompt=dp, max_tokens=args.decode_tokens, fa=fa_d)
+                    add(name, "decode_tok_s", o["tok_s"])
+                    o2 = w("decode", prompt=dp, max_tokens=args.decode_tokens, fa=fa_d, pld=pld)
+                    add(name, "decode_pld_tok_s", o2["tok_s"])
+                    add(name, "pld_same_text", float(o2["text"] == o["text"]))
             for _ in range(max(1, args.reuse_samples // args.rounds)):
-                o = w("keystroke", prefix=k_prefix, suffix=k_suffix, typed="x", anchored=True)
-                add(name, "ttft_keystroke_fim_ms", o["ms"])
-                if name == "flint":
-                    o = w("keystroke", prefix=k_prefix, suffix=k_suffix, typed="x", anchored=False)
-                    add(name, "ttft_keystroke_psm_ms", o["ms"])
+                for lay in ("fim", "psm"):
+                    if name == "flint":
+                        o = w("keystroke", prefix=k_prefix, suffix=k_suffix, typed=k_typed, anchored=lay == "fim")
+                    else:
+                        o = w("keystroke", before=kids[lay][0], after=kids[lay][1], fa=fa_p)
+                    add(name, f"ttft_keystroke_{lay}_ms", o["ms"])
+                    keystroke_tokens.setdefault(lay, {})[name] = o["tokens"]
             if name == "flint":
                 o = w("variants", prompt=dprompts[0], max_tokens=32)
                 add(name, "variants3_over_1", o["ms3"] / o["ms1"])
@@ -378,65 +567,126 @@ def main() -> int:
     summary["cold_start_s"] = round(cold_start, 2)
     if "llamacpp" in engines:
         summary["llamacpp_cold_start_s"] = round(engines["llamacpp"].ready_s, 2)
+        best, which = drafted_best(summary.get("llamacpp_decode_tok_s"), summary.get("llamacpp_decode_pld_tok_s"))
+        if best is not None:
+            summary["llamacpp_decode_drafted_best_tok_s"] = best
+            llama["drafted_best"] = which
     for w in engines.values():
         w.close()
 
     ratios = {}
-    for k in ("prefill_tok_s_200", "prefill_tok_s_1000", "decode_tok_s", "ttft_reuse_ms_1000", "ttft_cold_ms_1000",
-              "ttft_keystroke_fim_ms"):
-        if f"llamacpp_{k}" in summary and summary[f"llamacpp_{k}"]:
-            ratios[f"{k}_vs_llamacpp"] = round(summary[k] / summary[f"llamacpp_{k}"], 2)
-    if "llamacpp_decode_tok_s" in summary:
-        ratios["decode_fast_tok_s_vs_llamacpp_decode"] = round(
-            summary["decode_fast_tok_s"] / summary["llamacpp_decode_tok_s"], 2)
+    for k, lk in [*YARDSTICK.items(), ("decode_spec_tok_s", "llamacpp_decode_pld_tok_s"),
+                  ("decode_fast_tok_s", "llamacpp_decode_pld_tok_s")]:
+        if k != "cold_start_s" and summary.get(lk) and k in summary:
+            ratios[f"{k}_vs_llamacpp" if lk == f"llamacpp_{k}" else f"{k}_vs_{lk}"] = round(summary[k] / summary[lk], 2)
     meta = {"model": man.model_id if man else str(mdir), "threads": args.threads, "rounds": args.rounds,
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "cpu": _cpu(), "decode_prompts": len(dprompts),
             "decode_tokens": args.decode_tokens, "load_avg_start": [round(x, 2) for x in load_start],
-            "load_avg_end": [round(x, 2) for x in os.getloadavg()], "llamacpp_build": _llamacpp_build()}
+            "load_avg_end": [round(x, 2) for x in os.getloadavg()], "llamacpp_build": _llamacpp_build(),
+            "llamacpp": llama, "keystroke_prompt_tokens": keystroke_tokens, "keystroke_new_tokens": k_new,
+            "yardstick": {k: v for k, v in YARDSTICK.items() if "llamacpp" in engines},
+            "arms": {k: row_gets(k, llama) for k in ROWS}}
     OUTD = Path(args.out)
     OUTD.mkdir(parents=True, exist_ok=True)
     (OUTD / "engine.json").write_text(json.dumps({**summary, "ratios": ratios, "detail": detail, "meta": meta},
                                                  indent=2))
-    rows = [("metric", "Flint", "llama.cpp", "Flint / llama.cpp")]
-    for k in ("prefill_tok_s_200", "prefill_tok_s_1000", "decode_tok_s", "decode_spec_tok_s", "decode_fast_tok_s",
-              "ttft_cold_ms_1000",
-              "ttft_reuse_ms_1000", "ttft_keystroke_fim_ms", "ttft_keystroke_psm_ms", "variants3_over_1", "rss_mb",
-              "rss_peak_mb", "cold_start_s"):
-        lk = "llamacpp_decode_tok_s" if k.startswith("decode_") else f"llamacpp_{k}"
-        lk = "llamacpp_ttft_keystroke_fim_ms" if k == "ttft_keystroke_psm_ms" else lk
+    rows = [("metric", "Flint", "llama.cpp", "Flint / llama.cpp", "what each arm got")]
+    for k in ROWS:
+        lk = YARDSTICK.get(k, "")
         lv = summary.get(lk, "")
         fv = summary.get(k, "")
         ratio = f"{fv / lv:.2f}" if isinstance(fv, float | int) and isinstance(lv, float | int) and lv else ""
         p95 = detail.get(k, {}).get("p95")
-        rows.append((k, f"{fv}" + (f" (p95 {p95})" if p95 is not None and detail[k]["n"] > 3 else ""), str(lv), ratio))
-    table = "\n".join(f"| {' | '.join(r)} |" if i else f"| {' | '.join(r)} |\n|---|---|---|---|"
+        lname = str(lv)
+        if lk == "llamacpp_decode_drafted_best_tok_s" and lv != "":
+            lname = (f"{lv} ({llama.get('drafted_best')}; prompt lookup {summary.get('llamacpp_decode_pld_tok_s')}, "
+                     f"plain {summary.get('llamacpp_decode_tok_s')})")
+        rows.append((k, f"{fv}" + (f" (p95 {p95})" if p95 is not None and detail[k]["n"] > 3 else ""), lname,
+                     ratio, row_gets(k, llama)))
+    table = "\n".join(f"| {' | '.join(r)} |" if i else f"| {' | '.join(r)} |\n|---|---|---|---|---|"
                       for i, r in enumerate(rows))
     print(table)
     # reading notes written by people (what bounds each number, dead ends measured) survive re-runs
     notes_file = OUTD / "engine_notes.md"
     notes = [notes_file.read_text().rstrip() + "\n"] if notes_file.exists() else []
+    fa_line = ""
+    if llama:
+        m = llama.get("measured", {})
+        fa_line = (f"llama.cpp at its best, measured before the rounds ({args.calibration_samples} sample(s) each) "
+                   f"and kept for every round: flash attention {'on' if fa_p else 'off'} for prompt passes "
+                   f"(1,000-token cold prompt pass, ms: {m.get('prompt_ms')}), {'on' if fa_d else 'off'} for "
+                   f"decoding (tokens/s: {m.get('decode_tok_s')}); prompt-lookup draft length {pld} "
+                   f"(LlamaPromptLookupDecoding, n-gram {PLD_NGRAM}; tokens/s by draft length: "
+                   f"{m.get('pld_tok_s')}). In the rounds its prompt lookup ran at "
+                   f"{summary.get('llamacpp_decode_pld_tok_s')} tokens/s and its plain decoding at "
+                   f"{summary.get('llamacpp_decode_tok_s')}: Flint's drafted rows are measured against the faster, "
+                   f"{llama.get('drafted_best')}. Its prompt-lookup text equals its plain text in "
+                   f"{statistics.mean(res['llamacpp'].get('pld_same_text', [0])) * 100:.0f}% of runs.\n")
     md = [f"# Engine benchmark\n\n{meta['date']} · model `{meta['model']}` · {args.threads} threads · "
           f"{args.rounds} rounds, engines alternated (A B A B), one at a time · CPU: {meta['cpu']} · load average "
           f"{meta['load_avg_start'][0]} at start, {meta['load_avg_end'][0]} at the end (2 cores: anything above ~0.2 "
           "is other work sharing them; llama.cpp, whose threads busy-wait, loses more to it)\n",
           "Reproduce: `python scripts/bench_engine.py` (llama.cpp via `scripts/setup.sh export,dev,bench`).\n",
           f"llama.cpp build: `{meta['llamacpp_build']}`\n",
-          "Medians (p95 where a metric has more than 3 samples). decode = greedy tokens/s after the first token "
-          f"on {len(dprompts)} code prompts from files outside the trimmed head's corpus (stdlib textwrap, shlex, json.decoder; "
-          f"pygls) ({args.decode_tokens} tokens); decode_fast = "
-          "prompt-lookup speculation + trimmed LM head (its picks re-checked by the full head in batches: exact); ttft_reuse = first token after only the last 5 tokens "
-          "of a 1,000-token prompt changed (KV cache reused); ttft_keystroke_fim = first token after one character is "
-          "typed in a FIM prompt (3,000 characters before the cursor, 600 after) whose previous state is cached: "
-          "Flint's anchored layout (the typed line after the middle token) vs the PSM layout "
-          "(`ttft_keystroke_psm`, suffix after the prefix: a keystroke re-runs it), and llama.cpp with the PSM "
-          "layout `/infill` uses.\n", table, "",
+          *([fa_line] if fa_line else []),
+          "Medians (p95 where a metric has more than 3 samples). Each row is measured against llama.cpp doing the "
+          "same at its best (plain decoding against plain decoding; Flint's drafted decoding against llama.cpp's "
+          "own prompt-lookup decoding, or its plain decoding where that was faster, both figures in the cell; each "
+          "keystroke layout against the same layout), and its last column says what each arm got. "
+          "decode = greedy tokens/s after the first token "
+          f"on {len(dprompts)} code prompts from files outside the trimmed head's corpus (stdlib textwrap, shlex, "
+          f"json.decoder; pygls) ({args.decode_tokens} tokens); ttft_reuse = first token after only the last 5 "
+          "tokens of a 1,000-token prompt changed (KV cache reused); ttft_keystroke = first token after one "
+          "character (Enter at the end of a line) is typed in a FIM prompt (3,000 characters before the cursor, "
+          "600 after) whose previous state is cached, in Flint's anchored layout (`fim`: the typed line after the "
+          "middle token, so a keystroke appends) and in the PSM layout llama.cpp's `/infill` uses (`psm`: the "
+          "suffix after the prefix, so a keystroke re-runs it); both engines run the same token ids, Flint's "
+          "(prompt tokens: " + ", ".join(f"{lay} {v}" for lay, v in keystroke_tokens.items()) + "; new after the "
+          "keystroke, which the cached state does not hold: " + ", ".join(f"{lay} {v}" for lay, v in k_new.items())
+          + ").\n", table, "",
           f"Greedy text identical to plain decoding: speculation only (decode_spec) "
           f"{statistics.mean(res['flint'].get('spec_same_text', [0])) * 100:.0f}% of runs, all fast paths (decode_fast, "
           f"which adds the trimmed LM head) {statistics.mean(res['flint'].get('fast_same_text', [0])) * 100:.0f}%. "
           "Differences come from near-ties: a forward over several tokens uses other MatMulNBits kernels than "
-          "over one, so logits differ in the last bits.", "", *notes, "```json", json.dumps({"summary": summary, "ratios": ratios}, indent=2), "```"]
+          "over one, so logits differ in the last bits.", "", *notes, "```json",
+          json.dumps({"summary": summary, "ratios": ratios}, indent=2), "```"]
     (OUTD / "engine.md").write_text("\n".join(md) + "\n")
     return 0
+
+
+def calibrate(w: Proc, p1000: str, dprompts: list[str], decode_tokens: int, fa_choice: str,
+              pld_choices: list[int], samples: int) -> dict:
+    """llama.cpp's best settings here: flash attention on or off for prompt passes (a cold 1,000-token
+    prompt pass) and for decoding (plain greedy), then the prompt-lookup draft length (with the decoding
+    flash-attention setting). The instances not kept are freed."""
+    fas = [False, True] if fa_choice == "auto" else [fa_choice == "on"]
+    prompt_ms: dict[bool, list[float]] = {fa: [] for fa in fas}
+    decode: dict[bool, list[float]] = {fa: [] for fa in fas}
+    for _ in range(samples):
+        for fa in fas:  # alternated
+            prompt_ms[fa].append(w("prefill", prompt=p1000, fa=fa)["ms"])
+            for dp in dprompts:
+                decode[fa].append(w("decode", prompt=dp, max_tokens=decode_tokens, fa=fa)["tok_s"])
+    fa_p, fa_d = pick_faster(prompt_ms, True), pick_faster(decode, False)
+    for fa in fas:
+        if fa not in (fa_p, fa_d) and fa:  # the cold-start instance (off) stays
+            w("drop", fa=fa)
+    pld: dict[int, list[float]] = {n: [] for n in pld_choices}
+    for _ in range(samples if len(pld_choices) > 1 else 0):
+        for n in pld_choices:
+            for dp in dprompts:
+                pld[n].append(w("decode", prompt=dp, max_tokens=decode_tokens, fa=fa_d, pld=n)["tok_s"])
+    best = pick_faster(pld, False) if len(pld_choices) > 1 else pld_choices[0]
+    for n in pld_choices:
+        if n != best:
+            w("drop", fa=fa_d, pld=n)
+
+    def med(d: dict) -> dict:
+        return {str(k).lower(): round(statistics.median(v), 2) for k, v in d.items() if v}
+
+    return {"flash_attn_prompt": fa_p, "flash_attn_decode": fa_d, "pld_tokens": best, "pld_ngram": PLD_NGRAM,
+            "measured": {"prompt_ms": med(prompt_ms), "decode_tok_s": med(decode), "pld_tok_s": med(pld)},
+            "samples": samples}
 
 
 def _llamacpp_build() -> str:

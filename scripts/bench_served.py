@@ -18,8 +18,10 @@ FLINT_HOME / FLINT_CACHE_DIR) gets every spot in its own newly opened document, 
 asked at a freshly opened spot and half at a warm one). Tab is applied as the editor applies it: item 1's
 insertText over its range. On blocks, automatic requests go on as a user pressing Tab would: up to
 ``--tab-rounds`` times, ask again at the end of what was inserted while the body is not done. The direct
-model is llama-cpp-python on the GGUF the build used: plain FIM prompt (the engine's windows), greedy, a
-newline stop for lines, EOS or 256 tokens for blocks.
+model is llama-cpp-python on the GGUF the build used, asked with the server's window, stop and
+post-processing rules for each request kind (rows ``direct automatic`` / ``direct invoked``; see "direct
+model" below for what it shares with the served arm and what not), and raw (``direct raw``: the line to its
+first line break, a block to EOS or 256 tokens, no post-processing).
 
 Scores per (configuration, request kind, spot kind): exact match (the completed document equals the
 original), edit similarity (1 - Levenshtein / longer length, inserted text against the emptied text),
@@ -61,7 +63,6 @@ from engine.text.rank import kind  # noqa: E402
 from engine.text.statements import ends_mid_statement, split_cursor  # noqa: E402
 
 PACKAGES = [("boltons", "24.0.0"), ("toolz", "0.12.1"), ("humanize", "4.9.0")]
-MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS = 6000, 600  # engine.engine.EngineConfig's windows
 # an empty answer that took less than this did not wait for its deadline (automatic 2.5 s, invoked 6 s in
 # lsp_server/session.py): nothing more will come at that spot
 DEADLINE_FLOOR_MS = {False: 2000.0, True: 5000.0}
@@ -348,9 +349,7 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
             rounds, total_ms = 1, ms
             version = 1
             # blocks, automatic: the user keeps pressing Tab while the body is not done
-            while req == "automatic" and spot.kind == "block" and items and rounds < args.tab_rounds and \
-                    doc.count("\n") - text.count("\n") < spot.expected.count("\n") + 1 and \
-                    _inserted(spot, doc).strip() != spot.expected.strip():
+            while req == "automatic" and items and wants_another_tab(spot, text, doc, rounds, args.tab_rounds):
                 version += 1
                 server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
                                                          "contentChanges": [{"text": doc}]})
@@ -380,38 +379,279 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
 
 
 # ------------------------------------------------------------------------------------------ direct model
+# The direct arm asks llama.cpp what the server asks its engine, with the server's rules (issue 32):
+#
+# - window: the state's text as lsp_server.completion.planner.window cuts it for a freshly opened document
+#   (engine.policy.speculation.window_start: at most max_prefix_chars before the cursor, from a line start on
+#   the quantum grid; the suffix up to planner.WINDOW_SUFFIX_CHARS), and the prompt's text as the engine
+#   clips that (engine.decoding.prompt.clip_window to EngineConfig's max_prefix_chars / max_suffix_chars);
+# - stop: the request kind's GenParams (planner.state_at: automatic or invoked, with the server's default
+#   settings), sized by the engine's budget (engine.decoding.decode._budgeted) and stopped by its rule
+#   (decode._stop: stop strings, max_lines, a settled block; max_tokens; an end token);
+# - post-processing: lsp_server.completion.items.build_items, as the session calls it for that request kind
+#   (engine.text.postprocess.postprocess with the state's mode and max_lines; automatic requests also
+#   cut where the model doubted, settings.confidence_cut, from llama.cpp's own token probabilities);
+# - automatic requests on blocks go on for up to --tab-rounds Tabs, as the served arm's do.
+#
+# It differs from the served arm in what the engine alone does: llama.cpp gets the PSM layout
+# (prefix, suffix, middle token) without token healing, one greedy variant (an invoked request's item 1 is
+# the greedy one), no deadline, and never the quick first window. The raw rule (request "raw": the line to
+# its first line break, a block to an end token or 256 tokens, no post-processing) is reported beside it.
+
+DIRECT_REQUESTS = ("raw", "automatic", "invoked")
+RAW_LINE_TOKENS, RAW_BLOCK_TOKENS = 48, 256
+
+
+def engine_windows() -> tuple[int, int]:
+    """The engine's prompt windows (EngineConfig's defaults: what `flint serve` runs with here)."""
+    from engine.config import EngineConfig
+
+    cfg = EngineConfig()
+    return cfg.max_prefix_chars, cfg.max_suffix_chars
+
+
+def server_window(text: str, offset: int, max_prefix: int, max_suffix: int,
+                  previous: int | None = None) -> tuple[int, str, str, str, str]:
+    """(window start, the state's prefix and suffix: what budgets and post-processing see, the prompt's
+    prefix and suffix: what the model sees) for a cursor at ``offset``, as the server cuts them."""
+    from engine.decoding.prompt import clip_window
+    from lsp_server.completion import planner
+
+    start, prefix, suffix = planner.window(text, offset, max_prefix, previous)
+    p, s = clip_window(prefix, suffix, max_prefix, max_suffix)
+    return start, prefix, suffix, p, s
+
+
+@dataclass
+class DirectRule:
+    """One request kind's stop and post-processing rule at a cursor."""
+
+    request: str  # "raw" | "automatic" | "invoked"
+    params: object  # engine.types.GenParams, after the engine's budget
+    settle: object  # decode._Settle | None
+    state: object = None  # planner.State (None: raw)
+    skip: str | None = None  # why the server does no work here (an automatic request gets nothing)
+
+
+def direct_rules(text: str, offset: int, prefix: str, suffix: str, spot_kind: str,
+                 requests: tuple[str, ...] = DIRECT_REQUESTS) -> dict[str, DirectRule]:
+    """The rules for a cursor whose state text (server_window) is ``prefix`` / ``suffix``."""
+    from engine.decoding.decode import _budgeted
+    from engine.types import GenParams
+    from lsp_server.completion import planner
+    from lsp_server.settings import Settings
+
+    settings = Settings()
+    rules: dict[str, DirectRule] = {}
+    for req in requests:
+        if req == "raw":
+            line = spot_kind == "line"
+            params = GenParams(max_tokens=RAW_LINE_TOKENS if line else RAW_BLOCK_TOKENS, max_lines=1 if line else None)
+            rules[req] = DirectRule(req, params, None)
+            continue
+        state = planner.state_at(settings, "file:///direct", 0, offset, prefix, suffix, invoked=req == "invoked",
+                                 remote_ready=False, language="python")
+        params, settle = _budgeted(prefix, suffix, state.params)
+        rules[req] = DirectRule(req, params, settle, state, state.skip)
+    return rules
+
+
+def stop_point(texts: list[str], params, settle, ended: bool, start: int = 0) -> tuple[int, str, str] | None:
+    """Where the engine's greedy loop (decode._GreedyRow.emit) stops a generation whose text after i + 1
+    tokens is ``texts[i]``: (tokens used, text, finish reason), or None while it goes on. ``ended``: the
+    model's next token is an end token. ``start``: the texts before it were checked already."""
+    from engine.decoding.decode import _stop
+
+    for i in range(start, len(texts)):
+        reason, cut = _stop(texts[i], params, settle)
+        if reason is not None:
+            return i + 1, cut, reason
+        if i + 1 >= params.max_tokens:
+            return i + 1, texts[i], "length"
+    if ended:
+        return len(texts), texts[-1] if texts else "", "eos"
+    return None
+
+
+def doubts_in(starts: list[int], probs: list[float], shown: int) -> tuple[tuple[int, float], ...]:
+    """(offset, probability) of the tokens chosen with probability below engine.types.DOUBT_KEEP, as
+    decode.doubts_of gives them: ``starts[i]`` is where token i starts in the text, up to ``shown``."""
+    from engine.types import DOUBT_KEEP
+
+    found: list[tuple[int, float]] = []
+    for at, p in zip(starts, probs, strict=True):
+        if p >= DOUBT_KEEP:
+            continue
+        if at >= shown:
+            break
+        if not found or found[-1][0] != at:
+            found.append((at, round(p, 4)))
+    return tuple(found)
+
+
+def served_insert(rule: DirectRule, text: str, offset: int, raw: str, reason: str,
+                  doubts: tuple[tuple[int, float], ...] = ()) -> tuple[str, int]:
+    """(inserted text, code points right of the cursor it replaces): item 1 of what the session sends for
+    this raw text (lsp_server.completion.items.build_items with the request kind's settings), or the raw
+    text right-stripped for the raw rule; ("", 0) when nothing is shown."""
+    if rule.state is None:
+        return raw.rstrip(), 0
+    if rule.skip:
+        return "", 0
+    from engine.types import Completion
+    from lsp_server import convert
+    from lsp_server.completion.items import build_items
+    from lsp_server.settings import Settings
+
+    settings = Settings()
+    st = rule.state
+    starts = convert.line_starts(text)
+    cursor = convert.offset_to_position(text, offset, "utf-16", starts=starts)
+    comp = Completion(text=raw, token_ids=[], finish_reason=reason, doubts=doubts)
+    items = build_items([comp], st.mode, st.prefix, st.suffix, text=text, offset=offset, cursor=cursor, eol="\n",
+                        starts=starts, encoding="utf-16", max_lines=settings.max_lines, backend="direct",
+                        language="python", cut_below=0.0 if rule.request == "invoked" else settings.confidence_cut)
+    if not items:
+        return "", 0
+    it = items[0]
+    end = lsp_offset(text, {"line": it.end[0], "character": it.end[1]})
+    return it.text, end - offset
+
+
+def wants_another_tab(spot: Spot, text: str, doc: str, rounds: int, tab_rounds: int) -> bool:
+    """Blocks, automatic: the user presses Tab again while the body is not done (both arms)."""
+    return spot.kind == "block" and rounds < tab_rounds and \
+        doc.count("\n") - text.count("\n") < spot.expected.count("\n") + 1 and \
+        _inserted(spot, doc).strip() != spot.expected.strip()
+
+
+def prompt_limit(rules: dict[str, DirectRule]) -> int:
+    """The engine's longest prompt (Engine.build: the KV capacity less the generation's max_tokens, asked
+    before the budget, and 16): the stricter of the served rules' (the raw rule follows), so one prompt
+    serves them all."""
+    from engine.config import EngineConfig
+
+    served = [r.state.params.max_tokens for r in rules.values() if r.state is not None]
+    return EngineConfig().capacity - max(served or [r.params.max_tokens for r in rules.values()]) - 16
+
+
+def trim_prompt(ids: list[int], limit: int, head: int = 1) -> list[int]:
+    """The prompt without its oldest tokens after the first ``head`` (the FIM prefix token) when it is
+    longer than ``limit``, as Engine.build cuts it."""
+    if len(ids) <= limit:
+        return ids
+    return ids[:head] + ids[head + len(ids) - limit:]
+
+
+class DirectLlama:
+    """llama-cpp-python on the GGUF, greedy, with the probability of each token it picks (for the doubt cut)."""
+
+    def __init__(self, gguf: str, threads: int) -> None:
+        from replay_reference import DirectModel
+
+        self.model = DirectModel(gguf, threads)
+        self.llm = self.model.llm
+
+    def stream(self, prefix: str, suffix: str, limit: int):
+        """Yields (token, probability, seconds since the call) per token; (None, 1.0, s) at an end token.
+        A prompt longer than ``limit`` tokens loses its oldest prefix tokens, as the engine's does."""
+        import numpy as np
+
+        llm = self.llm
+        ids = trim_prompt(llm.tokenize(f"<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>".encode(),
+                                       add_bos=False, special=True), limit)
+        n_vocab = llm.n_vocab()
+        t0 = time.perf_counter()
+        for tok in llm.generate(ids, top_k=1, temp=0.0, repeat_penalty=1.0):
+            s = time.perf_counter() - t0
+            if tok in self.model.stops:
+                yield None, 1.0, s
+                return
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,))  # the row it was picked from
+            yield tok, float(1.0 / np.exp(logits - logits[tok]).sum()), s
+
+    def run(self, spot: Spot, rules: dict[str, DirectRule], prompt: tuple[str, str], text: str, offset: int
+            ) -> dict[str, tuple[str, int, float, int]]:
+        """Each rule's (inserted text, replaced code points, seconds to its stop, tokens) from one greedy
+        generation (greedy is deterministic: each rule stops the same stream where the engine would)."""
+        todo = {k: r for k, r in rules.items() if not r.skip}
+        res: dict[str, tuple[str, int, float, int]] = {k: ("", 0, 0.0, 0) for k, r in rules.items() if r.skip}
+        gen: list[int] = []
+        texts: list[str] = []
+        starts: list[int] = []
+        probs: list[float] = []
+        for tok, p, s in self.stream(*prompt, prompt_limit(rules)):
+            ended = tok is None
+            if not ended:
+                starts.append(len(texts[-1]) if texts else 0)
+                gen.append(tok)
+                probs.append(p)
+                texts.append(self.llm.detokenize(gen).decode("utf-8", "replace"))
+            for k, rule in list(todo.items()):
+                hit = stop_point(texts, rule.params, rule.settle, ended, start=max(0, len(texts) - 1))
+                if hit is not None:
+                    n, raw, reason = hit
+                    ins, rep = served_insert(rule, text, offset, raw, reason, doubts_in(starts[:n], probs[:n], len(raw)))
+                    res[k] = (ins, rep, s, n)
+                    del todo[k]
+            if not todo or ended:
+                break
+        for k, rule in todo.items():  # the stream ran out (the context is full): what there is
+            ins, rep = served_insert(rule, text, offset, texts[-1] if texts else "", "length",
+                                     doubts_in(starts, probs, len(texts[-1]) if texts else 0))
+            res[k] = (ins, rep, 0.0, len(texts))
+        return res
+
+
+def run_direct(gguf: str, spots: list[Spot], threads: int, windows: tuple[int, int] | None = None,
+               tab_rounds: int = 3) -> list[Outcome]:
+    """The direct arm on every spot: one Outcome per request kind (DIRECT_REQUESTS), config "direct"."""
+    max_prefix, max_suffix = windows or engine_windows()
+    model = DirectLlama(gguf, threads)
+    out = []
+    for spot in spots:
+        model.llm.reset()  # each spot timed from an empty cache
+        text, offset = spot.prefix + spot.suffix, len(spot.prefix)
+        start, pre, suf, p, s = server_window(text, offset, max_prefix, max_suffix)
+        rules = direct_rules(text, offset, pre, suf, spot.kind)
+        got = model.run(spot, rules, (p, s), text, offset)
+        for req in DIRECT_REQUESTS:
+            ins, rep, secs, _ = got[req]
+            doc = text[:offset] + ins + text[offset + rep:]
+            rounds = 1
+            cursor = offset + len(ins)
+            # blocks, automatic: Tab again at the end of what was inserted, as the served arm does
+            while req == "automatic" and ins and wants_another_tab(spot, text, doc, rounds, tab_rounds):
+                start, pre, suf, p, s = server_window(doc, cursor, max_prefix, max_suffix, previous=start)
+                r2 = direct_rules(doc, cursor, pre, suf, spot.kind, ("automatic",))
+                ins, rep, _, _ = model.run(spot, r2, (p, s), doc, cursor)["automatic"]
+                rounds += 1
+                if ins:
+                    doc, cursor = doc[:cursor] + ins + doc[cursor + rep:], cursor + len(ins)
+            out.append(score(spot, _inserted(spot, doc), "direct", req, True, secs * 1000, rounds=rounds))
+        print(f"  [direct] {len(out) // len(DIRECT_REQUESTS)}/{len(spots)} {spot.name}: " + " | ".join(
+            f"{o.request} {o.latency_ms:.0f} ms {'EXACT' if o.exact else f'es {o.edit_sim:.2f}'}"
+            for o in out[-len(DIRECT_REQUESTS):]), flush=True)
+    del model
+    return out
 
 
 def direct_windows(gguf: str, spots: list[Spot], threads: int, windows: str, out: Path) -> None:
     """The direct model on the line spots with other prompt windows (``P/S,...``: prefix/suffix characters):
     how much of a gap between served and direct lines the window alone makes. Writes served.windows.json."""
-    global MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS
     lines = [s for s in spots if s.kind == "line"]
     res = {}
     for w in windows.split(","):
-        MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS = (int(x) for x in w.split("/"))
-        outs = run_direct(gguf, lines, threads)
-        res[w] = [(o.spot, o.inserted, o.edit_sim, o.exact, o.latency_ms) for o in outs]
-        print(f"window {w}: exact {sum(o.exact for o in outs) / len(outs):.3f}, edit sim "
-              f"{sum(o.edit_sim for o in outs) / len(outs):.3f}, p50 {pct([o.latency_ms for o in outs], 50):.0f} ms",
-              flush=True)
+        pw, sw = (int(x) for x in w.split("/"))
+        outs = run_direct(gguf, lines, threads, (pw, sw))
+        res[w] = [(o.spot, o.request, o.inserted, o.edit_sim, o.exact, o.latency_ms) for o in outs]
+        for req in DIRECT_REQUESTS:
+            g = [o for o in outs if o.request == req]
+            print(f"window {w}, {req}: exact {sum(o.exact for o in g) / len(g):.3f}, edit sim "
+                  f"{sum(o.edit_sim for o in g) / len(g):.3f}, p50 {pct([o.latency_ms for o in g], 50):.0f} ms",
+                  flush=True)
     out.mkdir(parents=True, exist_ok=True)
     (out / "served.windows.json").write_text(json.dumps(res, indent=1))
-
-
-def run_direct(gguf: str, spots: list[Spot], threads: int) -> list[Outcome]:
-    from replay_reference import DirectModel
-
-    model = DirectModel(gguf, threads)
-    out = []
-    for spot in spots:
-        model.llm.reset()  # each spot timed from an empty cache
-        line = spot.kind == "line"
-        text, s = model.complete(spot.prefix[-MAX_PREFIX_CHARS:], spot.suffix[:MAX_SUFFIX_CHARS],
-                                 48 if line else 256, one_line=line)
-        out.append(score(spot, text, "direct", "direct", True, s * 1000))
-    del model
-    return out
 
 
 # ------------------------------------------------------------------------------------- the package's tests
@@ -512,7 +752,7 @@ def ranked_rows(outs: list[Outcome], spots: dict[str, Spot]) -> list[dict]:
     """Invoked requests with item 1 chosen by engine.rank among the served items (what the session would
     serve once it ranks): exact match and comment-only share."""
     rows = []
-    for cfg in sorted({o.config for o in outs if o.request == "invoked"}):
+    for cfg in sorted({o.config for o in outs if o.request == "invoked" and o.config != "direct"}):
         for sk in ("line", "block"):
             g = [o for o in outs if o.config == cfg and o.request == "invoked" and o.spot_kind == sk]
             if not g:
@@ -536,8 +776,44 @@ def fmt(v) -> str:
     return str(v)
 
 
+# What each arm gets (the report says it above the table, and each row's ``gets`` column in short).
+ARMS_TEXT = (
+    "What each arm gets. Both arms are given the server's window (a freshly opened document: "
+    "speculation.window_start, at most 6,000 characters before the cursor from a line start, the prompt's suffix "
+    "clipped to 600 at a line end: engine.decoding.prompt.clip_window with EngineConfig's windows); only the "
+    "served engine may answer a cold spot from its quick first window instead (below).",
+    "- **served** (`flint serve`, onnxruntime): Flint's anchored FIM layout with token healing; a cold spot may be "
+    "answered from the quick first window (768/256 characters) while the whole one warms; stopped by the request "
+    "kind's rule (automatic: one line and its look-ahead line, or a block of up to maxLines; invoked: the "
+    "context's budget, engine.text.budget.budget_for) and its deadline (automatic 2.5 s, invoked 6 s); "
+    "post-processed by the session (items.build_items: engine.text.postprocess with the state's mode; "
+    "automatic requests cut where the model doubted, confidenceCut 0.5); invoked: item 1 of 3 variants.",
+    "- **direct automatic / direct invoked** (llama-cpp-python on the GGUF): the PSM layout (prefix, suffix, "
+    "middle token) without token healing, greedy, one variant, no deadline, never the quick window; the same "
+    "GenParams, budget and stop rule as the served request kind (planner.state_at, decode._budgeted, "
+    "decode._stop) and the same post-processing (items.build_items with the same settings; the doubt cut from "
+    "llama.cpp's own token probabilities); automatic blocks get the same Tab rounds. Latency: the prompt pass "
+    "and decode to that rule's stop, from a reset state.",
+    "- **direct raw**: the same window and layout, the line to its first line break (48 tokens at most), a "
+    "block to an end token or 256 tokens; no post-processing (right-stripped); latency to that stop.",
+)
+
+ROW_GETS = {
+    ("served", "automatic"): "anchored FIM, auto stop, 2.5 s, post-processed + doubt cut",
+    ("served", "invoked"): "anchored FIM, budget stop, 6 s, post-processed, item 1 of 3",
+    ("direct", "automatic"): "PSM, auto stop, post-processed + doubt cut",
+    ("direct", "invoked"): "PSM, budget stop, post-processed, greedy",
+    ("direct", "raw"): "PSM, line / EOS / 256 tokens, raw",
+}
+
+
+def row_gets(config: str, request: str) -> str:
+    """A row's arm in short (ARMS_TEXT says it in full): every configuration but "direct" is served."""
+    return ROW_GETS.get(("direct" if config == "direct" else "served", request), "")
+
+
 def markdown(rows: list[dict], ranked: list[dict], meta: dict) -> str:
-    cols = ["spots", "config", "request", "n", "exact", "edit_sim", "shown", "duplicate", "mid_statement",
+    cols = ["spots", "config", "request", "gets", "n", "exact", "edit_sim", "shown", "duplicate", "mid_statement",
             "comment_only", "parses", "tests", "latency_p50_ms", "latency_p95_ms", "fresh_p50_ms", "warm_p50_ms", "all_items_p50_ms", "asks_p50"]
     out = ["# Served suggestions against the model asked directly (bench_served.py)", "",
            f"Command: `{meta['command']}`  ", f"Date: {meta['date']}; CPU: {meta['cpu']}; {meta['machine']}; "
@@ -554,12 +830,13 @@ def markdown(rows: list[dict], ranked: list[dict], meta: dict) -> str:
            f"{meta['tab_rounds']} Tab rounds. fresh = the first request in a newly opened document, warm = "
            f"the second one at the same spot, {meta.get('gap', 0.0)} s after the first one's answer (and Tabs). An invoked request is answered with item 1 first; "
            "all_items = to an answer with more than one variant (the editor asks again on flint/refresh; "
-           "within 30 s). Direct: prompt pass + greedy decode to the line's end "
-           "(lines) or EOS / 256 tokens (blocks), from a reset state. tests: the package's own tests (pytest) pass with "
+           "within 30 s). tests: the package's own tests (pytest) pass with "
            "the completed file, of the completions in a package that ships them.", "",
+           *ARMS_TEXT, "",
            "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
-        out.append("| " + " | ".join(fmt(r.get(c)) for c in cols) + " |")
+        out.append("| " + " | ".join(fmt(r.get(c)) if c != "gets" else row_gets(r["config"], r["request"])
+                                     for c in cols) + " |")
     if ranked:
         out += ["", "## Invoked requests with item 1 chosen by engine.rank among the served items", "",
                 "What the session would serve once it orders items with `engine.rank.rank` (the served items "
@@ -621,15 +898,16 @@ async def amain(args) -> int:
             return 0
         load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
         outs: list[Outcome] = []
-        for spec in args.trees.split(","):
+        for spec in filter(None, args.trees.split(",")):  # --trees "": the direct arm alone
             name, tree = spec.split("=", 1)
             print(f"[{name}] flint serve from {tree} ...", flush=True)
             outs += await run_config(name, tree, spots, args, work)
             write_partial(args, outs)
         if gguf and not args.no_direct:
             print("[direct] llama-cpp-python ...", flush=True)
-            outs += run_direct(gguf, spots, args.threads)
-        package_tests(outs, {s.name: s for s in spots}, work)
+            outs += run_direct(gguf, spots, args.threads, tab_rounds=args.tab_rounds)
+        if not args.no_package_tests:
+            package_tests(outs, {s.name: s for s in spots}, work)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -667,7 +945,8 @@ def main() -> int:
     p.add_argument("--lines", type=int, default=20)
     p.add_argument("--blocks", type=int, default=10)
     p.add_argument("--seed", type=int, default=16)
-    p.add_argument("--trees", default=f"new={ROOT}", help="NAME=SOURCE_TREE,... (each runs its own server)")
+    p.add_argument("--trees", default=f"new={ROOT}",
+                   help='NAME=SOURCE_TREE,... (each runs its own server; "": the direct arm alone)')
     p.add_argument("--model", default=None)
     p.add_argument("--gguf", default=None, help="default: the GGUF the model was built from (its manifest)")
     p.add_argument("--threads", type=int, default=2)
@@ -681,6 +960,7 @@ def main() -> int:
     p.add_argument("--direct-windows", default=None,
                    help="only the direct model on the line spots at these windows, e.g. 768/256,2000/400")
     p.add_argument("--no-direct", action="store_true")
+    p.add_argument("--no-package-tests", action="store_true", help="skip the package tests (smoke runs)")
     p.add_argument("--keep", action="store_true", help="keep the work directory (server logs)")
     p.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
     p.add_argument("--rescore", default=None, help="a served.json: run the package tests on its outcomes")
