@@ -180,3 +180,12 @@ def test_edit_helpers():
     e = Edit(2, "cd", "XYZ")
     assert e.apply("abcdef") == "abXYZef" and e.undo("abXYZef") == "abcdef"
     assert (e.old_end, e.new_end, e.delta) == (4, 5, 1)
+
+
+def test_settled():
+    h = EditHistory()
+    h.open("d", "abc")
+    assert not h.settled("d", 0.3, now=5.0)  # no edit yet
+    h.change("d", 0, 0, "x", now=1.0)
+    h.change("d", 1, 1, "y", now=1.2)
+    assert not h.settled("d", 0.3, now=1.4) and h.settled("d", 0.3, now=1.5)

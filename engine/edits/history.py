@@ -216,6 +216,13 @@ class EditHistory:
         d = self._docs.get(doc)
         return d.edits[-1] if d is not None and d.edits else None
 
+    def settled(self, doc: str, quiet_s: float, now: float | None = None) -> bool:
+        """Has the document's last edit had no keystroke for ``quiet_s`` seconds? (Ask for next edits
+        then: mid-burst, a half-typed name would be offered as the rename.)"""
+        last = self.last(doc)
+        now = self.clock() if now is None else now
+        return last is not None and now - last.t_last >= quiet_s
+
     def text_before(self, doc: str, index: int = -1) -> str | None:
         """The text just before edit ``index`` of ``edits(doc)`` (the current text with it and every later
         edit undone)."""
