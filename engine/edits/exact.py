@@ -14,10 +14,10 @@ references jedi finds are offered, and only when:
   ``ast.parse`` reads (Python).
 
 **Literal repeat.** The last edit replaced a literal token sequence (names, numbers, strings with dots
-between, e.g. ``"utf-8"`` -> ``ENCODING``, ``0.5`` -> ``0.25``, ``np.float`` -> ``np.float64``) by another:
+between, e.g. ``"utf-8"`` -> ``ENCODING``, ``0.5`` -> ``0.25``, ``np.float`` -> ``numpy.double``) by another:
 its other occurrences, on whole tokens, in the region being edited (the enclosing function in Python, else
-40 lines either side) are offered. Occurrences inside strings and comments are skipped, unless the edit
-was inside one: then the changed word's occurrences inside strings and comments (only) are offered. A
+40 lines either side) are offered, when the file with all of them applied parses (Python). Occurrences
+inside strings and comments are skipped, unless the edit was inside one: then the changed word's occurrences inside strings and comments (only) are offered. A
 single name changed into another is the rename's business, never a repeat (jedi knows which of its
 occurrences are the same name).
 
@@ -438,7 +438,7 @@ def _repeat_in_text(text: str, before: str, last: Edit, python: bool, language: 
 def _finish(text: str, out: list[NextEdit], last: Edit, python: bool, cursor: int | None) -> list[NextEdit]:
     if not out or len(out) > MAX_SUGGESTIONS:
         return []
-    if python and parses(text) and not parses(apply_all(text, out)):
+    if python and not parses(apply_all(text, out)):  # a file that does not parse gets nothing
         return []
     return by_cursor(out, last.new_end if cursor is None else cursor)
 
