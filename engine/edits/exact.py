@@ -17,9 +17,9 @@ references jedi finds are offered, and only when:
 between, e.g. ``"utf-8"`` -> ``ENCODING``, ``0.5`` -> ``0.25``, ``np.float`` -> ``numpy.double``) by another:
 its other occurrences, on whole tokens, in the region being edited (the enclosing function in Python, else
 40 lines either side) are offered, when the file with all of them applied parses (Python). Occurrences
-inside strings and comments are skipped, unless the edit was inside one: then the changed word's occurrences inside strings and comments (only) are offered. A
-single name changed into another is the rename's business, never a repeat (jedi knows which of its
-occurrences are the same name).
+inside strings and comments are skipped, unless the edit was inside one: then the changed word's
+occurrences inside strings and comments (only) are offered. A single name changed into another is the
+rename's business, never a repeat (jedi knows which of its occurrences are the same name).
 
 Both are ordered nearest after the cursor first, then from the top down to the cursor.
 
