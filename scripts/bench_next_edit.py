@@ -400,7 +400,7 @@ def _trimmed(start: int, old: str, new: str) -> tuple[int, int, str]:
     return start + n, start + len(old) - k, new[n:len(new) - k]
 
 
-def bench_sequences(cache: Path, per_file: int, analyser: JediAnalyser, log) -> dict:
+def bench_sequences(cache: Path, per_file: int, analyser: JediAnalyser, log, model: dict | None = None) -> dict:
     samples = []
     for pkg, v0, v1 in SEQUENCE_PAIRS:
         r0, r1 = fetch_package(pkg, v0, cache), fetch_package(pkg, v1, cache)
@@ -416,7 +416,7 @@ def bench_sequences(cache: Path, per_file: int, analyser: JediAnalyser, log) -> 
             if len(hunks) < 2:
                 continue
             for k in range(min(len(hunks) - 1, per_file)):
-                s = run_sequence(pkg, p.relative_to(r0).as_posix(), p, al, bl, hunks, k, analyser)
+                s = run_sequence(pkg, p.relative_to(r0).as_posix(), p, al, bl, hunks, k, analyser, model)
                 if s is not None:
                     samples.append(s)
                     n_pkg += 1
@@ -425,7 +425,7 @@ def bench_sequences(cache: Path, per_file: int, analyser: JediAnalyser, log) -> 
 
 
 def run_sequence(pkg: str, module: str, path: Path, al: list[str], bl: list[str], hunks: list, k: int,
-                 analyser: JediAnalyser) -> dict | None:
+                 analyser: JediAnalyser, model: dict | None = None) -> dict | None:
     # the text with hunks < k applied, and where each later hunk's old lines start in it
     lines = list(al)
     shift = 0
@@ -463,10 +463,34 @@ def run_sequence(pkg: str, module: str, path: Path, al: list[str], bl: list[str]
     ms = (time.perf_counter() - t0) * 1000
     shown = [_trimmed(e.range_start, e.old_text, e.new_text) for e in got]
     right = [x for x in shown if x in truth]
-    return {"key": f"{pkg}:{module}:hunk{k}", "ms": ms, "edit": [user_old, n0], "shown": len(shown),
+    m = None
+    if model is not None and not got and model["left"] > 0:
+        model["left"] -= 1
+        m = run_model(model["engine"], cur, h.edits("d"), str(path),
+                      [(cs + (delta if cs >= e0 else 0), ce + (delta if cs >= e0 else 0), cn) for cs, ce, cn, _ in
+                       changes[1:]])
+    return {"key": f"{pkg}:{module}:hunk{k}", "ms": ms, "edit": [user_old, n0], "shown": len(shown), "model": m,
             "right": len(right), "first_right": bool(shown) and shown[0] in truth, "remaining": len(truth),
             "next_hit": nxt is not None and nxt in shown, "sources": sorted({e.source for e in got}),
             "parses": parses(apply_all(cur, got)) if got else None}
+
+
+def run_model(engine, cur: str, edits: list, path: str, truth: list[tuple[int, int, str]]) -> dict:
+    """The model's next edit where nothing exact was shown. Right when it makes exactly the real changes
+    that fall in its range (the remaining token changes overlapping it, applied to the current text)."""
+    from engine.edits.model import model_next_edit
+
+    t0 = time.perf_counter()
+    edit, answer = model_next_edit(engine, cur, edits, path=path)
+    ms = (time.perf_counter() - t0) * 1000
+    right = False
+    if edit is not None:
+        inside = [c for c in truth if c[0] <= edit.range_end and c[1] >= edit.range_start]
+        want = cur
+        for cs, ce, cn in sorted(inside, reverse=True):
+            want = want[:cs] + cn + want[ce:]
+        right = bool(inside) and edit.apply(cur) == want
+    return {"ms": round(ms, 1), "shown": edit is not None, "right": right, "answer": answer[:400]}
 
 
 def summarize_sequences(samples: list[dict]) -> dict:
@@ -486,7 +510,17 @@ def summarize_sequences(samples: list[dict]) -> dict:
         "file_parses": f"{sum(1 for s in shown if s['parses'])}/{len(shown)}",
         "latency": lat_summary([s["ms"] for s in samples]),
         "shown_detail": [s for s in shown],
+        "model": model_summary([s["model"] for s in samples if s.get("model") is not None]),
     }
+
+
+def model_summary(ms: list[dict]) -> dict | None:
+    if not ms:
+        return None
+    shown = [m for m in ms if m["shown"]]
+    return {"asked": len(ms), "shown": len(shown), "right": sum(1 for m in shown if m["right"]),
+            "precision": ratio(sum(1 for m in shown if m["right"]), len(shown)),
+            "latency": lat_summary([m["ms"] for m in ms])}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -533,7 +567,12 @@ def report_md(res: dict) -> str:
                 f"{_f(b['recall_remaining'])} | {_f(b['next_change_recall'])} | {b['file_parses']} | "
                 f"{b['latency']['p50_ms']} | {b['latency']['p95_ms']} | {b['latency']['mean_ms']} | "
                 f"{b['latency']['median_ms']} |", "",
-                f"Samples with suggestions by source: {b['by_source']}.", "", "Samples that showed something:", ""]
+                f"Samples with suggestions by source: {b['by_source']}.", ""]
+        if b.get("model"):
+            mm = b["model"]
+            out += [f"The model where nothing exact was shown: asked {mm['asked']}, shown {mm['shown']}, right "
+                    f"{mm['right']} (precision {_f(mm['precision'])}), latency {mm['latency']}.", ""]
+        out += ["Samples that showed something:", ""]
         for s in b["shown_detail"]:
             out.append(f"- `{s['key']}`: edit `{s['edit'][0]!r} -> {s['edit'][1]!r}`, {s['shown']} shown, "
                        f"{s['right']} right, next change {'found' if s['next_hit'] else 'not found'} "
@@ -550,6 +589,8 @@ def main() -> None:
     ap.add_argument("--per-file", type=int, default=25)
     ap.add_argument("--only", choices=("renames", "sequences"))
     ap.add_argument("--out", type=Path, default=ROOT / "docs/benchmarks/next_edit")
+    ap.add_argument("--model-samples", type=int, default=0,
+                    help="(b): ask the model (the built default) on this many samples where nothing exact was shown")
     args = ap.parse_args()
     import jedi
 
@@ -566,7 +607,13 @@ def main() -> None:
         res["renames"] = bench_renames(args.cache, args.per_package, analyser, log)
     if args.only in (None, "sequences"):
         log("(b) real edit sequences")
-        res["sequences"] = bench_sequences(args.cache, args.per_file, analyser, log)
+        model = None
+        if args.model_samples > 0:
+            from engine.engine import Engine, EngineConfig, resolve_model_dir
+
+            model = {"engine": Engine.load(resolve_model_dir(None), config=EngineConfig(threads=2), warm=False),
+                     "left": args.model_samples}
+        res["sequences"] = bench_sequences(args.cache, args.per_file, analyser, log, model)
     res["wall_s"] = round(time.perf_counter() - t0, 1)
     analyser.close()
     args.out.parent.mkdir(parents=True, exist_ok=True)
