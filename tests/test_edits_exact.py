@@ -153,6 +153,21 @@ def test_no_rename_into_an_existing_name_or_of_an_import(analyser):
     assert _next(h, analyser) == []
 
 
+def test_rename_into_a_name_used_only_in_other_functions(analyser):
+    at = SRC.index("def other(value)") + len("def other(")
+    h = _rename_at(SRC, at, "value", "count")  # count is helper's parameter, not other's
+    got = _next(h, analyser)
+    assert len(got) == 1 and apply_all(h.text("d"), got).endswith("def other(count):\n    return count + 1\n\n\n"
+                                                                  "box = Box(3)\nprint(box.width, helper(3, count=4), os.sep)\n")
+    h = _rename_at(SRC, SRC.index("total"), "total", "i")  # i is in the same function
+    assert _next(h, analyser) == []
+    h = _rename_at(SRC, SRC.index("def helper") + 4, "helper", "other")  # a module name: anywhere counts
+    assert _next(h, analyser) == []
+    src = "class A:\n    def f(self):\n        self.a = 1\n        return self.a\n\n    def g(self):\n        return self.b\n"
+    h = _rename_at(src, src.index("self.a") + 5, "a", "b")  # an attribute: the class's other methods count
+    assert _next(h, analyser) == []
+
+
 def test_rename_needs_jedi_to_know_the_name(analyser):
     src = "def f():\n    return undefined_name + undefined_name\n"
     h = _rename_at(src, src.index("undefined_name"), "undefined_name", "x")

@@ -7,7 +7,8 @@ When the user has already renamed several occurrences by hand (a run of edits wi
 ``new``), jedi is asked on the text before the first of them, and the ones already done drop out. Only
 references jedi finds are offered, and only when:
 
-- the new name is not in the file already (else the edit may switch to another name, not rename this
+- the new name is not in the function that holds every reference (a local's, a parameter's), nor, for
+  other names, anywhere in the file (else the edit may switch to another name rather than rename this
   one, and a rename into it could capture or shadow it);
 - no reference is an import (changing ``os`` to ``sys`` at a use is not renaming the module);
 - every reference is still the old name in the current text, and applying them all leaves a file that
@@ -178,6 +179,33 @@ def _import_lines(text: str) -> set[int] | None:
     return out
 
 
+def _functions(text: str) -> list[tuple[int, int]] | None:
+    """(start, end) offsets of every function in ``text``; None when it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    lines = _Lines(text)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            a = lines.starts[node.lineno - 1]
+            end_line = node.end_lineno or node.lineno
+            b = lines.starts[end_line] if end_line < len(lines.starts) else len(text)
+            out.append((a, b))
+    return out
+
+
+def _holder(text: str, offsets: list[int]) -> tuple[int, int] | None:
+    """The innermost function (whole lines) holding every offset; None when there is none."""
+    funcs = _functions(text)
+    if not funcs or not offsets:
+        return None
+    lo, hi = min(offsets), max(offsets)
+    inside = [f for f in funcs if f[0] <= lo and hi < f[1]]
+    return min(inside, key=lambda f: f[1] - f[0]) if inside else None
+
+
 _default_analyser: Any = None
 _default_lock = threading.Lock()
 
@@ -255,14 +283,21 @@ def rename_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, a
         if c is None or (c.old, c.new) != (ch.old, ch.new):
             break
         first, base, base_ch = first - 1, prev, c
-    if re.search(rf"(?<!\w){re.escape(ch.new)}(?!\w)", base):
-        return []  # the new name exists already: a switch to it, or a rename into a clash
+    new_re = re.compile(rf"(?<!\w){re.escape(ch.new)}(?!\w)")
     refs = jedi_references(base, base_ch.start, path=path, analyser=analyser, deadline=deadline)
     if not refs or all(off != base_ch.start for off, _ in refs):
         return []
     imports = _import_lines(base)
     if imports is None:
         return []
+    if new_re.search(base):
+        # the new name exists already: within the one function holding every reference (a local's or a
+        # parameter's), or anywhere for names beyond one function, it may be a switch to that name or a
+        # rename into a clash
+        attribute = any(base[:off].rstrip().endswith(".") for off, _ in refs)
+        span = None if attribute else _holder(base, [off for off, _ in refs])
+        if span is None or new_re.search(base, span[0], span[1]):
+            return []
     lines = _Lines(base)
     n = len(ch.old)
     later = list(edits[first:])
