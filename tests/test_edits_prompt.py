@@ -163,3 +163,37 @@ def test_parse_an_added_line():
     e = parse_answer(new, text, w, edits=h.edits("d"))
     assert e is not None and e.old_text == "" and e.new_text == "    out.sort()\n"
     assert e.apply(text) == text.replace("    return out\n", "    out.sort()\n    return out\n")
+
+
+class _FakeEngine:
+    """Engine.complete's contract: answers a prompt (the FIM layout must be off during the call)."""
+
+    def __init__(self, answer: str, reason: str = "stop") -> None:
+        self.fim = object()
+        self.model_dir = None
+        self.answer, self.reason = answer, reason
+        self.seen: list[tuple[str, object, object]] = []
+
+    def complete(self, prefix, suffix="", params=None, cancel=None, on_token=None):
+        from engine.types import Completion, Timings
+
+        self.seen.append((prefix, self.fim, params))
+        return [Completion(self.answer, [], self.reason)], Timings()
+
+
+def test_model_next_edit_with_a_fake_engine():
+    from engine.edits.model import model_next_edit
+
+    text, h = _edited()
+    w = _window(text)
+    answer = text[w.start:w.end].replace("y * factor", "(y + 1) * factor") + "```"
+    eng = _FakeEngine(answer)
+    fim = eng.fim
+    edit, raw = model_next_edit(eng, text, h.edits("d"), path="geo.py", cursor=w.cursor)
+    assert raw == answer and eng.fim is fim
+    prompt, fim_during, params = eng.seen[0]
+    assert fim_during is None and prompt.endswith("```python\n")
+    assert params.stop == ("```",) and not params.token_healing
+    assert edit is not None and edit.apply(text) == text.replace("y * factor", "(y + 1) * factor")
+    eng = _FakeEngine(answer, reason="length")  # cut on the token limit: nothing
+    assert model_next_edit(eng, text, h.edits("d"), path="geo.py", cursor=w.cursor)[0] is None
