@@ -235,13 +235,26 @@ def test_repeat_string_by_another_token():
     assert result.count("encoding=ENCODING") == 2 and '"utf-8 done"' in result and 'at "utf-8"' in result
 
 
-def test_repeat_editing_inside_a_string_reaches_strings_and_comments():
+def test_repeat_editing_inside_a_string_replaces_the_literal():
     at = REPEAT.index('"utf-8"') + 1  # utf -> UTF inside the string
     h = _replace_once(REPEAT, at, "utf", "UTF")
     got = repeat_edits(h.text("d") or "", h.edits("d"))
+    assert [(e.old_text, e.new_text) for e in got] == [('"utf-8"', '"UTF-8"')]
     result = apply_all(h.text("d") or "", got)
-    assert result.count('"UTF-8"') == 3 and '"UTF-8 done"' in result and 'at "UTF-8"' in result
-    assert 'encoding="utf-8")\n' in result.split("def other")[1]  # other() is another region
+    # the other literal of fetch(); not the comment, not another string, not other()'s
+    assert result.count('"UTF-8"') == 2 and '"utf-8 done"' in result and 'at "utf-8"' in result
+    assert 'encoding="utf-8")\n' in result.split("def other")[1]
+
+
+def test_no_repeat_inside_prose():
+    src = 'def f():\n    """Return the foo."""\n    x = "foo"  # the foo\n    # foo again\n    return "foo"\n'
+    h = _replace_once(src, src.index("foo again"), "foo", "bar")  # in a comment
+    assert repeat_edits(h.text("d") or "", h.edits("d")) == []
+    h = _replace_once(src, src.index("foo."), "foo", "bar")  # in a docstring
+    assert repeat_edits(h.text("d") or "", h.edits("d")) == []
+    h = _replace_once(src, src.index('"foo"') + 1, "foo", "bar")  # in a literal: the other literal
+    got = repeat_edits(h.text("d") or "", h.edits("d"))
+    assert [(e.old_text, e.new_text) for e in got] == [('"foo"', '"bar"')]
 
 
 def test_no_repeat_for_a_non_literal_edit_or_one_name():

@@ -18,9 +18,12 @@ references jedi finds are offered, and only when:
 between, e.g. ``"utf-8"`` -> ``ENCODING``, ``0.5`` -> ``0.25``, ``np.float`` -> ``numpy.double``) by another:
 its other occurrences, on whole tokens, in the region being edited (the enclosing function in Python, else
 40 lines either side) are offered, when the file with all of them applied parses (Python). Occurrences
-inside strings and comments are skipped, unless the edit was inside one: then the changed word's
-occurrences inside strings and comments (only) are offered. A single name changed into another is the
-rename's business, never a repeat (jedi knows which of its occurrences are the same name).
+inside comments and inside other strings are skipped. An edit inside a one-line string literal replaces
+that whole literal (``"utf-8"`` -> ``"UTF-8"``: the other ``"utf-8"`` literals are offered); an edit inside
+a comment or a triple-quoted string (prose, a docstring) offers nothing: on real version pairs, repeating
+a changed word of prose was right once in 8 suggestions (docs/benchmarks/next_edit.md). A single name
+changed into another is the rename's business, never a repeat (jedi knows which of its occurrences are the
+same name).
 
 Both are ordered nearest after the cursor first, then from the top down to the cursor.
 
@@ -404,8 +407,8 @@ def repeat_edits(text: str, edits: Sequence[Edit], *, language: str | None = "py
     ctx = tokens(before, line_lo, len(before) if line_hi < 0 else line_hi, language)
     holder = next((t for t in ctx if t.start <= last.start and last.old_end <= t.end and t.kind in (STRING, COMMENT)
                    and (t.start < last.start or last.old_end < t.end)), None)
-    if holder is not None and not (holder.start == last.start and holder.end == last.old_end):
-        return _repeat_in_text(text, before, last, python, language, cursor, holder)
+    if holder is not None and not _literal_string(holder):
+        return []  # prose (a comment, a docstring): its words repeat by meaning, not by spelling
     span = _expand(before, after, last, language)
     if span is None:
         return []
@@ -444,30 +447,12 @@ def repeat_edits(text: str, edits: Sequence[Edit], *, language: str | None = "py
     return _finish(text, out, last, python, cursor)
 
 
-def _repeat_in_text(text: str, before: str, last: Edit, python: bool, language: str | None,
-                    cursor: int | None, holder: Token) -> list[NextEdit]:
-    """The edit changed a word inside a string or comment: that word's other occurrences in strings and
-    comments of the region."""
-    lo = last.start
-    while lo > holder.start and _is_word(before[lo - 1]):
-        lo -= 1
-    hi = last.old_end
-    while hi < holder.end and _is_word(before[hi]):
-        hi += 1
-    old = before[lo:hi]
-    new = text[lo:hi + last.delta]
-    if not old or not new or old == new or not re.fullmatch(r"\w+", old) or not re.fullmatch(r"[\w ]+", new):
-        return []
-    r_lo, r_hi = _region(text, lo, python)
-    toks = [t for t in tokens(text, r_lo, r_hi, language) if t.kind in (STRING, COMMENT)]
-    out = []
-    for t in toks:
-        for m in re.finditer(rf"(?<!\w){re.escape(old)}(?!\w)", t.text):
-            s = t.start + m.start()
-            if lo <= s < hi + last.delta:
-                continue
-            out.append(NextEdit(s, s + len(old), old, new, "repeat", REPEAT_CONFIDENCE))
-    return _finish(text, out, last, python, cursor)
+def _literal_string(tok: Token) -> bool:
+    """A one-line string literal (not a comment, not a triple-quoted string such as a docstring)."""
+    if tok.kind != STRING or "\n" in tok.text:
+        return False
+    body = tok.text.lstrip("rRbBuUfF")
+    return not body.startswith(('"""', "'''"))
 
 
 def _finish(text: str, out: list[NextEdit], last: Edit, python: bool, cursor: int | None) -> list[NextEdit]:
