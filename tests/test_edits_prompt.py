@@ -142,6 +142,8 @@ def test_parse_rejects_bad_answers():
     assert parse_answer("".join(lines[:-1]), text, w, edits=edits) is None
     good = old.replace("y * factor", "(y + 1) * factor")
     assert parse_answer(good, text, w, edits=edits, complete=False) is None
+    # other code of the prompt instead of the window (seen from the 0.5B Instruct model): a rewrite
+    assert parse_answer("def area(radius):\n    return math.pi * radius ** 2\n```", text, w, edits=edits) is None
     # too big a hunk
     big = old.replace("    return out\n", "".join(f"    x{i} = {i}\n" for i in range(9)) + "    return out\n")
     assert parse_answer(big + "```", text, w, edits=edits) is None

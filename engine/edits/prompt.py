@@ -16,7 +16,8 @@ The assistant's turn is opened with the fence (```` ```python ````), so the mode
 window's text; generation stops at the closing fence (``Prompt.stop``).
 
 ``parse_answer`` turns the answer into a ``NextEdit`` only when it is a small, well-formed edit: the
-window rewritten with exactly one hunk of at most ``max_lines`` lines differing, not empty, not undoing
+window rewritten with exactly one hunk of at most ``max_lines`` lines differing and at least half of the
+window's lines kept (the 0.5B model sometimes answers with other code of the prompt), not empty, not undoing
 the user's last edit, and (Python) a file that still parses. Anything else is None: a model that copies
 the window, rewrites it wholesale, stops half-way or breaks the file shows nothing.
 """
@@ -274,6 +275,8 @@ def parse_answer(answer: str, text: str, window: Window, *, edits: Sequence[Edit
         return None
     _, i1, i2, j1, j2 = hunks[0]
     if max(i2 - i1, j2 - j1) > max_lines:
+        return None
+    if 2 * (len(a) - (i2 - i1)) < len(a):  # most of the window replaced: a rewrite, not an edit
         return None
     if i2 - i1 > 0 and j2 == j1 and i2 == len(a):  # the tail deleted: most likely an answer cut short
         return None
