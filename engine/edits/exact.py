@@ -11,6 +11,9 @@ references jedi finds are offered, and only when:
   other names, anywhere in the file (else the edit may switch to another name rather than rename this
   one, and a rename into it could capture or shadow it);
 - no reference is an import (changing ``os`` to ``sys`` at a use is not renaming the module);
+- for a name of one function (a local, a parameter), the old name is left nowhere else in that function
+  as a name jedi did not call a reference (jedi follows bindings: after a reassignment in a branch it may
+  see two names, and renaming one of them can leave a name unbound on some path);
 - every reference is still the old name in the current text, and applying them all leaves a file that
   ``ast.parse`` reads (Python).
 
@@ -47,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine.edits.history import Edit
-from engine.edits.lexer import COMMENT, NAME, SPACE, STRING, Token, is_literal_sequence, tokens
+from engine.edits.lexer import COMMENT, NAME, OP, SPACE, STRING, Token, is_literal_sequence, tokens
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +212,36 @@ def _holder(text: str, offsets: list[int]) -> tuple[int, int] | None:
     return min(inside, key=lambda f: f[1] - f[0]) if inside else None
 
 
+def _keyword_at(text: str, off: int, n: int) -> bool:
+    """Is the name at ``off`` a keyword argument (``f(a, name=...)``)?"""
+    rest = text[off + n:].lstrip(" \t")
+    return rest.startswith("=") and not rest.startswith("==") and text[:off].rstrip().endswith(("(", ","))
+
+
+def _leftovers(text: str, span: tuple[int, int], name: str, refs: set[int]) -> bool:
+    """Does ``name`` occur as a name in ``text[span]`` where jedi saw no reference? (jedi follows bindings:
+    after ``value = other`` in a branch it may call the later ``value`` another name; renaming only some of
+    them can leave a name unbound on some path.) Attribute names (after a dot) and keyword arguments
+    (``f(name=...)``) are other names and do not count."""
+    toks = [t for t in tokens(text, span[0], span[1]) if t.kind not in (SPACE, COMMENT)]
+    depth = 0
+    for i, t in enumerate(toks):
+        if t.kind == OP and t.text in "([{":
+            depth += 1
+        elif t.kind == OP and t.text in ")]}":
+            depth = max(0, depth - 1)
+        if t.kind != NAME or t.text != name or t.start in refs:
+            continue
+        if i > 0 and toks[i - 1].text == ".":
+            continue
+        nxt = toks[i + 1] if i + 1 < len(toks) else None
+        after = toks[i + 2] if i + 2 < len(toks) else None
+        if depth > 0 and nxt is not None and nxt.text == "=" and (after is None or after.text != "="):
+            continue
+        return True
+    return False
+
+
 _default_analyser: Any = None
 _default_lock = threading.Lock()
 
@@ -293,14 +326,18 @@ def rename_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, a
     imports = _import_lines(base)
     if imports is None:
         return []
+    attribute = any(base[:off].rstrip().endswith(".") for off, _ in refs)
+    span = None if attribute else _holder(base, [off for off, _ in refs])
     if new_re.search(base):
         # the new name exists already: within the one function holding every reference (a local's or a
         # parameter's), or anywhere for names beyond one function, it may be a switch to that name or a
         # rename into a clash
-        attribute = any(base[:off].rstrip().endswith(".") for off, _ in refs)
-        span = None if attribute else _holder(base, [off for off, _ in refs])
         if span is None or new_re.search(base, span[0], span[1]):
             return []
+    # a parameter's keyword at call sites elsewhere aside, the function whose name this is
+    own = None if attribute else _holder(base, [off for off, _ in refs if not _keyword_at(base, off, len(ch.old))])
+    if own is not None and _leftovers(base, own, ch.old, {off for off, _ in refs}):
+        return []
     lines = _Lines(base)
     n = len(ch.old)
     later = list(edits[first:])
