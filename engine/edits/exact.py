@@ -157,12 +157,12 @@ def _map_offset(off: int, length: int, edits: Sequence[Edit]) -> int | None:
     return off
 
 
+_NEWLINE = re.compile("\n")
+
+
 class _Lines:
     def __init__(self, text: str) -> None:
-        self.starts = [0]
-        for i, ch in enumerate(text):
-            if ch == "\n":
-                self.starts.append(i + 1)
+        self.starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
 
     def offset(self, line: int, col: int) -> int:
         """jedi's (1-based line, 0-based column) as an offset."""
@@ -172,44 +172,37 @@ class _Lines:
         return bisect.bisect_right(self.starts, offset) - 1
 
 
-def _import_lines(text: str) -> set[int] | None:
-    """1-based lines holding import statements; None when the text does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-    out: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            out.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
-    return out
+class _Outline:
+    """One parse of a text: its import lines (1-based) and its functions' spans (whole lines)."""
 
+    def __init__(self, text: str, tree: ast.AST) -> None:
+        lines = _Lines(text)
+        self.imports: set[int] = set()
+        self.functions: list[tuple[int, int]] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                self.imports.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                end_line = node.end_lineno or node.lineno
+                self.functions.append((lines.starts[node.lineno - 1],
+                                       lines.starts[end_line] if end_line < len(lines.starts) else len(text)))
 
-def _functions(text: str) -> list[tuple[int, int]] | None:
-    """(start, end) offsets of every function in ``text``; None when it does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-    lines = _Lines(text)
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            a = lines.starts[node.lineno - 1]
-            end_line = node.end_lineno or node.lineno
-            b = lines.starts[end_line] if end_line < len(lines.starts) else len(text)
-            out.append((a, b))
-    return out
+    @classmethod
+    def of(cls, text: str) -> _Outline | None:
+        """None when the text does not parse."""
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+        return cls(text, tree)
 
-
-def _holder(text: str, offsets: list[int]) -> tuple[int, int] | None:
-    """The innermost function (whole lines) holding every offset; None when there is none."""
-    funcs = _functions(text)
-    if not funcs or not offsets:
-        return None
-    lo, hi = min(offsets), max(offsets)
-    inside = [f for f in funcs if f[0] <= lo and hi < f[1]]
-    return min(inside, key=lambda f: f[1] - f[0]) if inside else None
+    def holder(self, offsets: list[int]) -> tuple[int, int] | None:
+        """The innermost function holding every offset; None when there is none."""
+        if not offsets:
+            return None
+        lo, hi = min(offsets), max(offsets)
+        inside = [f for f in self.functions if f[0] <= lo and hi < f[1]]
+        return min(inside, key=lambda f: f[1] - f[0]) if inside else None
 
 
 def _keyword_at(text: str, off: int, n: int) -> bool:
@@ -323,11 +316,12 @@ def rename_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, a
     refs = jedi_references(base, base_ch.start, path=path, analyser=analyser, deadline=deadline)
     if not refs or all(off != base_ch.start for off, _ in refs):
         return []
-    imports = _import_lines(base)
-    if imports is None:
+    outline = _Outline.of(base)
+    if outline is None:
         return []
+    imports = outline.imports
     attribute = any(base[:off].rstrip().endswith(".") for off, _ in refs)
-    span = None if attribute else _holder(base, [off for off, _ in refs])
+    span = None if attribute else outline.holder([off for off, _ in refs])
     if new_re.search(base):
         # the new name exists already: within the one function holding every reference (a local's or a
         # parameter's), or anywhere for names beyond one function, it may be a switch to that name or a
@@ -335,7 +329,7 @@ def rename_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, a
         if span is None or new_re.search(base, span[0], span[1]):
             return []
     # a parameter's keyword at call sites elsewhere aside, the function whose name this is
-    own = None if attribute else _holder(base, [off for off, _ in refs if not _keyword_at(base, off, len(ch.old))])
+    own = None if attribute else outline.holder([off for off, _ in refs if not _keyword_at(base, off, len(ch.old))])
     if own is not None and _leftovers(base, own, ch.old, {off for off, _ in refs}):
         return []
     lines = _Lines(base)
