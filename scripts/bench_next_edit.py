@@ -1,0 +1,632 @@
+"""Next edits (issue 37): how right and how fast are the exact next edits (engine/edits/exact.py)?
+
+(a) **Synthetic renames in real files.** Pinned pure-Python wheels none of Flint's other benchmarks use
+(``RENAME_PACKAGES``). In every module, the rename targets are the parameters and locals of every function,
+the module-level functions and the ``self.<attr>`` attributes of classes, each with at least two
+occurrences by the syntactic truth below; per package, ordered by sha256 of ``package:module:kind:scope:
+name``, the first ``--per-package``. The user's edit renames one occurrence (``name`` -> ``name_nx``):
+the definition for even hashes, the last occurrence for odd ones. ``exact_next_edits`` is asked for the
+rest (jedi on a cold ``Script``: the analyser's script cache is cleared before each question). Its
+suggestions are compared with
+
+- jedi's own full reference set at the same position (what the rename can at best offer: the difference is
+  what exact.py's guards drop), and
+- a syntactic truth from ``ast``: the same-scope occurrences (a function's ``Name``/``arg`` nodes of the
+  name, nested scopes that bind it themselves left out; a module function's uses where no function
+  rebinds it; ``self.<attr>``/``cls.<attr>`` in the class),
+
+as precision and recall, whether the file parses with all of them applied, and the latency from the edit
+to the suggestions (p50/p95/mean and the ordinary median), cold and with the Script cached.
+
+(b) **Real edit sequences.** Pairs of released versions of held-out wheels (``SEQUENCE_PAIRS``). Each
+module in both versions is diffed by lines (difflib); for every hunk that has a later one (at most
+``--per-file`` per module), the hunks before it are applied, then its first token-level change is the
+user's edit; the rest of the diff from there (the hunk's other token changes, the later hunks' token
+changes) is what really came next. A suggestion is right when it is exactly one of those token changes
+(same range, same new text). Reported: how often something is shown, precision of what is shown, the
+first suggestion's precision, recall over all remaining token changes and over the very next one.
+
+    flock /tmp/flint-heavy.lock nice -n 19 python scripts/bench_next_edit.py   # both; writes the report
+
+No model is loaded. Wheels are fetched with ``pip download --no-deps`` into ``--cache``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import hashlib
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from replay_corpus import fetch_package, wheel_modules  # noqa: E402
+
+from engine.edits.exact import apply_all, exact_next_edits, jedi_references, parses  # noqa: E402
+from engine.edits.history import EditHistory  # noqa: E402
+from engine.guidance.jedi_analyser import JediAnalyser  # noqa: E402
+
+# none of these is in replay_corpus.PACKAGES, bench_context's, bench_served's or the older replay lists
+RENAME_PACKAGES: tuple[tuple[str, str], ...] = (
+    ("six", "1.16.0"),
+    ("idna", "3.7"),
+    ("pluggy", "1.5.0"),
+    ("iniconfig", "2.0.0"),
+    ("tomli", "2.0.1"),
+)
+SEQUENCE_PAIRS: tuple[tuple[str, str, str], ...] = (
+    ("packaging", "23.2", "24.0"),
+    ("platformdirs", "4.2.0", "4.2.2"),
+    ("attrs", "23.1.0", "23.2.0"),
+)
+SUFFIX = "_nx"
+DEADLINE_S = 2.0
+
+
+def lscpu_model() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return platform.processor() or "?"
+    fields = {k.strip(): v.strip() for k, v in (ln.split(":", 1) for ln in out.splitlines() if ":" in ln)}
+    return f"{fields.get('Model name', '?')}, {fields.get('CPU(s)', '?')} CPUs"
+
+
+def pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return 0.0
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]  # nearest rank
+
+
+def lat_summary(ms: list[float]) -> dict:
+    return {"n": len(ms), "p50_ms": round(pct(ms, 0.5), 1), "p95_ms": round(pct(ms, 0.95), 1),
+            "mean_ms": round(statistics.fmean(ms), 1) if ms else 0.0,
+            "median_ms": round(statistics.median(ms), 1) if ms else 0.0, "max_ms": round(max(ms, default=0.0), 1)}
+
+
+def ratio(a: int, b: int) -> float | None:
+    return round(a / b, 4) if b else None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# (a) synthetic renames
+
+
+class Offsets:
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines(keepends=True)
+        self.starts = [0]
+        for ln in self.lines:
+            self.starts.append(self.starts[-1] + len(ln))
+
+    def at(self, lineno: int, col_bytes: int) -> int:
+        line = self.lines[lineno - 1]
+        return self.starts[lineno - 1] + len(line.encode("utf-8")[:col_bytes].decode("utf-8", "replace"))
+
+
+def _binds(fn: ast.AST, name: str) -> bool:
+    """Does a function/lambda/comprehension bind ``name`` itself (parameter, assignment, import, for)?"""
+    if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        a = fn.args
+        if any(x.arg == name for x in a.posonlyargs + a.args + a.kwonlyargs + [v for v in (a.vararg, a.kwarg) if v]):
+            return True
+        body: list[ast.AST] = list(fn.body) if isinstance(fn.body, list) else [fn.body]
+    elif isinstance(fn, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+        return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                   for g in fn.generators for n in ast.walk(g.target))
+    elif isinstance(fn, ast.ClassDef):
+        return False
+    else:
+        return False
+    for stmt in body:
+        for n in _walk_scope(stmt):
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store | ast.Del):
+                return True
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == name:
+                return True
+            if isinstance(n, ast.alias) and (n.asname or n.name.split(".")[0]) == name:
+                return True
+            if isinstance(n, ast.Global | ast.Nonlocal) and name in n.names:
+                return False
+    return False
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp,
+           ast.GeneratorExp, ast.DictComp)
+
+
+def _walk_scope(node: ast.AST):
+    """``node`` and what it holds, not entering nested scopes (a scope node is yielded, not entered)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        if not isinstance(n, _SCOPES):
+            todo.extend(ast.iter_child_nodes(n))
+
+
+def _class_binds(cls: ast.ClassDef, name: str) -> bool:
+    return any((isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store))
+               or (isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == name)
+               for stmt in cls.body for n in _walk_scope(stmt))
+
+
+def _name_uses(scope: ast.AST, name: str, off: Offsets, include_own_args: bool) -> set[int]:
+    """Offsets of ``name`` as a Name in ``scope`` (and the scope's own parameters), nested scopes included
+    unless they bind the name themselves."""
+    out: set[int] = set()
+
+    def names_in(node: ast.AST) -> None:
+        for n in _walk_scope(node):
+            if isinstance(n, ast.Name) and n.id == name:
+                out.add(off.at(n.lineno, n.col_offset))
+            elif isinstance(n, _SCOPES):
+                nested(n)
+
+    def nested(n: ast.AST) -> None:
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            outer = list(getattr(n, "decorator_list", [])) + list(n.args.defaults) + \
+                [d for d in n.args.kw_defaults if d is not None]
+            for d in outer:  # evaluated in the enclosing scope
+                names_in(d)
+            if not _binds(n, name):
+                for st in (n.body if isinstance(n.body, list) else [n.body]):
+                    names_in(st)
+        elif isinstance(n, ast.ClassDef):
+            for d in list(n.decorator_list) + list(n.bases) + [k.value for k in n.keywords]:
+                names_in(d)
+            if not _class_binds(n, name):
+                for st in n.body:
+                    names_in(st)
+        elif not _binds(n, name):  # a comprehension
+            for ch in ast.iter_child_nodes(n):
+                names_in(ch)
+
+    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        if include_own_args:
+            a = scope.args
+            for x in a.posonlyargs + a.args + a.kwonlyargs + [v for v in (a.vararg, a.kwarg) if v]:
+                if x.arg == name:
+                    out.add(off.at(x.lineno, x.col_offset))
+        for st in scope.body:
+            names_in(st)
+    else:
+        for st in getattr(scope, "body", []):
+            names_in(st)
+    return out
+
+
+def _def_name_offset(text: str, off: Offsets, node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    line_start = off.starts[node.lineno - 1]
+    m = re.compile(rf"\bdef\s+({re.escape(node.name)})\b").search(text, line_start)
+    assert m is not None
+    return m.start(1)
+
+
+@dataclass
+class Target:
+    package: str
+    module: str
+    kind: str  # param | local | function | attribute
+    scope: str
+    name: str
+    truth: set[int]  # syntactic occurrences (offsets in the original text)
+    definition: int
+    key: str = ""
+    site: int = 0
+    mapping: dict = field(default_factory=dict)
+
+
+def rename_targets(pkg: str, module: str, text: str) -> list[Target]:
+    tree = ast.parse(text)
+    off = Offsets(text)
+    out: list[Target] = []
+    funcs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for ch in ast.iter_child_nodes(node):
+            if isinstance(ch, ast.FunctionDef | ast.AsyncFunctionDef):
+                funcs.append((prefix + ch.name, ch))
+                visit(ch, prefix + ch.name + ".")
+            elif isinstance(ch, ast.ClassDef):
+                visit(ch, prefix + ch.name + ".")
+            else:
+                visit(ch, prefix)
+
+    visit(tree, "")
+    for qual, fn in funcs:
+        a = fn.args
+        params = [x for x in a.posonlyargs + a.args + a.kwonlyargs + [v for v in (a.vararg, a.kwarg) if v]
+                  if x.arg not in ("self", "cls")]
+        globals_ = {nm for n in _walk_scope(fn) if isinstance(n, ast.Global | ast.Nonlocal) for nm in n.names}
+        for x in params:
+            uses = _name_uses(fn, x.arg, off, True)
+            if len(uses) >= 2:
+                out.append(Target(pkg, module, "param", qual, x.arg, uses, off.at(x.lineno, x.col_offset)))
+        seen = {x.arg for x in params} | {"self", "cls"} | globals_
+        for stmt in fn.body:
+            for n in _walk_scope(stmt):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id not in seen:
+                    seen.add(n.id)
+                    uses = _name_uses(fn, n.id, off, True)
+                    if len(uses) >= 2:
+                        out.append(Target(pkg, module, "local", qual, n.id, uses, off.at(n.lineno, n.col_offset)))
+    # module-level functions: the def and the uses where no scope rebinds the name
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if sum(1 for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                   and n.name == node.name) > 1:
+                continue  # conditional definitions: two defs of one name
+            d = _def_name_offset(text, off, node)
+            uses = {d} | _name_uses(tree, node.name, off, False)
+            if len(uses) >= 2:
+                out.append(Target(pkg, module, "function", "<module>", node.name, uses, d))
+    # self.<attr> attributes of classes
+    for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]:
+        attrs: dict[str, set[int]] = {}
+        first: dict[str, int] = {}
+        for n in ast.walk(cls):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls") \
+                    and n.end_lineno is not None and n.end_col_offset is not None:
+                o = off.at(n.end_lineno, n.end_col_offset) - len(n.attr)
+                attrs.setdefault(n.attr, set()).add(o)
+                if isinstance(n.ctx, ast.Store) and n.attr not in first:
+                    first[n.attr] = o
+        for name, uses in attrs.items():
+            if len(uses) >= 2 and name in first:
+                out.append(Target(pkg, module, "attribute", cls.name, name, uses, first[name]))
+    for t in out:
+        t.key = f"{pkg}:{module}:{t.kind}:{t.scope}:{t.name}"
+        # the definition for even hashes, the last occurrence for odd ones
+        h = int(hashlib.sha256(t.key.encode()).hexdigest(), 16)
+        t.site = t.definition if h % 2 == 0 else max(t.truth)
+        if text[t.site:t.site + len(t.name)] != t.name:
+            t.site = -1
+    return [t for t in out if t.site >= 0 and (t.name + SUFFIX) not in text]
+
+
+def bench_renames(cache: Path, per_package: int, analyser: JediAnalyser, log) -> dict:
+    samples = []
+    for pkg, ver in RENAME_PACKAGES:
+        root = fetch_package(pkg, ver, cache)
+        analyser.add_root(str(root))
+        cands: list[tuple[Target, Path, str]] = []
+        for p in wheel_modules(root):
+            text = p.read_text(encoding="utf-8")
+            mod = p.relative_to(root).as_posix()
+            try:
+                cands += [(t, p, text) for t in rename_targets(pkg, mod, text)]
+            except (SyntaxError, AssertionError):
+                continue
+        cands.sort(key=lambda c: hashlib.sha256(c[0].key.encode()).hexdigest())
+        for t, p, text in cands[:per_package]:
+            samples.append(run_rename(t, p, text, analyser))
+        log(f"  {pkg} {ver}: {min(per_package, len(cands))} of {len(cands)} targets")
+    return summarize_renames(samples)
+
+
+def run_rename(t: Target, path: Path, text: str, analyser: JediAnalyser) -> dict:
+    new = t.name + SUFFIX
+    h = EditHistory()
+    h.open("d", text)
+    h.change("d", t.site, t.site + len(t.name), new, now=0.0)
+    cur = h.text("d") or ""
+    analyser._scripts.clear()  # a cold Script: the rename is the first question about this text
+    t0 = time.perf_counter()
+    got = exact_next_edits(cur, h.edits("d"), path=str(path), analyser=analyser,
+                           deadline=time.monotonic() + DEADLINE_S)
+    ms = (time.perf_counter() - t0) * 1000
+    t1 = time.perf_counter()  # again, the Script cached: the text was analysed before (completions ask it)
+    exact_next_edits(cur, h.edits("d"), path=str(path), analyser=analyser, deadline=time.monotonic() + DEADLINE_S)
+    ms_warm = (time.perf_counter() - t1) * 1000
+    delta = len(new) - len(t.name)
+    shown = {e.range_start - (delta if e.range_start > t.site else 0) for e in got}
+    refs = jedi_references(text, t.site, path=str(path), analyser=analyser, deadline=time.monotonic() + 10)
+    jedi_set = {o for o, _ in (refs or [])} - {t.site}
+    truth = set(t.truth) - {t.site}
+    ok_parse = parses(apply_all(cur, got)) if got else None
+    complete = bool(got) and bool(ok_parse) and truth <= shown  # every same-scope occurrence offered
+    return {"key": t.key, "kind": t.kind, "site": "definition" if t.site == t.definition else "use",
+            "ms": ms, "ms_warm": ms_warm, "shown": len(shown), "jedi": len(jedi_set), "truth": len(truth),
+            "shown_in_jedi": len(shown & jedi_set), "shown_in_truth": len(shown & truth),
+            "jedi_in_truth": len(jedi_set & truth), "parses": ok_parse, "complete": complete,
+            "timeout": ms >= DEADLINE_S * 1000 and not got}
+
+
+def summarize_renames(samples: list[dict]) -> dict:
+    def block(ss: list[dict]) -> dict:
+        shown = sum(s["shown"] for s in ss)
+        with_sugg = [s for s in ss if s["shown"]]
+        return {
+            "samples": len(ss),
+            "nothing_shown": sum(1 for s in ss if not s["shown"]),
+            "suggestions": shown,
+            "precision_vs_jedi": ratio(sum(s["shown_in_jedi"] for s in ss), shown),
+            "recall_vs_jedi": ratio(sum(s["shown_in_jedi"] for s in ss), sum(s["jedi"] for s in ss)),
+            "precision_vs_ast": ratio(sum(s["shown_in_truth"] for s in ss), shown),
+            "recall_vs_ast": ratio(sum(s["shown_in_truth"] for s in ss), sum(s["truth"] for s in ss)),
+            "jedi_precision_vs_ast": ratio(sum(s["jedi_in_truth"] for s in ss), sum(s["jedi"] for s in ss)),
+            "jedi_recall_vs_ast": ratio(sum(s["jedi_in_truth"] for s in ss), sum(s["truth"] for s in ss)),
+            "file_parses": f"{sum(1 for s in with_sugg if s['parses'])}/{len(with_sugg)}",
+            "rename_complete": sum(1 for s in ss if s["complete"]),
+            "timeouts": sum(1 for s in ss if s["timeout"]),
+            "latency": lat_summary([s["ms"] for s in ss]),
+            "latency_shown": lat_summary([s["ms"] for s in with_sugg]),
+            "latency_warm": lat_summary([s["ms_warm"] for s in ss]),
+        }
+
+    kinds = sorted({s["kind"] for s in samples})
+    return {"all": block(samples), "by_kind": {k: block([s for s in samples if s["kind"] == k]) for k in kinds},
+            "by_site": {k: block([s for s in samples if s["site"] == k]) for k in ("definition", "use")},
+            "samples": samples}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# (b) real edit sequences
+
+_TOK = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+def token_changes(a: str, b: str) -> list[tuple[int, int, str]]:
+    """The token-level changes turning ``a`` into ``b``: (start, end in ``a``, new text)."""
+    ta, tb = _TOK.findall(a), _TOK.findall(b)
+    oa = [0]
+    for x in ta:
+        oa.append(oa[-1] + len(x))
+    out = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes():
+        if tag != "equal":
+            out.append((oa[i1], oa[i2], "".join(tb[j1:j2])))
+    return out
+
+
+def _trimmed(start: int, old: str, new: str) -> tuple[int, int, str]:
+    n = 0
+    while n < min(len(old), len(new)) and old[n] == new[n]:
+        n += 1
+    k = 0
+    while k < min(len(old), len(new)) - n and old[-1 - k] == new[-1 - k]:
+        k += 1
+    return start + n, start + len(old) - k, new[n:len(new) - k]
+
+
+def bench_sequences(cache: Path, per_file: int, analyser: JediAnalyser, log, model: dict | None = None) -> dict:
+    samples = []
+    for pkg, v0, v1 in SEQUENCE_PAIRS:
+        r0, r1 = fetch_package(pkg, v0, cache), fetch_package(pkg, v1, cache)
+        analyser.add_root(str(r0))
+        n_pkg = 0
+        for p in wheel_modules(r0):
+            q = r1 / p.relative_to(r0)
+            if not q.exists():
+                continue
+            a, b = p.read_text(encoding="utf-8"), q.read_text(encoding="utf-8")
+            al, bl = a.splitlines(keepends=True), b.splitlines(keepends=True)
+            hunks = [o for o in difflib.SequenceMatcher(None, al, bl, autojunk=False).get_opcodes() if o[0] != "equal"]
+            if len(hunks) < 2:
+                continue
+            for k in range(min(len(hunks) - 1, per_file)):
+                s = run_sequence(pkg, p.relative_to(r0).as_posix(), p, al, bl, hunks, k, analyser, model)
+                if s is not None:
+                    samples.append(s)
+                    n_pkg += 1
+        log(f"  {pkg} {v0} -> {v1}: {n_pkg} samples")
+    return summarize_sequences(samples)
+
+
+def run_sequence(pkg: str, module: str, path: Path, al: list[str], bl: list[str], hunks: list, k: int,
+                 analyser: JediAnalyser, model: dict | None = None) -> dict | None:
+    # the text with hunks < k applied, and where each later hunk's old lines start in it
+    lines = list(al)
+    shift = 0
+    for _, i1, i2, j1, j2 in hunks[:k]:
+        lines[i1 + shift:i2 + shift] = bl[j1:j2]
+        shift += (j2 - j1) - (i2 - i1)
+    text = "".join(lines)
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln))
+    regions = []  # (offset in text, old text, new text) of hunk k and the later ones
+    for _, i1, i2, j1, j2 in hunks[k:]:
+        s = starts[i1 + shift]
+        regions.append((s, "".join(lines[i1 + shift:i2 + shift]), "".join(bl[j1:j2])))
+    changes = []  # token changes of hunk k onwards, in text offsets: (start, end, new, hunk index)
+    for hi, (s, old, new) in enumerate(regions):
+        for cs, ce, cn in token_changes(old, new):
+            changes.append((s + cs, s + ce, cn, hi))
+    if not changes:
+        return None
+    s0, e0, n0, _ = changes[0]
+    user_old = text[s0:e0]
+    delta = len(n0) - len(user_old)
+    h = EditHistory()
+    h.open("d", text)
+    h.change("d", s0, e0, n0, now=0.0)
+    cur = h.text("d") or ""
+    truth = {_trimmed(cs + (delta if cs >= e0 else 0), text[cs:ce], cn) for cs, ce, cn, _ in changes[1:]}
+    nxt = _trimmed(changes[1][0] + delta, text[changes[1][0]:changes[1][1]], changes[1][2]) if len(changes) > 1 \
+        else None
+    analyser._scripts.clear()
+    t0 = time.perf_counter()
+    got = exact_next_edits(cur, h.edits("d"), path=str(path), analyser=analyser,
+                           deadline=time.monotonic() + DEADLINE_S)
+    ms = (time.perf_counter() - t0) * 1000
+    shown = [_trimmed(e.range_start, e.old_text, e.new_text) for e in got]
+    right = [x for x in shown if x in truth]
+    m = None
+    if model is not None and not got and model["left"] > 0:
+        model["left"] -= 1
+        m = run_model(model["engine"], cur, h.edits("d"), str(path),
+                      [(cs + (delta if cs >= e0 else 0), ce + (delta if cs >= e0 else 0), cn) for cs, ce, cn, _ in
+                       changes[1:]])
+    return {"key": f"{pkg}:{module}:hunk{k}", "ms": ms, "edit": [user_old, n0], "shown": len(shown), "model": m,
+            "right": len(right), "first_right": bool(shown) and shown[0] in truth, "remaining": len(truth),
+            "next_hit": nxt is not None and nxt in shown, "sources": sorted({e.source for e in got}),
+            "parses": parses(apply_all(cur, got)) if got else None}
+
+
+def run_model(engine, cur: str, edits: list, path: str, truth: list[tuple[int, int, str]]) -> dict:
+    """The model's next edit where nothing exact was shown. Right when it makes exactly the real changes
+    that fall in its range (the remaining token changes overlapping it, applied to the current text)."""
+    from engine.edits.model import model_next_edit
+
+    t0 = time.perf_counter()
+    edit, answer = model_next_edit(engine, cur, edits, path=path)
+    ms = (time.perf_counter() - t0) * 1000
+    right = False
+    if edit is not None:
+        inside = [c for c in truth if c[0] <= edit.range_end and c[1] >= edit.range_start]
+        want = cur
+        for cs, ce, cn in sorted(inside, reverse=True):
+            want = want[:cs] + cn + want[ce:]
+        right = bool(inside) and edit.apply(cur) == want
+    return {"ms": round(ms, 1), "shown": edit is not None, "right": right, "answer": answer[:400]}
+
+
+def summarize_sequences(samples: list[dict]) -> dict:
+    shown = [s for s in samples if s["shown"]]
+    n_sugg = sum(s["shown"] for s in samples)
+    return {
+        "samples": len(samples),
+        "shown_samples": len(shown),
+        "nothing_shown": len(samples) - len(shown),
+        "nothing_shown_rate": ratio(len(samples) - len(shown), len(samples)),
+        "suggestions": n_sugg,
+        "precision": ratio(sum(s["right"] for s in samples), n_sugg),
+        "first_suggestion_precision": ratio(sum(1 for s in shown if s["first_right"]), len(shown)),
+        "recall_remaining": ratio(sum(s["right"] for s in samples), sum(s["remaining"] for s in samples)),
+        "next_change_recall": ratio(sum(1 for s in samples if s["next_hit"]), len(samples)),
+        "by_source": {src: sum(1 for s in shown if src in s["sources"]) for src in ("rename", "repeat")},
+        "file_parses": f"{sum(1 for s in shown if s['parses'])}/{len(shown)}",
+        "latency": lat_summary([s["ms"] for s in samples]),
+        "shown_detail": [s for s in shown],
+        "model": model_summary([s["model"] for s in samples if s.get("model") is not None]),
+    }
+
+
+def model_summary(ms: list[dict]) -> dict | None:
+    if not ms:
+        return None
+    shown = [m for m in ms if m["shown"]]
+    return {"asked": len(ms), "shown": len(shown), "right": sum(1 for m in shown if m["right"]),
+            "precision": ratio(sum(1 for m in shown if m["right"]), len(shown)),
+            "latency": lat_summary([m["ms"] for m in ms])}
+
+
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def report_md(res: dict) -> str:
+    a, b = res.get("renames"), res.get("sequences")
+    out = ["# Next edits: exact suggestions (issue 37)", "",
+           f"Command: `{res['command']}`  ", f"CPU: {res['cpu']} (shared with another benchmark; `nice -n 19`)  ",
+           f"Date: {res['date']}; jedi {res['jedi']}; Python {res['python']}", "",
+           "What is measured and how: scripts/bench_next_edit.py's docstring. No model is involved.", ""]
+    if a:
+        out += ["## (a) Synthetic renames in real files", "",
+                "Packages: " + ", ".join(f"{p} {v}" for p, v in RENAME_PACKAGES)
+                + f"; {res['per_package']} targets per package; deadline {DEADLINE_S:.0f} s; cold jedi Script.", "",
+                "| rows | samples | nothing shown | suggestions | precision vs jedi | recall vs jedi | precision vs ast | "
+                "recall vs ast | file parses | complete renames | p50 ms | p95 ms | mean ms | median ms |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        rows = [("all", a["all"])] + [(k, v) for k, v in a["by_kind"].items()] + \
+            [(f"at the {k}", v) for k, v in a["by_site"].items()]
+        for name, r in rows:
+            lat = r["latency"]
+            out.append(f"| {name} | {r['samples']} | {r['nothing_shown']} | {r['suggestions']} | "
+                       f"{_f(r['precision_vs_jedi'])} | {_f(r['recall_vs_jedi'])} | {_f(r['precision_vs_ast'])} | "
+                       f"{_f(r['recall_vs_ast'])} | {r['file_parses']} | {r['rename_complete']} | {lat['p50_ms']} | "
+                       f"{lat['p95_ms']} | {lat['mean_ms']} | {lat['median_ms']} |")
+        al = a["all"]
+        out += ["", f"jedi's own reference set against the ast truth: precision {_f(al['jedi_precision_vs_ast'])}, "
+                f"recall {_f(al['jedi_recall_vs_ast'])}. Timeouts (nothing by the deadline): {al['timeouts']}. "
+                f"Latency of the samples that showed something: {al['latency_shown']}. The same questions with jedi's "
+                f"Script of the text already cached (the text was analysed before, e.g. for a completion): "
+                f"{al['latency_warm']}.", ""]
+    if b:
+        out += ["## (b) Real edit sequences", "",
+                "Version pairs: " + ", ".join(f"{p} {v0} -> {v1}" for p, v0, v1 in SEQUENCE_PAIRS)
+                + f"; at most {res['per_file']} hunks per module.", "",
+                "| samples | shown | nothing shown | suggestions | precision (right/shown) | first suggestion right | "
+                "recall (all remaining changes) | next change found | file parses | p50 ms | p95 ms | mean ms | "
+                "median ms |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+                f"| {b['samples']} | {b['shown_samples']} | {b['nothing_shown']} ({_f(b['nothing_shown_rate'])}) | "
+                f"{b['suggestions']} | {_f(b['precision'])} | {_f(b['first_suggestion_precision'])} | "
+                f"{_f(b['recall_remaining'])} | {_f(b['next_change_recall'])} | {b['file_parses']} | "
+                f"{b['latency']['p50_ms']} | {b['latency']['p95_ms']} | {b['latency']['mean_ms']} | "
+                f"{b['latency']['median_ms']} |", "",
+                f"Samples with suggestions by source: {b['by_source']}.", ""]
+        if b.get("model"):
+            mm = b["model"]
+            out += [f"The model where nothing exact was shown: asked {mm['asked']}, shown {mm['shown']}, right "
+                    f"{mm['right']} (precision {_f(mm['precision'])}), latency {mm['latency']}.", ""]
+        out += ["Samples that showed something:", ""]
+        for s in b["shown_detail"]:
+            out.append(f"- `{s['key']}`: edit `{s['edit'][0]!r} -> {s['edit'][1]!r}`, {s['shown']} shown, "
+                       f"{s['right']} right, next change {'found' if s['next_hit'] else 'not found'} "
+                       f"({', '.join(s['sources'])})")
+        out.append("")
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("FLINT_BENCH_CACHE",
+                                                                       Path.home() / ".cache/flint/bench")))
+    ap.add_argument("--per-package", type=int, default=40)
+    ap.add_argument("--per-file", type=int, default=25)
+    ap.add_argument("--only", choices=("renames", "sequences"))
+    ap.add_argument("--out", type=Path, default=ROOT / "docs/benchmarks/next_edit")
+    ap.add_argument("--model-samples", type=int, default=0,
+                    help="(b): ask the model (the built default) on this many samples where nothing exact was shown")
+    args = ap.parse_args()
+    import jedi
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    analyser = JediAnalyser()
+    res: dict = {"command": "python scripts/bench_next_edit.py " + " ".join(sys.argv[1:]), "cpu": lscpu_model(),
+                 "date": time.strftime("%Y-%m-%d"), "jedi": jedi.__version__, "python": platform.python_version(),
+                 "per_package": args.per_package, "per_file": args.per_file}
+    t0 = time.perf_counter()
+    if args.only in (None, "renames"):
+        log("(a) synthetic renames")
+        res["renames"] = bench_renames(args.cache, args.per_package, analyser, log)
+    if args.only in (None, "sequences"):
+        log("(b) real edit sequences")
+        model = None
+        if args.model_samples > 0:
+            from engine.engine import Engine, EngineConfig, resolve_model_dir
+
+            model = {"engine": Engine.load(resolve_model_dir(None), config=EngineConfig(threads=2), warm=False),
+                     "left": args.model_samples}
+        res["sequences"] = bench_sequences(args.cache, args.per_file, analyser, log, model)
+    res["wall_s"] = round(time.perf_counter() - t0, 1)
+    analyser.close()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
+    args.out.with_suffix(".md").write_text(report_md(res))
+    log(report_md(res))
+
+
+if __name__ == "__main__":
+    main()

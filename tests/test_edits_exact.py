@@ -1,0 +1,332 @@
+"""engine/edits/exact.py: renames through jedi, literal repeats; never a wrong or breaking suggestion."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from engine.edits.exact import (
+    NextEdit,
+    apply_all,
+    by_cursor,
+    exact_next_edits,
+    identifier_change,
+    rename_edits,
+    repeat_edits,
+)
+from engine.edits.history import Edit, EditHistory
+from engine.guidance.jedi_analyser import JediAnalyser
+
+SRC = '''import os
+
+
+def helper(value, count=2):
+    """Multiply value by count."""
+    total = value * count
+    for i in range(count):
+        total += i
+    return total
+
+
+class Box:
+    def __init__(self, width):
+        self.width = width
+
+    def area(self):
+        return self.width * helper(self.width)
+
+
+def other(value):
+    return value + 1
+
+
+box = Box(3)
+print(box.width, helper(3, count=4), os.sep)
+'''
+
+
+@pytest.fixture(scope="module")
+def analyser(tmp_path_factory):
+    a = JediAnalyser()
+    a.add_root(str(tmp_path_factory.mktemp("ws")))
+    yield a
+    a.close()
+
+
+def _rename_at(src: str, at: int, old: str, new: str, h: EditHistory | None = None) -> EditHistory:
+    """The user deletes ``old`` at ``at`` by backspaces and types ``new``."""
+    h = h or EditHistory()
+    if "d" not in h:
+        h.open("d", src)
+    for i in range(len(old)):
+        h.change("d", at + len(old) - i - 1, at + len(old) - i, "", now=0.0)
+    for i, ch in enumerate(new):
+        h.change("d", at + i, at + i, ch, now=0.0)
+    return h
+
+
+def _next(h: EditHistory, analyser, **kw) -> list[NextEdit]:
+    text = h.text("d")
+    assert text is not None
+    return exact_next_edits(text, h.edits("d"), path="/tmp/flint_edits_test.py", analyser=analyser,
+                            deadline=None, **kw)
+
+
+def _nth(src: str, word: str, n: int) -> int:
+    i = -1
+    for _ in range(n + 1):
+        i = src.index(word, i + 1)
+    return i
+
+
+def test_identifier_change():
+    before = "x = count + 1\n"
+    assert identifier_change(before, Edit(9, "", "_all")) is not None
+    r = identifier_change(before, Edit(9, "", "_all"))
+    assert r is not None and (r.start, r.old, r.new) == (4, "count", "count_all")
+    assert identifier_change(before, Edit(10, "+", "-")) is None
+    assert identifier_change(before, Edit(4, "count", "if")) is None  # a keyword
+    assert identifier_change(before, Edit(12, "1", "2")) is None  # a number
+
+
+def test_rename_parameter_at_definition(analyser):
+    at = SRC.index("value")  # helper's parameter
+    h = _rename_at(SRC, at, "value", "amount")
+    got = _next(h, analyser)
+    text = h.text("d")
+    assert [e.source for e in got] == ["rename"]
+    assert all(e.old_text == "value" and e.new_text == "amount" for e in got)
+    # the docstring's "value" is no reference; other()'s parameter is another name
+    result = apply_all(text, got)
+    assert result == SRC.replace("def helper(value", "def helper(amount").replace(
+        "total = value * count", "total = amount * count")
+    ast.parse(result)
+    # ranges are in the current text
+    for e in got:
+        assert text[e.range_start:e.range_end] == "value"
+
+
+def test_rename_local_at_a_reference_nearest_after_cursor_first(analyser):
+    at = _nth(SRC, "total", 1)  # total += i
+    h = _rename_at(SRC, at, "total", "acc")
+    got = _next(h, analyser)
+    text = h.text("d")
+    assert len(got) == 2
+    cursor = at + 3
+    assert got[0].range_start > cursor and got[1].range_start < cursor  # return total, then total = ...
+    assert apply_all(text, got) == SRC.replace("total", "acc")
+
+
+def test_rename_function_and_attribute(analyser):
+    h = _rename_at(SRC, SRC.index("helper"), "helper", "scale")
+    got = _next(h, analyser)
+    assert len(got) == 2 and apply_all(h.text("d"), got) == SRC.replace("helper", "scale")
+    at = SRC.index("self.width = width") + len("self.")
+    h = _rename_at(SRC, at, "width", "size")
+    got = _next(h, analyser)
+    result = apply_all(h.text("d"), got)
+    assert result.count("self.size") == 3 and "box.size" in result and "def __init__(self, width)" in result
+    ast.parse(result)
+
+
+def test_rename_continued_by_hand(analyser):
+    h = _rename_at(SRC, SRC.index("total"), "total", "acc")
+    h.change("d", 0, 0, "", now=0.0)
+    text = h.text("d")
+    assert text is not None
+    at = text.index("total")  # the next one, renamed by hand too (a later burst)
+    for i in range(5):
+        h.change("d", at + 4 - i, at + 5 - i, "", now=10.0)
+    for i, ch in enumerate("acc"):
+        h.change("d", at + i, at + i, ch, now=10.0)
+    got = _next(h, analyser)
+    assert len(got) == 1 and apply_all(h.text("d"), got) == SRC.replace("total", "acc")
+
+
+def test_no_rename_into_an_existing_name_or_of_an_import(analyser):
+    at = SRC.index("total = value") + len("total = ")
+    h = _rename_at(SRC, at, "value", "count")  # switches to another existing name
+    assert _next(h, analyser) == []
+    at = SRC.index("os.sep")
+    h = _rename_at(SRC, at, "os", "oz")
+    assert _next(h, analyser) == []
+
+
+def test_rename_into_a_name_used_only_in_other_functions(analyser):
+    at = SRC.index("def other(value)") + len("def other(")
+    h = _rename_at(SRC, at, "value", "count")  # count is helper's parameter, not other's
+    got = _next(h, analyser)
+    assert len(got) == 1 and apply_all(h.text("d"), got).endswith("def other(count):\n    return count + 1\n\n\n"
+                                                                  "box = Box(3)\nprint(box.width, helper(3, count=4), os.sep)\n")
+    h = _rename_at(SRC, SRC.index("total"), "total", "i")  # i is in the same function
+    assert _next(h, analyser) == []
+    h = _rename_at(SRC, SRC.index("def helper") + 4, "helper", "other")  # a module name: anywhere counts
+    assert _next(h, analyser) == []
+    src = "class A:\n    def f(self):\n        self.a = 1\n        return self.a\n\n    def g(self):\n        return self.b\n"
+    h = _rename_at(src, src.index("self.a") + 5, "a", "b")  # an attribute: the class's other methods count
+    assert _next(h, analyser) == []
+
+
+def test_rename_needs_jedi_to_know_the_name(analyser):
+    src = "def f():\n    return undefined_name + undefined_name\n"
+    h = _rename_at(src, src.index("undefined_name"), "undefined_name", "x")
+    got = _next(h, analyser)
+    # whatever jedi says about an unbound name, what is offered is exact and parses
+    for e in got:
+        assert e.old_text == "undefined_name"
+    ast.parse(apply_all(h.text("d"), got))
+
+
+def test_rename_past_the_deadline_is_nothing(analyser):
+    h = _rename_at(SRC, SRC.index("value"), "value", "amount")
+    text = h.text("d")
+    assert text is not None
+    import time
+
+    assert rename_edits(text, h.edits("d"), path="/tmp/flint_deadline.py", analyser=analyser,
+                        deadline=time.monotonic() - 1) == []
+
+
+def test_rename_result_must_parse(analyser):
+    # a rename into a name that breaks nothing is fine; a broken file offers nothing
+    src = "def f(a):\n    return a +\n"
+    h = _rename_at(src, src.index("a"), "a", "b")
+    assert _next(h, analyser) == []
+
+
+REPEAT = '''def fetch(url):
+    r = get(url, timeout=30, encoding="utf-8")
+    if r.status == 30:
+        retry(url, timeout=30, encoding="utf-8")  # 30 tries at "utf-8"
+    log("utf-8 done", 30.5, x30)
+    return r
+
+
+def other():
+    return get("u", timeout=30, encoding="utf-8")
+'''
+
+
+def _replace_once(src: str, at: int, old: str, new: str) -> EditHistory:
+    h = EditHistory()
+    h.open("d", src)
+    h.change("d", at, at + len(old), new, now=0.0)
+    return h
+
+
+def test_repeat_number_in_the_function_only():
+    at = REPEAT.index("30")
+    h = _replace_once(REPEAT, at, "30", "60")
+    got = repeat_edits(h.text("d") or "", h.edits("d"))
+    # the other whole-number 30s of fetch(), not 30.5, x30, the comment, nor other()'s
+    assert [e.new_text for e in got] == ["60", "60"]
+    result = apply_all(h.text("d") or "", got)
+    assert result.count("timeout=60") == 2 and "r.status == 60" in result and "30.5" in result
+    assert "x30" in result and "# 30 tries" in result and 'get("u", timeout=30' in result
+
+
+def test_repeat_string_by_another_token():
+    at = REPEAT.index('"utf-8"')
+    h = _replace_once(REPEAT, at, '"utf-8"', "ENCODING")
+    got = repeat_edits(h.text("d") or "", h.edits("d"))
+    assert len(got) == 1 and got[0].old_text == '"utf-8"'
+    result = apply_all(h.text("d") or "", got)
+    assert result.count("encoding=ENCODING") == 2 and '"utf-8 done"' in result and 'at "utf-8"' in result
+
+
+def test_repeat_editing_inside_a_string_replaces_the_literal():
+    at = REPEAT.index('"utf-8"') + 1  # utf -> UTF inside the string
+    h = _replace_once(REPEAT, at, "utf", "UTF")
+    got = repeat_edits(h.text("d") or "", h.edits("d"))
+    assert [(e.old_text, e.new_text) for e in got] == [('"utf-8"', '"UTF-8"')]
+    result = apply_all(h.text("d") or "", got)
+    # the other literal of fetch(); not the comment, not another string, not other()'s
+    assert result.count('"UTF-8"') == 2 and '"utf-8 done"' in result and 'at "utf-8"' in result
+    assert 'encoding="utf-8")\n' in result.split("def other")[1]
+
+
+def test_no_repeat_inside_prose():
+    src = 'def f():\n    """Return the foo."""\n    x = "foo"  # the foo\n    # foo again\n    return "foo"\n'
+    h = _replace_once(src, src.index("foo again"), "foo", "bar")  # in a comment
+    assert repeat_edits(h.text("d") or "", h.edits("d")) == []
+    h = _replace_once(src, src.index("foo."), "foo", "bar")  # in a docstring
+    assert repeat_edits(h.text("d") or "", h.edits("d")) == []
+    h = _replace_once(src, src.index('"foo"') + 1, "foo", "bar")  # in a literal: the other literal
+    got = repeat_edits(h.text("d") or "", h.edits("d"))
+    assert [(e.old_text, e.new_text) for e in got] == [('"foo"', '"bar"')]
+
+
+def test_no_repeat_for_a_non_literal_edit_or_one_name():
+    src = "def f():\n    foo(1, 2)\n    foo(1, 2)\n"
+    h = EditHistory()
+    h.open("d", src)
+    h.change("d", src.index("2)") + 1, src.index("2)") + 1, ", x", now=0.0)  # foo(1, 2) -> foo(1, 2, x)
+    assert repeat_edits(h.text("d") or "", h.edits("d")) == []
+    h = _replace_once(src, src.index("foo"), "foo", "bar")
+    assert repeat_edits(h.text("d") or "", h.edits("d")) == []
+
+
+def test_repeat_dotted_name():
+    src = "def f(a):\n    x = np.float(a)\n    y = np.float(2) + mynp.float(3)\n"
+    at = src.index("np.float")
+    h = _replace_once(src, at, "np.float", "np.float64")
+    got = repeat_edits(h.text("d") or "", h.edits("d"))
+    # the edit itself is the insertion "64": widened to the name float; float alone is one name -> nothing,
+    # while replacing the whole dotted name is a repeat
+    assert got == []
+    h = EditHistory()
+    h.open("d", src)
+    h.change("d", at, at + len("np.float"), "numpy.double", now=0.0)
+    got = repeat_edits(h.text("d") or "", h.edits("d"))
+    assert len(got) == 1 and apply_all(h.text("d") or "", got).count("numpy.double(") == 2
+    assert "mynp.float(3)" in apply_all(h.text("d") or "", got)
+
+
+def test_repeat_in_other_languages_uses_the_region():
+    src = "function f() {\n  a = 100; // 100 ms\n  b = 100;\n}\n"
+    h = _replace_once(src, src.index("100"), "100", "250")
+    got = repeat_edits(h.text("d") or "", h.edits("d"), language="javascript")
+    assert len(got) == 1 and apply_all(h.text("d") or "", got) == src.replace("a = 100", "a = 250").replace(
+        "b = 100", "b = 250")
+
+
+def test_exact_next_edits_dispatch(analyser):
+    h = _replace_once(REPEAT, REPEAT.index("30"), "30", "60")
+    got = exact_next_edits(h.text("d") or "", h.edits("d"), path="/tmp/x.py", analyser=analyser)
+    assert got and all(e.source == "repeat" for e in got)
+    assert exact_next_edits("x", [], analyser=analyser) == []
+
+
+def test_by_cursor():
+    es = [NextEdit(i, i + 1, "a", "b", "repeat", 0.5) for i in (1, 10, 5, 20)]
+    assert [e.range_start for e in by_cursor(es, 6)] == [10, 20, 1, 5]
+
+
+def test_no_partial_rename_of_a_reassigned_name(analyser):
+    # six.reraise's shape: jedi may split `value` into bindings; a rename of some of them could leave the
+    # name unbound on a path, so either every occurrence is offered or none
+    src = ("def reraise(tp, value, tb=None):\n    try:\n        if value is None:\n            value = tp()\n"
+           "        if value.__traceback__ is not tb:\n            raise value.with_traceback(tb)\n"
+           "        raise value\n    finally:\n        value = None\n        tb = None\n")
+    h = _rename_at(src, src.index("value"), "value", "exc")
+    got = _next(h, analyser)
+    if got:
+        assert apply_all(h.text("d"), got).count("value") == 0
+
+
+def test_keyword_arguments_and_attributes_are_not_leftovers(analyser):
+    src = "def f(timeout, obj):\n    g(timeout=timeout)\n    return obj.timeout + timeout\n"
+    h = _rename_at(src, src.index("timeout"), "timeout", "limit")
+    got = _next(h, analyser)
+    assert apply_all(h.text("d"), got) == "def f(limit, obj):\n    g(timeout=limit)\n    return obj.timeout + limit\n"
+
+
+def test_rename_parameter_reaches_keyword_arguments_of_calls(analyser):
+    src = "def f(limit):\n    return limit * 2\n\n\ndef g():\n    return f(limit=3)\n"
+    h = _rename_at(src, src.index("limit"), "limit", "cap")
+    got = _next(h, analyser)
+    # whatever jedi finds of the call's keyword, the function's own uses are all there, and nothing else
+    result = apply_all(h.text("d"), got)
+    assert "def f(cap):\n    return cap * 2\n" in result
+    assert result.endswith(("f(cap=3)\n", "f(limit=3)\n"))
