@@ -189,7 +189,8 @@ def keystroke_ids(tok, fim, bos_id: int | None, prefix: str, suffix: str, typed:
     cache holds, build_prompt with token healing) before and after ``typed`` is typed at the end of
     ``prefix``, from a reset engine; ``anchored`` False: the PSM layout. Both engines get these ids."""
     from engine.config import EngineConfig
-    from engine.decoding.prompt import build_prompt, choose_anchor, clip_window
+    from engine.decoding.prompt import build_prompt, choose_anchor
+    from engine.text.window import clip_window
 
     cfg = cfg or EngineConfig()
     out = []

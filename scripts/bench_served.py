@@ -386,8 +386,8 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
 #   the quantum grid; the suffix up to planner.WINDOW_SUFFIX_CHARS), and the prompt's text as the engine
 #   clips that (engine.decoding.prompt.clip_window to EngineConfig's max_prefix_chars / max_suffix_chars);
 # - stop: the request kind's GenParams (planner.state_at: automatic or invoked, with the server's default
-#   settings), sized by the engine's budget (engine.decoding.decode._budgeted) and stopped by its rule
-#   (decode._stop: stop strings, max_lines, a settled block; max_tokens; an end token);
+#   settings), sized by the engine's budget (engine.decoding.stops.budgeted) and stopped by its rule
+#   (stops.stop_rule: stop strings, max_lines, a settled block; max_tokens; an end token);
 # - post-processing: lsp_server.completion.items.build_items, as the session calls it for that request kind
 #   (engine.text.postprocess.postprocess with the state's mode and max_lines; automatic requests also
 #   cut where the model doubted, settings.confidence_cut, from llama.cpp's own token probabilities);
@@ -414,7 +414,7 @@ def server_window(text: str, offset: int, max_prefix: int, max_suffix: int,
                   previous: int | None = None) -> tuple[int, str, str, str, str]:
     """(window start, the state's prefix and suffix: what budgets and post-processing see, the prompt's
     prefix and suffix: what the model sees) for a cursor at ``offset``, as the server cuts them."""
-    from engine.decoding.prompt import clip_window
+    from engine.text.window import clip_window
     from lsp_server.completion import planner
 
     start, prefix, suffix = planner.window(text, offset, max_prefix, previous)
@@ -428,7 +428,7 @@ class DirectRule:
 
     request: str  # "raw" | "automatic" | "invoked"
     params: object  # engine.types.GenParams, after the engine's budget
-    settle: object  # decode._Settle | None
+    settle: object  # engine.decoding.stops.Settle | None
     state: object = None  # planner.State (None: raw)
     skip: str | None = None  # why the server does no work here (an automatic request gets nothing)
 
@@ -436,7 +436,7 @@ class DirectRule:
 def direct_rules(text: str, offset: int, prefix: str, suffix: str, spot_kind: str,
                  requests: tuple[str, ...] = DIRECT_REQUESTS) -> dict[str, DirectRule]:
     """The rules for a cursor whose state text (server_window) is ``prefix`` / ``suffix``."""
-    from engine.decoding.decode import _budgeted
+    from engine.decoding.stops import budgeted
     from engine.types import GenParams
     from lsp_server.completion import planner
     from lsp_server.settings import Settings
@@ -451,19 +451,19 @@ def direct_rules(text: str, offset: int, prefix: str, suffix: str, spot_kind: st
             continue
         state = planner.state_at(settings, "file:///direct", 0, offset, prefix, suffix, invoked=req == "invoked",
                                  remote_ready=False, language="python")
-        params, settle = _budgeted(prefix, suffix, state.params)
+        params, settle = budgeted(prefix, suffix, state.params)
         rules[req] = DirectRule(req, params, settle, state, state.skip)
     return rules
 
 
 def stop_point(texts: list[str], params, settle, ended: bool, start: int = 0) -> tuple[int, str, str] | None:
-    """Where the engine's greedy loop (decode._GreedyRow.emit) stops a generation whose text after i + 1
+    """Where the engine's greedy loop (decoding.greedy) stops a generation whose text after i + 1
     tokens is ``texts[i]``: (tokens used, text, finish reason), or None while it goes on. ``ended``: the
     model's next token is an end token. ``start``: the texts before it were checked already."""
-    from engine.decoding.decode import _stop
+    from engine.decoding.stops import stop_rule
 
     for i in range(start, len(texts)):
-        reason, cut = _stop(texts[i], params, settle)
+        reason, cut = stop_rule(texts[i], params, settle)
         if reason is not None:
             return i + 1, cut, reason
         if i + 1 >= params.max_tokens:
@@ -790,8 +790,8 @@ ARMS_TEXT = (
     "automatic requests cut where the model doubted, confidenceCut 0.5); invoked: item 1 of 3 variants.",
     "- **direct automatic / direct invoked** (llama-cpp-python on the GGUF): the PSM layout (prefix, suffix, "
     "middle token) without token healing, greedy, one variant, no deadline, never the quick window; the same "
-    "GenParams, budget and stop rule as the served request kind (planner.state_at, decode._budgeted, "
-    "decode._stop) and the same post-processing (items.build_items with the same settings; the doubt cut from "
+    "GenParams, budget and stop rule as the served request kind (planner.state_at, stops.budgeted, "
+    "stops.stop_rule) and the same post-processing (items.build_items with the same settings; the doubt cut from "
     "llama.cpp's own token probabilities); automatic blocks get the same Tab rounds. Latency: the prompt pass "
     "and decode to that rule's stop, from a reset state.",
     "- **direct raw**: the same window and layout, the line to its first line break (48 tokens at most), a "

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.decoding.prompt import Fim, clip_window
+from engine.decoding.prompt import Fim
 from engine.policy.speculation import window_start
+from engine.text.window import clip_window
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 

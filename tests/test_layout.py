@@ -32,6 +32,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     # not wired into decoding or post-processing yet (docs/guidance.md, docs/syntax.md): self-contained
     "guidance": frozenset(),
     "syntax": frozenset(),
+    "edits": frozenset({"guidance", "types"}),
 }
 NOT_IN_ENGINE = ("lsp_server", "pygls", "lsprotocol")
 NOT_IN_COMPLETION = ("pygls", "lsprotocol", "lsp_server.protocol")
