@@ -36,11 +36,11 @@ What each function replaces for non-Python languages (``engine/text/statements.p
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from engine.syntax.blocks import Block, enclosing_block
 from engine.syntax.definitions import Definition, definitions, enclosing_definition, outline, outlines
 from engine.syntax.languages import Grammar, grammar_for
 from engine.syntax.nodes import (
@@ -55,6 +55,7 @@ from engine.syntax.nodes import (
     leaves,
 )
 from engine.syntax.tree import SyntaxTree, parse_text
+from engine.syntax.window import statement_window
 
 __all__ = [
     "Block", "Definition", "block_is_complete", "complete_statement_end", "definitions", "enclosing_block",
@@ -153,112 +154,6 @@ def first_stray_closer(language_id: str | None, text_before: str, text: str) -> 
     cursor = len(before.encode("utf-8"))
     bad = _bracket_walk(tree, cursor).stray
     return None if bad is None else tree.offset_at(bad) - len(before)
-
-
-# ---- the statement window --------------------------------------------------------------------------------
-WINDOW_LINES = 60
-MAX_SCAN_LINES = 3000  # how far up the headers of the enclosing blocks are looked for
-_CONTINUATION_KEYWORDS = ("else", "elif", "except", "finally", "catch", "case", "default")
-
-
-def _indent(line: str) -> int:
-    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
-
-
-def _opens(line: str) -> bool:
-    s = line.rstrip()
-    return bool(s) and (s[-1] in "{(:[" or s.endswith(("=>", "->")))
-
-
-def _header_line(line: str, col: int) -> bool:
-    """A line above the cursor that opens a block around it or starts the statement it continues:
-    indented less than ``col`` and ending in an opener or an operator (a line of a multi-line string or
-    comment that happens to sit at a lower indentation rarely does); not a line that only closes
-    brackets, continues a clause (``} else {``, ``except:``) or is a comment."""
-    s = line.strip()
-    return bool(s) and _indent(line) < col and (_opens(line) or s[-1] in ",=+-*/%&|?.<>!") and \
-        s[0] not in ")]}" and not s.startswith(_CONTINUATION_KEYWORDS) and not s.startswith(("*", "//", "#", "/*"))
-
-
-_GOES_ON = ",([=+-*/%&|?.<>!\\"  # a line ending in one of these continues on the next
-
-
-def _comment_line(s: str) -> bool:
-    return s.startswith(("*", "//", "#", "/*"))
-
-
-def _boundary(lines: list[str], i: int, col: int) -> bool:
-    """``lines[i]`` starts a statement at column ``col``: the code line above it ends one. (Exactly at
-    ``col``: a line of a multi-line string at some other indentation is no statement.)"""
-    s = lines[i].strip()
-    if not s or _indent(lines[i]) != col or s[0] in ")]}" or s.startswith(_CONTINUATION_KEYWORDS) or \
-            _comment_line(s):
-        return False
-    above = next((ln.strip() for ln in reversed(lines[max(0, i - 20): i])
-                  if ln.strip() and not _comment_line(ln.strip())), None)
-    return above is None or above[-1] not in _GOES_ON
-
-
-def _far_header(lines: list[str], i: int) -> list[str] | None:
-    """The header that ``lines[i]`` starts, whole: the line when it opens a block (with the line above
-    for an Allman ``{``), else the lines down to the one that does (a signature over several lines);
-    None when no block opens within 8 lines."""
-    s = lines[i].strip()
-    if s.startswith("{"):
-        return ([lines[i - 1]] if i > 0 else []) + [lines[i]]
-    if _opens(lines[i]):
-        return [lines[i]]
-    for j in range(i + 1, min(len(lines), i + 8)):
-        if lines[j].rstrip().endswith("{"):
-            return lines[i: j + 1]
-    return None
-
-
-@functools.lru_cache(maxsize=32)  # one request asks for every variant and cut with the same prefix
-def statement_window(text_before: str, max_lines: int = WINDOW_LINES, max_scan: int = MAX_SCAN_LINES) -> str:
-    """What to parse of ``text_before`` so the statement at its end is whole, inside the blocks around it.
-
-    Within the last ``max_lines`` lines: from the outermost header of the enclosing blocks found there
-    (each line above indented less than the last: a block opener, or the start of a statement the cursor's
-    line continues), or, when that does not reach column 0, from the first line there that starts a
-    statement at that header's (or the cursor's) level (so a ``}, 3000);`` has its opener). Above the window, up
-    to ``max_scan`` lines, the headers of the blocks still around it come alone (a method in a long class:
-    the class line). An empty cursor line counts at the indentation of the code line above it, one deeper
-    when that line opens a block (editors strip a blank line's spaces)."""
-    parts = text_before.rsplit("\n", max_scan)
-    cur, above = parts[-1], parts[:-1]
-    if len(parts) > max_scan:
-        above = above[1:]  # the first part may be many lines: never a header
-    col = _indent(cur) if cur.strip() else len(cur.expandtabs(4))
-    if not cur:
-        code = next((ln for ln in reversed(above[-20:]) if ln.strip() and not _comment_line(ln.strip())), None)
-        if code is not None:
-            col = _indent(code) + (1 if _opens(code) else 0)
-    n = len(above)
-    lo = max(0, n - max_lines)
-    start, c = n, col
-    for i in range(n - 1, lo - 1, -1):
-        if c == 0:
-            break
-        if _header_line(above[i], c):
-            start, c = i, _indent(above[i])
-            if above[i].strip().startswith("{") and i > lo:  # Allman braces: the header is the line above
-                start, c = i - 1, min(c, _indent(above[i - 1]))
-    if c > 0:
-        first = next((i for i in range(lo, start) if _boundary(above, i, c)), None)
-        if first is not None:
-            start, c = first, _indent(above[first])
-    far: list[list[str]] = []
-    for i in range(start - 1, -1, -1):
-        if c == 0:
-            break
-        if _header_line(above[i], c):
-            header = _far_header(above, i)
-            if header is not None:
-                far.append(header)
-                c = min(_indent(ln) for ln in header if ln.strip())
-    lines = [ln for h in reversed(far) for ln in h] + above[start:] + [cur]
-    return "\n".join(lines)
 
 
 # ---- complete statements ---------------------------------------------------------------------------------
@@ -430,66 +325,6 @@ def has_error_in(tree: SyntaxTree, start: int, end: int) -> bool:
         if e.is_error and e.start_byte <= hi and e.end_byte >= lo:
             return True
     return False
-
-
-@dataclass(frozen=True)
-class Block:
-    """The innermost block around a position: its extent (code points), the indentation of the line that
-    opens it, that of its first statement (None when empty), whether it is closed (its ``}`` is there, or an
-    indented block), and whether statements follow the position inside it."""
-    start: int
-    end: int
-    header_indent: int
-    body_indent: int | None
-    closed: bool
-    statements_after: bool
-
-
-def _is_block(node: Any) -> bool:
-    if node.type == "block" or node.type.endswith(("_block", "_body", "statement_list")):
-        return True
-    kids = node.children
-    return len(kids) >= 2 and kids[0].type == "{" and kids[-1].type == "}"
-
-
-def _line_indent(text: str, offset: int) -> int:
-    start = text.rfind("\n", 0, offset) + 1
-    return _indent(text[start: offset + 1] if offset < len(text) else text[start:])
-
-
-def _indented_block_before(tree: SyntaxTree, code: int, col: int) -> Any:
-    """The innermost indented block (Python's: no braces, it ends with its last statement) that ends on
-    the code at byte ``code`` and whose body is no deeper than column ``col``: blank space after a block,
-    as deep as its body, is still in it."""
-    if code <= 0:
-        return None
-    for a in ancestors(tree.root.descendant_for_byte_range(code - 1, code)):
-        if a.type == "block" and a.end_byte == code and a.children and a.children[0].type != "{" and \
-                _line_indent(tree.text, tree.offset_at(a.start_byte)) <= col:
-            return a
-    return None
-
-
-def enclosing_block(tree: SyntaxTree, offset: int) -> Block | None:
-    """The innermost block (a brace-delimited body, a Python indented block) containing ``offset``."""
-    b = tree.byte_at(offset)
-    code = len(tree.source[:b].rstrip())
-    col = len(tree.text[tree.text.rfind("\n", 0, offset) + 1: offset].expandtabs(4))
-    n = _indented_block_before(tree, code, col) if code < b else None
-    if n is None:
-        n = next((a for a in ancestors(tree.root.descendant_for_byte_range(b, b))
-                  if _is_block(a) and a.start_byte < b <= a.end_byte), None)
-    if n is None:
-        return None
-    owner = n.parent if n.parent is not None else n
-    start, end = tree.offset_at(n.start_byte), tree.offset_at(n.end_byte)
-    header = _line_indent(tree.text, tree.offset_at(owner.start_byte))
-    stmts = [c for c in n.named_children if not is_comment(c)]
-    body = _line_indent(tree.text, tree.offset_at(stmts[0].start_byte)) if stmts else None
-    kids = n.children
-    closed = not (kids and (kids[-1].is_missing or kids[0].type == "{" and kids[-1].type != "}"))
-    after = any(c.start_byte >= b for c in stmts)
-    return Block(start, end, header, body, closed, after)
 
 
 # ---- repetition of the code below ------------------------------------------------------------------------

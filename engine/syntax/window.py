@@ -1,0 +1,113 @@
+"""The statement window: the lines above a cursor that its statement (and the headers of the blocks around
+it) needs, so a question about the statement parses a few dozen lines, not the whole file. Pure text; no
+grammar needed."""
+
+from __future__ import annotations
+
+import functools
+
+WINDOW_LINES = 60
+MAX_SCAN_LINES = 3000  # how far up the headers of the enclosing blocks are looked for
+_CONTINUATION_KEYWORDS = ("else", "elif", "except", "finally", "catch", "case", "default")
+
+
+def indent_width(line: str) -> int:
+    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
+
+
+def _opens(line: str) -> bool:
+    s = line.rstrip()
+    return bool(s) and (s[-1] in "{(:[" or s.endswith(("=>", "->")))
+
+
+def _header_line(line: str, col: int) -> bool:
+    """A line above the cursor that opens a block around it or starts the statement it continues:
+    indented less than ``col`` and ending in an opener or an operator (a line of a multi-line string or
+    comment that happens to sit at a lower indentation rarely does); not a line that only closes
+    brackets, continues a clause (``} else {``, ``except:``) or is a comment."""
+    s = line.strip()
+    return bool(s) and indent_width(line) < col and (_opens(line) or s[-1] in ",=+-*/%&|?.<>!") and \
+        s[0] not in ")]}" and not s.startswith(_CONTINUATION_KEYWORDS) and not s.startswith(("*", "//", "#", "/*"))
+
+
+_GOES_ON = ",([=+-*/%&|?.<>!\\"  # a line ending in one of these continues on the next
+
+
+def _comment_line(s: str) -> bool:
+    return s.startswith(("*", "//", "#", "/*"))
+
+
+def _boundary(lines: list[str], i: int, col: int) -> bool:
+    """``lines[i]`` starts a statement at column ``col``: the code line above it ends one. (Exactly at
+    ``col``: a line of a multi-line string at some other indentation is no statement.)"""
+    s = lines[i].strip()
+    if not s or indent_width(lines[i]) != col or s[0] in ")]}" or s.startswith(_CONTINUATION_KEYWORDS) or \
+            _comment_line(s):
+        return False
+    above = next((ln.strip() for ln in reversed(lines[max(0, i - 20): i])
+                  if ln.strip() and not _comment_line(ln.strip())), None)
+    return above is None or above[-1] not in _GOES_ON
+
+
+def _far_header(lines: list[str], i: int) -> list[str] | None:
+    """The header that ``lines[i]`` starts, whole: the line when it opens a block (with the line above
+    for an Allman ``{``), else the lines down to the one that does (a signature over several lines);
+    None when no block opens within 8 lines."""
+    s = lines[i].strip()
+    if s.startswith("{"):
+        return ([lines[i - 1]] if i > 0 else []) + [lines[i]]
+    if _opens(lines[i]):
+        return [lines[i]]
+    for j in range(i + 1, min(len(lines), i + 8)):
+        if lines[j].rstrip().endswith("{"):
+            return lines[i: j + 1]
+    return None
+
+
+@functools.lru_cache(maxsize=32)  # one request asks for every variant and cut with the same prefix
+def statement_window(text_before: str, max_lines: int = WINDOW_LINES, max_scan: int = MAX_SCAN_LINES) -> str:
+    """What to parse of ``text_before`` so the statement at its end is whole, inside the blocks around it.
+
+    Within the last ``max_lines`` lines: from the outermost header of the enclosing blocks found there
+    (each line above indented less than the last: a block opener, or the start of a statement the cursor's
+    line continues), or, when that does not reach column 0, from the first line there that starts a
+    statement at that header's (or the cursor's) level (so a ``}, 3000);`` has its opener). Above the window, up
+    to ``max_scan`` lines, the headers of the blocks still around it come alone (a method in a long class:
+    the class line). An empty cursor line counts at the indentation of the code line above it, one deeper
+    when that line opens a block (editors strip a blank line's spaces)."""
+    parts = text_before.rsplit("\n", max_scan)
+    cur, above = parts[-1], parts[:-1]
+    if len(parts) > max_scan:
+        above = above[1:]  # the first part may be many lines: never a header
+    col = indent_width(cur) if cur.strip() else len(cur.expandtabs(4))
+    if not cur:
+        code = next((ln for ln in reversed(above[-20:]) if ln.strip() and not _comment_line(ln.strip())), None)
+        if code is not None:
+            col = indent_width(code) + (1 if _opens(code) else 0)
+    n = len(above)
+    lo = max(0, n - max_lines)
+    start, c = n, col
+    for i in range(n - 1, lo - 1, -1):
+        if c == 0:
+            break
+        if _header_line(above[i], c):
+            start, c = i, indent_width(above[i])
+            if above[i].strip().startswith("{") and i > lo:  # Allman braces: the header is the line above
+                start, c = i - 1, min(c, indent_width(above[i - 1]))
+    if c > 0:
+        first = next((i for i in range(lo, start) if _boundary(above, i, c)), None)
+        if first is not None:
+            start, c = first, indent_width(above[first])
+    far: list[list[str]] = []
+    for i in range(start - 1, -1, -1):
+        if c == 0:
+            break
+        if _header_line(above[i], c):
+            header = _far_header(above, i)
+            if header is not None:
+                far.append(header)
+                c = min(indent_width(ln) for ln in header if ln.strip())
+    lines = [ln for h in reversed(far) for ln in h] + above[start:] + [cur]
+    return "\n".join(lines)
+
+
