@@ -224,6 +224,9 @@ async def test_race_obeys_its_budget(server, make_session, budget_ms):
     s = make_session(routing="race", remote_url=server.url, race_budget_ms=budget_ms, max_variants=1)
     first = await s.suggest(URI, *BLOCK, invoked=True)
     await idle(s)  # the remote generation ran to its end
+    deadline = time.monotonic() + 10  # its RemoteDone reaches the loop through the event queue, after the job ends
+    while not s.remote_texts and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
     assert s.remote_texts, "the remote never answered"
     remote_text = s.remote_texts[-1]
     again = await s.suggest(URI, *BLOCK, invoked=True)
