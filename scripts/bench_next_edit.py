@@ -6,8 +6,8 @@ the module-level functions and the ``self.<attr>`` attributes of classes, each w
 occurrences by the syntactic truth below; per package, ordered by sha256 of ``package:module:kind:scope:
 name``, the first ``--per-package``. The user's edit renames one occurrence (``name`` -> ``name_nx``,
 deleted letter by letter and typed, one burst of EditHistory): the definition for even hashes, the last
-occurrence for odd ones. ``exact_next_edits`` is asked for the rest (jedi on a cold ``Script``: the analyser's script cache is cleared before each question). Its
-suggestions are compared with
+occurrence for odd ones. ``exact_next_edits`` is asked for the rest (jedi on a cold ``Script``: the
+analyser's script cache is cleared before each question). Its suggestions are compared with
 
 - jedi's own full reference set at the same position (what the rename can at best offer: the difference is
   what exact.py's guards drop), and
