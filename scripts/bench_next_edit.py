@@ -4,10 +4,10 @@
 (``RENAME_PACKAGES``). In every module, the rename targets are the parameters and locals of every function,
 the module-level functions and the ``self.<attr>`` attributes of classes, each with at least two
 occurrences by the syntactic truth below; per package, ordered by sha256 of ``package:module:kind:scope:
-name``, the first ``--per-package``. The user's edit renames one occurrence (``name`` -> ``name_nx``):
-the definition for even hashes, the last occurrence for odd ones. ``exact_next_edits`` is asked for the
-rest (jedi on a cold ``Script``: the analyser's script cache is cleared before each question). Its
-suggestions are compared with
+name``, the first ``--per-package``. The user's edit renames one occurrence (``name`` -> ``name_nx``,
+deleted letter by letter and typed, one burst of EditHistory): the definition for even hashes, the last
+occurrence for odd ones. ``exact_next_edits`` is asked for the rest (jedi on a cold ``Script``: the
+analyser's script cache is cleared before each question). Its suggestions are compared with
 
 - jedi's own full reference set at the same position (what the rename can at best offer: the difference is
   what exact.py's guards drop), and
@@ -323,8 +323,13 @@ def run_rename(t: Target, path: Path, text: str, analyser: JediAnalyser) -> dict
     new = t.name + SUFFIX
     h = EditHistory()
     h.open("d", text)
-    h.change("d", t.site, t.site + len(t.name), new, now=0.0)
+    # as typed: the old name deleted letter by letter from its end, the new one typed (one burst)
+    for i in range(len(t.name)):
+        h.change("d", t.site + len(t.name) - i - 1, t.site + len(t.name) - i, "", now=0.0)
+    for i, c in enumerate(new):
+        h.change("d", t.site + i, t.site + i, c, now=0.0)
     cur = h.text("d") or ""
+    assert len(h.edits("d")) == 1 and cur == text[:t.site] + new + text[t.site + len(t.name):]
     analyser._scripts.clear()  # a cold Script: the rename is the first question about this text
     t0 = time.perf_counter()
     got = exact_next_edits(cur, h.edits("d"), path=str(path), analyser=analyser,

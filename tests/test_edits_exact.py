@@ -330,3 +330,13 @@ def test_rename_parameter_reaches_keyword_arguments_of_calls(analyser):
     result = apply_all(h.text("d"), got)
     assert "def f(cap):\n    return cap * 2\n" in result
     assert result.endswith(("f(cap=3)\n", "f(limit=3)\n"))
+
+
+def test_a_comprehension_binding_the_same_name_is_another_scope(analyser):
+    src = ("def f(kw, names):\n    first = [kw[name] for name in names]\n    for name in names:\n"
+           "        if name not in kw:\n            raise KeyError(name)\n    return first\n")
+    at = src.index("for name in names:") + 4
+    h = _rename_at(src, at, "name", "key")
+    got = _next(h, analyser)
+    assert apply_all(h.text("d"), got) == src.replace("for name in names:", "for key in names:").replace(
+        "if name not", "if key not").replace("KeyError(name)", "KeyError(key)")

@@ -189,3 +189,17 @@ def test_settled():
     h.change("d", 0, 0, "x", now=1.0)
     h.change("d", 1, 1, "y", now=1.2)
     assert not h.settled("d", 0.3, now=1.4) and h.settled("d", 0.3, now=1.5)
+
+
+def test_typing_over_a_name_with_a_shared_tail_is_one_edit():
+    # "name" -> "key": after "ke" the edit trims to "nam" -> "k" (the "e"s agree); the "y" still joins
+    h = EditHistory()
+    src = "for name in names:\n"
+    h.open("d", src)
+    _backspace(h, "d", 8, 4)
+    _type(h, "d", 4, "key")
+    (e,) = h.edits("d")
+    assert (e.start, e.old_text, e.new_text) == (4, "name", "key") and h.text("d") == "for key in names:\n"
+    # and a later keystroke elsewhere is still its own edit
+    h.change("d", 17, 17, "!", now=0.0)
+    assert len(h.edits("d")) == 2

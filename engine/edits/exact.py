@@ -177,6 +177,7 @@ class _Outline:
 
     def __init__(self, text: str, tree: ast.AST) -> None:
         lines = _Lines(text)
+        self.text, self.tree, self.lines = text, tree, lines
         self.imports: set[int] = set()
         self.functions: list[tuple[int, int]] = []
         for node in ast.walk(tree):
@@ -196,6 +197,22 @@ class _Outline:
             return None
         return cls(text, tree)
 
+    def _offset(self, lineno: int, col_bytes: int) -> int:
+        line = self.text[self.lines.starts[lineno - 1]:]
+        line = line[:col_bytes]  # a character is at least one byte: the column's characters are within
+        return self.lines.starts[lineno - 1] + len(line.encode("utf-8")[:col_bytes].decode("utf-8", "ignore"))
+
+    def comprehensions_binding(self, name: str) -> list[tuple[int, int]]:
+        """The spans of the comprehensions that bind ``name`` themselves (their own scope)."""
+        out = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) and any(
+                    isinstance(n, ast.Name) and n.id == name for g in node.generators for n in ast.walk(g.target)):
+                if node.end_lineno is not None and node.end_col_offset is not None:
+                    out.append((self._offset(node.lineno, node.col_offset),
+                                self._offset(node.end_lineno, node.end_col_offset)))
+        return out
+
     def holder(self, offsets: list[int]) -> tuple[int, int] | None:
         """The innermost function holding every offset; None when there is none."""
         if not offsets:
@@ -211,11 +228,13 @@ def _keyword_at(text: str, off: int, n: int) -> bool:
     return rest.startswith("=") and not rest.startswith("==") and text[:off].rstrip().endswith(("(", ","))
 
 
-def _leftovers(text: str, span: tuple[int, int], name: str, refs: set[int]) -> bool:
+def _leftovers(text: str, span: tuple[int, int], name: str, refs: set[int],
+               scopes: Sequence[tuple[int, int]] = ()) -> bool:
     """Does ``name`` occur as a name in ``text[span]`` where jedi saw no reference? (jedi follows bindings:
     after ``value = other`` in a branch it may call the later ``value`` another name; renaming only some of
     them can leave a name unbound on some path.) Attribute names (after a dot) and keyword arguments
-    (``f(name=...)``) are other names and do not count."""
+    (``f(name=...)``) are other names and do not count, nor are the names inside ``scopes`` (comprehensions
+    that bind the name themselves), unless jedi's references are in there."""
     toks = [t for t in tokens(text, span[0], span[1]) if t.kind not in (SPACE, COMMENT)]
     depth = 0
     for i, t in enumerate(toks):
@@ -224,6 +243,8 @@ def _leftovers(text: str, span: tuple[int, int], name: str, refs: set[int]) -> b
         elif t.kind == OP and t.text in ")]}":
             depth = max(0, depth - 1)
         if t.kind != NAME or t.text != name or t.start in refs:
+            continue
+        if any(a <= t.start < b and not any(a <= r < b for r in refs) for a, b in scopes):
             continue
         if i > 0 and toks[i - 1].text == ".":
             continue
@@ -330,7 +351,8 @@ def rename_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, a
             return []
     # a parameter's keyword at call sites elsewhere aside, the function whose name this is
     own = None if attribute else outline.holder([off for off, _ in refs if not _keyword_at(base, off, len(ch.old))])
-    if own is not None and _leftovers(base, own, ch.old, {off for off, _ in refs}):
+    if own is not None and _leftovers(base, own, ch.old, {off for off, _ in refs},
+                                      outline.comprehensions_binding(ch.old)):
         return []
     lines = _Lines(base)
     n = len(ch.old)

@@ -111,12 +111,15 @@ def diff_texts(old: str, new: str) -> list[tuple[int, str, str]]:
 
 
 class _Doc:
-    __slots__ = ("edits", "text", "version")
+    __slots__ = ("burst", "edits", "text", "version")
 
     def __init__(self, text: str, version: int | None, max_edits: int) -> None:
         self.text = text
         self.version = version
         self.edits: deque[Edit] = deque(maxlen=max_edits)
+        # the span of the current text the last edit's keystrokes wrote, before trimming: typing "key" over
+        # "name" trims to "nam" -> "k" after the "e", and the "y" that follows must still join
+        self.burst: tuple[int, int] | None = None
 
 
 class EditHistory:
@@ -168,15 +171,22 @@ class EditHistory:
         if not old and not new:
             return d.edits[-1] if d.edits else None
         last = d.edits[-1] if d.edits else None
-        merged = _merge(last, s, old, new, before) if last is not None and self._joins(last, s, s + len(old), now) \
-            else None
+        merged = _merge(last, s, old, new, before) if last is not None and self._joins(
+            last, d.burst, start, end, now) else None
         if merged is not None and max(merged.old_text.count("\n"), merged.new_text.count("\n")) < self.burst_lines:
             d.edits.pop()
             if merged.old_text or merged.new_text:
                 d.edits.append(replace(merged, version=version, t_last=now))
+                b_lo, b_hi = d.burst if d.burst is not None else (merged.start, merged.new_end)
+                delta = len(new_text) - (end - start)
+                d.burst = (min(b_lo, start, merged.start),
+                           max(b_hi + delta if b_hi >= end else b_hi, start + len(new_text), merged.new_end))
+            else:
+                d.burst = None
             return d.edits[-1] if d.edits else None
         line = before.count("\n", 0, s)
         d.edits.append(Edit(s, old, new, line=line, version=version, t_first=now, t_last=now))
+        d.burst = (start, start + len(new_text))
         return d.edits[-1]
 
     def replace(self, doc: str, text: str, version: int | None = None, now: float | None = None) -> Edit | None:
@@ -193,10 +203,14 @@ class EditHistory:
         d.text = text  # (equal already; keeps the caller's string)
         return out
 
-    def _joins(self, last: Edit, start: int, end: int, now: float) -> bool:
-        """Does a change of ``[start, end)`` of the current text continue the burst of ``last`` (whose new
-        text is at ``last.start .. last.new_end`` there)?"""
-        return now - last.t_last <= self.burst_s and start <= last.new_end and end >= last.start
+    def _joins(self, last: Edit, burst: tuple[int, int] | None, start: int, end: int, now: float) -> bool:
+        """Does a change of ``[start, end)`` of the current text continue the burst of ``last`` (its new text
+        at ``last.start .. last.new_end`` there, its keystrokes over ``burst``)?"""
+        if now - last.t_last > self.burst_s:
+            return False
+        lo, hi = (min(burst[0], last.start), max(burst[1], last.new_end)) if burst is not None else \
+            (last.start, last.new_end)
+        return start <= hi and end >= lo
 
     # ---- questions ----
     def text(self, doc: str) -> str | None:
