@@ -46,7 +46,8 @@ class Backend(Protocol):
                  ) -> tuple[list[Completion], Timings]: ...
 
     def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> bool:
-        """Warm the KV cache for a prompt (idle time); False when there is nothing to warm."""
+        """Warm the KV cache for a prompt (idle time); False when there is nothing to warm (no KV cache, or
+        it holds the prompt already: the backend knows, nobody mirrors it)."""
         ...
 
     def set_context(self, block: Any) -> bool:
@@ -105,8 +106,7 @@ class LocalBackend:
         warm = getattr(self.engine, "prefill", None)  # an engine without a KV cache has nothing to warm
         if warm is None:
             return False
-        warm(prefix, suffix, cancel)
-        return True
+        return warm(prefix, suffix, cancel) is not None
 
     def set_context(self, block: Any) -> bool:
         setter = getattr(self.engine, "set_context", None)  # a test's stand-in engine may have no context

@@ -78,6 +78,9 @@ class EngineConfig:
     # chunks of 256 (docs/benchmarks/forward.md)
     prefill_chunk: int = 64
     warm_chunk: int = 64  # prefill chunk in idle time: the user may type any moment
+    # idle time leaves a window alone when the KV holds all of it but this share of its tokens (and no more
+    # than ``quick_above_tokens``): re-running it would only repeat its tail
+    warm_slack: float = 0.1
     # the quick first window (GenParams.quick_start): a prompt far from every cached one (a file just opened,
     # a jump) is served first from a short window around the cursor while the full window is prefilled in
     # idle time (Engine.prefill); used when the full window needs more than ``quick_above_tokens`` new

@@ -306,11 +306,17 @@ class Engine:
         self.last_context = t.context  # the whole prompt is in the KV now, the block's chunks with it
         return h
 
-    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings:
+    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings | None:
         """Warm the KV cache for a prompt's full window without generating (idle time, in small chunks:
-        an interrupted warm-up keeps what it computed, parked while the user types, resumed next time)."""
+        an interrupted warm-up keeps what it computed, parked while the user types, resumed next time).
+        None when a row holds the window already but for a short tail (``warm_slack``): the next
+        keystroke's generation runs that tail anyway, with the full window."""
         t = Timings()
         pr, _ = self._prepare(prefix, suffix, heal=True, max_new=64, quick_ok=False)
+        missing = len(pr.ids) - self.rows.reusable(pr.ids)
+        if self.rows.anchor == pr.anchor and \
+                missing <= min(self.config.quick_above_tokens, self.config.warm_slack * len(pr.ids)):
+            return None
         self.rows.anchor = pr.anchor
         self._sync(pr.ids, t, cancel, chunk=self.config.warm_chunk)
         t.total_ms = (time.perf_counter() - t.started) * 1000

@@ -53,6 +53,7 @@ class FakeEngine:
     context_digest: str = ""
     log: list[tuple[str, str]] = field(default_factory=list)  # ("context", digest) / ("complete", prefix)
     ended: list[str] = field(default_factory=list)  # each call's finish reason, once it returned
+    held: tuple[str, str] | None = None  # the window the KV would hold whole (a full-window run, a warm-up)
 
     def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
                  cancel: CancelToken | None = None, on_token=None) -> tuple[list[Completion], Timings]:
@@ -80,6 +81,7 @@ class FakeEngine:
         if done.texts is not None:
             texts = dict(enumerate(done.texts))
         self.ended.append(done.reason)
+        self.held = (prefix, suffix) if done.window == "full" and done.reason != "cancelled" else None
         n = max(texts, default=0) + 1
         return [Completion(text=texts.get(i, ""), token_ids=[1] * max(1, len(texts.get(i, "")) // 2),
                            finish_reason=done.reason, variant=i) for i in range(n)], Timings(window=done.window)
@@ -98,11 +100,15 @@ class FakeEngine:
                 return None
             time.sleep(min(left, 0.002))
 
-    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings:
+    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings | None:
+        if (prefix, suffix) == self.held:
+            return None  # as the engine: the KV holds this window already
         self.prefills.append((prefix, suffix))
         if prefix in self.slow_prefill:  # a long window on a slow CPU: one chunk at a time until stopped
             while cancel is None or not cancel.cancelled:
                 time.sleep(0.01)
+        if cancel is None or not cancel.cancelled:
+            self.held = (prefix, suffix)
         return Timings()
 
     def set_context(self, block) -> bool:

@@ -270,6 +270,28 @@ def test_a_cold_spot_is_served_from_the_quick_window_and_the_full_one_warms_with
     assert typed[0].text == fresh[0].text
 
 
+def test_idle_time_leaves_a_window_the_kv_holds_alone(engine):
+    """Engine.prefill answers what its KV holds (nobody mirrors it): a window held whole, or held by a
+    parked row, or that a generation ran with the full window, is not run again."""
+    prefix, suffix = _textwrap_spot()
+    other_prefix, other_suffix = PROMPTS[2]["prefix"] * 4, PROMPTS[2]["suffix"]
+    engine.reset()
+    assert engine.prefill(prefix, suffix) is not None  # cold: warmed
+    assert engine.prefill(prefix, suffix) is None  # held
+    _, t = engine.complete(prefix + "s", suffix, GenParams(max_tokens=4))
+    assert t.window == "full"
+    assert engine.prefill(prefix + "s", suffix) is None  # the keystroke's generation ran it
+    engine.complete(other_prefix, other_suffix, GenParams(max_tokens=4))  # another file: A is parked
+    assert engine.prefill(prefix + "s", suffix) is None  # the parked row holds it
+    _, t = engine.complete(prefix + "se", suffix, GenParams(max_tokens=4))
+    assert t.prompt_tokens - t.reused_tokens <= 3, (t.prompt_tokens, t.reused_tokens)
+    stop = CancelToken()
+    stop.cancel("typing")
+    engine.reset()
+    engine.prefill(prefix, suffix, stop)  # interrupted after its first chunk: most of the window is missing
+    assert engine.prefill(prefix, suffix) is not None
+
+
 def test_a_parked_prompt_swapped_back_gives_what_a_fresh_run_gives(engine):
     a_prefix, a_suffix = _textwrap_spot(3000)
     b_prefix, b_suffix = PROMPTS[2]["prefix"] * 4, PROMPTS[2]["suffix"]

@@ -20,6 +20,6 @@ def test_poke_makes_an_idle_worker_warm_the_spot_routed_elsewhere():
         r.worker.poke()
         assert r.until(lambda: r.engine.prefills)
         assert r.engine.prefills == [(spot.prefix, spot.suffix)]
-        assert r.until(lambda: r.worker.runner.kv_prompt == (spot.prefix, spot.suffix))
+        assert r.until(lambda: r.engine.held == (spot.prefix, spot.suffix))
     finally:
         r.stop()

@@ -8,8 +8,6 @@ from hypothesis import strategies as st
 from engine.policy.speculation import (
     futures,
     next_indent,
-    shared_prefix,
-    should_warm,
     skip_reason,
     window_start,
 )
@@ -64,30 +62,6 @@ def test_futures_are_distinct_and_continue_the_prefix(prefix, suffix, text):
     assert len({(f.prefix, f.suffix) for f in fs}) == len(fs)
     assert all(f.prefix.startswith(prefix) and len(f.prefix) > len(prefix) for f in fs)
     assert fs[0].prefix == prefix + text
-
-
-# ---------------------------------------------------------------------------------------------- warming
-
-
-def test_warm_only_when_idle_and_the_kv_cache_holds_something_else():
-    a, b = ("def a():\n    ", "\n"), ("def b():\n    ", "\n")
-    assert not should_warm(a, b, idle_s=0.1)  # not idle long enough
-    assert should_warm(a, b, idle_s=1.0)
-    assert should_warm(a, None, idle_s=1.0)
-    assert not should_warm(a, a, idle_s=5.0)  # already warm
-    assert not should_warm(None, b, idle_s=5.0)  # no active document with a known cursor
-    # a future ("the suggestion accepted") shares the whole active prefix: warming would repeat it
-    assert not should_warm(a, (a[0] + "return 1\n", "\n"), idle_s=5.0)
-    # the same file far above the cursor shares little
-    doc = "".join(f"x{i} = {i}\n" for i in range(300))
-    assert should_warm((doc, "\n"), (doc[:200], "\n"), idle_s=5.0)
-
-
-@given(st.text(max_size=40), st.text(max_size=40))
-def test_shared_prefix(a, b):
-    import os.path
-
-    assert shared_prefix(a, b) == len(os.path.commonprefix([a, b]))
 
 
 # ---------------------------------------------------------------------------------------------- skip

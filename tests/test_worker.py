@@ -425,7 +425,7 @@ def test_idle_time_warms_once_and_new_work_interrupts_it():
     r.worker.document_changed("a", 1)  # activity: the worker says it is idle again after a quiet period
     assert r.until(lambda: r.engine.prefills, IDLE_WARM_S + 1)
     assert r.engine.prefills == [("active prefix", "active suffix")]
-    assert r.until(lambda: r.worker.backlog() == 0) and r.worker.runner.kv_prompt == ("active prefix", "active suffix")
+    assert r.until(lambda: r.worker.backlog() == 0) and r.engine.held == ("active prefix", "active suffix")
     time.sleep(IDLE_WARM_S + 0.2)
     r.pump()
     assert r.idle_calls == calls + 1 and len(r.engine.prefills) == 1  # once per quiet period, not in a loop

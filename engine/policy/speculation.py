@@ -5,7 +5,6 @@ The server asks these what to do; the worker does it with the model (lsp_server/
 - ``futures``: after a suggestion is shown, the states worth generating before the user gets there:
   the suggestion accepted whole, and accepted then Enter (the next line); for a block, its first line
   accepted then Enter. Tab-Tab-Tab should never wait.
-- ``should_warm``: idle time goes to the KV cache of the document the user is in.
 - ``skip_reason``: automatic work that could not be shown (or would be noise) is not started.
 - ``window_start``: where the prefix window begins, chosen so the engine's KV cache survives typing.
 """
@@ -73,34 +72,6 @@ def next_indent(prefix: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------- idle warm
-
-
-def should_warm(active: tuple[str, str] | None, kv: tuple[str, str] | None, idle_s: float,
-                min_idle_s: float = 0.5, min_shared: float = 0.9) -> bool:
-    """Warm the KV cache for the active document's state (prefix, suffix) when the engine has been idle
-    ``min_idle_s`` and its cache holds another prompt (another document, another region, nothing yet).
-
-    The engine reuses the longest common token prefix of consecutive prompts, and the next keystroke's
-    prompt differs from the active state only at the cursor. So the cache is good enough when its
-    prompt starts with (almost all of, ``min_shared``) the active prefix: a future generated for
-    "this suggestion accepted" shares it, and re-running the active state would only repeat its tail."""
-    if active is None or idle_s < min_idle_s:
-        return False
-    if kv is None:
-        return True
-    return shared_prefix(kv[0], active[0]) < min_shared * len(active[0])
-
-
-def shared_prefix(a: str, b: str) -> int:
-    """Length of the common prefix of two strings (binary search over slice comparisons: C speed)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 # a gap between keystrokes this many times the usual interval is a pause, not typing

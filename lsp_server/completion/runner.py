@@ -24,7 +24,6 @@ from functools import partial
 from typing import Any, Protocol
 
 from engine.backends import Backend, as_backend
-from engine.policy import speculation
 from engine.remote.wire import RemoteError
 from engine.types import Doubts
 from lsp_server.completion.events import Events, Status
@@ -72,9 +71,6 @@ class Runner:
         self.jobs_run = 0  # engine calls (generations and warm-ups)
         self.model_calls = 0  # generations only
         self.latency_s: float | None = None  # EWMA: job start to its first complete line (or its end)
-        # the prompt the engine's KV cache holds whole, as far as this runner knows (engine/engine_api.md
-        # has no way to ask the engine)
-        self.kv_prompt: tuple[str, str] | None = None
         self._context_uri: str | None = None  # the document the backend's context block was gathered for
         self._busy = False  # the last status said "busy" (a "ready" must follow)
 
@@ -129,14 +125,14 @@ class Runner:
             self.emit("error", message=str(e))
             self.loaded.set()
             return str(e)
-        self.engine, self.load_error, self.kv_prompt = engine, None, None
+        self.engine, self.load_error = engine, None
         log.info("model %s ready in %.1f s", engine.model_id, time.perf_counter() - t0)
         self.emit("ready", model=engine.model_id, load_s=time.perf_counter() - t0)
         self.loaded.set()
         return None
 
     def unload(self) -> None:
-        self.engine, self.kv_prompt = None, None
+        self.engine = None
 
     def run(self, job: Job, keeps: Callable[[Job], bool]) -> Ran:
         """Run a generation (``keeps(job)``: does a job kept through an edit, or a future, still serve the
@@ -166,10 +162,6 @@ class Runner:
         finally:
             self.jobs_run += 1
             self.model_calls += 1
-            # the KV cache holds this prompt's full window only when the engine did not serve it from its
-            # quick first window (then idle time warms the full one)
-            full = result is not None and result[1].window == "full"
-            self.kv_prompt = (job.prefix, job.suffix) if full and not job.cancel.cancelled else None
             self._safely(self.hooks.finished, job, result, (time.perf_counter() - t0) * 1000)
         self._observe(job, result, (time.perf_counter() - t0) * 1000)
         return Ran(result, ms=(time.perf_counter() - t0) * 1000)
@@ -218,23 +210,20 @@ class Runner:
         if job.admit_context:
             try:
                 if engine.set_context(job.context):  # (the engine tells a new block from the one it holds)
-                    self.kv_prompt = None
                     log.debug("context block %s admitted", engine.context_digest or "(none)")
                 self._context_uri = job.uri if engine.context_digest else None
             except Exception:
                 log.exception("admitting the context block failed")
-        if not job.prefill or not speculation.should_warm((job.prefix, job.suffix), self.kv_prompt, idle_s=float("inf")):
+        if not job.prefill:
             return
         t0 = time.perf_counter()
         try:
             if not engine.prefill(job.prefix, job.suffix, job.cancel):
-                return  # nothing to warm (a remote server)
+                return  # nothing to warm (a remote server, or the KV holds the window already)
         except Exception:
             log.exception("warm-up failed")
             return
         self.jobs_run += 1
-        if not job.cancel.cancelled:
-            self.kv_prompt = (job.prefix, job.suffix)
         log.debug("warmed %s in %.0f ms%s", job.uri, (time.perf_counter() - t0) * 1000,
                   " (interrupted)" if job.cancel.cancelled else "")
 
@@ -244,7 +233,6 @@ class Runner:
             # chunks were chosen for that file's code): none until idle time gathers one for this one
             engine.set_context(None)
             self._context_uri = None
-            self.kv_prompt = None
             log.debug("context block dropped: %s is not the document it was gathered for", uri)
 
     def report(self, ran: Ran, job: Job, idle: bool) -> None:
