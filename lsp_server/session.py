@@ -34,6 +34,7 @@ from typing import Any
 from lsp_server import convert
 from lsp_server.completion import planner
 from lsp_server.completion.answers import Answer
+from lsp_server.completion.events import Worked
 from lsp_server.completion.items import Item, Suggestions, build_items, stamp_latency
 from lsp_server.completion.jobs import State
 from lsp_server.completion.service import CompletionService, Load
@@ -42,7 +43,7 @@ from lsp_server.context import RepoContext
 from lsp_server.documents import Change, Document, DocumentError, DocumentStore
 from lsp_server.errors import RequestError, request_error
 from lsp_server.settings import Settings
-from lsp_server.stats import Shown, Stats
+from lsp_server.stats import Shown, Stats, work_name
 from lsp_server.status import StatusBoard
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,7 @@ class Session:
                                          self.board.scheduler, on_refresh or (lambda uri, version: None),
                                          lambda uri: self.documents.get(uri).version, context=self.context.block_for)
         self.service.on_late_win = lambda uri, ms: self.board.replaced(self.service.backend_name("remote"), ms)
+        self.service.events.on(Worked, lambda e: self.stats.worked(e.tier, e.work, e.wall_ms, e.cpu_ms))
         self.service.store.disk.open(self.settings.cache_size_mb)
 
     # ---- lifecycle ------------------------------------------------------------------------------
@@ -287,7 +289,12 @@ class Session:
             self.stats.count("remote_answers")
         if answer is not None and "local fallback" in answer.note:
             self.stats.count("remote_fallbacks")
-        self.shown.remember(res.id, res.uri, [it.text for it in res.items])
+        entry = answer.entry if answer is not None and res.items else None
+        work = work_name(answer.backend, entry.work) if answer is not None and entry is not None and entry.work else ""
+        if entry is not None and work and not entry.served:
+            entry.served = True  # (the accounting: this generation's CPU bought a suggestion)
+            self.stats.count(f"work.{work}.served")
+        self.shown.remember(res.id, res.uri, [it.text for it in res.items], work=work)
         if res.items:
             self.board.answered(res.items[0].source, res.origin or "model", res.total_ms, res.backend or "local",
                                 answer.note if answer else "")

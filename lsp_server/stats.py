@@ -53,6 +53,15 @@ class Stats:
         else:
             self.counts["empty"] += 1
 
+    def worked(self, tier: str, work: str, wall_ms: float, cpu_ms: float) -> None:
+        """The work accounting: a job ran on a scheduler's engine (events.Worked). Counted per kind of work
+        as ``work.<kind>.jobs`` / ``.wall_ms`` / ``.cpu_ms``; ``served``, ``accepted`` and
+        ``accepted_units`` say what came of it (which work is worth its CPU)."""
+        name = work_name(tier, work)
+        self.counts[f"work.{name}.jobs"] += 1
+        self.counts[f"work.{name}.wall_ms"] += round(wall_ms)
+        self.counts[f"work.{name}.cpu_ms"] += round(cpu_ms)
+
     # ---- persistence ----------------------------------------------------------------------------
     def flush(self) -> None:
         """Merge the deltas into the file (under a lock) and start new deltas. Never raises."""
@@ -169,12 +178,18 @@ def format_summary(s: dict[str, Any], path: Path) -> str:
     return "\n".join(lines)
 
 
+def work_name(tier: str, work: str) -> str:
+    """The accounting's name for a kind of work on a tier ("now", "future", "remote-now", ...)."""
+    return (work or "other") if tier == "local" else f"{tier}-{work or 'other'}"
+
+
 @dataclass
 class _Record:
     uri: str
     texts: list[str]
     shown: set[int] = field(default_factory=set)
     accepted: bool = False
+    work: str = ""  # work_name of the generation the suggestions came from ("": not the engine's)
 
 
 class Shown:
@@ -186,8 +201,8 @@ class Shown:
         self._kept = kept
         self._records: OrderedDict[str, _Record] = OrderedDict()
 
-    def remember(self, sid: str, uri: str, texts: list[str]) -> None:
-        self._records[sid] = _Record(uri, texts)
+    def remember(self, sid: str, uri: str, texts: list[str], work: str = "") -> None:
+        self._records[sid] = _Record(uri, texts, work=work)
         while len(self._records) > self._kept:
             self._records.popitem(last=False)
 
@@ -206,13 +221,19 @@ class Shown:
             return False
         rec.accepted = True
         self._stats.count("accepted")
-        if index < len(rec.texts):
-            self._stats.count("accepted_units", convert.unit_len(rec.texts[index], encoding))
+        units = convert.unit_len(rec.texts[index], encoding) if index < len(rec.texts) else 0
+        self._stats.count("accepted_units", units)
+        if rec.work:
+            self._stats.count(f"work.{rec.work}.accepted")
+            self._stats.count(f"work.{rec.work}.accepted_units", units)
         return True
 
     def did_partially_accept(self, sid: str, accepted_length: int) -> bool:
-        if sid not in self._records:
+        rec = self._records.get(sid)
+        if rec is None:
             return False
         self._stats.count("partial_accepts")
         self._stats.count("accepted_units", max(0, accepted_length))
+        if rec.work:
+            self._stats.count(f"work.{rec.work}.accepted_units", max(0, accepted_length))
         return True

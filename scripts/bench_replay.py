@@ -138,6 +138,7 @@ from replay_typist import (  # noqa: E402,F401
     takeable,
     typed_through,
 )
+from replay_work import pooled, read_totals, work_between, work_lines  # noqa: E402
 
 ANSWER_RE = re.compile(r"^(model|memory|disk|type-through)( \((\w+) entry\))? in ")
 CORPUS_NOTE = ("function bodies typed after their signature and docstring, from wheels fetched with `pip download "
@@ -225,16 +226,19 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
     n_refresh = len(server.refreshes)
     seg_keys: list[Key] = []
     first_answer: float | None = None
+    ghost_ref: dict | None = None  # the shown item's accept-command arguments (id, index)
     next_at = time.perf_counter()
     cpu0 = server.cpu_s()
 
     def show(key: Key, t: float, msg: dict, now_version: int) -> bool:
         """Take a non-empty answer for ``key``'s state; the latest one for the current version is on
         screen. False when the answer held no suggestion."""
-        nonlocal ghost, first_answer
+        nonlocal ghost, first_answer, ghost_ref
         items = (msg.get("result") or {}).get("items") or []
         if not items or not items[0].get("insertText"):
             return False
+        args = ((items[0].get("command") or {}).get("arguments") or [None])[0]
+        ghost_ref = args if isinstance(args, dict) and "id" in args else None
         if key.outcome != "suggestion":
             key.outcome = "suggestion"
             key.latency_ms = (t - key.sent) * 1000
@@ -322,6 +326,10 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
         if again is not None:
             server.cancel(again[0])
             again = None
+        if action in ("tab", "tab-line") and ghost_ref is not None:  # as VS Code reports an accept
+            ref = {"id": ghost_ref["id"], "index": ghost_ref.get("index", 0)}
+            server.notify("flint/didAccept" if action == "tab" else "flint/didPartiallyAccept",
+                          ref if action == "tab" else {**ref, "acceptedLength": len(text)})
         sent = time.perf_counter()
         server.notify("textDocument/didChange", {
             "textDocument": {"uri": uri, "version": version},
@@ -432,7 +440,7 @@ def runs_from_json(data: dict) -> list[Run]:
                   keys=[Key(**{**k, "sent": 0.0}) for k in r["keys"]],
                   segments=[SegmentStats(**s) for s in r["segments"]], split=r.get("split", ""),
                   target_chars=r.get("target_chars", 0), target_keys=r.get("target_keys", 0),
-                  ghost_chars=r.get("ghost_chars", []))
+                  ghost_chars=r.get("ghost_chars", []), work=r.get("work", {}))
         runs.append(run)
     return runs
 
@@ -562,12 +570,14 @@ async def amain(args) -> int:
                 print(f"[{name} {sp} r{rnd}] {len(segments)} functions, {sum(len(x.typed) for x in segments)} "
                       f"characters{f', up to {args.keys} keystrokes' if args.keys else ''} ...", flush=True)
                 run = Run(name, s, t, m, rnd, split=sp)
+                totals = read_totals(cache / "home")  # (restart: the home its `on` left)
                 try:
                     await run_config(run, servers[s], {**mode_opts[m], **server_opts.get(s, {})}, segments, TYPISTS[t],
                                      args, env, logs, models.get(s))
                 except Exception as e:  # one broken server must not lose the other configurations
                     print(f"[{name} {sp} r{rnd}] failed: {type(e).__name__}: {e}", flush=True)
                     continue
+                run.work = work_between(totals, read_totals(cache / "home"))
                 sm = summarize([run])
                 print(f"[{name} {sp} r{rnd}] {sm['keystrokes']} keys in {sm['wall_s']} s: answered "
                       f"{share(sm['with_suggestion'] / max(1, sm['keystrokes']))}, pauses {share(sm['pauses']['share'])}, "
@@ -628,20 +638,22 @@ def write_outputs(runs: list[Run], meta: dict, out: Path, final: bool) -> None:
     """replay.json and replay.md (+ PNGs when ``final``) from the runs so far."""
     groups = group(runs)
     summaries = [summarize(rs) for rs in groups.values()]
+    for sm, rs in zip(summaries, groups.values(), strict=True):
+        sm["work"] = pooled([r.work for r in rs])
     add_overlap(groups, summaries)
     meta = {**meta, "complete": final}
     (out / "replay.json").write_text(json.dumps({
         "meta": meta, "summaries": summaries,
         "runs": [{"config": r.config, "server": r.server, "typist": r.typist, "mode": r.mode, "round": r.round,
                   "split": r.split, "target_chars": r.target_chars, "target_keys": r.target_keys,
-                  "ghost_chars": r.ghost_chars, "wall_s": round(r.wall_s, 1),
+                  "ghost_chars": r.ghost_chars, "wall_s": round(r.wall_s, 1), "work": r.work,
                   "segments": [asdict(s) for s in r.segments],
                   "keys": [{k: v for k, v in asdict(key).items() if k != "sent"} for key in r.keys]}
                  for r in runs]}, indent=None, separators=(",", ":")))
     if final:
         print_table(summaries)
         plots = plot(plotted(groups), out)
-        (out / "replay.md").write_text(report(summaries, meta, plots))
+        (out / "replay.md").write_text(report(summaries, meta, plots) + "\n" + "\n".join(work_lines(summaries)))
         print(f"wrote {out / 'replay.md'}")
 
 

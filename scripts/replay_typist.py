@@ -124,6 +124,7 @@ class Run:
     split: str = ""  # the corpus half typed (replay_corpus.SPLITS)
     # characters of each new suggestion shown (a later answer that only grew it adds to it)
     ghost_chars: list[int] = field(default_factory=list)
+    work: dict[str, dict[str, int]] = field(default_factory=dict)  # the server's work accounting (replay_work)
 
 
 def auto_indent(text: str) -> int:

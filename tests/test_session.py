@@ -217,6 +217,29 @@ async def test_a_repeat_is_answered_from_memory(oracle_session):
     assert len([c for c in eng.calls if c[0] == BODY]) == 1
 
 
+async def test_the_work_accounting_says_what_each_kind_of_engine_work_cost_and_bought(oracle_session):
+    """Stats ``work.<kind>.*``: every job the engine ran is counted with its time, by kind (the keystroke's
+    own "now", the "future" of a suggestion accepted); a generation is "served" once, when a suggestion
+    made from it goes out (asked again: memory, the same generation), and an accept is credited to it."""
+    s, eng = oracle_session(TARGET)
+    s.speculate = True
+    uri = "file:///w.py"
+    s.documents.open(uri, BODY + "\n", 1)
+    first = await s.suggest(uri, 1, 4, invoked=False)
+    assert [it.text for it in first.items] == ["return a + b"]
+    again = await s.suggest(uri, 1, 4, invoked=False)
+    assert again.source == "memory"
+    await settle(s)
+    await until(lambda: s.stats.counts["work.future.jobs"] >= 1)  # the suggestion accepted, generated ahead
+    assert s.did_accept(again.id, 0)
+    c = s.stats.counts
+    assert c["work.now.jobs"] == 1 and c["work.now.served"] == 1, dict(c)
+    assert c["work.now.wall_ms"] >= 0 and c["work.now.cpu_ms"] >= 0
+    assert c["work.now.accepted"] == 1 and c["work.now.accepted_units"] == len("return a + b")
+    assert c["work.future.served"] == 0  # nobody has typed there yet
+    assert sum(v for k, v in c.items() if k.endswith(".jobs")) == len(eng.calls) + len(eng.prefills)
+
+
 async def test_a_cursor_put_somewhere_without_typing_starts_that_spot_s_work(oracle_session):
     """flint/didMoveCursor (a file opened or focused, a click): the spot's generation starts before any
     request, and the request there is answered from it; where typing already put the cursor, a stale

@@ -189,6 +189,8 @@ class Entry:
     trie: Trie = field(default_factory=Trie)
     version: int = 0  # bumped on every change (waiters poll it)
     window: str = "full"  # the engine's prompt window ("quick": the short first one, Timings.window)
+    work: str = ""  # the kind of work that wrote it (the scheduler's job kind: "now", "future", ...)
+    served: bool = False  # an answer made from it went out with a suggestion
 
     def text(self, i: int) -> str:
         return self.trie.texts.get(i, "")
@@ -250,10 +252,10 @@ class TypeThrough:
         return len(self._entries)
 
     # ---- writing (engine thread) ----------------------------------------------------------------
-    def open(self, prefix: str, suffix: str, *, n: int, key: tuple, origin: str = "model") -> Entry:
+    def open(self, prefix: str, suffix: str, *, n: int, key: tuple, origin: str = "model", work: str = "") -> Entry:
         """A generation starts for (prefix, suffix): a live entry that ``update`` streams into."""
         anchor, at_start = anchor_of(prefix)
-        entry = Entry(anchor, at_start, suffix, split_cursor(prefix, "")[0], n, key, origin)
+        entry = Entry(anchor, at_start, suffix, split_cursor(prefix, "")[0], n, key, origin, work=work)
         with self._lock:
             entry.seq = next(self._seq)
             # an older entry for the very same state and parameters is replaced

@@ -24,6 +24,7 @@ class Answer:
     # an empty answer made from the engine's quick first window: the whole window may have a line there
     # (a request that may wait asks again with GenParams.quick_start off: planner.whole_window)
     quick: bool = False
+    entry: Entry | None = None  # the generation it was made from (the work accounting: Entry.served)
 
 
 def entry_backend(entry: Entry) -> str:

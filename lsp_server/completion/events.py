@@ -51,7 +51,18 @@ class Idle:
     tier: str
 
 
-Event = Changed | Status | RemoteDone | Idle
+@dataclass(frozen=True)
+class Worked:
+    """A scheduler ran a job on its engine: what kind of work (Job.work) and what it cost (wall and
+    process CPU time, ms): the work accounting in the stats."""
+
+    tier: str
+    work: str
+    wall_ms: float
+    cpu_ms: float
+
+
+Event = Changed | Status | RemoteDone | Idle | Worked
 
 
 class Events:

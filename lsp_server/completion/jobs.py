@@ -121,6 +121,12 @@ class Job:
     def kind(self) -> str:
         return {USER: "now", SPECULATIVE: "now", FUTURE: "future", WARM: "warm"}[self.priority]
 
+    @property
+    def work(self) -> str:
+        """What the engine time goes to, for the accounting (stats ``engine_*`` and ``served.*``): the job
+        kind, or "variants" for a batch of several."""
+        return "variants" if self.params.n > 1 and self.priority != WARM else self.kind
+
     def serves(self, state: State) -> bool:
         return not self.cancel.cancelled and not self.ended and self.state.serves(state)
 

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from engine.backends import Backend, as_backend
 from engine.remote.wire import RemoteError
 from engine.types import Doubts
-from lsp_server.completion.events import Events, Status
+from lsp_server.completion.events import Events, Status, Worked
 from lsp_server.completion.jobs import SPECULATIVE, WARM, Hooks, Job, Result, Stale, reason_exc, stop_job
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ class Runner:
             if cached is not None:
                 return Ran(cached)
         self.emit("busy", uri=job.uri)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         job.started = time.monotonic()
         log.debug("job %d start (%s): %s rev %d, waited %.0f ms", job.seq, job.kind, job.uri, job.revision,
                   (time.monotonic() - job.submitted) * 1000)
@@ -162,6 +162,7 @@ class Runner:
         finally:
             self.jobs_run += 1
             self.model_calls += 1
+            self._worked(job, t0, c0)
             self._safely(self.hooks.finished, job, result, (time.perf_counter() - t0) * 1000)
         self._observe(job, result, (time.perf_counter() - t0) * 1000)
         return Ran(result, ms=(time.perf_counter() - t0) * 1000)
@@ -216,7 +217,7 @@ class Runner:
                 log.exception("admitting the context block failed")
         if not job.prefill:
             return
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             if not engine.prefill(job.prefix, job.suffix, job.cancel):
                 return  # nothing to warm (a remote server, or the KV holds the window already)
@@ -224,8 +225,15 @@ class Runner:
             log.exception("warm-up failed")
             return
         self.jobs_run += 1
+        self._worked(job, t0, c0)
         log.debug("warmed %s in %.0f ms%s", job.uri, (time.perf_counter() - t0) * 1000,
                   " (interrupted)" if job.cancel.cancelled else "")
+
+    def _worked(self, job: Job, t0: float, c0: float) -> None:
+        """The accounting (events.Worked): this job's wall time and the process's CPU time meanwhile (the
+        engine's own threads do nearly all of it)."""
+        self._events.put(Worked(self.tier, job.work, (time.perf_counter() - t0) * 1000,
+                                (time.process_time() - c0) * 1000))
 
     def _drop_foreign_context(self, engine: Backend, uri: str) -> None:
         if self._context_uri is not None and uri != self._context_uri and engine.context_digest:

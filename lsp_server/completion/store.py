@@ -44,6 +44,7 @@ class Work:
     result: Result | None = None
     error: BaseException | None = None
     at: float = 0.0  # when it ended (time.monotonic())
+    entry: Entry | None = None  # the type-through entry its job wrote (None: speculation off, remote hidden)
 
 
 @dataclass
@@ -146,7 +147,7 @@ class Store:
             comps = [replace(c, source="memory", ttft_ms=0.0, total_ms=0.0) for c in comps]
         source = comps[0].source if comps else "model"
         return Answer(comps, source, self.mode_for(state, None), complete=True,
-                      origin="disk" if source == "disk" else "model", backend=tier)
+                      origin="disk" if source == "disk" else "model", backend=tier, entry=done.entry)
 
     # ---- units of work (a scheduler's lock held) ------------------------------------------------
     def queued(self, tier: str, job: Job) -> None:
@@ -175,6 +176,7 @@ class Store:
             if work is None or work.seq != job.seq:
                 return  # a newer job serves that work: its requests wait for that one
             work.ended, work.result, work.error, work.at = True, result, error, time.monotonic()
+            work.entry = job.handle if isinstance(job.handle, Entry) else None
         self.changed()
 
     def outcome(self, tier: str, state: State) -> Work | None:
@@ -191,8 +193,8 @@ class Store:
                 del self._work[key]
 
     # ---- entries (engine threads, and a race's winner) ------------------------------------------
-    def open(self, prefix: str, suffix: str, n: int, key: tuple) -> Entry:
-        entry = self.typethrough.open(prefix, suffix, n=n, key=key)
+    def open(self, prefix: str, suffix: str, n: int, key: tuple, work: str = "") -> Entry:
+        entry = self.typethrough.open(prefix, suffix, n=n, key=key, work=work)
         self.changed()
         return entry
 
@@ -277,7 +279,7 @@ class Store:
             # look-ahead line typed into after Enter is shown at once, while a block is generated
             done = (not live or (mode == "single" and "\n" in usable[0].text.lstrip("\n"))) and \
                 not lookahead_for_block(entry, state) and (entry.origin != "disk" or entry.complete)
-            return Answer(usable, source, mode, complete=done, origin=entry.origin, backend=tier)
+            return Answer(usable, source, mode, complete=done, origin=entry.origin, backend=tier, entry=entry)
         if hit.exact and entry.complete:  # what it wrote repeats the text around: nothing to show
             return None if whole and quick else \
                 Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier, quick=quick)
