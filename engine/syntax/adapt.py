@@ -19,6 +19,7 @@ from engine.syntax.queries import (
     first_stray_closer,
     is_complete,
     open_brackets,
+    scope_end,
     statement_cut_points,
 )
 
@@ -89,3 +90,10 @@ def stray_closer(text: str, prefix: str, language: str | None = None) -> int | N
     nothing (None: there is none), or False: not ours to answer."""
     lang = _tree_language(language)
     return False if lang is None else first_stray_closer(lang, prefix, text)
+
+
+def scope_end_at(text: str, prefix: str, language: str | None = None) -> int | None:
+    """Offset in ``text`` of the first ``}`` closing a brace opened before the cursor (``limit_scope``), or
+    None: it stays in its block, or not ours to answer."""
+    lang = _tree_language(language)
+    return None if lang is None else scope_end(lang, prefix, text)
