@@ -1,0 +1,125 @@
+"""What the ghosts a replay showed were worth as code, per language (issue 36): the share of the distinct ghosts on
+screen that end mid-statement, and the share that repeat the code below the cursor.
+
+Judged from the replay's own record (each keystroke's ghost and the state it was on screen at), independently of the
+server's post-processing: the tree-sitter parse of the language (engine/syntax/queries.py; Python too, where the
+server asks ``ast``).
+
+- **ends mid-statement**: inserting the ghost at its state leaves the cursor's statement unfinished (``is_complete``
+  is False: a bracket the ghost opened left open, an operator or keyword at its end, a parse error from the
+  cursor's statement on). A ghost cut at the 160 characters the record keeps is not judged.
+- **repeats the following lines**: a line of the ghost after its first re-writes the first non-blank line below the
+  cursor's line (stripped; lines of closers only excepted), or the ghost re-writes the next statement token by token
+  (``repeats_following_lines``), or it closes a bracket whose closer is already below (with the ghost, a closer of
+  the next lines closes nothing; without it, none).
+
+``python scripts/replay_quality.py OUT.md JSON...`` renders docs/benchmarks/replay_languages.md from bench_replay
+runs (``--language``), one JSON per language.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from engine.syntax.queries import first_stray_closer, is_complete, open_brackets, repeats_following_lines  # noqa: E402
+
+GHOST_KEPT = 160  # characters of a ghost a replay record keeps (replay_typist.Key.ghost)
+_CLOSERS_ONLY = frozenset(")]};, ")
+
+
+def ghost_states(keys: Iterable, segments: dict) -> list[tuple[str, str, str, str]]:
+    """Distinct (language, prefix, suffix, ghost) of the ghosts on screen, from a run's keys (in order) and its
+    segments by name (replay_corpus.Segment: ``before``, ``typed``, ``after``, ``language``)."""
+    out: dict[tuple[str, int, str], tuple[str, str, str, str]] = {}
+    at_prev: dict[str, int] = {}
+    for k in keys:
+        seg = segments.get(k.segment)
+        at = at_prev.get(k.segment, 0)
+        if seg is not None and k.ghost and (k.segment, at, k.ghost) not in out:
+            out[(k.segment, at, k.ghost)] = (seg.language, seg.before + seg.typed[:at], seg.after, k.ghost)
+        at_prev[k.segment] = k.at
+    return list(out.values())
+
+
+def ends_mid(language: str, prefix: str, suffix: str, ghost: str) -> bool | None:
+    """The ghost leaves its statement unfinished (None: not judged: a clipped record, or no grammar)."""
+    if len(ghost) >= GHOST_KEPT:
+        return None
+    line_suffix = suffix.split("\n", 1)[0]
+    complete = is_complete(language, prefix, ghost.rstrip(), line_suffix)
+    return None if complete is None else not complete
+
+
+def _next_line(suffix: str) -> str:
+    return next((ln.strip() for ln in suffix.split("\n")[1:] if ln.strip()), "")
+
+
+def repeats_below(language: str, prefix: str, suffix: str, ghost: str) -> bool:
+    """The ghost re-writes code that is already below the cursor's line."""
+    below = _next_line(suffix)
+    if not below:
+        return False
+    lines = [ln.strip() for ln in ghost.split("\n")[1:] if ln.strip()]
+    if any(ln == below and not set(ln) <= _CLOSERS_ONLY for ln in lines):
+        return True
+    if repeats_following_lines(language, ghost, suffix) is not None:
+        return True
+    # a closer already below: the ghost's own closes the block and the one below then closes nothing
+    head = "\n".join(suffix.split("\n")[:4])
+    opened, now = open_brackets(language, prefix), open_brackets(language, prefix + ghost)
+    if opened is None or now is None or now != opened[: len(now)]:
+        return False  # the ghost leaves a bracket of its own open: a mid-statement end, not a repeat
+    return first_stray_closer(language, prefix, head) is None and \
+        first_stray_closer(language, prefix, ghost + head) not in (None, False)
+
+
+def quality(keys: Iterable, segments: dict) -> dict:
+    states = ghost_states(keys, segments)
+    mid = [ends_mid(*s) for s in states]
+    judged = [m for m in mid if m is not None]
+    dup = [repeats_below(*s) for s in states]
+    return {"ghosts": len(states), "judged": len(judged), "ends_mid_statement": sum(judged),
+            "ends_mid_statement_share": round(sum(judged) / len(judged), 3) if judged else None,
+            "repeats_following": sum(dup), "repeats_following_share": round(sum(dup) / len(dup), 3) if dup else None}
+
+
+# ---- the per-language report -------------------------------------------------------------------------------------
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def _row(lang: str, sm: dict) -> str:
+    q = sm.get("syntax_quality", {})
+    return (f"| {lang} | {sm['server']} | {sm['split']} | {sm['keystrokes']} | {_pct(sm['chars_saved_share'])} | "
+            f"{q.get('ends_mid_statement', '–')} of {q.get('judged', '–')} | "
+            f"{q.get('repeats_following', '–')} of {q.get('ghosts', '–')} ({_pct(q.get('repeats_following_share'))}) | "
+            f"{_pct(sm['with_suggestion'] / max(1, sm['keystrokes']))} | "
+            f"{_pct(sm['wrong_ghost_keys']['share'])} | {sm['cpu_s_per_typing_min_per_round']} |")
+
+
+def render(jsons: list[Path]) -> str:
+    head = ["| language | server | half | keys | chars saved | mid-statement ends on screen | repeat following "
+            "lines | answered | keys under a wrong ghost | CPU s/min |", "|" + " --- |" * 10]
+    rows, notes = [], []
+    for p in jsons:
+        data = json.loads(p.read_text())
+        meta = data["meta"]
+        lang = meta.get("language", "python")
+        rows += [_row(lang, sm) for sm in data["summaries"]]
+        commits = ", ".join(f"{k} {v['commit']}" for k, v in meta["servers"].items())
+        notes.append(f"- **{lang}** (`{p.name}`): `{meta['command']}`; {meta['date']} UTC; {commits}; "
+                     f"{meta['cpu']}; load {meta['load_average']}; packages {', '.join(meta['packages'])}")
+    return "\n".join(head + rows + ["", *notes, ""])
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1])
+    out.write_text(out.read_text().split("<!-- table -->")[0] + "<!-- table -->\n" + render([Path(a) for a in sys.argv[2:]])
+                   if out.exists() else render([Path(a) for a in sys.argv[2:]]))
+    print(f"wrote {out}")
