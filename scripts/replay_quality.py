@@ -89,6 +89,31 @@ def quality(keys: Iterable, segments: dict) -> dict:
             "repeats_following": sum(dup), "repeats_following_share": round(sum(dup) / len(dup), 3) if dup else None}
 
 
+def gate_effects(keys: Iterable, segments: dict) -> dict:
+    """What each gate of engine/text/gates.py would have done to a run, from its record: per gate, the keystrokes
+    made at states where it holds (``keys``), the characters that accepts there saved (what the gate would cost),
+    and the keystrokes typed there under a wrong ghost (what it would spare). A ghost carried by type-through past
+    a gated state is not followed further: an estimate, to be confirmed by a run with the gate."""
+    from engine.text.gates import GATES, conditions
+
+    out = {g: {"keys": 0, "chars_saved": 0, "wrong_ghost_keys": 0} for g in GATES}
+    held: dict[tuple[str, int], frozenset[str]] = {}
+    at_prev: dict[str, int] = {}
+    for k in keys:
+        seg = segments.get(k.segment)
+        at = at_prev.get(k.segment, 0)
+        at_prev[k.segment] = k.at
+        if seg is None:
+            continue
+        if (k.segment, at) not in held:
+            held[(k.segment, at)] = conditions(seg.before + seg.typed[:at], seg.typed[at:at] + seg.after, seg.language)
+        for g in held[(k.segment, at)]:
+            out[g]["keys"] += 1
+            out[g]["chars_saved"] += k.saved
+            out[g]["wrong_ghost_keys"] += int(k.ghost is not None and k.ghost_right is False)
+    return out
+
+
 # ---- the per-language report -------------------------------------------------------------------------------------
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"

@@ -57,3 +57,25 @@ def test_ghost_states_are_distinct_and_read_at_the_state_before_the_key():
     assert [(p[len(JS):], g) for _, p, _, g in states] == [("f", "o(a,"), ("fo", "o(a,"), ("foo", "(a);")]
     q = quality(keys, {"s": seg})
     assert q["ghosts"] == 3 and q["ends_mid_statement"] == 2 and q["repeats_following"] == 0
+
+
+@dataclass
+class KG:
+    segment: str
+    at: int
+    ghost: str | None
+    ghost_right: bool | None = None
+    saved: int = 0
+
+
+def test_gate_effects_count_keys_savings_and_wrong_ghosts_where_a_gate_holds():
+    from replay_quality import gate_effects
+
+    seg = Seg("javascript", "function f(a) {\n  ", "// note\n  g(a);", "\n}\n")
+    keys = [KG("s", 1, None), KG("s", 2, "x", False), KG("s", 3, "note", False), KG("s", 7, "note", True, 4),
+            KG("s", 8, None), KG("s", 11, "g(a);", True, 5)]
+    eff = gate_effects(keys, {"s": seg})
+    # states after "/", "//", "// " are in the comment; the accept at "// " saved 4 there
+    assert eff["comment"]["keys"] >= 2 and eff["comment"]["chars_saved"] == 4
+    assert eff["comment"]["wrong_ghost_keys"] == 1
+    assert eff["after_block"] == {"keys": 0, "chars_saved": 0, "wrong_ghost_keys": 0}

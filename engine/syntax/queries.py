@@ -59,7 +59,7 @@ from engine.syntax.window import statement_window
 
 __all__ = [
     "Block", "Definition", "block_is_complete", "complete_statement_end", "definitions", "enclosing_block",
-    "enclosing_definition", "first_stray_closer", "has_error_in", "in_string_or_comment", "is_comment",
+    "enclosing_definition", "first_stray_closer", "has_error_in", "in_string_or_comment", "is_comment", "literal_at", "literal_kind",
     "is_complete", "is_string", "open_brackets", "outline", "outlines", "repeats_following_lines", "scope_end",
     "statement_cut_points", "statement_window",
 ]
@@ -78,23 +78,37 @@ def in_string_or_comment(tree: SyntaxTree, offset: int) -> bool:
     inside an interpolation ``${...}`` of a string)? The cursor right after a closing quote is outside; right
     after a line comment's last character, inside. A string left open (``"abc|`` while typing) counts as a
     string to the end of its line."""
+    return literal_kind(tree, offset) is not None
+
+
+def literal_kind(tree: SyntaxTree, offset: int) -> str | None:
+    """``in_string_or_comment`` telling which: "comment", "string" (character literals too), or None."""
     b = tree.byte_at(offset)
     if b <= 0:
-        return False
+        return None
     for n in ancestors(tree.root.descendant_for_byte_range(b - 1, b)):
         if n.type in CODE_IN_STRING and n.start_byte < b < n.end_byte:
-            return False
+            return None
         if is_comment(n):
-            return n.start_byte < b < n.end_byte or (b == n.end_byte and _open_ended_comment(tree, n))
+            inside = n.start_byte < b < n.end_byte or (b == n.end_byte and _open_ended_comment(tree, n))
+            return "comment" if inside else None
         if is_string(n):
-            if n.start_byte < b < n.end_byte:
-                return True
-            if b == n.end_byte and n.has_error:
-                return True  # its closing quote is missing
+            if n.start_byte < b < n.end_byte or (b == n.end_byte and n.has_error):  # its closing quote missing
+                return "string"
             break
         if n.is_error:
             break
-    return _in_open_quote(tree, b)
+    return "string" if _in_open_quote(tree, b) else None
+
+
+def literal_at(language_id: str | None, text_before: str, line_suffix: str = "") -> str | None | bool:
+    """``literal_kind`` at the end of ``text_before`` (the rest of its line after it), parsing only its statement
+    window: "comment", "string", None (code), or False: no grammar."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return False
+    before = statement_window(text_before)
+    return literal_kind(parse_text(grammar, before + line_suffix), len(before))
 
 
 def _in_open_quote(tree: SyntaxTree, b: int) -> bool:
@@ -102,8 +116,8 @@ def _in_open_quote(tree: SyntaxTree, b: int) -> bool:
     line_start = tree.source.rfind(b"\n", 0, b) + 1
     for leaf in leaves(tree.root, line_start, b):
         parent = leaf.parent
-        if leaf.start_byte < b and leaf.type in QUOTE_TOKENS and parent is not None and parent.is_error \
-                and parent.start_byte == leaf.start_byte:
+        # the quote token left loose in an ERROR (which may start before it, at the statement)
+        if leaf.start_byte < b and leaf.type in QUOTE_TOKENS and parent is not None and parent.is_error:
             return True
     return False
 
