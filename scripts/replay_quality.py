@@ -7,7 +7,8 @@ server asks ``ast``).
 
 - **ends mid-statement**: inserting the ghost at its state leaves the cursor's statement unfinished (``is_complete``
   is False: a bracket the ghost opened left open, an operator or keyword at its end, a parse error from the
-  cursor's statement on). A ghost cut at the 160 characters the record keeps is not judged.
+  cursor's statement on). The rest of a word being typed (``isFunct`` + ``ion``) is not counted: the statement was
+  open before it, the ghost opened nothing. A ghost cut at the 160 characters the record keeps is not judged.
 - **repeats the following lines**: a line of the ghost after its first re-writes the first non-blank line below the
   cursor's line (stripped; lines of closers only excepted), or the ghost re-writes the next statement token by token
   (``repeats_following_lines``), or it closes a bracket whose closer is already below (with the ghost, a closer of
@@ -20,17 +21,21 @@ runs (``--language``), one JSON per language.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 from engine.syntax.queries import first_stray_closer, is_complete, open_brackets, repeats_following_lines  # noqa: E402
 
 GHOST_KEPT = 160  # characters of a ghost a replay record keeps (replay_typist.Key.ghost)
 _CLOSERS_ONLY = frozenset(")]};, ")
+_WORD = re.compile(r"\w+")
+_WORD_END = re.compile(r"\w$")
 
 
 def ghost_states(keys: Iterable, segments: dict) -> list[tuple[str, str, str, str]]:
@@ -51,6 +56,8 @@ def ends_mid(language: str, prefix: str, suffix: str, ghost: str) -> bool | None
     """The ghost leaves its statement unfinished (None: not judged: a clipped record, or no grammar)."""
     if len(ghost) >= GHOST_KEPT:
         return None
+    if _WORD.fullmatch(ghost) and _WORD_END.search(prefix):
+        return False  # the rest of the word being typed: the statement was open before the ghost
     line_suffix = suffix.split("\n", 1)[0]
     complete = is_complete(language, prefix, ghost.rstrip(), line_suffix)
     return None if complete is None else not complete
@@ -114,6 +121,42 @@ def gate_effects(keys: Iterable, segments: dict) -> dict:
     return out
 
 
+def rejudge(path: Path) -> None:
+    """Judge a bench_replay JSON's runs again (``syntax_quality`` and ``gate_effects`` per summary), rebuilding the
+    typed segments from its language, halves and ``--keys`` (the judges may change after a run)."""
+    import replay_languages as rl
+    from replay_corpus import pick
+    from replay_stats import group
+    from replay_typist import Key, Run
+
+    data = json.loads(path.read_text())
+    meta = data["meta"]
+    lang = meta.get("language", "python")
+    words = meta["command"].split()
+    keys = int(words[words.index("--keys") + 1]) if "--keys" in words else 0
+    if lang == "python":
+        from replay_corpus import choose, segments
+        cache = Path.home() / ".cache" / "flint-bench" / "pypi"
+        specs = choose(cache)
+        build = lambda chosen, cut: segments(chosen, cache, cut)  # noqa: E731
+    else:
+        cache = Path.home() / ".cache" / "flint-bench" / "langs"
+        specs = rl.choose(lang, cache)
+        build = lambda chosen, cut: rl.segments(lang, chosen, cache, cut)  # noqa: E731
+    segs = {}
+    for sp in meta["splits"]:
+        chosen = pick(specs, sp)
+        cut = max(40, int(keys * 1.15 / len(chosen))) if keys else None
+        segs.update({x.name: x for x in build(chosen, cut)})
+    runs = [Run(r["config"], r["server"], r["typist"], r["mode"], r["round"], split=r.get("split", ""),
+                keys=[Key(**{**k, "sent": 0.0}) for k in r["keys"]]) for r in data["runs"]]
+    by_group = group(runs)
+    for sm, rs in zip(data["summaries"], by_group.values(), strict=True):
+        ks = [k for r in rs for k in r.keys]
+        sm["syntax_quality"], sm["gate_effects"] = quality(ks, segs), gate_effects(ks, segs)
+    path.write_text(json.dumps(data, separators=(",", ":")))
+
+
 # ---- the per-language report -------------------------------------------------------------------------------------
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
@@ -121,7 +164,11 @@ def _pct(x: float | None) -> str:
 
 def _row(lang: str, sm: dict) -> str:
     q = sm.get("syntax_quality", {})
-    return (f"| {lang} | {sm['server']} | {sm['split']} | {sm['keystrokes']} | {_pct(sm['chars_saved_share'])} | "
+    # of the text the run put in the files, the share accepts wrote: a run cut at --keys keystrokes stops inside
+    # different functions per server, so saved / the functions' length would not compare
+    made = sm["chars_saved"] + sm["typed_chars"]
+    saved = sm["chars_saved"] / made if made else None
+    return (f"| {lang} | {sm['server']} | {sm['split']} | {sm['keystrokes']} | {_pct(saved)} | "
             f"{q.get('ends_mid_statement', '–')} of {q.get('judged', '–')} | "
             f"{q.get('repeats_following', '–')} of {q.get('ghosts', '–')} ({_pct(q.get('repeats_following_share'))}) | "
             f"{_pct(sm['with_suggestion'] / max(1, sm['keystrokes']))} | "

@@ -79,3 +79,8 @@ def test_gate_effects_count_keys_savings_and_wrong_ghosts_where_a_gate_holds():
     assert eff["comment"]["keys"] >= 2 and eff["comment"]["chars_saved"] == 4
     assert eff["comment"]["wrong_ghost_keys"] == 1
     assert eff["after_block"] == {"keys": 0, "chars_saved": 0, "wrong_ghost_keys": 0}
+
+
+def test_the_rest_of_a_word_being_typed_is_no_mid_statement_end():
+    assert ends_mid("javascript", JS + "if (isFunct", "\n}\n", "ion") is False
+    assert ends_mid("javascript", JS + "if (isFunction", "\n}\n", "(a) &&") is True
