@@ -47,3 +47,15 @@ def test_a_rust_statement_cut_by_a_limit_goes_back_to_a_complete_one():
     prefix = "fn f(v: &[u8]) -> usize {\n    let n = "
     sug = postprocess("compute(a, b) + scale(", prefix, "\n}\n", mode="single", truncated=True, language="rust")
     assert sug is not None and sug.text == "compute(a, b)"
+
+
+def test_a_line_the_model_stopped_on_an_operator_is_cut_back_with_a_grammar_only():
+    prefix = "function f(units) {\n  "
+    sug = postprocess("var p = getUnits(units),", prefix, "\n}\n", mode="single", language="javascript")
+    assert sug is not None and sug.text == "var p = getUnits(units)"
+    assert postprocess("if (input &&", prefix, "\n}\n", mode="single", language="javascript") is None
+    # no language id, or Python: as before
+    kept = postprocess("var p = getUnits(units),", prefix, "\n}\n", mode="single", language=None)
+    assert kept is not None and kept.text == "var p = getUnits(units),"
+    py = postprocess("x = a +", "def f():\n    ", "\n", mode="single", language="python")
+    assert py is not None and py.text == "x = a +"

@@ -53,6 +53,7 @@ from engine.text.statements import (
     drop_dangling_header,
     else_goes_on_below,
     ends_mid_statement,
+    ends_open,
     indent_width,
     misses_block_opener,
     opens_block,
@@ -314,7 +315,8 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
     text, replace = sug.text.rstrip(), sug.replace
     if complete_statements:
         text, replace = _to_complete(text, replace, prefix, line_suffix, language,
-                                     line_cut=cut_mid_line or (mode == "single" and len(raw_lines) > 1),
+                                     line_cut=cut_mid_line or (mode == "single" and len(raw_lines) > 1) or
+                                     (replace == 0 and ends_open(text, prefix, language)),
                                      block=mode == "multi")
     if replace == 0 and (misses_block_opener(text, prefix, suffix, language) or
                          else_goes_on_below(text, prefix, suffix, language)):

@@ -311,6 +311,16 @@ def cut_to_complete(text: str, prefix: str, line_suffix: str = "", language: str
     return head.rstrip("\n") if head.strip() else ""
 
 
+def ends_open(text: str, prefix: str, language: str | None) -> bool:
+    """A language with a grammar (not Python): the text's last line ends on an operator, a comma or a keyword that
+    needs more (``keyFinder =``, ``&&``), leaving its statement unfinished: a line the model stopped early, cut
+    back like one a limit cut (postprocess). Python and languages without a grammar: False (as before)."""
+    if adapt.tree_language(language) is None:
+        return False
+    last = _code_part((prefix[-400:] + text).split("\n")[-1]).strip()
+    return bool(last) and bool(_OPEN_END.search(last)) and ends_mid_statement(text, prefix, "", language)
+
+
 def cut_block_to_complete(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> str:
     """``cut_to_complete`` for a text of several lines: when cutting the last line is not enough (the
     statement opened on an earlier line: ``foo(\n    a,\n    b,``), whole lines go from the end until what is
