@@ -59,3 +59,21 @@ def test_a_line_the_model_stopped_on_an_operator_is_cut_back_with_a_grammar_only
     assert kept is not None and kept.text == "var p = getUnits(units),"
     py = postprocess("x = a +", "def f():\n    ", "\n", mode="single", language="python")
     assert py is not None and py.text == "x = a +"
+
+
+def test_a_grammar_that_fails_to_load_leaves_post_processing_as_before_with_one_warning(caplog, tmp_path):
+    import logging
+
+    from engine.syntax.languages import REGISTRY
+    from engine.text.statements import ends_mid_statement
+
+    REGISTRY.add("flint-broken-lang", str(tmp_path / "missing.so"))  # an id no other test uses
+    prefix = "function f() {\n  const re = "
+    with caplog.at_level(logging.WARNING, logger="flint.syntax"):
+        got = fit_line_suffix("/[)]/g;", "  const re = ", "", prefix, "flint-broken-lang").text
+        mid = ends_mid_statement("/[)]/g;", prefix, "", "flint-broken-lang")
+        again = postprocess("/[)]/g;", prefix, "\n}\n", mode="single", language="flint-broken-lang")
+    assert got == "/[" and mid is True  # the scanner's answers
+    assert again is not None and again.text == "/["
+    warnings = [r for r in caplog.records if r.name == "flint.syntax" and r.levelno == logging.WARNING]
+    assert len(warnings) == 1
