@@ -311,14 +311,19 @@ def cut_to_complete(text: str, prefix: str, line_suffix: str = "", language: str
     return head.rstrip("\n") if head.strip() else ""
 
 
+_WORD_ONLY = re.compile(r"\w+")
+
+
 def ends_open(text: str, prefix: str, language: str | None) -> bool:
-    """A language with a grammar (not Python): the text's last line ends on an operator, a comma or a keyword that
-    needs more (``keyFinder =``, ``&&``), leaving its statement unfinished: a line the model stopped early, cut
-    back like one a limit cut (postprocess). Python and languages without a grammar: False (as before)."""
-    if adapt.tree_language(language) is None:
+    """A language with a grammar (not Python): the text leaves its statement unfinished (``keyFinder =``, ``&&``,
+    ``.get(key``) -- a line the model stopped early or a doubt cut -- and is more than the rest of the word being
+    typed (``isFunct`` + ``ion``: the statement was open before it). Postprocess cuts it back like a line a limit
+    cut. Python and languages without a grammar: False (as before)."""
+    if adapt.tree_language(language) is None or not text.strip():
         return False
-    last = _code_part((prefix[-400:] + text).split("\n")[-1]).strip()
-    return bool(last) and bool(_OPEN_END.search(last)) and ends_mid_statement(text, prefix, "", language)
+    if _WORD_ONLY.fullmatch(text) and (prefix[-1:].isalnum() or prefix[-1:] == "_"):
+        return False
+    return ends_mid_statement(text, prefix, "", language)
 
 
 def cut_block_to_complete(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> str:
