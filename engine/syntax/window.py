@@ -73,17 +73,18 @@ def statement_window(text_before: str, max_lines: int = WINDOW_LINES, max_scan: 
     line continues), or, when that does not reach column 0, from the first line there that starts a
     statement at that header's (or the cursor's) level (so a ``}, 3000);`` has its opener). Above the window, up
     to ``max_scan`` lines, the headers of the blocks still around it come alone (a method in a long class:
-    the class line). An empty cursor line counts at the indentation of the code line above it, one deeper
-    when that line opens a block (editors strip a blank line's spaces)."""
+    the class line). An empty cursor line (or one whose indentation is still being typed) counts at least at
+    the indentation of the code line above it, one deeper when that line opens a block (editors strip a blank
+    line's spaces)."""
     parts = text_before.rsplit("\n", max_scan)
     cur, above = parts[-1], parts[:-1]
     if len(parts) > max_scan:
         above = above[1:]  # the first part may be many lines: never a header
     col = indent_width(cur) if cur.strip() else len(cur.expandtabs(4))
-    if not cur:
+    if not cur.strip():  # empty, or its indentation still being typed: at least the block's own column
         code = next((ln for ln in reversed(above[-20:]) if ln.strip() and not _comment_line(ln.strip())), None)
         if code is not None:
-            col = indent_width(code) + (1 if _opens(code) else 0)
+            col = max(col, indent_width(code) + (1 if _opens(code) else 0))
     n = len(above)
     lo = max(0, n - max_lines)
     start, c = n, col
