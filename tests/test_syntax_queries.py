@@ -423,3 +423,12 @@ def test_a_cursor_line_whose_indentation_is_being_typed_keeps_the_header_above()
               "        F: FnOnce(L) -> T,\n    {\n ")
     assert "where" in statement_window(prefix)
     assert is_complete("rust", prefix, "match self {") is True
+
+
+def test_an_allman_brace_after_a_where_clause_keeps_the_whole_header():
+    from engine.syntax.queries import is_complete, statement_window
+
+    prefix = ("impl<A: Array> SmallVec<A>\nwhere\n    A::Item: Clone,\n{\n    /// Resizes.\n"
+              "    pub fn resize(&mut self, len: usize) {\n        let")
+    assert statement_window(prefix).startswith("impl<A: Array> SmallVec<A>\nwhere")
+    assert is_complete("rust", prefix, " mut new_len = len;") is True

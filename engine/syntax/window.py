@@ -55,13 +55,23 @@ def _far_header(lines: list[str], i: int) -> list[str] | None:
     None when no block opens within 8 lines."""
     s = lines[i].strip()
     if s.startswith("{"):
-        return ([lines[i - 1]] if i > 0 else []) + [lines[i]]
+        return lines[_allman_start(lines, i, max(0, i - 8)): i + 1]
     if _opens(lines[i]):
         return [lines[i]]
     for j in range(i + 1, min(len(lines), i + 8)):
         if lines[j].rstrip().endswith("{"):
             return lines[i: j + 1]
     return None
+
+
+def _allman_start(lines: list[str], i: int, lo: int) -> int:
+    """The first line of the header an Allman ``{`` (``lines[i]``) ends: the line above it, or up through a
+    ``where`` clause and its bounds (indented deeper than the brace) to the line at the brace's column."""
+    c = indent_width(lines[i])
+    j = i - 1
+    while j > lo and lines[j].strip() and (indent_width(lines[j]) > c or lines[j].strip().startswith("where")):
+        j -= 1
+    return max(j, lo)
 
 
 @functools.lru_cache(maxsize=32)  # one request asks for every variant and cut with the same prefix
@@ -93,8 +103,9 @@ def statement_window(text_before: str, max_lines: int = WINDOW_LINES, max_scan: 
             break
         if _header_line(above[i], c):
             start, c = i, indent_width(above[i])
-            if above[i].strip().startswith("{") and i > lo:  # Allman braces: the header is the line above
-                start, c = i - 1, min(c, indent_width(above[i - 1]))
+            if above[i].strip().startswith("{") and i > lo:  # Allman braces: the header is above
+                j = _allman_start(above, i, lo)
+                start, c = j, min(c, indent_width(above[j]))
     if c > 0:
         first = next((i for i in range(lo, start) if _boundary(above, i, c)), None)
         if first is not None:
