@@ -148,7 +148,7 @@ def _bracket_walk(tree: SyntaxTree, since: int, until: int | None = None) -> _Br
     return _Brackets(tuple(stack), None)
 
 
-@functools.lru_cache(maxsize=256)  # the steps of one request ask again with the same strings
+@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
 def open_brackets(language_id: str | None, text_before: str) -> tuple[str, ...] | None:
     """The brackets open at the end of ``text_before`` (innermost last), strings and comments skipped;
     None without a grammar. The tree-sitter reading of ``prefix_state(prefix).stack``."""
@@ -159,7 +159,7 @@ def open_brackets(language_id: str | None, text_before: str) -> tuple[str, ...] 
     return tuple(o for o, _ in _bracket_walk(tree, len(tree.source)).stack)
 
 
-@functools.lru_cache(maxsize=256)  # the steps of one request ask again with the same strings
+@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
 def first_stray_closer(language_id: str | None, text_before: str, text: str) -> int | None | bool:
     """Index in ``text`` (inserted after ``text_before``) of its first closer that closes nothing or the
     wrong thing (None: no such closer; False: no grammar). The tree-sitter reading of ``scan(text, state)``."""
@@ -244,7 +244,7 @@ def _verdict(grammar: Grammar, before: str, completion: str, line_suffix: str, b
     return not _ends_on_bare_name(tree, end) if end > cursor else True
 
 
-@functools.lru_cache(maxsize=256)  # the steps of one request ask again with the same strings
+@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
 def is_complete(language_id: str | None, text_before: str, completion: str, line_suffix: str = "") -> bool | None:
     """Would inserting ``completion`` after ``text_before`` (followed by ``line_suffix``, the rest of the
     cursor's line) leave a complete statement -- or a block header ending in ``{`` -- rather than one cut in
@@ -271,7 +271,7 @@ def block_is_complete(language_id: str | None, text_before: str, completion: str
 _NAME_CUT_FROM = "([.=:<"  # a name cut from its call, index, attribute, assignment or type says something else
 
 
-@functools.lru_cache(maxsize=256)  # the steps of one request ask again with the same strings
+@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
 def statement_cut_points(language_id: str | None, text_before: str, completion: str,
                          line_suffix: str = "") -> list[int] | None:
     """Every offset ``k`` of ``completion`` (token ends, ascending) where ``completion[:k]`` completes the
@@ -312,7 +312,7 @@ def complete_statement_end(language_id: str | None, text_before: str, completion
     return points[0] if points else None
 
 
-@functools.lru_cache(maxsize=256)  # the steps of one request ask again with the same strings
+@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
 def scope_end(language_id: str | None, text_before: str, completion: str) -> int | None:
     """Offset in ``completion`` of the first ``}`` that closes a brace opened before the cursor (the text
     leaves the cursor's block there), or None (it never does, or no grammar)."""
