@@ -172,7 +172,7 @@ def _row(lang: str, sm: dict) -> str:
             f"{q.get('ends_mid_statement', '–')} of {q.get('judged', '–')} | "
             f"{q.get('repeats_following', '–')} of {q.get('ghosts', '–')} ({_pct(q.get('repeats_following_share'))}) | "
             f"{_pct(sm['with_suggestion'] / max(1, sm['keystrokes']))} | "
-            f"{_pct(sm['wrong_ghost_keys']['share'])} | {sm['cpu_s_per_typing_min_per_round']} |")
+            f"{_pct(sm['wrong_ghost_keys']['share'])} | {', '.join(map(str, sm['cpu_s_per_typing_min_per_round']))} |")
 
 
 def render(jsons: list[Path]) -> str:
@@ -184,8 +184,7 @@ def render(jsons: list[Path]) -> str:
         meta = data["meta"]
         lang = meta.get("language", "python")
         rows += [_row(lang, sm) for sm in data["summaries"]]
-        commits = ", ".join(f"{k} {v['commit']}" for k, v in meta["servers"].items())
-        notes.append(f"- **{lang}** (`{p.name}`): `{meta['command']}`; {meta['date']} UTC; {commits}; "
+        notes.append(f"- **{lang}** (`{p.name}`): `{meta['command']}`; {meta['date']} UTC; "
                      f"{meta['cpu']}; load {meta['load_average']}; packages {', '.join(meta['packages'])}")
     return "\n".join(head + rows + ["", *notes, ""])
 
