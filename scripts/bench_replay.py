@@ -110,6 +110,8 @@ from replay_corpus import (  # noqa: E402,F401
     pick,
 )
 from replay_corpus import segments as corpus_segments  # noqa: E402
+from replay_languages import LANGUAGES  # noqa: E402
+from replay_quality import quality  # noqa: E402
 from replay_report import ms, plot, print_table, reference_lines, report, share  # noqa: E402,F401
 from replay_stats import (  # noqa: E402,F401
     IDLE_STEP_S,
@@ -486,7 +488,8 @@ async def amain(args) -> int:
     for t in typists:
         if t not in TYPISTS:
             raise SystemExit(f"unknown typist {t!r} (choose from {', '.join(TYPISTS)})")
-    specs = choose(Path(args.pkg_cache))
+    lang_cache = Path(args.pkg_cache) if args.pkg_cache else None
+    specs, packages, corpus_note = corpus_for(args.language, lang_cache)
     splits = list(SPLITS) if args.split == "both" else [args.split]
     chosen = {sp: pick(specs, sp, args.functions, args.only) for sp in splits}
     splits = [sp for sp in splits if chosen[sp]]  # --only may name functions of one half only
@@ -496,7 +499,7 @@ async def amain(args) -> int:
     for sp in splits:
         # --keys: a quick look; each function cut to its share so that several are typed (accepts skip characters)
         cut = max(40, int(args.keys * 1.15 / len(chosen[sp]))) if args.keys else None
-        segs[sp] = corpus_segments(chosen[sp], Path(args.pkg_cache), cut)
+        segs[sp] = segments_for(args.language, chosen[sp], lang_cache, cut)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="flint-replay-"))
@@ -534,8 +537,9 @@ async def amain(args) -> int:
         "servers": {k: {"tree": v, "commit": git_commit(v), **({"model": models[k]} if k in models else {}),
                         **({"options": server_opts[k]} if k in server_opts else {})}
                     for k, v in servers.items()},
-        "corpus_note": CORPUS_NOTE,
-        "packages": [f"{p}=={v}" for p, v in PACKAGES],
+        "corpus_note": corpus_note,
+        "language": args.language,
+        "packages": packages,
         "splits": splits,
         "corpus": describe(specs),
         "segments": {sp: [f"{s.name} (line {s.before.count(chr(10)) + 1} of {s.file_lines}, {len(s.typed)} chars)"
@@ -557,6 +561,7 @@ async def amain(args) -> int:
         print(f"wrote {out / 'replay.md'}")
         return 0
     runs: list[Run] = []
+    by_name = {x.name: x for sp in splits for x in segs[sp]}
     try:
         for rnd in range(args.rounds):
             for sp, t, s, m in order:
@@ -584,14 +589,35 @@ async def amain(args) -> int:
                       f"p50 {ms(sm['latency_ms']['p50'])}, p95 {ms(sm['latency_ms']['p95'])}, saved "
                       f"{share(sm['chars_saved_share'])}, cpu/min {sm['cpu_s_per_typing_min']}", flush=True)
                 runs.append(run)
-                write_outputs(runs, meta, out, final=False)  # a partial replay.json survives an interruption
+                write_outputs(runs, meta, out, final=False, segs=by_name)  # a partial replay.json survives an interruption
     finally:
         if args.keep_logs:
             print(f"server logs kept in {logs}")
         else:
             shutil.rmtree(work, ignore_errors=True)
-    write_outputs(runs, meta, out, final=True)
+    write_outputs(runs, meta, out, final=True, segs=by_name)
     return 0
+
+
+def corpus_for(language: str, cache: Path | None) -> tuple[list, list[str], str]:
+    """(specs, pinned packages, note) of the corpus a language types: replay_corpus.py's PyPI wheels for Python,
+    replay_languages.py's npm and Debian packages for the others."""
+    if language == "python":
+        return choose(cache or Path.home() / ".cache" / "flint-bench" / "pypi"), [f"{p}=={v}" for p, v in PACKAGES], \
+            CORPUS_NOTE
+    import replay_languages as rl
+    specs = rl.choose(language, cache or LANG_CACHE)
+    return specs, [f"{p.source}:{p.name}=={p.version}" for p in rl.PACKAGES[language]], rl.__doc__.split("\n\n")[0]
+
+
+def segments_for(language: str, specs: list, cache: Path | None, cut: int | None) -> list[Segment]:
+    if language == "python":
+        return corpus_segments(specs, cache or Path.home() / ".cache" / "flint-bench" / "pypi", cut)
+    import replay_languages as rl
+    return rl.segments(language, specs, cache or LANG_CACHE, cut)
+
+
+LANG_CACHE = Path.home() / ".cache" / "flint-bench" / "langs"
 
 
 def reference(segments: list[Segment], gguf: str, typists: list[str], seed: int, threads: int) -> dict:
@@ -634,12 +660,15 @@ def reference(segments: list[Segment], gguf: str, typists: list[str], seed: int,
             "typists": {t: asdict(r) for t, r in totals.items()}}
 
 
-def write_outputs(runs: list[Run], meta: dict, out: Path, final: bool) -> None:
-    """replay.json and replay.md (+ PNGs when ``final``) from the runs so far."""
+def write_outputs(runs: list[Run], meta: dict, out: Path, final: bool, segs: dict | None = None) -> None:
+    """replay.json and replay.md (+ PNGs when ``final``) from the runs so far; with the typed segments by name,
+    each summary's ``syntax_quality`` (replay_quality.py: ghosts ending mid-statement, repeating the code below)."""
     groups = group(runs)
     summaries = [summarize(rs) for rs in groups.values()]
     for sm, rs in zip(summaries, groups.values(), strict=True):
         sm["work"] = pooled([r.work for r in rs])
+        if segs:
+            sm["syntax_quality"] = quality([k for r in rs for k in r.keys], segs)
     add_overlap(groups, summaries)
     meta = {**meta, "complete": final}
     (out / "replay.json").write_text(json.dumps({
@@ -681,8 +710,12 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--model", default=None, help="preset or model directory (default: the default model)")
-    p.add_argument("--pkg-cache", default=str(Path.home() / ".cache" / "flint-bench" / "pypi"),
-                   help="where the pinned PyPI wheels are downloaded and unpacked")
+    p.add_argument("--pkg-cache", default="",
+                   help="where the pinned packages are downloaded and unpacked (default ~/.cache/flint-bench/pypi "
+                        "for Python, ~/.cache/flint-bench/langs for the others)")
+    p.add_argument("--language", default="python", choices=("python", *LANGUAGES),
+                   help="the corpus's language: Python's PyPI wheels (replay_corpus.py) or pinned npm / Debian "
+                        "packages (replay_languages.py); the document's languageId is this")
     p.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
     p.add_argument("--reference", nargs="?", const="", default=None, metavar="GGUF",
                    help="first type the code with the GGUF asked directly at every keystroke, no latency (the "

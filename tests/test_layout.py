@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ALLOWED: dict[str, frozenset[str]] = {
     "types": frozenset(),
     "paths": frozenset(),
-    "text": frozenset(),
-    "context": frozenset(),
+    "text": frozenset({"syntax"}),
+    "context": frozenset({"syntax"}),
     "policy": frozenset({"text"}),
     "model": frozenset({"paths"}),
     "cache": frozenset({"paths", "text", "types"}),
@@ -29,8 +29,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "config": frozenset({"decoding", "model", "paths"}),
     "engine": frozenset({"config", "decoding", "model", "text", "types"}),
     "backends": frozenset({"config", "engine", "remote", "types"}),
-    # not wired into decoding or post-processing yet (docs/guidance.md, docs/syntax.md): self-contained
+    # not wired into decoding or post-processing yet (docs/guidance.md): self-contained
     "guidance": frozenset(),
+    # tree-sitter syntax (docs/syntax.md): text/ and context/ ask it; it imports no other part
     "syntax": frozenset(),
     "edits": frozenset({"guidance", "types"}),
 }

@@ -28,10 +28,11 @@ AGREE = [
 
 @pytest.mark.parametrize("language_id, prefix, text, line_suffix", AGREE)
 def test_the_drop_ins_agree_with_the_scanner_on_ordinary_code(language_id, prefix, text, line_suffix):
+    # the scanner's answer: no language id (guessed from the text)
     assert adapt.ends_mid_statement(text, prefix, line_suffix, language_id) == \
-        statements.ends_mid_statement(text, prefix, line_suffix, language_id)
+        statements.ends_mid_statement(text, prefix, line_suffix, None)
     assert adapt.cut_to_complete(text, prefix, line_suffix, language_id) == \
-        statements.cut_to_complete(text, prefix, line_suffix, language_id)
+        statements.cut_to_complete(text, prefix, line_suffix, None)
 
 
 @pytest.mark.parametrize("language_id, prefix, text", [
@@ -40,7 +41,10 @@ def test_the_drop_ins_agree_with_the_scanner_on_ordinary_code(language_id, prefi
     ("rust", RUST_FN + "let t: &'a str = ", "s.trim();"),  # a lifetime is no quote
 ])
 def test_the_tree_reads_what_the_scanner_cuts_to_nothing(language_id, prefix, text):
-    assert statements.ends_mid_statement(text, prefix, "", language_id) is True
+    # the scanner (no language id: guessed) cuts it; with the client's id statements.py asks the tree
+    assert statements.ends_mid_statement(text, prefix, "", None) is True
+    assert statements.ends_mid_statement(text, prefix, "", language_id) is False
+    assert statements.cut_to_complete(text, prefix, "", language_id) == text
     assert adapt.ends_mid_statement(text, prefix, "", language_id) is False
     assert adapt.cut_to_complete(text, prefix, "", language_id) == text
 

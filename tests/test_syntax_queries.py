@@ -414,3 +414,21 @@ def test_every_query_answers_none_for_a_language_without_grammar():
     assert statement_cut_points("no-such-language", "", "a b") is None
     assert scope_end(None, "{", "}") is None
     assert open_brackets("", "(") is None
+
+
+def test_a_cursor_line_whose_indentation_is_being_typed_keeps_the_header_above():
+    from engine.syntax.queries import is_complete, statement_window
+
+    prefix = ("impl<L, R> Either<L, R> {\n    pub fn either_with<F>(self, f: F) -> T\n    where\n"
+              "        F: FnOnce(L) -> T,\n    {\n ")
+    assert "where" in statement_window(prefix)
+    assert is_complete("rust", prefix, "match self {") is True
+
+
+def test_an_allman_brace_after_a_where_clause_keeps_the_whole_header():
+    from engine.syntax.queries import is_complete, statement_window
+
+    prefix = ("impl<A: Array> SmallVec<A>\nwhere\n    A::Item: Clone,\n{\n    /// Resizes.\n"
+              "    pub fn resize(&mut self, len: usize) {\n        let")
+    assert statement_window(prefix).startswith("impl<A: Array> SmallVec<A>\nwhere")
+    assert is_complete("rust", prefix, " mut new_len = len;") is True

@@ -9,6 +9,8 @@ import ast
 import re
 from collections.abc import Callable, Iterable
 
+from engine.syntax import language_for_path, outlines, parse
+
 # ---- definitions ---------------------------------------------------------------------------------------
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
@@ -112,6 +114,18 @@ _DEF_RE = r"^[ \t]*(?:export[ \t]+)?(?:pub(?:\([^)]*\))?[ \t]+)?(?:async[ \t]+)?
 
 # `NAME = ...` / `NAME: T = ...` at the start of a line (a module-level assignment in Python), not `==`
 _ASSIGN_RE = r"^{name}[ \t]*(?::[^=\n]*)?=(?!=)"
+
+
+def syntax_definitions(source: str, path: str, names: Iterable[str] | None = None
+                       ) -> dict[str, tuple[int, str]] | None:
+    """Top-level definitions of a file in a language other than Python, from its tree-sitter parse (outlines:
+    signatures, doc comments, fields; bodies elided), as name -> (line, outline). None: Python (``ast``
+    reads it), a language without a grammar, or a text too big to parse: the caller keeps the regexes."""
+    language = language_for_path(path)
+    if language is None or language == "python":
+        return None
+    tree = parse(language, source)
+    return None if tree is None else outlines(tree, names)
 
 
 def regex_definitions(source: str, names: Iterable[str] | None, max_lines: int = 8) -> dict[str, tuple[int, str]]:

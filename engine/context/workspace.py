@@ -31,7 +31,12 @@ from engine.context.block import (
     split_chunks,
     words,
 )
-from engine.context.definitions import file_definitions, parsed_definitions, regex_definitions
+from engine.context.definitions import (
+    file_definitions,
+    parsed_definitions,
+    regex_definitions,
+    syntax_definitions,
+)
 from engine.context.sources import (
     around_span,
     edit_diff,
@@ -42,6 +47,7 @@ from engine.context.sources import (
     resolve_roots,
     usable_text,
 )
+from engine.syntax import grammar_for, language_for_path
 
 DEFAULT_BUDGET = 512  # tokens; see docs/benchmarks/context.md
 DEFAULT_SOURCES = ("imports", "file", "open", "edits")
@@ -54,6 +60,14 @@ class _Doc:
     base: str  # the text the pending edit diff starts from
     focused: float = 0.0
     edited: float = 0.0
+
+
+def _outlined(file: Path) -> bool:
+    """A file whose own definitions the ``file`` source can outline: Python, or a language with a grammar."""
+    if file.suffix in (".py", ".pyi"):
+        return True
+    language = language_for_path(file.name)
+    return language is not None and grammar_for(language) is not None
 
 
 @dataclass
@@ -158,7 +172,7 @@ class Workspace:
         cands: list[Chunk] = []
         if "imports" in self.sources and file.suffix in (".py", ".pyi"):
             cands += self.import_chunks(file, text, offset, docs)
-        if "file" in self.sources and file.suffix in (".py", ".pyi") and usable_text(text, str(file)):
+        if "file" in self.sources and _outlined(file) and usable_text(text, str(file)):
             cands += self.file_chunks(file, text, offset, window_before, window_after)
         if "open" in self.sources:
             cands += self.open_chunks(file, around, docs)
@@ -199,7 +213,7 @@ class Workspace:
                             wanted[a] = max(wanted.get(a, 0.0), _near_score(i))
             if not wanted:
                 continue
-            every = (self._definitions(mod, src) if mod.suffix in (".py", ".pyi") else None) or {}
+            every = self._definitions(mod, src) or {}
             defs = {n: every[n] for n in wanted if n in every} or regex_definitions(src, wanted)
             rel = self.relpath(mod)
             for name, (line, outline) in defs.items():
@@ -224,7 +238,8 @@ class Workspace:
         key = (file, hash(src))
         if key in self._defs:
             return self._defs[key]
-        every = parsed_definitions(src)
+        # Python by ``ast``; another language with a grammar by its tree-sitter outlines
+        every = parsed_definitions(src) if file.suffix in (".py", ".pyi") else syntax_definitions(src, file.name)
         if len(self._defs) > 64:
             self._defs.clear()
         self._defs[key] = every

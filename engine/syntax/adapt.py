@@ -19,11 +19,12 @@ from engine.syntax.queries import (
     first_stray_closer,
     is_complete,
     open_brackets,
+    scope_end,
     statement_cut_points,
 )
 
 
-def _tree_language(language: str | None) -> str | None:
+def tree_language(language: str | None) -> str | None:
     """The language id when tree-sitter answers for it: a grammar, and not Python (``ast`` stays)."""
     if not language or language.lower() in ("python", "py", "python3"):
         return None
@@ -33,7 +34,7 @@ def _tree_language(language: str | None) -> str | None:
 def ends_mid_statement(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> bool | None:
     """``statements.ends_mid_statement``: would inserting ``text`` at the cursor leave its statement
     unfinished? None: not ours to answer."""
-    lang = _tree_language(language)
+    lang = tree_language(language)
     if lang is None:
         return None
     complete = is_complete(lang, prefix, text, line_suffix)
@@ -42,14 +43,14 @@ def ends_mid_statement(text: str, prefix: str, line_suffix: str = "", language: 
 
 def is_complete_statement(stmt: str, language: str | None = None) -> bool | None:
     """``statements.is_complete_statement``: ``stmt`` (a statement from its start) is whole."""
-    lang = _tree_language(language)
+    lang = tree_language(language)
     return None if lang is None else is_complete(lang, "", stmt)
 
 
 def cut_to_complete(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> str | None:
     """``statements.cut_to_complete``: whole lines before the last kept, the last line cut back to its
     longest complete cut (a tree-sitter token end), or dropped when it has none. None: not ours."""
-    lang = _tree_language(language)
+    lang = tree_language(language)
     if lang is None:
         return None
     nl = text.rfind("\n")
@@ -66,7 +67,7 @@ def cut_to_complete(text: str, prefix: str, line_suffix: str = "", language: str
 def drop_dangling_header(text: str, prefix: str, language: str | None = None) -> str | None:
     """``statements.drop_dangling_header`` for a block a limit cut: its last line goes when it leaves a
     block open that the lines before it did not (a header without its body). None: not ours."""
-    lang = _tree_language(language)
+    lang = tree_language(language)
     if lang is None:
         return None
     lines = text.split("\n")
@@ -80,12 +81,19 @@ def drop_dangling_header(text: str, prefix: str, language: str | None = None) ->
 
 def open_pairs(prefix: str, language: str | None = None) -> tuple[str, ...] | None:
     """``statements.prefix_state(prefix).stack``: the brackets open at the cursor. None: not ours."""
-    lang = _tree_language(language)
+    lang = tree_language(language)
     return None if lang is None else open_brackets(lang, prefix)
 
 
 def stray_closer(text: str, prefix: str, language: str | None = None) -> int | None | bool:
     """``statements.scan(text, prefix_state(prefix))[1]``: the index of ``text``'s first closer that closes
     nothing (None: there is none), or False: not ours to answer."""
-    lang = _tree_language(language)
+    lang = tree_language(language)
     return False if lang is None else first_stray_closer(lang, prefix, text)
+
+
+def scope_end_at(text: str, prefix: str, language: str | None = None) -> int | None:
+    """Offset in ``text`` of the first ``}`` closing a brace opened before the cursor (``limit_scope``), or
+    None: it stays in its block, or not ours to answer."""
+    lang = tree_language(language)
+    return None if lang is None else scope_end(lang, prefix, text)

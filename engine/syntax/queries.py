@@ -36,6 +36,7 @@ What each function replaces for non-Python languages (``engine/text/statements.p
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -59,7 +60,7 @@ from engine.syntax.window import statement_window
 
 __all__ = [
     "Block", "Definition", "block_is_complete", "complete_statement_end", "definitions", "enclosing_block",
-    "enclosing_definition", "first_stray_closer", "has_error_in", "in_string_or_comment", "is_comment",
+    "enclosing_definition", "first_stray_closer", "has_error_in", "in_string_or_comment", "is_comment", "literal_at", "literal_kind",
     "is_complete", "is_string", "open_brackets", "outline", "outlines", "repeats_following_lines", "scope_end",
     "statement_cut_points", "statement_window",
 ]
@@ -78,23 +79,37 @@ def in_string_or_comment(tree: SyntaxTree, offset: int) -> bool:
     inside an interpolation ``${...}`` of a string)? The cursor right after a closing quote is outside; right
     after a line comment's last character, inside. A string left open (``"abc|`` while typing) counts as a
     string to the end of its line."""
+    return literal_kind(tree, offset) is not None
+
+
+def literal_kind(tree: SyntaxTree, offset: int) -> str | None:
+    """``in_string_or_comment`` telling which: "comment", "string" (character literals too), or None."""
     b = tree.byte_at(offset)
     if b <= 0:
-        return False
+        return None
     for n in ancestors(tree.root.descendant_for_byte_range(b - 1, b)):
         if n.type in CODE_IN_STRING and n.start_byte < b < n.end_byte:
-            return False
+            return None
         if is_comment(n):
-            return n.start_byte < b < n.end_byte or (b == n.end_byte and _open_ended_comment(tree, n))
+            inside = n.start_byte < b < n.end_byte or (b == n.end_byte and _open_ended_comment(tree, n))
+            return "comment" if inside else None
         if is_string(n):
-            if n.start_byte < b < n.end_byte:
-                return True
-            if b == n.end_byte and n.has_error:
-                return True  # its closing quote is missing
+            if n.start_byte < b < n.end_byte or (b == n.end_byte and n.has_error):  # its closing quote missing
+                return "string"
             break
         if n.is_error:
             break
-    return _in_open_quote(tree, b)
+    return "string" if _in_open_quote(tree, b) else None
+
+
+def literal_at(language_id: str | None, text_before: str, line_suffix: str = "") -> str | None | bool:
+    """``literal_kind`` at the end of ``text_before`` (the rest of its line after it), parsing only its statement
+    window: "comment", "string", None (code), or False: no grammar."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return False
+    before = statement_window(text_before)
+    return literal_kind(parse_text(grammar, before + line_suffix), len(before))
 
 
 def _in_open_quote(tree: SyntaxTree, b: int) -> bool:
@@ -102,8 +117,8 @@ def _in_open_quote(tree: SyntaxTree, b: int) -> bool:
     line_start = tree.source.rfind(b"\n", 0, b) + 1
     for leaf in leaves(tree.root, line_start, b):
         parent = leaf.parent
-        if leaf.start_byte < b and leaf.type in QUOTE_TOKENS and parent is not None and parent.is_error \
-                and parent.start_byte == leaf.start_byte:
+        # the quote token left loose in an ERROR (which may start before it, at the statement)
+        if leaf.start_byte < b and leaf.type in QUOTE_TOKENS and parent is not None and parent.is_error:
             return True
     return False
 
@@ -133,6 +148,7 @@ def _bracket_walk(tree: SyntaxTree, since: int, until: int | None = None) -> _Br
     return _Brackets(tuple(stack), None)
 
 
+@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
 def open_brackets(language_id: str | None, text_before: str) -> tuple[str, ...] | None:
     """The brackets open at the end of ``text_before`` (innermost last), strings and comments skipped;
     None without a grammar. The tree-sitter reading of ``prefix_state(prefix).stack``."""
@@ -143,6 +159,7 @@ def open_brackets(language_id: str | None, text_before: str) -> tuple[str, ...] 
     return tuple(o for o, _ in _bracket_walk(tree, len(tree.source)).stack)
 
 
+@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
 def first_stray_closer(language_id: str | None, text_before: str, text: str) -> int | None | bool:
     """Index in ``text`` (inserted after ``text_before``) of its first closer that closes nothing or the
     wrong thing (None: no such closer; False: no grammar). The tree-sitter reading of ``scan(text, state)``."""
@@ -227,6 +244,7 @@ def _verdict(grammar: Grammar, before: str, completion: str, line_suffix: str, b
     return not _ends_on_bare_name(tree, end) if end > cursor else True
 
 
+@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
 def is_complete(language_id: str | None, text_before: str, completion: str, line_suffix: str = "") -> bool | None:
     """Would inserting ``completion`` after ``text_before`` (followed by ``line_suffix``, the rest of the
     cursor's line) leave a complete statement -- or a block header ending in ``{`` -- rather than one cut in
@@ -253,6 +271,7 @@ def block_is_complete(language_id: str | None, text_before: str, completion: str
 _NAME_CUT_FROM = "([.=:<"  # a name cut from its call, index, attribute, assignment or type says something else
 
 
+@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
 def statement_cut_points(language_id: str | None, text_before: str, completion: str,
                          line_suffix: str = "") -> list[int] | None:
     """Every offset ``k`` of ``completion`` (token ends, ascending) where ``completion[:k]`` completes the
@@ -293,6 +312,7 @@ def complete_statement_end(language_id: str | None, text_before: str, completion
     return points[0] if points else None
 
 
+@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
 def scope_end(language_id: str | None, text_before: str, completion: str) -> int | None:
     """Offset in ``completion`` of the first ``}`` that closes a brace opened before the cursor (the text
     leaves the cursor's block there), or None (it never does, or no grammar)."""

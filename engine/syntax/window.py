@@ -55,13 +55,23 @@ def _far_header(lines: list[str], i: int) -> list[str] | None:
     None when no block opens within 8 lines."""
     s = lines[i].strip()
     if s.startswith("{"):
-        return ([lines[i - 1]] if i > 0 else []) + [lines[i]]
+        return lines[_allman_start(lines, i, max(0, i - 8)): i + 1]
     if _opens(lines[i]):
         return [lines[i]]
     for j in range(i + 1, min(len(lines), i + 8)):
         if lines[j].rstrip().endswith("{"):
             return lines[i: j + 1]
     return None
+
+
+def _allman_start(lines: list[str], i: int, lo: int) -> int:
+    """The first line of the header an Allman ``{`` (``lines[i]``) ends: the line above it, or up through a
+    ``where`` clause and its bounds (indented deeper than the brace) to the line at the brace's column."""
+    c = indent_width(lines[i])
+    j = i - 1
+    while j > lo and lines[j].strip() and (indent_width(lines[j]) > c or lines[j].strip().startswith("where")):
+        j -= 1
+    return max(j, lo)
 
 
 @functools.lru_cache(maxsize=32)  # one request asks for every variant and cut with the same prefix
@@ -73,17 +83,18 @@ def statement_window(text_before: str, max_lines: int = WINDOW_LINES, max_scan: 
     line continues), or, when that does not reach column 0, from the first line there that starts a
     statement at that header's (or the cursor's) level (so a ``}, 3000);`` has its opener). Above the window, up
     to ``max_scan`` lines, the headers of the blocks still around it come alone (a method in a long class:
-    the class line). An empty cursor line counts at the indentation of the code line above it, one deeper
-    when that line opens a block (editors strip a blank line's spaces)."""
+    the class line). An empty cursor line (or one whose indentation is still being typed) counts at least at
+    the indentation of the code line above it, one deeper when that line opens a block (editors strip a blank
+    line's spaces)."""
     parts = text_before.rsplit("\n", max_scan)
     cur, above = parts[-1], parts[:-1]
     if len(parts) > max_scan:
         above = above[1:]  # the first part may be many lines: never a header
     col = indent_width(cur) if cur.strip() else len(cur.expandtabs(4))
-    if not cur:
+    if not cur.strip():  # empty, or its indentation still being typed: at least the block's own column
         code = next((ln for ln in reversed(above[-20:]) if ln.strip() and not _comment_line(ln.strip())), None)
         if code is not None:
-            col = indent_width(code) + (1 if _opens(code) else 0)
+            col = max(col, indent_width(code) + (1 if _opens(code) else 0))
     n = len(above)
     lo = max(0, n - max_lines)
     start, c = n, col
@@ -92,8 +103,9 @@ def statement_window(text_before: str, max_lines: int = WINDOW_LINES, max_scan: 
             break
         if _header_line(above[i], c):
             start, c = i, indent_width(above[i])
-            if above[i].strip().startswith("{") and i > lo:  # Allman braces: the header is the line above
-                start, c = i - 1, min(c, indent_width(above[i - 1]))
+            if above[i].strip().startswith("{") and i > lo:  # Allman braces: the header is above
+                j = _allman_start(above, i, lo)
+                start, c = j, min(c, indent_width(above[j]))
     if c > 0:
         first = next((i for i in range(lo, start) if _boundary(above, i, c)), None)
         if first is not None:

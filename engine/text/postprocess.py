@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.syntax import adapt
 from engine.text.budget import (
     Mode,
     budget_for,
@@ -52,6 +53,7 @@ from engine.text.statements import (
     drop_dangling_header,
     else_goes_on_below,
     ends_mid_statement,
+    ends_open,
     indent_width,
     misses_block_opener,
     opens_block,
@@ -121,14 +123,18 @@ def fix_first_indent(text: str, line_prefix: str) -> str:
     return "\n".join([first[len(extra):]] + rest)
 
 
-def limit_scope(text: str, line_prefix: str) -> str:
+def limit_scope(text: str, line_prefix: str, prefix: str = "", language: str | None = None) -> str:
     """Stop when indentation leaves the cursor's block.
 
     - cursor after indentation only (empty line): lines indented less than the cursor leave the block.
     - the cursor's line opens a block: the body is indented deeper; a line back at the opener's
       indentation ends it (kept when it only closes, like ``}``).
     - otherwise lines indented less than the cursor's line leave its block.
+    - a brace language with a grammar (``language``): also where the parse says a ``}`` closes a block opened
+      before the cursor (indentation the model got wrong cannot hide it); kept when the cursor's line
+      opened that block.
     """
+    text = _scope_by_syntax(text, line_prefix, prefix, language)
     lines = text.split("\n")
     if len(lines) == 1:
         return text
@@ -150,7 +156,29 @@ def limit_scope(text: str, line_prefix: str) -> str:
     return text
 
 
-def fit_line_suffix(text: str, line_prefix: str, line_suffix: str, prefix: str) -> Suggestion:
+def _scope_by_syntax(text: str, line_prefix: str, prefix: str, language: str | None) -> str:
+    if "\n" not in text or "}" not in text:
+        return text
+    at = adapt.scope_end_at(text, prefix, language)
+    if at is None:
+        return text
+    nl = text.rfind("\n", 0, at)
+    if nl < 0:
+        return text  # on the cursor's own line: fit_line_suffix's business
+    if line_prefix.rstrip().endswith("{"):
+        end = text.find("\n", at)
+        return text if end < 0 else text[:end]  # the `}` of the block the cursor's line opened
+    return (text[:at] if text[nl + 1: at].strip() else text[:nl]).rstrip()
+
+
+def _stray(text: str, prefix: str, state: ScanState, language: str | None) -> int | None:
+    """Index of ``text``'s first closer that closes nothing: the parse when there is a grammar, else the scanner."""
+    bad = adapt.stray_closer(text, prefix, language)
+    return scan(text, state)[1] if bad is False else bad
+
+
+def fit_line_suffix(text: str, line_prefix: str, line_suffix: str, prefix: str,
+                    language: str | None = None) -> Suggestion:
     """Make the text fit what is right of the cursor on its line, and keep brackets balanced.
 
     - The text ends with the rest of the line (or its first 3+ characters): the copy is cut.
@@ -161,7 +189,7 @@ def fit_line_suffix(text: str, line_prefix: str, line_suffix: str, prefix: str) 
     rest = line_suffix.rstrip()
     state = prefix_state(prefix)
     if not rest.strip():
-        return Suggestion(_balanced_cut(text, "", state))
+        return Suggestion(_balanced_cut(text, "", state, prefix, language))
     core = rest.strip()
     last_nl = text.rfind("\n")
     head, last = text[: last_nl + 1], text[last_nl + 1:]
@@ -175,23 +203,23 @@ def fit_line_suffix(text: str, line_prefix: str, line_suffix: str, prefix: str) 
                 break
     text = head + last
     if all(c in AUTO_CLOSED for c in core):
-        if scan(text + rest, state)[1] is None:
+        if _stray(text + rest, prefix, state, language) is None:
             return Suggestion(text)
-        if scan(text, state)[1] is None and _is_subsequence(core, last):
+        if _stray(text, prefix, state, language) is None and _is_subsequence(core, last):
             return Suggestion(text, replace=len(rest))
-    return Suggestion(_balanced_cut(text, rest, state))
+    return Suggestion(_balanced_cut(text, rest, state, prefix, language))
 
 
-def _balanced_cut(text: str, tail: str, state: ScanState) -> str:
+def _balanced_cut(text: str, tail: str, state: ScanState, prefix: str = "", language: str | None = None) -> str:
     """Longest prefix of ``text`` that, followed by ``tail``, has no stray closer; cuts only at closers."""
-    end, bad = scan(text + tail, state)
+    bad = _stray(text + tail, prefix, state, language)
     if bad is None:
         return text
     if bad < len(text):
         return text[:bad]
     # the tail's closer has nothing left to close: the text closed it already; cut at its closers
     for i in range(len(text) - 1, -1, -1):
-        if text[i] in CLOSERS and scan(text[:i] + tail, state)[1] is None:
+        if text[i] in CLOSERS and _stray(text[:i] + tail, prefix, state, language) is None:
             return text[:i]
     return text
 
@@ -283,11 +311,12 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
     text = drop_repetition(text, line_prefix, prefix, truncated)
     if not text.strip():
         return None
-    sug = fit_line_suffix(text, line_prefix, line_suffix, prefix)
+    sug = fit_line_suffix(text, line_prefix, line_suffix, prefix, language)
     text, replace = sug.text.rstrip(), sug.replace
     if complete_statements:
         text, replace = _to_complete(text, replace, prefix, line_suffix, language,
-                                     line_cut=cut_mid_line or (mode == "single" and len(raw_lines) > 1),
+                                     line_cut=cut_mid_line or (mode == "single" and len(raw_lines) > 1) or
+                                     (replace == 0 and ends_open(text, prefix, language)),
                                      block=mode == "multi")
     if replace == 0 and (misses_block_opener(text, prefix, suffix, language) or
                          else_goes_on_below(text, prefix, suffix, language)):
@@ -311,13 +340,14 @@ def _fit_block(text: str, prefix: str, suffix: str, line_prefix: str, language: 
                truncated: bool, one_statement_in_code: bool) -> str:
     """A block's steps: it stays in the cursor's block (``limit_scope``), shows one statement or header where
     the budget says so (``one_statement_in_code``), and a cut block does not end on a bare header."""
-    text = limit_scope(text, line_prefix)
+    text = limit_scope(text, line_prefix, prefix, language)
     if one_statement_in_code:
         budget = budget_for(prefix, suffix, language, max_lines=max_lines)
         if budget.kind in ("statement", "header"):
             text = cut_to_budget(text, line_prefix, budget)
     if truncated:
-        text = drop_dangling_header(text, line_prefix)
+        by_syntax = adapt.drop_dangling_header(text, prefix, language)
+        text = drop_dangling_header(text, line_prefix) if by_syntax is None else by_syntax
     return text
 
 

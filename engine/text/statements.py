@@ -4,7 +4,8 @@ Pure functions shared by the post-processing steps (engine/text/postprocess.py) 
 (engine/text/budget.py): line helpers (indentation, block openers, the lines around the cursor), a small bracket
 scanner (``scan``, ``prefix_state``), and the complete-statement checks (``ends_mid_statement``,
 ``cut_to_complete``, ``cut_block_to_complete``, ``misses_block_opener``, ``else_goes_on_below``,
-``drop_dangling_header``): Python by its parser, other languages by brackets and the last token.
+``drop_dangling_header``): Python by its parser, a language the client names and tree-sitter has a grammar for
+by its parse (engine/syntax/adapt.py), any other by brackets and the last token.
 
 The bracket scanner is deliberately small (strings on one line, ``#``/``//`` comments): it is a guard against
 obvious damage, not a parser.
@@ -16,6 +17,8 @@ import ast
 import functools
 import re
 from dataclasses import dataclass
+
+from engine.syntax import adapt
 
 OPENERS = {"(": ")", "[": "]", "{": "}"}
 CLOSERS = {")": "(", "]": "[", "}": "{"}
@@ -253,6 +256,9 @@ def _inside_open_bracket(prefix: str, lang: str) -> bool:
 def is_complete_statement(stmt: str, language: str | None = None) -> bool:
     """``stmt`` (from ``statement_start`` through the inserted text and the rest of its line) is a whole
     statement or block header: Python by its parser, other languages by brackets and the last token."""
+    tree = adapt.is_complete_statement(stmt, language)  # a grammar for the client's language (not Python)
+    if tree is not None:
+        return tree
     lang = _lang(language, stmt)
     if lang == "python":
         return _python_complete(stmt)
@@ -261,6 +267,9 @@ def is_complete_statement(stmt: str, language: str | None = None) -> bool:
 
 def ends_mid_statement(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> bool:
     """Would inserting ``text`` at the cursor leave its last line unfinished (``for b in``, ``x = (a +``)?"""
+    tree = adapt.ends_mid_statement(text, prefix, line_suffix, language)
+    if tree is not None:
+        return tree
     lang = _lang(language, prefix[-2000:])
     return _ends_mid(text, prefix, line_suffix, lang, _inside_open_bracket(prefix, lang),
                      _statement_start(prefix, lang))
@@ -285,6 +294,9 @@ def cut_to_complete(text: str, prefix: str, line_suffix: str = "", language: str
     statement (``for b in`` -> nothing; ``x = foo(a, b`` -> ``x = foo``... -> the whole line once it is
     complete). Whole lines before the last one are kept; a last line with no complete cut goes. May return
     ``""``: nothing complete to show."""
+    tree = adapt.cut_to_complete(text, prefix, line_suffix, language)
+    if tree is not None:
+        return tree
     lang = _lang(language, prefix[-2000:])
     inside, stmt = _inside_open_bracket(prefix, lang), _statement_start(prefix, lang)
     nl = text.rfind("\n")
@@ -297,6 +309,21 @@ def cut_to_complete(text: str, prefix: str, line_suffix: str = "", language: str
         if not _ends_mid(cand, prefix, line_suffix, lang, inside, stmt):
             return cand
     return head.rstrip("\n") if head.strip() else ""
+
+
+_WORD_ONLY = re.compile(r"\w+")
+
+
+def ends_open(text: str, prefix: str, language: str | None) -> bool:
+    """A language with a grammar (not Python): the text leaves its statement unfinished (``keyFinder =``, ``&&``,
+    ``.get(key``) -- a line the model stopped early or a doubt cut -- and is more than the rest of the word being
+    typed (``isFunct`` + ``ion``: the statement was open before it). Postprocess cuts it back like a line a limit
+    cut. Python and languages without a grammar: False (as before)."""
+    if adapt.tree_language(language) is None or not text.strip():
+        return False
+    if _WORD_ONLY.fullmatch(text) and (prefix[-1:].isalnum() or prefix[-1:] == "_"):
+        return False
+    return ends_mid_statement(text, prefix, "", language)
 
 
 def cut_block_to_complete(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from engine.cache.typethrough import Entry
 from engine.policy import routing, speculation
 from engine.text.budget import decide_mode
+from engine.text.gates import gate_reason
 from engine.text.postprocess import split_cursor
 from engine.types import GenParams
 from lsp_server import convert
@@ -133,7 +134,8 @@ def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: s
     line_prefix, line_suffix = split_cursor(prefix, suffix)
     mode = decide_mode(line_prefix, line_suffix, settings.multiline)
     params = gen_params(settings, mode, invoked=invoked, n=n, lookahead=not line_suffix.strip(), language=language)
-    skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked)
+    skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked) or \
+        gate_reason(prefix, suffix, language, invoked=invoked)  # per language, by its parse (issue 36)
     route = routing.route(settings.route_config(), invoked=invoked, variants=variants,
                           multiline=mode == "multi", remote_ready=remote_ready)
     return State(uri, revision, offset, prefix, suffix, mode, params, skip, route=route)
