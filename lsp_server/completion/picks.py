@@ -35,9 +35,13 @@ def same_substance(a: str, b: str) -> bool:
 
 
 def distinct(texts: Sequence[str]) -> list[int]:
-    """The indices of the texts that differ in substance from every earlier one kept (the first of each)."""
+    """The indices of the texts that differ in substance from every earlier one kept (the first of each);
+    one without code (a comment, blank lines) is no alternative to one with code."""
+    coded = [bool(substance(t)) for t in texts]
     kept: list[int] = []
     for i, t in enumerate(texts):
+        if any(coded) and not coded[i]:
+            continue
         if not any(same_substance(t, texts[k]) for k in kept):
             kept.append(i)
     return kept
