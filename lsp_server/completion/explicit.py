@@ -2,7 +2,8 @@
 
 The user asked for suggestions (several variants): the automatic request's suggestion at this very text
 is item 1, shown as soon as it is there (made, or streaming), and the variants follow. At a fresh spot
-(``fresh``), and where the variants' own batch already runs, the batch's item 1 is shown once settled. The service (service.py) decides when a request is explicit and passes in what these read.
+(``fresh``), and where the variants' own batch already runs, the batch's item 1 is shown once settled.
+The service (service.py) decides when a request is explicit and passes in what these read.
 """
 
 from __future__ import annotations

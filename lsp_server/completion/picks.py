@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 
 _SPACE = re.compile(r"\s+")
-_COMMENT = ("#", "//", "--")
+_COMMENT = ("#", "//")
 
 # what the picker hears (the flint/variants result's ``note``) about a list with fewer items than asked
 AGREE = "the model's variants agree: no other suggestion here"
