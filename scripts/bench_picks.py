@@ -141,7 +141,8 @@ async def start_server(name: str, tree: str, args, work: Path) -> Server:
     verbose = ["-v"] if os.environ.get("BENCH_PICKS_VERBOSE") else []  # the server's debug log (its stderr)
     cmd = [sys.executable, "-m", "lsp_server.cli", *verbose, "serve", "--model", args.model_dir,
            "--threads", str(args.threads), *(["--log-stderr"] if verbose else [])]
-    await server.start(cmd, env, work / f"server-{name}.log")
+    # cwd: `python -m` puts the working directory first on sys.path, before PYTHONPATH
+    await server.start(cmd, env, work / f"server-{name}.log", cwd=str(Path(tree).resolve()))
     await server.ask("initialize", {
         "processId": os.getpid(), "rootUri": None, "clientInfo": {"name": "bench-picks", "version": "1"},
         "capabilities": {"textDocument": {"inlineCompletion": {}}}, "initializationOptions": {}}, timeout=300)
