@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.decoding.picks import branch_pick
+from engine.decoding.picks import BRANCH_MIN_TOKENS, branch_limit, branch_pick
 from engine.types import GenParams
 from lsp_server.completion.picks import same_substance
 
@@ -46,3 +46,12 @@ def test_branch_variants_differ_from_item_one_and_are_reproducible(engine):
     for alt in first[1:]:
         assert not same_substance(alt.text, first[0].text), (alt.text, first[0].text)
     assert not same_substance(first[1].text, first[2].text)
+
+
+def test_a_branch_stops_a_bounded_length_after_item_one_ended(engine):
+    assert branch_limit(5) == BRANCH_MIN_TOKENS and branch_limit(100) == 200
+    params = GenParams(max_tokens=160, n=3, variant_temperature=0.0)  # no line limit: rows run long
+    outs, _ = engine.complete(PREFIX, SUFFIX, params)
+    limit = branch_limit(len(outs[0].token_ids))
+    assert limit < params.max_tokens, outs[0].text  # (the prompt's item 1 is short: the limit is what binds)
+    assert all(len(c.token_ids) <= limit for c in outs[1:]), [len(c.token_ids) for c in outs]

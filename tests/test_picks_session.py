@@ -1,6 +1,6 @@
-"""Pick Variant through the session (issue 34), on a scripted engine: at a fresh spot the variants run as one
-batch whose greedy row is item 1, the others follow with flint/refresh, and a list whose variants agree says
-so instead of leaving the picker waiting."""
+"""Pick Variant through the session (issue 34), on a scripted engine: item 1 (the automatic line) first, the
+alternatives from one batch after it with flint/refresh, and a list whose variants agree says so instead of
+leaving the picker waiting."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def batch(texts: list[str], ended: list[float]):
     return script
 
 
-async def test_a_fresh_spot_runs_one_batch_whose_greedy_row_is_item_one(picks_session):
+async def test_a_fresh_spot_shows_the_greedy_line_then_the_alternatives_from_one_batch(picks_session):
     ended: list[float] = []
     eng = FakeEngine(batch(["total = a + b\n", "return a + b\n", "return sum((a, b))\n"], ended))
     s, refreshed = picks_session(eng)
@@ -71,7 +71,9 @@ async def test_a_fresh_spot_runs_one_batch_whose_greedy_row_is_item_one(picks_se
     assert not ended or answered < ended[0]  # item 1 before the alternatives were done
     await until(lambda: refreshed)
     assert refreshed == [uri]
-    assert [c.params.n for c in eng.calls] == [3]  # one batched pass, no greedy line before it
+    calls = [c.params for c in eng.calls]
+    assert [p.n for p in calls] == [1, 3]  # the greedy line, then one batched pass for the alternatives
+    assert calls[1].variant_temperature == 0.0  # branches, not samples
     again = await s.suggest(uri, 1, 4, invoked=True, variants=True)
     assert [it.text for it in again.items] == ["total = a + b", "return a + b", "return sum((a, b))"]
     assert again.complete and picks.note(len(again.items), again.asked, again.complete) == ""

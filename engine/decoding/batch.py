@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.decoding.picks import branch_pick, starts_code, token_text
+from engine.decoding.picks import branch_limit, branch_pick, starts_code, token_text
 from engine.decoding.prompt import Healer, Prompt
 from engine.decoding.sampling import Sampler
 from engine.decoding.stops import Settle, allowed_ids, finish_text, interrupted, stop_rule
@@ -38,7 +38,7 @@ class _Batch:
     text, why it ended (None: running) and its time to first token; the branch rows still following row 0."""
 
     __slots__ = ("eng", "tok", "pr", "healer", "samplers", "params", "t", "on_token", "settle", "pending",
-                 "outs", "texts", "reasons", "ttft", "following")
+                 "outs", "texts", "reasons", "ttft", "following", "branches")
 
     def __init__(self, eng: Host, pr: Prompt, healer: Healer | None, samplers: list[Sampler], params: GenParams,
                  t: Timings, on_token: TokenCallback | None, settle: Settle | None) -> None:
@@ -51,6 +51,7 @@ class _Batch:
         self.reasons: list[str | None] = [None] * n
         self.ttft = [0.0] * n
         self.following = [i for i in range(1, n) if samplers[i].greedy] if samplers[0].greedy else []
+        self.branches = frozenset(self.following)
 
     def run(self, hidden: np.ndarray, cancel: CancelToken | None) -> list[Completion]:
         eng, n = self.eng, len(self.samplers)
@@ -102,7 +103,8 @@ class _Batch:
             self.on_token(i, cut)
         if r is not None:
             self.reasons[i] = r
-        elif len(out) >= self.params.max_tokens:
+        elif len(out) >= self.params.max_tokens or (i in self.branches and self.reasons[0] is not None and
+                                                    len(out) >= branch_limit(len(self.outs[0]))):
             self.reasons[i] = "length"
 
     def decode_one(self, pos: int) -> None:

@@ -1,9 +1,11 @@
 """An explicit (invoked) request's item 1: the automatic request's greedy line for the same state.
 
 The user asked for suggestions (several variants): the automatic request's suggestion at this very text
-is item 1, shown as soon as it is there (made, or streaming), and the variants follow. At a fresh spot
-(``fresh``), and where the variants' own batch already runs, the batch's item 1 is shown once settled.
-The service (service.py) decides when a request is explicit and passes in what these read.
+is item 1, shown as soon as it is there (made, or made now: one greedy row with its drafts is the fastest
+line), and the variants follow (at a fresh spot one batch with item 1 in it made item 1 twice as slow for
+a list complete 0.6 s sooner: docs/benchmarks/picks.md). Where the variants' own batch already runs, its
+item 1 is shown once settled. The service (service.py) decides when a request is explicit and passes in
+what these read.
 """
 
 from __future__ import annotations
@@ -33,13 +35,6 @@ def auto_twin(settings: Settings, state: State, remote_ready: bool) -> State:
     auto = planner.state_at(settings, state.uri, state.revision, state.offset, state.prefix, state.suffix,
                             invoked=False, remote_ready=remote_ready, language=state.params.language)
     return auto if state.params.quick_start else planner.whole_window(auto)
-
-
-def fresh(store: Store, auto: State, since: float) -> bool:
-    """Nothing for the automatic twin yet (no line in the store, none streaming): the explicit request's
-    variants run as one batch at once, its item 1 (the greedy row) shown once settled (issue 34: a greedy
-    line first and the batch after it made the list complete seconds later)."""
-    return store.lookup(auto, since, partial=True) is None and not store.streaming(auto)
 
 
 def settled_first(store: Store, state: State, since: float, settle: tuple[str, Budget],

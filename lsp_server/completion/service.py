@@ -335,8 +335,6 @@ class CompletionService:
         with its drafts is the fastest line) is item 1; the other variants follow (their job runs to its
         end on the KV the line left, then flint/refresh). Where the variants' own generation already runs,
         its item 1 is shown once settled (``_wait``)."""
-        if explicit.fresh(self.store, self.auto_twin(state), since):
-            return None  # one batch: its greedy row is item 1 once settled (``_wait``), then the others
         first = await explicit.greedy_first(self.store, worker, self.auto_twin(state), since, plan.deadline,
                                             self._asked.setdefault(state.uri, asyncio.Event()), self._settings)
         if first is not None:
