@@ -72,8 +72,8 @@ def verify_picks(full: LMHead, picks: list[Pick], probs: dict[int, float] | None
 
 BRANCH_CANDIDATES = 64  # the best tokens looked through for a branch's alternatives
 # A branch goes on at most this much longer than item 1 once item 1 ended (a token count: at least
-# BRANCH_MIN_TOKENS): the list is complete when its longest row is, and one that rambles on to the token
-# budget kept Pick Variant's list open past 10 s (docs/benchmarks/picks.md)
+# BRANCH_MIN_TOKENS): the list is complete when its longest row is, and one that rambled on to the token
+# budget kept Pick Variant's list open for as long as the user would wait (docs/benchmarks/picks.md)
 BRANCH_RATIO, BRANCH_MIN_TOKENS = 2.0, 48
 
 
