@@ -267,7 +267,8 @@ class Session:
         stamp_latency(items, total_ms)
         res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1),
                           items[0].source if items else None, answer.origin if answer else None,
-                          items[0].backend if items else None)
+                          items[0].backend if items else None, complete=answer is None or answer.complete,
+                          asked=state.params.n)
         self._record(res, answer)
         self._follow_up(state, answer, items, version, invoked, convert.dominant_eol(text))
         log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s%s]", "invoked" if invoked else "auto",

@@ -1,16 +1,22 @@
 """The variant batch: n variants as one batch sharing the prompt's KV (row i: variant i, spread from row 0),
-one token each per forward, each picked by its own seeded sampler. Steps of ``_Batch``: ``emit`` (a row's
-pending token joins its output, or ends it) and ``decode_one`` (one forward over every row's pending token,
-then each running row samples its next one). Afterwards row 0 holds the prompt and variant 0's tokens.
+one token each per forward, each picked by its own seeded sampler. Greedy variants after a greedy first
+one are branches (Pick Variant's alternatives): they write what row 0 writes until its first token of code,
+where row i takes the i-th best distinct other token (picks.branch_pick), then go on greedily: an
+alternative that differs from item 1 where it matters, as sure of the rest as item 1 is. Steps of
+``_Batch``: ``emit`` (a row's pending token joins its output, or ends it), ``decode_one`` (one forward over
+every row's pending token, then each running row samples its next one) and ``branch``. Afterwards row 0
+holds the prompt and variant 0's tokens.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.decoding.picks import branch_limit, branch_pick, starts_code, token_text
 from engine.decoding.prompt import Healer, Prompt
 from engine.decoding.sampling import Sampler
 from engine.decoding.stops import Settle, allowed_ids, finish_text, interrupted, stop_rule
@@ -29,10 +35,10 @@ def decode_batch(eng: Host, pr: Prompt, hidden: np.ndarray, healer: Healer | Non
 
 class _Batch:
     """One variant batch's state between its steps: per row, the pending token, the output so far, its
-    text, why it ended (None: running) and its time to first token."""
+    text, why it ended (None: running) and its time to first token; the branch rows still following row 0."""
 
     __slots__ = ("eng", "tok", "pr", "healer", "samplers", "params", "t", "on_token", "settle", "pending",
-                 "outs", "texts", "reasons", "ttft")
+                 "outs", "texts", "reasons", "ttft", "following", "branches")
 
     def __init__(self, eng: Host, pr: Prompt, healer: Healer | None, samplers: list[Sampler], params: GenParams,
                  t: Timings, on_token: TokenCallback | None, settle: Settle | None) -> None:
@@ -44,6 +50,8 @@ class _Batch:
         self.texts = [""] * n
         self.reasons: list[str | None] = [None] * n
         self.ttft = [0.0] * n
+        self.following = [i for i in range(1, n) if samplers[i].greedy] if samplers[0].greedy else []
+        self.branches = frozenset(self.following)
 
     def run(self, hidden: np.ndarray, cancel: CancelToken | None) -> list[Completion]:
         eng, n = self.eng, len(self.samplers)
@@ -51,6 +59,7 @@ class _Batch:
         logits = eng.logits(hidden)[0]
         first = allowed_ids(self.tok, self.healer, [])
         self.pending = [s(logits, first) for s in self.samplers]
+        self.branch(lambda i: logits)
         if n > 1:
             eng.rows.spread_row0(n)
         fed0: list[int] = []  # the tokens fed for variant 0 (row 0)
@@ -94,7 +103,8 @@ class _Batch:
             self.on_token(i, cut)
         if r is not None:
             self.reasons[i] = r
-        elif len(out) >= self.params.max_tokens:
+        elif len(out) >= self.params.max_tokens or (i in self.branches and self.reasons[0] is not None and
+                                                    len(out) >= branch_limit(len(self.outs[0]))):
             self.reasons[i] = "length"
 
     def decode_one(self, pos: int) -> None:
@@ -107,3 +117,15 @@ class _Batch:
         for i, sampler in enumerate(self.samplers):
             if self.reasons[i] is None:
                 self.pending[i] = sampler(lg[i], allowed_ids(self.tok, self.healer, self.outs[i]))
+        self.branch(lambda i: lg[i])
+
+    def branch(self, logits_of: Callable[[int], np.ndarray]) -> None:
+        """Once row 0's pending token starts code, the rows following it take their alternatives there
+        (the same text so far, so the same logits): row i the i-th best distinct other token."""
+        if not self.following or self.reasons[0] is not None or \
+                not starts_code(token_text(self.tok, self.pending[0])):
+            return
+        for rank, i in enumerate(self.following, 1):
+            allowed = allowed_ids(self.tok, self.healer, self.outs[i])
+            self.pending[i] = branch_pick(self.tok, logits_of(i), allowed, rank)
+        self.following = []

@@ -1,5 +1,6 @@
-"""LM-head picks: greedy tokens from the full head or the trimmed one (``greedy_pick``), and the full
-head's re-check of the trimmed head's provisional picks (``verify_picks``)."""
+"""LM-head picks: greedy tokens from the full head or the trimmed one (``greedy_pick``), the full head's
+re-check of the trimmed head's provisional picks (``verify_picks``), and a variant batch's branches: the
+next-best distinct tokens where the greedy text's code starts (``branch_pick``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 from engine.decoding.sampling import pick_probs
 
 if TYPE_CHECKING:
+    from engine.decoding.tokenizer import HFTokenizer
     from engine.model.runtime import LazyHeads, LMHead
 
 Pick = tuple[int, np.ndarray, int]  # a provisional pick: (output index, hidden row, token)
@@ -66,3 +68,47 @@ def verify_picks(full: LMHead, picks: list[Pick], probs: dict[int, float] | None
         if int(b) != tok:
             return idx, int(b), h
     return None
+
+
+BRANCH_CANDIDATES = 64  # the best tokens looked through for a branch's alternatives
+# A branch goes on at most this much longer than item 1 once item 1 ended (a token count: at least
+# BRANCH_MIN_TOKENS): the list is complete when its longest row is, and one that rambled on to the token
+# budget kept Pick Variant's list open for as long as the user would wait (docs/benchmarks/picks.md)
+BRANCH_RATIO, BRANCH_MIN_TOKENS = 2.0, 48
+
+
+def branch_limit(first_tokens: int) -> int:
+    """The most tokens a branch writes once item 1 (``first_tokens`` long) has ended."""
+    return max(BRANCH_MIN_TOKENS, int(BRANCH_RATIO * first_tokens))
+_COMMENT = ("#", "//")
+
+
+def token_text(tok: HFTokenizer, i: int) -> str:
+    return tok.token_bytes(i).decode("utf-8", "replace")
+
+
+def starts_code(text: str) -> bool:
+    """Does a token's text start code (not whitespace only, nor a comment's start)?"""
+    s = text.strip()
+    return bool(s) and not s.startswith(_COMMENT)
+
+
+def branch_pick(tok: HFTokenizer, logits: np.ndarray, allowed: np.ndarray | None, rank: int) -> int:
+    """The ``rank``-th (1: the first) best token after the greedy one (0) whose code differs from every
+    better one: not whitespace only, no comment's start, and not a piece or an extension of a better one's
+    text (the same word tokenized otherwise). The greedy token when there is no such alternative."""
+    ids = np.asarray(allowed) if allowed is not None else np.arange(logits.shape[0])
+    sub = logits[ids]
+    k = min(BRANCH_CANDIDATES, sub.shape[0])
+    top = np.argpartition(-sub, k - 1)[:k]
+    order = ids[top[np.argsort(-sub[top], kind="stable")]]
+    greedy = int(order[0])
+    kept = [token_text(tok, greedy).strip()]
+    for cand in order[1:]:
+        s = token_text(tok, int(cand)).strip()
+        if not starts_code(s) or any(s.startswith(c) or c.startswith(s) for c in kept if c):
+            continue
+        kept.append(s)
+        if len(kept) == rank + 1:
+            return int(cand)
+    return greedy

@@ -2,8 +2,10 @@
 
 The user asked for suggestions (several variants): the automatic request's suggestion at this very text
 is item 1, shown as soon as it is there (made, or made now: one greedy row with its drafts is the fastest
-line), and the variants follow. Where the variants' own batch already runs, its item 1 is shown once
-settled. The service (service.py) decides when a request is explicit and passes in what these read.
+line), and the variants follow (at a fresh spot, one batch with item 1 in it made item 1 much slower for a
+list complete a little sooner: docs/benchmarks/picks.md). Where the variants' own batch already runs, its
+item 1 is shown once settled. The service (service.py) decides when a request is explicit and passes in
+what these read.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from engine.text.rank import order_at_cursor
 from engine.text.statements import split_cursor
 from engine.types import Completion
 from lsp_server import convert
+from lsp_server.completion.picks import distinct
 
 
 @dataclass
@@ -36,12 +37,14 @@ class Suggestions:
     source: str | None = None
     origin: str | None = None  # "disk" when a type-through answer came from a disk entry
     backend: str | None = None  # local | remote (the first item's)
+    complete: bool = True  # nothing more is coming for this answer (False: flint/refresh may follow)
+    asked: int = 1  # the variants asked for
 
 
 def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *, text: str, offset: int,
                 cursor: tuple[int, int], eol: str, starts: list[int], encoding: str, max_lines: int,
                 backend: str, language: str | None = None, cut_below: float = 0.0) -> list[Item]:
-    """One item per distinct suggestion, best first (``prefix``/``suffix``: the state's LF text).
+    """One item per suggestion distinct in substance, best first (``prefix``/``suffix``: the state's LF text).
     ``language``: the document's language id (LSP ``languageId``; None or empty: guessed from the text);
     the Python rules of post-processing and ranking apply to Python only. ``cut_below`` > 0: each
     suggestion ends before its first token the model chose with a lower probability (``doubt_cut``), once
@@ -70,6 +73,8 @@ def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *
             continue
         seen.add((sug.text, sug.replace))
         kept.append((c, sug))
+    if len(kept) > 1:  # variants that are the same in substance are one suggestion (picks.same_substance)
+        kept = [kept[i] for i in distinct([sug.text for _, sug in kept])]
     # worth to insert first: code before a comment-only or placeholder variant, complete before unfinished
     order = order_at_cursor([sug.text for _, sug in kept], prefix, suffix, language) if len(kept) > 1 \
         else [0] * len(kept)

@@ -53,6 +53,8 @@ IDLE_WORK_S = 1.5
 # line's first tokens sooner: waiting longer leaves the next key with nothing on screen
 # (docs/benchmarks/replay.partial.md).
 PARTIAL_AFTER_S = 0.04
+# An explicit request's variants after the first: greedy branches (variant temperature 0, engine batch.py).
+BRANCHES = 0.0
 # How long after a partial answer its completion still refreshes the suggestion on screen.
 REFRESH_WITHIN_S = 4.0
 SINGLE_LINE_TOKENS = 48
@@ -138,6 +140,10 @@ def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: s
         gate_reason(prefix, suffix, language, invoked=invoked)  # per language, by its parse (issue 36)
     route = routing.route(settings.route_config(), invoked=invoked, variants=variants,
                           multiline=mode == "multi", remote_ready=remote_ready)
+    if params.n > 1 and route != routing.REMOTE:
+        # the local model's variants after item 1 are branches (engine/decoding/batch.py): alternatives
+        # that differ from it where its code starts (sampled ones mostly repeated it: issue 34)
+        params = replace(params, variant_temperature=BRANCHES)
     return State(uri, revision, offset, prefix, suffix, mode, params, skip, route=route)
 
 

@@ -17,6 +17,7 @@ from cattrs import transform_error
 from lsprotocol import types
 
 from lsp_server import convert
+from lsp_server.completion import picks
 from lsp_server.completion.items import Item, Suggestions
 from lsp_server.documents import Change, DocumentError
 from lsp_server.errors import RequestError
@@ -227,7 +228,7 @@ async def variants(ls: FlintServer, params: Any) -> dict[str, Any]:
                    "end": {"line": it.end[0], "character": it.end[1]}},
          "ttftMs": it.ttft_ms, "totalMs": it.total_ms, "source": it.source, "tokens": it.tokens,
          "backend": it.backend}
-        for it in res.items]}
+        for it in res.items], "complete": res.complete, "note": picks.note(len(res.items), res.asked, res.complete)}
 
 
 # ---- telemetry (local) --------------------------------------------------------------------------------

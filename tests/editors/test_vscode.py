@@ -121,17 +121,20 @@ class CodeServer:
 
 def run_vscode(vscode_env: dict, vsix: Path, server: dict, tmp_path: Path, artifacts: Path,
                timeout_ms: int, pick_header: str = "def mul(a, b):", switches: bool = False,
-               settings: dict | None = None) -> dict:
+               settings: dict | None = None, fresh_pick: str | None = None) -> dict:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "add.py").write_text("def add(a, b):\n")
     (ws / "pick.py").write_text(pick_header + "\n")
+    if fresh_pick is not None:
+        (ws / "fresh.py").write_text(fresh_pick)  # Pick Variant at its end, nothing asked there before
     (ws / "notes.md").write_text("# notes\n")
     (ws / "secrets.pem").write_text("-----BEGIN KEY-----\n")
     cs = CodeServer(vscode_env, vsix, server, tmp_path, artifacts, settings)
     try:
         cfg = {"url": cs.url, "workspace": str(ws), "artifacts": str(artifacts),
                "chromium": vscode_env["FLINT_CHROMIUM"], "timeoutMs": timeout_ms, "switches": switches,
+               "freshPick": fresh_pick is not None,
                "apiKey": API_KEY}
         env = dict(os.environ, NODE_PATH=vscode_env["FLINT_NODE_PATH"])
         proc = subprocess.run([vscode_env["FLINT_NODE24"], str(HERE / "vscode_driver.js"), json.dumps(cfg)],
@@ -225,7 +228,7 @@ def test_vscode_real_model(vscode_env, vsix, real_server, tmp_path, artifacts):
     """The real `flint serve` and model in VS Code: ghost text, Tab, Pick Variant #2, latency in the status bar."""
     # Pick Variant where several completions are plausible, so the model's variants differ.
     seen = run_vscode(vscode_env, vsix, real_server, tmp_path, artifacts, timeout_ms=180000,
-                      pick_header="def greet(name):")
+                      pick_header="def greet(name):", fresh_pick=FRESH_PICK)
     first = seen["ghost"].split("\n")[0].strip()
     assert first, seen
     assert first in seen["afterTab"], seen
@@ -237,3 +240,15 @@ def test_vscode_real_model(vscode_env, vsix, real_server, tmp_path, artifacts):
         d = v["description"]
         assert "latency not reported" not in d and " 0.0 ms" not in d, seen["variants"]
         assert "from cache" in d or "typed through" in d or " ms" in d, seen["variants"]
+    # Issue 34: at a fresh spot Pick Variant lists three suggestions that differ in substance
+    fresh = seen["freshVariants"]
+    assert len(fresh) == 3, (seen["freshPlaceholder"], fresh)
+    firsts = [v["label"] + " " + v["detail"] for v in fresh]
+    assert len(set(firsts)) == 3, fresh
+    assert [v["description"].split(" · ")[0] for v in fresh] == ["#1", "#2", "#3"], fresh
+    for v in fresh:  # each with its latency and source
+        assert " ms" in v["description"] or "from cache" in v["description"], fresh
+
+
+FRESH_PICK = ('def is_palindrome(text: str) -> bool:\n'
+              '    """Whether text reads the same backwards, ignoring case and spaces."""\n    ')

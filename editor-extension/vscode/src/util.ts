@@ -329,3 +329,9 @@ export function whyText(ctx: ContextInfo | null | undefined): { title: string; d
     detail: chunks.join('\n'),
   };
 }
+
+/** The list's placeholder: the server's note (alternatives coming, or the model has no other suggestion). */
+export function pickerStatus(r: { note?: string; complete?: boolean }): string {
+  const choose = 'Choose a variant to insert (latency · source)';
+  return r.note ? `${choose} · Flint: ${r.note}` : choose;
+}

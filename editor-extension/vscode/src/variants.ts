@@ -1,9 +1,11 @@
 // Flint: Pick Variant: a QuickPick of every ranked variant from flint/variants, each with its own latency
 // and source, that inserts the chosen one and reports it (flint/didAccept). The server answers with item 1
 // as soon as it is ready and sends flint/refresh when the other variants are there: the list asks again.
+// While alternatives are on their way the list stays busy; when the model has no other suggestion (its
+// variants agreed) the server's note says so and the list shows it instead of waiting silently.
 import * as vscode from 'vscode';
 import { LanguageClient } from 'vscode-languageclient/node';
-import { fmtMs, Stats, variantLabel, VariantItem } from './util';
+import { fmtMs, pickerStatus, Stats, variantLabel, VariantItem } from './util';
 import { Server } from './server';
 
 /** The flint/variants response. */
@@ -11,6 +13,8 @@ interface VariantsResult {
   id: string;
   version: number;
   items: VariantItem[];
+  complete?: boolean; // nothing more is coming for this answer (older servers: absent)
+  note?: string; // why the list holds fewer items than asked: alternatives coming, or the model agrees
 }
 
 type Row = vscode.QuickPickItem & { variant: VariantItem };
@@ -125,11 +129,22 @@ class VariantList {
       }
       return;
     }
-    if (this.res && r.items.length <= this.res.items.length) return; // nothing new (or an older, shorter answer)
+    const status = pickerStatus(r);
+    if (this.res && r.items.length <= this.res.items.length) {
+      // nothing new (or an older, shorter answer); the server may have said the list is final
+      if (r.items.length === this.res.items.length && r.complete) {
+        qp.busy = false;
+        qp.placeholder = status;
+      } else {
+        qp.busy = this.res.complete === false;
+      }
+      return;
+    }
     this.res = r;
     const n = r.items.length;
     qp.title = `Flint: ${n} variant${n > 1 ? 's' : ''} (${fmtMs(performance.now() - this.t0)} round trip)`;
-    qp.placeholder = 'Choose a variant to insert (latency · source)';
+    qp.placeholder = status;
+    qp.busy = r.complete === false;
     const active = qp.activeItems[0]?.variant.insertText;
     qp.items = r.items.map((v) => ({ ...variantLabel(v), variant: v }));
     const keep = qp.items.find((it) => it.variant.insertText === active);

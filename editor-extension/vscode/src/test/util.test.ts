@@ -8,6 +8,7 @@ import {
   maskSecrets,
   parseSnooze,
   percentile,
+  pickerStatus,
   readSettings,
   redact,
   serverSettingKeys,
@@ -123,4 +124,13 @@ test('why this suggestion: one line per context chunk, or a plain statement when
   assert.match(w.title, /2 chunk\(s\) from 1 file/);
   assert.equal(w.detail, 'pkg/a.py:3 (import)\npkg/a.py:40 (open)');
   assert.match(whyText(undefined).title, /only the current file/);
+});
+
+test('the picker says why its list is short: alternatives coming, or the model agrees', () => {
+  const choose = 'Choose a variant to insert (latency · source)';
+  assert.equal(pickerStatus({ complete: true }), choose);
+  assert.equal(pickerStatus({ complete: false, note: 'item 1 ready; alternatives on their way' }),
+    `${choose} · Flint: item 1 ready; alternatives on their way`);
+  assert.match(pickerStatus({ complete: true, note: "the model's variants agree: no other suggestion here" }),
+    /variants agree/);
 });

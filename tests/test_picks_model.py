@@ -1,0 +1,57 @@
+"""Branch variants on the real default model (issue 34): greedy rows after item 1 that take the next-best
+distinct token of code where item 1's code starts, then go on greedily."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.decoding.picks import BRANCH_MIN_TOKENS, branch_limit, branch_pick
+from engine.types import GenParams
+from lsp_server.completion.picks import same_substance
+
+pytestmark = pytest.mark.model
+
+PREFIX = 'def total(numbers: list[int]) -> int:\n    """The sum of the numbers."""\n    '
+SUFFIX = "\n\n\nprint(total([1, 2, 3]))\n"
+
+
+def _one(tok, text: str) -> int:
+    ids = tok.encode(text)
+    assert len(ids) == 1, (text, ids)
+    return ids[0]
+
+
+def test_a_branch_skips_spaces_comments_and_the_same_word_tokenized_otherwise(engine):
+    tok = engine.tok
+    ids = {t: _one(tok, t) for t in ("return", " return", "ret", "   ", "#", "total", "result")}
+    logits = np.full(tok.vocab_size, -10.0, dtype=np.float32)
+    for rank, t in enumerate(("return", " return", "ret", "   ", "#", "total", "result")):
+        logits[ids[t]] = 10.0 - rank  # in this order of preference
+    assert branch_pick(tok, logits, None, 1) == ids["total"]
+    assert branch_pick(tok, logits, None, 2) == ids["result"]
+    allowed = np.asarray([ids["return"], ids["ret"], ids["result"]])
+    assert branch_pick(tok, logits, allowed, 1) == ids["result"]  # within what token healing allows
+    assert branch_pick(tok, logits, allowed, 2) == ids["return"]  # no other alternative: the greedy token
+
+
+def test_branch_variants_differ_from_item_one_and_are_reproducible(engine):
+    params = GenParams(max_tokens=40, max_lines=4, n=3, variant_temperature=0.0)
+    first, _ = engine.complete(PREFIX, SUFFIX, params)
+    again, _ = engine.complete(PREFIX, SUFFIX, params)
+    greedy, _ = engine.complete(PREFIX, SUFFIX, GenParams(max_tokens=40, max_lines=4))
+    assert [c.text for c in first] == [c.text for c in again]  # no randomness: the same branches again
+    assert first[0].text == greedy[0].text  # item 1 is the greedy text
+    assert len(first) == 3, [c.text for c in first]
+    for alt in first[1:]:
+        assert not same_substance(alt.text, first[0].text), (alt.text, first[0].text)
+    assert not same_substance(first[1].text, first[2].text)
+
+
+def test_a_branch_stops_a_bounded_length_after_item_one_ended(engine):
+    assert branch_limit(5) == BRANCH_MIN_TOKENS and branch_limit(100) == 200
+    params = GenParams(max_tokens=160, n=3, variant_temperature=0.0)  # no line limit: rows run long
+    outs, _ = engine.complete(PREFIX, SUFFIX, params)
+    limit = branch_limit(len(outs[0].token_ids))
+    assert limit < params.max_tokens, outs[0].text  # (the prompt's item 1 is short: the limit is what binds)
+    assert all(len(c.token_ids) <= limit for c in outs[1:]), [len(c.token_ids) for c in outs]
