@@ -324,7 +324,8 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
     # the built model stays where it is; only caches and stats are fresh
     server = Server()
     cmd = [sys.executable, "-m", "lsp_server.cli", "serve", "--model", args.model_dir, "--threads", str(args.threads)]
-    await server.start(cmd, env, work / f"server-{name}.log")
+    # ``python -m`` puts the working directory before PYTHONPATH: the server runs from its own tree
+    await server.start(cmd, env, work / f"server-{name}.log", cwd=str(Path(tree).resolve()))
     await server.ask("initialize", {
         "processId": os.getpid(), "rootUri": None, "clientInfo": {"name": "bench-served", "version": "1"},
         "capabilities": {"textDocument": {"synchronization": {"dynamicRegistration": False},
