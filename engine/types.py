@@ -51,6 +51,11 @@ class GenParams:
     # the document's language id (LSP languageId): the Python rules of the budget and the settled stop apply
     # only to Python; None: guessed from the text
     language: str | None = None
+    # monitor-guided decoding (engine/guidance, docs/guidance.md): names static analysis knows constrain the
+    # greedy picks; ``path``/``version`` identify the document for the analyser (its project, its cache)
+    guidance: bool = False
+    path: str | None = None
+    version: int | None = None
 
     def key(self) -> tuple:
         """The parameters that change the output (for cache keys)."""
@@ -58,6 +63,8 @@ class GenParams:
                     self.variant_temperature, self.stop, self.token_healing)
         if self.auto_budget or self.language is not None:  # keys of requests without them stay as they were
             k = k + ("budget" if self.auto_budget else "", self.language)
+        if self.guidance:
+            k = k + ("guided",)
         return k
 
 
@@ -95,6 +102,7 @@ class Timings:
     rewinds: int = 0  # ... and disagreed with (decoding went back to the first such pick)
     window: str = "full"  # "quick": served from the short first window (Engine: the full one was cold)
     context: tuple[str, ...] = ()  # the repository context chunks in front of the prompt (their labels)
+    guidance: dict[str, object] | None = None  # what the monitor did (engine/guidance/guide.py summary)
     started: float = field(default_factory=time.perf_counter)
 
 

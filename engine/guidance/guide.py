@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,6 +33,16 @@ from engine.guidance.monitor import (
 )
 from engine.guidance.trie import TokenTrie, continues, is_name_char, is_name_start
 
+MAX_EVENTS = 32
+
+
+@dataclass(frozen=True)
+class GuideEvent:
+    at: int  # offset in the generated text
+    why: str  # "name": the mask at a name's start or inside it; "name inside token": a banned pick
+    model: str  # the model's token
+    chosen: str  # the monitor's
+
 
 class Guide:
     def __init__(self, analyser: Analyser, trie: TokenTrie, texts: Sequence[str | None], *, prefix: str,
@@ -42,6 +53,11 @@ class Guide:
         self.budget_s, self.hard_only = budget_s, hard_only
         self._cut = safe_cut(prefix)  # the text before it is read once, not at every step
         self._literals = literal_names()
+        # what this generation's monitor did, for the status and `flint complete --json`
+        self.events: list[GuideEvent] = []
+        self._asked_at = -1
+        self.asked = 0  # trigger points the analyser was asked about
+        self.unanswered = 0  # ... that got no candidates in time (the model decided alone)
 
     # ---- the two questions ----
     def allowed(self, generated: str) -> np.ndarray | None:
@@ -80,6 +96,48 @@ class Guide:
                 return False
         return True
 
+    def inside_ok(self, generated: str, token: int) -> bool:
+        """``accepts`` for the names that start inside ``token`` only (the decode loop's mask governs the
+        name the token continues); True at once for a token where no name starts after other text."""
+        s = self.texts[token] if 0 <= token < len(self.texts) else None
+        if not s or not self.trie.inner[token]:
+            return True
+        text = self.prefix + generated
+        for k in range(1, len(s)):
+            if not (is_name_start(s[k]) and not is_name_char(s[k - 1])):
+                continue
+            head = text + s[:k]
+            inner = self._trigger(head)
+            if inner is None or inner.partial or inner.glued:
+                continue
+            names = self._names(inner, head)
+            if names and not continues(s[k:], names):
+                return False
+        return True
+
+    def prefetch(self) -> None:
+        """Ask about the name at the cursor without waiting: jedi answers while the prompt is prefilled."""
+        trig = self._trigger(self.prefix)
+        if trig is not None:
+            before = self.prefix[: trig.start] + (" " if trig.glued else "")
+            self.analyser.names_at(before + self.suffix, len(before), time.monotonic(), path=self.path,
+                                   version=self.version)
+
+    def record(self, generated: str, model: int, chosen: int, why: str) -> None:
+        """The decode loop replaced the model's pick ``model`` by ``chosen`` after ``generated``."""
+        if len(self.events) < MAX_EVENTS:
+            self.events.append(GuideEvent(len(generated), why, self._text(model), self._text(chosen)))
+
+    def summary(self) -> dict[str, object]:
+        """What the monitor did in this generation (JSON-ready)."""
+        return {"constrained": len(self.events), "asked": self.asked, "unanswered": self.unanswered,
+                "changes": [{"at": e.at, "why": e.why, "model": e.model, "chosen": e.chosen}
+                            for e in self.events]}
+
+    def _text(self, token: int) -> str:
+        s = self.texts[token] if 0 <= token < len(self.texts) else None
+        return s if s is not None else f"<{token}>"
+
     # ---- parts ----
     def _trigger(self, text: str) -> Trigger | None:
         cut = min(self._cut, len(text))
@@ -95,6 +153,10 @@ class Guide:
             before += " "
         got = self.analyser.names_at(before + self.suffix, len(before), time.monotonic() + self.budget_s,
                                      path=self.path, version=self.version)
+        if self._asked_at != trig.start:  # one count per name, not per step of it
+            self._asked_at = trig.start
+            self.asked += 1
+            self.unanswered += got is None or not got.items
         if got is None or not got.items:
             return ()
         names = got.names

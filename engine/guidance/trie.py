@@ -26,6 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from engine.decoding.tokenizer import byte_level_table
 from engine.guidance.monitor import Trigger, TriggerKind
 
 
@@ -58,7 +59,7 @@ def load_token_texts(tokenizer_json: str) -> tuple[tuple[str | None, ...], froze
     n = tk.get_vocab_size(with_added_tokens=True)
     added = tk.get_added_tokens_decoder()
     byte_level = tk.decoder is not None and "ByteLevel(" in repr(tk.decoder)
-    table = _byte_table()
+    table = byte_level_table()
     out: list[str | None] = [None] * n
     for s, i in tk.get_vocab(with_added_tokens=True).items():
         if i >= n:
@@ -80,22 +81,6 @@ def load_token_texts(tokenizer_json: str) -> tuple[tuple[str | None, ...], froze
     return tuple(out), frozenset(added)
 
 
-def _byte_table() -> dict[int, str]:
-    """str.translate table from GPT-2's byte-level characters to the bytes they stand for (as latin-1)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    k = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + k)
-            k += 1
-    table = {i: "\u0100" for i in range(256)}  # outside the alphabet: fails the latin-1 encode
-    table.update({c: chr(b) for b, c in zip(bs, cs, strict=True)})
-    return table
-
-
 class TokenTrie:
     """Allowed next tokens for a name, over one vocabulary (``texts[id]``, None for opaque pieces).
     ``n_logits`` sizes the masks (a model's head may be wider than its tokenizer)."""
@@ -111,6 +96,7 @@ class TokenTrie:
         free = np.zeros(self.n, dtype=bool)  # a name may start here: tokens that start none
         after = np.zeros(self.n, dtype=bool)  # a name is complete: tokens that start with a non-name char
         word = np.zeros(self.n, dtype=bool)  # tokens that go on with a name character at once
+        inner = np.zeros(self.n, dtype=bool)  # tokens where a name starts after other text (".attr", "(x")
         for i, s in enumerate(texts):
             if not s:
                 continue
@@ -118,6 +104,7 @@ class TokenTrie:
                 free[i] = after[i] = True
                 continue
             self.exact.setdefault(s, []).append(i)
+            inner[i] = any(is_name_start(s[k]) and not is_name_char(s[k - 1]) for k in range(1, len(s)))
             if is_name_char(s[0]):
                 word[i] = True
                 h = _head(s)
@@ -134,7 +121,7 @@ class TokenTrie:
                     h = _head(body)
                     if len(h) < len(body):
                         self.lead_head.setdefault(h, []).append(i)
-        self.free, self.after, self.word = free, after, word
+        self.free, self.after, self.word, self.inner = free, after, word, inner
         order = sorted(self.exact)
         self._sorted = order  # texts, for candidates ending in a non-name character ("key=")
         self._cache: OrderedDict[tuple[object, ...], np.ndarray | None] = OrderedDict()

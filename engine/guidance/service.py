@@ -1,0 +1,93 @@
+"""The engine's monitor (``Guidance``): one analyser per process (jedi, one project per workspace root), the
+token trie of the model's vocabulary (built on a background thread: ~1 s once), and a ``Guide`` per
+generation when the document is Python. Until the trie is ready, or for another language, there is none:
+the model decides alone. What the last guided generation's monitor did is kept for the status.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+from engine.guidance.guide import Guide
+from engine.guidance.jedi_analyser import JediAnalyser
+from engine.guidance.monitor import DEFAULT_BUDGET_S, Analyser
+from engine.guidance.trie import TokenTrie, load_token_texts
+from engine.types import GenParams
+
+log = logging.getLogger("flint.guidance")
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+def is_python(language: str | None, path: str | None) -> bool:
+    """Whether the monitor applies: the LSP language id says Python, or (none given) the path does."""
+    if language is not None:
+        return language == "python"
+    return path is None or path.endswith(PYTHON_SUFFIXES)
+
+
+def strip_heal(prefix: str, heal: bytes) -> str:
+    """The document prefix without the bytes token healing re-types (the generated text starts with them)."""
+    if not heal:
+        return prefix
+    data = prefix.encode("utf-8")
+    if not data.endswith(heal):
+        return prefix
+    return data[: len(data) - len(heal)].decode("utf-8", errors="ignore")
+
+
+class Guidance:
+    def __init__(self, tokenizer_json: Path, n_logits: int, analyser: Analyser | None = None, *,
+                 budget_s: float = DEFAULT_BUDGET_S, hard_only: bool = True) -> None:
+        self.analyser: Analyser = analyser if analyser is not None else JediAnalyser()
+        self.budget_s, self.hard_only = budget_s, hard_only
+        self._trie: TokenTrie | None = None
+        self._texts: tuple[str | None, ...] = ()
+        self.last: dict[str, object] | None = None  # the last guided generation's summary
+        self._builder = threading.Thread(target=self._build, args=(str(tokenizer_json), n_logits),
+                                         name="flint-trie", daemon=True)
+        self._builder.start()
+
+    def _build(self, tokenizer_json: str, n_logits: int) -> None:
+        t0 = time.perf_counter()
+        try:
+            texts, special = load_token_texts(tokenizer_json)
+            self._trie = TokenTrie(texts, special, n_logits)
+            self._texts = texts
+        except Exception:  # a vocabulary it cannot read: no monitor, never a failed completion
+            log.warning("token trie could not be built: guidance off", exc_info=True)
+        log.info("token trie built in %.2f s", time.perf_counter() - t0)
+
+    @property
+    def ready(self) -> bool:
+        return self._trie is not None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self._builder.join(timeout)
+        return self.ready
+
+    def add_root(self, root: str, environment: str | None = None) -> None:
+        add = getattr(self.analyser, "add_root", None)
+        if add is not None:
+            add(root, environment)
+
+    def guide(self, prefix: str, suffix: str, heal: bytes, *, path: str | None, version: int | None,
+              language: str | None) -> Guide | None:
+        """One generation's monitor (None: not Python, or the trie is not built yet). The question at the
+        cursor is asked now, so jedi works while the prompt is prefilled."""
+        if self._trie is None or not is_python(language, path):
+            return None
+        g = Guide(self.analyser, self._trie, self._texts, prefix=strip_heal(prefix, heal), suffix=suffix,
+                  path=path, version=version, budget_s=self.budget_s, hard_only=self.hard_only)
+        g.prefetch()
+        return g
+
+    def for_request(self, prefix: str, suffix: str, heal: bytes, params: GenParams) -> Guide | None:
+        return self.guide(prefix, suffix, heal, path=params.path, version=params.version, language=params.language)
+
+    def finished(self, guide: Guide) -> dict[str, object]:
+        self.last = guide.summary()
+        return self.last
