@@ -25,12 +25,14 @@ import numpy as np
 from engine.guidance.monitor import (
     DEFAULT_BUDGET_S,
     Analyser,
+    Candidates,
     Trigger,
     TriggerKind,
     literal_names,
     safe_cut,
     trigger,
 )
+from engine.guidance.scope import bound_names, scope_question
 from engine.guidance.trie import TokenTrie, continues, is_name_char, is_name_start
 
 MAX_EVENTS = 32
@@ -47,15 +49,19 @@ class GuideEvent:
 class Guide:
     def __init__(self, analyser: Analyser, trie: TokenTrie, texts: Sequence[str | None], *, prefix: str,
                  suffix: str = "", path: str | None = None, version: int | None = None,
-                 budget_s: float = DEFAULT_BUDGET_S, hard_only: bool = True) -> None:
+                 budget_s: float = DEFAULT_BUDGET_S, hard_only: bool = True,
+                 wait_s: float = 3 * DEFAULT_BUDGET_S) -> None:
         self.analyser, self.trie, self.texts = analyser, trie, texts
         self.prefix, self.suffix, self.path, self.version = prefix, suffix, path, version
         self.budget_s, self.hard_only = budget_s, hard_only
         self._cut = safe_cut(prefix)  # the text before it is read once, not at every step
         self._literals = literal_names()
+        self._scope = scope_question(prefix, suffix)
+        self._line = prefix[prefix.rfind("\n") + 1:]  # the cursor's line before the cursor
         # what this generation's monitor did, for the status and `flint complete --json`
         self.events: list[GuideEvent] = []
         self._asked_at = -1
+        self.wait_left = wait_s  # what this generation may still wait for the analyser
         self.asked = 0  # trigger points the analyser was asked about
         self.unanswered = 0  # ... that got no candidates in time (the model decided alone)
 
@@ -115,13 +121,17 @@ class Guide:
                 return False
         return True
 
-    def prefetch(self) -> None:
-        """Ask about the name at the cursor without waiting: jedi answers while the prompt is prefilled."""
+    def prefetch(self, timeout: float = 0.0) -> bool:
+        """Ask about the name at the cursor, waiting at most ``timeout`` (0: jedi answers while the prompt is
+        prefilled): whether an answer is in."""
         trig = self._trigger(self.prefix)
-        if trig is not None:
-            before = self.prefix[: trig.start] + (" " if trig.glued else "")
-            self.analyser.names_at(before + self.suffix, len(before), time.monotonic(), path=self.path,
-                                   version=self.version)
+        if trig is None or trig.kind == TriggerKind.NAME:
+            got = self.analyser.names_at(*self._scope, time.monotonic() + timeout, path=self.path, version=None)
+            return got is not None
+        before = self.prefix[: trig.start] + (" " if trig.glued else "")
+        got = self.analyser.names_at(before + self.suffix, len(before), time.monotonic() + timeout,
+                                     path=self.path, version=self.version)
+        return got is not None
 
     def record(self, generated: str, model: int, chosen: int, why: str) -> None:
         """The decode loop replaced the model's pick ``model`` by ``chosen`` after ``generated``."""
@@ -146,14 +156,38 @@ class Guide:
             return None
         return Trigger(trig.kind, trig.partial, trig.start + cut, trig.glued, trig.definite, trig.receiver)
 
+    def _ask(self, source: str, offset: int, new: bool, version: int | None) -> Candidates | None:
+        """The analyser's answer, waiting (``new``: the first step of a name) within the generation's wait."""
+        wait = min(self.budget_s, self.wait_left) if new else 0.0
+        t0 = time.monotonic()
+        got = self.analyser.names_at(source, offset, t0 + wait, path=self.path, version=version)
+        self.wait_left -= time.monotonic() - t0
+        return got
+
+    def _scope_names(self, trig: Trigger, text: str) -> tuple[str, ...]:
+        """Names in scope (see engine/guidance/scope.py): the line's scope question plus what the line binds."""
+        new = self._asked_at != trig.start
+        got = self._ask(*self._scope, new, None)
+        if new:
+            self._asked_at = trig.start
+            self.asked += 1
+            self.unanswered += got is None or not got.items
+        if got is None or not got.items:
+            return ()
+        return got.names + bound_names(self._line + text[len(self.prefix):]) + self._literals
+
     def _names(self, trig: Trigger, text: str) -> tuple[str, ...]:
         """The candidate names for a trigger in ``text`` (empty: the analyser has none in time)."""
         before = text[: trig.start]
         if trig.glued:  # asked right after "return", jedi would complete the keyword itself
             before += " "
-        got = self.analyser.names_at(before + self.suffix, len(before), time.monotonic() + self.budget_s,
-                                     path=self.path, version=self.version)
-        if self._asked_at != trig.start:  # one count per name, not per step of it
+        if trig.kind == TriggerKind.NAME:
+            return self._scope_names(trig, text)
+        new = self._asked_at != trig.start
+        # a generation waits for the analyser at most ``budget_s`` per name and ``wait_s`` in all; a name it
+        # was late for only looks in the cache at its next steps (the late answer lands there)
+        got = self._ask(before + self.suffix, len(before), new, self.version)
+        if new:  # one count per name, not per step of it
             self._asked_at = trig.start
             self.asked += 1
             self.unanswered += got is None or not got.items

@@ -14,6 +14,7 @@ from pathlib import Path
 from engine.guidance.guide import Guide
 from engine.guidance.jedi_analyser import JediAnalyser
 from engine.guidance.monitor import DEFAULT_BUDGET_S, Analyser
+from engine.guidance.scope import scope_question
 from engine.guidance.trie import TokenTrie, load_token_texts
 from engine.types import GenParams
 
@@ -41,9 +42,10 @@ def strip_heal(prefix: str, heal: bytes) -> str:
 
 class Guidance:
     def __init__(self, tokenizer_json: Path, n_logits: int, analyser: Analyser | None = None, *,
-                 budget_s: float = DEFAULT_BUDGET_S, hard_only: bool = True) -> None:
+                 budget_s: float = DEFAULT_BUDGET_S, hard_only: bool = True, wait_s: float | None = None) -> None:
         self.analyser: Analyser = analyser if analyser is not None else JediAnalyser()
         self.budget_s, self.hard_only = budget_s, hard_only
+        self.wait_s = 3 * budget_s if wait_s is None else wait_s
         self._trie: TokenTrie | None = None
         self._texts: tuple[str | None, ...] = ()
         self.last: dict[str, object] | None = None  # the last guided generation's summary
@@ -81,9 +83,20 @@ class Guidance:
         if self._trie is None or not is_python(language, path):
             return None
         g = Guide(self.analyser, self._trie, self._texts, prefix=strip_heal(prefix, heal), suffix=suffix,
-                  path=path, version=version, budget_s=self.budget_s, hard_only=self.hard_only)
+                  path=path, version=version, budget_s=self.budget_s, hard_only=self.hard_only,
+                  wait_s=self.wait_s)
         g.prefetch()
         return g
+
+    def warm(self, prefix: str, suffix: str, *, path: str | None, version: int | None,
+             language: str | None = None, timeout: float = 0.0) -> bool:
+        """Ask the cursor line's scope question (engine/guidance/scope.py) ahead of requests (idle time: jedi
+        reads the document and what it imports); wait up to ``timeout``. Whether an answer is in."""
+        if self._trie is None or not is_python(language, path):
+            return False
+        source, offset = scope_question(prefix, suffix)
+        got = self.analyser.names_at(source, offset, time.monotonic() + timeout, path=path, version=None)
+        return got is not None
 
     def for_request(self, prefix: str, suffix: str, heal: bytes, params: GenParams) -> Guide | None:
         return self.guide(prefix, suffix, heal, path=params.path, version=params.version, language=params.language)
