@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from engine.decoding.tokenizer import HFTokenizer
     from engine.model.runtime import LMHead
 
-BAN_TRIES = 4  # next-best tokens tried when a pick names something that does not exist; then the model's
+# next-best tokens tried when a pick names something that does not exist (a valid ``.attr`` may rank far
+# down: the model guessed another name), then the model's own; the monitor answers repeats from a cache
+BAN_TRIES = 64
 
 
 class Monitor(Protocol):
@@ -74,14 +76,13 @@ def checked_pick(full: LMHead, row: np.ndarray, monitor: Monitor, text: str, tok
         ids = allowed[allowed < lg.shape[0]]
         keep[ids] = lg[ids]
         lg = keep
-    probs_of = lg.copy()
-    cur = tok
-    for _ in range(BAN_TRIES):
-        lg[cur] = -np.inf
-        cur = int(np.argmax(lg))
-        if not np.isfinite(lg[cur]):
-            break
+    k = min(BAN_TRIES + 1, lg.shape[0] - 1)
+    top = np.argpartition(-lg, k)[:k]
+    for cur in top[np.argsort(-lg[top], kind="stable")]:
+        cur = int(cur)
+        if cur == tok or not np.isfinite(lg[cur]):
+            continue
         if monitor.inside_ok(text, cur):
             monitor.record(text, tok, cur, "name inside token")
-            return cur, float(pick_probs(probs_of[None, :], np.asarray([cur]))[0])
+            return cur, float(pick_probs(lg[None, :], np.asarray([cur]))[0])
     return tok, None

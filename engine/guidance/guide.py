@@ -46,11 +46,21 @@ class GuideEvent:
     chosen: str  # the monitor's
 
 
+def member_names(names: tuple[str, ...], before: str) -> tuple[str, ...]:
+    """Attribute candidates without the dunders every object has (a valid but unwanted way out when the
+    model's own guess is banned: ``.__dict__`` for ``.items``), except after ``super().`` (``__init__``);
+    all of them when only dunders are known."""
+    if before.endswith("super()."):
+        return names
+    kept = tuple(n for n in names if not (n.startswith("__") and n.endswith("__")))
+    return kept or names
+
+
 class Guide:
     def __init__(self, analyser: Analyser, trie: TokenTrie, texts: Sequence[str | None], *, prefix: str,
                  suffix: str = "", path: str | None = None, version: int | None = None,
                  budget_s: float = DEFAULT_BUDGET_S, hard_only: bool = True,
-                 wait_s: float = 3 * DEFAULT_BUDGET_S) -> None:
+                 wait_s: float | None = None) -> None:
         self.analyser, self.trie, self.texts = analyser, trie, texts
         self.prefix, self.suffix, self.path, self.version = prefix, suffix, path, version
         self.budget_s, self.hard_only = budget_s, hard_only
@@ -61,7 +71,9 @@ class Guide:
         # what this generation's monitor did, for the status and `flint complete --json`
         self.events: list[GuideEvent] = []
         self._asked_at = -1
-        self.wait_left = wait_s  # what this generation may still wait for the analyser
+        self._inner: dict[tuple[int, str, str], tuple[str, ...]] = {}
+        # what this generation may still wait for the analyser (default: three names' budgets)
+        self.wait_left = 3 * budget_s if wait_s is None else wait_s
         self.asked = 0  # trigger points the analyser was asked about
         self.unanswered = 0  # ... that got no candidates in time (the model decided alone)
 
@@ -108,18 +120,28 @@ class Guide:
         s = self.texts[token] if 0 <= token < len(self.texts) else None
         if not s or not self.trie.inner[token]:
             return True
-        text = self.prefix + generated
         for k in range(1, len(s)):
             if not (is_name_start(s[k]) and not is_name_char(s[k - 1])):
                 continue
-            head = text + s[:k]
-            inner = self._trigger(head)
-            if inner is None or inner.partial or inner.glued:
-                continue
-            names = self._names(inner, head)
+            names = self._inner_names(generated, s[:k])
             if names and not continues(s[k:], names):
                 return False
         return True
+
+    def _inner_names(self, generated: str, lead: str) -> tuple[str, ...]:
+        """The names valid where a name starts after ``generated + lead`` (empty: no constraint); the
+        decode loop tries several tokens with the same lead at one position, so the last few are kept."""
+        key = (len(generated), generated[-64:], lead)
+        hit = self._inner.get(key)
+        if hit is not None:
+            return hit
+        head = self.prefix + generated + lead
+        inner = self._trigger(head)
+        names = () if inner is None or inner.partial or inner.glued else self._names(inner, head)
+        if len(self._inner) > 64:
+            self._inner.clear()
+        self._inner[key] = names
+        return names
 
     def prefetch(self, timeout: float = 0.0) -> bool:
         """Ask about the name at the cursor, waiting at most ``timeout`` (0: jedi answers while the prompt is
@@ -193,7 +215,6 @@ class Guide:
             self.unanswered += got is None or not got.items
         if got is None or not got.items:
             return ()
-        names = got.names
-        if trig.kind != TriggerKind.MEMBER:
-            names = names + self._literals
-        return names
+        if trig.kind == TriggerKind.MEMBER:
+            return member_names(got.names, before)
+        return got.names + self._literals
