@@ -26,6 +26,16 @@ class CancelToken:
         return self._event.is_set()
 
 
+@dataclass(frozen=True)
+class DocRef:
+    """The document a completion is for: what an analyser reads (the whole text, not the prompt's window)."""
+
+    path: str | None = None
+    version: int | None = None
+    text: str | None = None  # the whole document (None: the prefix and suffix are all of it)
+    start: int = 0  # where the prefix begins in ``text``
+
+
 @dataclass
 class GenParams:
     """What to generate. ``temperature == 0`` means greedy (argmax); otherwise seeded sampling."""
@@ -52,10 +62,9 @@ class GenParams:
     # only to Python; None: guessed from the text
     language: str | None = None
     # monitor-guided decoding (engine/guidance, docs/guidance.md): names static analysis knows constrain the
-    # greedy picks; ``path``/``version`` identify the document for the analyser (its project, its cache)
+    # greedy picks; ``doc`` is the document the prefix and suffix are a window of (None: they are all of it)
     guidance: bool = False
-    path: str | None = None
-    version: int | None = None
+    doc: DocRef | None = None
 
     def key(self) -> tuple:
         """The parameters that change the output (for cache keys)."""

@@ -47,7 +47,7 @@ from engine.config import EngineConfig  # noqa: E402
 from engine.engine import Engine  # noqa: E402
 from engine.guidance.checker import check_suggestion  # noqa: E402
 from engine.guidance.jedi_analyser import JediAnalyser  # noqa: E402
-from engine.types import GenParams  # noqa: E402
+from engine.types import DocRef, GenParams  # noqa: E402
 
 SPLITS = {
     "tuning": (("packaging==24.1", "requests==2.32.3"), ("packaging", "requests")),
@@ -172,7 +172,7 @@ def warm(eng: Engine, case: dict, version: int) -> None:
 
 def run_arm(eng: Engine, case: dict, guided: bool, version: int) -> dict:
     eng.forget_outputs()
-    params = GenParams(max_tokens=48, max_lines=1, guidance=guided, path=case["file"], version=version,
+    params = GenParams(max_tokens=48, max_lines=1, guidance=guided, doc=DocRef(case["file"], version),
                        language="python")
     t0 = time.perf_counter()
     comps, t = eng.complete(case["prefix"], case["suffix"], params)

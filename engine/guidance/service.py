@@ -16,7 +16,7 @@ from engine.guidance.jedi_analyser import JediAnalyser
 from engine.guidance.monitor import DEFAULT_BUDGET_S, Analyser
 from engine.guidance.scope import scope_question
 from engine.guidance.trie import TokenTrie, load_token_texts
-from engine.types import GenParams
+from engine.types import DocRef, GenParams
 
 log = logging.getLogger("flint.guidance")
 
@@ -38,6 +38,18 @@ def strip_heal(prefix: str, heal: bytes) -> str:
     if not data.endswith(heal):
         return prefix
     return data[: len(data) - len(heal)].decode("utf-8", errors="ignore")
+
+
+def whole_document(prefix: str, suffix: str, doc: DocRef) -> tuple[str, str]:
+    """(prefix, suffix) extended to the whole document when ``doc.text`` holds the window at ``doc.start``;
+    the window alone otherwise."""
+    text, start = doc.text, doc.start
+    if text is None or text[start:start + len(prefix)] != prefix:
+        return prefix, suffix
+    cursor = start + len(prefix)
+    if not text.startswith(suffix, cursor):
+        return prefix, suffix
+    return text[:cursor], text[cursor:]
 
 
 class Guidance:
@@ -99,7 +111,10 @@ class Guidance:
         return got is not None
 
     def for_request(self, prefix: str, suffix: str, heal: bytes, params: GenParams) -> Guide | None:
-        return self.guide(prefix, suffix, heal, path=params.path, version=params.version, language=params.language)
+        """The guide for a request: the analyser reads the whole document when the request says which."""
+        doc = params.doc or DocRef()
+        prefix, suffix = whole_document(prefix, suffix, doc)
+        return self.guide(prefix, suffix, heal, path=doc.path, version=doc.version, language=params.language)
 
     def finished(self, guide: Guide) -> dict[str, object]:
         self.last = guide.summary()
