@@ -391,7 +391,7 @@ class Engine:
         for i in range(1, n):
             samplers.append(Sampler(params.variant_temperature, params.top_k, params.top_p, params.seed + i))
         if not (n == 1 and samplers[0].greedy):
-            return decode_batch(self, pr, hidden, healer, samplers, params, t, cancel, on_token, settle)
+            return decode_batch(self, pr, hidden, healer, samplers, params, t, cancel, on_token, settle, guide)
         spot = (prefix, suffix)
         out = decode_greedy(self, pr, hidden, healer, params, t, cancel, on_token, settle,
                             resume=self.drafts.resume(spot), monitor=guide)

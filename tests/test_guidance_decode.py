@@ -66,6 +66,19 @@ def test_names_after_a_dot_are_the_receivers_attributes(engine, tmp_path):
     assert t_on.guidance["changes"][0]["why"] in ("name", "name inside token")
 
 
+def test_variants_are_guided_too(engine, tmp_path):
+    (tmp_path / "models.py").write_text(MODELS)
+    an = JediAnalyser()
+    an.add_root(str(tmp_path))
+    with guided(engine, an):
+        params = GenParams(max_tokens=12, max_lines=1, n=2, guidance=True, doc=DocRef(str(tmp_path / "main.py"), 1))
+        engine.reset()
+        comps, t = engine.complete(MAIN, "\n", params)
+    assert comps[0].text.startswith(("zq_items", "zq_put")), comps[0].text
+    assert all(c.text.startswith("zq_") for c in comps), [c.text for c in comps]
+    assert t.guidance is not None
+
+
 @pytest.mark.parametrize("speculative", [False, True])
 def test_no_environment_leaves_the_output_the_models(engine, tmp_path, speculative):
     prefix = "import os\n\n\ndef size(path):\n    st = os.stat(path)\n    return st."

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.decoding.monitored import Monitor, sampled_pick  # issue 35 hook (guidance)
 from engine.decoding.prompt import Healer, Prompt
 from engine.decoding.sampling import Sampler
 from engine.decoding.stops import Settle, allowed_ids, finish_text, interrupted, stop_rule
@@ -22,9 +23,12 @@ if TYPE_CHECKING:
 
 def decode_batch(eng: Host, pr: Prompt, hidden: np.ndarray, healer: Healer | None,
                  samplers: list[Sampler], params: GenParams, t: Timings, cancel: CancelToken | None,
-                 on_token: TokenCallback | None, settle: Settle | None = None) -> list[Completion]:
+                 on_token: TokenCallback | None, settle: Settle | None = None,
+                 monitor: Monitor | None = None) -> list[Completion]:
     """n variants (one per sampler) from the prompt in row 0, whose last hidden state is ``hidden``."""
-    return _Batch(eng, pr, healer, samplers, params, t, on_token, settle).run(hidden, cancel)
+    b = _Batch(eng, pr, healer, samplers, params, t, on_token, settle)
+    b.monitor = monitor  # issue 35 hook (guidance): each row's next token within the names the monitor allows
+    return b.run(hidden, cancel)
 
 
 class _Batch:
@@ -32,7 +36,7 @@ class _Batch:
     text, why it ended (None: running) and its time to first token."""
 
     __slots__ = ("eng", "tok", "pr", "healer", "samplers", "params", "t", "on_token", "settle", "pending",
-                 "outs", "texts", "reasons", "ttft")
+                 "outs", "texts", "reasons", "ttft", "monitor")
 
     def __init__(self, eng: Host, pr: Prompt, healer: Healer | None, samplers: list[Sampler], params: GenParams,
                  t: Timings, on_token: TokenCallback | None, settle: Settle | None) -> None:
@@ -44,13 +48,14 @@ class _Batch:
         self.texts = [""] * n
         self.reasons: list[str | None] = [None] * n
         self.ttft = [0.0] * n
+        self.monitor: Monitor | None = None  # issue 35 hook (guidance)
 
     def run(self, hidden: np.ndarray, cancel: CancelToken | None) -> list[Completion]:
         eng, n = self.eng, len(self.samplers)
         prompt_len = len(eng.rows.tokens)
         logits = eng.logits(hidden)[0]
         first = allowed_ids(self.tok, self.healer, [])
-        self.pending = [s(logits, first) for s in self.samplers]
+        self.pending = [sampled_pick(self.monitor, self.tok, [], first, logits, s) for s in self.samplers]  # issue 35
         if n > 1:
             eng.rows.spread_row0(n)
         fed0: list[int] = []  # the tokens fed for variant 0 (row 0)
@@ -106,4 +111,5 @@ class _Batch:
         lg = self.eng.logits(hid[:, -1, :])
         for i, sampler in enumerate(self.samplers):
             if self.reasons[i] is None:
-                self.pending[i] = sampler(lg[i], allowed_ids(self.tok, self.healer, self.outs[i]))
+                heal = allowed_ids(self.tok, self.healer, self.outs[i])
+                self.pending[i] = sampled_pick(self.monitor, self.tok, self.outs[i], heal, lg[i], sampler)  # issue 35

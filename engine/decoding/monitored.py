@@ -7,6 +7,7 @@ taken. Decoding does not import the analysers: the row sees a ``Monitor`` (engin
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -52,6 +53,31 @@ def constrained_ids(mask: np.ndarray | None, heal: np.ndarray | None) -> np.ndar
         both = np.intersect1d(ids, heal)
         return both if both.size else None
     return ids if ids.size else None
+
+
+def sampled_pick(monitor: Monitor | None, tok: HFTokenizer, out: list[int], heal: np.ndarray | None,
+                 logits: np.ndarray, sample: Callable[[np.ndarray, np.ndarray | None], int]) -> int:
+    """A sampled variant row's next token (engine/decoding/batch.py): ``sample(logits, allowed)`` within
+    the monitor's mask (and healing's ids); a token that starts an invalid name inside itself is sampled
+    again among the ``BAN_TRIES`` best tokens the monitor accepts (none: the first sample stands)."""
+    if monitor is None:
+        return sample(logits, heal)
+    text = raw_text(tok, out)
+    ids = constrained_ids(monitor.allowed(text), heal)
+    allowed = heal if ids is None else ids
+    first = sample(logits, allowed)
+    if monitor.inside_ok(text, first):
+        return first
+    lg = np.asarray(logits, dtype=np.float32)
+    pool = allowed if allowed is not None else np.argpartition(-lg, BAN_TRIES)[:BAN_TRIES]
+    pool = pool[pool < lg.shape[0]]
+    pool = pool[np.argsort(-lg[pool], kind="stable")[:BAN_TRIES]]
+    ok = np.asarray([i for i in pool.tolist() if monitor.inside_ok(text, i)], dtype=np.int64)
+    if not ok.size:
+        return first
+    chosen = sample(logits, ok)
+    monitor.record(text, first, chosen, "name inside token")
+    return chosen
 
 
 def masked_pick(full: LMHead, row: np.ndarray, allowed: np.ndarray) -> tuple[int, float, int]:
