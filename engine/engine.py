@@ -160,7 +160,7 @@ class Engine:
     def enable_guidance(self, analyser: Any = None, wait: bool = False) -> Guidance:
         """The monitor's parts (engine/guidance/service.py); requests with ``GenParams.guidance`` use them."""
         if self.guidance is None:
-            self.guidance = Guidance(self.model_dir / "tokenizer.json", self.manifest.vocab_size, analyser,
+            self.guidance = Guidance(self.tok, self.manifest.vocab_size, analyser,
                                      budget_s=self.config.guidance_budget_s, hard_only=not self.config.guidance_soft)
         if wait:
             self.guidance.wait()

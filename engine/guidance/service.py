@@ -11,11 +11,12 @@ import threading
 import time
 from pathlib import Path
 
+from engine.decoding.tokenizer import HFTokenizer
 from engine.guidance.guide import Guide
 from engine.guidance.jedi_analyser import JediAnalyser
 from engine.guidance.monitor import DEFAULT_BUDGET_S, Analyser
 from engine.guidance.scope import scope_question
-from engine.guidance.trie import TokenTrie, load_token_texts
+from engine.guidance.trie import TokenTrie, load_token_texts, token_texts
 from engine.types import DocRef, GenParams
 
 log = logging.getLogger("flint.guidance")
@@ -53,7 +54,7 @@ def whole_document(prefix: str, suffix: str, doc: DocRef) -> tuple[str, str]:
 
 
 class Guidance:
-    def __init__(self, tokenizer_json: Path, n_logits: int, analyser: Analyser | None = None, *,
+    def __init__(self, tokenizer: Path | HFTokenizer, n_logits: int, analyser: Analyser | None = None, *,
                  budget_s: float = DEFAULT_BUDGET_S, hard_only: bool = True, wait_s: float | None = None) -> None:
         self.analyser: Analyser = analyser if analyser is not None else JediAnalyser()
         self.budget_s, self.hard_only = budget_s, hard_only
@@ -61,14 +62,20 @@ class Guidance:
         self._trie: TokenTrie | None = None
         self._texts: tuple[str | None, ...] = ()
         self.last: dict[str, object] | None = None  # the last guided generation's summary
-        self._builder = threading.Thread(target=self._build, args=(str(tokenizer_json), n_logits),
+        self._builder = threading.Thread(target=self._build, args=(tokenizer, n_logits),
                                          name="flint-trie", daemon=True)
         self._builder.start()
 
-    def _build(self, tokenizer_json: str, n_logits: int) -> None:
+    def _build(self, tokenizer: Path | HFTokenizer, n_logits: int) -> None:
+        """The token trie, from the engine's tokenizer (its token bytes: no second copy of the vocabulary)
+        or a tokenizer.json."""
         t0 = time.perf_counter()
         try:
-            texts, special = load_token_texts(tokenizer_json)
+            if isinstance(tokenizer, HFTokenizer):
+                texts = token_texts([tokenizer.token_bytes(i) for i in range(tokenizer.vocab_size)])
+                special: frozenset[int] = frozenset(tokenizer.special_ids())
+            else:
+                texts, special = load_token_texts(str(tokenizer))
             self._trie = TokenTrie(texts, special, n_logits)
             self._texts = texts
         except Exception:  # a vocabulary it cannot read: no monitor, never a failed completion

@@ -26,7 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from engine.decoding.tokenizer import byte_level_table
+from engine.decoding.tokenizer import HFTokenizer
 from engine.guidance.monitor import Trigger, TriggerKind
 
 
@@ -49,36 +49,23 @@ def continues(w: str, names: Iterable[str]) -> bool:
     return False
 
 
+def token_texts(token_bytes: Sequence[bytes]) -> tuple[str | None, ...]:
+    """Each token id's text (None when its bytes are not UTF-8 on their own: a piece of a character)."""
+    out: list[str | None] = []
+    for b in token_bytes:
+        try:
+            out.append(b.decode("utf-8"))
+        except UnicodeDecodeError:
+            out.append(None)
+    return tuple(out)
+
+
 @lru_cache(maxsize=4)
 def load_token_texts(tokenizer_json: str) -> tuple[tuple[str | None, ...], frozenset[int]]:
-    """Each token id's text (None when its bytes are not UTF-8 on their own: a piece of a character) and
-    the special (added) tokens, from a Hugging Face tokenizer.json (byte-level BPE or sentencepiece)."""
-    from tokenizers import Tokenizer
-
-    tk = Tokenizer.from_file(tokenizer_json)
-    n = tk.get_vocab_size(with_added_tokens=True)
-    added = tk.get_added_tokens_decoder()
-    byte_level = tk.decoder is not None and "ByteLevel(" in repr(tk.decoder)
-    table = byte_level_table()
-    out: list[str | None] = [None] * n
-    for s, i in tk.get_vocab(with_added_tokens=True).items():
-        if i >= n:
-            continue
-        if i in added:
-            out[i] = added[i].content
-            continue
-        if byte_level:
-            try:
-                out[i] = s.translate(table).encode("latin-1").decode("utf-8")
-            except UnicodeError:
-                out[i] = None
-            continue
-        if s.startswith("<0x") and s.endswith(">") and len(s) == 6:
-            b = int(s[3:5], 16)
-            out[i] = chr(b) if b < 0x80 else None
-        else:
-            out[i] = s.replace("\u2581", " ")
-    return tuple(out), frozenset(added)
+    """Token texts and the special (added) tokens of a Hugging Face tokenizer.json, through the engine's
+    own tokenizer wrapper (byte-level BPE or sentencepiece)."""
+    tk = HFTokenizer(tokenizer_json)
+    return token_texts([tk.token_bytes(i) for i in range(tk.vocab_size)]), frozenset(tk.special_ids())
 
 
 class TokenTrie:
