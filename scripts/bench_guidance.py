@@ -259,6 +259,8 @@ def _report(args: argparse.Namespace, pins: tuple[str, ...], rows: list[dict], r
             eng: Engine) -> dict:
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
+    if not commit and (ROOT / "COMMIT").exists():  # run from an exported snapshot of the tree
+        commit = (ROOT / "COMMIT").read_text().strip()
     cpu = next((ln.split(":", 1)[1].strip() for ln in subprocess.run(["lscpu"], capture_output=True, text=True)
                 .stdout.splitlines() if ln.startswith("Model name")), platform.processor())
     groups = {k: [r for r in rows if r["kind"] == k] for k in ("cross", "infile")}
