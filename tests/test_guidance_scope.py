@@ -56,3 +56,19 @@ def test_python_only_and_heal_bytes_come_off_the_prefix():
     assert is_python(None, "a.py") and not is_python(None, "a.ts")
     assert strip_heal("x = os.pa", b".pa") == "x = os"
     assert strip_heal("x = os", b"zz") == "x = os"
+
+
+def test_the_analyser_reports_idle_once_its_questions_are_answered():
+    import time
+
+    from engine.guidance.jedi_analyser import JediAnalyser
+
+    an = JediAnalyser()
+    try:
+        src = "import os\nos."
+        an.names_at(src, len(src), time.monotonic())  # asked, not waited for
+        assert an.idle(timeout=120)
+        got = an.names_at(src, len(src), time.monotonic())  # now a cache hit, without waiting
+        assert got is not None and "path" in got.names
+    finally:
+        an.close()

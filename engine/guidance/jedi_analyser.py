@@ -99,6 +99,15 @@ class JediAnalyser:
             self._roots[root] = environment
             self._projects.pop(root, None)
 
+    def idle(self, timeout: float = 30.0) -> bool:
+        """Wait until the questions asked so far are answered (jedi is not thread-safe: another jedi user in
+        this process waits for this before it runs). Whether the worker is idle."""
+        try:
+            self._pool.submit(lambda: None).result(timeout=timeout)
+            return True
+        except (FutureTimeout, RuntimeError):
+            return False
+
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
