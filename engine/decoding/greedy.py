@@ -77,11 +77,10 @@ class _GreedyRow:
                     continue
                 break
             # one forward: the pending token plus a draft copied from earlier context
-            allowed = allowed_ids(self.tok, self.healer, self.out)  # still healing: constrained, no draft
-            guided = self.constrain(self.out, allowed)  # a name the monitor knows: constrained, no draft
-            if guided is not None:
-                allowed = guided
-            draft, match = self.draft() if fast.speculative and allowed is None else ([], 0)
+            heal = allowed_ids(self.tok, self.healer, self.out)  # still healing: constrained, no draft
+            guided = self.constrain(self.out, heal)  # a name the monitor knows: the next pick constrained
+            allowed = heal if guided is None else guided
+            draft, match = self.draft() if fast.speculative and heal is None else ([], 0)
             if len(eng.rows.tokens) + 1 + len(draft) > eng.decoder.capacity:
                 if self.rewind():
                     continue
@@ -168,16 +167,21 @@ class _GreedyRow:
     def decode_one(self, draft: list[int], match: int, allowed: np.ndarray | None, guided: bool = False) -> int:
         """One forward over the pending token and the draft: how many draft tokens stand. The pending
         token and those enter the KV cache; the pick after the last of them is the new pending token.
-        ``guided``: ``allowed`` is the monitor's (no draft then)."""
+        ``guided``: ``allowed`` is the monitor's, for row 0 (the draft's rows go through ``guard``)."""
         eng, t, out, probs = self.eng, self.t, self.out, self.probs
         ids = [self.pending] + draft
         t0 = time.perf_counter()
         hid = eng.decoder.forward(np.asarray([ids], dtype=np.int64), len(eng.rows.tokens))[0]
         eng.drafts.observe_cost(len(ids), time.perf_counter() - t0)
         t.forward_calls += 1
-        exact = allowed is not None or not self.lazy
+        exact = allowed is not None or not self.lazy  # row 0's pick is final (else provisional)
+        rest_exact = exact  # ... and the draft rows'
         if guided and allowed is not None:
             guesses, gp = self.masked(hid[0], allowed, out)
+            if len(ids) > 1:
+                rest_exact = not self.lazy
+                more, mp = greedy_pick(self.heads, hid[1:], rest_exact, None, eng.ctx_ids, eng.ctx_w)
+                guesses, gp = np.concatenate([guesses, more]), np.concatenate([gp, mp])
         else:
             guesses, gp = greedy_pick(self.heads, hid, exact, allowed, eng.ctx_ids, eng.ctx_w)
         for j in range(len(ids)):  # row j picked the token at output index len(out) + j
@@ -196,9 +200,9 @@ class _GreedyRow:
             eng.drafts.accepted(match, acc, len(draft))
         eng.rows.append(ids[: 1 + acc], hid[acc])
         self.pending = int(guesses[acc])
-        if not exact:
-            # row j picked the token at output index len(out) + j (the draft's, then the pending one)
-            self.picks.extend((len(out) + j, hid[j], int(guesses[j])) for j in range(acc + (0 if fixed else 1)))
+        # row j picked the token at output index len(out) + j (the draft's, then the pending one)
+        self.picks.extend((len(out) + j, hid[j], int(guesses[j])) for j in range(acc + (0 if fixed else 1))
+                          if not (exact if j == 0 else rest_exact))
         return acc
 
     def take(self, accepted: list[int]) -> tuple[str | None, str | None]:
