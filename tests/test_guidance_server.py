@@ -1,6 +1,8 @@
 """The guidance setting through the planner (GenParams.guidance and the document for the analyser) and the
 window-to-document step of engine/guidance/service.py."""
 
+import pytest
+
 from engine.guidance.service import whole_document
 from engine.types import DocRef, GenParams
 from lsp_server.completion.planner import gen_params
@@ -31,3 +33,21 @@ def test_whole_document_extends_a_window_and_falls_back_when_it_does_not_match()
     assert whole_document(prefix, suffix, DocRef("/w/a.py", 1, text, start)) == (text[:cursor], text[cursor:])
     assert whole_document(prefix, suffix, DocRef("/w/a.py", 1, text, start + 1)) == (prefix, suffix)
     assert whole_document(prefix, suffix, DocRef("/w/a.py", 1, None, 0)) == (prefix, suffix)
+
+
+@pytest.mark.model  # the tokenizer of the built default model
+def test_workspace_folders_become_the_analysers_project_roots(tmp_path, model_dir):
+    from engine.decoding.tokenizer import HFTokenizer
+    from engine.guidance.jedi_analyser import JediAnalyser
+    from engine.guidance.service import Guidance, set_workspace_roots
+
+    an = JediAnalyser()
+    g = Guidance(HFTokenizer(str(model_dir / "tokenizer.json")), 151936, an)
+    try:
+        assert g.wait(120)
+        set_workspace_roots([str(tmp_path)])
+        assert g.guide("x = ", "\n", b"", path=str(tmp_path / "a.py"), version=1, language="python") is not None
+        assert str(tmp_path) in an._roots
+    finally:
+        set_workspace_roots([])
+        an.close()

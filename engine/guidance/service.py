@@ -22,6 +22,14 @@ from engine.types import DocRef, GenParams
 log = logging.getLogger("flint.guidance")
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+# the editor's workspace folders (the server sets them at initialize): each a jedi project root for every
+# Guidance of the process (one analyser per engine; the roots are the session's)
+_workspace_roots: tuple[str, ...] = ()
+
+
+def set_workspace_roots(roots: list[str]) -> None:
+    global _workspace_roots
+    _workspace_roots = tuple(roots)
 
 
 def is_python(language: str | None, path: str | None) -> bool:
@@ -62,6 +70,7 @@ class Guidance:
         self._trie: TokenTrie | None = None
         self._texts: tuple[str | None, ...] = ()
         self.last: dict[str, object] | None = None  # the last guided generation's summary
+        self._roots: tuple[str, ...] = ()  # the workspace roots the analyser has
         self._builder = threading.Thread(target=self._build, args=(tokenizer, n_logits),
                                          name="flint-trie", daemon=True)
         self._builder.start()
@@ -101,6 +110,10 @@ class Guidance:
         cursor is asked now, so jedi works while the prompt is prefilled."""
         if self._trie is None or not is_python(language, path):
             return None
+        if self._roots != _workspace_roots:
+            self._roots = _workspace_roots
+            for root in self._roots:
+                self.add_root(root)
         g = Guide(self.analyser, self._trie, self._texts, prefix=strip_heal(prefix, heal), suffix=suffix,
                   path=path, version=version, budget_s=self.budget_s, hard_only=self.hard_only,
                   wait_s=self.wait_s)
