@@ -72,3 +72,30 @@ def test_the_analyser_reports_idle_once_its_questions_are_answered():
         assert got is not None and "path" in got.names
     finally:
         an.close()
+
+
+def test_a_workspace_of_ten_thousand_files_answers_by_the_deadline(tmp_path):
+    """Every question returns by its deadline, whatever jedi has to read (here a root of 10,000 modules and
+    a file importing from it); a late answer lands in the cache for the next step."""
+    import time
+
+    from engine.guidance.jedi_analyser import JediAnalyser
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for i in range(10_000):
+        (pkg / f"m{i}.py").write_text(f"def f{i}(x):\n    return x\n")
+    src = "from pkg import m42\nfrom pkg.m7 import f7\n\n\ndef g():\n    return m42."
+    an = JediAnalyser()
+    an.add_root(str(tmp_path))
+    try:
+        for offset in (len(src), src.index("m42.") + 4):
+            t0 = time.monotonic()
+            an.names_at(src, offset, t0 + 0.05, path=str(tmp_path / "main.py"), version=1)
+            assert time.monotonic() - t0 < 0.05 + 0.5  # the deadline, plus a loaded machine's slack
+        assert an.idle(timeout=120)
+        got = an.names_at(src, len(src), time.monotonic(), path=str(tmp_path / "main.py"), version=1)
+        assert got is not None and "f42" in got.names
+    finally:
+        an.close()
