@@ -111,3 +111,25 @@ def test_another_language_is_not_guided(engine, tmp_path):
                            doc=DocRef(str(tmp_path / "a.rs"), 1))
         _, t = run(engine, "fn main() {\n    let v = vec![1];\n    v.", "\n}\n", params)
     assert t.guidance is None and an.stats["asked"] == 0
+
+
+@pytest.mark.parametrize("main", [MAIN, MAIN.replace("count(store: Store):\n    return len(store.",
+                                                     "add(store: Store, item):\n    result = store.")])
+def test_trimmed_head_picks_under_the_monitor_end_as_the_full_heads(engine, tmp_path, main):
+    """A constrained step may keep the trimmed head's pick when the monitor allows it; the full head's
+    re-check applies the mask where it disagrees, so the output is the full head's masked choice."""
+    (tmp_path / "models.py").write_text(MODELS)
+    an = JediAnalyser()
+    an.add_root(str(tmp_path))
+    params = GenParams(max_tokens=16, max_lines=1, guidance=True, doc=DocRef(str(tmp_path / "main.py"), 1))
+    old = engine.config.fast.trimmed_head
+    try:
+        with guided(engine, an, speculative=False):
+            engine.config.fast.trimmed_head = True
+            lazy, t_lazy = run(engine, main, "\n", params)
+            engine.config.fast.trimmed_head = False
+            full, _ = run(engine, main, "\n", params)
+    finally:
+        engine.config.fast.trimmed_head = old
+    assert lazy.token_ids == full.token_ids, (lazy.text, full.text)
+    assert lazy.text.startswith("zq_") and t_lazy.guidance is not None and t_lazy.guidance["constrained"] >= 1

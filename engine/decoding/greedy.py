@@ -177,11 +177,7 @@ class _GreedyRow:
         exact = allowed is not None or not self.lazy  # row 0's pick is final (else provisional)
         rest_exact = exact  # ... and the draft rows'
         if guided and allowed is not None:
-            guesses, gp = self.masked(hid[0], allowed, out)
-            if len(ids) > 1:
-                rest_exact = not self.lazy
-                more, mp = greedy_pick(self.heads, hid[1:], rest_exact, None, eng.ctx_ids, eng.ctx_w)
-                guesses, gp = np.concatenate([guesses, more]), np.concatenate([gp, mp])
+            guesses, gp, exact, rest_exact = self.guided_picks(hid, allowed)
         else:
             guesses, gp = greedy_pick(self.heads, hid, exact, allowed, eng.ctx_ids, eng.ctx_w)
         for j in range(len(ids)):  # row j picked the token at output index len(out) + j
@@ -237,9 +233,12 @@ class _GreedyRow:
         for k in [k for k in self.probs if k > idx]:
             del self.probs[k]
         eng.rows.truncate(self.base + idx, row)
-        if self.monitor is not None:  # the full head's pick, checked like any other
+        if self.monitor is not None:  # the full head's pick, under the monitor like any other
+            ids = self.constrain(self.out, None)
+            if ids is not None and not bool(np.any(ids == right)):
+                right = int(self.masked(row, ids, self.out)[0][0])
             right = checked_pick(self.heads["full"], row, self.monitor, raw_text(self.tok, self.out), right,
-                                 None)[0]
+                                 ids)[0]
         self.pending = right
         self.text = stop_rule(finish_text(self.tok, self.pr, self.out), self.params, self.settle)[1] if self.out else ""
         if self.on_token is not None:
@@ -261,6 +260,25 @@ class _GreedyRow:
         if tok != free:
             self.monitor.record(raw_text(self.tok, out), free, tok, "name")
         return np.asarray([tok], dtype=np.int64), np.asarray([p])
+
+    def guided_picks(self, hid: np.ndarray, allowed: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool]:
+        """Picks for a step whose row 0 the monitor constrains: (picks, probabilities, whether row 0's pick
+        is final, whether the draft rows' are). The trimmed head's row-0 pick stands provisionally when the
+        monitor allows it (the full head's re-check applies the mask at a rewind), else the full head's
+        best allowed token."""
+        eng = self.eng
+        if self.lazy:
+            guesses, gp = greedy_pick(self.heads, hid, False, None, eng.ctx_ids, eng.ctx_w)
+            if bool(np.any(allowed == guesses[0])):
+                return guesses, gp, False, False
+            g0, p0 = self.masked(hid[0], allowed, self.out)
+            guesses[0], gp[0] = g0[0], p0[0]
+            return guesses, gp, True, False
+        guesses, gp = self.masked(hid[0], allowed, self.out)
+        if len(hid) > 1:
+            more, mp = greedy_pick(self.heads, hid[1:], True, None, eng.ctx_ids, eng.ctx_w)
+            guesses, gp = np.concatenate([guesses, more]), np.concatenate([gp, mp])
+        return guesses, gp, True, True
 
     def guard(self, draft: list[int], guesses: np.ndarray, hid: np.ndarray, acc: int,
               allowed: np.ndarray | None) -> tuple[int, tuple[int, float] | None]:
