@@ -89,7 +89,7 @@ class Guidance:
             self._texts = texts
         except Exception:  # a vocabulary it cannot read: no monitor, never a failed completion
             log.warning("token trie could not be built: guidance off", exc_info=True)
-        log.info("token trie built in %.2f s", time.perf_counter() - t0)
+        log.debug("token trie built in %.2f s", time.perf_counter() - t0)
 
     @property
     def ready(self) -> bool:
