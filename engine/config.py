@@ -98,4 +98,8 @@ class EngineConfig:
     # the FIM prefix) or "repository" (the model's repository format after BOS; kept for measurement)
     context_layout: str = "comments"
     fast: FastPaths = field(default_factory=FastPaths)
+    # monitor-guided decoding (GenParams.guidance asks for it): how long one step waits for the analyser,
+    # and whether soft trigger points (a bracket's first element, a member at a statement's start) count
+    guidance_budget_s: float = 0.02
+    guidance_soft: bool = False
 

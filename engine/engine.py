@@ -31,6 +31,7 @@ from engine.decoding.prompt import Fim, Healer, Prompt, build_prompt, choose_anc
 from engine.decoding.sampling import Sampler
 from engine.decoding.stops import budgeted, dedupe
 from engine.decoding.tokenizer import HFTokenizer
+from engine.guidance.service import Guidance
 from engine.model.kv_cache import Anchor, KVRows, common_prefix
 from engine.model.manifest import Manifest, load_manifest
 from engine.model.runtime import OnnxDecoder
@@ -75,6 +76,7 @@ class Engine:
         self._context_digest = ""
         self._context_labels: tuple[str, ...] = ()
         self.last_context: tuple[str, ...] = ()  # the block's labels if the last prompt run carried it
+        self.guidance: Guidance | None = None  # the monitor (enable_guidance; built on first guided request)
         self.load_s = time.perf_counter() - t0
         self.warm_s = 0.0
 
@@ -153,6 +155,16 @@ class Engine:
     def reset(self) -> None:
         self.rows.reset()
         self._quick_head = None
+
+    # ---- the monitor (it asks about the cursor's name at once: jedi works while the prompt is prefilled) ----
+    def enable_guidance(self, analyser: Any = None, wait: bool = False) -> Guidance:
+        """The monitor's parts (engine/guidance/service.py); requests with ``GenParams.guidance`` use them."""
+        if self.guidance is None:
+            self.guidance = Guidance(self.tok, self.manifest.vocab_size, analyser,
+                                     budget_s=self.config.guidance_budget_s, hard_only=not self.config.guidance_soft)
+        if wait:
+            self.guidance.wait()
+        return self.guidance
 
     # ---- prompt -> KV ---------------------------------------------------------------------------
     def build(self, prefix: str, suffix: str, heal: bool = True, max_new: int = 64,
@@ -360,12 +372,14 @@ class Engine:
         if cancel is not None and cancel.cancelled:
             return [Completion("", [], "cancelled")], t
         self.rows.anchor = pr.anchor
+        guide = self.enable_guidance().for_request(prefix, suffix, pr.heal, params) if params.guidance else None
         hidden = self._sync(pr.ids, t, cancel)
         if hidden is None:
             return [Completion("", [], "cancelled")], t
         self._set_context_rows(pr.ids)
         t.prefill_ms = (time.perf_counter() - t.started) * 1000
-        outs = self._decode(prefix, suffix, pr, hidden, healer, params, t, cancel, on_token)
+        outs = self._decode(prefix, suffix, pr, hidden, healer, params, t, cancel, on_token, guide)
+        t.guidance = self.guidance.finished(guide) if guide is not None and self.guidance else None
         t.total_ms = (time.perf_counter() - t.started) * 1000
         for i, c in enumerate(outs):
             c.variant = i
@@ -373,8 +387,8 @@ class Engine:
         return dedupe(outs), t
 
     def _decode(self, prefix: str, suffix: str, pr: Prompt, hidden: np.ndarray, healer: Healer | None,
-                params: GenParams, t: Timings, cancel: CancelToken | None, on_token: TokenCallback | None
-                ) -> list[Completion]:
+                params: GenParams, t: Timings, cancel: CancelToken | None, on_token: TokenCallback | None,
+                guide: Any = None) -> list[Completion]:
         """Decode from the prompt in row 0: one greedy row (drafting from what a generation cut off at this
         spot wrote, and keeping what this one writes if it is cut off), or the variant batch."""
         n = max(1, min(params.n, self.config.batch_max))
@@ -383,10 +397,10 @@ class Engine:
         for i in range(1, n):
             samplers.append(Sampler(params.variant_temperature, params.top_k, params.top_p, params.seed + i))
         if not (n == 1 and samplers[0].greedy):
-            return decode_batch(self, pr, hidden, healer, samplers, params, t, cancel, on_token, settle)
+            return decode_batch(self, pr, hidden, healer, samplers, params, t, cancel, on_token, settle, guide)
         spot = (prefix, suffix)
         out = decode_greedy(self, pr, hidden, healer, params, t, cancel, on_token, settle,
-                            resume=self.drafts.resume(spot))
+                            resume=self.drafts.resume(spot), monitor=guide)
         if out.finish_reason in ("cancelled", "deadline") and len(out.token_ids) >= 4:
             self.drafts.keep_cut(spot, out.token_ids)
         return [out]

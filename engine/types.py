@@ -26,6 +26,16 @@ class CancelToken:
         return self._event.is_set()
 
 
+@dataclass(frozen=True)
+class DocRef:
+    """The document a completion is for: what an analyser reads (the whole text, not the prompt's window)."""
+
+    path: str | None = None
+    version: int | None = None
+    text: str | None = None  # the whole document (None: the prefix and suffix are all of it)
+    start: int = 0  # where the prefix begins in ``text``
+
+
 @dataclass
 class GenParams:
     """What to generate. ``temperature == 0`` means greedy (argmax); otherwise seeded sampling."""
@@ -51,6 +61,10 @@ class GenParams:
     # the document's language id (LSP languageId): the Python rules of the budget and the settled stop apply
     # only to Python; None: guessed from the text
     language: str | None = None
+    # monitor-guided decoding (engine/guidance, docs/guidance.md): names static analysis knows constrain the
+    # greedy picks; ``doc`` is the document the prefix and suffix are a window of (None: they are all of it)
+    guidance: bool = False
+    doc: DocRef | None = None
 
     def key(self) -> tuple:
         """The parameters that change the output (for cache keys)."""
@@ -58,6 +72,8 @@ class GenParams:
                     self.variant_temperature, self.stop, self.token_healing)
         if self.auto_budget or self.language is not None:  # keys of requests without them stay as they were
             k = k + ("budget" if self.auto_budget else "", self.language)
+        if self.guidance:
+            k = k + ("guided",)
         return k
 
 
@@ -95,6 +111,7 @@ class Timings:
     rewinds: int = 0  # ... and disagreed with (decoding went back to the first such pick)
     window: str = "full"  # "quick": served from the short first window (Engine: the full one was cold)
     context: tuple[str, ...] = ()  # the repository context chunks in front of the prompt (their labels)
+    guidance: dict[str, object] | None = None  # what the monitor did (engine/guidance/guide.py summary)
     started: float = field(default_factory=time.perf_counter)
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from engine.context.workspace import DEFAULT_BUDGET
+from lsp_server.settings import Settings
 
 SHUTDOWN_BUDGET_S = 0.5  # after exit or a lost connection: time for the session to stop, then the process ends
 
@@ -90,7 +91,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
     import time
 
     from engine.text.postprocess import CUT_OFF_REASONS, budget_for, postprocess
-    from engine.types import GenParams
+    from engine.types import DocRef, GenParams
 
     try:
         path, line, col = _parse_location(args.location)
@@ -113,7 +114,10 @@ def cmd_complete(args: argparse.Namespace) -> int:
     budget = budget_for(prefix, suffix, max_lines=args.max_lines or 8)
     max_lines = args.max_lines or budget.max_lines
     params = GenParams(max_tokens=args.max_tokens or budget.max_tokens,
-                       max_lines=max_lines + (1 if budget.mode == "multi" else 0), n=args.n)
+                       max_lines=max_lines + (1 if budget.mode == "multi" else 0), n=args.n,
+                       guidance=args.guidance, doc=DocRef(str(path.resolve()), 0))
+    if args.guidance:
+        _warm_guidance(eng, args, path, prefix, suffix)
     eng.set_context(_context_block(path, text, offset, args, lambda s: len(eng.tok.encode(s))))
     comps, t = eng.complete(prefix, suffix, params)
     # what an editor would show: the server's post-processing (one line or a block, cut where the model
@@ -122,6 +126,21 @@ def cmd_complete(args: argparse.Namespace) -> int:
                          truncated=c.finish_reason in CUT_OFF_REASONS) for c in comps]
     _print_completions(args, eng, load_s, budget.mode, comps, t, shown)
     return 0
+
+
+def _warm_guidance(eng, args: argparse.Namespace, path: Path, prefix: str, suffix: str) -> None:
+    """The monitor as in an editor that has had the file open a while: the token trie built, jedi has read
+    the file (its line's names in scope and the name at the cursor answered)."""
+    from engine.guidance.guide import Guide
+
+    g = eng.enable_guidance(wait=True)
+    if args.root:
+        g.add_root(str(Path(args.root).resolve()))
+    doc = str(path.resolve())
+    g.warm(prefix, suffix, path=doc, version=0, timeout=10.0)
+    guide = g.guide(prefix, suffix, b"", path=doc, version=0, language=None)
+    if isinstance(guide, Guide):
+        guide.prefetch(timeout=10.0)
 
 
 def _load_for_complete(args: argparse.Namespace):
@@ -155,6 +174,7 @@ def _print_completions(args: argparse.Namespace, eng, load_s: float, mode: str, 
             "context": {"files": list(dict.fromkeys(c.split(":", 1)[0] for c in t.context)),
                         "chunks": list(t.context), "digest": eng.context_digest},
             "mode": mode,
+            "guidance": t.guidance,
             "completions": [{"variant": c.variant, "text": c.text, "finish_reason": c.finish_reason,
                              "suggestion": sug.text if sug else None, "replace": sug.replace if sug else 0,
                              "ttft_ms": round(c.ttft_ms, 1), "tokens": len(c.token_ids)}
@@ -163,6 +183,9 @@ def _print_completions(args: argparse.Namespace, eng, load_s: float, mode: str, 
         return
     if t.context:
         print(f"# context: {', '.join(t.context)}")
+    if t.guidance and t.guidance.get("constrained"):
+        changes = ", ".join(f"{c['model']!r} -> {c['chosen']!r}" for c in t.guidance["changes"])  # type: ignore[union-attr]
+        print(f"# guidance: {t.guidance['constrained']} picks constrained ({changes})")
     print(f"# {eng.model_id}: load {load_s:.2f}s, prompt {t.prompt_tokens} tok, "
           f"ttft {t.ttft_ms:.0f} ms, total {t.total_ms:.0f} ms, {t.decode_tokens} tok generated")
     for c, sug in zip(comps, shown, strict=True):
@@ -319,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="tokens of repository context (imports, --open files) in front of the file (0: none)")
     pc.add_argument("--root", default=None, help="workspace folder imports resolve in (default: the current one)")
     pc.add_argument("--open", action="append", metavar="FILE", help="a file open in another tab (repeatable)")
+    pc.add_argument("--guidance", action=argparse.BooleanOptionalAction, default=Settings().guidance,
+                    help="monitor-guided decoding: names jedi knows constrain the model (Python files)")
     pc.set_defaults(func=cmd_complete)
 
     add_server_commands(sub)

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from engine.guidance.service import set_workspace_roots
 from lsp_server import convert
 from lsp_server.completion import planner
 from lsp_server.completion.answers import Answer
@@ -40,7 +41,7 @@ from lsp_server.completion.jobs import State
 from lsp_server.completion.service import CompletionService, Load
 from lsp_server.completion.worker import Worker
 from lsp_server.context import RepoContext
-from lsp_server.documents import Change, Document, DocumentError, DocumentStore
+from lsp_server.documents import Change, Document, DocumentError, DocumentStore, uri_path
 from lsp_server.errors import RequestError, request_error
 from lsp_server.settings import Settings
 from lsp_server.stats import Shown, Stats, work_name
@@ -143,6 +144,8 @@ class Session:
 
     def set_workspace_folders(self, uris: list[str]) -> None:
         self.context.set_folders(uris)
+        # monitor-guided decoding: each folder a jedi project root (engine/guidance/service.py)
+        set_workspace_roots([str(p) for p in (uri_path(u) for u in uris) if p is not None])
 
     # ---- documents ------------------------------------------------------------------------------
     def did_open(self, uri: str, text: str, version: int, language_id: str = "") -> None:

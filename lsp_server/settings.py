@@ -60,6 +60,10 @@ class Settings:
     # guess); 0: whole lines. Explicit requests are never cut. The default: docs/benchmarks/doubt.md (chosen on
     # functions the replay does not type) and replay.cut.md (characters saved, same run)
     confidence_cut: float = 0.5
+    # monitor-guided decoding (docs/guidance.md): in Python files, names jedi knows constrain the model's
+    # picks after ``obj.``, at names in expressions and call arguments. Off: on held-out lines it changed
+    # almost nothing and cost keystroke time (docs/benchmarks/guidance.md)
+    guidance: bool = False
 
     def engine_key(self) -> tuple[str, int]:
         """The settings that need the model reloaded when they change (not the context budget: the KV cache
@@ -196,6 +200,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "contextBudget": ("context_budget", _int_in(0, 4096)),
     "contextSources": ("context_sources", _sources),
     "confidenceCut": ("confidence_cut", _float_in(0.0, 1.0)),
+    "guidance": ("guidance", _bool),
 }
 SECRET_FIELDS = frozenset({"remote_api_key"})
 assert {f for f, _ in _FIELDS.values()} == {f.name for f in fields(Settings)}

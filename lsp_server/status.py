@@ -84,7 +84,8 @@ class StatusBoard:
         tier = f" · {backend}" if backend != "local" else ""
         self._publish(lastLatencyMs=round(total_ms, 1), source=source, backend=backend,
                       message=f"{source}{via} in {total_ms:.0f} ms{tier}{note}",
-                      context=self.context() if backend == "local" else NO_CONTEXT)
+                      context=self.context() if backend == "local" else NO_CONTEXT,
+                      guidance=self.guidance() if backend == "local" and source == "model" else None)
 
     def replaced(self, name: str, ms: float) -> None:
         """The capable tier's answer (a race's, a pause's: ``name`` its backend) replaced the local one."""
@@ -99,3 +100,10 @@ class StatusBoard:
         labels = list(eng.context_labels)
         files = list(dict.fromkeys(label.split(":", 1)[0] for label in labels))
         return {"files": files, "chunks": labels, "digest": eng.context_digest}
+
+    def guidance(self) -> dict[str, Any] | None:
+        """What the monitor did in the local model's last guided generation (engine/guidance/guide.py
+        ``summary``: how many picks it changed, from what to what, and why); None when off or none yet."""
+        eng = self._engine("local")
+        g = getattr(getattr(eng, "engine", eng), "guidance", None)
+        return getattr(g, "last", None) if g is not None and self._settings().guidance else None

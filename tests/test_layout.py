@@ -27,10 +27,11 @@ ALLOWED: dict[str, frozenset[str]] = {
     "remote": frozenset({"policy", "text", "types"}),
     "decoding": frozenset({"model", "text", "types"}),
     "config": frozenset({"decoding", "model", "paths"}),
-    "engine": frozenset({"config", "decoding", "model", "text", "types"}),
+    "engine": frozenset({"config", "decoding", "guidance", "model", "text", "types"}),
     "backends": frozenset({"config", "engine", "remote", "types"}),
-    # not wired into decoding or post-processing yet (docs/guidance.md): self-contained
-    "guidance": frozenset(),
+    # the monitor reaches decoding as decoding.monitored.Monitor (the engine makes it); the trie reads the
+    # tokenizer's byte table
+    "guidance": frozenset({"decoding", "types"}),
     # tree-sitter syntax (docs/syntax.md): text/ and context/ ask it; it imports no other part
     "syntax": frozenset(),
     "edits": frozenset({"guidance", "types"}),

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.decoding.monitored import Monitor, sampled_pick  # issue 35 hook (guidance)
 from engine.decoding.picks import branch_limit, branch_pick, starts_code, token_text
 from engine.decoding.prompt import Healer, Prompt
 from engine.decoding.sampling import Sampler
@@ -28,9 +29,12 @@ if TYPE_CHECKING:
 
 def decode_batch(eng: Host, pr: Prompt, hidden: np.ndarray, healer: Healer | None,
                  samplers: list[Sampler], params: GenParams, t: Timings, cancel: CancelToken | None,
-                 on_token: TokenCallback | None, settle: Settle | None = None) -> list[Completion]:
+                 on_token: TokenCallback | None, settle: Settle | None = None,
+                 monitor: Monitor | None = None) -> list[Completion]:
     """n variants (one per sampler) from the prompt in row 0, whose last hidden state is ``hidden``."""
-    return _Batch(eng, pr, healer, samplers, params, t, on_token, settle).run(hidden, cancel)
+    b = _Batch(eng, pr, healer, samplers, params, t, on_token, settle)
+    b.monitor = monitor  # issue 35 hook (guidance): each row's next token within the names the monitor allows
+    return b.run(hidden, cancel)
 
 
 class _Batch:
@@ -38,7 +42,7 @@ class _Batch:
     text, why it ended (None: running) and its time to first token; the branch rows still following row 0."""
 
     __slots__ = ("eng", "tok", "pr", "healer", "samplers", "params", "t", "on_token", "settle", "pending",
-                 "outs", "texts", "reasons", "ttft", "following", "branches")
+                 "outs", "texts", "reasons", "ttft", "following", "branches", "monitor")
 
     def __init__(self, eng: Host, pr: Prompt, healer: Healer | None, samplers: list[Sampler], params: GenParams,
                  t: Timings, on_token: TokenCallback | None, settle: Settle | None) -> None:
@@ -52,13 +56,14 @@ class _Batch:
         self.ttft = [0.0] * n
         self.following = [i for i in range(1, n) if samplers[i].greedy] if samplers[0].greedy else []
         self.branches = frozenset(self.following)
+        self.monitor: Monitor | None = None  # issue 35 hook (guidance)
 
     def run(self, hidden: np.ndarray, cancel: CancelToken | None) -> list[Completion]:
         eng, n = self.eng, len(self.samplers)
         prompt_len = len(eng.rows.tokens)
         logits = eng.logits(hidden)[0]
         first = allowed_ids(self.tok, self.healer, [])
-        self.pending = [s(logits, first) for s in self.samplers]
+        self.pending = [sampled_pick(self.monitor, self.tok, [], first, logits, s) for s in self.samplers]  # issue 35
         self.branch(lambda i: logits)
         if n > 1:
             eng.rows.spread_row0(n)
@@ -116,12 +121,14 @@ class _Batch:
         lg = self.eng.logits(hid[:, -1, :])
         for i, sampler in enumerate(self.samplers):
             if self.reasons[i] is None:
-                self.pending[i] = sampler(lg[i], allowed_ids(self.tok, self.healer, self.outs[i]))
+                heal = allowed_ids(self.tok, self.healer, self.outs[i])
+                self.pending[i] = sampled_pick(self.monitor, self.tok, self.outs[i], heal, lg[i], sampler)  # issue 35
         self.branch(lambda i: lg[i])
 
     def branch(self, logits_of: Callable[[int], np.ndarray]) -> None:
         """Once row 0's pending token starts code, the rows following it take their alternatives there
-        (the same text so far, so the same logits): row i the i-th best distinct other token."""
+        (the same text so far, so the same logits): row i the i-th best distinct other token (the guidance
+        monitor, when on, does not constrain a branch's first token)."""
         if not self.following or self.reasons[0] is not None or \
                 not starts_code(token_text(self.tok, self.pending[0])):
             return

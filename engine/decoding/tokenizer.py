@@ -53,11 +53,7 @@ class HFTokenizer:
 
         self.tk = Tokenizer.from_file(path)
         self._byte_decoder = {v: k for k, v in _bytes_to_unicode().items()}
-        # str.translate table: byte-level characters to the bytes they stand for (as latin-1 characters);
-        # any other character of the first 256 becomes one latin-1 cannot encode, so a token holding it takes
-        # the general path, exactly as the per-character check would
-        self._byte_table = {i: "\u0100" for i in range(256)}
-        self._byte_table.update({ord(c): chr(b) for c, b in self._byte_decoder.items()})
+        self._byte_table = byte_level_table()
         # the decoder's repr names its parts ("ByteLevel(...)" or "Sequence(decoders=[..., ByteLevel(...)])");
         # serialising the tokenizer to JSON to read its type would cost much of the cold start
         # (docs/benchmarks/engine.md, session 5)
@@ -126,6 +122,15 @@ def _bytes_to_unicode() -> dict[int, str]:
             cs.append(256 + n)
             n += 1
     return dict(zip(bs, [chr(c) for c in cs], strict=True))
+
+
+def byte_level_table() -> dict[int, str]:
+    """str.translate table from byte-level characters to the bytes they stand for (as latin-1 characters);
+    any other character of the first 256 becomes one latin-1 cannot encode, so a token holding it fails
+    the encode (its caller takes the general path)."""
+    table = {i: "\u0100" for i in range(256)}
+    table.update({ord(c): chr(b) for b, c in _bytes_to_unicode().items()})
+    return table
 
 
 def safe_decode(data: bytes) -> str:

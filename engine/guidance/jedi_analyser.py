@@ -53,6 +53,23 @@ def _partial_before(source: str, offset: int) -> str:
     return source[i:offset]
 
 
+def _default_root(path: str) -> str:
+    import jedi
+
+    try:
+        return str(jedi.get_default_project(os.path.dirname(path)).path)
+    except Exception:
+        return os.path.dirname(path)
+
+
+def _workspace_venv(root: str) -> str | None:
+    """The workspace's own virtual environment (``.venv`` or ``venv`` at its root), if it has one."""
+    for name in (".venv", "venv"):
+        if os.path.isfile(os.path.join(root, name, "pyvenv.cfg")):
+            return os.path.join(root, name)
+    return None
+
+
 class JediAnalyser:
     """``monitor.Analyser`` for Python. Thread-safe: every jedi call runs on its own worker thread (a caller
     waits ``monitor.DEFAULT_BUDGET_S`` per step by default)."""
@@ -81,6 +98,15 @@ class JediAnalyser:
         with self._lock:
             self._roots[root] = environment
             self._projects.pop(root, None)
+
+    def idle(self, timeout: float = 30.0) -> bool:
+        """Wait until the questions asked so far are answered (jedi is not thread-safe: another jedi user in
+        this process waits for this before it runs). Whether the worker is idle."""
+        try:
+            self._pool.submit(lambda: None).result(timeout=timeout)
+            return True
+        except (FutureTimeout, RuntimeError):
+            return False
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -178,8 +204,11 @@ class JediAnalyser:
 
         with self._lock:
             roots = [r for r in self._roots if path == r or path.startswith(r.rstrip(os.sep) + os.sep)]
-            root = max(roots, key=len) if roots else os.path.dirname(path)
-            env = self._roots.get(root, self.environment) if roots else self.environment
+            root = max(roots, key=len) if roots else None
+            env = self._roots.get(root, self.environment) if root is not None else self.environment
+        if root is None:  # under no workspace root: the folder jedi would take (a .git, setup.py... above)
+            root = _default_root(path)
+        env = env or _workspace_venv(root)
         if root in self._projects:
             self._projects.move_to_end(root)
             return self._projects[root]

@@ -26,6 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from engine.decoding.tokenizer import HFTokenizer
 from engine.guidance.monitor import Trigger, TriggerKind
 
 
@@ -48,52 +49,23 @@ def continues(w: str, names: Iterable[str]) -> bool:
     return False
 
 
+def token_texts(token_bytes: Sequence[bytes]) -> tuple[str | None, ...]:
+    """Each token id's text (None when its bytes are not UTF-8 on their own: a piece of a character)."""
+    out: list[str | None] = []
+    for b in token_bytes:
+        try:
+            out.append(b.decode("utf-8"))
+        except UnicodeDecodeError:
+            out.append(None)
+    return tuple(out)
+
+
 @lru_cache(maxsize=4)
 def load_token_texts(tokenizer_json: str) -> tuple[tuple[str | None, ...], frozenset[int]]:
-    """Each token id's text (None when its bytes are not UTF-8 on their own: a piece of a character) and
-    the special (added) tokens, from a Hugging Face tokenizer.json (byte-level BPE or sentencepiece)."""
-    from tokenizers import Tokenizer
-
-    tk = Tokenizer.from_file(tokenizer_json)
-    n = tk.get_vocab_size(with_added_tokens=True)
-    added = tk.get_added_tokens_decoder()
-    byte_level = tk.decoder is not None and "ByteLevel(" in repr(tk.decoder)
-    table = _byte_table()
-    out: list[str | None] = [None] * n
-    for s, i in tk.get_vocab(with_added_tokens=True).items():
-        if i >= n:
-            continue
-        if i in added:
-            out[i] = added[i].content
-            continue
-        if byte_level:
-            try:
-                out[i] = s.translate(table).encode("latin-1").decode("utf-8")
-            except UnicodeError:
-                out[i] = None
-            continue
-        if s.startswith("<0x") and s.endswith(">") and len(s) == 6:
-            b = int(s[3:5], 16)
-            out[i] = chr(b) if b < 0x80 else None
-        else:
-            out[i] = s.replace("\u2581", " ")
-    return tuple(out), frozenset(added)
-
-
-def _byte_table() -> dict[int, str]:
-    """str.translate table from GPT-2's byte-level characters to the bytes they stand for (as latin-1)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    k = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + k)
-            k += 1
-    table = {i: "\u0100" for i in range(256)}  # outside the alphabet: fails the latin-1 encode
-    table.update({c: chr(b) for b, c in zip(bs, cs, strict=True)})
-    return table
+    """Token texts and the special (added) tokens of a Hugging Face tokenizer.json, through the engine's
+    own tokenizer wrapper (byte-level BPE or sentencepiece)."""
+    tk = HFTokenizer(tokenizer_json)
+    return token_texts([tk.token_bytes(i) for i in range(tk.vocab_size)]), frozenset(tk.special_ids())
 
 
 class TokenTrie:
@@ -111,6 +83,7 @@ class TokenTrie:
         free = np.zeros(self.n, dtype=bool)  # a name may start here: tokens that start none
         after = np.zeros(self.n, dtype=bool)  # a name is complete: tokens that start with a non-name char
         word = np.zeros(self.n, dtype=bool)  # tokens that go on with a name character at once
+        inner = np.zeros(self.n, dtype=bool)  # tokens where a name starts after other text (".attr", "(x")
         for i, s in enumerate(texts):
             if not s:
                 continue
@@ -118,6 +91,7 @@ class TokenTrie:
                 free[i] = after[i] = True
                 continue
             self.exact.setdefault(s, []).append(i)
+            inner[i] = any(is_name_start(s[k]) and not is_name_char(s[k - 1]) for k in range(1, len(s)))
             if is_name_char(s[0]):
                 word[i] = True
                 h = _head(s)
@@ -134,7 +108,7 @@ class TokenTrie:
                     h = _head(body)
                     if len(h) < len(body):
                         self.lead_head.setdefault(h, []).append(i)
-        self.free, self.after, self.word = free, after, word
+        self.free, self.after, self.word, self.inner = free, after, word, inner
         order = sorted(self.exact)
         self._sorted = order  # texts, for candidates ending in a non-name character ("key=")
         self._cache: OrderedDict[tuple[object, ...], np.ndarray | None] = OrderedDict()

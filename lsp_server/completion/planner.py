@@ -20,7 +20,7 @@ from engine.policy import routing, speculation
 from engine.text.budget import decide_mode
 from engine.text.gates import gate_reason
 from engine.text.postprocess import split_cursor
-from engine.types import GenParams
+from engine.types import DocRef, GenParams
 from lsp_server import convert
 from lsp_server.completion.jobs import State
 from lsp_server.settings import Settings
@@ -105,7 +105,7 @@ def reasks_refresh(mark: tuple[int, float, bool] | None, version: int, now: floa
 
 
 def gen_params(settings: Settings, mode: str, *, invoked: bool, n: int | None = None,
-               lookahead: bool = False, language: str | None = None) -> GenParams:
+               lookahead: bool = False, language: str | None = None, doc: DocRef | None = None) -> GenParams:
     """Automatic requests take one greedy variant (the fastest path: prompt-lookup drafts); an explicit
     request or a variants pick takes ``maxVariants`` from one batched pass."""
     s = settings
@@ -126,16 +126,18 @@ def gen_params(settings: Settings, mode: str, *, invoked: bool, n: int | None = 
     # postprocess.budget_for); automatic ones keep the look-ahead line that type-through uses after Enter
     return GenParams(max_tokens=max_tokens, max_lines=max_lines, n=max(1, min(n, s.max_variants)),
                      quick_start=s.speculation,
-                     auto_budget=invoked and s.multiline == "auto", language=language or None)
+                     auto_budget=invoked and s.multiline == "auto", language=language or None,
+                     guidance=s.guidance, doc=doc if s.guidance else None)
 
 
 def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: str, suffix: str, *,
              invoked: bool, remote_ready: bool, n: int | None = None, variants: bool = False,
-             language: str | None = None) -> State:
+             language: str | None = None, doc: DocRef | None = None) -> State:
     """The work for a cursor given its (windowed) text before and after."""
     line_prefix, line_suffix = split_cursor(prefix, suffix)
     mode = decide_mode(line_prefix, line_suffix, settings.multiline)
-    params = gen_params(settings, mode, invoked=invoked, n=n, lookahead=not line_suffix.strip(), language=language)
+    params = gen_params(settings, mode, invoked=invoked, n=n, lookahead=not line_suffix.strip(), language=language,
+                        doc=doc)
     skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked) or \
         gate_reason(prefix, suffix, language, invoked=invoked)  # per language, by its parse (issue 36)
     route = routing.route(settings.route_config(), invoked=invoked, variants=variants,

@@ -19,6 +19,7 @@ from typing import Any
 
 from engine.backends import Backend
 from engine.policy import routing
+from engine.types import DocRef
 from lsp_server.completion import explicit, planner
 from lsp_server.completion.answers import Answer, settle_rule
 from lsp_server.completion.events import Events, Idle, RemoteDone, Status
@@ -32,6 +33,7 @@ from lsp_server.completion.refresh import Refresher
 from lsp_server.completion.runner import Loader
 from lsp_server.completion.store import Store
 from lsp_server.completion.worker import Worker
+from lsp_server.documents import uri_path
 from lsp_server.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -164,8 +166,11 @@ class CompletionService:
         didChange already started joins that generation."""
         start, prefix, suffix = planner.window(text, offset, self.windows()[0], self._wstart.get(uri))
         self._wstart[uri] = start
+        path = uri_path(uri)  # the monitor's analyser reads the whole document, not the window
+        doc = DocRef(str(path) if path is not None else None, revision, text, start)
         return planner.state_at(self._settings(), uri, revision, offset, prefix, suffix, invoked=invoked,
-                                remote_ready=self.remote_ready(), n=n, variants=variants, language=language)
+                                remote_ready=self.remote_ready(), n=n, variants=variants, language=language,
+                                doc=doc)
 
     def request_state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None,
                       variants: bool, language: str | None) -> State:
