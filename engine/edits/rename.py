@@ -178,6 +178,23 @@ def default_analyser() -> Any:
         return _default_analyser
 
 
+def new_script(analyser: Any, source: str, path: str) -> Any:
+    """A new jedi Script of ``source`` in the analyser's project and environment (worker thread only).
+    Not the analyser's cached Scripts: parso's diff parser reuses a path's cached tree for the next text
+    at that path and changes it in place, so a Script kept from an older text of the file can answer from
+    the newer one (seen: an empty reference list). A new Script parses incrementally from that cache."""
+    import jedi
+
+    project = analyser._project(path)
+    if project is None:
+        return None
+    script = jedi.Script(source, path=path, project=project)
+    state = getattr(script, "_inference_state", None)
+    if not analyser.flow_analysis and state is not None and hasattr(state, "flow_analysis_enabled"):
+        state.flow_analysis_enabled = False
+    return script
+
+
 def jedi_references(source: str, offset: int, *, path: str | None = None, analyser: Any = None,
                     deadline: float | None = None) -> list[tuple[int, str]] | None:
     """The references jedi finds in this file to the name at ``offset`` of ``source``, as (offset, jedi
@@ -192,7 +209,7 @@ def jedi_references(source: str, offset: int, *, path: str | None = None, analys
 
     def run() -> list[tuple[int, str]] | None:
         try:
-            script = analyser._script(source, path)  # the analyser's project, environment and script cache
+            script = new_script(analyser, source, path)
             if script is None:
                 return None
             refs = script.get_references(line, col, scope="file")
