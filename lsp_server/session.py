@@ -150,6 +150,7 @@ class Session:
     def did_open(self, uri: str, text: str, version: int, language_id: str = "") -> None:
         self.documents.open(uri, text, version, language_id)
         self.did_change(uri)
+        self.next_edits.opened(uri)
 
     def did_edit(self, uri: str, version: int, changes: list[Change]) -> None:
         """A didChange: applied to the document, then ``did_change`` at the cursor the edit left (a lost

@@ -90,6 +90,19 @@ class NextEdits:
         if rev is not None and self.documents.history.last(uri) is not None:
             self._timers[uri] = self._loop.call_later(self.quiet_s, self._settled, uri, rev)
 
+    def opened(self, uri: str) -> None:
+        """A document opened: once next edits are asked for, jedi parses a Python file now, in idle time
+        (a rename there later asks about nearly this text)."""
+        if not self.asked or not self.enabled():
+            return
+        try:
+            doc = self.documents.get(uri)
+        except Exception:
+            return
+        path = uri_path(uri)
+        if is_python(str(path) if path else None, doc.language_id or None) and not doc.problem():
+            self._warm(doc.text, str(path) if path else None)
+
     def closed(self, uri: str) -> None:
         self._cancel(uri)
 
@@ -159,11 +172,22 @@ class NextEdits:
         if len(text) <= a.max_chars:
             a._pool.submit(new_script, a, text, os.path.abspath(path) if path else os.path.abspath("untitled.py"))
 
+    def _warm_up(self, uri: str) -> None:
+        """The first ask: jedi's first question in a process loads its caches (builtins, typeshed: ~0.3 s
+        and more on a busy machine); ask a tiny one now, and parse the document, so a rename does not."""
+        from engine.edits.rename import jedi_references
+
+        a = self.analyser()
+        self._pool.submit(jedi_references, "value = 1\nprint(value)\n", 0, analyser=a, deadline=time.monotonic() + 10)
+        self.opened(uri)
+
     # ---- the request (event loop) ----
     async def ask(self, uri: str, version: int | None, offset: int) -> Found:
         """The next edits at this version of ``uri``, nearest after ``offset`` first. DocumentError: the
         document is not open."""
-        self.asked = True
+        if not self.asked:
+            self.asked = True
+            self._warm_up(uri)
         doc = self.documents.get(uri)
         if version is not None and version != doc.version:
             return Found(uri, doc.version, [], stale=True)
