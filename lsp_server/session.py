@@ -41,7 +41,7 @@ from lsp_server.completion.worker import Worker
 from lsp_server.context import RepoContext
 from lsp_server.documents import Change, Document, DocumentError, DocumentStore
 from lsp_server.errors import RequestError, request_error
-from lsp_server.nextedit.service import NextEdits, to_json
+from lsp_server.nextedit.service import Found, NextEdits, to_json
 from lsp_server.settings import Settings
 from lsp_server.stats import Shown, Stats
 from lsp_server.status import StatusBoard
@@ -241,6 +241,12 @@ class Session:
         if uri in self.documents.lost:
             raise RequestError(RequestError.REQUEST_FAILED, f"Flint lost track of this document's text "
                                                             f"({self.documents.lost[uri]}): close and reopen it")
+        try:
+            current = self.documents.get(uri).version
+        except DocumentError as e:
+            raise RequestError(RequestError.INVALID_PARAMS, str(e)) from None
+        if version is not None and version != current:  # checked first: the position may not exist any more
+            return to_json(Found(uri, current, [], stale=True), lambda off: (0, 0))
         doc, offset = self._locate(uri, line, character)
         found = await self.next_edits.ask(uri, version, offset)
         if found.edits:

@@ -85,6 +85,20 @@ async def test_a_stale_version_gets_nothing(session):
     assert res == {"version": v - 1, "edits": [], "stale": True}
     res = await s.next_edit(URI, v - 1, 0, 10)
     assert [e["newText"] for e in res["edits"]] == ["scale"]
+    # a stale request's position may lie past the end of the current text: still stale, not an error
+    assert (await s.next_edit(URI, 1, 40, 0))["stale"] is True
+
+
+def test_a_client_syncing_whole_texts_feeds_the_history_too():
+    from lsp_server.documents import DocumentStore
+
+    st = DocumentStore()
+    st.open(URI, SRC, 1)
+    st.edit(URI, 2, [Change(SRC.replace("def total(values", "def total(items"))], "utf-16")
+    last = st.history.last(URI)
+    assert last is not None and (last.start, last.old_text, last.new_text) == (10, "value", "item")
+    st.lose(URI, "test")
+    assert URI not in st.history
 
 
 async def test_after_a_first_ask_the_next_edit_is_computed_before_the_request(session):
