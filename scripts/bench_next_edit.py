@@ -76,6 +76,14 @@ SUFFIX = "_nx"
 DEADLINE_S = 2.0
 
 
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
 def lscpu_model() -> str:
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
@@ -718,9 +726,10 @@ def _f(x: float | None) -> str:
 def report_md(res: dict) -> str:
     a, b = res.get("renames"), res.get("sequences")
     out = ["# Next edits: exact suggestions (issue 37)", "",
-           f"Command: `{res['command']}`  ", f"CPU: {res['cpu']} (shared with another benchmark; `nice -n 19`)  ",
+           f"Command: `{res['command']}` (commit {res.get('commit', '?')})  ", f"CPU: {res['cpu']} (shared with another benchmark; `nice -n 19`)  ",
            f"Date: {res['date']}; jedi {res['jedi']}; Python {res['python']}", "",
-           "What is measured and how: scripts/bench_next_edit.py's docstring. No model is involved.", ""]
+           "What is measured and how: scripts/bench_next_edit.py's docstring. No model is involved "
+           "unless `--model-samples` says so.", ""]
     if a:
         out += ["## (a) Synthetic renames in real files", "",
                 "Packages: " + ", ".join(f"{p} {v}" for p, v in RENAME_PACKAGES)
@@ -813,7 +822,7 @@ def main() -> None:
     analyser = JediAnalyser()
     res: dict = {"command": "python scripts/bench_next_edit.py " + " ".join(sys.argv[1:]), "cpu": lscpu_model(),
                  "date": time.strftime("%Y-%m-%d"), "jedi": jedi.__version__, "python": platform.python_version(),
-                 "per_package": args.per_package, "per_file": args.per_file}
+                 "per_package": args.per_package, "per_file": args.per_file, "commit": _commit()}
     t0 = time.perf_counter()
     if args.only in (None, "renames"):
         log("(a) synthetic renames")
