@@ -141,7 +141,9 @@ function M.tab()
   end
   M.clear()
   vim.api.nvim_buf_set_text(p.bufnr, p.row, p.col, p.row, p.end_col, { p.new_text })
-  vim.api.nvim_win_set_cursor(0, { p.row + 1, p.col + math.max(#p.new_text - 1, 0) })
+  -- on the new text's last character in normal mode, after it in insert mode
+  local insert = vim.api.nvim_get_mode().mode:sub(1, 1) == 'i'
+  vim.api.nvim_win_set_cursor(0, { p.row + 1, p.col + (insert and #p.new_text or math.max(#p.new_text - 1, 0)) })
   M.changed(0)
 end
 
