@@ -89,7 +89,7 @@ export class NextEdits implements vscode.Disposable {
   private async ask(ed: vscode.TextEditor): Promise<void> {
     const client = this.server.running();
     const doc = ed.document;
-    if (!client || doc.isClosed || !this.settings.suggestsIn(doc) || !this.settings.enabled()) return;
+    if (!client || doc.isClosed || !this.settings.suggestsIn(doc)) return; // (enabled, not snoozed, wanted)
     const seq = ++this.asked;
     const version = doc.version;
     let res: WireResult | null;
