@@ -162,7 +162,7 @@ async function switches(page) {
 async function nextEditMarks(page) {
   return page.evaluate(() => {
     const ed = document.querySelector('.editor-instance .monaco-editor') || document.querySelector('.monaco-editor');
-    if (!ed) return { struck: [], added: [], gutter: 0 };
+    if (!ed) return { struck: [], added: [], gutter: 0, text: [] };
     const spans = [...ed.querySelectorAll('.view-lines .view-line span span')];
     const struck = spans.filter((s) => getComputedStyle(s).textDecorationLine.includes('line-through')).map((s) => s.textContent);
     const added = [];
@@ -173,7 +173,8 @@ async function nextEditMarks(page) {
     }
     const gutter = [...ed.querySelectorAll('.margin-view-overlays div, .glyph-margin-widgets div')]
       .filter((d) => (getComputedStyle(d).backgroundImage || '').includes('data:image/svg')).length;
-    return { struck, added, gutter };
+    const text = [...ed.querySelectorAll('.view-lines .view-line')].map((l) => l.textContent.replace(/\u00a0/g, ' '));
+    return { struck, added, gutter, text };
   });
 }
 
@@ -208,11 +209,15 @@ async function nextEditFlow(page) {
   }, 10000, 'the cursor at the next edit', page);
   await shot(page, 'ne-2-jumped');
   await page.keyboard.press('Tab'); // apply; the last reference is offered at once
+  // (the line applied first: until the key is handled, the old decoration is still on screen)
   out.marksAfterApply = await waitFor(async () => {
     const m = await nextEditMarks(page);
-    return m.struck.includes('values') ? m : null;
+    return m.text.some((t) => t.includes('for v in items:')) && m.struck.includes('values') ? m : null;
   }, 30000, 'the next edit after applying one', page);
-  out.cursorAfterApply = await cursorLnCol(page);
+  out.cursorAfterApply = await waitFor(async () => {
+    const c = await cursorLnCol(page);
+    return c && c[0] === 3 && c[1] === 19 ? c : null;
+  }, 5000, 'the cursor after the applied edit', page).catch(async () => cursorLnCol(page));
   await shot(page, 'ne-3-applied');
   await page.keyboard.press('Escape'); // dismiss
   out.marksAfterEscape = await waitFor(async () => {
