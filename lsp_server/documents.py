@@ -18,12 +18,15 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
+from engine.edits.history import EditHistory
 from lsp_server import convert
 
 log = logging.getLogger(__name__)
 
 # A document larger than this is not completed (its text is still tracked so later edits stay in sync).
 MAX_DOCUMENT_CHARS = 8 * 1024 * 1024
+# ... and one larger than this keeps no edit history (next edits: jedi reads at most 400,000 characters)
+MAX_HISTORY_CHARS = 400_000
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON decoding pairs the valid ones: what is left is lone
 
 
@@ -93,6 +96,8 @@ class DocumentStore:
 
     def __init__(self) -> None:
         self._docs: dict[str, Document] = {}
+        # the recent edits of each open document (next edits, issue 37); on the event loop, like the texts
+        self.history = EditHistory()
         self._lock = threading.Lock()  # guards the dict against reads from other threads
         self._revision = 0
         self.lost: dict[str, str] = {}  # uri -> why Flint's copy of it can no longer be trusted
@@ -108,9 +113,14 @@ class DocumentStore:
             if uri in self._docs:
                 log.warning("didOpen for %s which is already open: replacing its text", uri)
             self._docs[uri] = doc
+        if len(doc.text) <= MAX_HISTORY_CHARS:
+            self.history.open(uri, doc.text, version)
+        else:
+            self.history.close(uri)
         return doc
 
     def close(self, uri: str) -> None:
+        self.history.close(uri)
         with self._lock:
             if self._docs.pop(uri, None) is None:
                 log.warning("didClose for %s which is not open", uri)
@@ -139,6 +149,7 @@ class DocumentStore:
             if ch.range is None:
                 text = clean_text(ch.text)
                 starts = None
+                self._remember(uri, version, text)
                 continue
             sl, sc, el, ec = ch.range
             if starts is None:
@@ -156,6 +167,7 @@ class DocumentStore:
             new = clean_text(ch.text)
             text = text[:a] + new + text[b:]
             starts = _patch_starts(starts, text, a, b, new)
+            self._remember(uri, version, text, (a, b, new))
         doc.text = text
         doc._starts = starts
         doc.version = version
@@ -178,9 +190,28 @@ class DocumentStore:
             return Edited(doc, end, same=end is None)
         return Edited(doc, None)
 
+    def _remember(self, uri: str, version: int, text: str,
+                  change: tuple[int, int, str] | None = None) -> None:
+        """Feed one applied change (offsets in the text before it; None: a whole new text) to the history;
+        a document grown past MAX_HISTORY_CHARS drops out of it, one shrunk under it comes back."""
+        h = self.history
+        if len(text) > MAX_HISTORY_CHARS:
+            h.close(uri)
+        elif uri not in h:
+            h.open(uri, text, version)  # (no edits yet: what came before it is unknown)
+        elif change is None:
+            h.replace(uri, text, version)
+        else:
+            try:
+                h.change(uri, change[0], change[1], change[2], version, after=text)
+            except ValueError:  # the history's copy disagrees (cannot happen in order): start it again
+                log.warning("edit history of %s out of step: restarted", uri)
+                h.open(uri, text, version)
+
     def lose(self, uri: str, why: str) -> bool:
         """An edit of ``uri`` could not be applied: Flint's copy differs from the editor's. Forget it until
         the editor opens it again. True the first time."""
+        self.history.close(uri)
         first = uri not in self.lost
         self.lost[uri] = why
         with self._lock:

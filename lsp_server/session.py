@@ -43,6 +43,7 @@ from lsp_server.completion.worker import Worker
 from lsp_server.context import RepoContext
 from lsp_server.documents import Change, Document, DocumentError, DocumentStore, uri_path
 from lsp_server.errors import RequestError, request_error
+from lsp_server.nextedit.service import Found, NextEdits, to_json
 from lsp_server.settings import Settings
 from lsp_server.stats import Shown, Stats, work_name
 from lsp_server.status import StatusBoard
@@ -91,6 +92,7 @@ class Session:
         self.service.on_late_win = lambda uri, ms: self.board.replaced(self.service.backend_name("remote"), ms)
         self.service.events.on(Worked, lambda e: self.stats.worked(e.tier, e.work, e.wall_ms, e.cpu_ms))
         self.service.store.disk.open(self.settings.cache_size_mb)
+        self.next_edits = NextEdits(self.documents, lambda: self.settings.enable)  # flint/nextEdit
 
     # ---- lifecycle ------------------------------------------------------------------------------
     @property
@@ -119,8 +121,10 @@ class Session:
 
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self.service.attach_loop(loop)
+        self.next_edits.attach_loop(loop)
 
     def shutdown(self) -> None:
+        self.next_edits.shutdown()
         self.service.shutdown()
         self.stats.flush()
 
@@ -151,6 +155,7 @@ class Session:
     def did_open(self, uri: str, text: str, version: int, language_id: str = "") -> None:
         self.documents.open(uri, text, version, language_id)
         self.did_change(uri)
+        self.next_edits.opened(uri)
 
     def did_edit(self, uri: str, version: int, changes: list[Change]) -> None:
         """A didChange: applied to the document, then ``did_change`` at the cursor the edit left (a lost
@@ -162,6 +167,7 @@ class Session:
             return
         edited = self.documents.edit(uri, version, changes, self.encoding)
         self.did_change(uri, self.cursor_offset(uri) if edited.same else edited.cursor)
+        self.next_edits.changed(uri)
 
     def did_change(self, uri: str, cursor: int | None = None) -> None:
         """After an edit (or didOpen, ``cursor`` None): the service stops stale work and, when the client
@@ -232,6 +238,26 @@ class Session:
             self.documents.close(uri)
         self.service.did_close(uri)
         self.context.close(uri)
+        self.next_edits.closed(uri)
+
+    async def next_edit(self, uri: str, version: int | None, line: int, character: int) -> dict[str, Any]:
+        """flint/nextEdit (docs/protocol.md): the next edits after the document's last edit, as JSON.
+        RequestError: a document lost or not open, a position outside it."""
+        if uri in self.documents.lost:
+            raise RequestError(RequestError.REQUEST_FAILED, f"Flint lost track of this document's text "
+                                                            f"({self.documents.lost[uri]}): close and reopen it")
+        try:
+            current = self.documents.get(uri).version
+        except DocumentError as e:
+            raise RequestError(RequestError.INVALID_PARAMS, str(e)) from None
+        if version is not None and version != current:  # checked first: the position may not exist any more
+            return to_json(Found(uri, current, [], stale=True), lambda off: (0, 0))
+        doc, offset = self._locate(uri, line, character)
+        found = await self.next_edits.ask(uri, version, offset)
+        if found.edits:
+            log.info("next edit %s v%d: %d (%s), ready %s ms after the edit", uri.rsplit("/", 1)[-1],
+                     found.version, len(found.edits), found.edits[0].source, found.ready_ms)
+        return to_json(found, lambda off: doc.position_at(off, self.encoding))
 
     # ---- completion -----------------------------------------------------------------------------
     async def suggest(self, uri: str, line: int, character: int, *, invoked: bool,

@@ -26,9 +26,16 @@ changes) is what really came next. A suggestion is right when it is exactly one 
 (same range, same new text). Reported: how often something is shown, precision of what is shown, the
 first suggestion's precision, recall over all remaining token changes and over the very next one.
 
-    flock /tmp/flint-heavy.lock nice -n 19 python scripts/bench_next_edit.py   # both; writes the report
+(c) **Through the server.** ``--server N`` renames of (a) typed into the real server process
+(``python -m lsp_server``, by default with no model: next edits need none) over stdio, one didChange a
+keystroke ``--key-ms`` apart; the client asks ``flint/nextEdit`` ``--pause-ms`` after the last keystroke, as
+Flint's clients do. Reported: the answer's latency at the client and the server's ``readyMs``, both from
+the last keystroke; the server's CPU against the same keystrokes into a server never asked (which never
+speculates); didChange's own cost per keystroke with and without the edit history.
 
-No model is loaded. Wheels are fetched with ``pip download --no-deps`` into ``--cache``.
+    flock /tmp/flint-heavy.lock nice -n 19 python scripts/bench_next_edit.py   # all three; writes the report
+
+No model is loaded unless ``--model-samples`` asks for one. Wheels are fetched with ``pip download --no-deps`` into ``--cache``.
 """
 
 from __future__ import annotations
@@ -74,6 +81,14 @@ SEQUENCE_PAIRS: tuple[tuple[str, str, str], ...] = (
 )
 SUFFIX = "_nx"
 DEADLINE_S = 2.0
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
 
 
 def lscpu_model() -> str:
@@ -330,12 +345,12 @@ def run_rename(t: Target, path: Path, text: str, analyser: JediAnalyser) -> dict
         h.change("d", t.site + i, t.site + i, c, now=0.0)
     cur = h.text("d") or ""
     assert len(h.edits("d")) == 1 and cur == text[:t.site] + new + text[t.site + len(t.name):]
-    analyser._scripts.clear()  # a cold Script: the rename is the first question about this text
+    analyser._scripts.clear()  # (jedi_references makes a new Script anyway: see engine/edits/rename.py)
     t0 = time.perf_counter()
     got = exact_next_edits(cur, h.edits("d"), path=str(path), analyser=analyser,
                            deadline=time.monotonic() + DEADLINE_S)
     ms = (time.perf_counter() - t0) * 1000
-    t1 = time.perf_counter()  # again, the Script cached: the text was analysed before (completions ask it)
+    t1 = time.perf_counter()  # again at once: parso's tree of the file is cached
     exact_next_edits(cur, h.edits("d"), path=str(path), analyser=analyser, deadline=time.monotonic() + DEADLINE_S)
     ms_warm = (time.perf_counter() - t1) * 1000
     delta = len(new) - len(t.name)
@@ -535,6 +550,182 @@ def model_summary(ms: list[dict]) -> dict | None:
 # ---------------------------------------------------------------------------------------------------------
 
 
+# ---------------------------------------------------------------------------------------------------------
+# (c) through the server: the real `flint` process over stdio, a client typing the rename and asking
+
+
+class Wire:
+    """A minimal LSP client over a subprocess's pipes (requests answered in order; notifications kept)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        import queue
+        import threading
+
+        self.proc = proc
+        self.answers: dict = {}
+        self.cond = threading.Condition()
+        self.next_id = 0
+        self.queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        while True:
+            headers = {}
+            while True:
+                line = out.readline()
+                if not line:
+                    return
+                line = line.strip()
+                if not line:
+                    break
+                k, v = line.decode().split(":", 1)
+                headers[k.lower()] = v.strip()
+            body = json.loads(out.read(int(headers["content-length"])))
+            if "id" in body and "method" not in body:
+                with self.cond:
+                    self.answers[body["id"]] = (time.perf_counter(), body)
+                    self.cond.notify_all()
+            elif "id" in body:  # a request from the server: answer null
+                self.send({"jsonrpc": "2.0", "id": body["id"], "result": None})
+
+    def send(self, msg: dict) -> None:
+        data = json.dumps(msg).encode()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
+        self.proc.stdin.flush()
+
+    def notify(self, method: str, params: dict) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def call(self, method: str, params: dict, timeout: float = 60) -> tuple[float, dict]:
+        self.next_id += 1
+        i = self.next_id
+        self.send({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
+        with self.cond:
+            if not self.cond.wait_for(lambda: i in self.answers, timeout):
+                raise TimeoutError(method)
+            return self.answers.pop(i)
+
+
+def _cpu_s(pid: int) -> float:
+    """The process's user + system CPU seconds (/proc)."""
+    fields_ = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields_[11]) + int(fields_[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_targets(cache: Path, n: int) -> list[tuple[Target, Path, str]]:
+    """``n`` rename targets of (a), spread over its packages (the first by hash in each)."""
+    per = max(1, math.ceil(n / len(RENAME_PACKAGES)))
+    out = []
+    for pkg, ver in RENAME_PACKAGES:
+        root = fetch_package(pkg, ver, cache)
+        cands = []
+        for p in wheel_modules(root):
+            text = p.read_text(encoding="utf-8")
+            try:
+                cands += [(t, p, text) for t in rename_targets(pkg, p.relative_to(root).as_posix(), text)]
+            except (SyntaxError, AssertionError):
+                continue
+        cands.sort(key=lambda c: hashlib.sha256(c[0].key.encode()).hexdigest())
+        out += cands[:per]
+    return out[:n]
+
+
+def run_server(targets: list[tuple[Target, Path, str]], ask: bool, model: str, key_ms: float,
+               pause_ms: float, log) -> dict:
+    """Open each file, type its rename as keystrokes (one didChange each, ``key_ms`` apart), then, with
+    ``ask``, flint/nextEdit ``pause_ms`` after the last keystroke (what Flint's clients do). Without ``ask``
+    the server never speculates: the CPU difference is what next edits cost."""
+    from lsp_server.convert import offset_to_position
+
+    proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "--model", model], cwd=ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    w = Wire(proc)
+    w.call("initialize", {"processId": None, "capabilities": {}, "rootUri": None})
+    w.notify("initialized", {})
+    time.sleep(1.0)
+    lat, ready, shown, cpu0 = [], [], 0, _cpu_s(proc.pid)
+    for k, (t, path, text) in enumerate(targets):
+        uri = path.as_uri()
+        w.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                           "text": text}})
+        v, cur = 1, text
+        if ask and k == 0:
+            w.call("flint/nextEdit", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
+        time.sleep(0.3)
+        keys = [(t.site + len(t.name) - i - 1, t.site + len(t.name) - i, "") for i in range(len(t.name))]
+        keys += [(t.site + i, t.site + i, c) for i, c in enumerate(t.name + SUFFIX)]
+        for a, b, new in keys:
+            v += 1
+            ra, rb = offset_to_position(cur, a, "utf-16"), offset_to_position(cur, b, "utf-16")
+            w.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": v}, "contentChanges": [
+                {"range": {"start": {"line": ra[0], "character": ra[1]}, "end": {"line": rb[0], "character": rb[1]}},
+                 "text": new}]})
+            cur = cur[:a] + new + cur[b:]
+            t_last = time.perf_counter()
+            time.sleep(key_ms / 1000)
+        if ask:
+            time.sleep(max(0.0, pause_ms / 1000 - (time.perf_counter() - t_last)))
+            line, ch = offset_to_position(cur, t.site + len(t.name) + len(SUFFIX), "utf-16")
+            t_ans, res = w.call("flint/nextEdit", {"textDocument": {"uri": uri, "version": v},
+                                                   "position": {"line": line, "character": ch}})
+            r = res.get("result") or {}
+            lat.append((t_ans - t_last) * 1000)
+            if r.get("readyMs") is not None:
+                ready.append(r["readyMs"])
+            shown += bool(r.get("edits"))
+        else:
+            time.sleep(pause_ms / 1000 + 0.3)
+        w.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    cpu = _cpu_s(proc.pid) - cpu0
+    w.call("shutdown", {})
+    w.notify("exit", {})
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log(f"  server ({'asking' if ask else 'not asking'}): {len(targets)} renames, cpu {cpu:.2f} s")
+    return {"samples": len(targets), "shown": shown, "cpu_s": round(cpu, 3),
+            "answer_after_last_key": lat_summary(lat) if lat else None,
+            "ready_after_last_key": lat_summary(ready) if ready else None}
+
+
+def keystroke_cost(n: int = 2000) -> dict:
+    """didChange's own work per keystroke on a 2,000-line file, with the edit history and without
+    (DocumentStore.edit; MAX_HISTORY_CHARS 0 keeps no history)."""
+    import lsp_server.documents as documents
+    from lsp_server.documents import Change, DocumentStore
+
+    text = "".join(f"    value_{i} = compute(value_{i - 1}, factor) + {i}\n" for i in range(2000))
+    out = {}
+    for name, limit in (("with_history", documents.MAX_HISTORY_CHARS), ("without_history", 0)):
+        saved = documents.MAX_HISTORY_CHARS
+        documents.MAX_HISTORY_CHARS = limit
+        try:
+            st = DocumentStore()
+            st.open("file:///k.py", text, 1)
+            t0 = time.perf_counter()
+            for i in range(n):  # typing on line 1000: a letter, then a jump elsewhere every 20 keys
+                line = 1000 + (i // 20) % 50
+                st.edit("file:///k.py", i + 2, [Change("x", (line, 4 + i % 20, line, 4 + i % 20))], "utf-16")
+            out[name + "_us"] = round((time.perf_counter() - t0) / n * 1e6, 1)
+        finally:
+            documents.MAX_HISTORY_CHARS = saved
+    return out
+
+
+def bench_server(cache: Path, n: int, model: str, key_ms: float, pause_ms: float, log) -> dict:
+    targets = server_targets(cache, n)
+    asking = run_server(targets, True, model, key_ms, pause_ms, log)
+    quiet = run_server(targets, False, model, key_ms, pause_ms, log)
+    per_edit = (asking["cpu_s"] - quiet["cpu_s"]) / max(1, len(targets)) * 1000
+    return {"model": model, "key_ms": key_ms, "pause_ms": pause_ms, "asking": asking, "not_asking": quiet,
+            "cpu_ms_per_edit": round(per_edit, 1), "keystroke": keystroke_cost()}
+
+
 def _f(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
@@ -542,9 +733,10 @@ def _f(x: float | None) -> str:
 def report_md(res: dict) -> str:
     a, b = res.get("renames"), res.get("sequences")
     out = ["# Next edits: exact suggestions (issue 37)", "",
-           f"Command: `{res['command']}`  ", f"CPU: {res['cpu']} (shared with another benchmark; `nice -n 19`)  ",
+           f"Command: `{res['command']}` (commit {res.get('commit', '?')})  ", f"CPU: {res['cpu']} (shared with another benchmark; `nice -n 19`)  ",
            f"Date: {res['date']}; jedi {res['jedi']}; Python {res['python']}", "",
-           "What is measured and how: scripts/bench_next_edit.py's docstring. No model is involved.", ""]
+           "What is measured and how: scripts/bench_next_edit.py's docstring. No model is involved "
+           "unless `--model-samples` says so.", ""]
     if a:
         out += ["## (a) Synthetic renames in real files", "",
                 "Packages: " + ", ".join(f"{p} {v}" for p, v in RENAME_PACKAGES)
@@ -563,8 +755,8 @@ def report_md(res: dict) -> str:
         al = a["all"]
         out += ["", f"jedi's own reference set against the ast truth: precision {_f(al['jedi_precision_vs_ast'])}, "
                 f"recall {_f(al['jedi_recall_vs_ast'])}. Timeouts (nothing by the deadline): {al['timeouts']}. "
-                f"Latency of the samples that showed something: {al['latency_shown']}. The same questions with jedi's "
-                f"Script of the text already cached (the text was analysed before, e.g. for a completion): "
+                f"Latency of the samples that showed something: {al['latency_shown']}. The same questions asked again "
+                f"at once (a new jedi Script each time: parso's tree of the file cached, jedi's inference not): "
                 f"{al['latency_warm']}.", ""]
     if b:
         out += ["## (b) Real edit sequences", "",
@@ -589,6 +781,27 @@ def report_md(res: dict) -> str:
                        f"{s['right']} right, next change {'found' if s['next_hit'] else 'not found'} "
                        f"({', '.join(s['sources'])})")
         out.append("")
+    c = res.get("server")
+    if c:
+        a_, q_ = c["asking"], c["not_asking"]
+        out += ["## (c) Through the server", "",
+                f"The real server process (`python -m lsp_server --model {c['model']}`; next edits need no model) "
+                f"over stdio; {a_['samples']} renames of (a) (the first by hash in each package) typed as "
+                f"keystrokes {c['key_ms']:.0f} ms apart, one didChange each; the client asks `flint/nextEdit` "
+                f"{c['pause_ms']:.0f} ms after the last keystroke (what Flint's clients do).", "",
+                "| | n | p50 ms | p95 ms | mean ms | max ms |", "|---|---|---|---|---|---|"]
+        for name, lat in (("answer at the client, from the last keystroke", a_["answer_after_last_key"]),
+                          ("next edits ready in the server, from the last keystroke", a_["ready_after_last_key"])):
+            if lat:
+                out.append(f"| {name} | {lat['n']} | {lat['p50_ms']} | {lat['p95_ms']} | {lat['mean_ms']} | "
+                           f"{lat['max_ms']} |")
+        k = c["keystroke"]
+        out += ["", f"Shown: {a_['shown']} of {a_['samples']}. Server CPU for the run: {a_['cpu_s']} s asking, "
+                f"{q_['cpu_s']} s for the same keystrokes never asking (no speculation then): "
+                f"**{c['cpu_ms_per_edit']} ms CPU per edit** for next edits. The keystroke path: didChange's own "
+                f"work (DocumentStore.edit, 2,000-line file) {k['with_history_us']} us a keystroke with the edit "
+                f"history, {k['without_history_us']} us without; the next edits themselves run on their own "
+                f"thread once the edit settles.", ""]
     return "\n".join(out)
 
 
@@ -598,7 +811,12 @@ def main() -> None:
                                                                        Path.home() / ".cache/flint/bench")))
     ap.add_argument("--per-package", type=int, default=40)
     ap.add_argument("--per-file", type=int, default=25)
-    ap.add_argument("--only", choices=("renames", "sequences"))
+    ap.add_argument("--only", choices=("renames", "sequences", "server"))
+    ap.add_argument("--server", type=int, default=40, help="(c): this many renames typed into the real server")
+    ap.add_argument("--server-model", default="no-such-model",
+                    help="(c): the server's model (default: none; next edits need no model)")
+    ap.add_argument("--key-ms", type=float, default=80.0, help="(c): time between keystrokes")
+    ap.add_argument("--pause-ms", type=float, default=200.0, help="(c): the client asks this long after the last key")
     ap.add_argument("--out", type=Path, default=ROOT / "docs/benchmarks/next_edit")
     ap.add_argument("--model-samples", type=int, default=0,
                     help="(b): ask the model (the built default) on this many samples where nothing exact was shown")
@@ -611,7 +829,7 @@ def main() -> None:
     analyser = JediAnalyser()
     res: dict = {"command": "python scripts/bench_next_edit.py " + " ".join(sys.argv[1:]), "cpu": lscpu_model(),
                  "date": time.strftime("%Y-%m-%d"), "jedi": jedi.__version__, "python": platform.python_version(),
-                 "per_package": args.per_package, "per_file": args.per_file}
+                 "per_package": args.per_package, "per_file": args.per_file, "commit": _commit()}
     t0 = time.perf_counter()
     if args.only in (None, "renames"):
         log("(a) synthetic renames")
@@ -625,6 +843,9 @@ def main() -> None:
             model = {"engine": Engine.load(resolve_model_dir(None), config=EngineConfig(threads=2), warm=False),
                      "left": args.model_samples}
         res["sequences"] = bench_sequences(args.cache, args.per_file, analyser, log, model)
+    if args.only in (None, "server") and args.server > 0:
+        log("(c) through the server")
+        res["server"] = bench_server(args.cache, args.server, args.server_model, args.key_ms, args.pause_ms, log)
     res["wall_s"] = round(time.perf_counter() - t0, 1)
     analyser.close()
     args.out.parent.mkdir(parents=True, exist_ok=True)

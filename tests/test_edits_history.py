@@ -203,3 +203,16 @@ def test_typing_over_a_name_with_a_shared_tail_is_one_edit():
     # and a later keystroke elsewhere is still its own edit
     h.change("d", 17, 17, "!", now=0.0)
     assert len(h.edits("d")) == 2
+
+
+def test_a_change_can_bring_the_text_it_makes():
+    """``after``: the caller built the new text already (the server's document store); the history keeps
+    that string and records the same edit as without it."""
+    a, b = EditHistory(), EditHistory()
+    for h in (a, b):
+        h.open("d", "x = value + 1\n")
+    after = "x = values + 1\n"
+    a.change("d", 9, 9, "s", after=after, now=0.0)
+    b.change("d", 9, 9, "s", now=0.0)
+    assert a.text("d") is after and a.text("d") == b.text("d")
+    assert a.edits("d") == b.edits("d") and a.edits("d")[0].new_text == "s"

@@ -1,6 +1,6 @@
 """Which way imports run, read with ``ast`` from every file (imports inside functions and under
 ``if TYPE_CHECKING:`` count too): engine/ never imports the language server or its LSP libraries; engine's
-parts import each other only in the directions ``ALLOWED`` lists; lsp_server/completion/ never imports
+parts import each other only in the directions ``ALLOWED`` lists; lsp_server/completion/ (and lsp_server/nextedit/) never imports
 pygls, lsprotocol or lsp_server.protocol, not even through another lsp_server module."""
 
 from __future__ import annotations
@@ -127,7 +127,8 @@ def _first_party_file(name: str) -> Path | None:
     return None
 
 
-@pytest.mark.parametrize("path", py_files("lsp_server/completion"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", py_files("lsp_server/completion") + py_files("lsp_server/nextedit"),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_the_completion_service_never_imports_the_protocol(path):
     """Followed through every lsp_server module it imports (and the packages those sit in)."""
     chains = [[path]]

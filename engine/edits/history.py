@@ -153,10 +153,12 @@ class EditHistory:
 
     # ---- changes ----
     def change(self, doc: str, start: int, end: int, new_text: str, version: int | None = None,
-               now: float | None = None) -> Edit | None:
+               now: float | None = None, after: str | None = None) -> Edit | None:
         """An incremental change: ``text[start:end]`` (offsets in the current text) becomes ``new_text``.
         Returns the document's latest edit afterwards (the change merged into it, or a new one), None when
-        the document is unknown (open it first) or nothing is left of the burst."""
+        the document is unknown (open it first) or nothing is left of the burst. ``after``: the text with
+        the change applied, when the caller has built it already (an editor's document store: one copy of
+        a large text per keystroke, not two); trusted as is."""
         d = self._docs.get(doc)
         if d is None:
             return None
@@ -165,7 +167,7 @@ class EditHistory:
         now = self.clock() if now is None else now
         self._docs.move_to_end(doc)
         before = d.text
-        d.text = before[:start] + new_text + before[end:]
+        d.text = before[:start] + new_text + before[end:] if after is None else after
         d.version = version
         s, old, new = trim(start, before[start:end], new_text)
         if not old and not new:

@@ -33,6 +33,7 @@ DID_SHOW = "flint/didShow"
 DID_ACCEPT = "flint/didAccept"
 DID_MOVE_CURSOR = "flint/didMoveCursor"
 DID_PARTIALLY_ACCEPT = "flint/didPartiallyAccept"
+NEXT_EDIT = "flint/nextEdit"
 STATS_FLUSH_S = 30.0
 
 
@@ -231,6 +232,18 @@ async def variants(ls: FlintServer, params: Any) -> dict[str, Any]:
         for it in res.items], "complete": res.complete, "note": picks.note(len(res.items), res.asked, res.complete)}
 
 
+async def next_edit(ls: FlintServer, params: Any) -> dict[str, Any]:
+    """flint/nextEdit: the edit that follows the user's last one, elsewhere (docs/protocol.md)."""
+    p = _position_params(ls, params)
+    version = (_plain(params).get("textDocument") or {}).get("version")
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+        raise _invalid(f"textDocument.version must be an integer, got {version!r}")
+    try:
+        return await ls.session.next_edit(p.text_document.uri, version, p.position.line, p.position.character)
+    except RequestError as e:
+        raise _error(e) from None
+
+
 # ---- telemetry (local) --------------------------------------------------------------------------------
 
 def _note(method: str, params: Any, apply: Callable[[str, int, dict[str, Any]], bool]) -> None:
@@ -284,6 +297,7 @@ FEATURES: list[tuple[str, Any, Callable[..., Any]]] = [
     (types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions(), inline_completion),
     (types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(), completion),
     (VARIANTS, None, variants),
+    (NEXT_EDIT, None, next_edit),
     (DID_SHOW, None, did_show),
     (DID_ACCEPT, None, did_accept),
     (DID_PARTIALLY_ACCEPT, None, did_partially_accept),

@@ -45,5 +45,6 @@ function _G.flint_probe()
     off_reason = flint.off_reason(0) or vim.NIL,
     buffer = vim.fn.expand('%:t'),
     attached = c ~= nil and (vim.lsp.buf_is_attached(0, c.id)) or false,
+    next_edit = require('flint.nextedit').pending() or vim.NIL,
   })
 end

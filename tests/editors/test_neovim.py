@@ -377,3 +377,41 @@ def test_neovim_checkhealth_real(neovim_env, real_server, tmp_path, artifacts):
         assert "ERROR" not in text, text
     finally:
         nv.close()
+
+
+NEXT_EDIT_SRC = ("def total(values, factor):\n"
+                 "    out = 0\n"
+                 "    for v in values:\n"
+                 "        out += v * factor\n"
+                 "    return out / len(values)\n")
+
+
+def test_neovim_next_edit_after_a_rename(neovim_env, real_server, tmp_path, artifacts):
+    """Issue 37: rename a parameter at its definition (normal-mode `ciw`), the real server offers the next
+    reference (extmarks: struck-through old text, the new text inline, a sign); <Tab> jumps there, <Tab>
+    applies it, and the one after is offered at once; <Esc> dismisses."""
+    (tmp_path / "sample.py").write_text(NEXT_EDIT_SRC)
+    nv = Nvim(neovim_env["FLINT_NVIM"], tmp_path, real_server, artifacts)
+    try:
+        nv.wait(lambda p: p["ready"] and p["attached"], 60, "the Flint client to attach")
+        nv.send("gg0f(l")  # on the `v` of `values`
+        nv.send("ciwitems<Esc>")
+        p = nv.wait(lambda p: p["next_edit"] is not None, 60, "a next edit after the rename")
+        nv.snapshot("1-next-edit")
+        ne = p["next_edit"]
+        assert (ne["row"], ne["col"], ne["old_text"], ne["new_text"], ne["source"]) == \
+            (2, 13, "values", "items", "rename"), ne
+        assert ne["marks"] == 2 and p["cursor"][0] == 1 and p["mode"] == "n", p
+        nv.send("<Tab>")  # jump
+        p = nv.wait(lambda p: p["cursor"] == [3, 13], 10, "the cursor at the next edit")
+        assert p["lines"][2] == "    for v in values:" and p["next_edit"]["jumped"], p
+        nv.send("<Tab>")  # apply; the next one comes at once
+        p = nv.wait(lambda p: p["lines"][2] == "    for v in items:" and p["next_edit"] is not None
+                    and p["next_edit"]["row"] == 4, 30, "the edit applied and the last reference offered")
+        nv.snapshot("2-applied")
+        nv.send("<Esc>")  # dismiss
+        p = nv.wait(lambda p: p["next_edit"] is None, 10, "the next edit dismissed")
+        assert p["lines"] == NEXT_EDIT_SRC.replace("values", "items", 2).splitlines(), p["lines"]
+        assert p["lines"][4] == "    return out / len(values)", p
+    finally:
+        nv.close()

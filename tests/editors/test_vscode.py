@@ -121,9 +121,12 @@ class CodeServer:
 
 def run_vscode(vscode_env: dict, vsix: Path, server: dict, tmp_path: Path, artifacts: Path,
                timeout_ms: int, pick_header: str = "def mul(a, b):", switches: bool = False,
-               settings: dict | None = None, fresh_pick: str | None = None) -> dict:
+               settings: dict | None = None, fresh_pick: str | None = None, scenario: str = "",
+               files: dict[str, str] | None = None) -> dict:
     ws = tmp_path / "ws"
     ws.mkdir()
+    for name, body in (files or {}).items():
+        (ws / name).write_text(body)
     (ws / "add.py").write_text("def add(a, b):\n")
     (ws / "pick.py").write_text(pick_header + "\n")
     if fresh_pick is not None:
@@ -135,7 +138,7 @@ def run_vscode(vscode_env: dict, vsix: Path, server: dict, tmp_path: Path, artif
         cfg = {"url": cs.url, "workspace": str(ws), "artifacts": str(artifacts),
                "chromium": vscode_env["FLINT_CHROMIUM"], "timeoutMs": timeout_ms, "switches": switches,
                "freshPick": fresh_pick is not None,
-               "apiKey": API_KEY}
+               "apiKey": API_KEY, "scenario": scenario}
         env = dict(os.environ, NODE_PATH=vscode_env["FLINT_NODE_PATH"])
         proc = subprocess.run([vscode_env["FLINT_NODE24"], str(HERE / "vscode_driver.js"), json.dumps(cfg)],
                               capture_output=True, text=True, timeout=timeout_ms / 1000 * 3 + 240, env=env)
@@ -252,3 +255,27 @@ def test_vscode_real_model(vscode_env, vsix, real_server, tmp_path, artifacts):
 
 FRESH_PICK = ('def is_palindrome(text: str) -> bool:\n'
               '    """Whether text reads the same backwards, ignoring case and spaces."""\n    ')
+
+
+NEXT_EDIT_SRC = ("def total(values, factor):\n"
+                 "    out = 0\n"
+                 "    for v in values:\n"
+                 "        out += v * factor\n"
+                 "    return out / len(values)\n")
+
+
+def test_vscode_next_edit_after_a_rename(vscode_env, vsix, real_server, tmp_path, artifacts):
+    """Issue 37 with the real server: rename a parameter at its definition; the next reference is shown
+    (struck through, the new text after it, a gutter mark); Tab jumps to it, Tab applies it and the last
+    one is offered at once; Escape dismisses it. Inline suggestions are off here: at the cursor they win."""
+    seen = run_vscode(vscode_env, vsix, real_server, tmp_path, artifacts, timeout_ms=180000, scenario="nextEdit",
+                      files={"calc.py": NEXT_EDIT_SRC}, settings={"editor.inlineSuggest.enabled": False})
+    assert seen["marks"]["struck"] == ["values"], seen["marks"]
+    assert "items" in seen["marks"]["added"], seen["marks"]
+    assert seen["marks"]["gutter"] >= 1, seen["marks"]
+    assert seen["cursorBefore"][0] == 1, seen
+    assert seen["cursorAfterJump"] == [3, 14], seen  # 1-based: the start of `values` on line 3
+    assert seen["marksAfterApply"]["struck"] == ["values"], seen
+    assert seen["cursorAfterApply"] == [3, 19], seen  # after the applied `items`
+    assert seen["marksAfterEscape"]["struck"] == [], seen
+    assert seen["afterNextEdit"] == NEXT_EDIT_SRC.replace("values", "items", 2), seen["afterNextEdit"]

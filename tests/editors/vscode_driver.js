@@ -181,6 +181,79 @@ async function freshPick(page) {
   await sleep(300);
 }
 
+// Issue 37: rename a parameter at its definition, see the next edit Flint offers at the next reference
+// (struck-through old text, the new text after it, a gutter mark), Tab jumps there, Tab applies it, the
+// last one is offered at once and Escape dismisses it. Inline suggestions are off in this run (the
+// suggestion at the cursor would win Tab, by design).
+async function nextEditMarks(page) {
+  return page.evaluate(() => {
+    const ed = document.querySelector('.editor-instance .monaco-editor') || document.querySelector('.monaco-editor');
+    if (!ed) return { struck: [], added: [], gutter: 0, text: [] };
+    const spans = [...ed.querySelectorAll('.view-lines .view-line span span')];
+    const struck = spans.filter((s) => getComputedStyle(s).textDecorationLine.includes('line-through')).map((s) => s.textContent);
+    const added = [];
+    for (const s of spans) {
+      const c = getComputedStyle(s, '::after').content;
+      if (c && c !== 'none' && c !== 'normal') added.push(c.replace(/^"|"$/g, ''));
+      else if (s.className.includes('ced-') && s.textContent.trim()) added.push(s.textContent);
+    }
+    const gutter = [...ed.querySelectorAll('.margin-view-overlays div, .glyph-margin-widgets div')]
+      .filter((d) => (getComputedStyle(d).backgroundImage || '').includes('data:image/svg')).length;
+    const text = [...ed.querySelectorAll('.view-lines .view-line')].map((l) => l.textContent.replace(/\u00a0/g, ' '));
+    return { struck, added, gutter, text };
+  });
+}
+
+async function cursorLnCol(page) {
+  const item = page.locator('.statusbar-item', { hasText: /Ln \d+, Col \d+/ }).first();
+  const t = norm(await item.innerText().catch(() => ''));
+  const m = /Ln (\d+), Col (\d+)/.exec(t);
+  return m ? [Number(m[1]), Number(m[2])] : null;
+}
+
+async function nextEditFlow(page) {
+  const file = path.join(cfg.workspace, 'calc.py');
+  await openFile(page, 'calc.py');
+  await page.keyboard.press('Control+Home');
+  for (let i = 0; i < 10; i++) await page.keyboard.press('ArrowRight'); // before `values`
+  await page.keyboard.press('Control+Shift+ArrowRight');
+  await page.keyboard.type('items', { delay: 60 });
+  const t0 = Date.now();
+  out.marks = await waitFor(async () => {
+    const m = await nextEditMarks(page);
+    return m.struck.includes('values') ? m : null;
+  }, 30000, 'the next edit after the rename', page);
+  out.nextEditAfterMs = Date.now() - t0;
+  await sleep(300);
+  out.marks = await nextEditMarks(page);
+  out.cursorBefore = await cursorLnCol(page);
+  await shot(page, 'ne-1-shown');
+  await page.keyboard.press('Tab'); // jump
+  out.cursorAfterJump = await waitFor(async () => {
+    const c = await cursorLnCol(page);
+    return c && c[0] === 3 ? c : null;
+  }, 10000, 'the cursor at the next edit', page);
+  await shot(page, 'ne-2-jumped');
+  await page.keyboard.press('Tab'); // apply; the last reference is offered at once
+  // (the line applied first: until the key is handled, the old decoration is still on screen)
+  out.marksAfterApply = await waitFor(async () => {
+    const m = await nextEditMarks(page);
+    return m.text.some((t) => t.includes('for v in items:')) && m.struck.includes('values') ? m : null;
+  }, 30000, 'the next edit after applying one', page);
+  out.cursorAfterApply = await waitFor(async () => {
+    const c = await cursorLnCol(page);
+    return c && c[0] === 3 && c[1] === 19 ? c : null;
+  }, 5000, 'the cursor after the applied edit', page).catch(async () => cursorLnCol(page));
+  await shot(page, 'ne-3-applied');
+  await page.keyboard.press('Escape'); // dismiss
+  out.marksAfterEscape = await waitFor(async () => {
+    const m = await nextEditMarks(page);
+    return m.struck.length === 0 ? m : null;
+  }, 10000, 'the next edit dismissed', page);
+  out.afterNextEdit = await save(page, file, (t) => t.includes('for v in items:'));
+  await shot(page, 'ne-4-dismissed');
+}
+
 (async () => {
   const browser = await chromium.launch({
     executablePath: cfg.chromium,
@@ -201,6 +274,11 @@ async function freshPick(page) {
     // The status bar says "starting"/"loading" until the model is in memory.
     await waitFor(async () => !/starting|loading/.test((await statusText(page)) || 'starting'), cfg.timeoutMs, 'Flint ready', page);
     out.statusReady = await statusText(page);
+    if (cfg.scenario === 'nextEdit') {
+      await nextEditFlow(page);
+      out.ok = true;
+      return;
+    }
 
     // 1. Type in add.py and wait for ghost text from the server.
     await openFile(page, 'add.py');

@@ -3,10 +3,12 @@
 // commands. The parts: server.ts (launching `flint serve`, its lifecycle) with middleware.ts, settings.ts,
 // status.ts (the status-bar item), completions.ts (inline completions and what is reported about them),
 // variants.ts (Pick Variant), cursor.ts (flint/didMoveCursor), switches.ts (menu, toggle, snooze, API
-// key), trace.ts (the LSP trace in the Flint channel); util.ts holds the pure helpers they share.
+// key), trace.ts (the LSP trace in the Flint channel), nextEdit.ts (flint/nextEdit: the edit that follows,
+// elsewhere; its own commands and listeners); util.ts holds the pure helpers they share.
 import * as vscode from 'vscode';
 import { ACCEPTED_CMD, InlineCompletions, ItemRef } from './completions';
 import { CursorReports } from './cursor';
+import { NextEdits } from './nextEdit';
 import { Server } from './server';
 import { needsRestart, SCHEMES, Settings } from './settings';
 import { StatusBar } from './status';
@@ -47,7 +49,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     switches: new Switches(settings, srv, status, log),
   };
   const subs = [...registerCommands(p), ...watch(context, p)];
-  context.subscriptions.push(vscode.Disposable.from(p.switches, p.cursor, ...subs, trace, status, srv, log));
+  const nextEdits = new NextEdits(srv, settings, log);
+  context.subscriptions.push(vscode.Disposable.from(p.switches, p.cursor, nextEdits, ...subs, trace, status, srv, log));
   server = srv;
   p.switches.armSnooze();
   await srv.start();

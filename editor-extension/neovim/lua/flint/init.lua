@@ -37,6 +37,9 @@ M.defaults = {
     prev = '<M-[>',
     dismiss = '<C-]>',
     trigger = '<M-\\>', -- ask now (also what 'completion' mode maps to omnifunc)
+    -- next edits (lua/flint/nextedit.lua): normal mode, and insert mode's accept key when no ghost text
+    next_edit = '<Tab>', -- jump to the edit shown, then apply it
+    next_edit_dismiss = '<Esc>', -- normal mode, only while one is shown
   },
   hl_group = 'FlintGhost', -- linked to Comment unless defined
 }
@@ -1123,10 +1126,16 @@ function M.setup(opts)
   end
 
   local k = M.config.keymaps or {}
+  require('flint.nextedit').setup(function()
+    return active() and get_client() or nil
+  end, { tab = k.next_edit, dismiss = k.next_edit_dismiss }, augroup)
   if M.mode == 'ghost' or M.mode == 'builtin' then
     map(k.accept, function()
       if M.mode == 'builtin' or M.visible() then
         return '<Cmd>lua require("flint").accept()<CR>'
+      end
+      if k.accept == k.next_edit and require('flint.nextedit').pending() then
+        return '<Cmd>lua require("flint.nextedit").tab()<CR>' -- the ghost text, when shown, wins
       end
       return k.accept
     end, 'Flint: accept suggestion', true)

@@ -1,0 +1,174 @@
+// Next edits (issue 37, docs/protocol.md `flint/nextEdit`): after the user stops editing, ask the server
+// for the edit that follows elsewhere (the other references of a renamed name, the other occurrences of a
+// replaced literal) and show the first at its place: the old text struck through, the new text after it,
+// a gutter mark. Tab jumps there, Tab again applies it (and the next one is asked for at once), Escape
+// dismisses. Any edit drops what is shown; an edit is applied only to the document version it was made
+// for. The inline suggestion at the cursor wins: Tab is ours only when none is visible.
+import * as vscode from 'vscode';
+import type * as proto from 'vscode-languageclient/node';
+import { Server } from './server';
+import { SCHEMES, Settings } from './settings';
+
+export const NEXT_EDIT_METHOD = 'flint/nextEdit';
+export const TAB_CMD = 'flint.nextEdit.tab';
+export const DISMISS_CMD = 'flint.nextEdit.dismiss';
+const CONTEXT_KEY = 'flint.nextEditPending';
+// ask this long after the last keystroke (the server has computed it by then: it starts at 150 ms)
+const PAUSE_MS = 200;
+const GUTTER_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><path d="M3 3l6 5-6 5z" fill="#3794ff"/>' +
+  '<rect x="10" y="3" width="3" height="10" fill="#3794ff"/></svg>';
+
+interface WireEdit {
+  range: proto.Range;
+  newText: string;
+  oldText: string;
+  source: string;
+  confidence: number;
+}
+
+interface WireResult {
+  version: number;
+  edits: WireEdit[];
+  readyMs?: number;
+  stale?: boolean;
+}
+
+interface Pending {
+  editor: vscode.TextEditor;
+  version: number;
+  range: vscode.Range;
+  newText: string;
+  source: string;
+  jumped: boolean;
+}
+
+export class NextEdits implements vscode.Disposable {
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private pending: Pending | undefined;
+  private asked = 0; // the latest ask: an older answer is dropped
+  private applying = false;
+  private readonly removed = vscode.window.createTextEditorDecorationType({
+    textDecoration: 'line-through',
+    backgroundColor: new vscode.ThemeColor('diffEditor.removedTextBackground'),
+    gutterIconPath: vscode.Uri.parse(`data:image/svg+xml;base64,${Buffer.from(GUTTER_SVG).toString('base64')}`),
+    gutterIconSize: 'contain',
+    overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.modifiedForeground'),
+    overviewRulerLane: vscode.OverviewRulerLane.Center,
+  });
+  private readonly subs: vscode.Disposable[];
+
+  constructor(
+    private readonly server: Server,
+    private readonly settings: Settings,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
+    this.subs = [
+      vscode.commands.registerCommand(TAB_CMD, () => this.tab()),
+      vscode.commands.registerCommand(DISMISS_CMD, () => this.clear()),
+      vscode.workspace.onDidChangeTextDocument((e) => this.changed(e)),
+      vscode.window.onDidChangeActiveTextEditor(() => this.clear()),
+    ];
+  }
+
+  /** An edit anywhere: what is shown is gone; in the active editor, ask again once the user pauses. */
+  private changed(e: vscode.TextDocumentChangeEvent): void {
+    if (e.contentChanges.length === 0) return;
+    const ed = vscode.window.activeTextEditor;
+    if (this.pending?.editor.document === e.document || ed?.document === e.document) this.clear();
+    if (!ed || ed.document !== e.document || !SCHEMES.includes(e.document.uri.scheme)) return;
+    const delay = this.applying ? 0 : PAUSE_MS;
+    this.applying = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.ask(ed);
+    }, delay);
+  }
+
+  private async ask(ed: vscode.TextEditor): Promise<void> {
+    const client = this.server.running();
+    const doc = ed.document;
+    if (!client || doc.isClosed || !this.settings.suggestsIn(doc)) return; // (enabled, not snoozed, wanted)
+    const seq = ++this.asked;
+    const version = doc.version;
+    let res: WireResult | null;
+    try {
+      res = await client.sendRequest<WireResult | null>(NEXT_EDIT_METHOD, {
+        textDocument: { uri: client.code2ProtocolConverter.asUri(doc.uri), version },
+        position: client.code2ProtocolConverter.asPosition(ed.selection.active),
+      });
+    } catch (err) {
+      this.log.warn(`${NEXT_EDIT_METHOD} failed: ${String(err)}`);
+      return;
+    }
+    if (seq !== this.asked || !res || res.stale || doc.version !== version || res.version !== version) return;
+    const first = res.edits[0];
+    if (!first || vscode.window.activeTextEditor !== ed) return;
+    const range = client.protocol2CodeConverter.asRange(first.range);
+    if (doc.getText(range) !== first.oldText) return; // not the text it was made for: never guess
+    this.show({ editor: ed, version, range, newText: first.newText, source: first.source, jumped: false });
+    this.log.info(`next edit (${first.source}, ready ${res.readyMs ?? '?'} ms after the edit): ` +
+      `line ${range.start.line + 1} ${JSON.stringify(first.oldText)} -> ${JSON.stringify(first.newText)}`);
+  }
+
+  private show(p: Pending): void {
+    this.pending = p;
+    const hover = new vscode.MarkdownString(`**Flint next edit** (${p.source}): Tab to jump, Tab again to apply, Escape to dismiss`);
+    p.editor.setDecorations(this.removed, [{
+      range: p.range,
+      hoverMessage: hover,
+      renderOptions: {
+        after: {
+          contentText: p.newText,
+          color: new vscode.ThemeColor('editor.foreground'),
+          backgroundColor: new vscode.ThemeColor('diffEditor.insertedTextBackground'),
+          margin: '0 0 0 2px',
+        },
+      },
+    }]);
+    void vscode.commands.executeCommand('setContext', CONTEXT_KEY, true);
+  }
+
+  /** Tab: jump to the pending edit; at it, apply it (then ask for the next at once). */
+  private async tab(): Promise<void> {
+    const p = this.pending;
+    if (!p) return;
+    const ed = p.editor;
+    if (ed.document.version !== p.version || ed.document.isClosed) {
+      this.clear();
+      return;
+    }
+    const at = ed.selection.active;
+    if (!p.jumped && !(at.line === p.range.start.line && p.range.start.character <= at.character &&
+        at.character <= p.range.end.character)) {
+      p.jumped = true;
+      ed.selection = new vscode.Selection(p.range.start, p.range.start);
+      ed.revealRange(p.range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+      return;
+    }
+    this.clear();
+    this.applying = true;
+    const ok = await ed.edit((b) => b.replace(p.range, p.newText));
+    if (!ok) {
+      this.applying = false;
+      return;
+    }
+    const end = p.range.start.translate(0, p.newText.length);
+    ed.selection = new vscode.Selection(end, end);
+  }
+
+  clear(): void {
+    if (this.pending) this.pending.editor.setDecorations(this.removed, []);
+    this.pending = undefined;
+    this.asked++; // an answer on its way is not shown
+    void vscode.commands.executeCommand('setContext', CONTEXT_KEY, false);
+  }
+
+  dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.clear();
+    this.removed.dispose();
+    vscode.Disposable.from(...this.subs).dispose();
+  }
+}

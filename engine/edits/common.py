@@ -1,0 +1,84 @@
+"""What the exact next edits share (issue 37): ``NextEdit``, applying, ordering, line offsets."""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import keyword
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Source = Literal["rename", "repeat", "model"]
+RENAME_CONFIDENCE = 0.95
+REPEAT_CONFIDENCE = 0.7
+REGION_LINES = 40  # the repeat's region outside a Python function: this many lines either side
+MAX_SUGGESTIONS = 64
+JEDI_BUDGET_S = 0.5  # default wait for jedi (a first question in a process loads its caches: ~0.3 s)
+
+
+@dataclass(frozen=True)
+class NextEdit:
+    """Replace ``text[range_start:range_end]`` (== ``old_text``) of the current text by ``new_text``."""
+
+    range_start: int
+    range_end: int
+    old_text: str
+    new_text: str
+    source: Source
+    confidence: float
+
+    def apply(self, text: str) -> str:
+        return text[:self.range_start] + self.new_text + text[self.range_end:]
+
+
+def apply_all(text: str, edits: Sequence[NextEdit]) -> str:
+    """``text`` with every edit applied (they must not overlap)."""
+    out = text
+    for e in sorted(edits, key=lambda e: e.range_start, reverse=True):
+        out = e.apply(out)
+    return out
+
+
+def is_python(path: str | None, language: str | None) -> bool:
+    if language:
+        return language.lower() == "python"
+    return path is None or path.endswith((".py", ".pyi"))
+
+
+def parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def by_cursor(edits: list[NextEdit], cursor: int) -> list[NextEdit]:
+    """Nearest after the cursor first, then from the top down to the cursor."""
+    return sorted(edits, key=lambda e: (e.range_start < cursor, e.range_start))
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _ident(s: str) -> bool:
+    return s.isidentifier() and not keyword.iskeyword(s)
+
+
+_NEWLINE = re.compile("\n")
+
+
+class Lines:
+    def __init__(self, text: str) -> None:
+        self.starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+    def offset(self, line: int, col: int) -> int:
+        """jedi's (1-based line, 0-based column) as an offset."""
+        return self.starts[line - 1] + col
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset) - 1
+

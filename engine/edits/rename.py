@@ -1,0 +1,315 @@
+"""Exact next edits, the rename (issue 37; engine/edits/exact.py has the whole story).
+
+The user's last (coalesced) edit changed one identifier occurrence, ``old`` -> ``new``, both identifiers.
+jedi (``Script.get_references`` on the text *before* the rename, at the old name) gives the other
+references in the document; each, mapped into the current text, is offered as ``old`` -> ``new``, under the
+guards exact.py lists. jedi runs through ``engine.guidance.jedi_analyser.JediAnalyser`` (its projects,
+environments, scripts and worker thread), so a question waits at most until its deadline and never raises.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any
+
+from engine.edits.common import (
+    JEDI_BUDGET_S,
+    MAX_SUGGESTIONS,
+    RENAME_CONFIDENCE,
+    Lines,
+    NextEdit,
+    _ident,
+    _is_word,
+    apply_all,
+    by_cursor,
+    parses,
+)
+from engine.edits.history import Edit
+from engine.edits.lexer import COMMENT, NAME, OP, SPACE, tokens
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """One identifier occurrence changed: at ``start`` of the text before the edit, ``old`` -> ``new``."""
+
+    start: int
+    old: str
+    new: str
+
+
+def identifier_change(before: str, edit: Edit) -> Renamed | None:
+    """The identifier the edit changed, when it changed exactly one: the edit lies inside (or at the end
+    of) one name, and the name is an identifier before and after (``value`` -> ``amount``, ``count`` ->
+    ``count_all``)."""
+    after = edit.apply(before)
+    if not all(_is_word(c) for c in edit.old_text + edit.new_text):
+        return None
+    lo = edit.start
+    while lo > 0 and _is_word(before[lo - 1]):
+        lo -= 1
+    hi_b = edit.old_end
+    while hi_b < len(before) and _is_word(before[hi_b]):
+        hi_b += 1
+    hi_a = hi_b + edit.delta
+    old, new = before[lo:hi_b], after[lo:hi_a]
+    if old == new or not _ident(old) or not _ident(new):
+        return None
+    return Renamed(lo, old, new)
+
+
+def _map_offset(off: int, length: int, edits: Sequence[Edit]) -> int | None:
+    """A span of the text before ``edits`` in the text after them; None when one of them changed it."""
+    for e in edits:
+        if off + length <= e.start:
+            continue
+        if off >= e.old_end:
+            off += e.delta
+            continue
+        return None
+    return off
+
+
+class _Outline:
+    """One parse of a text: its import lines (1-based) and its functions' spans (whole lines)."""
+
+    def __init__(self, text: str, tree: ast.AST) -> None:
+        lines = Lines(text)
+        self.text, self.tree, self.lines = text, tree, lines
+        self.imports: set[int] = set()
+        self.functions: list[tuple[int, int]] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                self.imports.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                end_line = node.end_lineno or node.lineno
+                self.functions.append((lines.starts[node.lineno - 1],
+                                       lines.starts[end_line] if end_line < len(lines.starts) else len(text)))
+
+    @classmethod
+    def of(cls, text: str) -> _Outline | None:
+        """None when the text does not parse."""
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+        return cls(text, tree)
+
+    def _offset(self, lineno: int, col_bytes: int) -> int:
+        line = self.text[self.lines.starts[lineno - 1]:]
+        line = line[:col_bytes]  # a character is at least one byte: the column's characters are within
+        return self.lines.starts[lineno - 1] + len(line.encode("utf-8")[:col_bytes].decode("utf-8", "ignore"))
+
+    def comprehensions_binding(self, name: str) -> list[tuple[int, int]]:
+        """The spans of the comprehensions that bind ``name`` themselves (their own scope)."""
+        out = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) and any(
+                    isinstance(n, ast.Name) and n.id == name for g in node.generators for n in ast.walk(g.target)):
+                if node.end_lineno is not None and node.end_col_offset is not None:
+                    out.append((self._offset(node.lineno, node.col_offset),
+                                self._offset(node.end_lineno, node.end_col_offset)))
+        return out
+
+    def holder(self, offsets: list[int]) -> tuple[int, int] | None:
+        """The innermost function holding every offset; None when there is none."""
+        if not offsets:
+            return None
+        lo, hi = min(offsets), max(offsets)
+        inside = [f for f in self.functions if f[0] <= lo and hi < f[1]]
+        return min(inside, key=lambda f: f[1] - f[0]) if inside else None
+
+
+def _keyword_at(text: str, off: int, n: int) -> bool:
+    """Is the name at ``off`` a keyword argument (``f(a, name=...)``)?"""
+    rest = text[off + n:].lstrip(" \t")
+    return rest.startswith("=") and not rest.startswith("==") and text[:off].rstrip().endswith(("(", ","))
+
+
+def _leftovers(text: str, span: tuple[int, int], name: str, refs: set[int],
+               scopes: Sequence[tuple[int, int]] = ()) -> bool:
+    """Does ``name`` occur as a name in ``text[span]`` where jedi saw no reference? (jedi follows bindings:
+    after ``value = other`` in a branch it may call the later ``value`` another name; renaming only some of
+    them can leave a name unbound on some path.) Attribute names (after a dot) and keyword arguments
+    (``f(name=...)``) are other names and do not count, nor are the names inside ``scopes`` (comprehensions
+    that bind the name themselves), unless jedi's references are in there."""
+    toks = [t for t in tokens(text, span[0], span[1]) if t.kind not in (SPACE, COMMENT)]
+    depth = 0
+    for i, t in enumerate(toks):
+        if t.kind == OP and t.text in "([{":
+            depth += 1
+        elif t.kind == OP and t.text in ")]}":
+            depth = max(0, depth - 1)
+        if t.kind != NAME or t.text != name or t.start in refs:
+            continue
+        if any(a <= t.start < b and not any(a <= r < b for r in refs) for a, b in scopes):
+            continue
+        if i > 0 and toks[i - 1].text == ".":
+            continue
+        nxt = toks[i + 1] if i + 1 < len(toks) else None
+        after = toks[i + 2] if i + 2 < len(toks) else None
+        if depth > 0 and nxt is not None and nxt.text == "=" and (after is None or after.text != "="):
+            continue
+        return True
+    return False
+
+
+_default_analyser: Any = None
+_default_lock = threading.Lock()
+
+
+def default_analyser() -> Any:
+    """A process-wide JediAnalyser for callers that bring none (the running interpreter's environment)."""
+    global _default_analyser
+    with _default_lock:
+        if _default_analyser is None:
+            from engine.guidance.jedi_analyser import JediAnalyser
+
+            _default_analyser = JediAnalyser()
+        return _default_analyser
+
+
+def new_script(analyser: Any, source: str, path: str) -> Any:
+    """A new jedi Script of ``source`` in the analyser's project and environment (worker thread only).
+    Not the analyser's cached Scripts: parso's diff parser reuses a path's cached tree for the next text
+    at that path and changes it in place, so a Script kept from an older text of the file can answer from
+    the newer one (seen: an empty reference list). A new Script parses incrementally from that cache."""
+    import jedi
+
+    project = analyser._project(path)
+    if project is None:
+        return None
+    script = jedi.Script(source, path=path, project=project)
+    state = getattr(script, "_inference_state", None)
+    if not analyser.flow_analysis and state is not None and hasattr(state, "flow_analysis_enabled"):
+        state.flow_analysis_enabled = False
+    return script
+
+
+def jedi_references(source: str, offset: int, *, path: str | None = None, analyser: Any = None,
+                    deadline: float | None = None) -> list[tuple[int, str]] | None:
+    """The references jedi finds in this file to the name at ``offset`` of ``source``, as (offset, jedi
+    type) pairs in ``source``; None past the deadline, for a huge file or on any jedi failure."""
+    from engine.guidance.jedi_analyser import line_col
+
+    analyser = analyser or default_analyser()
+    if len(source) > analyser.max_chars:
+        return None
+    path = os.path.abspath(path) if path else os.path.abspath("untitled.py")
+    line, col = line_col(source, offset)
+
+    def run() -> list[tuple[int, str]] | None:
+        try:
+            script = new_script(analyser, source, path)
+            if script is None:
+                return None
+            refs = script.get_references(line, col, scope="file")
+        except Exception as e:  # jedi on arbitrary text: any failure is "no opinion"
+            log.debug("jedi references failed at %s:%d: %r", path, offset, e)
+            return None
+        lines = Lines(source)
+        out = []
+        for r in refs:
+            if r.module_path is None or os.path.abspath(str(r.module_path)) != path or r.line is None:
+                continue
+            if r.line > len(lines.starts):
+                continue
+            out.append((lines.offset(r.line, r.column), r.type))
+        return out
+
+    fut = analyser._pool.submit(run)  # jedi only ever runs on the analyser's worker thread
+    wait = JEDI_BUDGET_S if deadline is None else max(0.0, deadline - time.monotonic())
+    try:
+        result: list[tuple[int, str]] | None = fut.result(timeout=wait)
+    except FutureTimeout:
+        fut.cancel()
+        return None
+    except Exception:
+        return None
+    return result
+
+
+def rename_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, analyser: Any = None,
+                 deadline: float | None = None, cursor: int | None = None) -> list[NextEdit]:
+    """The remaining references of the name the last edit renamed (module docstring). ``text`` is the
+    current text, ``edits`` the document's recent edits (EditHistory.edits), the last one the user's."""
+    if not edits:
+        return []
+    before = edits[-1].undo(text)
+    ch = identifier_change(before, edits[-1])
+    if ch is None:
+        return []
+    # the run of edits that renamed the same name by hand: ask jedi before the first of them
+    first = len(edits) - 1
+    base, base_ch = before, ch
+    while first > 0:
+        prev = edits[first - 1].undo(base)
+        c = identifier_change(prev, edits[first - 1])
+        if c is None or (c.old, c.new) != (ch.old, ch.new):
+            break
+        first, base, base_ch = first - 1, prev, c
+    new_re = re.compile(rf"(?<!\w){re.escape(ch.new)}(?!\w)")
+    refs = jedi_references(base, base_ch.start, path=path, analyser=analyser, deadline=deadline)
+    if not refs or all(off != base_ch.start for off, _ in refs):
+        return []
+    outline = _Outline.of(base)
+    if outline is None:
+        return []
+    imports = outline.imports
+    attribute = any(base[:off].rstrip().endswith(".") for off, _ in refs)
+    span = None if attribute else outline.holder([off for off, _ in refs])
+    if new_re.search(base):
+        # the new name exists already: within the one function holding every reference (a local's or a
+        # parameter's), or anywhere for names beyond one function, it may be a switch to that name or a
+        # rename into a clash
+        if span is None or new_re.search(base, span[0], span[1]):
+            return []
+    # a parameter's keyword at call sites elsewhere aside, the function whose name this is
+    own = None if attribute else outline.holder([off for off, _ in refs if not _keyword_at(base, off, len(ch.old))])
+    if own is not None and _leftovers(base, own, ch.old, {off for off, _ in refs},
+                                      outline.comprehensions_binding(ch.old)):
+        return []
+    out = _mapped(text, base, [off for off, _ in refs], ch, imports, list(edits[first:]))
+    if not out or len(out) > MAX_SUGGESTIONS:
+        return []
+    if not parses(apply_all(text, out)):
+        return []
+    if cursor is None:
+        cursor = edits[-1].new_end
+    return by_cursor(out, cursor)
+
+
+
+def _holds(text: str, off: int, name: str) -> bool:
+    """Does ``text`` hold ``name`` at ``off`` as a whole word?"""
+    n = len(name)
+    return text[off:off + n] == name and not (off > 0 and _is_word(text[off - 1])) and \
+        not (off + n < len(text) and _is_word(text[off + n]))
+
+
+def _mapped(text: str, base: str, refs: list[int], ch: Renamed, imports: set[int],
+            later: list[Edit]) -> list[NextEdit]:
+    """jedi's references in ``base`` as renames of the current ``text`` (``later``: the edits between);
+    [] when one of them is not the name or sits on an import line (do not guess)."""
+    lines = Lines(base)
+    n = len(ch.old)
+    out = []
+    seen = set()
+    for off in refs:
+        if not _holds(base, off, ch.old) or lines.line_of(off) + 1 in imports:
+            return []
+        cur = _map_offset(off, n, later)
+        if cur is None or cur in seen or not _holds(text, cur, ch.old):
+            continue  # edited since (renamed by hand, or changed otherwise)
+        seen.add(cur)
+        out.append(NextEdit(cur, cur + n, ch.old, ch.new, "rename", RENAME_CONFIDENCE))
+    return out
