@@ -148,10 +148,6 @@ class Engine:
         log.info("forward cost per token count (ms): %s", {k: round(v * 1000, 1) for k, v in costs.items()})
         self.rows.truncate(min(past, len(self.rows.tokens)))
 
-    def forget_outputs(self) -> None:
-        """Drop the remembered outputs that serve as drafts (benchmarks repeating a prompt)."""
-        self.drafts.forget()
-
     def reset(self) -> None:
         self.rows.reset()
         self._quick_head = None
@@ -321,13 +317,10 @@ class Engine:
     def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings | None:
         """Warm the KV cache for a prompt's full window without generating (idle time, in small chunks:
         an interrupted warm-up keeps what it computed, parked while the user types, resumed next time).
-        None when a row holds the window already but for a short tail (``warm_slack``): the next
-        keystroke's generation runs that tail anyway, with the full window."""
-        t = Timings()
+        None when a row holds it but for a tail (``warm_slack``) the next keystroke runs anyway."""
+        t, cfg = Timings(), self.config
         pr, _ = self._prepare(prefix, suffix, heal=True, max_new=64, quick_ok=False)
-        missing = len(pr.ids) - self.rows.reusable(pr.ids)
-        if self.rows.anchor == pr.anchor and \
-                missing <= min(self.config.quick_above_tokens, self.config.warm_slack * len(pr.ids)):
+        if self.rows.holds(pr.ids, pr.anchor, min(cfg.quick_above_tokens, cfg.warm_slack * len(pr.ids))):
             return None
         self.rows.anchor = pr.anchor
         self._sync(pr.ids, t, cancel, chunk=self.config.warm_chunk)

@@ -252,7 +252,7 @@ class FlintWorker:
 
     def decode(self, prompt: str, max_tokens: int, fast: bool) -> dict:
         # the same prompt runs once per round and mode: an earlier run's output would be a perfect draft
-        self.eng.forget_outputs()
+        self.eng.drafts.forget()  # the remembered outputs would serve the repeated prompt as drafts
         self._complete(prompt, 1, False)  # prefill outside the timing
         outs, t = self._complete(prompt, max_tokens, fast)
         n = len(outs[0].token_ids)

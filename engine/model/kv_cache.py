@@ -102,6 +102,10 @@ class KVRows:
         """How many leading tokens of ``ids`` row 0 holds already."""
         return common_prefix(self.tokens, ids)
 
+    def holds(self, ids: list[int], anchor: Anchor | None, slack: float) -> bool:
+        """Row 0 holds the prompt ``ids`` (laid out at ``anchor``) but for at most ``slack`` tokens."""
+        return self.anchor == anchor and len(ids) - self.reusable(ids) <= slack
+
     def slots(self) -> list[tuple[int, Anchor | None, list[int]]]:
         """(row, anchor, tokens) of row 0 and of every parked row, row 0 first."""
         return [(0, self.anchor, self.tokens)] + [(r, p.anchor, p.tokens) for r, p in self.parked.items()]
