@@ -219,6 +219,26 @@ def indent_of(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
+def body_cut(text: str, start: int, end: int, max_chars: int | None, closers: str = "") -> int:
+    """Where the typed region of the body ``text[start:end]`` ends: whole lines of about ``max_chars``, at a line
+    of the body's own level (a blank line, a deeper one, or one starting with one of ``closers`` is still inside
+    a nested block); ``end`` when there is no limit."""
+    body_indent = indent_of(text[start: text.find("\n", start)])
+
+    def nested(pos: int) -> bool:
+        nl = text.find("\n", pos, end)
+        line = text[pos: end if nl < 0 else nl]
+        return not line.strip() or indent_of(line) > body_indent or (bool(closers) and line.lstrip()[:1] in closers)
+
+    if max_chars is None:
+        return end
+    cut = start
+    while cut < end and (cut - start < max_chars or nested(cut)):
+        nl = text.find("\n", cut, end)
+        cut = end if nl < 0 else nl + 1
+    return cut - 1 if cut < end else cut  # keep the line break in the document
+
+
 def function_segment(path: Path, func: str, label: str, max_chars: int | None = None, split: str = "") -> Segment:
     """The body of ``func`` in ``path`` (after its docstring); ``max_chars`` cuts it to whole lines of about that
     many characters, at a statement of the body's own level: the code left below the typed region starts back at
@@ -227,21 +247,7 @@ def function_segment(path: Path, func: str, label: str, max_chars: int | None = 
     rightly shows nothing at a line end there that does not open a block, postprocess's misses_block_opener.)"""
     text = path.read_text(encoding="utf-8")
     start, end = body_region(text, func)
-    body_indent = indent_of(text[start: text.find("\n", start)])
-
-    def nested(pos: int) -> bool:  # the line at ``pos`` is blank or inside a nested block
-        nl = text.find("\n", pos, end)
-        line = text[pos: end if nl < 0 else nl]
-        return not line.strip() or indent_of(line) > body_indent
-
-    cut = end
-    if max_chars is not None:
-        cut = start
-        while cut < end and (cut - start < max_chars or nested(cut)):
-            nl = text.find("\n", cut, end)
-            cut = end if nl < 0 else nl + 1
-        if cut < end:
-            cut -= 1  # keep the line break in the document
+    cut = body_cut(text, start, end, max_chars)
     return Segment(f"{label}:{func}", "python", str(path), text[:start], text[start:cut], text[cut:],
                    file_lines=text.count("\n") + 1, split=split)
 

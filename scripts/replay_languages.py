@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from replay_corpus import BODY_CHARS, BODY_LINES, Segment, Spec, indent_of, split_of  # noqa: E402
+from replay_corpus import BODY_CHARS, BODY_LINES, Segment, Spec, body_cut, split_of  # noqa: E402
 
 from engine.syntax import definitions, parse  # noqa: E402
 
@@ -197,21 +197,7 @@ def function_segment(path: Path, qual: str, language: str, label: str, max_chars
     at a line of the body's own level (a line closing a nested block is still inside it)."""
     text = path.read_text(encoding="utf-8")
     start, end = function_bodies(text, language)[qual]
-    body_indent = indent_of(text[start: text.find("\n", start)])
-
-    def nested(pos: int) -> bool:
-        nl = text.find("\n", pos, end)
-        line = text[pos: end if nl < 0 else nl]
-        return not line.strip() or indent_of(line) > body_indent or line.lstrip()[:1] in ")]}"
-
-    cut = end
-    if max_chars is not None:
-        cut = start
-        while cut < end and (cut - start < max_chars or nested(cut)):
-            nl = text.find("\n", cut, end)
-            cut = end if nl < 0 else nl + 1
-        if cut < end:
-            cut -= 1
+    cut = body_cut(text, start, end, max_chars, closers=")]}")
     return Segment(f"{label}:{qual}", language, str(path), text[:start], text[start:cut], text[cut:],
                    file_lines=text.count("\n") + 1, split=split)
 
