@@ -34,3 +34,29 @@ def pytest_collection_modifyitems(config, items):
     if unmarked:
         raise pytest.UsageError("tests that load the real model (fixture model_dir or engine) must be marked "
                                 "`model`:\n  " + "\n  ".join(unmarked))
+
+
+@pytest.fixture
+async def variants_session(tmp_path, monkeypatch):
+    """A session (three variants) on a given engine; the flint/refresh notifications it sent, by URI."""
+    import asyncio
+
+    from lsp_server.session import Session
+    from lsp_server.settings import Settings
+
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+    sessions = []
+
+    def make(eng):
+        refreshed: list[str] = []
+        s = Session(lambda _settings: eng, Settings(max_variants=3),
+                    on_refresh=lambda uri, version: refreshed.append(uri))
+        s.attach_loop(asyncio.get_running_loop())
+        s.start()
+        assert s.worker.loaded.wait(5)
+        sessions.append(s)
+        return s, refreshed
+
+    yield make
+    for s in sessions:
+        s.shutdown()

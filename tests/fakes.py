@@ -231,3 +231,12 @@ def state(uri: str, revision: int, prefix: str, suffix: str = "", params: GenPar
     from lsp_server.completion.jobs import State
 
     return State(uri, revision, len(prefix), prefix, suffix, "single", params or GenParams())
+
+
+async def until(cond: Callable[[], object], timeout: float = 5.0) -> None:
+    """Wait (on the event loop) until ``cond()`` holds or ``timeout`` passes; the caller asserts what it needs."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while not cond() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)

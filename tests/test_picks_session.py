@@ -4,43 +4,12 @@ leaving the picker waiting."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 
-import pytest
-
 from lsp_server.completion import picks
-from lsp_server.session import Session
-from lsp_server.settings import Settings
-from tests.fakes import Done, FakeEngine, Step
+from tests.fakes import Done, FakeEngine, Step, until
 
 TEXT = "def add(a, b):\n    \n    print(a)\n"
-
-
-@pytest.fixture
-async def picks_session(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
-    sessions = []
-
-    def make(eng) -> tuple[Session, list[str]]:
-        refreshed: list[str] = []
-        s = Session(lambda _settings: eng, Settings(max_variants=3),
-                    on_refresh=lambda uri, version: refreshed.append(uri))
-        s.attach_loop(asyncio.get_running_loop())
-        s.start()
-        assert s.worker.loaded.wait(5)
-        sessions.append(s)
-        return s, refreshed
-
-    yield make
-    for s in sessions:
-        s.shutdown()
-
-
-async def until(cond, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond() and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
 
 
 def batch(texts: list[str], ended: list[float]):
@@ -58,10 +27,10 @@ def batch(texts: list[str], ended: list[float]):
     return script
 
 
-async def test_a_fresh_spot_shows_the_greedy_line_then_the_alternatives_from_one_batch(picks_session):
+async def test_a_fresh_spot_shows_the_greedy_line_then_the_alternatives_from_one_batch(variants_session):
     ended: list[float] = []
     eng = FakeEngine(batch(["total = a + b\n", "return a + b\n", "return sum((a, b))\n"], ended))
-    s, refreshed = picks_session(eng)
+    s, refreshed = variants_session(eng)
     uri = "file:///fresh.py"
     s.documents.open(uri, TEXT, 1)
     res = await s.suggest(uri, 1, 4, invoked=True, variants=True)  # nothing asked or started here
@@ -79,10 +48,10 @@ async def test_a_fresh_spot_shows_the_greedy_line_then_the_alternatives_from_one
     assert again.complete and picks.note(len(again.items), again.asked, again.complete) == ""
 
 
-async def test_variants_that_agree_in_substance_are_one_item_and_the_picker_hears_so(picks_session):
+async def test_variants_that_agree_in_substance_are_one_item_and_the_picker_hears_so(variants_session):
     ended: list[float] = []
     eng = FakeEngine(batch(["total = a + b\n", "total  =  a + b\n", "# the sum\n    total = a + b\n"], ended))
-    s, refreshed = picks_session(eng)
+    s, refreshed = variants_session(eng)
     uri = "file:///agree.py"
     s.documents.open(uri, TEXT, 1)
     first = await s.suggest(uri, 1, 4, invoked=True, variants=True)
@@ -93,10 +62,10 @@ async def test_variants_that_agree_in_substance_are_one_item_and_the_picker_hear
     assert picks.note(len(again.items), again.asked, again.complete) == picks.AGREE
 
 
-async def test_a_spot_with_the_automatic_line_shows_it_at_once_then_the_batch(picks_session):
+async def test_a_spot_with_the_automatic_line_shows_it_at_once_then_the_batch(variants_session):
     ended: list[float] = []
     eng = FakeEngine(batch(["total = a + b\n", "return a + b\n", "return sum((a, b))\n"], ended))
-    s, refreshed = picks_session(eng)
+    s, refreshed = variants_session(eng)
     uri = "file:///warm.py"
     s.documents.open(uri, TEXT, 1)
     auto = await s.suggest(uri, 1, 4, invoked=False)

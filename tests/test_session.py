@@ -17,7 +17,7 @@ from lsp_server.documents import Change
 from lsp_server.errors import RequestError
 from lsp_server.session import Session
 from lsp_server.settings import Settings
-from tests.fakes import Done, FakeEngine, Step, oracle, text
+from tests.fakes import Done, FakeEngine, Step, oracle, text, until
 
 
 @pytest.fixture
@@ -37,33 +37,6 @@ async def make_session(tmp_path, monkeypatch):
     yield make
     for s in sessions:
         s.shutdown()
-
-
-@pytest.fixture
-async def variants_session(tmp_path, monkeypatch):
-    """A session (three variants) on a given engine; the flint/refresh notifications it sent, by URI."""
-    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
-    sessions = []
-
-    def make(eng) -> tuple[Session, list[str]]:
-        refreshed: list[str] = []
-        s = Session(lambda _settings: eng, Settings(max_variants=3),
-                    on_refresh=lambda uri, version: refreshed.append(uri))
-        s.attach_loop(asyncio.get_running_loop())
-        s.start()
-        assert s.worker.loaded.wait(5)
-        sessions.append(s)
-        return s, refreshed
-
-    yield make
-    for s in sessions:
-        s.shutdown()
-
-
-async def until(cond, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond() and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
 
 
 async def test_crlf_document_gets_crlf_text_and_lf_prompt(make_session):
