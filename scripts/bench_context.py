@@ -183,7 +183,7 @@ def complete_line(eng: Engine, block: ContextBlock | None, case: dict) -> str:
 def model_line(eng: Engine, prefix: str, suffix: str) -> str:
     """The model's first line at the cursor, greedy, from a reset KV cache (whatever context is set)."""
     eng.reset()
-    eng.forget_outputs()
+    eng.drafts.forget()
     comps, _ = eng.complete(prefix, suffix, GenParams(max_tokens=48, max_lines=1))
     return first_line(comps[0].text) if comps else ""
 

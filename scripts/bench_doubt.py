@@ -95,7 +95,7 @@ def main() -> int:
     for i, (label, pre, suf, truth) in enumerate(spots):
         p, s = clip_window(pre, suf, *QUICK)
         eng.reset()
-        eng.forget_outputs()
+        eng.drafts.forget()
         comps, _ = eng.complete(p, s, GenParams(max_tokens=32, max_lines=1))
         c = comps[0]
         line = c.text.split("\n")[0].rstrip()

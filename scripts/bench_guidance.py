@@ -171,7 +171,7 @@ def warm(eng: Engine, case: dict, version: int) -> None:
 
 
 def run_arm(eng: Engine, case: dict, guided: bool, version: int) -> dict:
-    eng.forget_outputs()
+    eng.drafts.forget()
     params = GenParams(max_tokens=48, max_lines=1, guidance=guided, doc=DocRef(case["file"], version),
                        language="python")
     t0 = time.perf_counter()

@@ -84,7 +84,7 @@ def run(eng: Engine, prefix: str, suffix: str, window: tuple[int, int], middle: 
     the cursor's line; -1: where the engine puts a new anchor (FRESH_MIDDLE_CHARS back, what is served)."""
     p, s = clip_window(prefix, suffix, *window)
     eng.reset()
-    eng.forget_outputs()
+    eng.drafts.forget()
     eng.config.fast.fresh_middle_chars = FRESH_MIDDLE_CHARS if middle == -1 else 0
     if middle is not None and middle >= 0:  # the anchor ``middle`` characters back, at a line start
         nl = p.rfind("\n", 0, max(0, len(p) - middle))

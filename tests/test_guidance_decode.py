@@ -45,7 +45,7 @@ def guided(engine, analyser: JediAnalyser, speculative: bool = True):
 
 def run(engine, prefix: str, suffix: str, params: GenParams):
     engine.reset()
-    engine.forget_outputs()
+    engine.drafts.forget()
     comps, t = engine.complete(prefix, suffix, params)
     return comps[0], t
 
