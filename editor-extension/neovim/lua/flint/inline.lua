@@ -139,12 +139,20 @@ function M.cycle(count)
   end)
 end
 
---- flint/refresh for the current buffer (routing `race`: a capable answer replaced the one on screen):
---- ask again where the cursor still is.
+--- flint/refresh for the current buffer: the server has more there than what is shown (the other
+--- variants of an explicit request; routing `race`: a capable answer; the line of the whole window). Ask
+--- again as an explicit request, as VS Code does: the server answers the re-ask of an automatic
+--- suggestion as automatic, and counts the user's next explicit request (<M-]>) as a real one. The
+--- variant on screen stays.
 function M.refreshed(uri)
-  if vim.uri_from_bufnr(vim.api.nvim_get_current_buf()) == uri then
-    M.trigger(2)
+  if vim.uri_from_bufnr(vim.api.nvim_get_current_buf()) ~= uri then
+    return
   end
+  local was = ghost.rest()
+  ask(1, function()
+    ghost.select(was)
+    ghost.step(0)
+  end, ghost.invoked())
 end
 
 local function on_text_changed()
