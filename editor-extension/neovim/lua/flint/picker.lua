@@ -1,8 +1,10 @@
 -- Pick Variant (:FlintPick, docs/protocol.md `flint/variants`): every ranked variant at the cursor with its
 -- own latency and source, in vim.ui.select; the chosen one is inserted and reported (flint/didAccept).
--- The server answers with item 1 as soon as it is ready and sends flint/refresh once the other variants
--- are there. A vim.ui.select list cannot grow once shown, so a pick that got item 1 alone waits for them
--- (asking again on flint/refresh, at most PICK_WAIT_MS).
+-- The server answers with item 1 as soon as it is ready (`complete` false) and sends flint/refresh once the
+-- other variants are there. A vim.ui.select list cannot grow once shown, so while more are coming the pick
+-- waits for them (asking again on each flint/refresh, at most PICK_WAIT_MS) with the server's note in the
+-- message area; the list's prompt carries the note of the answer it shows (the model's variants agree, or
+-- alternatives still on their way when the wait ran out), as VS Code's list does.
 local ghost = require('flint.ghost')
 local state = require('flint.state')
 local util = require('flint.util')
@@ -42,13 +44,22 @@ function M.variant_label(v)
   return string.format('%s   (%s%s)', first, M.variant_timing(v), extra)
 end
 
---- The list's prompt.
-function M.prompt(_)
-  return 'Flint variants'
+local function note(res)
+  return type(res.note) == 'string' and res.note or ''
 end
 
---- Whether more variants are on their way: the server sends item 1 alone first.
+--- The list's prompt, with the server's note on the answer when it sent one.
+function M.prompt(res)
+  local n = note(res)
+  return n ~= '' and ('Flint variants · ' .. n) or 'Flint variants'
+end
+
+--- Whether more variants are on their way: the server says so (`complete` false); a server that does not
+--- say (an older one) sends item 1 alone first.
 local function more_coming(res)
+  if type(res.complete) == 'boolean' then
+    return not res.complete
+  end
   return #res.items == 1
 end
 
@@ -100,6 +111,9 @@ end
 local function wait(ctx, res)
   local w = { ctx = ctx, res = res }
   waiting = w
+  if note(res) ~= '' then
+    vim.api.nvim_echo({ { 'Flint: ' .. note(res) .. '…' } }, false, {})
+  end
   vim.defer_fn(function()
     finish(w)
   end, PICK_WAIT_MS)
@@ -113,10 +127,14 @@ function M.refreshed(uri)
     return false
   end
   ask(w.ctx, function(err, r)
-    if not err and r and r.items and #r.items > #w.res.items then
+    local got = not err and r and r.items
+    if got and #r.items >= #w.res.items then
       w.res = r
     end
-    finish(w)
+    -- an older server's answer after flint/refresh is all there is (it does not say `complete`)
+    if not got or r.complete ~= false then
+      finish(w)
+    end
   end)
   return true
 end
