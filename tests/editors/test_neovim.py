@@ -366,7 +366,8 @@ ALL_ITEMS = [ITEM_1,
 
 def fake_variants(nv: Nvim, answers: list[dict]) -> None:
     """The client answers flint/variants from `answers` (nvim_init.lua: flint_fake_variants)."""
-    nv.expr("v:lua.flint_fake_variants('%s')" % json.dumps(answers).replace("'", "''"))
+    quoted = json.dumps(answers).replace("'", "''")  # a Vim string in single quotes
+    nv.expr(f"v:lua.flint_fake_variants('{quoted}')")
 
 
 def test_neovim_pick_variant_with_stub(neovim_env, stub_server, tmp_path, artifacts):
