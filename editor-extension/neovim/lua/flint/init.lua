@@ -57,8 +57,8 @@ M.defaults = {
 --   switches.lua  on/off, snooze, filetypes, the log, :FlintMenu
 --   nextedit.lua  next edits (flint/nextEdit); health.lua: :checkhealth flint
 local buffers = require('flint.buffers')
-local cursor = require('flint.cursor')
 local client = require('flint.client')
+local cursor = require('flint.cursor')
 local ghost = require('flint.ghost')
 local inline = require('flint.inline')
 local picker = require('flint.picker')
