@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import time
 from pathlib import Path
@@ -434,47 +433,6 @@ def test_neovim_pick_variant_with_stub(neovim_env, stub_server, tmp_path, artifa
 
 
 # Lua: block openers and `end`s, after comments and strings are taken out (each function's length in lines)
-_LUA_TOKEN = re.compile(r"""--\[(?P<lc>=*)\[.*?\](?P=lc)\]|--[^\n]*|\[(?P<ls>=*)\[.*?\](?P=ls)\]"""
-                        r"""|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|\b(?P<kw>function|if|do|repeat|until|end)\b""",
-                        re.S)
-
-
-def lua_functions(text: str) -> list[tuple[int, int]]:
-    """(first line, length in lines) of every function in a Lua source."""
-    out: list[tuple[int, int]] = []
-    stack: list[tuple[str, int]] = []
-    for m in _LUA_TOKEN.finditer(text):
-        kw = m.group("kw")
-        if not kw:
-            continue
-        line = text.count("\n", 0, m.start()) + 1
-        if kw in ("function", "if", "do", "repeat"):
-            stack.append((kw, line))
-        else:  # end, until
-            opened, start = stack.pop()
-            if opened == "function":
-                out.append((start, line - start + 1))
-    assert not stack, "unbalanced blocks"
-    return out
-
-
-def test_neovim_plugin_stays_split_by_concern():
-    """No Lua file of the plugin over 400 lines, no function over 60 (editor-extension/vscode's
-    layout.test.ts keeps the TypeScript to the same)."""
-    long_one = "local function f()\n" + "  x = 1\n" * 60 + "end\n"
-    assert lua_functions(long_one) == [(1, 62)]  # the reader sees a long function
-    files = sorted((ROOT / "editor-extension" / "neovim").rglob("*.lua"))
-    assert len(files) >= 10, files
-    too_long = []
-    for f in files:
-        text = f.read_text(encoding="utf-8")
-        name = f.relative_to(ROOT)
-        if len(text.splitlines()) > 400:
-            too_long.append(f"{name}: {len(text.splitlines())} lines")
-        too_long += [f"{name}:{line}: a function of {n} lines" for line, n in lua_functions(text) if n > 60]
-    assert not too_long, "\n".join(too_long)
-
-
 def checkhealth(nv: Nvim, timeout: float) -> str:
     """Run :checkhealth flint and return its buffer once the server check has answered (or failed)."""
     nv.send(":checkhealth flint<CR>")
