@@ -42,23 +42,6 @@ def lua_functions(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def test_neovim_plugin_stays_split_by_concern():
-    """No Lua file of the plugin over 400 lines, no function over 60 (editor-extension/vscode's
-    layout.test.ts keeps the TypeScript to the same)."""
-    long_one = "local function f()\n" + "  x = 1\n" * 60 + "end\n"
-    assert lua_functions(long_one) == [(1, 62)]  # the reader sees a long function
-    files = sorted((ROOT / "editor-extension" / "neovim").rglob("*.lua"))
-    assert len(files) >= 10, files
-    too_long = []
-    for f in files:
-        text = f.read_text(encoding="utf-8")
-        name = f.relative_to(ROOT)
-        if len(text.splitlines()) > 400:
-            too_long.append(f"{name}: {len(text.splitlines())} lines")
-        too_long += [f"{name}:{line}: a function of {n} lines" for line, n in lua_functions(text) if n > 60]
-    assert not too_long, "\n".join(too_long)
-
-
 def test_the_readers_see_long_functions():
     long_py = "def f():\n" + "    x = 1\n" * 60
     assert python_functions(long_py) == [("f", 1, 61)]
