@@ -13,7 +13,8 @@ costs 4x on long modules and only ever makes the list longer (a monitor must not
 
 Memory: answers in an LRU of ``cache_size`` entries keyed by (path, version, offset, hash of the source),
 ``max_projects`` projects, the last few ``jedi.Script`` objects (asking several positions of one text
-reuses its inference state). parso keeps its own cache of parsed modules (it drops ones unused for 10
+reuses its inference state; a kept Script is used only while parso's tree of its path still is its text:
+``reads_its_text``). parso keeps its own cache of parsed modules (it drops ones unused for 10
 minutes once it holds 600).
 
 Every failure (a broken file jedi cannot read, a missing environment, an exception inside jedi) is "no
@@ -68,6 +69,21 @@ def _workspace_venv(root: str) -> str | None:
         if os.path.isfile(os.path.join(root, name, "pyvenv.cfg")):
             return os.path.join(root, name)
     return None
+
+
+def reads_its_text(script: Any) -> bool:
+    """Whether a kept ``jedi.Script`` still reads the text it was made from. parso caches one tree per path
+    and its diff parser updates that tree in place when another text of the path is parsed (a newer version
+    of the document, the checker's completed file, a rename's question): a Script of the older text would
+    then answer from the newer one. parso saves a new cache entry whenever it does so, so the Script is
+    good while the entry for its path still holds its tree and its lines."""
+    try:
+        from parso.cache import parser_cache
+
+        item = parser_cache.get(script._inference_state.grammar._hashed, {}).get(script.path)
+        return item is not None and item.node is script._module_node and item.lines == script._code_lines
+    except Exception:  # another parso or jedi: never reuse
+        return False
 
 
 class JediAnalyser:
@@ -183,7 +199,7 @@ class JediAnalyser:
 
         skey = (path, hash(source))
         script = self._scripts.get(skey)
-        if script is not None:
+        if script is not None and reads_its_text(script):
             self._scripts.move_to_end(skey)
             return script
         project = self._project(path)
