@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -178,6 +179,38 @@ class JediAnalyser:
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return res
+
+    def call(self, source: str, path: str | None, fn: Callable[[Any], Any], deadline: float,
+             late: Callable[[Any], None] | None = None) -> Any:
+        """``fn(script)`` on the worker thread, ``script`` a jedi Script of ``source`` in the project of
+        ``path`` (a kept one while it still reads that text). None past ``deadline``, for a huge file,
+        without a usable environment, or when jedi fails; a result that comes after the deadline goes to
+        ``late`` (jedi cannot be interrupted: the work is not lost). Questions asked before are not
+        cancelled: this runs after them."""
+        if len(source) > self.max_chars:
+            self.stats["skipped"] += 1
+            return None
+        path = os.path.abspath(path) if path else os.path.abspath("untitled.py")
+
+        def run() -> Any:
+            try:
+                script = self._script(source, path)
+                return None if script is None else fn(script)
+            except Exception as e:  # jedi on arbitrary text: any failure is "no answer"
+                log.debug("jedi call failed for %s: %r", path, e)
+                self.stats["failed"] += 1
+                return None
+
+        try:
+            fut = self._pool.submit(run)
+            return fut.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeout:
+            self.stats["late"] += 1
+            if late is not None:
+                fut.add_done_callback(lambda f: None if f.cancelled() else late(f.result()))
+            return None
+        except (CancelledError, RuntimeError):  # RuntimeError: the pool was shut down
+            return None
 
     # ---- jedi (worker thread only) ----
     def _complete(self, source: str, offset: int, path: str) -> Candidates | None:
