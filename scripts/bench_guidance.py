@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Monitor-guided decoding (issue 35): completion quality and keystroke cost with vs without the monitor,
-in one run, the two arms alternating per line (which goes first alternates too).
+"""Monitor-guided decoding and context from jedi (issue 35): completion quality and keystroke cost in one
+run, four arms per line (their order rotates per line): ``off`` (no block, no monitor), ``jedi`` (the
+context block of the imports and jedi sources, engine/context/jedi_source.py, in the comments layout),
+``monitor`` (no block, the monitor on), ``both``.
 
     flock /tmp/flint-heavy.lock env FLINT_CACHE_DIR=$(mktemp -d) \\
         python scripts/bench_guidance.py --split validation
@@ -17,8 +19,11 @@ name defined in the same file or ``self``. The cursor sits at the start of the e
 ``x = ``, ``return ``, or the indentation); the expected text is the rest of the line.
 
 Per line: the engine's KV is reset, jedi reads the file as it was before the line (the analyser's idle-time
-warm-up) and the prompt is prefilled (idle time, untimed); then per arm one request is timed (the keystroke's
-time to a finished one-line suggestion; the second arm reuses the prompt's KV as the first did). Measures: exact match of the first line,
+warm-up) and the context block is gathered (idle time, untimed; the server's gather: Workspace with its
+budget and JediContext's time budget); then per arm its prompt (with or without the block) is prefilled,
+untimed as in the server's idle time, and one request is timed (the keystroke's time to a finished one-line
+suggestion). RSS: what each arm's work added to the process's resident memory, summed over lines (one
+process: jedi's caches are shared, so the first arm to need them pays). Measures: exact match of the first line,
 edit similarity, the share of suggestions naming an attribute or name that does not exist
 (engine/guidance/checker.py on the completed file, the same jedi project), p50/p95 time, RSS.
 
@@ -44,6 +49,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from engine.config import EngineConfig  # noqa: E402
+from engine.context.jedi_source import JediContext  # noqa: E402
+from engine.context.workspace import Workspace  # noqa: E402
 from engine.engine import Engine  # noqa: E402
 from engine.guidance.checker import check_suggestion  # noqa: E402
 from engine.guidance.jedi_analyser import JediAnalyser  # noqa: E402
@@ -159,18 +166,30 @@ def rss_mb() -> float:
     return 0.0
 
 
-def warm(eng: Engine, case: dict, version: int) -> None:
-    """The user opened the file and went to the line (idle time, untimed): the prompt is prefilled and jedi
-    has answered the line's scope question (engine/guidance/scope.py: the line blanked, the same for every
-    keystroke on it), as the server's idle-time warm-up does."""
+ARMS = {"off": (False, False), "jedi": (True, False), "monitor": (False, True), "both": (True, True)}
+
+
+def warm(eng: Engine, case: dict, version: int, ws: Workspace) -> dict:
+    """The user opened the file and went to the line (idle time, untimed): jedi has answered the line's
+    scope question (engine/guidance/scope.py: the line blanked, the same for every keystroke on it), as the
+    server's idle-time warm-up does, and the context block is gathered. The block and what it took."""
     eng.reset()
     assert eng.guidance is not None
     eng.guidance.warm(case["prefix"], case["suffix"], path=case["file"], version=-1 - version,
                       language="python", timeout=10.0)
-    eng.prefill(case["prefix"], case["suffix"])
+    text = case["prefix"] + case["suffix"]
+    t0 = time.perf_counter()
+    block = ws.gather(Path(case["file"]), text, len(case["prefix"]), count=lambda x: len(eng.tok.encode(x)))
+    ms = (time.perf_counter() - t0) * 1000
+    labels = block.labels() if block is not None else []
+    return {"block": block, "gather_ms": round(ms, 1), "labels": labels,
+            "jedi_chunks": sum(1 for lb in labels if lb.endswith("(jedi)"))}
 
 
-def run_arm(eng: Engine, case: dict, guided: bool, version: int) -> dict:
+def run_arm(eng: Engine, case: dict, arm: str, version: int, block) -> dict:
+    with_block, guided = ARMS[arm]
+    eng.set_context(block if with_block else None)
+    eng.prefill(case["prefix"], case["suffix"])  # idle time: the prompt (and block) are in the KV
     eng.drafts.forget()
     params = GenParams(max_tokens=48, max_lines=1, guidance=guided, doc=DocRef(case["file"], version),
                        language="python")
@@ -178,7 +197,7 @@ def run_arm(eng: Engine, case: dict, guided: bool, version: int) -> dict:
     comps, t = eng.complete(case["prefix"], case["suffix"], params)
     ms = (time.perf_counter() - t0) * 1000
     text = comps[0].text.split("\n")[0] if comps else ""
-    return {"text": text, "ms": ms, "guidance": t.guidance}
+    return {"text": text, "ms": ms, "guidance": t.guidance, "block_tokens": eng.context_tokens}
 
 
 def judge(case: dict, text: str, project) -> dict:
@@ -217,6 +236,9 @@ def main() -> int:
     ap.add_argument("--budget-ms", type=float, default=20.0)
     ap.add_argument("--wait-ms", type=float, default=None, help="the analyser wait per generation (3x budget)")
     ap.add_argument("--soft", action="store_true", help="soft trigger points constrain too")
+    ap.add_argument("--context-budget", type=int, default=512, help="the block's token budget (jedi arms)")
+    ap.add_argument("--jedi-budget-ms", type=float, default=500.0, help="JediContext's wait per gather")
+    ap.add_argument("--stdlib", action="store_true", help="the jedi source keeps standard-library definitions")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     import jedi
@@ -225,7 +247,8 @@ def main() -> int:
     pins, packages = SPLITS[args.split]
     cross, infile = cases(site, packages, args.seed)
     chosen = [("cross", c) for c in cross[: args.cross]] + [("infile", c) for c in infile[: args.infile]]
-    cfg = EngineConfig(guidance_budget_s=args.budget_ms / 1000, guidance_soft=args.soft)
+    cfg = EngineConfig(guidance_budget_s=args.budget_ms / 1000, guidance_soft=args.soft,
+                       context_tokens=args.context_budget)
     eng = Engine.load(None, config=cfg)
     rss0 = rss_mb()
     analyser = JediAnalyser()
@@ -234,21 +257,31 @@ def main() -> int:
     if args.wait_ms is not None:
         g.wait_s = args.wait_ms / 1000
     project = jedi.Project(str(site), environment_path=args.env)
+    resolver = JediContext(analyser, budget_s=args.jedi_budget_ms / 1000, stdlib=args.stdlib)
+    ws = Workspace([site], budget=args.context_budget, sources=("imports", "jedi"), resolver=resolver)
+    arms = list(ARMS)
     rows: list[dict] = []
+    grown = dict.fromkeys(arms + ["gather"], 0.0)
     t_start = time.time()
     for i, (kind, case) in enumerate(chosen):
         row = {"kind": kind, "file": os.path.relpath(case["file"], site), "line": case["line"],
                "expected": case["expected"]}
-        warm(eng, case, i)
-        for guided in ((False, True) if i % 2 == 0 else (True, False)):
-            r = run_arm(eng, case, guided, version=i)
+        r0 = rss_mb()
+        ctx = warm(eng, case, i, ws)
+        grown["gather"] += rss_mb() - r0
+        row["context"] = {k: v for k, v in ctx.items() if k != "block"}
+        for arm in arms[i % 4:] + arms[: i % 4]:
+            r0 = rss_mb()
+            r = run_arm(eng, case, arm, i, ctx["block"])
             analyser.idle()  # jedi is not thread-safe: the check runs once the analyser's late answers are in
+            grown[arm] += rss_mb() - r0
             r.update(judge(case, r["text"], project))
-            row["on" if guided else "off"] = r
+            row[arm] = r
         rows.append(row)
-        print(f"[{i + 1}/{len(chosen)}] {kind} {row['file']}:{row['line']} off={row['off']['exact']} "
-              f"on={row['on']['exact']} {row['on']['text']!r}", file=sys.stderr, flush=True)
-    report = _report(args, pins, rows, rss0, time.time() - t_start, eng)
+        print(f"[{i + 1}/{len(chosen)}] {kind} {row['file']}:{row['line']} " +
+              " ".join(f"{a}={int(row[a]['exact'])}" for a in arms) + f" jedi_chunks={ctx['jedi_chunks']} "
+              f"{row['jedi']['text']!r}", file=sys.stderr, flush=True)
+    report = _report(args, pins, rows, rss0, time.time() - t_start, eng, grown, resolver.stats)
     out = Path(args.out or ROOT / "docs" / "benchmarks" / f"guidance-{args.split}.json")
     out.write_text(json.dumps(report, indent=1) + "\n")
     out.with_suffix(".md").write_text(_markdown(report))
@@ -257,7 +290,7 @@ def main() -> int:
 
 
 def _report(args: argparse.Namespace, pins: tuple[str, ...], rows: list[dict], rss0: float, wall: float,
-            eng: Engine) -> dict:
+            eng: Engine, grown: dict, context_stats: dict) -> dict:
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     if not commit and (ROOT / "COMMIT").exists():  # run from an exported snapshot of the tree
@@ -269,8 +302,14 @@ def _report(args: argparse.Namespace, pins: tuple[str, ...], rows: list[dict], r
     return {"command": " ".join(sys.argv), "commit": commit, "cpu": cpu, "cores": os.cpu_count(),
             "split": args.split, "packages": list(pins), "budget_ms": args.budget_ms, "wait_ms": args.wait_ms, "soft": args.soft,
             "wall_s": round(wall, 1), "rss_mb": {"after_load": round(rss0, 1), "end": round(rss_mb(), 1)},
+            "context_budget": args.context_budget, "jedi_budget_ms": args.jedi_budget_ms, "stdlib": args.stdlib,
+            "rss_grown_mb": {k: round(v, 1) for k, v in grown.items()}, "context": context_stats,
+            "blocks": {"with_jedi_chunks": sum(1 for r in rows if r["context"]["jedi_chunks"]),
+                       "gather_ms_p50": round(statistics.median(r["context"]["gather_ms"] for r in rows), 1),
+                       "gather_ms_max": round(max(r["context"]["gather_ms"] for r in rows), 1),
+                       "tokens_p50": statistics.median(r["jedi"]["block_tokens"] for r in rows)},
             "analyser": stats,
-            "results": {k: {"off": summarise(v, "off"), "on": summarise(v, "on")} for k, v in groups.items() if v},
+            "results": {k: {a: summarise(v, a) for a in ARMS} for k, v in groups.items() if v},
             "rows": rows}
 
 
@@ -281,13 +320,16 @@ def _markdown(rep: dict) -> str:
            "| lines | arm | n | exact | edit sim | nonexistent (of shown) | p50 ms | mean ms | p95 ms | sd ms |",
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for kind, arms in rep["results"].items():
-        for arm in ("off", "on"):
+        for arm in ARMS:
             s = arms[arm]
             out.append(f"| {kind} | {arm} | {s['lines']} | {s['exact']} | {s['edit_similarity']} | "
                        f"{s['nonexistent']}/{s['shown']} ({s['nonexistent_share']}) | {s['ms_p50']} | "
                        f"{s['ms_mean']} | {s['ms_p95']} | {s['ms_stdev']} |")
-    out += ["", f"RSS after load {rep['rss_mb']['after_load']} MB, at the end {rep['rss_mb']['end']} MB "
-            f"(the monitor's trie, jedi and its caches are the difference). Wall {rep['wall_s']} s.",
+    out += ["", f"RSS after load {rep['rss_mb']['after_load']} MB, at the end {rep['rss_mb']['end']} MB; "
+            f"grown during each arm's work (and the gathers), summed: {rep['rss_grown_mb']}. Wall {rep['wall_s']} s.",
+            f"Context budget {rep['context_budget']} tokens, jedi {rep['jedi_budget_ms']} ms per gather, "
+            f"standard library {rep['stdlib']}; "
+            f"blocks: {rep['blocks']}; JediContext: {rep['context']}",
             f"Analyser: {rep['analyser']}", ""]
     return "\n".join(out)
 

@@ -18,7 +18,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from engine.context.resolved import MAX_MEMBERS, MAX_QUESTIONS, Definition, Member, Question, questions
+from engine.context.resolved import (
+    MAX_MEMBERS,
+    MAX_QUESTIONS,
+    Definition,
+    Member,
+    Question,
+    questions,
+    standard_library,
+)
 
 BUDGET_S = 0.5  # one gather's wait for jedi (idle time: a first question in a process loads ~0.3 s of caches)
 MAX_DOC = 100  # characters of a docstring's first line
@@ -100,8 +108,10 @@ class JediContext:
     text, offset) in a small LRU (a late answer lands there for the next gather)."""
 
     def __init__(self, runner: Runner, budget_s: float = BUDGET_S, max_questions: int = MAX_QUESTIONS,
-                 cache_size: int = 32) -> None:
+                 cache_size: int = 32, stdlib: bool = False) -> None:
         self.runner = runner
+        # the standard library's definitions too (off: the model has read the stdlib more than any project)
+        self.stdlib = stdlib
         self.budget_s, self.max_questions, self.cache_size = budget_s, max_questions, cache_size
         self._cache: OrderedDict[tuple[str, int, int], list[Definition]] = OrderedDict()
         self._lock = threading.Lock()
@@ -113,9 +123,11 @@ class JediContext:
         key = (str(file), hash(text), offset)
         with self._lock:
             self.stats["asked"] += 1
-            if key in self._cache:
+            cached = self._cache.get(key)
+            if cached is not None:
                 self._cache.move_to_end(key)
-                return self._cache[key]
+        if cached is not None:
+            return [d for d in cached if self.stdlib or not standard_library(d.path)] or None
         qs = questions(text, offset, self.max_questions)
         if not qs:
             return None
@@ -138,6 +150,8 @@ class JediContext:
         found = self.runner.call(text, str(file), lambda s: answer(s, text, qs, deadline + self.budget_s),
                                  deadline, late)
         keep(found)
+        if found and not self.stdlib:
+            found = [d for d in found if not standard_library(d.path)]
         if found:
             self.stats["answered"] += 1
         return found or None
