@@ -29,6 +29,7 @@ from engine.context.resolved import (
 )
 
 BUDGET_S = 0.5  # one gather's wait for jedi (idle time: a first question in a process loads ~0.3 s of caches)
+LATE_S = 1.0  # jedi goes on this much longer for the next gather (its thread serves the monitor too)
 MAX_DOC = 100  # characters of a docstring's first line
 
 
@@ -108,8 +109,9 @@ class JediContext:
     text, offset) in a small LRU (a late answer lands there for the next gather)."""
 
     def __init__(self, runner: Runner, budget_s: float = BUDGET_S, max_questions: int = MAX_QUESTIONS,
-                 cache_size: int = 32, stdlib: bool = False) -> None:
+                 cache_size: int = 32, stdlib: bool = False, late_s: float = LATE_S) -> None:
         self.runner = runner
+        self.late_s = late_s
         # the standard library's definitions too (off: the model has read the stdlib more than any project)
         self.stdlib = stdlib
         self.budget_s, self.max_questions, self.cache_size = budget_s, max_questions, cache_size
@@ -146,8 +148,8 @@ class JediContext:
             self.stats["late"] += 1
             keep(found)
 
-        # the worker stops asking a little after the caller stops waiting: its thread serves the monitor too
-        found = self.runner.call(text, str(file), lambda s: answer(s, text, qs, deadline + self.budget_s),
+        # the worker stops asking a little after the caller stops waiting
+        found = self.runner.call(text, str(file), lambda s: answer(s, text, qs, deadline + self.late_s),
                                  deadline, late)
         keep(found)
         if found and not self.stdlib:
