@@ -178,11 +178,12 @@ def warm(eng: Engine, case: dict, version: int, ws: Workspace) -> dict:
     eng.guidance.warm(case["prefix"], case["suffix"], path=case["file"], version=-1 - version,
                       language="python", timeout=10.0)
     text = case["prefix"] + case["suffix"]
-    t0 = time.perf_counter()
+    r0, t0 = rss_mb(), time.perf_counter()
     block = ws.gather(Path(case["file"]), text, len(case["prefix"]), count=lambda x: len(eng.tok.encode(x)))
     ms = (time.perf_counter() - t0) * 1000
+    grown = rss_mb() - r0
     labels = block.labels() if block is not None else []
-    return {"block": block, "gather_ms": round(ms, 1), "labels": labels,
+    return {"block": block, "gather_ms": round(ms, 1), "labels": labels, "rss_grown_mb": round(grown, 1),
             "jedi_chunks": sum(1 for lb in labels if lb.endswith("(jedi)"))}
 
 
@@ -223,7 +224,37 @@ def summarise(rows: list[dict], arm: str) -> dict:
             "ms_mean": round(statistics.mean(ms), 1) if ms else 0.0,
             "ms_p95": round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 1) if ms else 0.0,
             "ms_stdev": round(statistics.stdev(ms), 1) if len(ms) > 1 else 0.0,
-            "constrained": sum(1 for x in xs if x.get("guidance") and x["guidance"]["constrained"])}
+            "constrained": sum(1 for x in xs if x.get("guidance") and x["guidance"]["constrained"]),
+            # against the off arm, line by line: the time difference and the lines whose text differs
+            "paired_ms_median": round(statistics.median(r[arm]["ms"] - r["off"]["ms"] for r in rows), 1) if rows else 0.0,
+            "changed": sum(1 for r in rows if r[arm]["text"] != r["off"]["text"])}
+
+
+def measure(eng: Engine, analyser: JediAnalyser, ws: Workspace, project, chosen: list, site: Path
+            ) -> tuple[list[dict], dict]:
+    """Every line through the four arms (their order rotating per line): the rows, and the resident memory
+    each arm's work (and the gathers) added, summed."""
+    arms = list(ARMS)
+    rows: list[dict] = []
+    grown = dict.fromkeys(arms + ["gather"], 0.0)
+    for i, (kind, case) in enumerate(chosen):
+        row = {"kind": kind, "file": os.path.relpath(case["file"], site), "line": case["line"],
+               "expected": case["expected"]}
+        ctx = warm(eng, case, i, ws)
+        grown["gather"] += ctx["rss_grown_mb"]
+        row["context"] = {k: v for k, v in ctx.items() if k != "block"}
+        for arm in arms[i % 4:] + arms[: i % 4]:
+            r0 = rss_mb()
+            r = run_arm(eng, case, arm, i, ctx["block"])
+            analyser.idle()  # jedi is not thread-safe: the check runs once the analyser's late answers are in
+            grown[arm] += rss_mb() - r0
+            r.update(judge(case, r["text"], project))
+            row[arm] = r
+        rows.append(row)
+        print(f"[{i + 1}/{len(chosen)}] {kind} {row['file']}:{row['line']} " +
+              " ".join(f"{a}={int(row[a]['exact'])}" for a in arms) + f" jedi_chunks={ctx['jedi_chunks']} "
+              f"{row['jedi']['text']!r}", file=sys.stderr, flush=True)
+    return rows, grown
 
 
 def main() -> int:
@@ -259,28 +290,8 @@ def main() -> int:
     project = jedi.Project(str(site), environment_path=args.env)
     resolver = JediContext(analyser, budget_s=args.jedi_budget_ms / 1000, stdlib=args.stdlib)
     ws = Workspace([site], budget=args.context_budget, sources=("imports", "jedi"), resolver=resolver)
-    arms = list(ARMS)
-    rows: list[dict] = []
-    grown = dict.fromkeys(arms + ["gather"], 0.0)
     t_start = time.time()
-    for i, (kind, case) in enumerate(chosen):
-        row = {"kind": kind, "file": os.path.relpath(case["file"], site), "line": case["line"],
-               "expected": case["expected"]}
-        r0 = rss_mb()
-        ctx = warm(eng, case, i, ws)
-        grown["gather"] += rss_mb() - r0
-        row["context"] = {k: v for k, v in ctx.items() if k != "block"}
-        for arm in arms[i % 4:] + arms[: i % 4]:
-            r0 = rss_mb()
-            r = run_arm(eng, case, arm, i, ctx["block"])
-            analyser.idle()  # jedi is not thread-safe: the check runs once the analyser's late answers are in
-            grown[arm] += rss_mb() - r0
-            r.update(judge(case, r["text"], project))
-            row[arm] = r
-        rows.append(row)
-        print(f"[{i + 1}/{len(chosen)}] {kind} {row['file']}:{row['line']} " +
-              " ".join(f"{a}={int(row[a]['exact'])}" for a in arms) + f" jedi_chunks={ctx['jedi_chunks']} "
-              f"{row['jedi']['text']!r}", file=sys.stderr, flush=True)
+    rows, grown = measure(eng, analyser, ws, project, chosen, site)
     report = _report(args, pins, rows, rss0, time.time() - t_start, eng, grown, resolver.stats)
     out = Path(args.out or ROOT / "docs" / "benchmarks" / f"guidance-{args.split}.json")
     out.write_text(json.dumps(report, indent=1) + "\n")
@@ -317,14 +328,15 @@ def _markdown(rep: dict) -> str:
     out = [f"# Monitor-guided decoding: {rep['split']} split", "",
            f"`{rep['command']}` at {rep['commit']}, {rep['cpu']} ({rep['cores']} cores, shared), "
            f"packages {', '.join(rep['packages'])}, budget {rep['budget_ms']} ms, soft triggers {rep['soft']}.", "",
-           "| lines | arm | n | exact | edit sim | nonexistent (of shown) | p50 ms | mean ms | p95 ms | sd ms |",
-           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "| lines | arm | n | exact | edit sim | nonexistent (of shown) | p50 ms | mean ms | p95 ms | sd ms | "
+           "paired vs off, median ms | text differs from off |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for kind, arms in rep["results"].items():
         for arm in ARMS:
             s = arms[arm]
             out.append(f"| {kind} | {arm} | {s['lines']} | {s['exact']} | {s['edit_similarity']} | "
                        f"{s['nonexistent']}/{s['shown']} ({s['nonexistent_share']}) | {s['ms_p50']} | "
-                       f"{s['ms_mean']} | {s['ms_p95']} | {s['ms_stdev']} |")
+                       f"{s['ms_mean']} | {s['ms_p95']} | {s['ms_stdev']} | {s['paired_ms_median']:+} | {s['changed']} |")
     out += ["", f"RSS after load {rep['rss_mb']['after_load']} MB, at the end {rep['rss_mb']['end']} MB; "
             f"grown during each arm's work (and the gathers), summed: {rep['rss_grown_mb']}. Wall {rep['wall_s']} s.",
             f"Context budget {rep['context_budget']} tokens, jedi {rep['jedi_budget_ms']} ms per gather, "
