@@ -309,3 +309,34 @@ def test_path_shown_for_installed_libraries(tmp_path):
     assert ws.shown_path("/venv/site-packages/requests/models.py", "requests.models") == "requests/models.py"
     assert ws.shown_path("/venv/site-packages/rich/__init__.py", "rich") == "rich/__init__.py"
     assert ws.shown_path(None, "_socket") == "_socket.py"
+
+
+# ---- the server's switch -----------------------------------------------------------------------------------
+def test_the_jedi_source_is_asked_for_by_name_only():
+    from lsp_server.settings import Settings, parse_settings
+
+    assert "jedi" not in Settings().context_sources  # not a default until measured
+    s, warnings = parse_settings({"contextSources": ["jedi", "imports"]})
+    assert s.context_sources == ("imports", "jedi") and not warnings
+
+
+def test_the_server_context_makes_its_resolver_when_jedi_is_asked_for(project):
+    from types import SimpleNamespace
+
+    from lsp_server.context import RepoContext
+    from lsp_server.settings import Settings
+
+    root, _ = project
+    settings = Settings(context_budget=512, context_sources=("imports", "jedi"))
+    ctx = RepoContext(lambda: settings, lambda: (6000, 600))
+    ctx.set_folders([root.as_uri()])
+    text, at = app_at_cursor()
+    uri = (root / "pkg" / "app.py").as_uri()
+    ctx.changed(uri, text, typed=False, active=None)
+    assert ctx.workspace.resolver is None
+    state = SimpleNamespace(uri=uri, offset=at)  # what block_for reads of a completion State
+    ctx.block_for(state)  # type: ignore[arg-type]
+    assert ctx.workspace.resolver is not None
+    ctx.workspace.resolver.runner.idle()  # the first gather may be late: jedi loads its caches
+    block = ctx.block_for(state)  # type: ignore[arg-type]
+    assert block is not None and "jedi" in {c.source for c in block.chunks}
