@@ -270,6 +270,8 @@ def main() -> int:
     ap.add_argument("--context-budget", type=int, default=512, help="the block's token budget (jedi arms)")
     ap.add_argument("--jedi-budget-ms", type=float, default=500.0, help="JediContext's wait per gather")
     ap.add_argument("--stdlib", action="store_true", help="the jedi source keeps standard-library definitions")
+    ap.add_argument("--unused-imports", type=int, default=0,
+                    help="the jedi source also asks about this many imported names the function does not use")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     import jedi
@@ -288,7 +290,8 @@ def main() -> int:
     if args.wait_ms is not None:
         g.wait_s = args.wait_ms / 1000
     project = jedi.Project(str(site), environment_path=args.env)
-    resolver = JediContext(analyser, budget_s=args.jedi_budget_ms / 1000, stdlib=args.stdlib)
+    resolver = JediContext(analyser, budget_s=args.jedi_budget_ms / 1000, stdlib=args.stdlib,
+                           unused_imports=args.unused_imports)
     ws = Workspace([site], budget=args.context_budget, sources=("imports", "jedi"), resolver=resolver)
     t_start = time.time()
     rows, grown = measure(eng, analyser, ws, project, chosen, site)
@@ -314,6 +317,7 @@ def _report(args: argparse.Namespace, pins: tuple[str, ...], rows: list[dict], r
             "split": args.split, "packages": list(pins), "budget_ms": args.budget_ms, "wait_ms": args.wait_ms, "soft": args.soft,
             "wall_s": round(wall, 1), "rss_mb": {"after_load": round(rss0, 1), "end": round(rss_mb(), 1)},
             "context_budget": args.context_budget, "jedi_budget_ms": args.jedi_budget_ms, "stdlib": args.stdlib,
+            "unused_imports": args.unused_imports,
             "rss_grown_mb": {k: round(v, 1) for k, v in grown.items()}, "context": context_stats,
             "blocks": {"with_jedi_chunks": sum(1 for r in rows if r["context"]["jedi_chunks"]),
                        "gather_ms_p50": round(statistics.median(r["context"]["gather_ms"] for r in rows), 1),
@@ -340,7 +344,7 @@ def _markdown(rep: dict) -> str:
     out += ["", f"RSS after load {rep['rss_mb']['after_load']} MB, at the end {rep['rss_mb']['end']} MB; "
             f"grown during each arm's work (and the gathers), summed: {rep['rss_grown_mb']}. Wall {rep['wall_s']} s.",
             f"Context budget {rep['context_budget']} tokens, jedi {rep['jedi_budget_ms']} ms per gather, "
-            f"standard library {rep['stdlib']}; "
+            f"standard library {rep['stdlib']}, unused imports {rep.get('unused_imports', 0)}; "
             f"blocks: {rep['blocks']}; JediContext: {rep['context']}",
             f"Analyser: {rep['analyser']}", ""]
     return "\n".join(out)

@@ -340,3 +340,20 @@ def test_the_server_context_makes_its_resolver_when_jedi_is_asked_for(project):
     ctx.workspace.resolver.runner.idle()  # the first gather may be late: jedi loads its caches
     block = ctx.block_for(state)  # type: ignore[arg-type]
     assert block is not None and "jedi" in {c.source for c in block.chunks}
+
+
+def test_unused_imports_are_asked_last_the_package_own_first():
+    text = ("from os.path import join, split\nfrom .sibling import helper, Thing as T\nfrom pkg import models\n\n\n"
+            "def f(x):\n    return helper(x)\n    \n")
+    at = text.rindex("    \n") + 4
+    assert all(not q.brief for q in questions(text, at))  # off by default
+    qs = questions(text, at, unused_imports=3)
+    assert [q.expr for q in qs] == ["helper", "T", "join", "split"]  # not models: the cap
+    assert [q.brief for q in qs] == [False, True, True, True]
+    assert text[qs[1].at:].startswith("Thing as T")  # jedi goes from the imported name to its definition
+
+
+def test_an_unbound_method_signature_keeps_its_one_self():
+    cls = Definition("T", "class", "T", "m", "/w/m.py", 1, "class T:", members=(
+        Member("__init__", "function", "__init__(self, x)"),))
+    assert "def __init__(self, x):" in render(cls)

@@ -54,10 +54,9 @@ def _signature(name: Any) -> str:
     return sigs[0].to_string() if sigs else ""
 
 
-def _member(name: Any, signature: bool) -> Member:
-    sig = _signature(name) if signature and name.type == "function" else ""
-    doc = _first_line(name.docstring(raw=True)) if signature else ""
-    return Member(name.name, name.type, sig, doc)
+def _member(name: Any, doc: bool) -> Member:
+    sig = _signature(name) if name.type == "function" else ""
+    return Member(name.name, name.type, sig, _first_line(name.docstring(raw=True)) if doc else "")
 
 
 def _definition(name: Any, q: Question, members: list[Any], used: tuple[str, ...]) -> Definition:
@@ -68,7 +67,8 @@ def _definition(name: Any, q: Question, members: list[Any], used: tuple[str, ...
     shown = [m for m in members if m.name in used] + [m for m in members if m.name not in used]
     shown = [m for m in shown if not m.name.startswith("_") or m.name == "__init__"][:MAX_MEMBERS]
     return Definition(q.expr, name.type, name.name, name.module_name or "", path, name.line or 0, header,
-                      sig, _first_line(name.docstring(raw=True)), tuple(_member(m, True) for m in shown),
+                      sig, "" if q.brief else _first_line(name.docstring(raw=True)),
+                      tuple(_member(m, not q.brief) for m in shown),
                       q.distance, used)
 
 
@@ -78,6 +78,8 @@ def answer_one(script: Any, text: str, q: Question) -> list[Definition]:
         out = []
         for n in script.goto(*_line_col(text, q.at), follow_imports=True)[:1]:
             members = n.defined_names() if n.type == "class" else []
+            if q.brief:  # a class the function does not use: its constructor alone
+                members = [m for m in members if m.name == "__init__"]
             out.append(_definition(n, q, members, ()))
         return out
     types = [t for t in script.infer(*_line_col(text, q.name_at)) if t.type in ("instance", "class")]
@@ -109,8 +111,10 @@ class JediContext:
     text, offset) in a small LRU (a late answer lands there for the next gather)."""
 
     def __init__(self, runner: Runner, budget_s: float = BUDGET_S, max_questions: int = MAX_QUESTIONS,
-                 cache_size: int = 32, stdlib: bool = False, late_s: float = LATE_S) -> None:
+                 cache_size: int = 32, stdlib: bool = False, late_s: float = LATE_S,
+                 unused_imports: int = 0) -> None:
         self.runner = runner
+        self.unused_imports = unused_imports  # names imported but unused near the cursor asked too
         self.late_s = late_s
         # the standard library's definitions too (off: the model has read the stdlib more than any project)
         self.stdlib = stdlib
@@ -130,7 +134,7 @@ class JediContext:
                 self._cache.move_to_end(key)
         if cached is not None:
             return [d for d in cached if self.stdlib or not standard_library(d.path)] or None
-        qs = questions(text, offset, self.max_questions)
+        qs = questions(text, offset, self.max_questions, self.unused_imports)
         if not qs:
             return None
         self.stats["questions"] += len(qs)

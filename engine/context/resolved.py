@@ -35,6 +35,7 @@ _CHAIN = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*(?:[ 
 _PART = re.compile(r"[A-Za-z_]\w*")
 _DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]", re.M)
 _OWN = ("self", "cls")
+_FROM = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]*(\([^)]*\)|[^\n]*)", re.M)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Question:
     distance: int  # characters between the use and the cursor
     name_at: int = 0  # members: the start of the receiver's last name (jedi infers its type there)
     attr: str = ""  # members: the member used after the dot ("" at the cursor: not written yet)
+    brief: bool = False  # an imported name the function does not use: its signature alone
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,21 @@ def _blank(piece: str) -> str:
     return _NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), piece)
 
 
-def questions(text: str, offset: int, max_questions: int = MAX_QUESTIONS) -> list[Question]:
-    """What to ask jedi about the names used near ``offset`` (module doc), nearest first, each once."""
+def import_sites(text: str) -> dict[str, tuple[int, bool]]:
+    """Where the name each ``from ... import`` statement binds is written (the imported name's offset: jedi
+    goes from there to its definition), and whether the import is relative (the package's own module)."""
+    out: dict[str, tuple[int, bool]] = {}
+    for m in _FROM.finditer(text):
+        for n in re.finditer(r"(\w+)(?:\s+as\s+(\w+))?", m.group(2)):
+            out.setdefault(n.group(2) or n.group(1), (m.start(2) + n.start(1), m.group(1).startswith(".")))
+    return out
+
+
+def questions(text: str, offset: int, max_questions: int = MAX_QUESTIONS, unused_imports: int = 0
+              ) -> list[Question]:
+    """What to ask jedi about the names used near ``offset`` (module doc), nearest first, each once; then,
+    with ``unused_imports``, up to that many names the file imports but the function does not use (the
+    line being written may call one: its signature alone), in the order the file imports them."""
     imported = imported_names(text)
     lo, hi = function_span(text, offset)
     found: dict[tuple[str, str], Question] = {}
@@ -134,7 +149,14 @@ def questions(text: str, offset: int, max_questions: int = MAX_QUESTIONS) -> lis
         if old is None or q.distance < old.distance:
             used = old.attr if old is not None and not q.attr else q.attr
             found[key] = Question(q.kind, q.at, q.expr, q.distance, q.name_at, used)
-    return sorted(found.values(), key=lambda q: q.distance)[:max_questions]
+    near = sorted(found.values(), key=lambda q: q.distance)[:max_questions]
+    if unused_imports <= 0:
+        return near
+    heads = {q.expr.split(".")[0] for q in found.values()}
+    # the package's own modules' names first (what a sibling module offers), then in the file's order
+    sites = sorted((not rel, at, name) for name, (at, rel) in import_sites(text).items() if name not in heads)
+    far = [Question("goto", at, name, len(text) + i, brief=True) for i, (_, at, name) in enumerate(sites)]
+    return near + far[:unused_imports]
 
 
 # ---- the answers as stubs ---------------------------------------------------------------------------------
@@ -146,7 +168,7 @@ def _clip(line: str) -> str:
 def _method(signature: str) -> str:
     """A method's signature as its ``def`` reads (jedi leaves ``self`` out)."""
     name, _, rest = signature.partition("(")
-    if not rest:
+    if not rest or re.match(r"(?:self|cls)\b", rest):  # unbound: jedi shows it already
         return signature
     return f"{name}(self{', ' if not rest.startswith(')') else ''}{rest}"
 
