@@ -147,7 +147,7 @@ class _Batch:
             self.on_token(0, known.first.text)
         code = next((k for k, tk in enumerate(f) if starts_code(token_text(self.tok, tk))), None)
         if code is None:  # no code to branch at: the branches would be item 1 again
-            return [replace(known.first, ttft_ms=0.0)]
+            return [replace(known.first)]
         eng.rows.branch_rows(n + 1, len(known.held))
         logits = eng.logits(hidden)
         logits = np.broadcast_to(logits, (n, logits.shape[-1]))  # every row: the prompt's last position
@@ -172,7 +172,7 @@ class _Batch:
             step += 1
         eng.rows.restore_row0(n + 1, known.held)
         self.t.decode_tokens += sum(len(o) for o in self.outs)
-        first = replace(known.first, ttft_ms=0.0)
+        first = replace(known.first)  # a copy: the engine stamps its outputs (variant, times)
         return [first] + [Completion(text=self.texts[i], token_ids=self.outs[i],
                                      finish_reason=self.reasons[i] or "length", ttft_ms=self.ttft[i])
                           for i in range(n)]
