@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from engine.config import EngineConfig, ModelNotBuilt, resolve_model_dir
-from engine.decoding.batch import decode_batch
+from engine.decoding.batch import Firsts, Known, decode_batch
 from engine.decoding.drafts import Drafts
 from engine.decoding.fast import FastPaths
 from engine.decoding.greedy import decode_greedy
@@ -65,6 +65,7 @@ class Engine:
         self.decoder, self.tok = self._load_model()
         self.rows = KVRows(self.decoder.kv)
         self.drafts = Drafts(self.config.fast.earlier_drafts)
+        self.firsts = Firsts()  # the last settled greedy item: Pick Variant's branches follow it
         self._quick_head: str | None = None  # the first characters of the last quick window (its start)
         # the prompt's tokens the trimmed head lacks, and their rows of the full head
         self.ctx_ids: np.ndarray | None = None
@@ -356,8 +357,7 @@ class Engine:
     def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
                  cancel: CancelToken | None = None, on_token: TokenCallback | None = None
                  ) -> tuple[list[Completion], Timings]:
-        params = params or GenParams()
-        t = Timings()
+        params, t, known = params or GenParams(), Timings(), self.firsts.take(self.rows.tokens)
         pr, quick = self._prepare(prefix, suffix, heal=params.token_healing, max_new=params.max_tokens,
                                   quick_ok=params.quick_start)
         t.window = "quick" if quick else "full"
@@ -371,29 +371,29 @@ class Engine:
             return [Completion("", [], "cancelled")], t
         self._set_context_rows(pr.ids)
         t.prefill_ms = (time.perf_counter() - t.started) * 1000
-        outs = self._decode(prefix, suffix, pr, hidden, healer, params, t, cancel, on_token, guide)
+        outs = self._decode(prefix, suffix, pr, hidden, healer, params, t, cancel, on_token, guide, known)
         t.guidance = self.guidance.finished(guide) if guide is not None and self.guidance else None
         t.total_ms = (time.perf_counter() - t.started) * 1000
         for i, c in enumerate(outs):
-            c.variant = i
-            c.total_ms = t.total_ms
+            c.variant, c.total_ms = i, t.total_ms
         return dedupe(outs), t
 
     def _decode(self, prefix: str, suffix: str, pr: Prompt, hidden: np.ndarray, healer: Healer | None,
                 params: GenParams, t: Timings, cancel: CancelToken | None, on_token: TokenCallback | None,
-                guide: Any = None) -> list[Completion]:
-        """Decode from the prompt in row 0: one greedy row (drafting from what a generation cut off at this
-        spot wrote, and keeping what this one writes if it is cut off), or the variant batch."""
+                guide: Any = None, known: Known | None = None) -> list[Completion]:
+        """Decode from the prompt in row 0: one greedy row (drafting from what a generation cut off at this spot
+        wrote, keeping what it writes: cut off, or settled), or the variant batch (after ``known``: branches)."""
         n = max(1, min(params.n, self.config.batch_max))
         params, settle = budgeted(prefix, suffix, params)
-        samplers = [Sampler(params.temperature, params.top_k, params.top_p, params.seed)]
-        for i in range(1, n):
-            samplers.append(Sampler(params.variant_temperature, params.top_k, params.top_p, params.seed + i))
+        samplers = [Sampler(params.variant_temperature if i else params.temperature, params.top_k, params.top_p,
+                            params.seed + i) for i in range(n)]
         if not (n == 1 and samplers[0].greedy):
-            return decode_batch(self, pr, hidden, healer, samplers, params, t, cancel, on_token, settle, guide)
+            return decode_batch(self, pr, hidden, healer, samplers, params, t, cancel, on_token, settle, guide,
+                                known)
         spot = (prefix, suffix)
         out = decode_greedy(self, pr, hidden, healer, params, t, cancel, on_token, settle,
                             resume=self.drafts.resume(spot), monitor=guide)
+        self.firsts.keep(pr.ids, out, self.rows.tokens)
         if out.finish_reason in ("cancelled", "deadline") and len(out.token_ids) >= 4:
             self.drafts.keep_cut(spot, out.token_ids)
         return [out]

@@ -3,6 +3,8 @@ distinct token of code where item 1's code starts, then go on greedily."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -55,3 +57,27 @@ def test_a_branch_stops_a_bounded_length_after_item_one_ended(engine):
     limit = branch_limit(len(outs[0].token_ids))
     assert limit < params.max_tokens, outs[0].text  # (the prompt's item 1 is short: the limit is what binds)
     assert all(len(c.token_ids) <= limit for c in outs[1:]), [len(c.token_ids) for c in outs]
+
+
+def test_after_the_greedy_item_the_branches_run_alone_and_row_0_keeps_it(engine):
+    """Pick Variant's order: item 1 as the greedy row wrote it, then the variants on the KV it left. Item 1
+    is that very completion (not written again as a batch row), the branches differ from it, and row 0
+    holds item 1's KV again: what follows it once accepted is what follows it without the variants."""
+    line = GenParams(max_tokens=40, max_lines=4)
+
+    def accept(variants: bool) -> str:
+        engine.reset()
+        greedy, _ = engine.complete(PREFIX, SUFFIX, line)
+        if variants:
+            assert greedy[0].finish_reason in ("stop", "eos"), greedy[0]
+            held = engine.rows.tokens
+            outs, t = engine.complete(PREFIX, SUFFIX, replace(line, n=3, variant_temperature=0.0))
+            assert (outs[0].text, outs[0].token_ids) == (greedy[0].text, greedy[0].token_ids)
+            assert t.decode_tokens == sum(len(c.token_ids) for c in outs[1:])  # the branches' tokens only
+            assert len(outs) == 3 and not any(same_substance(c.text, outs[0].text) for c in outs[1:]), outs
+            assert engine.rows.tokens == held
+        after, t = engine.complete(PREFIX + greedy[0].text + "\n    ", SUFFIX, line)
+        assert t.reused_tokens > t.prompt_tokens - 4  # item 1's own KV is reused
+        return after[0].text
+
+    assert accept(variants=True) == accept(variants=False)

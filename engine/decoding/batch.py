@@ -6,12 +6,19 @@ alternative that differs from item 1 where it matters, as sure of the rest as it
 ``_Batch``: ``emit`` (a row's pending token joins its output, or ends it), ``decode_one`` (one forward over
 every row's pending token, then each running row samples its next one) and ``branch``. Afterwards row 0
 holds the prompt and variant 0's tokens.
+
+When the greedy row has just written item 1 for this very prompt and it ended settled (``Known``: Pick
+Variant's item 1 comes first, the variants' job right after it), the batch does not write it again: only
+the branches run (n-1 rows), following item 1's known tokens to its first token of code, and their length
+bound is known from the start (an item 1 written again as a batch row also differed from the one shown
+where the batch's numerics broke a near tie, and ran on far longer than it: docs/benchmarks/picks.md).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,11 +34,45 @@ if TYPE_CHECKING:
     from engine.decoding.host import Host
 
 
+SETTLED = ("stop", "eos")  # an item 1 that ended so would end there again as a batch row
+
+
+@dataclass(frozen=True)
+class Known:
+    """Item 1 as the greedy row just wrote it: its prompt, its completion, and row 0's tokens after it (the
+    prompt and item 1's tokens, whose KV row 0 holds while that very list is row 0's)."""
+
+    prompt: list[int]
+    first: Completion
+    held: list[int]
+
+
+class Firsts:
+    """The engine's last settled greedy item (``keep``), handed to the next generation if nothing ran on row
+    0 in between (``take``: row 0's token list is still the one kept; lists are replaced, never changed)."""
+
+    def __init__(self) -> None:
+        self._last: Known | None = None
+
+    def keep(self, prompt: list[int], out: Completion, held: list[int]) -> None:
+        self._last = Known(list(prompt), out, held) if out.finish_reason in SETTLED else None
+
+    def take(self, held_now: list[int]) -> Known | None:
+        last, self._last = self._last, None
+        return last if last is not None and last.held is held_now else None
+
+
 def decode_batch(eng: Host, pr: Prompt, hidden: np.ndarray, healer: Healer | None,
                  samplers: list[Sampler], params: GenParams, t: Timings, cancel: CancelToken | None,
                  on_token: TokenCallback | None, settle: Settle | None = None,
-                 monitor: Monitor | None = None) -> list[Completion]:
-    """n variants (one per sampler) from the prompt in row 0, whose last hidden state is ``hidden``."""
+                 monitor: Monitor | None = None, known: Known | None = None) -> list[Completion]:
+    """n variants (one per sampler) from the prompt in row 0, whose last hidden state is ``hidden``; with
+    ``known`` (item 1 for this prompt, greedy variants after it), its branches only."""
+    if known is not None and len(samplers) > 1 and all(s.greedy for s in samplers) and \
+            known.prompt == pr.ids and known.held[: len(eng.rows.tokens)] == eng.rows.tokens:
+        b = _Batch(eng, pr, healer, samplers[1:], params, t, on_token, settle)
+        b.monitor = monitor
+        return b.run_known(hidden, cancel, known)
     b = _Batch(eng, pr, healer, samplers, params, t, on_token, settle)
     b.monitor = monitor  # issue 35 hook (guidance): each row's next token within the names the monitor allows
     return b.run(hidden, cancel)
@@ -42,7 +83,7 @@ class _Batch:
     text, why it ended (None: running) and its time to first token; the branch rows still following row 0."""
 
     __slots__ = ("eng", "tok", "pr", "healer", "samplers", "params", "t", "on_token", "settle", "pending",
-                 "outs", "texts", "reasons", "ttft", "following", "branches", "monitor")
+                 "outs", "texts", "reasons", "ttft", "following", "branches", "monitor", "base", "limit")
 
     def __init__(self, eng: Host, pr: Prompt, healer: Healer | None, samplers: list[Sampler], params: GenParams,
                  t: Timings, on_token: TokenCallback | None, settle: Settle | None) -> None:
@@ -57,6 +98,8 @@ class _Batch:
         self.following = [i for i in range(1, n) if samplers[i].greedy] if samplers[0].greedy else []
         self.branches = frozenset(self.following)
         self.monitor: Monitor | None = None  # issue 35 hook (guidance)
+        self.base = 0  # row i is variant base + i (1 when item 1 is known and not a row)
+        self.limit: int | None = None  # the branches' length bound once item 1's length is known
 
     def run(self, hidden: np.ndarray, cancel: CancelToken | None) -> list[Completion]:
         eng, n = self.eng, len(self.samplers)
@@ -91,6 +134,49 @@ class _Batch:
         return [Completion(text=self.texts[i], token_ids=self.outs[i], finish_reason=self.reasons[i] or "length",
                            ttft_ms=self.ttft[i]) for i in range(n)]
 
+    def run_known(self, hidden: np.ndarray, cancel: CancelToken | None, known: Known) -> list[Completion]:
+        """The branches of a known item 1 (``Known``), one row each in KV rows 0..n-2 (row 0's KV of item 1
+        kept aside meanwhile): each follows item 1's tokens to its first token of code, takes its
+        alternative there (``branch_pick``: row i the i-th), then goes on greedily for ``branch_limit``
+        tokens at most. Afterwards row 0 holds the prompt and item 1's tokens again."""
+        eng, n, f = self.eng, len(self.samplers), known.first.token_ids
+        prompt_len = len(eng.rows.tokens)
+        self.base, self.branches, self.limit = 1, frozenset(range(n)), branch_limit(len(f))
+        self.following = []  # (row 0 is not in this batch: the rows follow item 1's tokens below)
+        if self.on_token is not None:
+            self.on_token(0, known.first.text)
+        code = next((k for k, tk in enumerate(f) if starts_code(token_text(self.tok, tk))), None)
+        if code is None:  # no code to branch at: the branches would be item 1 again
+            return [replace(known.first)]
+        eng.rows.branch_rows(n + 1, len(known.held))
+        logits = eng.logits(hidden)
+        logits = np.broadcast_to(logits, (n, logits.shape[-1]))  # every row: the prompt's last position
+        step = 0
+        while True:
+            if step <= code:  # following item 1 up to its first token of code, then the alternatives there
+                self.pending = [f[step] if step < code else
+                                branch_pick(self.tok, logits[i], allowed_ids(self.tok, self.healer, self.outs[i]),
+                                            i + 1) for i in range(n)]
+            for i in range(n):
+                if self.reasons[i] is None:
+                    self.emit(i)
+            if all(r is not None for r in self.reasons):
+                break
+            stop = interrupted(self.params, cancel)
+            if stop is None and prompt_len + step + 1 > eng.decoder.capacity:
+                stop = "length"
+            if stop is not None:
+                self.reasons = [r or stop for r in self.reasons]
+                break
+            logits = self.decode_one(prompt_len + step)
+            step += 1
+        eng.rows.restore_row0(n + 1, known.held)
+        self.t.decode_tokens += sum(len(o) for o in self.outs)
+        first = replace(known.first)  # a copy: the engine stamps its outputs (variant, times)
+        return [first] + [Completion(text=self.texts[i], token_ids=self.outs[i],
+                                     finish_reason=self.reasons[i] or "length", ttft_ms=self.ttft[i])
+                          for i in range(n)]
+
     def emit(self, i: int) -> None:
         """Row i's pending token joins its output (streamed), or ends it (``reasons[i]``)."""
         tk, out = self.pending[i], self.outs[i]
@@ -100,19 +186,21 @@ class _Batch:
         out.append(tk)
         if len(out) == 1:
             self.ttft[i] = (time.perf_counter() - self.t.started) * 1000
-            if i == 0:
+            if i + self.base == 0:
                 self.t.ttft_ms = self.ttft[0]
         r, cut = stop_rule(finish_text(self.tok, self.pr, out), self.params, self.settle)
         self.texts[i] = cut
         if self.on_token is not None:
-            self.on_token(i, cut)
+            self.on_token(i + self.base, cut)
+        if self.limit is None and self.base == 0 and self.reasons[0] is not None:
+            self.limit = branch_limit(len(self.outs[0]))
         if r is not None:
             self.reasons[i] = r
-        elif len(out) >= self.params.max_tokens or (i in self.branches and self.reasons[0] is not None and
-                                                    len(out) >= branch_limit(len(self.outs[0]))):
+        elif len(out) >= self.params.max_tokens or (i in self.branches and self.limit is not None and
+                                                    len(out) >= self.limit):
             self.reasons[i] = "length"
 
-    def decode_one(self, pos: int) -> None:
+    def decode_one(self, pos: int) -> np.ndarray:
         """One forward over every row's pending token at position ``pos``; each running row samples its
         next pending token (under token healing's constraint while that is not done)."""
         ids = np.asarray([[p] for p in self.pending], dtype=np.int64)
@@ -124,6 +212,7 @@ class _Batch:
                 heal = allowed_ids(self.tok, self.healer, self.outs[i])
                 self.pending[i] = sampled_pick(self.monitor, self.tok, self.outs[i], heal, lg[i], sampler)  # issue 35
         self.branch(lambda i: lg[i])
+        return lg
 
     def branch(self, logits_of: Callable[[int], np.ndarray]) -> None:
         """Once row 0's pending token starts code, the rows following it take their alternatives there

@@ -145,6 +145,22 @@ class KVRows:
             self.parked.pop(row, None)
         self.kv.broadcast_row0(n, len(self.tokens))
 
+    def branch_rows(self, n: int, keep: int) -> None:
+        """Rows 0..n-2 for a batch of n-1 rows sharing row 0's tokens' KV, and row 0's first ``keep``
+        positions (a greedy row written after them) kept in row n-1 until ``restore_row0``: what was
+        parked in rows 1..n-1 is gone."""
+        for row in range(1, n):
+            self.parked.pop(row, None)
+        self.kv.copy_row(0, n - 1, keep)
+        self.kv.broadcast_row0(n - 1, len(self.tokens))
+
+    def restore_row0(self, n: int, tokens: list[int]) -> None:
+        """After a ``branch_rows(n, len(tokens))`` batch: row 0 holds ``tokens`` again (the KV kept in row
+        n-1; they extend row 0's tokens, whose KV the batch read but never wrote)."""
+        assert tokens[: len(self.tokens)] == self.tokens, "row 0's tokens must start the kept ones"
+        self.kv.copy_row(n - 1, 0, len(tokens))
+        self.tokens, self.hidden = list(tokens), None
+
     def _park_row0(self) -> None:
         """Copy row 0's KV into a spare row (an empty one, else the least recently used)."""
         spare = range(1, self.kv.batch_max)
