@@ -13,7 +13,9 @@ references jedi finds are offered, and only when:
 - no reference is an import (changing ``os`` to ``sys`` at a use is not renaming the module);
 - for a name of one function (a local, a parameter), the old name is left nowhere else in that function
   as a name jedi did not call a reference (jedi follows bindings: after a reassignment in a branch it may
-  see two names, and renaming one of them can leave a name unbound on some path);
+  see two names, and renaming one of them can leave a name unbound on some path). jedi asked at a binding
+  (a parameter) stops at a rebinding, asked at a later occurrence it finds them all: so it is asked again
+  at such a leftover, and its answer joins when it names the renamed site (rename.py ``_completed``);
 - every reference is still the old name in the current text, and applying them all leaves a file that
   ``ast.parse`` reads (Python).
 

@@ -136,13 +136,14 @@ def _keyword_at(text: str, off: int, n: int) -> bool:
 
 
 def _leftovers(text: str, span: tuple[int, int], name: str, refs: set[int],
-               scopes: Sequence[tuple[int, int]] = ()) -> bool:
-    """Does ``name`` occur as a name in ``text[span]`` where jedi saw no reference? (jedi follows bindings:
+               scopes: Sequence[tuple[int, int]] = ()) -> list[int]:
+    """Where ``name`` occurs as a name in ``text[span]`` and jedi saw no reference (jedi follows bindings:
     after ``value = other`` in a branch it may call the later ``value`` another name; renaming only some of
-    them can leave a name unbound on some path.) Attribute names (after a dot) and keyword arguments
+    them can leave a name unbound on some path). Attribute names (after a dot) and keyword arguments
     (``f(name=...)``) are other names and do not count, nor are the names inside ``scopes`` (comprehensions
     that bind the name themselves), unless jedi's references are in there."""
     toks = [t for t in tokens(text, span[0], span[1]) if t.kind not in (SPACE, COMMENT)]
+    out = []
     depth = 0
     for i, t in enumerate(toks):
         if t.kind == OP and t.text in "([{":
@@ -159,8 +160,40 @@ def _leftovers(text: str, span: tuple[int, int], name: str, refs: set[int],
         after = toks[i + 2] if i + 2 < len(toks) else None
         if depth > 0 and nxt is not None and nxt.text == "=" and (after is None or after.text != "="):
             continue
-        return True
-    return False
+        out.append(t.start)
+    return out
+
+
+MAX_REASKS = 4  # jedi asked again at a leftover occurrence at most this often per rename
+
+
+def _completed(base: str, site: int, name: str, refs: list[tuple[int, str]], outline: _Outline,
+               path: str | None, analyser: Any, deadline: float | None) -> list[tuple[int, str]]:
+    """jedi's references of the name at ``site``, completed from its other occurrences in the same function.
+
+    jedi is asymmetric at a definition: asked at a parameter (or any binding), it follows only the names
+    whose inference reaches that binding, so it stops at a rebinding (``pos += 2``, ``x = f(x)``, ``value =
+    tp()`` in a branch, a dead ``value = None`` in ``finally``); asked at one of the later occurrences it
+    finds them all, the parameter included. So while the function holding the references still has the
+    name where jedi saw none, jedi is asked at the first such occurrence, and its answer joins when it holds
+    ``site`` (jedi's own word that it is the same name); else the references stay as they are (and the
+    leftover guard offers nothing)."""
+    n = len(name)
+    for _ in range(MAX_REASKS):
+        if any(base[:off].rstrip().endswith(".") for off, _ in refs):
+            return refs  # an attribute: no function holds it
+        own = outline.holder([off for off, _ in refs if not _keyword_at(base, off, n)])
+        if own is None:
+            return refs
+        left = _leftovers(base, own, name, {off for off, _ in refs}, outline.comprehensions_binding(name))
+        if not left:
+            return refs
+        more = jedi_references(base, left[0], path=path, analyser=analyser, deadline=deadline)
+        if not more or all(off != site for off, _ in more):
+            return refs
+        have = {off for off, _ in refs}
+        refs = refs + [(off, typ) for off, typ in more if off not in have]
+    return refs
 
 
 _default_analyser: Any = None
@@ -264,6 +297,7 @@ def rename_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, a
     outline = _Outline.of(base)
     if outline is None:
         return []
+    refs = _completed(base, base_ch.start, ch.old, refs, outline, path, analyser, deadline)
     imports = outline.imports
     attribute = any(base[:off].rstrip().endswith(".") for off, _ in refs)
     span = None if attribute else outline.holder([off for off, _ in refs])
