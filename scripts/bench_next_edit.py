@@ -459,8 +459,21 @@ def bench_sequences(cache: Path, per_file: int, analyser: JediAnalyser, log, mod
     return summarize_sequences(samples)
 
 
-def run_sequence(pkg: str, module: str, path: Path, al: list[str], bl: list[str], hunks: list, k: int,
-                 analyser: JediAnalyser, model: dict | None = None) -> dict | None:
+@dataclass
+class Case:
+    """One sample of (b): the user's edit (hunk ``k``'s first token change) made, what really came next."""
+
+    key: str
+    cur: str  # the text after the user's edit
+    history: EditHistory
+    changes: list[tuple[int, int, str]]  # the remaining token changes, in ``cur``'s offsets
+    truth: set[tuple[int, int, str]]  # the same, trimmed
+    nxt: tuple[int, int, str] | None  # the very next one, trimmed
+    user_edit: tuple[str, str]
+
+
+def sequence_case(pkg: str, module: str, al: list[str], bl: list[str], hunks: list, k: int) -> Case | None:
+    """Hunks < k applied, then hunk k's first token change as the user's edit; None when it has none."""
     # the text with hunks < k applied, and where each later hunk's old lines start in it
     lines = list(al)
     shift = 0
@@ -491,6 +504,16 @@ def run_sequence(pkg: str, module: str, path: Path, al: list[str], bl: list[str]
     truth = {_trimmed(cs + (delta if cs >= e0 else 0), text[cs:ce], cn) for cs, ce, cn, _ in changes[1:]}
     nxt = _trimmed(changes[1][0] + delta, text[changes[1][0]:changes[1][1]], changes[1][2]) if len(changes) > 1 \
         else None
+    rest = [(cs + (delta if cs >= e0 else 0), ce + (delta if cs >= e0 else 0), cn) for cs, ce, cn, _ in changes[1:]]
+    return Case(f"{pkg}:{module}:hunk{k}", cur, h, rest, truth, nxt, (user_old, n0))
+
+
+def run_sequence(pkg: str, module: str, path: Path, al: list[str], bl: list[str], hunks: list, k: int,
+                 analyser: JediAnalyser, model: dict | None = None) -> dict | None:
+    case = sequence_case(pkg, module, al, bl, hunks, k)
+    if case is None:
+        return None
+    cur, h, truth, nxt = case.cur, case.history, case.truth, case.nxt
     analyser._scripts.clear()
     t0 = time.perf_counter()
     got = exact_next_edits(cur, h.edits("d"), path=str(path), analyser=analyser,
@@ -501,10 +524,8 @@ def run_sequence(pkg: str, module: str, path: Path, al: list[str], bl: list[str]
     m = None
     if model is not None and not got and model["left"] > 0:
         model["left"] -= 1
-        m = run_model(model["engine"], cur, h.edits("d"), str(path),
-                      [(cs + (delta if cs >= e0 else 0), ce + (delta if cs >= e0 else 0), cn) for cs, ce, cn, _ in
-                       changes[1:]])
-    return {"key": f"{pkg}:{module}:hunk{k}", "ms": ms, "edit": [user_old, n0], "shown": len(shown), "model": m,
+        m = run_model(model["engine"], cur, h.edits("d"), str(path), case.changes)
+    return {"key": case.key, "ms": ms, "edit": list(case.user_edit), "shown": len(shown), "model": m,
             "right": len(right), "first_right": bool(shown) and shown[0] in truth, "remaining": len(truth),
             "next_hit": nxt is not None and nxt in shown, "sources": sorted({e.source for e in got}),
             "parses": parses(apply_all(cur, got)) if got else None}
@@ -559,6 +580,145 @@ def model_summary(ms: list[dict]) -> dict | None:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# (d) can an Instruct checkpoint make model next edits at all? The compact prompt through llama.cpp
+
+
+class LlamaAsk:
+    """A GGUF through llama-cpp-python, greedy, with each generated token's probability (the checkpoint is
+    the question here, not Flint's ONNX runtime). The prompt's common prefix (the compact prompt's fixed
+    example) stays in llama.cpp's KV between calls."""
+
+    def __init__(self, gguf: Path, threads: int = 2) -> None:
+        from llama_cpp import Llama
+
+        self.llm = Llama(model_path=str(gguf), n_ctx=4096, n_batch=512, n_threads=threads,
+                         n_threads_batch=threads, verbose=False)
+        self.name = gguf.name
+
+    def __call__(self, prompt: str, max_tokens: int, stop: str = "```") -> tuple[str, bool, list[tuple[int, float]]]:
+        """(answer, ended by itself, [(end offset in the answer, probability)] per token)."""
+        import numpy as np
+
+        llm = self.llm
+        toks = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        eos = {llm.token_eos(), *(llm.tokenize(t.encode(), add_bos=False, special=True)[0]
+                                  for t in ("<|im_end|>", "<|endoftext|>"))}
+        out = b""
+        probs: list[tuple[int, float]] = []
+        n_vocab = llm.n_vocab()
+        for i, t in enumerate(llm.generate(toks, top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0)):
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_vocab,))
+            m = float(logits.max())
+            p = 1.0 / float(np.exp(logits - m).sum()) if logits[t] >= m else \
+                float(np.exp(logits[t] - m) / np.exp(logits - m).sum())
+            if t in eos:
+                return out.decode("utf-8", "replace"), True, probs
+            out += llm.detokenize([t])
+            text = out.decode("utf-8", "replace")
+            probs.append((len(text), p))
+            if stop in text:
+                return text, True, probs
+            if i + 1 >= max_tokens:
+                break
+        return out.decode("utf-8", "replace"), False, probs
+
+
+def _confidence(answer: str, probs: list[tuple[int, float]], text: str, window, edit) -> float:
+    """The lowest probability among the answer's tokens that wrote the changed part (from the first
+    character where the answer leaves the window's text to the last; 1.0 for a pure deletion)."""
+    old = text[window.start:window.end]
+    body_at = answer.find("\n") + 1 if answer.lstrip().startswith("```") else 0
+    a = answer[body_at:]
+    n = 0
+    while n < min(len(a), len(old)) and a[n] == old[n]:
+        n += 1
+    k = 0
+    while k < min(len(a), len(old)) - n and a[len(a) - 1 - k] == old[len(old) - 1 - k]:
+        k += 1
+    lo, hi = body_at + n, body_at + len(a) - k
+    inside = []
+    prev = 0
+    for end, p in probs:
+        if end > lo and prev < max(hi, lo + 1):
+            inside.append(p)
+        prev = end
+    return min(inside) if inside else 1.0
+
+
+def _same_code(a: str, b: str) -> bool:
+    return a == b or re.sub(r"[ \t]+", " ", a).replace(" \n", "\n") == re.sub(r"[ \t]+", " ", b).replace(" \n", "\n")
+
+
+def model_cases(cache: Path, per_pair: int, per_file: int, analyser: JediAnalyser) -> dict[str, list[tuple[Case, str]]]:
+    """Per version pair, the first ``per_pair`` cases by sha256 of their key where nothing exact is shown."""
+    out: dict[str, list[tuple[Case, str]]] = {}
+    for pkg, v0, v1 in SEQUENCE_PAIRS:
+        r0, r1 = fetch_package(pkg, v0, cache), fetch_package(pkg, v1, cache)
+        analyser.add_root(str(r0))
+        cases = []
+        for p in wheel_modules(r0):
+            q = r1 / p.relative_to(r0)
+            if not q.exists():
+                continue
+            al = p.read_text(encoding="utf-8").splitlines(keepends=True)
+            bl = q.read_text(encoding="utf-8").splitlines(keepends=True)
+            hunks = [o for o in difflib.SequenceMatcher(None, al, bl, autojunk=False).get_opcodes() if o[0] != "equal"]
+            for k in range(min(len(hunks) - 1, per_file)):
+                c = sequence_case(pkg, p.relative_to(r0).as_posix(), al, bl, hunks, k)
+                if c is not None:
+                    cases.append((c, str(p)))
+        cases.sort(key=lambda c: hashlib.sha256(c[0].key.encode()).hexdigest())
+        picked = []
+        for c, path in cases:
+            if len(picked) >= per_pair:
+                break
+            if not exact_next_edits(c.cur, c.history.edits("d"), path=path, analyser=analyser,
+                                    deadline=time.monotonic() + DEADLINE_S):
+                picked.append((c, path))
+        out[f"{pkg} {v0} -> {v1}"] = picked
+    return out
+
+
+def bench_model(cache: Path, ggufs: list[Path], per_pair: int, per_file: int, analyser: JediAnalyser, log) -> dict:
+    from engine.edits.prompt import build_compact_prompt, parse_answer
+
+    pairs = model_cases(cache, per_pair, per_file, analyser)
+    res: dict = {"pairs": {k: len(v) for k, v in pairs.items()}, "models": {}}
+    for gguf in ggufs:
+        t_load = time.perf_counter()
+        ask = LlamaAsk(gguf)
+        log(f"  {gguf.name}: loaded in {time.perf_counter() - t_load:.1f} s")
+        rows = []
+        for pair, cases in pairs.items():
+            for c, path in cases:
+                prompt = build_compact_prompt(c.cur, c.history.edits("d"), path=c.key.split(":")[1])
+                t0 = time.perf_counter()
+                answer, complete, probs = ask(prompt.text, prompt.max_tokens)
+                ms = (time.perf_counter() - t0) * 1000
+                edit = parse_answer(answer, c.cur, prompt.window, edits=c.history.edits("d"), complete=complete)
+                right, conf = False, None
+                if edit is not None:
+                    conf = round(_confidence(answer, probs, c.cur, prompt.window, edit), 4)
+                    inside = [x for x in c.changes if x[0] <= edit.range_end and x[1] >= edit.range_start]
+                    want = c.cur
+                    for cs, ce, cn in sorted(inside, reverse=True):
+                        want = want[:cs] + cn + want[ce:]
+                    right = bool(inside) and _same_code(edit.apply(c.cur), want)
+                rows.append({"pair": pair, "key": c.key, "ms": round(ms, 1), "prompt_chars": len(prompt.text),
+                             "tokens": len(probs), "complete": complete, "shown": edit is not None, "right": right,
+                             "confidence": conf, "edit": [edit.old_text, edit.new_text] if edit else None,
+                             "answer": answer[:300]})
+                log(f"    {c.key}: {ms:.0f} ms, {'shown' if edit else '-'}{' right' if right else ''}"
+                    f"{f' conf {conf}' if conf is not None else ''}")
+        res["models"][gguf.name] = rows
+    return res
+
+
+def model_table(rows: list[dict], threshold: float = 0.0) -> dict:
+    shown = [r for r in rows if r["shown"] and (r["confidence"] or 0) >= threshold]
+    right = [r for r in shown if r["right"]]
+    return {"asked": len(rows), "shown": len(shown), "right": len(right),
+            "precision": ratio(len(right), len(shown)), "latency": lat_summary([r["ms"] for r in rows])}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -833,6 +993,9 @@ def main() -> None:
     ap.add_argument("--key-ms", type=float, default=80.0, help="(c): time between keystrokes")
     ap.add_argument("--pause-ms", type=float, default=200.0, help="(c): the client asks this long after the last key")
     ap.add_argument("--out", type=Path, default=ROOT / "docs/benchmarks/next_edit")
+    ap.add_argument("--llama", type=Path, nargs="*", default=[],
+                    help="(d) only: these GGUF checkpoints through llama-cpp-python on the compact prompt")
+    ap.add_argument("--llama-per-pair", type=int, default=30, help="(d): samples per version pair")
     ap.add_argument("--model-samples", type=int, default=0,
                     help="(b): ask the model (the built default) on this many samples where nothing exact was shown")
     args = ap.parse_args()
@@ -846,6 +1009,16 @@ def main() -> None:
                  "date": time.strftime("%Y-%m-%d"), "jedi": jedi.__version__, "python": platform.python_version(),
                  "per_package": args.per_package, "per_file": args.per_file, "commit": _commit()}
     t0 = time.perf_counter()
+    if args.llama:
+        log("(d) model next edits, compact prompt, llama.cpp")
+        res["model_llama"] = bench_model(args.cache, args.llama, args.llama_per_pair, args.per_file, analyser, log)
+        res["wall_s"] = round(time.perf_counter() - t0, 1)
+        out = args.out.with_name(args.out.name + "_model")
+        out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
+        for name, rows in res["model_llama"]["models"].items():
+            log(f"{name}: {model_table(rows)}")
+        analyser.close()
+        return
     if args.only in (None, "renames"):
         log("(a) synthetic renames")
         res["renames"] = bench_renames(args.cache, args.per_package, analyser, log)
