@@ -37,26 +37,37 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture
-async def variants_session(tmp_path, monkeypatch):
-    """A session (three variants) on a given engine; the flint/refresh notifications it sent, by URI."""
+async def start_session(tmp_path, monkeypatch):
+    """Starts a Session on a given engine (no LSP, no model) with its FLINT_HOME in tmp_path, and shuts every
+    one it started down at the end: ``start_session(eng, settings=None, **Session keywords)``."""
     import asyncio
 
     from lsp_server.session import Session
-    from lsp_server.settings import Settings
 
     monkeypatch.setenv("FLINT_HOME", str(tmp_path))
     sessions = []
 
-    def make(eng):
-        refreshed: list[str] = []
-        s = Session(lambda _settings: eng, Settings(max_variants=3),
-                    on_refresh=lambda uri, version: refreshed.append(uri))
+    def start(eng, settings=None, **kw):
+        s = Session(lambda _settings: eng, settings, **kw)
         s.attach_loop(asyncio.get_running_loop())
         s.start()
         assert s.worker.loaded.wait(5)
         sessions.append(s)
-        return s, refreshed
+        return s
 
-    yield make
+    yield start
     for s in sessions:
         s.shutdown()
+
+
+@pytest.fixture
+async def variants_session(start_session):
+    """A session (three variants) on a given engine; the flint/refresh notifications it sent, by URI."""
+    from lsp_server.settings import Settings
+
+    def make(eng):
+        refreshed: list[str] = []
+        s = start_session(eng, Settings(max_variants=3), on_refresh=lambda uri, version: refreshed.append(uri))
+        return s, refreshed
+
+    return make

@@ -21,22 +21,12 @@ from tests.fakes import Done, FakeEngine, Step, oracle, text, until
 
 
 @pytest.fixture
-async def make_session(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
-    sessions = []
-
+def make_session(start_session):
     def make(raw: str, delay: float = 0.0, settings: Settings | None = None) -> tuple[Session, FakeEngine]:
         eng = FakeEngine(text(raw, delay))
-        s = Session(lambda _settings: eng, settings)
-        s.attach_loop(asyncio.get_running_loop())
-        s.start()
-        assert s.worker.loaded.wait(5)
-        sessions.append(s)
-        return s, eng
+        return start_session(eng, settings), eng
 
-    yield make
-    for s in sessions:
-        s.shutdown()
+    return make
 
 
 async def test_crlf_document_gets_crlf_text_and_lf_prompt(make_session):
@@ -136,27 +126,19 @@ async def test_show_accept_and_stats_file(make_session, tmp_path):
 
 
 @pytest.fixture
-async def oracle_session(tmp_path, monkeypatch):
+def oracle_session(start_session, monkeypatch):
     from lsp_server.completion import planner
 
-    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
     # these tests pin type-through, memory and disk, not when a line still streaming is shown: a stand-in
     # slowed by a loaded machine must not turn their whole answers into partial ones
     monkeypatch.setattr(planner, "PARTIAL_AFTER_S", 1.0)
-    sessions = []
 
     def make(target: str, step_s: float = 0.005, settings: Settings | None = None, statuses=None):
         eng = FakeEngine(oracle(target, step_s))
-        s = Session(lambda _settings: eng, settings, on_status=statuses.append if statuses is not None else None)
-        s.attach_loop(asyncio.get_running_loop())
-        s.start()
-        assert s.worker.loaded.wait(5)
-        sessions.append(s)
+        s = start_session(eng, settings, on_status=statuses.append if statuses is not None else None)
         return s, eng
 
-    yield make
-    for s in sessions:
-        s.shutdown()
+    return make
 
 
 TARGET = "def add(a, b):\n    return a + b\n\n\nprint(add(1, 2))\n"

@@ -48,3 +48,50 @@ function _G.flint_probe()
     next_edit = require('flint.nextedit').pending() or vim.NIL,
   })
 end
+
+-- vim.ui.select as the tests see it (flint_record_select() installs it): each call's prompt and rows are
+-- kept for flint_selects(); flint_choose(i) answers the last one with its i-th item.
+local selects, choose = {}, nil
+function _G.flint_record_select()
+  vim.ui.select = function(items, opts, on_choice)
+    local rows = vim.tbl_map(opts.format_item or tostring, items)
+    selects[#selects + 1] = { prompt = opts.prompt, rows = rows }
+    choose = function(i)
+      on_choice(items[i], i)
+    end
+  end
+  return 0
+end
+function _G.flint_selects()
+  return vim.json.encode(selects)
+end
+function _G.flint_choose(i)
+  choose(i)
+  return 0
+end
+
+-- The protocol stub does not say `complete` or `note` in flint/variants (docs/protocol.md): a test that
+-- needs them has the client answer flint/variants from `answers` (JSON, one per request, the last one
+-- repeated), as the real server would, and flint_refresh() delivers flint/refresh for the current buffer.
+function _G.flint_fake_variants(answers)
+  answers = vim.json.decode(answers)
+  local c = (vim.lsp.get_clients or vim.lsp.get_active_clients)({ name = 'flint' })[1]
+  local request, n = c.request, 0
+  c.request = function(self, method, params, handler, bufnr)
+    if method ~= 'flint/variants' then
+      return request(self, method, params, handler, bufnr)
+    end
+    n = math.min(n + 1, #answers)
+    local res = answers[n]
+    vim.schedule(function()
+      handler(nil, res, { method = method, client_id = c.id, bufnr = bufnr })
+    end)
+    return true, 1000000 + n
+  end
+  return 0
+end
+function _G.flint_refresh()
+  local c = (vim.lsp.get_clients or vim.lsp.get_active_clients)({ name = 'flint' })[1]
+  c.handlers['flint/refresh'](nil, { textDocument = { uri = vim.uri_from_bufnr(0) } }, { client_id = c.id })
+  return 0
+end

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from lsp_server.completion.picks import AGREE, PENDING
+
 from .conftest import HERE, ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.editor]
@@ -100,6 +102,19 @@ def pick_labels(nv: Nvim) -> list[str]:
         " end)()'))"))
 
 
+def selects(nv: Nvim) -> list[dict]:
+    """Every vim.ui.select the plugin opened since flint_record_select(): {prompt, rows}."""
+    return json.loads(nv.expr("v:lua.flint_selects()"))
+
+
+def wait_select(nv: Nvim, count: int, timeout: float, what: str) -> dict:
+    deadline = time.time() + timeout
+    while len(got := selects(nv)) < count:
+        assert time.time() < deadline, f"timed out waiting for {what}: {got}"
+        time.sleep(0.1)
+    return got[count - 1]
+
+
 def run_flow(nv: Nvim, timeout: float, pick: bool = False) -> dict:
     """Type in a function body, see ghost text, cycle variants, accept; returns what it saw. With `pick`,
     also the Pick Variant rows where the first ghost text showed (issue 15 item 6)."""
@@ -119,6 +134,10 @@ def run_flow(nv: Nvim, timeout: float, pick: bool = False) -> dict:
     seen["status_after_first"] = p["statusline"]
     if pick:
         seen["pick"] = pick_labels(nv)
+        # :FlintPick itself: the list it opens, with the server's note in its prompt
+        nv.expr("v:lua.flint_record_select()")
+        nv.send("<Cmd>FlintPick<CR>")
+        seen["picker"] = wait_select(nv, 1, 15, "the :FlintPick list")
     assert p["current"]["text"].startswith(p["ghost"].rstrip("\n")[:1]), p
 
     # Cycling changes the ghost text. An automatic request brings the fastest single variant; the
@@ -210,6 +229,11 @@ def test_neovim_real_model(neovim_env, real_server, tmp_path, artifacts):
     assert seen["pick"], seen
     for label in seen["pick"]:
         assert "latency not reported" not in label and "(0.0 ms" not in label, seen["pick"]
+    # issue 34: a list of maxVariants (3) needs no note; a shorter one says why (the server's note)
+    picker = seen["picker"]
+    assert picker["rows"], seen
+    notes = {"Flint variants · " + AGREE, "Flint variants · " + PENDING}
+    assert picker["prompt"] == "Flint variants" if len(picker["rows"]) >= 3 else picker["prompt"] in notes, picker
     (artifacts / "seen.json").write_text(json.dumps(seen, indent=1))
     assert seen["status"]["state"] in ("ready", "busy"), seen["status"]
     assert isinstance(seen["status"]["lastLatencyMs"], (int, float)), seen["status"]
@@ -333,8 +357,82 @@ def test_neovim_switches_with_stub(neovim_env, stub_server, tmp_path, artifacts)
     finally:
         nv.close()
 
+ITEM_1 = {"index": 0, "insertText": "return a + b", "source": "model", "totalMs": 20.0, "ttftMs": 5.0}
+ALL_ITEMS = [ITEM_1,
+             {"index": 1, "insertText": "return sum((a, b))", "source": "model", "totalMs": 30.0, "ttftMs": 6.0},
+             {"index": 2, "insertText": "return b + a", "source": "model", "totalMs": 40.0, "ttftMs": 7.0}]
 
 
+def fake_variants(nv: Nvim, answers: list[dict]) -> None:
+    """The client answers flint/variants from `answers` (nvim_init.lua: flint_fake_variants)."""
+    quoted = json.dumps(answers).replace("'", "''")  # a Vim string in single quotes
+    nv.expr(f"v:lua.flint_fake_variants('{quoted}')")
+
+
+def test_neovim_pick_variant_with_stub(neovim_env, stub_server, tmp_path, artifacts):
+    """:FlintPick (issue 34): the list's rows and the server's note in its prompt; item 1 alone with
+    `complete` false waits for flint/refresh and shows the longer answer; a complete short list shows at
+    once with its note (the model agrees); a wait that runs out shows what there is, saying more were on
+    their way. The chosen variant is inserted and reported."""
+    _write_sample(tmp_path / "sample.py")
+    nv = Nvim(neovim_env["FLINT_NVIM"], tmp_path, stub_server, artifacts)
+    try:
+        nv.wait(lambda p: p["ready"] and p["status"]["state"] == "ready", 30, "the stub to be ready")
+        nv.expr("v:lua.flint_record_select()")
+        nv.send("Go<Esc>")  # the empty body line, normal mode
+        nv.wait(lambda p: p["mode"] == "n" and p["cursor"][0] == 2, 10, "normal mode on line 2")
+
+        # The stub's answer (no `complete`, three items): the list at once, then the choice inserted.
+        nv.send(":FlintPick<CR>")
+        pick = wait_select(nv, 1, 10, "the list of the stub's variants")
+        assert pick == {"prompt": "Flint variants", "rows": [
+            "return a + b   (from cache (memory))", "return sum((a, b))   (30 ms, first token 6.0 ms, model)",
+            "raise NotImplementedError   (40 ms, first token 7.0 ms, model)"]}, pick
+        nv.expr("v:lua.flint_choose(2)")
+        p = nv.wait(lambda q: q["lines"][1] == "return sum((a, b))", 10, "the chosen variant inserted")
+        assert p["stats"]["accepted"] == 1, p
+        nv.send("cc<Esc>")
+        nv.wait(lambda q: q["lines"][1] == "" and q["mode"] == "n", 10, "the line emptied again")
+
+        # Item 1 alone, more on their way: no list until flint/refresh brings them all.
+        fake_variants(nv, [
+            {"id": "p1", "items": [ITEM_1], "complete": False, "note": PENDING},
+            {"id": "p1", "items": ALL_ITEMS, "complete": True, "note": ""}])
+        t0 = time.time()
+        nv.send(":FlintPick<CR>")
+        time.sleep(0.5)
+        assert len(selects(nv)) == 1, selects(nv)
+        nv.expr("v:lua.flint_refresh()")
+        pick = wait_select(nv, 2, 10, "the list after flint/refresh")
+        assert time.time() - t0 < 2.5, "shown by the 3 s wait, not by flint/refresh"
+        assert pick["prompt"] == "Flint variants" and len(pick["rows"]) == 3, pick
+        nv.expr("v:lua.flint_choose(3)")
+        nv.wait(lambda q: q["lines"][1] == "return b + a", 10, "the third variant inserted")
+
+        # A short list the server calls complete (its variants agree): at once, saying so.
+        fake_variants(nv, [
+            {"id": "p2", "items": [ITEM_1], "complete": True, "note": AGREE}])
+        t0 = time.time()
+        nv.send(":FlintPick<CR>")
+        pick = wait_select(nv, 3, 10, "the agreeing list")
+        assert time.time() - t0 < 2.5, "a complete answer waited"
+        assert pick["prompt"] == "Flint variants · " + AGREE and len(pick["rows"]) == 1, pick
+
+        # Still incomplete when the wait runs out: what there is, with the server's note.
+        fake_variants(nv, [
+            {"id": "p3", "items": [ITEM_1], "complete": False, "note": PENDING}])
+        nv.send(":FlintPick<CR>")
+        time.sleep(1.5)
+        assert len(selects(nv)) == 3, selects(nv)
+        pick = wait_select(nv, 4, 10, "the list after the wait")
+        assert pick["prompt"] == "Flint variants · " + PENDING and len(pick["rows"]) == 1, pick
+    finally:
+        nv.close()
+    accepts = [e["params"] for e in _stub_log(stub_server) if e["kind"] == "flint/didAccept"]
+    assert [a["index"] for a in accepts] == [1, 2] and accepts[1]["id"] == "p1", accepts
+
+
+# Lua: block openers and `end`s, after comments and strings are taken out (each function's length in lines)
 def checkhealth(nv: Nvim, timeout: float) -> str:
     """Run :checkhealth flint and return its buffer once the server check has answered (or failed)."""
     nv.send(":checkhealth flint<CR>")
