@@ -85,23 +85,8 @@ def references_elsewhere(rename: Rename, path: str, others: Sequence[OpenDoc], *
         for d in cands:
             if time.monotonic() > deadline:
                 break
-            script = scripts[d.key]
-            occ = [t.start for t in tokens(d.text) if t.kind == NAME and t.text == rename.old]
-            if script is None or not occ or len(occ) > MAX_SUGGESTIONS:
-                continue
-            refs = []
-            try:
-                for off in occ:
-                    ln, c = line_col(d.text, off)
-                    if any((os.path.abspath(str(g.module_path)), g.line, g.column) in defs
-                           for g in script.goto(ln, c, follow_imports=True) if g.module_path is not None):
-                        refs.append(off)
-            except Exception as e:
-                log.debug("jedi goto failed in %s: %r", d.path, e)
-                continue
-            edits = [NextEdit(o, o + len(rename.old), rename.old, rename.new, "rename", RENAME_CONFIDENCE)
-                     for o in refs]
-            if edits and parses(apply_all(d.text, edits)):
+            edits = _references_in(scripts[d.key], d, rename, defs)
+            if edits:
                 out[d.key] = edits
         return out
 
@@ -114,3 +99,25 @@ def references_elsewhere(rename: Rename, path: str, others: Sequence[OpenDoc], *
     except Exception:
         return {}
     return result
+
+
+def _references_in(script: Any, d: OpenDoc, rename: Rename, defs: set[tuple[str, int, int]]) -> list[NextEdit]:
+    """The occurrences of the old name in ``d`` whose jedi ``goto`` reaches one of ``defs``, as renames;
+    [] when there are too many, jedi fails, or the result would not parse (worker thread only)."""
+    from engine.guidance.jedi_analyser import line_col
+
+    occ = [t.start for t in tokens(d.text) if t.kind == NAME and t.text == rename.old]
+    if script is None or not occ or len(occ) > MAX_SUGGESTIONS:
+        return []
+    refs = []
+    try:
+        for off in occ:
+            ln, c = line_col(d.text, off)
+            if any((os.path.abspath(str(g.module_path)), g.line, g.column) in defs
+                   for g in script.goto(ln, c, follow_imports=True) if g.module_path is not None):
+                refs.append(off)
+    except Exception as e:  # jedi on arbitrary text: any failure is "no opinion"
+        log.debug("jedi goto failed in %s: %r", d.path, e)
+        return []
+    edits = [NextEdit(o, o + len(rename.old), rename.old, rename.new, "rename", RENAME_CONFIDENCE) for o in refs]
+    return edits if edits and parses(apply_all(d.text, edits)) else []
