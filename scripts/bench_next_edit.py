@@ -690,7 +690,7 @@ def bench_model(cache: Path, ggufs: list[Path], per_pair: int, per_file: int, an
         log(f"  {gguf.name}: loaded in {time.perf_counter() - t_load:.1f} s")
         rows = []
         for pair, cases in pairs.items():
-            for c, path in cases:
+            for c, _path in cases:
                 prompt = build_compact_prompt(c.cur, c.history.edits("d"), path=c.key.split(":")[1])
                 t0 = time.perf_counter()
                 answer, complete, probs = ask(prompt.text, prompt.max_tokens)

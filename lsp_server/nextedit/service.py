@@ -361,9 +361,12 @@ def to_json(found: Found, position_at: Callable[[int], tuple[int, int]],
         doc = document(x.uri)
         if doc is None or doc.version != x.version:
             continue
-        elsewhere.append({"uri": x.uri, "version": x.version,
-                          **edit_json(x.edit, lambda off, d=doc: d.position_at(off, encoding))})
+        elsewhere.append({"uri": x.uri, "version": x.version, **edit_json(x.edit, _positions(doc, encoding))})
     if elsewhere:
         out["elsewhere"] = elsewhere
     return out
 
+
+
+def _positions(doc: Document, encoding: str) -> Callable[[int], tuple[int, int]]:
+    return lambda off: doc.position_at(off, encoding)
