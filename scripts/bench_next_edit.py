@@ -714,6 +714,46 @@ def bench_model(cache: Path, ggufs: list[Path], per_pair: int, per_file: int, an
     return res
 
 
+def choose_threshold(rows: list[dict], bar: float = 0.6, min_shown: int = 3) -> float | None:
+    """The lowest confidence threshold at which what is shown is right at least ``bar`` of the time, with
+    at least ``min_shown`` shown; None when none is."""
+    for t in sorted({r["confidence"] for r in rows if r["shown"]}):
+        tab = model_table(rows, t)
+        if tab["shown"] >= min_shown and (tab["precision"] or 0) >= bar:
+            return t
+    return None
+
+
+def model_report(d: dict) -> list[str]:
+    """Section (d) of the report from a ``--llama`` run's JSON."""
+    m = d["model_llama"]
+    out = ["## (d) Can the Instruct checkpoints make model next edits?", "",
+           f"Command: `{d['command']}` (commit {d.get('commit', '?')}); CPU: {d['cpu']}; date {d['date']}; "
+           f"wall {d.get('wall_s')} s. The compact prompt (engine/edits/prompt.py `build_compact_prompt`: a fixed "
+           "one-shot example, the last two edits as diffs, six read-only lines, a 10-line region around the "
+           "cursor that the model rewrites), greedy, through llama-cpp-python on 2 threads (the checkpoint is "
+           "the question, not the runtime). Samples: per version pair of (b), the first by sha256 of their key "
+           f"where nothing exact is shown: {m['pairs']}. Right: the edit makes exactly the real changes that fall "
+           "in its range (or the same after spaces). Confidence: the lowest probability of the tokens that wrote "
+           "the changed part; the threshold is chosen on packaging (the lowest with >= 60% of >= 3 shown right) "
+           "and checked on the other two.", "",
+           "| model | pair | asked | shown | right | precision | shown (threshold) | right | precision | "
+           "p50 ms | p95 ms |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, rows in m["models"].items():
+        pairs = sorted({r["pair"] for r in rows})
+        tune = [r for r in rows if r["pair"].startswith("packaging")]
+        t = choose_threshold(tune)
+        for pair in pairs + ["all"]:
+            rs = rows if pair == "all" else [r for r in rows if r["pair"] == pair]
+            a = model_table(rs)
+            b = model_table(rs, t) if t is not None else None
+            out.append(f"| {name} | {pair} | {a['asked']} | {a['shown']} | {a['right']} | {_f(a['precision'])} | "
+                       + (f"{b['shown']} (>= {t}) | {b['right']} | {_f(b['precision'])}" if b else "- (none) | - | -")
+                       + f" | {a['latency']['p50_ms']} | {a['latency']['p95_ms']} |")
+    out.append("")
+    return out
+
+
 def model_table(rows: list[dict], threshold: float = 0.0) -> dict:
     shown = [r for r in rows if r["shown"] and (r["confidence"] or 0) >= threshold]
     right = [r for r in shown if r["right"]]
@@ -956,6 +996,8 @@ def report_md(res: dict) -> str:
                        f"{s['right']} right, next change {'found' if s['next_hit'] else 'not found'} "
                        f"({', '.join(s['sources'])})")
         out.append("")
+    if res.get("model_llama_run"):
+        out += model_report(res["model_llama_run"])
     c = res.get("server")
     if c:
         a_, q_ = c["asking"], c["not_asking"]
@@ -1015,8 +1057,7 @@ def main() -> None:
         res["wall_s"] = round(time.perf_counter() - t0, 1)
         out = args.out.with_name(args.out.name + "_model")
         out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
-        for name, rows in res["model_llama"]["models"].items():
-            log(f"{name}: {model_table(rows)}")
+        log("\n".join(model_report(res)))
         analyser.close()
         return
     if args.only in (None, "renames"):
@@ -1036,6 +1077,9 @@ def main() -> None:
         res["server"] = bench_server(args.cache, args.server, args.server_model, args.key_ms, args.pause_ms, log)
     res["wall_s"] = round(time.perf_counter() - t0, 1)
     analyser.close()
+    llama = args.out.with_name(args.out.name + "_model").with_suffix(".json")
+    if llama.exists():  # the last --llama run, reported as (d)
+        res["model_llama_run"] = json.loads(llama.read_text())
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
     args.out.with_suffix(".md").write_text(report_md(res))
