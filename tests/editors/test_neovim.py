@@ -553,12 +553,16 @@ def test_neovim_next_edit_in_another_file(neovim_env, real_server, tmp_path, art
         p = nv.wait(lambda p: p["buffer"] == "use.py" and p["next_edit"] is not None
                     and p["next_edit"].get("jumped"), 10, "use.py opened at the edit")
         assert p["cursor"] == [1, 16] and p["next_edit"]["old_text"] == "scale", p
+        def done(q: dict) -> bool:
+            return not any("scale" in ln for ln in q["lines"])
+
         for _ in range(8):  # <Tab> applies; the next one is offered, <Tab> jumps, <Tab> applies...
-            if not any("scale" in ln for ln in p["lines"]):
+            if done(p):
                 break
-            nv.send("<Tab>")
-            p = nv.wait(lambda p: p["next_edit"] is not None or not any("scale" in ln for ln in p["lines"]), 30,
-                        "the next edit in use.py")
+            before = (p["lines"], p["cursor"])
+            nv.send("<Tab>")  # (only once the last one was handled: a <Tab> with nothing offered is <C-I>)
+            p = nv.wait(lambda q, b=before: (q["lines"], q["cursor"]) != b and (q["next_edit"] is not None or done(q)),
+                        30, "the next edit in use.py")
         nv.snapshot("2-done")
         expected = (NEXT_EDIT_USE.replace("from lib", "from sample") + "print(scale([2], 4))").replace("scale", "times")
         assert p["lines"] == expected.splitlines(), p["lines"]
