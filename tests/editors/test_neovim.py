@@ -552,7 +552,7 @@ def test_neovim_next_edit_in_another_file(neovim_env, real_server, tmp_path, art
         nv.send("<Tab>")  # open use.py at the import
         p = nv.wait(lambda p: p["buffer"] == "use.py" and p["next_edit"] is not None
                     and p["next_edit"].get("jumped"), 10, "use.py opened at the edit")
-        assert p["cursor"] == [1, 16] and p["next_edit"]["old_text"] == "scale", p
+        assert p["cursor"] == [1, 19] and p["next_edit"]["old_text"] == "scale", p  # `from sample import scale`
         def done(q: dict) -> bool:
             return not any("scale" in ln for ln in q["lines"])
 

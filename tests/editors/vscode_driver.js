@@ -255,7 +255,8 @@ async function nextEditFlow(page) {
 }
 
 async function activeTab(page) {
-  return norm(await page.locator('.tabs-container .tab.active').first().innerText().catch(() => '')).trim();
+  return page.evaluate(() => [...document.querySelectorAll('.tab.active')]
+    .map((t) => t.getAttribute('data-resource-name') || t.getAttribute('aria-label') || t.textContent).join(' '));
 }
 
 // Issue 37 across files: `scale` renamed in lib.py; its own call is offered and applied, then the status
