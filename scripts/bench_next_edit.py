@@ -728,7 +728,7 @@ def model_report(d: dict) -> list[str]:
     """Section (d) of the report from a ``--llama`` run's JSON."""
     m = d["model_llama"]
     out = ["## (d) Can the Instruct checkpoints make model next edits?", "",
-           f"Command: `{d['command']}` (commit {d.get('commit', '?')}); CPU: {d['cpu']}; date {d['date']}; "
+           f"Command: `flock /tmp/flint-heavy.lock nice -n 5 {d['command']}` (commit {d.get('commit', '?')}); CPU: {d['cpu']}; date {d['date']}; "
            f"wall {d.get('wall_s')} s. The compact prompt (engine/edits/prompt.py `build_compact_prompt`: a fixed "
            "one-shot example, the last two edits as diffs, six read-only lines, a 10-line region around the "
            "cursor that the model rewrites), greedy, through llama-cpp-python on 2 threads (the checkpoint is "
@@ -750,6 +750,16 @@ def model_report(d: dict) -> list[str]:
             out.append(f"| {name} | {pair} | {a['asked']} | {a['shown']} | {a['right']} | {_f(a['precision'])} | "
                        + (f"{b['shown']} (>= {t}) | {b['right']} | {_f(b['precision'])}" if b else "- (none) | - | -")
                        + f" | {a['latency']['p50_ms']} | {a['latency']['p95_ms']} |")
+    out += ["", "\"- (none)\": no threshold on packaging has >= 60% of >= 3 shown edits right. Answers that kept "
+            "the format (code only, fenced, closed): " + ", ".join(
+                f"{name} {sum(r['complete'] for r in rows)}/{len(rows)}" for name, rows in m["models"].items())
+            + ". The edits shown (confidence, right or not, old -> new, cut at 60 characters):", ""]
+    for name, rows in m["models"].items():
+        for r in rows:
+            if r["shown"]:
+                old, new = (repr(x)[:60] for x in r["edit"])
+                out.append(f"- {name} `{r['key']}` {r['confidence']} {'right' if r['right'] else 'wrong'}: "
+                           f"`{old}` -> `{new}`")
     out.append("")
     return out
 
@@ -943,11 +953,12 @@ def _f(x: float | None) -> str:
 
 def report_md(res: dict) -> str:
     a, b = res.get("renames"), res.get("sequences")
-    out = ["# Next edits: exact suggestions (issue 37)", "",
-           f"Command: `{res['command']}` (commit {res.get('commit', '?')})  ", f"CPU: {res['cpu']} (shared with another benchmark; `nice -n 19`)  ",
+    out = ["# Next edits (issue 37)", "",
+           f"Command: `flock /tmp/flint-heavy.lock nice -n 5 {res['command']}` (commit {res.get('commit', '?')})  ",
+           f"CPU: {res['cpu']} (shared: other sessions' work at `nice -n 19` may run beside it)  ",
            f"Date: {res['date']}; jedi {res['jedi']}; Python {res['python']}", "",
            "What is measured and how: scripts/bench_next_edit.py's docstring. No model is involved "
-           "unless `--model-samples` says so.", ""]
+           "unless `--model-samples` says so, except in (d), its own run (`--llama`).", ""]
     if a:
         out += ["## (a) Synthetic renames in real files", "",
                 "Packages: " + ", ".join(f"{p} {v}" for p, v in RENAME_PACKAGES)
@@ -996,8 +1007,6 @@ def report_md(res: dict) -> str:
                        f"{s['right']} right, next change {'found' if s['next_hit'] else 'not found'} "
                        f"({', '.join(s['sources'])})")
         out.append("")
-    if res.get("model_llama_run"):
-        out += model_report(res["model_llama_run"])
     c = res.get("server")
     if c:
         a_, q_ = c["asking"], c["not_asking"]
@@ -1019,6 +1028,8 @@ def report_md(res: dict) -> str:
                 f"work (DocumentStore.edit, 2,000-line file) {k['with_history_us']} us a keystroke with the edit "
                 f"history, {k['without_history_us']} us without; the next edits themselves run on their own "
                 f"thread once the edit settles.", ""]
+    if res.get("model_llama_run"):
+        out += model_report(res["model_llama_run"])
     return "\n".join(out)
 
 
