@@ -26,6 +26,7 @@ class RepoContext:
         """The client's workspace folders (initialize): imports resolve to files under them."""
         roots = [p for p in (uri_path(u) for u in uris) if p is not None]
         self.workspace.set_roots(roots)
+        self.workspace.resolver = None  # the "jedi" source's projects are the folders: made anew when asked
         log.debug("workspace folders: %s", [str(r) for r in roots])
 
     def changed(self, uri: str, text: str, typed: bool, active: str | None) -> None:
@@ -61,6 +62,8 @@ class RepoContext:
         if path is None or text is None:
             return self._block  # not a file (untitled): keep what the engine has
         self.workspace.sources = s.context_sources
+        if "jedi" in s.context_sources and self.workspace.resolver is None:
+            self.workspace.resolver = _jedi_context(self.workspace.roots)
         self.workspace.checkpoint(path)  # the user paused: the edit so far becomes a recent-edit diff
         before, after = self._windows()
         block = self.workspace.gather(path, text, min(state.offset, len(text)), budget=s.context_budget,
@@ -69,3 +72,15 @@ class RepoContext:
         log.debug("context for %s: %s", state.uri.rsplit("/", 1)[-1],
                   ", ".join(block.labels()) if block is not None else "nothing")
         return block
+
+
+def _jedi_context(roots: list) -> object:
+    """The "jedi" source's resolver on the process's jedi analyser (the one next edits use: jedi runs on
+    one thread), each workspace folder a project root."""
+    from engine.context.jedi_source import JediContext
+    from engine.edits.rename import default_analyser
+
+    analyser = default_analyser()
+    for r in roots:
+        analyser.add_root(str(r))
+    return JediContext(analyser)

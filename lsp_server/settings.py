@@ -17,6 +17,9 @@ from engine.remote.wire import FIM_MODES, QWEN_FIM_TEMPLATE, RemoteConfig, parse
 
 # definitions (imports, then the file's own beyond the prompt window) beside the other files and edits
 CONTEXT_SOURCES: tuple[str, ...] = ("open", "imports", "file", "edits")
+# ... and, asked for by name only, "jedi": the definitions jedi resolves for the names used near the cursor
+# (engine/context/jedi_source.py; not a default until measured: docs/benchmarks/guidance.md)
+KNOWN_SOURCES: tuple[str, ...] = CONTEXT_SOURCES + ("jedi",)
 Multiline = Literal["auto", "always", "never"]
 MULTILINE_CHOICES: tuple[str, ...] = ("auto", "always", "never")
 
@@ -164,10 +167,10 @@ def _kinds(v: Any) -> tuple[str, ...]:
 def _sources(v: Any) -> tuple[str, ...]:
     if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
         raise ValueError(f"expected a list of {', '.join(CONTEXT_SOURCES)}, got {v!r}")
-    bad = [k for k in v if k not in CONTEXT_SOURCES]
+    bad = [k for k in v if k not in KNOWN_SOURCES]
     if bad:
-        raise ValueError(f"unknown sources {bad!r}: expected some of {', '.join(CONTEXT_SOURCES)}")
-    return tuple(k for k in CONTEXT_SOURCES if k in v)
+        raise ValueError(f"unknown sources {bad!r}: expected some of {', '.join(KNOWN_SOURCES)}")
+    return tuple(k for k in KNOWN_SOURCES if k in v)
 
 
 def _bool(v: Any) -> bool:

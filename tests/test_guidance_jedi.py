@@ -172,3 +172,16 @@ def test_a_5000_line_module(an, tmp_path):
     assert {"clear_flags", "create_decimal", "Etiny", "divide"} <= names(first) and "_exp" not in names(first)
     assert names(first) == names(second)
     assert warm < 5.0
+
+
+def test_a_kept_script_never_answers_from_a_newer_text_of_its_file(an, tmp_path):
+    """parso's diff parser updates the cached tree of a path in place when another text of that path is
+    parsed; a Script kept for the older text then reads the newer one. Asked again about the older text
+    (another position: not the answer cache), the analyser must answer from that text."""
+    p = str(tmp_path / "edited.py")
+    old = "class Box:\n    def area(self):\n        pass\n\n\nb = Box()\nb.\nb.\n"
+    new = "class Box:\n    def volume(self):\n        pass\n\n\nb = Box()\nb.\nb.\n"
+    assert "area" in names(an.names_at(old, old.index("b.\n") + 2, time.monotonic() + LONG, path=p))
+    assert "volume" in names(an.names_at(new, new.index("b.\n") + 2, time.monotonic() + LONG, path=p))
+    again = names(an.names_at(old, old.rindex("b.\n") + 2, time.monotonic() + LONG, path=p))
+    assert "area" in again and "volume" not in again

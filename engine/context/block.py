@@ -19,7 +19,7 @@ log = logging.getLogger("flint.context")
 CHUNK_LINES = 64  # llama.vim's chunk size
 DROP_SIMILAR = 0.5  # a chunk this similar to the text around the cursor is dropped
 MERGE_SIMILAR = 0.9  # a chunk this similar to one already taken is a duplicate
-DEFINITION_SOURCES = ("import", "file")  # outlines of definitions: merged into one stub per file
+DEFINITION_SOURCES = ("import", "file", "jedi")  # outlines of definitions: merged into one stub per file
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -46,7 +46,7 @@ def dice(a: frozenset[str], b: frozenset[str]) -> float:
 class Chunk:
     path: str  # as shown in the block ("# Path: ..."): relative to the workspace folder
     text: str
-    source: str  # "open" | "import" | "file" | "edit"
+    source: str  # "open" | "import" | "file" | "edit" | "jedi"
     line: int = 0  # first line (0-based) of the chunk in its file
     score: float = 0.0  # higher first; set by the source
 

@@ -101,6 +101,21 @@ def _import_nodes(source: str) -> list[ast.Import | ast.ImportFrom]:
     return out
 
 
+def imported_names(source: str) -> dict[str, bool]:
+    """The names ``source``'s import statements bind (anywhere in it), each with whether it is bound to a
+    module for sure (``import a.b`` binds the module ``a``; ``from a import b`` may bind either)."""
+    out: dict[str, bool] = {}
+    for node in _import_nodes(source):
+        for a in node.names:
+            if a.name == "*":
+                continue
+            if isinstance(node, ast.Import):
+                out[a.asname or a.name.split(".")[0]] = True
+            else:
+                out.setdefault(a.asname or a.name, False)
+    return out
+
+
 def _module_file(base: Path, parts: list[str]) -> Path | None:
     p = base.joinpath(*parts) if parts else base
     for cand in (p.with_name(p.name + ".py") if parts else None, p / "__init__.py"):

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from engine.context.block import (
     Chunk,
@@ -37,6 +38,7 @@ from engine.context.definitions import (
     regex_definitions,
     syntax_definitions,
 )
+from engine.context.resolved import definition_chunks
 from engine.context.sources import (
     around_span,
     edit_diff,
@@ -51,6 +53,9 @@ from engine.syntax import grammar_for, language_for_path
 
 DEFAULT_BUDGET = 512  # tokens; see docs/benchmarks/context.md
 DEFAULT_SOURCES = ("imports", "file", "open", "edits")
+# "jedi" (opt-in, with a ``resolver``: engine/context/jedi_source.py): the definitions jedi finds for the names
+# used near the cursor, in the workspace and the installed libraries; where it answers, the imports source's
+# outline of the same definition goes
 
 
 # ---- the session's view of the workspace -----------------------------------------------------------------
@@ -84,6 +89,7 @@ class Workspace:
     docs: dict[Path, _Doc] = field(default_factory=dict)
     edits: list[tuple[float, Path, str]] = field(default_factory=list)  # (time, file, diff), newest last
     clock: Callable[[], float] = time.monotonic
+    resolver: Any = None  # the "jedi" source's JediContext (definitions(file, text, offset)), if any
 
     def __post_init__(self) -> None:
         self.roots = [Path(r) for r in self.roots]
@@ -170,8 +176,13 @@ class Workspace:
         s, e = around_span(text, offset)
         around = text[s:e]
         cands: list[Chunk] = []
-        if "imports" in self.sources and file.suffix in (".py", ".pyi"):
-            cands += self.import_chunks(file, text, offset, docs)
+        python = file.suffix in (".py", ".pyi")
+        resolved = (self.jedi_chunks(file, text, offset)
+                    if "jedi" in self.sources and python and usable_text(text, str(file)) else [])
+        if "imports" in self.sources and python:
+            covered = {(c.path, c.line) for c in resolved}
+            cands += [c for c in self.import_chunks(file, text, offset, docs) if (c.path, c.line) not in covered]
+        cands += resolved
         if "file" in self.sources and _outlined(file) and usable_text(text, str(file)):
             cands += self.file_chunks(file, text, offset, window_before, window_after)
         if "open" in self.sources:
@@ -185,6 +196,25 @@ class Workspace:
             return None
         ordered = order_stably(previous.chunks if previous is not None else (), chosen)
         return ContextBlock(self.repo_name(), tuple(ordered), self.relpath(file))
+
+    def jedi_chunks(self, file: Path, text: str, offset: int) -> list[Chunk]:
+        """The definitions jedi finds for the names used near the cursor (nothing without a resolver, past
+        its budget, or when jedi cannot read the file)."""
+        if self.resolver is None:
+            return []
+        found = self.resolver.definitions(file, text, offset)
+        return definition_chunks(found or (), self.shown_path)
+
+    def shown_path(self, path: str | None, module: str) -> str:
+        """The path a definition's module shows in the block: relative to the workspace folder, or for an
+        installed library its import path as a file (requests/models.py), as an import names it."""
+        if path is not None:
+            p = Path(path)
+            if any(r in p.parents for r in list(self.roots) + list(self._real)):
+                return self.relpath(p)
+            if p.name == "__init__.py":
+                return module.replace(".", "/") + "/__init__.py"
+        return module.replace(".", "/") + ".py"
 
     def repo_name(self) -> str:
         return self.roots[0].name if self.roots else "workspace"

@@ -4,7 +4,8 @@ restricted to tokens that continue one of them.
 
 - ``monitor``: the pure parts: when the monitor applies (``trigger``), what an analyser returns
   (``Candidates``) and the ``Analyser`` protocol other analysers plug into.
-- ``jedi_analyser``: Python names through jedi (cached, bounded in memory, run against a deadline).
+- ``jedi_analyser``: Python names through jedi (cached, bounded in memory, run against a deadline);
+  ``call`` runs other jedi work on its thread (engine/context/jedi_source.py).
 - ``trie``: token ids that continue a candidate name, per vocabulary, and the logit mask.
 - ``guide``: one generation's monitor: the mask for the next token and the check of one token (names that
   start inside a token, like ``.attr``, included).

@@ -13,7 +13,8 @@ costs 4x on long modules and only ever makes the list longer (a monitor must not
 
 Memory: answers in an LRU of ``cache_size`` entries keyed by (path, version, offset, hash of the source),
 ``max_projects`` projects, the last few ``jedi.Script`` objects (asking several positions of one text
-reuses its inference state). parso keeps its own cache of parsed modules (it drops ones unused for 10
+reuses its inference state; a kept Script is used only while parso's tree of its path still is its text:
+``reads_its_text``). parso keeps its own cache of parsed modules (it drops ones unused for 10
 minutes once it holds 600).
 
 Every failure (a broken file jedi cannot read, a missing environment, an exception inside jedi) is "no
@@ -28,6 +29,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -68,6 +70,21 @@ def _workspace_venv(root: str) -> str | None:
         if os.path.isfile(os.path.join(root, name, "pyvenv.cfg")):
             return os.path.join(root, name)
     return None
+
+
+def reads_its_text(script: Any) -> bool:
+    """Whether a kept ``jedi.Script`` still reads the text it was made from. parso caches one tree per path
+    and its diff parser updates that tree in place when another text of the path is parsed (a newer version
+    of the document, the checker's completed file, a rename's question): a Script of the older text would
+    then answer from the newer one. parso saves a new cache entry whenever it does so, so the Script is
+    good while the entry for its path still holds its tree and its lines."""
+    try:
+        from parso.cache import parser_cache
+
+        item = parser_cache.get(script._inference_state.grammar._hashed, {}).get(script.path)
+        return item is not None and item.node is script._module_node and item.lines == script._code_lines
+    except Exception:  # another parso or jedi: never reuse
+        return False
 
 
 class JediAnalyser:
@@ -163,6 +180,38 @@ class JediAnalyser:
                 self._cache.popitem(last=False)
         return res
 
+    def call(self, source: str, path: str | None, fn: Callable[[Any], Any], deadline: float,
+             late: Callable[[Any], None] | None = None) -> Any:
+        """``fn(script)`` on the worker thread, ``script`` a jedi Script of ``source`` in the project of
+        ``path`` (a kept one while it still reads that text). None past ``deadline``, for a huge file,
+        without a usable environment, or when jedi fails; a result that comes after the deadline goes to
+        ``late`` (jedi cannot be interrupted: the work is not lost). Questions asked before are not
+        cancelled: this runs after them."""
+        if len(source) > self.max_chars:
+            self.stats["skipped"] += 1
+            return None
+        path = os.path.abspath(path) if path else os.path.abspath("untitled.py")
+
+        def run() -> Any:
+            try:
+                script = self._script(source, path)
+                return None if script is None else fn(script)
+            except Exception as e:  # jedi on arbitrary text: any failure is "no answer"
+                log.debug("jedi call failed for %s: %r", path, e)
+                self.stats["failed"] += 1
+                return None
+
+        try:
+            fut = self._pool.submit(run)
+            return fut.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeout:
+            self.stats["late"] += 1
+            if late is not None:
+                fut.add_done_callback(lambda f: None if f.cancelled() else late(f.result()))
+            return None
+        except (CancelledError, RuntimeError):  # RuntimeError: the pool was shut down
+            return None
+
     # ---- jedi (worker thread only) ----
     def _complete(self, source: str, offset: int, path: str) -> Candidates | None:
         script = self._script(source, path)
@@ -183,7 +232,7 @@ class JediAnalyser:
 
         skey = (path, hash(source))
         script = self._scripts.get(skey)
-        if script is not None:
+        if script is not None and reads_its_text(script):
             self._scripts.move_to_end(skey)
             return script
         project = self._project(path)
