@@ -131,6 +131,14 @@ class DocumentStore:
             raise DocumentError(f"unknown document {uri} (not opened with didOpen)")
         return doc
 
+    def find(self, uri: str) -> Document | None:
+        return self._docs.get(uri)
+
+    def documents(self) -> list[Document]:
+        """The open documents (a snapshot of the list; the documents themselves are live)."""
+        with self._lock:
+            return list(self._docs.values())
+
     def revision(self, uri: str) -> int | None:
         """Current revision of ``uri`` (None if closed). Safe to call from any thread."""
         doc = self._docs.get(uri)

@@ -150,6 +150,7 @@ class Session:
         self.context.set_folders(uris)
         # monitor-guided decoding: each folder a jedi project root (engine/guidance/service.py)
         set_workspace_roots([str(p) for p in (uri_path(u) for u in uris) if p is not None])
+        self.next_edits.set_roots([str(p) for p in (uri_path(u) for u in uris) if p is not None])
 
     # ---- documents ------------------------------------------------------------------------------
     def did_open(self, uri: str, text: str, version: int, language_id: str = "") -> None:
@@ -257,7 +258,8 @@ class Session:
         if found.edits:
             log.info("next edit %s v%d: %d (%s), ready %s ms after the edit", uri.rsplit("/", 1)[-1],
                      found.version, len(found.edits), found.edits[0].source, found.ready_ms)
-        return to_json(found, lambda off: doc.position_at(off, self.encoding))
+        return to_json(found, lambda off: doc.position_at(off, self.encoding),
+                       self.documents.find, self.encoding)
 
     # ---- completion -----------------------------------------------------------------------------
     async def suggest(self, uri: str, line: int, character: int, *, invoked: bool,

@@ -304,16 +304,51 @@ def test_by_cursor():
     assert [e.range_start for e in by_cursor(es, 6)] == [10, 20, 1, 5]
 
 
-def test_no_partial_rename_of_a_reassigned_name(analyser):
-    # six.reraise's shape: jedi may split `value` into bindings; a rename of some of them could leave the
-    # name unbound on a path, so either every occurrence is offered or none
+def test_parameter_rebound_in_a_branch_and_in_finally_is_renamed_everywhere(analyser):
+    # six.reraise: asked at the parameter, jedi stops at `value = tp()` and never sees the `finally` store;
+    # asked at a later `value` it finds them all, the parameter included
     src = ("def reraise(tp, value, tb=None):\n    try:\n        if value is None:\n            value = tp()\n"
            "        if value.__traceback__ is not tb:\n            raise value.with_traceback(tb)\n"
            "        raise value\n    finally:\n        value = None\n        tb = None\n")
     h = _rename_at(src, src.index("value"), "value", "exc")
     got = _next(h, analyser)
-    if got:
-        assert apply_all(h.text("d"), got).count("value") == 0
+    assert apply_all(h.text("d"), got) == src.replace("value", "exc")
+    assert {e.source for e in got} == {"rename"}
+
+
+def test_parameter_rebound_from_itself_is_renamed_everywhere(analyser):
+    # tomli's loads: `parse_float = make_safe(parse_float)`; jedi at the parameter sees only the call's argument
+    src = ("def load(fp, *, parse_float=float):\n    return loads(fp.read(), parse_float=parse_float)\n\n\n"
+           "def loads(s, *, parse_float=float):\n    parse_float = make_safe(parse_float)\n"
+           "    return [parse_float(x) for x in s.split()]\n\n\ndef make_safe(f):\n    return f\n")
+    at = src.index("def loads(s, *, parse_float") + len("def loads(s, *, ")
+    h = _rename_at(src, at, "parse_float", "to_float")
+    got = _next(h, analyser)
+    result = apply_all(h.text("d"), got)
+    assert "def loads(s, *, to_float=float):\n    to_float = make_safe(to_float)\n" \
+        "    return [to_float(x) for x in s.split()]\n" in result
+    assert "def load(fp, *, parse_float=float):" in result  # load's own parameter is another name
+    assert result.count("parse_float") + result.count("to_float") == src.count("parse_float")
+
+
+def test_parameter_augmented_at_once_is_renamed_everywhere(analyser):
+    # tomli's create_list_rule: `pos += 2` first; jedi at the parameter finds no other reference at all
+    src = ("def rule(src, pos, out):\n    pos += 2\n    pos = skip(src, pos)\n    if src.startswith(']]', pos):\n"
+           "        out.append(pos)\n    return pos + 2\n\n\ndef skip(src, pos):\n    return pos\n")
+    at = src.index("pos")
+    h = _rename_at(src, at, "pos", "index")
+    got = _next(h, analyser)
+    first, second = src.split("\n\n\n")
+    assert apply_all(h.text("d"), got) == first.replace("pos", "index") + "\n\n\n" + second
+
+
+def test_a_nested_function_own_parameter_still_blocks_a_partial_rename(analyser):
+    # jedi asked at the inner `value` does not name the outer parameter: not the same name, and leaving it
+    # would make the rename partial within the outer function's text, so nothing is offered
+    src = ("def outer(value):\n    def inner(value):\n        return value + 1\n    return inner(value)\n")
+    h = _rename_at(src, src.index("value"), "value", "amount")
+    got = _next(h, analyser)
+    assert got == []
 
 
 def test_keyword_arguments_and_attributes_are_not_leftovers(analyser):

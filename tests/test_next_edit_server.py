@@ -194,3 +194,114 @@ def test_flint_next_edit_over_the_wire_without_a_model(tmp_path):
         assert s.wire.call("shutdown")["result"] is None  # still up and answering
     finally:
         s.close()
+
+
+LIB = ("def scale(values, factor):\n"
+       "    return [v * factor for v in values]\n"
+       "\n"
+       "\n"
+       "def twice(values):\n"
+       "    return scale(values, 2)\n")
+USE_DISK = ("from lib import scale\n"
+            "\n"
+            "print(scale([1], 3))\n")
+USE_OPEN = USE_DISK + "print(scale([2], 4))\n"  # one more call, not saved
+
+
+async def test_a_rename_reaches_the_other_open_document_and_each_answers_for_itself(session, tmp_path):
+    s = session
+    (tmp_path / "lib.py").write_text(LIB)
+    (tmp_path / "use.py").write_text(USE_DISK)
+    s.set_workspace_folders([tmp_path.as_uri()])
+    lib, use = (tmp_path / "lib.py").as_uri(), (tmp_path / "use.py").as_uri()
+    s.did_open(lib, LIB, 1, "python")
+    s.did_open(use, USE_OPEN, 1, "python")
+    v = type_over(s, lib, 0, 4, "scale", "times", 2)
+    res = await s.next_edit(lib, v - 1, 0, 9)
+    # here: the call in twice(); elsewhere: use.py's import and both calls (the unsaved one too)
+    assert [(e["range"]["start"]["line"], e["newText"]) for e in res["edits"]] == [(5, "times")]
+    assert [(x["uri"], x["version"], x["range"]["start"], x["oldText"], x["newText"], x["source"])
+            for x in res["elsewhere"]] == [
+        (use, 1, {"line": 0, "character": 16}, "scale", "times", "rename"),
+        (use, 1, {"line": 2, "character": 6}, "scale", "times", "rename"),
+        (use, 1, {"line": 3, "character": 6}, "scale", "times", "rename")]
+    # asked in use.py: its own references are the edits, lib.py's remaining one is elsewhere
+    res = await s.next_edit(use, 1, 0, 0)
+    assert [e["range"]["start"]["line"] for e in res["edits"]] == [0, 2, 3]
+    assert [(x["uri"], x["range"]["start"]["line"]) for x in res["elsewhere"]] == [(lib, 5)]
+    # the client applies use.py's edits one by one, asking after each: the rest stays on offer
+    text_use, uv = USE_OPEN, 1
+    while res["edits"]:
+        e = res["edits"][0]
+        r = e["range"]
+        uv += 1
+        s.did_edit(use, uv, [Change(e["newText"], (r["start"]["line"], r["start"]["character"],
+                                                   r["end"]["line"], r["end"]["character"]))])
+        text_use = apply(text_use, e)
+        res = await s.next_edit(use, uv, r["start"]["line"], r["start"]["character"] + 5)
+        assert not res.get("stale")
+    assert text_use == USE_OPEN.replace("scale", "times") == s.documents.get(use).text
+    # nothing left here: lib.py's remaining edit is still elsewhere, and lib.py itself still offers it
+    assert [(x["uri"], x["version"], x["range"]["start"]["line"]) for x in res["elsewhere"]] == [(lib, v - 1, 5)]
+    res = await s.next_edit(lib, v - 1, 0, 9)
+    assert [(e["range"]["start"]["line"], e["newText"]) for e in res["edits"]] == [(5, "times")]
+    assert "elsewhere" not in res  # use.py is done
+
+
+async def test_an_edit_elsewhere_drops_the_plan_and_clients_without_elsewhere_see_edits_only(session, tmp_path):
+    s = session
+    (tmp_path / "lib.py").write_text(LIB)
+    (tmp_path / "use.py").write_text(USE_DISK)
+    s.set_workspace_folders([tmp_path.as_uri()])
+    lib, use, other = (tmp_path / "lib.py").as_uri(), (tmp_path / "use.py").as_uri(), (tmp_path / "o.py").as_uri()
+    s.did_open(lib, LIB, 1, "python")
+    s.did_open(use, USE_OPEN, 1, "python")
+    s.did_open(other, "x = 1\n", 1, "python")
+    v = type_over(s, lib, 0, 4, "scale", "times", 2)
+    res = await s.next_edit(lib, v - 1, 0, 9)
+    assert len(res["elsewhere"]) == 3 and len(res["edits"]) == 1
+    # a change in use.py that is not one of its edits drops its part; lib.py keeps its own edit
+    s.did_edit(use, 2, [Change("# note\n", (0, 0, 0, 0))])
+    res = await s.next_edit(lib, v - 1, 0, 9)
+    assert len(res["edits"]) == 1 and "elsewhere" not in res
+    res = await s.next_edit(use, 2, 0, 0)
+    assert res["edits"] == []
+    # typing in a third document: the user moved on, the plan is gone
+    v = type_over(s, lib, 5, 11, "times", "scale", v)  # (lib.py renamed back: a plan again)
+    res = await s.next_edit(lib, v - 1, 5, 11)
+    assert s.next_edits.plan is not None
+    s.did_edit(other, 2, [Change("y", (0, 0, 0, 1))])
+    assert s.next_edits.plan is None
+
+
+@pytest.mark.e2e
+def test_a_two_file_rename_over_the_wire(tmp_path):
+    """The real server process: a function renamed in lib.py (the workspace folder's) offers use.py's
+    references (its unsaved text) under ``elsewhere``; asked in use.py they are its ``edits``."""
+    (tmp_path / "lib.py").write_text(LIB)
+    (tmp_path / "use.py").write_text(USE_DISK)
+    s = Server("--model", "no-such-model", "-v", "--log-stderr")
+    try:
+        s.initialize(workspaceFolders=[{"uri": tmp_path.as_uri(), "name": "ws"}])
+        lib, use = (tmp_path / "lib.py").as_uri(), (tmp_path / "use.py").as_uri()
+        open_doc(s.wire, lib, LIB)
+        open_doc(s.wire, use, USE_OPEN)
+        s.wire.notify("textDocument/didChange", {"textDocument": {"uri": lib, "version": 2}, "contentChanges": [
+            {"range": {"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 9}}, "text": "times"}]})
+        res = s.wire.call("flint/nextEdit", {"textDocument": {"uri": lib, "version": 2},
+                                             "position": {"line": 0, "character": 9}}, timeout=60)
+        assert "result" in res, res
+        r = res["result"]
+        assert [(e["range"]["start"]["line"], e["newText"]) for e in r["edits"]] == [(5, "times")], r
+        assert [(x["uri"], x["version"], x["range"]["start"]["line"], x["range"]["start"]["character"], x["newText"])
+                for x in r["elsewhere"]] == [(use, 1, 0, 16, "times"), (use, 1, 2, 6, "times"),
+                                             (use, 1, 3, 6, "times")], r
+        res = s.wire.call("flint/nextEdit", {"textDocument": {"uri": use, "version": 1},
+                                             "position": {"line": 0, "character": 0}}, timeout=60)
+        r = res["result"]
+        assert [(e["range"]["start"]["line"], e["oldText"], e["newText"]) for e in r["edits"]] == \
+            [(0, "scale", "times"), (2, "scale", "times"), (3, "scale", "times")], r
+        assert [(x["uri"], x["range"]["start"]["line"]) for x in r["elsewhere"]] == [(lib, 5)], r
+        assert s.wire.call("shutdown")["result"] is None
+    finally:
+        s.close()

@@ -13,7 +13,9 @@ references jedi finds are offered, and only when:
 - no reference is an import (changing ``os`` to ``sys`` at a use is not renaming the module);
 - for a name of one function (a local, a parameter), the old name is left nowhere else in that function
   as a name jedi did not call a reference (jedi follows bindings: after a reassignment in a branch it may
-  see two names, and renaming one of them can leave a name unbound on some path);
+  see two names, and renaming one of them can leave a name unbound on some path). jedi asked at a binding
+  (a parameter) stops at a rebinding, asked at a later occurrence it finds them all: so it is asked again
+  at such a leftover, and its answer joins when it names the renamed site (rename.py ``_completed``);
 - every reference is still the old name in the current text, and applying them all leaves a file that
   ``ast.parse`` reads (Python).
 
@@ -30,16 +32,22 @@ same name).
 
 Both are ordered nearest after the cursor first, then from the top down to the cursor.
 
+**Elsewhere.** A rename of a name that is not one function's own (a function, a class, an attribute, a
+module-level name) also offers its references in the other open documents (``workspace.py``: jedi on
+their current, unsaved texts).
+
 jedi runs through ``engine.guidance.jedi_analyser.JediAnalyser`` (its projects, environments, scripts and
 worker thread), so a question waits at most until its deadline and never raises.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from engine.edits.common import (  # noqa: F401  (re-exported: the package's one entry for callers)
+    JEDI_BUDGET_S,
     MAX_SUGGESTIONS,
     NextEdit,
     Source,
@@ -49,22 +57,45 @@ from engine.edits.common import (  # noqa: F401  (re-exported: the package's one
     parses,
 )
 from engine.edits.history import Edit
-from engine.edits.rename import Renamed, identifier_change, jedi_references, rename_edits  # noqa: F401
+from engine.edits.rename import (  # noqa: F401
+    Rename,
+    Renamed,
+    find_rename,
+    identifier_change,
+    jedi_references,
+    rename_edits,
+)
 from engine.edits.repeat import repeat_edits
+from engine.edits.workspace import OpenDoc, references_elsewhere
 
 
 def exact_next_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, language: str | None = None,
                      analyser: Any = None, deadline: float | None = None, cursor: int | None = None) -> list[NextEdit]:
     """The exact next edits after the last of ``edits``: a rename's remaining references (Python), else a
     literal's other occurrences; [] when neither applies."""
+    return workspace_next_edits(text, edits, path=path, language=language, analyser=analyser, deadline=deadline,
+                                cursor=cursor)[0]
+
+
+def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, language: str | None = None,
+                         analyser: Any = None, deadline: float | None = None, cursor: int | None = None,
+                         others: Sequence[OpenDoc] = ()) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
+    """``exact_next_edits`` here, and a rename's references in the ``others`` (the other open Python
+    documents, workspace.py) by their key."""
     if not edits:
-        return []
+        return [], {}
     python = is_python(path, language)
     if python:
         before = edits[-1].undo(text)
         if identifier_change(before, edits[-1]) is not None:
-            found = rename_edits(text, edits, path=path, analyser=analyser, deadline=deadline, cursor=cursor)
-            if found:
-                return found
+            r = find_rename(text, edits, path=path, analyser=analyser, deadline=deadline, cursor=cursor)
+            if r is not None:
+                elsewhere = {}
+                if others and path is not None and analyser is not None:
+                    elsewhere = references_elsewhere(
+                        r, path, others, analyser=analyser,
+                        deadline=deadline if deadline is not None else time.monotonic() + JEDI_BUDGET_S)
+                if r.edits or elsewhere:
+                    return r.edits, elsewhere
             # a word inside a string or comment is no name jedi knows: its repeat (a name in code never is)
-    return repeat_edits(text, edits, language="python" if python else language, cursor=cursor)
+    return repeat_edits(text, edits, language="python" if python else language, cursor=cursor), {}

@@ -301,3 +301,51 @@ def parse_answer(answer: str, text: str, window: Window, *, edits: Sequence[Edit
     if python and not parses(result):
         return None
     return NextEdit(start, start + len(old), old, new, "model", confidence)
+
+
+# ---- the compact prompt (a region of ~10 lines; the few-shot prefix is the same for every call) ----------
+
+COMPACT_SYSTEM = ("You predict the next edit a programmer makes. Given their last edit as a diff and a region of "
+                  "code, rewrite the region with the edit that follows from it, copying every other line exactly. "
+                  "If nothing follows, copy the region unchanged.")
+COMPACT_BEFORE = 3  # region lines above the cursor's line
+COMPACT_AFTER = 6  # and below it: 10 lines in all
+COMPACT_CONTEXT = 6  # read-only lines above the region
+# one worked example (a made-up one: an argument added to one call is added to its sibling): the prefix of
+# every compact prompt, so a model server that keeps the last prompt's KV (llama.cpp, Flint's engine)
+# computes it once
+_EXAMPLE_USER = ("Last edits in jobs.py, oldest first:\n```diff\n@@ line 12 @@\n-    log.info(\"start %s\", name)\n"
+                 "+    log.info(\"start %s\", name, extra=ctx)\n```\n\nRegion:\n```python\n"
+                 "def run(name, ctx):\n    log.info(\"start %s\", name, extra=ctx)\n    result = work(name)\n"
+                 "    log.info(\"done %s\", name)\n    return result\n```")
+_EXAMPLE_ANSWER = ("```python\ndef run(name, ctx):\n    log.info(\"start %s\", name, extra=ctx)\n"
+                   "    result = work(name)\n    log.info(\"done %s\", name, extra=ctx)\n    return result\n```")
+
+
+def compact_messages(text: str, edits: Sequence[Edit], window: Window, *, path: str | None = None,
+                     language: str | None = None, context: int = COMPACT_CONTEXT) -> list[dict[str, str]]:
+    """The compact next-edit chat: the fixed example, then the user's last two edits as diffs, a few
+    read-only lines and the region (no cursor marker: the region is around it)."""
+    fence = LANG_FENCE.get((language or "python").lower(), "")
+    name = os.path.basename(path) if path else "file"
+    diffs = history_diffs(text, edits, max_edits=2)
+    top = _lines_up(text, window.start, context)
+    parts = [f"Last edits in {name}, oldest first:\n```diff\n" + "\n".join(diffs) + "\n```"]
+    if top < window.start:
+        parts.append(f"Above the region:\n```{fence}\n{text[top:window.start].rstrip(chr(10))}\n```")
+    parts.append(f"Region:\n```{fence}\n{text[window.start:window.end].rstrip(chr(10))}\n```")
+    return [{"role": "system", "content": COMPACT_SYSTEM}, {"role": "user", "content": _EXAMPLE_USER},
+            {"role": "assistant", "content": _EXAMPLE_ANSWER}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def build_compact_prompt(text: str, edits: Sequence[Edit], *, cursor: int | None = None, path: str | None = None,
+                         language: str | None = None, model_dir: str | Path | None = None,
+                         template: str | None = None) -> Prompt:
+    """The compact next-edit prompt: ``parse_answer`` reads its answer like ``build_prompt``'s."""
+    if cursor is None:
+        cursor = edits[-1].new_end if edits else 0
+    window = choose_window(text, cursor, before=COMPACT_BEFORE, after=COMPACT_AFTER)
+    fence = LANG_FENCE.get((language or "python").lower(), "")
+    tpl = template if template is not None else chat_template(model_dir)
+    rendered = render_chat(compact_messages(text, edits, window, path=path, language=language), tpl) + f"```{fence}\n"
+    return Prompt(rendered, window, max_tokens=48 + (window.end - window.start) // 2)

@@ -136,13 +136,14 @@ def _keyword_at(text: str, off: int, n: int) -> bool:
 
 
 def _leftovers(text: str, span: tuple[int, int], name: str, refs: set[int],
-               scopes: Sequence[tuple[int, int]] = ()) -> bool:
-    """Does ``name`` occur as a name in ``text[span]`` where jedi saw no reference? (jedi follows bindings:
+               scopes: Sequence[tuple[int, int]] = ()) -> list[int]:
+    """Where ``name`` occurs as a name in ``text[span]`` and jedi saw no reference (jedi follows bindings:
     after ``value = other`` in a branch it may call the later ``value`` another name; renaming only some of
-    them can leave a name unbound on some path.) Attribute names (after a dot) and keyword arguments
+    them can leave a name unbound on some path). Attribute names (after a dot) and keyword arguments
     (``f(name=...)``) are other names and do not count, nor are the names inside ``scopes`` (comprehensions
     that bind the name themselves), unless jedi's references are in there."""
     toks = [t for t in tokens(text, span[0], span[1]) if t.kind not in (SPACE, COMMENT)]
+    out = []
     depth = 0
     for i, t in enumerate(toks):
         if t.kind == OP and t.text in "([{":
@@ -159,8 +160,40 @@ def _leftovers(text: str, span: tuple[int, int], name: str, refs: set[int],
         after = toks[i + 2] if i + 2 < len(toks) else None
         if depth > 0 and nxt is not None and nxt.text == "=" and (after is None or after.text != "="):
             continue
-        return True
-    return False
+        out.append(t.start)
+    return out
+
+
+MAX_REASKS = 4  # jedi asked again at a leftover occurrence at most this often per rename
+
+
+def _completed(base: str, site: int, name: str, refs: list[tuple[int, str]], outline: _Outline,
+               path: str | None, analyser: Any, deadline: float | None) -> list[tuple[int, str]]:
+    """jedi's references of the name at ``site``, completed from its other occurrences in the same function.
+
+    jedi is asymmetric at a definition: asked at a parameter (or any binding), it follows only the names
+    whose inference reaches that binding, so it stops at a rebinding (``pos += 2``, ``x = f(x)``, ``value =
+    tp()`` in a branch, a dead ``value = None`` in ``finally``); asked at one of the later occurrences it
+    finds them all, the parameter included. So while the function holding the references still has the
+    name where jedi saw none, jedi is asked at the first such occurrence, and its answer joins when it holds
+    ``site`` (jedi's own word that it is the same name); else the references stay as they are (and the
+    leftover guard offers nothing)."""
+    n = len(name)
+    for _ in range(MAX_REASKS):
+        if any(base[:off].rstrip().endswith(".") for off, _ in refs):
+            return refs  # an attribute: no function holds it
+        own = outline.holder([off for off, _ in refs if not _keyword_at(base, off, n)])
+        if own is None:
+            return refs
+        left = _leftovers(base, own, name, {off for off, _ in refs}, outline.comprehensions_binding(name))
+        if not left:
+            return refs
+        more = jedi_references(base, left[0], path=path, analyser=analyser, deadline=deadline)
+        if not more or all(off != site for off, _ in more):
+            return refs
+        have = {off for off, _ in refs}
+        refs = refs + [(off, typ) for off, typ in more if off not in have]
+    return refs
 
 
 _default_analyser: Any = None
@@ -238,16 +271,39 @@ def jedi_references(source: str, offset: int, *, path: str | None = None, analys
     return result
 
 
+@dataclass(frozen=True)
+class Rename:
+    """A rename jedi vouches for: ``old`` -> ``new`` at ``site`` of ``base`` (the text before the user's run
+    of renaming edits), and its remaining references in this document as ``edits`` (possibly none: every
+    one done already, or the name is used only in other files). ``local``: a name of one function (a
+    local, a parameter), so nothing outside this document can refer to it."""
+
+    edits: list[NextEdit]
+    base: str
+    site: int
+    old: str
+    new: str
+    local: bool
+
+
 def rename_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, analyser: Any = None,
                  deadline: float | None = None, cursor: int | None = None) -> list[NextEdit]:
     """The remaining references of the name the last edit renamed (module docstring). ``text`` is the
     current text, ``edits`` the document's recent edits (EditHistory.edits), the last one the user's."""
+    r = find_rename(text, edits, path=path, analyser=analyser, deadline=deadline, cursor=cursor)
+    return r.edits if r is not None else []
+
+
+def find_rename(text: str, edits: Sequence[Edit], *, path: str | None = None, analyser: Any = None,
+                deadline: float | None = None, cursor: int | None = None) -> Rename | None:
+    """The rename the last edit made, with its remaining references here; None when the last edit is no
+    rename or a guard refuses it (module docstring)."""
     if not edits:
-        return []
+        return None
     before = edits[-1].undo(text)
     ch = identifier_change(before, edits[-1])
     if ch is None:
-        return []
+        return None
     # the run of edits that renamed the same name by hand: ask jedi before the first of them
     first = len(edits) - 1
     base, base_ch = before, ch
@@ -260,10 +316,11 @@ def rename_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, a
     new_re = re.compile(rf"(?<!\w){re.escape(ch.new)}(?!\w)")
     refs = jedi_references(base, base_ch.start, path=path, analyser=analyser, deadline=deadline)
     if not refs or all(off != base_ch.start for off, _ in refs):
-        return []
+        return None
     outline = _Outline.of(base)
     if outline is None:
-        return []
+        return None
+    refs = _completed(base, base_ch.start, ch.old, refs, outline, path, analyser, deadline)
     imports = outline.imports
     attribute = any(base[:off].rstrip().endswith(".") for off, _ in refs)
     span = None if attribute else outline.holder([off for off, _ in refs])
@@ -272,21 +329,20 @@ def rename_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, a
         # parameter's), or anywhere for names beyond one function, it may be a switch to that name or a
         # rename into a clash
         if span is None or new_re.search(base, span[0], span[1]):
-            return []
+            return None
     # a parameter's keyword at call sites elsewhere aside, the function whose name this is
     own = None if attribute else outline.holder([off for off, _ in refs if not _keyword_at(base, off, len(ch.old))])
     if own is not None and _leftovers(base, own, ch.old, {off for off, _ in refs},
                                       outline.comprehensions_binding(ch.old)):
-        return []
+        return None
     out = _mapped(text, base, [off for off, _ in refs], ch, imports, list(edits[first:]))
-    if not out or len(out) > MAX_SUGGESTIONS:
-        return []
-    if not parses(apply_all(text, out)):
-        return []
+    if out is None or len(out) > MAX_SUGGESTIONS:
+        return None
+    if out and not parses(apply_all(text, out)):
+        return None
     if cursor is None:
         cursor = edits[-1].new_end
-    return by_cursor(out, cursor)
-
+    return Rename(by_cursor(out, cursor), base, base_ch.start, ch.old, ch.new, local=span is not None)
 
 
 def _holds(text: str, off: int, name: str) -> bool:
@@ -297,16 +353,16 @@ def _holds(text: str, off: int, name: str) -> bool:
 
 
 def _mapped(text: str, base: str, refs: list[int], ch: Renamed, imports: set[int],
-            later: list[Edit]) -> list[NextEdit]:
+            later: list[Edit]) -> list[NextEdit] | None:
     """jedi's references in ``base`` as renames of the current ``text`` (``later``: the edits between);
-    [] when one of them is not the name or sits on an import line (do not guess)."""
+    None when one of them is not the name or sits on an import line (do not guess)."""
     lines = Lines(base)
     n = len(ch.old)
     out = []
     seen = set()
     for off in refs:
         if not _holds(base, off, ch.old) or lines.line_of(off) + 1 in imports:
-            return []
+            return None
         cur = _map_offset(off, n, later)
         if cur is None or cur in seen or not _holds(text, cur, ch.old):
             continue  # edited since (renamed by hand, or changed otherwise)

@@ -7,6 +7,15 @@ ready, joins the computation under way, or starts it (a request before the edit 
 revision the user has left is dropped at its start, and its answer is never given out: results belong to
 one revision of one document.
 
+**Across the open documents.** A rename of a name that is not one function's own also finds its references
+in the other open Python documents (engine/edits/workspace.py); they become the workspace's *plan*: per
+document, the edits and the revision they belong to. Asked in such a document (unchanged since), its part
+of the plan is the answer's ``edits``; asked anywhere, the plan's other documents (and the renamed
+document's own remaining edits) are its ``elsewhere``. A change in a planned document that is exactly one of
+its planned edits (the client applied it) takes it off the plan and keeps the rest; any other change drops
+that document's part, and an edit in a document outside the plan drops the plan (the user moved on). The
+renamed document's next computation replaces the plan.
+
 Speculation starts once a client has asked for a next edit at least once (a client that never asks costs
 nothing). After a settled edit that offers nothing, the Python text is handed to jedi to parse (its script
 cache by path): if the next edit is a rename, jedi's question is about nearly that text, parsed
@@ -23,9 +32,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.edits.exact import NextEdit, by_cursor, exact_next_edits, is_python
+from engine.edits.exact import NextEdit, OpenDoc, by_cursor, is_python, workspace_next_edits
 from engine.edits.history import Edit
-from lsp_server.documents import DocumentStore, uri_path
+from lsp_server.documents import Document, DocumentStore, uri_path
 
 log = logging.getLogger(__name__)
 
@@ -40,20 +49,49 @@ class Job:
     revision: int
     version: int
     last_edit_t: float  # time.monotonic() of the last keystroke of the edit it answers
-    future: asyncio.Future = field(repr=False)
+    future: asyncio.Future = field(repr=False)  # -> (edits here, {uri: edits} elsewhere)
     ready_t: float | None = None
+    others: dict[str, tuple[int, int, str]] = field(default_factory=dict, repr=False)  # uri -> (rev, version, text)
+
+
+@dataclass
+class Part:
+    """One document's share of the plan: ``edits`` in ``text``, which is revision ``revision``."""
+
+    revision: int
+    version: int
+    text: str
+    edits: list[NextEdit]
+
+
+@dataclass
+class Plan:
+    """A rename's references in the other open documents, found after an edit of ``origin``."""
+
+    origin: str
+    parts: dict[str, Part]
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """A next edit in another document, at its version ``version``."""
+
+    uri: str
+    version: int
+    edit: NextEdit
 
 
 @dataclass(frozen=True)
 class Found:
     """The next edits for one version of a document (``stale``: it changed while they were computed, or
-    the request named another version; nothing to apply then)."""
+    the request named another version; nothing to apply then), and those in other documents."""
 
     uri: str
     version: int
     edits: list[NextEdit]
     ready_ms: float | None = None  # from the last keystroke to the edits being ready
     stale: bool = False
+    elsewhere: list[Elsewhere] = field(default_factory=list)
 
 
 class NextEdits:
@@ -67,6 +105,8 @@ class NextEdits:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._jobs: dict[str, Job] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self.plan: Plan | None = None  # the other documents' edits after the last rename (module docstring)
+        self._roots: tuple[str, ...] = ()
         self.asked = False  # a client asked flint/nextEdit: speculate from now on
         self.computed = 0  # computations started (tests, the benchmark)
 
@@ -78,12 +118,24 @@ class NextEdits:
             from engine.edits.rename import default_analyser
 
             self._analyser = default_analyser()
+            for root in self._roots:
+                self._analyser.add_root(root)
         return self._analyser
+
+    def set_roots(self, roots: list[str]) -> None:
+        """The workspace folders: jedi's projects (imports between the open documents resolve in them)."""
+        self._roots = tuple(roots)
+        if self._analyser is not None:
+            for root in roots:
+                self._analyser.add_root(root)
 
     # ---- the document's life (event loop) ----
     def changed(self, uri: str) -> None:
-        """After an edit: what was computed for the old text is gone; compute again once it settles."""
+        """After an edit: what was computed for the old text is gone; compute again once it settles (not
+        when the edit was one of the plan's: the rest of the plan is that document's answer)."""
         self._cancel(uri)
+        if self._consumed(uri):
+            return
         if not self.asked or self._loop is None or not self.enabled():
             return
         rev = self.documents.revision(uri)
@@ -105,6 +157,30 @@ class NextEdits:
 
     def closed(self, uri: str) -> None:
         self._cancel(uri)
+        if self.plan is not None:
+            self.plan.parts.pop(uri, None)
+
+    def _consumed(self, uri: str) -> bool:
+        """Keep the plan in step with an edit of ``uri``: one of its planned edits applied leaves the rest
+        (shifted); any other change drops its part; an edit outside the plan drops the plan."""
+        plan = self.plan
+        if plan is None or uri == plan.origin:
+            return False
+        part = plan.parts.get(uri)
+        if part is None:
+            self.plan = None
+            return False
+        doc = self.documents.get(uri)
+        for e in part.edits:
+            if len(doc.text) == len(part.text) + len(e.new_text) - len(e.old_text) and doc.text == e.apply(part.text):
+                d = len(e.new_text) - len(e.old_text)
+                rest = [x if x.range_start < e.range_start else
+                        NextEdit(x.range_start + d, x.range_end + d, x.old_text, x.new_text, x.source, x.confidence)
+                        for x in part.edits if x is not e]
+                plan.parts[uri] = Part(doc.revision, doc.version, doc.text, rest)
+                return True
+        del plan.parts[uri]
+        return False
 
     def shutdown(self) -> None:
         for uri in list(self._timers):
@@ -129,37 +205,68 @@ class NextEdits:
         edits = self.documents.history.edits(uri)
         last_t = edits[-1].t_last if edits else time.monotonic()
         fut: asyncio.Future
+        others = self._others(uri)
         if not edits or doc.problem():
             fut = self._loop.create_future()
-            fut.set_result([])
+            fut.set_result(([], {}))
         else:
             path = uri_path(uri)
             self.computed += 1
             fut = self._loop.run_in_executor(self._pool, self._compute, uri, doc.revision, doc.text, edits,
-                                             str(path) if path else None, doc.language_id or None)
-        job = Job(uri, doc.revision, doc.version, last_t, fut)
-        fut.add_done_callback(lambda _f: setattr(job, "ready_t", time.monotonic()))
+                                             str(path) if path else None, doc.language_id or None,
+                                             [OpenDoc(u, p, t) for u, (_r, _v, t, p) in others.items()])
+        job = Job(uri, doc.revision, doc.version, last_t, fut,
+                  others={u: (r, v, t) for u, (r, v, t, _p) in others.items()})
+        fut.add_done_callback(lambda f: self._done(job, f))
         self._jobs[uri] = job
         return job
 
+    def _others(self, uri: str) -> dict[str, tuple[int, int, str, str]]:
+        """The other open Python documents with a file: uri -> (revision, version, text, path)."""
+        out = {}
+        for d in self.documents.documents():
+            path = uri_path(d.uri)
+            if d.uri != uri and path is not None and not d.problem() and is_python(str(path), d.language_id or None):
+                out[d.uri] = (d.revision, d.version, d.text, str(path))
+        return out
+
+    def _done(self, job: Job, fut: asyncio.Future) -> None:
+        """A computation finished (event loop): its edits elsewhere become the plan, for the documents still
+        at the revision they were found in; the renamed document's computation always replaces the plan."""
+        job.ready_t = time.monotonic()
+        if fut.cancelled() or fut.exception() is not None or self._jobs.get(job.uri) is not job:
+            return
+        _here, elsewhere = fut.result()
+        parts = {}
+        for uri, edits in elsewhere.items():
+            rev, version, text = job.others[uri]
+            if self.documents.revision(uri) == rev and edits:
+                parts[uri] = Part(rev, version, text, edits)
+        if parts:
+            self.plan = Plan(job.uri, parts)
+        elif self.plan is not None and self.plan.origin == job.uri:
+            self.plan = None
+
     # ---- the computation (its own thread) ----
     def _compute(self, uri: str, revision: int, text: str, edits: list[Edit], path: str | None,
-                 language: str | None) -> list[NextEdit]:
+                 language: str | None, others: list[OpenDoc]) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
         if self.documents.revision(uri) != revision:
             log.debug("next edits of %s rev %d: left behind", uri, revision)
-            return []  # left behind while it waited: nobody can use it
+            return [], {}  # left behind while it waited: nobody can use it
         python = is_python(path, language)
         try:
-            found = exact_next_edits(text, edits, path=path, language=language,
-                                     analyser=self.analyser() if python else None,
-                                     deadline=time.monotonic() + JEDI_BUDGET_S)
+            found, elsewhere = workspace_next_edits(text, edits, path=path, language=language,
+                                                    analyser=self.analyser() if python else None,
+                                                    deadline=time.monotonic() + JEDI_BUDGET_S,
+                                                    others=others if python else ())
         except Exception as e:  # a bug here must not cost the user their completions
             log.warning("next edits failed on %s: %r", uri, e)
-            return []
-        log.debug("next edits of %s rev %d: %d", uri, revision, len(found))
-        if not found and python:
+            return [], {}
+        log.debug("next edits of %s rev %d: %d here, %d elsewhere", uri, revision, len(found),
+                  sum(len(v) for v in elsewhere.values()))
+        if not found and not elsewhere and python:
             self._warm(text, path)
-        return found
+        return found, elsewhere
 
     def _warm(self, text: str, path: str | None) -> None:
         """Have jedi parse ``text`` now, in idle time: a rename that comes next asks about nearly this text,
@@ -193,6 +300,10 @@ class NextEdits:
             return Found(uri, doc.version, [], stale=True)
         if not self.enabled():
             return Found(uri, doc.version, [])
+        part = self.plan.parts.get(uri) if self.plan is not None else None
+        if part is not None and part.revision == doc.revision:
+            # a document the last rename reaches, unchanged since (or changed only by applying its edits)
+            return Found(uri, doc.version, by_cursor(list(part.edits), offset), elsewhere=self._elsewhere(uri))
         job = self._jobs.get(uri)
         if job is None or job.revision != doc.revision:
             t = self._timers.pop(uri, None)
@@ -200,30 +311,62 @@ class NextEdits:
                 t.cancel()
             job = self._start(uri)
         try:
-            edits = await asyncio.wait_for(asyncio.shield(job.future), WAIT_S)
+            edits, _ = await asyncio.wait_for(asyncio.shield(job.future), WAIT_S)
         except TimeoutError:
             log.info("next edits for %s not ready after %.1f s", uri, WAIT_S)
             return Found(uri, job.version, [])
         if self.documents.revision(uri) != job.revision:
             return Found(uri, job.version, [], stale=True)
         ready = (job.ready_t or time.monotonic()) - job.last_edit_t
-        return Found(uri, job.version, by_cursor(list(edits), offset), round(ready * 1000, 1))
+        return Found(uri, job.version, by_cursor(list(edits), offset), round(ready * 1000, 1),
+                     elsewhere=self._elsewhere(uri))
+
+    def _elsewhere(self, uri: str) -> list[Elsewhere]:
+        """The plan's edits outside ``uri`` still valid: the renamed document's own remaining ones first
+        (its computation, when it is the document's current revision), then the other documents' parts."""
+        plan = self.plan
+        if plan is None:
+            return []
+        out = []
+        if plan.origin != uri:
+            job = self._jobs.get(plan.origin)
+            if job is not None and job.future.done() and not job.future.cancelled() and \
+                    job.future.exception() is None and self.documents.revision(plan.origin) == job.revision:
+                out += [Elsewhere(plan.origin, job.version, e)
+                        for e in sorted(job.future.result()[0], key=lambda e: e.range_start)]
+        for other in sorted(plan.parts):
+            part = plan.parts[other]
+            if other != uri and self.documents.revision(other) == part.revision:
+                out += [Elsewhere(other, part.version, e) for e in part.edits]
+        return out
 
 
-def to_json(found: Found, position_at: Callable[[int], tuple[int, int]]) -> dict[str, Any]:
+def to_json(found: Found, position_at: Callable[[int], tuple[int, int]],
+            document: Callable[[str], Document | None] = lambda uri: None, encoding: str = "utf-16") -> dict[str, Any]:
     """The ``flint/nextEdit`` result (docs/protocol.md); ``position_at``: offset -> (line, character) in
-    the client's encoding, in the text the edits belong to."""
-    def pos(off: int) -> dict[str, int]:
-        line, ch = position_at(off)
-        return {"line": line, "character": ch}
+    the client's encoding, in the text the edits belong to; ``document``: another open document by URI
+    (the ``elsewhere`` edits' positions, in ``encoding``)."""
+    def edit_json(e: NextEdit, at: Callable[[int], tuple[int, int]]) -> dict[str, Any]:
+        (sl, sc), (el, ec) = at(e.range_start), at(e.range_end)
+        return {"range": {"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}},
+                "newText": e.new_text, "oldText": e.old_text, "source": e.source, "confidence": e.confidence}
 
-    out: dict[str, Any] = {"version": found.version, "edits": [
-        {"range": {"start": pos(e.range_start), "end": pos(e.range_end)}, "newText": e.new_text,
-         "oldText": e.old_text, "source": e.source, "confidence": e.confidence}
-        for e in found.edits]}
+    out: dict[str, Any] = {"version": found.version, "edits": [edit_json(e, position_at) for e in found.edits]}
     if found.ready_ms is not None:
         out["readyMs"] = found.ready_ms
     if found.stale:
         out["stale"] = True
+    elsewhere = []
+    for x in found.elsewhere:
+        doc = document(x.uri)
+        if doc is None or doc.version != x.version:
+            continue
+        elsewhere.append({"uri": x.uri, "version": x.version, **edit_json(x.edit, _positions(doc, encoding))})
+    if elsewhere:
+        out["elsewhere"] = elsewhere
     return out
 
+
+
+def _positions(doc: Document, encoding: str) -> Callable[[int], tuple[int, int]]:
+    return lambda off: doc.position_at(off, encoding)

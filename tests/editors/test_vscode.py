@@ -279,3 +279,27 @@ def test_vscode_next_edit_after_a_rename(vscode_env, vsix, real_server, tmp_path
     assert seen["cursorAfterApply"] == [3, 19], seen  # after the applied `items`
     assert seen["marksAfterEscape"]["struck"] == [], seen
     assert seen["afterNextEdit"] == NEXT_EDIT_SRC.replace("values", "items", 2), seen["afterNextEdit"]
+
+
+NEXT_EDIT_LIB = ("def scale(values, factor):\n"
+                 "    return [v * factor for v in values]\n"
+                 "\n"
+                 "\n"
+                 "def twice(values):\n"
+                 "    return scale(values, 2)\n")
+NEXT_EDIT_USE = "from lib import scale\n\nprint(scale([1], 3))\n"
+
+
+def test_vscode_next_edit_in_another_file(vscode_env, vsix, real_server, tmp_path, artifacts):
+    """Issue 37 across files with the real server: `scale` renamed in lib.py; once lib.py's own call is
+    applied, the status bar names use.py (open, holding an unsaved call), Tab opens it at the edit (shown
+    there) and Tab applies; its other references follow one by one."""
+    seen = run_vscode(vscode_env, vsix, real_server, tmp_path, artifacts, timeout_ms=180000,
+                      scenario="nextEditTwoFiles", files={"lib.py": NEXT_EDIT_LIB, "use.py": NEXT_EDIT_USE},
+                      settings={"editor.inlineSuggest.enabled": False})
+    assert seen["libMarks"]["struck"] == ["scale"], seen["libMarks"]
+    assert "use.py" in seen["awayStatus"], seen
+    assert "use.py" in seen["awayTab"], seen
+    assert seen["awayMarks"]["struck"] == ["scale"], seen["awayMarks"]
+    assert seen["awayCursor"] == [1, 17], seen  # 1-based: `scale` in `from lib import scale`
+    assert seen["afterTwoFiles"] == (NEXT_EDIT_USE + "print(scale([2], 4))").replace("scale", "times"), seen

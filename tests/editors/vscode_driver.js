@@ -254,6 +254,61 @@ async function nextEditFlow(page) {
   await shot(page, 'ne-4-dismissed');
 }
 
+async function activeTab(page) {
+  return page.evaluate(() => [...document.querySelectorAll('.tab.active')]
+    .map((t) => t.getAttribute('data-resource-name') || t.getAttribute('aria-label') || t.textContent).join(' '));
+}
+
+// Issue 37 across files: `scale` renamed in lib.py; its own call is offered and applied, then the status
+// bar names use.py (open, with an unsaved call), Tab opens it at the import, and Tab by Tab its references
+// are applied (each shown before its Tab).
+async function nextEditTwoFilesFlow(page) {
+  await openFile(page, 'use.py');
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type('print(scale([2], 4))', { delay: 20 }); // not saved
+  await openFile(page, 'lib.py');
+  await page.keyboard.press('Control+Home');
+  for (let i = 0; i < 4; i++) await page.keyboard.press('ArrowRight'); // before `scale`
+  await page.keyboard.press('Control+Shift+ArrowRight');
+  await page.keyboard.type('times', { delay: 60 });
+  out.libMarks = await waitFor(async () => {
+    const m = await nextEditMarks(page);
+    return m.struck.includes('scale') ? m : null;
+  }, 30000, 'the next edit in lib.py', page);
+  await sleep(300);
+  await page.keyboard.press('Tab'); // jump to twice()'s call
+  await sleep(400);
+  await page.keyboard.press('Tab'); // apply it: nothing left in lib.py
+  out.awayStatus = await waitFor(async () => {
+    const it = page.locator('.statusbar-item', { hasText: /next edit: use\.py/i });
+    return (await it.count()) ? norm(await it.first().innerText()).trim() : null;
+  }, 30000, 'the status bar naming use.py', page);
+  await shot(page, 'ne2-1-away');
+  await page.keyboard.press('Tab'); // open use.py at its first reference
+  out.awayTab = await waitFor(async () => {
+    const t = await activeTab(page);
+    return /use\.py/.test(t) ? t : null;
+  }, 10000, 'use.py opened', page);
+  out.awayMarks = await waitFor(async () => {
+    const m = await nextEditMarks(page);
+    return m.struck.includes('scale') ? m : null;
+  }, 10000, 'the edit shown in use.py', page);
+  out.awayCursor = await cursorLnCol(page);
+  await shot(page, 'ne2-2-opened');
+  const left = (m) => m.text.some((t) => /\bscale\b/.test(t));
+  for (let k = 0; k < 10; k++) { // Tab only while an edit is shown (else Tab would indent)
+    const m = await waitFor(async () => {
+      const x = await nextEditMarks(page);
+      return x.struck.includes('scale') || !left(x) ? x : null;
+    }, 30000, 'the next edit in use.py', page);
+    if (!left(m)) break;
+    await page.keyboard.press('Tab');
+    await sleep(500);
+  }
+  out.afterTwoFiles = await save(page, path.join(cfg.workspace, 'use.py'), (t) => !/\bscale\b/.test(t));
+  await shot(page, 'ne2-3-done');
+}
+
 (async () => {
   const browser = await chromium.launch({
     executablePath: cfg.chromium,
@@ -276,6 +331,11 @@ async function nextEditFlow(page) {
     out.statusReady = await statusText(page);
     if (cfg.scenario === 'nextEdit') {
       await nextEditFlow(page);
+      out.ok = true;
+      return;
+    }
+    if (cfg.scenario === 'nextEditTwoFiles') {
+      await nextEditTwoFilesFlow(page);
       out.ok = true;
       return;
     }

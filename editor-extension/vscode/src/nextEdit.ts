@@ -4,6 +4,9 @@
 // a gutter mark. Tab jumps there, Tab again applies it (and the next one is asked for at once), Escape
 // dismisses. Any edit drops what is shown; an edit is applied only to the document version it was made
 // for. The inline suggestion at the cursor wins: Tab is ours only when none is visible.
+// Other documents (the answer's `elsewhere`: a rename's references in other open files): when nothing is
+// left here, the status bar names the file, Tab opens it at the edit (shown there) and Tab again applies it;
+// the server then answers for that document, so its own next reference follows.
 import * as vscode from 'vscode';
 import type * as proto from 'vscode-languageclient/node';
 import { Server } from './server';
@@ -27,11 +30,23 @@ interface WireEdit {
   confidence: number;
 }
 
+interface WireElsewhere extends WireEdit {
+  uri: string;
+  version: number;
+}
+
 interface WireResult {
   version: number;
   edits: WireEdit[];
   readyMs?: number;
   stale?: boolean;
+  elsewhere?: WireElsewhere[];
+}
+
+/** An edit in another document, offered from the status bar until Tab opens it. */
+interface Away {
+  uri: vscode.Uri;
+  edit: WireElsewhere;
 }
 
 interface Pending {
@@ -46,6 +61,8 @@ interface Pending {
 export class NextEdits implements vscode.Disposable {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private pending: Pending | undefined;
+  private away: Away | undefined;
+  private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 99);
   private asked = 0; // the latest ask: an older answer is dropped
   private applying = false;
   private readonly removed = vscode.window.createTextEditorDecorationType({
@@ -67,7 +84,8 @@ export class NextEdits implements vscode.Disposable {
       vscode.commands.registerCommand(TAB_CMD, () => this.tab()),
       vscode.commands.registerCommand(DISMISS_CMD, () => this.clear()),
       vscode.workspace.onDidChangeTextDocument((e) => this.changed(e)),
-      vscode.window.onDidChangeActiveTextEditor(() => this.clear()),
+      // (a jump to another document makes that editor the pending edit's: it stays)
+      vscode.window.onDidChangeActiveTextEditor((e) => { if (!e || e !== this.pending?.editor) this.clear(); }),
     ];
   }
 
@@ -103,8 +121,13 @@ export class NextEdits implements vscode.Disposable {
       return;
     }
     if (seq !== this.asked || !res || res.stale || doc.version !== version || res.version !== version) return;
+    if (vscode.window.activeTextEditor !== ed) return;
     const first = res.edits[0];
-    if (!first || vscode.window.activeTextEditor !== ed) return;
+    if (!first) {
+      const other = res.elsewhere?.[0];
+      if (other) this.offerAway({ uri: client.protocol2CodeConverter.asUri(other.uri), edit: other });
+      return;
+    }
     const range = client.protocol2CodeConverter.asRange(first.range);
     if (doc.getText(range) !== first.oldText) return; // not the text it was made for: never guess
     this.show({ editor: ed, version, range, newText: first.newText, source: first.source, jumped: false });
@@ -130,10 +153,48 @@ export class NextEdits implements vscode.Disposable {
     void vscode.commands.executeCommand('setContext', CONTEXT_KEY, true);
   }
 
+  /** Nothing left here, something in another document: the status bar says where, Tab goes there. */
+  private offerAway(a: Away): void {
+    this.away = a;
+    const name = a.uri.path.split('/').pop() ?? a.uri.toString();
+    this.status.text = `$(arrow-right) Next edit: ${name} (Tab)`;
+    this.status.tooltip = `${a.edit.source}: line ${a.edit.range.start.line + 1} ` +
+      `${JSON.stringify(a.edit.oldText)} -> ${JSON.stringify(a.edit.newText)}; Tab to open it, Escape to dismiss`;
+    this.status.command = TAB_CMD;
+    this.status.show();
+    void vscode.commands.executeCommand('setContext', CONTEXT_KEY, true);
+    this.log.info(`next edit elsewhere (${a.edit.source}): ${a.uri.toString()} line ${a.edit.range.start.line + 1}`);
+  }
+
+  /** Tab with an edit in another document: open it there, at the edit, shown (Tab again applies it). */
+  private async jumpAway(a: Away): Promise<void> {
+    this.clear();
+    const client = this.server.running();
+    if (!client) return;
+    let doc: vscode.TextDocument;
+    try {
+      doc = await vscode.workspace.openTextDocument(a.uri);
+    } catch (err) {
+      this.log.warn(`next edit: cannot open ${a.uri.toString()}: ${String(err)}`);
+      return;
+    }
+    const range = client.protocol2CodeConverter.asRange(a.edit.range);
+    // not the text it was made for (changed since): never guess
+    if (doc.version !== a.edit.version || doc.getText(range) !== a.edit.oldText) return;
+    const ed = await vscode.window.showTextDocument(doc, { preview: false });
+    if (ed.document.version !== a.edit.version) return;
+    ed.selection = new vscode.Selection(range.start, range.start);
+    ed.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+    this.show({ editor: ed, version: a.edit.version, range, newText: a.edit.newText, source: a.edit.source, jumped: true });
+  }
+
   /** Tab: jump to the pending edit; at it, apply it (then ask for the next at once). */
   private async tab(): Promise<void> {
     const p = this.pending;
-    if (!p) return;
+    if (!p) {
+      if (this.away) await this.jumpAway(this.away);
+      return;
+    }
     const ed = p.editor;
     if (ed.document.version !== p.version || ed.document.isClosed) {
       this.clear();
@@ -161,6 +222,8 @@ export class NextEdits implements vscode.Disposable {
   clear(): void {
     if (this.pending) this.pending.editor.setDecorations(this.removed, []);
     this.pending = undefined;
+    this.away = undefined;
+    this.status.hide();
     this.asked++; // an answer on its way is not shown
     void vscode.commands.executeCommand('setContext', CONTEXT_KEY, false);
   }
@@ -169,6 +232,7 @@ export class NextEdits implements vscode.Disposable {
     if (this.timer) clearTimeout(this.timer);
     this.clear();
     this.removed.dispose();
+    this.status.dispose();
     vscode.Disposable.from(...this.subs).dispose();
   }
 }

@@ -5,11 +5,17 @@
 -- ghost text is shown) jumps there, <Tab> again applies it and asks for the next at once; <Esc> in normal
 -- mode dismisses. Any edit drops what is shown; an edit is applied only to the buffer version it was made
 -- for, and only where the buffer still holds the text it replaces.
+-- Other buffers (the answer's `elsewhere`: a rename's references in other open files): when nothing is left
+-- here, a message names the file; <Tab> opens that buffer at the edit (shown there), <Tab> again applies it,
+-- and the server then answers for that buffer.
+local util = require('flint.util')
+
 local M = {}
 
 local ns = vim.api.nvim_create_namespace('flint_next_edit')
 local PAUSE_MS = 200 -- ask this long after the last change (the server has it ready by then)
 local pending = nil -- { bufnr, version, row, col, end_col, new_text, old_text, source, jumped }
+local away = nil -- an `elsewhere` edit offered by name: { uri, version, range, oldText, newText, source }
 local timer = nil
 local asked = 0
 local get_client = nil
@@ -18,32 +24,20 @@ local function buf_version(bufnr)
   return vim.lsp.util.buf_versions[bufnr]
 end
 
---- Byte column of an LSP `character` on `line` (a string) in encoding `enc`.
-local function byte_col(line, character, enc)
-  if enc == 'utf-8' then
-    return math.min(character, #line)
-  end
-  local ok, col
-  if vim.fn.has('nvim-0.11') == 1 then
-    ok, col = pcall(vim.str_byteindex, line, enc, character, false)
-  else
-    ok, col = pcall(vim.str_byteindex, line, character, enc == 'utf-16')
-  end
-  return ok and col or #line
-end
-
 function M.clear()
   if pending and vim.api.nvim_buf_is_valid(pending.bufnr) then
     vim.api.nvim_buf_clear_namespace(pending.bufnr, ns, 0, -1)
   end
   pending = nil
+  away = nil
   asked = asked + 1 -- an answer on its way is not shown
 end
 
---- What is shown (tests and statuslines), or nil.
+--- What is shown (tests and statuslines), or nil; only `away` (the other file's URI and line) when the
+--- edit offered is in another buffer.
 function M.pending()
   if not pending then
-    return nil
+    return away and { away = { uri = away.uri, row = away.range.start.line } } or nil
   end
   return { row = pending.row, col = pending.col, end_col = pending.end_col, new_text = pending.new_text,
            old_text = pending.old_text, source = pending.source, jumped = pending.jumped,
@@ -72,14 +66,23 @@ local function on_result(bufnr, version, seq, client, result)
     return
   end
   local e = (result.edits or {})[1]
-  if not e or e.range.start.line ~= e.range['end'].line then
+  if not e then
+    local x = (result.elsewhere or {})[1]
+    if x and x.range.start.line == x.range['end'].line then
+      away = x
+      local name = vim.fn.fnamemodify(vim.uri_to_fname(x.uri), ':t')
+      vim.api.nvim_echo({ { ('Flint: next edit in %s (<Tab>)'):format(name), 'FlintNextEditSign' } }, false, {})
+    end
+    return
+  end
+  if e.range.start.line ~= e.range['end'].line then
     return -- one-line edits only (what rename and repeat make)
   end
   local row = e.range.start.line
   local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ''
-  local enc = client.offset_encoding or 'utf-16'
-  local col = byte_col(line, e.range.start.character, enc)
-  local end_col = byte_col(line, e.range['end'].character, enc)
+  local enc = util.encoding(client)
+  local col = util.byte_col(line, e.range.start.character, enc)
+  local end_col = util.byte_col(line, e.range['end'].character, enc)
   if line:sub(col + 1, end_col) ~= e.oldText then
     return -- not the text it was made for: never guess
   end
@@ -98,16 +101,36 @@ function M.ask()
   local seq, version = asked, buf_version(bufnr)
   local params = vim.lsp.util.make_position_params(0, client.offset_encoding or 'utf-16')
   params.textDocument.version = version
-  local handler = function(err, result)
+  util.request(client, 'flint/nextEdit', params, function(err, result)
     if not err then
       on_result(bufnr, version, seq, client, result)
     end
+  end, bufnr)
+end
+
+--- <Tab> with an edit in another buffer: open it at the edit, shown (<Tab> again applies it).
+local function jump_away()
+  local x, client = away, get_client and get_client()
+  M.clear()
+  if not x or not client then
+    return
   end
-  if vim.fn.has('nvim-0.11') == 1 then
-    client:request('flint/nextEdit', params, handler, bufnr)
-  else
-    client.request('flint/nextEdit', params, handler, bufnr)
+  local bufnr = vim.uri_to_bufnr(x.uri)
+  if not vim.api.nvim_buf_is_loaded(bufnr) or buf_version(bufnr) ~= x.version then
+    return -- changed since (or not Flint's any more): never guess
   end
+  local row = x.range.start.line
+  local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ''
+  local enc = util.encoding(client)
+  local col = util.byte_col(line, x.range.start.character, enc)
+  local end_col = util.byte_col(line, x.range['end'].character, enc)
+  if line:sub(col + 1, end_col) ~= x.oldText then
+    return
+  end
+  vim.api.nvim_set_current_buf(bufnr)
+  vim.api.nvim_win_set_cursor(0, { row + 1, col })
+  show({ bufnr = bufnr, version = x.version, row = row, col = col, end_col = end_col, new_text = x.newText,
+         old_text = x.oldText, source = x.source, jumped = true })
 end
 
 --- A change in a buffer: drop what is shown; ask again once the user pauses.
@@ -126,6 +149,9 @@ end
 function M.tab()
   local p = pending
   if not p then
+    if away then
+      jump_away()
+    end
     return
   end
   if not vim.api.nvim_buf_is_valid(p.bufnr) or buf_version(p.bufnr) ~= p.version then
@@ -150,7 +176,7 @@ end
 --- Wire it up (Neovim 0.10+): `client_fn` returns Flint's client (or nil); `keys`: { tab = '<Tab>',
 --- dismiss = '<Esc>' }.
 function M.setup(client_fn, keys, augroup)
-  if vim.fn.has('nvim-0.10') == 0 then
+  if not util.has('0.10') then
     return -- inline virtual text (the new text at its place) needs Neovim 0.10
   end
   get_client = client_fn
@@ -166,12 +192,12 @@ function M.setup(client_fn, keys, augroup)
   vim.api.nvim_create_autocmd('BufLeave', { group = augroup, callback = M.clear })
   if keys.tab and keys.tab ~= '' then
     vim.keymap.set('n', keys.tab, function()
-      return pending and '<Cmd>lua require("flint.nextedit").tab()<CR>' or keys.tab
+      return (pending or away) and '<Cmd>lua require("flint.nextedit").tab()<CR>' or keys.tab
     end, { expr = true, silent = true, desc = 'Flint: jump to / apply the next edit' })
   end
   if keys.dismiss and keys.dismiss ~= '' then
     vim.keymap.set('n', keys.dismiss, function()
-      return pending and '<Cmd>lua require("flint.nextedit").clear()<CR>' or keys.dismiss
+      return (pending or away) and '<Cmd>lua require("flint.nextedit").clear()<CR>' or keys.dismiss
     end, { expr = true, silent = true, desc = 'Flint: dismiss the next edit' })
   end
 end

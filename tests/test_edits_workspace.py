@@ -1,0 +1,121 @@
+"""engine/edits/workspace.py: a rename's references in the other open documents, from their unsaved texts."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from engine.edits.exact import OpenDoc, apply_all, workspace_next_edits
+from engine.edits.history import EditHistory
+from engine.guidance.jedi_analyser import JediAnalyser
+
+A = '''import os
+
+LIMIT = 3
+
+
+def helper(value, count=2):
+    total = value * count
+    return total
+
+
+class Box:
+    def __init__(self, width):
+        self.width = width
+
+    def area(self):
+        return self.width * helper(self.width)
+'''
+
+B_DISK = '''from a import helper, Box
+import a
+
+
+def use(n):
+    box = Box(n)
+    return helper(box.width) + a.helper(1) + a.LIMIT
+'''
+# what the editor holds: one more use of helper, not saved, and a local of the same name
+B_OPEN = B_DISK + '''
+
+def shadow():
+    helper = 3
+    return helper
+
+
+print(helper(5), os.path.join("x", "y"))
+'''
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ws")
+    (root / "a.py").write_text(A)
+    (root / "b.py").write_text(B_DISK)
+    a = JediAnalyser()
+    a.add_root(str(root))
+    yield root, a
+    a.close()
+
+
+def _rename(src: str, at: int, old: str, new: str) -> EditHistory:
+    h = EditHistory()
+    h.open("a", src)
+    h.change("a", at, at + len(old), new, now=0.0)
+    return h
+
+
+def _ask(ws, h: EditHistory, others: list[OpenDoc]):
+    root, analyser = ws
+    text = h.text("a")
+    assert text is not None
+    return workspace_next_edits(text, h.edits("a"), path=str(root / "a.py"), analyser=analyser,
+                                deadline=time.monotonic() + 60, others=others)
+
+
+def test_a_function_renamed_at_its_definition_offers_its_references_in_the_open_document(ws):
+    root, _ = ws
+    h = _rename(A, A.index("def helper") + 4, "helper", "assist")
+    here, elsewhere = _ask(ws, h, [OpenDoc("B", str(root / "b.py"), B_OPEN)])
+    assert [e.new_text for e in here] == ["assist"]  # the call in Box.area
+    assert list(elsewhere) == ["B"]
+    got = apply_all(B_OPEN, elsewhere["B"])
+    # the import, the calls, the unsaved call at the end; not shadow()'s own local
+    assert got == B_OPEN.replace("helper", "assist").replace("    assist = 3\n    return assist\n",
+                                                             "    helper = 3\n    return helper\n")
+    assert {e.source for e in elsewhere["B"]} == {"rename"}
+
+
+def test_an_attribute_and_a_module_level_name_reach_the_other_document(ws):
+    root, _ = ws
+    at = A.index("self.width = width") + 5
+    _, elsewhere = _ask(ws, _rename(A, at, "width", "size"), [OpenDoc("B", str(root / "b.py"), B_OPEN)])
+    assert [(e.old_text, e.new_text) for e in elsewhere["B"]] == [("width", "size")]
+    assert B_OPEN[elsewhere["B"][0].range_start - 4:elsewhere["B"][0].range_start] == "box."
+    _, elsewhere = _ask(ws, _rename(A, A.index("LIMIT"), "LIMIT", "CAP"), [OpenDoc("B", str(root / "b.py"), B_OPEN)])
+    assert apply_all(B_OPEN, elsewhere["B"]).count("a.CAP") == 1
+
+
+def test_the_unsaved_text_of_the_renamed_document_is_what_jedi_reads(ws):
+    # a.py in the editor has two more lines at the top than on disk: the definition's position jedi
+    # compares with comes from the editor's text, so b's references are still found
+    root, _ = ws
+    a_open = "# unsaved\n# lines\n" + A
+    h = _rename(a_open, a_open.index("def helper") + 4, "helper", "assist")
+    _, elsewhere = _ask(ws, h, [OpenDoc("B", str(root / "b.py"), B_OPEN)])
+    assert len(elsewhere.get("B", [])) == 4  # the import, three calls (jedi reading the disk would find none)
+
+
+def test_nothing_elsewhere_for_a_local_a_clash_or_a_library_name(ws):
+    root, _ = ws
+    other = [OpenDoc("B", str(root / "b.py"), B_OPEN)]
+    # a local of one function: nothing outside can name it
+    at = A.index("total = value")
+    assert _ask(ws, _rename(A, at, "total", "value_times_count"), other)[1] == {}
+    # b already has the new name: left out
+    assert _ask(ws, _rename(A, A.index("def helper") + 4, "helper", "shadow"), other)[1] == {}
+    # os.path.join renamed at a use: its definition is the library's, not the user's
+    src = A + "\n\nprint(os.path.join('a', 'b'))\n"
+    h = _rename(src, src.index("join"), "join", "joined")
+    assert _ask(ws, h, other)[1] == {}
