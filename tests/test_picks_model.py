@@ -81,3 +81,39 @@ def test_after_the_greedy_item_the_branches_run_alone_and_row_0_keeps_it(engine)
         return after[0].text
 
     assert accept(variants=True) == accept(variants=False)
+
+
+def test_branches_from_the_trimmed_head_are_the_full_heads_even_where_a_pick_was_wrong(engine, monkeypatch):
+    """The branches pick from the trimmed head and the full head checks the picks a few steps at a time: the
+    alternatives are those of the full head alone, also where a trimmed pick was wrong (the batch goes back
+    to it), here made wrong on purpose now and then."""
+    from engine.decoding import batch
+
+    params = GenParams(max_tokens=80, max_lines=9)
+    prefix = 'def fib(n: int) -> int:\n    """The n-th Fibonacci number."""\n    '
+
+    def branches() -> list[str]:
+        engine.reset()
+        first, _ = engine.complete(prefix, SUFFIX, params)
+        assert first[0].finish_reason in batch.SETTLED, first[0]  # (the branches follow it)
+        outs, _ = engine.complete(prefix, SUFFIX, replace(params, n=3, variant_temperature=0.0))
+        return [c.text for c in outs]
+
+    monkeypatch.setattr(engine.config.fast, "trimmed_head", False)
+    exact = branches()
+    monkeypatch.setattr(engine.config.fast, "trimmed_head", True)
+    assert branches() == exact
+    calls = []
+    real = batch.greedy_pick
+
+    def sometimes_wrong(*args, **kwargs):
+        picks, probs = real(*args, **kwargs)
+        calls.append(1)
+        if len(calls) % 5 == 3:
+            picks = picks.copy()
+            picks[0] = picks[0] + 1
+        return picks, probs
+
+    monkeypatch.setattr(batch, "greedy_pick", sometimes_wrong)
+    assert branches() == exact
+    assert len(calls) >= 5, "the trimmed head was not used"
