@@ -123,11 +123,7 @@ class _Batch:
                     self.emit(i)
             if all(r is not None for r in self.reasons):
                 break
-            stop = interrupted(self.params, cancel)
-            if stop is None and prompt_len + step + 1 > eng.decoder.capacity:
-                stop = "length"
-            if stop is not None:
-                self.reasons = [r or stop for r in self.reasons]
+            if self.stopped(prompt_len + step, cancel):
                 break
             if self.reasons[0] is None:
                 fed0.append(self.pending[0])
@@ -136,8 +132,7 @@ class _Batch:
         eng.rows.truncate(prompt_len)
         eng.rows.append(fed0)
         self.t.decode_tokens += sum(len(o) for o in self.outs)
-        return [Completion(text=self.texts[i], token_ids=self.outs[i], finish_reason=self.reasons[i] or "length",
-                           ttft_ms=self.ttft[i]) for i in range(n)]
+        return self.completions()
 
     def run_known(self, hidden: np.ndarray, cancel: CancelToken | None, known: Known) -> list[Completion]:
         """The branches of a known item 1 (``Known``), one row each in KV rows 0..n-2 (row 0's KV of item 1
@@ -171,11 +166,7 @@ class _Batch:
                     break
                 step = self.check(step)  # (a row the full head sends back runs on)
                 continue
-            stop = interrupted(self.params, cancel)
-            if stop is None and prompt_len + step + 1 > eng.decoder.capacity:
-                stop = "length"
-            if stop is not None:
-                self.reasons = [r or stop for r in self.reasons]
+            if self.stopped(prompt_len + step, cancel):
                 break
             if step < code or not self.trimmed():
                 logits = self.decode_one(prompt_len + step)
@@ -187,9 +178,21 @@ class _Batch:
         eng.rows.restore_row0(n + 1, known.held)
         self.t.decode_tokens += sum(len(o) for o in self.outs)
         first = replace(known.first)  # a copy: the engine stamps its outputs (variant, times)
-        return [first] + [Completion(text=self.texts[i], token_ids=self.outs[i],
-                                     finish_reason=self.reasons[i] or "length", ttft_ms=self.ttft[i])
-                          for i in range(n)]
+        return [first] + self.completions()
+
+    def stopped(self, pos: int, cancel: CancelToken | None) -> bool:
+        """Every unfinished row ends here: a cancel or deadline, or no KV room for position ``pos``."""
+        stop = interrupted(self.params, cancel)
+        if stop is None and pos + 1 > self.eng.decoder.capacity:
+            stop = "length"
+        if stop is not None:
+            self.reasons = [r or stop for r in self.reasons]
+        return stop is not None
+
+    def completions(self) -> list[Completion]:
+        """The rows' outputs as they ended (a row still running at the end: "length")."""
+        return [Completion(text=self.texts[i], token_ids=self.outs[i], finish_reason=self.reasons[i] or "length",
+                           ttft_ms=self.ttft[i]) for i in range(len(self.outs))]
 
     def trimmed(self) -> bool:
         """Greedy picks from the trimmed head (checked later) for every running row this step?"""
