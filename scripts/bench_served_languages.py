@@ -12,7 +12,9 @@ Held-out code: the VALIDATION half of the functions scripts/replay_languages.py 
 Spots (``draw``; a fixed rule with one seeded generator per language, ``random.Random(f"{seed}:{language}")``):
 
 - **line**: every line of a validation function's body that is code (8-100 characters once stripped, not a
-  comment, not closers alone) is a candidate. For each, in (function, line) order, the generator picks the
+  comment, not closers alone) and a whole statement's line (``whole_statement_line``: not inside a statement
+  running over lines, where the truth would itself end mid-statement; ``starts_and_ends_a_statement``: a statement
+  starts at its first token and ends on it, or it is a block header) is a candidate. For each, in (function, line) order, the generator picks the
   cursor: after the indentation (``line start``) or, half the time, at the start of a later token of the line
   outside a string, with at least 4 characters left (``mid-line``). The rest of the line is emptied; the truth is
   that rest. The functions are shuffled and the candidates of each shuffled; line spots are taken round-robin
@@ -141,24 +143,54 @@ def mid_cuts(code: str) -> list[int]:
     return out
 
 
+def whole_statement_line(language: str, before_line: str, through_line: str) -> bool:
+    """The line neither starts nor ends inside a bracket of a statement running over lines: only block braces are
+    open at its start (Python: nothing), and at its end the same, or one more ``{`` it opens (a block header, an
+    object literal; not in Python). Inside such a statement the truth itself would end mid-statement."""
+    a, b = open_brackets(language, before_line), open_brackets(language, through_line)
+    if a is None or b is None:
+        return False
+    if language == "python":
+        return a == b == ()
+    return all(o == "{" for o in a) and b in (a, (*a, "{"))
+
+
+def starts_and_ends_a_statement(tree, line_start: int, line_end: int) -> bool:
+    """The smallest node starting at the line's first code character that reaches its last one ends on the line, or
+    the line ends with ``{`` or ``:`` (a block header); no such node (the line continues a statement above: a
+    ``? b`` of a ternary, a ``.then(...)`` of a chain) is no whole statement's line."""
+    line = tree.text[line_start:line_end]
+    code = line.strip()
+    lo = tree.byte_at(line_start + len(line) - len(line.lstrip()))
+    hi = tree.byte_at(line_start + len(line.rstrip()))
+    node = tree.root.descendant_for_byte_range(lo, lo + 1)
+    while node is not None and node.start_byte == lo and node.end_byte < hi:
+        node = node.parent
+    if node is None or node.start_byte != lo:
+        return False
+    return node.end_byte <= hi or code.endswith(("{", ":"))
+
+
 def line_candidates(seg, language: str, rng: random.Random) -> list[LangSpot]:
     """One line spot per code line of the body (the cursor at its start or mid-line, as ``rng`` says)."""
     out = []
     lines = seg.typed.split("\n")
     first_line = seg.before.count("\n")  # 0-based line of the body's first line in the file
+    text = seg.before + seg.typed + seg.after
+    tree = parse(language, text)
     pos = len(seg.before)
     for i, ln in enumerate(lines):
         start = pos
         pos += len(ln) + 1
         code = ln.strip()
-        if not _code_line(code):
+        if not _code_line(code) or not whole_statement_line(language, text[:start], text[:pos - 1]) or \
+                tree is None or not starts_and_ends_a_statement(tree, start, pos - 1):
             continue
         ind = _indent(ln)
         cuts = mid_cuts(code)
         mid = rng.random() < 0.5
         k = rng.choice(cuts) if mid and cuts else 0
         where = "mid-line" if k else "line start"
-        text = seg.before + seg.typed + seg.after
         off = start + len(ind) + k
         truth = code[k:]
         out.append(LangSpot(f"{seg.name}:{first_line + i + 1}" + (f"@{len(ind) + k + 1}" if k else ""), "line",
@@ -300,6 +332,10 @@ def quantile(values: list[float], q: float) -> float | None:
     return statistics.quantiles(values, n=100, method="inclusive")[round(q * 100) - 1]
 
 
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 1) if values else None
+
+
 def summarize(outs: list[Outcome]) -> list[dict]:
     """One row per (language, spot kind, request): shares of all requests (exact, edit_sim, shown, parses) and of
     the shown ones (duplicate, mid_statement); latency p50 (the ordinary median), mean, p95."""
@@ -324,6 +360,8 @@ def summarize(outs: list[Outcome]) -> list[dict]:
                     "latency_p50_ms": round(statistics.median(lat), 1),
                     "latency_mean_ms": round(statistics.mean(lat), 1),
                     "latency_p95_ms": round(quantile(lat, 0.95), 1),
+                    "fresh_p50_ms": _median([o.latency_ms for o in g if o.fresh]),
+                    "warm_p50_ms": _median([o.latency_ms for o in g if not o.fresh]),
                 })
     return rows
 
@@ -422,7 +460,7 @@ def _clip(s: str, n: int = 90) -> str:
 
 def markdown(rows: list[dict], meta: dict, outs: list[Outcome], spots: dict[str, LangSpot]) -> str:
     cols = ["language", "spots", "request", "n", "exact", "edit_sim", "shown", "mid_statement", "duplicate", "parses",
-            "latency_p50_ms", "latency_mean_ms", "latency_p95_ms"]
+            "latency_p50_ms", "latency_mean_ms", "latency_p95_ms", "fresh_p50_ms", "warm_p50_ms"]
     out = ["# Served suggestions per language on held-out code (bench_served_languages.py, issue 36)", "",
            f"Command: `{meta['command']}`  ", f"Commit: {meta['commit']}; date: {meta['date']}  ",
            f"CPU: {meta['cpu']}; {meta['machine']}; load average at start {meta['load']}, at the end {meta.get('load_end', '-')}  ",
@@ -436,7 +474,10 @@ def markdown(rows: list[dict], meta: dict, outs: list[Outcome], spots: dict[str,
            "scripts/replay_corpus.py (Python); packages and versions in the JSON's `meta.packages` and in "
            "docs/benchmarks/replay_languages.md.", "",
            "**Spot rule** (seeded, per language `random.Random(f\"{seed}:{language}\")`): *line*: every code line of a "
-           "validation body (8-100 characters stripped, not a comment, not closers alone) is a candidate, its cursor "
+           "validation body (8-100 characters stripped, not a comment, not closers alone, not inside a statement "
+           "running over lines: only block braces open at its start, at its end the same or one more `{`; a statement "
+           "starts at its first token and ends on the line, or the line is a block header ending in `{` or `:`) is a "
+           "candidate, its cursor "
            "after the indentation or, half the time, at the start of a later token outside a string leaving >= 4 "
            "characters; the rest of the line is emptied and is the truth; functions shuffled, lines shuffled within "
            "each, taken round-robin (one per function per round). *block*: per function, half the time the whole "
@@ -450,7 +491,9 @@ def markdown(rows: list[dict], meta: dict, outs: list[Outcome], spots: dict[str,
            "repeats one of the next three lines below, or the next statement below re-written (token level), or "
            "a closer already below closed again; parses: the completed file has no tree-sitter ERROR/MISSING node "
            "(every original has none); latency: first request at the spot to the first non-empty answer, p50 the "
-           "ordinary median, p95 interpolated (n is small: p95 is about the slowest). Requests: automatic "
+           "ordinary median, p95 interpolated (n is small: p95 is about the slowest); fresh = the first request at a "
+           "newly opened spot, warm = the second one there (after the first one's answer, its Tabs undone, and the "
+           "gap). Requests: automatic "
            "(triggerKind 2; blocks: Tab again up to the Tab rounds) and invoked (triggerKind 1, item 1), order "
            "alternating per spot.", "",
            "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
