@@ -38,8 +38,9 @@ Scores (``judge``; tree-sitter, engine/syntax, for every language, Python too):
 - duplicate: bench_served's ``duplicates_below`` (a line repeats one of the next three below) or
   replay_quality's ``repeats_below`` (the next line below re-written, the next statement copied token by token,
   or a closer already below closed again); never for an exact insertion;
-- mid-statement end: what was inserted leaves its statement unfinished (``is_complete``; blocks:
-  ``block_is_complete``, every bracket the text opens closed), the rest of a word being typed excepted;
+- mid-statement end: what was inserted leaves its statement unfinished (``is_complete``, replay_quality's judge
+  of a ghost: a block it opened may stay open), the rest of a word being typed excepted;
+- left open (blocks): it ends inside a block or bracket it opened (``block_is_complete``);
 - parses: the completed file parses without an ERROR or MISSING node (every original file does);
 - latency: from the first request at the spot to the first non-empty answer (bench_served's ``ask``).
 
@@ -254,16 +255,20 @@ def interleave(per_language: dict[str, list[LangSpot]]) -> list[LangSpot]:
 
 
 def ends_mid(spot: LangSpot, inserted: str) -> bool:
-    """What was inserted leaves its statement unfinished (tree-sitter; blocks: every bracket it opens closed)."""
+    """What was inserted leaves its statement unfinished (tree-sitter ``is_complete``, as replay_quality judges a
+    ghost: a block it opened may stay open, a statement may not)."""
     if not inserted.strip():
         return False
     if re.fullmatch(r"\w+", inserted) and re.search(r"\w$", spot.prefix):
         return False  # the rest of the word being typed: the statement was open before it
-    if spot.kind == "block":
-        verdict = block_is_complete(spot.language, spot.prefix, inserted.rstrip())
-    else:
-        verdict = is_complete(spot.language, spot.prefix, inserted.rstrip(), spot.suffix.split("\n", 1)[0])
-    return verdict is False
+    return is_complete(spot.language, spot.prefix, inserted.rstrip(), spot.suffix.split("\n", 1)[0]) is False
+
+
+def leaves_block_open(spot: LangSpot, inserted: str) -> bool:
+    """Blocks: what was inserted ends inside a block (or a bracket) it opened (``block_is_complete``): a body left
+    unfinished after the Tabs, or an invoked block cut short."""
+    return spot.kind == "block" and bool(inserted.strip()) and \
+        block_is_complete(spot.language, spot.prefix, inserted.rstrip()) is False
 
 
 def parses(language: str, text: str) -> bool:
@@ -287,6 +292,7 @@ class Outcome:
     mid_statement: bool
     parses: bool
     latency_ms: float
+    left_open: bool = False  # blocks: a block the text opened is left open (leaves_block_open)
     items: int = 1
     rounds: int = 1
     asks: int = 1
@@ -302,7 +308,8 @@ def judge(spot: LangSpot, inserted: str, request: str = "", fresh: bool = True, 
                                    or repeats_below(spot.language, spot.prefix, spot.suffix, inserted))
     return Outcome(spot.name, spot.language, spot.kind, spot.where, request, fresh, inserted, exact,
                    round(edit_similarity(inserted, spot.expected), 4), shown, bool(dup),
-                   shown and ends_mid(spot, inserted), parses(spot.language, doc), round(latency_ms, 1), items, rounds)
+                   shown and ends_mid(spot, inserted), parses(spot.language, doc), round(latency_ms, 1),
+                   leaves_block_open(spot, inserted), items, rounds)
 
 
 def truth_check(spots: list[LangSpot]) -> dict[str, dict]:
@@ -312,10 +319,10 @@ def truth_check(spots: list[LangSpot]) -> dict[str, dict]:
     for s in spots:
         o = judge(s, s.expected)
         r = out.setdefault(s.language, {"spots": 0, "not_exact": 0, "duplicate": 0, "mid_statement": 0,
-                                        "not_parses": 0, "flagged": []})
+                                        "left_open": 0, "not_parses": 0, "flagged": []})
         r["spots"] += 1
         bad = {"not_exact": not o.exact, "duplicate": o.duplicate, "mid_statement": o.mid_statement,
-               "not_parses": not o.parses}
+               "left_open": o.left_open, "not_parses": not o.parses}
         for k, v in bad.items():
             r[k] += int(v)
         if any(bad.values()):
@@ -356,6 +363,7 @@ def summarize(outs: list[Outcome]) -> list[dict]:
                     "shown": round(len(shown) / len(g), 3),
                     "mid_statement": f"{sum(o.mid_statement for o in shown)}/{len(shown)}",
                     "duplicate": f"{sum(o.duplicate for o in shown)}/{len(shown)}",
+                    "left_open": f"{sum(o.left_open for o in shown)}/{len(shown)}" if sk == "block" else None,
                     "parses": round(sum(o.parses for o in g) / len(g), 3),
                     "latency_p50_ms": round(statistics.median(lat), 1),
                     "latency_mean_ms": round(statistics.mean(lat), 1),
@@ -459,7 +467,8 @@ def _clip(s: str, n: int = 90) -> str:
 
 
 def markdown(rows: list[dict], meta: dict, outs: list[Outcome], spots: dict[str, LangSpot]) -> str:
-    cols = ["language", "spots", "request", "n", "exact", "edit_sim", "shown", "mid_statement", "duplicate", "parses",
+    cols = ["language", "spots", "request", "n", "exact", "edit_sim", "shown", "mid_statement", "left_open", "duplicate",
+            "parses",
             "latency_p50_ms", "latency_mean_ms", "latency_p95_ms", "fresh_p50_ms", "warm_p50_ms"]
     out = ["# Served suggestions per language on held-out code (bench_served_languages.py, issue 36)", "",
            f"Command: `{meta['command']}`  ", f"Commit: {meta['commit']}; date: {meta['date']}  ",
@@ -486,8 +495,10 @@ def markdown(rows: list[dict], meta: dict, outs: list[Outcome], spots: dict[str,
            "second shuffle.", "",
            "**Columns.** exact: the completed file equals the original; edit_sim: 1 - Levenshtein / longer (inserted "
            "against the truth); shown: something inserted; mid_statement and duplicate: of the shown (k/shown); "
-           "mid_statement: tree-sitter says what was inserted (after every Tab, blocks) leaves its statement "
-           "unfinished (blocks: a bracket it opened left open), the rest of a word excepted; duplicate: a line "
+           "mid_statement: tree-sitter (`is_complete`, replay_quality's judge of a ghost) says what was inserted (after "
+           "every Tab, blocks) leaves its statement unfinished (a block it opened may stay open), the rest of a word "
+           "excepted; left_open (blocks): it ends inside a block or bracket it opened (`block_is_complete`: a body "
+           "left unfinished after the Tabs, an invoked block cut short); duplicate: a line "
            "repeats one of the next three lines below, or the next statement below re-written (token level), or "
            "a closer already below closed again; parses: the completed file has no tree-sitter ERROR/MISSING node "
            "(every original has none); latency: first request at the spot to the first non-empty answer, p50 the "
@@ -502,16 +513,17 @@ def markdown(rows: list[dict], meta: dict, outs: list[Outcome], spots: dict[str,
     tc = meta.get("truth_check", {})
     if tc:
         out += ["", "**The judge on the truth** (each spot's own emptied text inserted): "
-                + "; ".join(f"{lang} {v['spots']} spots, {v['mid_statement']} mid-statement, {v['duplicate']} "
-                            f"duplicate, {v['not_parses']} not parsing" for lang, v in tc.items()) + "."]
-    flagged = [o for o in outs if o.mid_statement or o.duplicate or (o.shown and not o.parses)]
+                + "; ".join(f"{lang} {v['spots']} spots, {v['mid_statement']} mid-statement, {v['left_open']} left "
+                            f"open, {v['duplicate']} duplicate, {v['not_parses']} not parsing"
+                            for lang, v in tc.items()) + "."]
+    flagged = [o for o in outs if o.mid_statement or o.duplicate or (o.shown and not o.parses and not o.left_open)]
     if flagged:
-        out += ["", "## Flagged suggestions (mid-statement, duplicate, or not parsing), up to 4 per language", "",
+        out += ["", "## Flagged suggestions (mid-statement, duplicate, or not parsing without a block left open), up to 4 per language", "",
                 "| language | spot | request | flags | inserted | truth |", "|---|---|---|---|---|---|"]
         for lang in LANGUAGES:
             for o in [o for o in flagged if o.language == lang][:4]:
                 flags = ", ".join(f for f, v in (("mid", o.mid_statement), ("dup", o.duplicate),
-                                                 ("no parse", not o.parses)) if v)
+                                                 ("open", o.left_open), ("no parse", not o.parses)) if v)
                 out.append(f"| {lang} | {o.spot} ({o.where}) | {o.request} | {flags} | `{_clip(o.inserted)}` | "
                            f"`{_clip(spots[o.spot].expected) if o.spot in spots else ''}` |")
     out += ["", "Spots: " + ", ".join(f"{s} ({w})" for s, w in meta["spots"]), ""]

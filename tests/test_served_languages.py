@@ -59,10 +59,6 @@ def _segment(text: str, language: str, name: str = "pkg/f.x:f") -> Segment:
     return Segment(name, language, "f", text[:start], text[start:end], text[end:])
 
 
-def _restores(spot) -> bool:
-    return spot.prefix + spot.expected + spot.suffix
-
-
 # ------------------------------------------------------------------------------------------------ spots
 
 
@@ -200,6 +196,19 @@ def test_judge_flags_a_copy_of_the_line_below_and_a_closer_already_there():
     block = sl.block_candidate(seg, "go", random.Random(0))
     closed = sl.judge(block, block.expected + "\n}")
     assert closed.duplicate and not closed.exact  # the function's `}` is already below
+
+
+def test_a_block_left_open_after_its_tabs_is_no_mid_statement_end():
+    import random
+
+    block = sl.block_candidate(_segment(GO_FILE, "go"), "go", random.Random(0))
+    assert block.where == "whole body"
+    o = sl.judge(block, "total := 0\n\tfor _, x := range xs {\n\t\ttotal += x")
+    # the statements are whole (a ghost there is fine), the for's block is open: left_open, and the file is broken
+    assert o.left_open and not o.mid_statement and not o.parses
+    assert not sl.judge(block, block.expected).left_open
+    line = _go_line()
+    assert not sl.judge(line, "for _, x := range xs {").left_open  # line spots: never judged for it
 
 
 def test_empty_insertion_is_a_miss_not_a_flag():
