@@ -38,7 +38,7 @@ Scores (``judge``; tree-sitter, engine/syntax, for every language, Python too):
 - duplicate: bench_served's ``duplicates_below`` (a line repeats one of the next three below) or
   replay_quality's ``repeats_below`` (the next line below re-written, the next statement copied token by token,
   or a closer already below closed again); never for an exact insertion;
-- mid-statement end: what was inserted leaves its statement unfinished (``is_complete``, replay_quality's judge
+- mid-statement end (never for an exact insertion): what was inserted leaves its statement unfinished (``is_complete``, replay_quality's judge
   of a ghost: a block it opened may stay open), the rest of a word being typed excepted;
 - left open (blocks): it ends inside a block or bracket it opened (``block_is_complete``);
 - parses: the completed file parses without an ERROR or MISSING node (every original file does);
@@ -308,7 +308,7 @@ def judge(spot: LangSpot, inserted: str, request: str = "", fresh: bool = True, 
                                    or repeats_below(spot.language, spot.prefix, spot.suffix, inserted))
     return Outcome(spot.name, spot.language, spot.kind, spot.where, request, fresh, inserted, exact,
                    round(edit_similarity(inserted, spot.expected), 4), shown, bool(dup),
-                   shown and ends_mid(spot, inserted), parses(spot.language, doc), round(latency_ms, 1),
+                   shown and not exact and ends_mid(spot, inserted), parses(spot.language, doc), round(latency_ms, 1),
                    leaves_block_open(spot, inserted), items, rounds)
 
 
@@ -321,7 +321,9 @@ def truth_check(spots: list[LangSpot]) -> dict[str, dict]:
         r = out.setdefault(s.language, {"spots": 0, "not_exact": 0, "duplicate": 0, "mid_statement": 0,
                                         "left_open": 0, "not_parses": 0, "flagged": []})
         r["spots"] += 1
-        bad = {"not_exact": not o.exact, "duplicate": o.duplicate, "mid_statement": o.mid_statement,
+        # the judges themselves (judge() never flags an exact insertion: it restores the original file)
+        bad = {"not_exact": not o.exact, "duplicate": duplicates_below(s.expected, s) or
+               repeats_below(s.language, s.prefix, s.suffix, s.expected), "mid_statement": ends_mid(s, s.expected),
                "left_open": o.left_open, "not_parses": not o.parses}
         for k, v in bad.items():
             r[k] += int(v)
