@@ -216,7 +216,7 @@ def block_candidate(seg, language: str, rng: random.Random) -> LangSpot:
     j = rng.choice(cuts) if rest and cuts else 0
     kept = "\n".join(lines[:j]) + "\n" if j else ""
     line_no = seg.before.count("\n") + j + 1
-    return LangSpot(f"{seg.name}:{line_no}", "block", seg.before + kept + ind, seg.after,
+    return LangSpot(f"{seg.name}:{line_no}:block", "block", seg.before + kept + ind, seg.after,
                     "\n".join(lines[j:])[len(ind):], language, "rest of body" if j else "whole body")
 
 
@@ -473,7 +473,8 @@ def markdown(rows: list[dict], meta: dict, outs: list[Outcome], spots: dict[str,
             "parses",
             "latency_p50_ms", "latency_mean_ms", "latency_p95_ms", "fresh_p50_ms", "warm_p50_ms"]
     out = ["# Served suggestions per language on held-out code (bench_served_languages.py, issue 36)", "",
-           f"Command: `{meta['command']}`  ", f"Commit: {meta['commit']}; date: {meta['date']}  ",
+           f"Command: `{meta['command']}`  ", f"Commit: {meta['commit']}; date: {meta['date']}"
+           + (f"; judged again {meta['rejudged']} (same outcomes)" if meta.get("rejudged") else "") + "  ",
            f"CPU: {meta['cpu']}; {meta['machine']}; load average at start {meta['load']}, at the end {meta.get('load_end', '-')}  ",
            f"Model: {meta['model']} (served, onnxruntime), threads {meta['threads']}; fresh FLINT_HOME and "
            "FLINT_CACHE_DIR; one server for every language, the languages' spots interleaved  ",
@@ -599,11 +600,33 @@ async def amain(args) -> int:
     return 0
 
 
+def rejudge(path: Path, out_dir: Path, name: str) -> int:
+    """Judge a run's JSON again (``--rejudge JSON``): its spots drawn again from its meta (languages, lines,
+    blocks, seed), every outcome's inserted text judged with today's judge, its latencies kept; the JSON and the
+    report rewritten. Names of block spots before ``:block`` was added to them are matched by (name, kind)."""
+    data = json.loads(path.read_text())
+    meta = data["meta"]
+    per_lang = {lang: draw(validation_segments(lang), lang, meta["lines"], meta["blocks"], meta["seed"])
+                for lang in meta["languages"]}
+    spots = interleave(per_lang)
+    by_key = {(s.name.removesuffix(":block"), s.kind): s for s in spots}
+    outs = []
+    for d in data["outcomes"]:
+        spot = by_key[(d["spot"].removesuffix(":block"), d["spot_kind"])]
+        o = judge(spot, d["inserted"], d["request"], d["fresh"], d["latency_ms"], d["items"], d["rounds"])
+        o.asks, o.all_ms = d["asks"], d["all_ms"]
+        outs.append(o)
+    meta |= {"truth_check": truth_check(spots), "spots": [(s.name, s.where) for s in spots],
+             "rejudged": f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} at {commit()}"}
+    print(write(out_dir, name, meta, outs, spots))
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--languages", default=",".join(LANGUAGES))
-    p.add_argument("--lines", type=int, default=12, help="line spots per language")
-    p.add_argument("--blocks", type=int, default=6, help="block spots per language")
+    p.add_argument("--lines", type=int, default=14, help="line spots per language")
+    p.add_argument("--blocks", type=int, default=7, help="block spots per language")
     p.add_argument("--seed", type=int, default=36)
     p.add_argument("--model", default=None)
     p.add_argument("--threads", type=int, default=2)
@@ -620,7 +643,11 @@ def main() -> int:
     p.add_argument("--keep", action="store_true", help="keep the work directory (server log)")
     p.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
     p.add_argument("--name", default="served_languages", help="file name of the JSON and the report")
-    return asyncio.run(amain(p.parse_args()))
+    p.add_argument("--rejudge", default=None, help="a run's JSON: judge its outcomes again, rewrite JSON and report")
+    args = p.parse_args()
+    if args.rejudge:
+        return rejudge(Path(args.rejudge), Path(args.out), args.name)
+    return asyncio.run(amain(args))
 
 
 if __name__ == "__main__":

@@ -142,6 +142,9 @@ def test_draw_is_fixed_by_the_seed_and_spreads_over_functions():
     # round-robin: five line spots from five functions; a block per function at most
     assert len({s.name.rsplit(":", 1)[0] for s in lines}) == 5
     assert len({s.name.split(":")[0] for s in blocks}) == 3
+    # every spot has its own name (outcomes refer to spots by name): a block starting on a line spot's line too
+    every = sl.draw(segs, "go", 100, 5, seed=7)
+    assert len({s.name for s in every}) == len(every)
 
 
 def test_interleave_alternates_languages():
