@@ -93,6 +93,7 @@ MIN_BLOCK_LINES = 2  # lines a "rest of body" spot leaves to write
 _CLOSERS = frozenset(")]};, ")
 _COMMENT = re.compile(r"^(#|//|/\*|\*|\"\"\"|''')")
 _TOKEN = re.compile(r"\w+|\S")
+NOTES = "<!-- notes: written by hand, kept when the report is written again -->"
 
 
 # ------------------------------------------------------------------------------------------------ spots
@@ -548,7 +549,12 @@ def write(out_dir: Path, name: str, meta: dict, outs: list[Outcome], spots: list
         {"meta": meta, "rows": rows, "outcomes": [asdict(o) for o in outs],
          "spots": [asdict(s) | {"prefix": None, "suffix": None} for s in spots]}, indent=1))
     md = markdown(rows, meta, outs, {s.name: s for s in spots})
-    (out_dir / f"{name}.md").write_text(md)
+    path = out_dir / f"{name}.md"
+    old = path.read_text() if path.exists() else ""
+    if NOTES in old:  # the hand-written reading of a run stays: from the marker to the list of spots
+        notes = old.split(NOTES, 1)[1].split("\nSpots: ", 1)[0]
+        md = md.replace("\nSpots: ", "\n" + NOTES + notes + "\nSpots: ", 1)
+    path.write_text(md)
     return md
 
 

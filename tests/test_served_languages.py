@@ -250,3 +250,18 @@ def test_quantile_interpolates_and_handles_tiny_samples():
     assert sl.quantile([7.0], 0.95) == 7.0
     assert sl.quantile([0.0, 100.0], 0.5) == 50.0
     assert sl.quantile([0.0, 100.0], 0.95) == pytest.approx(95.0)
+
+
+def test_report_keeps_the_notes_written_by_hand(tmp_path):
+    spot = _go_line()
+    meta = {"command": "c", "commit": "x", "date": "d", "cpu": "cpu", "machine": "m", "load": "1", "model": "q",
+            "threads": 2, "lines": 1, "blocks": 0, "seed": 1, "tab_rounds": 3, "patience": 1, "gap": 1,
+            "variants_wait": 1, "spots": [(spot.name, spot.where)]}
+    outs = [sl.judge(spot, spot.expected, "automatic", True, 12.0)]
+    first = sl.write(tmp_path, "r", meta, outs, [spot])
+    assert "| go | line | automatic | 1 | 1.000 |" in first and "\nSpots: " in first
+    path = tmp_path / "r.md"
+    path.write_text(first.replace("\nSpots: ", "\n" + sl.NOTES + "\n\nGo reads well.\n\nSpots: ", 1))
+    again = sl.write(tmp_path, "r", meta, outs, [spot])
+    assert "Go reads well." in again and again.index("Go reads well.") < again.index("\nSpots: ")
+    assert again.count(sl.NOTES) == 1
