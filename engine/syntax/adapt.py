@@ -48,20 +48,18 @@ def is_complete_statement(stmt: str, language: str | None = None) -> bool | None
 
 
 def cut_to_complete(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> str | None:
-    """``statements.cut_to_complete``: whole lines before the last kept, the last line cut back to its
-    longest complete cut (a tree-sitter token end), or dropped when it has none. None: not ours."""
+    """``statements.cut_to_complete``: the text cut back to its longest complete cut (a tree-sitter token end):
+    on its last line, else the whole lines before it when they complete the statement, else earlier. None: not
+    ours."""
     lang = tree_language(language)
     if lang is None:
         return None
-    nl = text.rfind("\n")
-    head = text[: nl + 1]
     points = statement_cut_points(lang, prefix, text, line_suffix)
     if points is None:
         return None
-    last = [k for k in points if k > nl + 1]
-    if last:
-        return text[: max(last)]
-    return head.rstrip("\n") if head.strip() else ""
+    # the longest complete cut: on the last line, else in the lines before (which may leave the statement
+    # open themselves: a ternary's `? a` whose `: b` line is cut)
+    return text[: max(points)].rstrip("\n") if points else ""
 
 
 def drop_dangling_header(text: str, prefix: str, language: str | None = None) -> str | None:
