@@ -13,6 +13,8 @@ callers' ``guess_language`` only tells Python from the rest).
 
 from __future__ import annotations
 
+from engine.syntax.blocks import Around
+from engine.syntax.blocks import block_around as _block_around
 from engine.syntax.languages import grammar_for
 from engine.syntax.queries import (
     block_is_complete,
@@ -95,3 +97,10 @@ def scope_end_at(text: str, prefix: str, language: str | None = None) -> int | N
     None: it stays in its block, or not ours to answer."""
     lang = tree_language(language)
     return None if lang is None else scope_end(lang, prefix, text)
+
+
+def block_around(prefix: str, suffix: str, language: str | None = None) -> Around | None:
+    """``budget.py``'s ``_ends_body`` / ``_opens_block_below`` at an empty line: the braced block around the cursor
+    read from the parse (``Around``). None: not ours (Python, no grammar), or no braced block there."""
+    lang = tree_language(language)
+    return None if lang is None else _block_around(lang, prefix, suffix)
