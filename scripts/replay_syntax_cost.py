@@ -25,7 +25,9 @@ from engine.text.postprocess import postprocess  # noqa: E402
 
 TYPED = {
     "javascript": "  const rest = items.filter((x) => x.qty > 0).map((x) => x.price);\n",
+    "typescript": "  const rest: number[] = items.filter((x: Item) => x.qty > 0).map((x) => x.price);\n",
     "go": "\trest := filter(items, func(x Item) bool { return x.Qty > 0 })\n",
+    "rust": "    let rest: Vec<u64> = items.iter().filter(|x| x.qty > 0).map(|x| x.price).collect();\n",
     "python": "    rest = [x.price for x in items if x.qty > 0]\n",
 }
 TEXTS = [  # (raw model text, mode, truncated)

@@ -135,7 +135,7 @@ def _bracket_walk(tree: SyntaxTree, since: int, until: int | None = None) -> _Br
     """Brackets of the code tokens of ``tree`` up to byte ``until``; closers before byte ``since`` that
     close nothing are skipped (the window starts inside something)."""
     stack: list[tuple[str, int]] = []
-    for leaf in leaves(tree.root, 0, until):
+    for leaf in leaves(tree.root, 0, until, balanced_before=since):
         t = leaf.type
         if until is not None and leaf.end_byte > until:
             break
