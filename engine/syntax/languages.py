@@ -141,9 +141,6 @@ def _from_library(path: str, name: str) -> Any:
     return Language(new_capsule(ptr, b"tree_sitter.Language", None))
 
 
-_UNSET = object()
-
-
 class LanguageRegistry:
     """Which grammar serves a language id, and the grammars loaded so far (thread-safe, each loaded once).
 
@@ -175,9 +172,10 @@ class LanguageRegistry:
         name = self.grammar_name(language_id)
         if name is None:
             return None
-        loaded = self._loaded.get(name, _UNSET)  # asked on every query: no lock once loaded
-        if loaded is not _UNSET:
-            return loaded
+        try:
+            return self._loaded[name]  # asked on every query: no lock once loaded
+        except KeyError:
+            pass
         with self._lock:
             if name in self._loaded:
                 return self._loaded[name]
