@@ -54,7 +54,8 @@ def keystroke_costs(language: str, lines: int, keys: int, gates: bool = False) -
     before, after = text[:mid], "\n" + text[mid:]
     typed = TYPED[language][:keys]
     memos = (queries.open_brackets, queries.first_stray_closer, queries.is_complete, queries.statement_cut_points,
-             queries.scope_end, statement_window, getattr(tree, "_parse_memo", None), getattr(blocks, "_around", None))
+             queries.scope_end, statement_window, getattr(queries, "last_cut_point", None),
+             getattr(tree, "_parse_memo", None), getattr(blocks, "_around", None))
     for f in memos:
         if f is not None:  # (an older tree, measured with this script, has fewer memos)
             f.cache_clear()  # a run must not find the previous run's answers

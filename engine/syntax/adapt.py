@@ -20,9 +20,9 @@ from engine.syntax.queries import (
     block_is_complete,
     first_stray_closer,
     is_complete,
+    last_cut_point,
     open_brackets,
     scope_end,
-    statement_cut_points,
 )
 
 
@@ -56,12 +56,10 @@ def cut_to_complete(text: str, prefix: str, line_suffix: str = "", language: str
     lang = tree_language(language)
     if lang is None:
         return None
-    points = statement_cut_points(lang, prefix, text, line_suffix)
-    if points is None:
-        return None
     # the longest complete cut: on the last line, else in the lines before (which may leave the statement
     # open themselves: a ternary's `? a` whose `: b` line is cut)
-    return text[: max(points)].rstrip("\n") if points else ""
+    k = last_cut_point(lang, prefix, text, line_suffix)
+    return None if k is None else text[:k].rstrip("\n")
 
 
 def drop_dangling_header(text: str, prefix: str, language: str | None = None) -> str | None:

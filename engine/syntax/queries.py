@@ -62,7 +62,7 @@ from engine.syntax.window import statement_window
 __all__ = [
     "Block", "Definition", "block_is_complete", "complete_statement_end", "definitions", "enclosing_block",
     "enclosing_definition", "first_stray_closer", "has_error_in", "in_string_or_comment", "is_comment", "literal_at", "literal_kind",
-    "is_complete", "is_string", "open_brackets", "outline", "outlines", "repeats_following_lines", "scope_end",
+    "is_complete", "is_string", "last_cut_point", "open_brackets", "outline", "outlines", "repeats_following_lines", "scope_end",
     "statement_cut_points", "statement_window",
 ]
 
@@ -297,16 +297,9 @@ def block_is_complete(language_id: str | None, text_before: str, completion: str
 _NAME_CUT_FROM = "([.=:<"  # a name cut from its call, index, attribute, assignment or type says something else
 
 
-@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
-def statement_cut_points(language_id: str | None, text_before: str, completion: str,
-                         line_suffix: str = "") -> list[int] | None:
-    """Every offset ``k`` of ``completion`` (token ends, ascending) where ``completion[:k]`` completes the
-    statement (``is_complete``): the candidate cuts for a text a limit stopped mid-statement. A cut that
-    leaves a name before its ``(``/``.``/``=`` is no candidate. None: no grammar."""
-    grammar = grammar_for(language_id)
-    if grammar is None:
-        return None
-    before = statement_window(text_before)
+def _cut_candidates(grammar: Grammar, before: str, completion: str) -> list[int]:
+    """Token ends ``k`` of ``completion`` (after the window ``before``) where no bracket it opened is open (but
+    a ``{``: a header) and no name is cut from its call, index, attribute, assignment or type."""
     tree = parse_text(grammar, before + completion)
     cursor = len(before.encode("utf-8"))
     ends: list[int] = []
@@ -327,7 +320,33 @@ def statement_cut_points(language_id: str | None, text_before: str, completion: 
                 any(ch.isalnum() for ch in completion[:k]):
             continue
         ends.append(k)
+    return ends
+
+
+@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
+def statement_cut_points(language_id: str | None, text_before: str, completion: str,
+                         line_suffix: str = "") -> list[int] | None:
+    """Every offset ``k`` of ``completion`` (token ends, ascending) where ``completion[:k]`` completes the
+    statement (``is_complete``): the candidate cuts for a text a limit stopped mid-statement. A cut that
+    leaves a name before its ``(``/``.``/``=`` is no candidate. None: no grammar."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return None
+    before = statement_window(text_before)
+    ends = _cut_candidates(grammar, before, completion)
     return [k for k in ends if _verdict(grammar, before, completion[:k], line_suffix, block=False)]
+
+
+@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
+def last_cut_point(language_id: str | None, text_before: str, completion: str, line_suffix: str = "") -> int | None:
+    """The last of ``statement_cut_points`` (0: there is none), judging from the end: a cut back to the longest
+    complete statement parses only the candidates after it. None: no grammar."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return None
+    before = statement_window(text_before)
+    ends = _cut_candidates(grammar, before, completion)
+    return next((k for k in reversed(ends) if _verdict(grammar, before, completion[:k], line_suffix, block=False)), 0)
 
 
 def complete_statement_end(language_id: str | None, text_before: str, completion: str,
