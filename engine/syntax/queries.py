@@ -25,8 +25,9 @@ What each function replaces for non-Python languages (``engine/text/statements.p
   postprocess.py's ``fit_line_suffix`` / ``_balanced_cut`` (a closer that closes nothing).
 - ``open_brackets(language_id, text_before)``: ``prefix_state(prefix).stack`` (the auto-closed pairs open
   at the cursor, ``_inside_open_bracket``).
-- ``enclosing_block(tree, offset)``: budget.py's ``_ends_body`` / ``_opens_block_below`` and
-  ``statement_start``'s indentation reading (block extent, its indentation, statements after the cursor).
+- ``enclosing_block(tree, offset)``: budget.py's ``_ends_body`` / ``_opens_block_below`` (wired through
+  ``blocks.block_around`` on a window) and ``statement_start``'s indentation reading (block extent, its
+  indentation, statements after the cursor).
 - ``definitions(tree)``, ``enclosing_definition(tree, offset)``, ``outlines(tree, names)`` (defined in
   ``engine/syntax/definitions.py``, importable here): ``engine/context/sources.py``'s ``regex_definitions``
   (same return shape: name -> (line, outline)).
