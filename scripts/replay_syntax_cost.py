@@ -6,6 +6,10 @@ post-processes (a one-line text a limit cut, a block of three lines, a text with
 ``postprocess`` with the language id (tree-sitter) and without (the scanner), and ``gates.conditions`` is asked. The
 figure is the difference per keystroke (all three texts) in this process's CPU time (the machine's load does not
 count), milliseconds p50 / p95 / max, after one warm-up call (the grammar loads once per process).
+
+``python scripts/replay_syntax_cost.py [lines] [keys] [language...]``: only those languages (default: all of TYPED).
+``python scripts/replay_syntax_cost.py --rss``: the resident memory the grammars add (this process's RSS before
+loading any, and after parsing a generated file of each language once).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.syntax import queries  # noqa: E402
+from engine.syntax import blocks, queries, tree  # noqa: E402
 from engine.syntax.timing import generated  # noqa: E402
 from engine.syntax.window import statement_window  # noqa: E402
 from engine.text.gates import conditions  # noqa: E402
@@ -25,7 +29,9 @@ from engine.text.postprocess import postprocess  # noqa: E402
 
 TYPED = {
     "javascript": "  const rest = items.filter((x) => x.qty > 0).map((x) => x.price);\n",
+    "typescript": "  const rest: number[] = items.filter((x: Item) => x.qty > 0).map((x) => x.price);\n",
     "go": "\trest := filter(items, func(x Item) bool { return x.Qty > 0 })\n",
+    "rust": "    let rest: Vec<u64> = items.iter().filter(|x| x.qty > 0).map(|x| x.price).collect();\n",
     "python": "    rest = [x.price for x in items if x.qty > 0]\n",
 }
 TEXTS = [  # (raw model text, mode, truncated)
@@ -47,9 +53,12 @@ def keystroke_costs(language: str, lines: int, keys: int, gates: bool = False) -
     mid = text.find("\n", len(text) // 2) + 1
     before, after = text[:mid], "\n" + text[mid:]
     typed = TYPED[language][:keys]
-    for f in (queries.open_brackets, queries.first_stray_closer, queries.is_complete, queries.statement_cut_points,
-              queries.scope_end, statement_window):
-        f.cache_clear()  # a run must not find the previous run's answers
+    memos = (queries.open_brackets, queries.first_stray_closer, queries.is_complete, queries.statement_cut_points,
+             queries.scope_end, statement_window, getattr(queries, "last_cut_point", None),
+             getattr(tree, "_parse_memo", None), getattr(blocks, "_around", None))
+    for f in memos:
+        if f is not None:  # (an older tree, measured with this script, has fewer memos)
+            f.cache_clear()  # a run must not find the previous run's answers
     _post(before, after, language)  # the grammar loads once per process, not per keystroke
     out = []
     for k in range(1, len(typed) + 1):
@@ -65,15 +74,60 @@ def keystroke_costs(language: str, lines: int, keys: int, gates: bool = False) -
     return out
 
 
+def empty_line_budget_costs(language: str, lines: int, n: int = 40) -> list[float]:
+    """Per empty line (an Enter at ``n`` lines in the middle of the file), ms: ``budget_for`` with the language id
+    (the braced block read from a parse: ``block_around``) minus without, no memo warm."""
+    from engine.text.budget import budget_for
+    text = generated(language, lines)
+    at = text.find("\n", len(text) // 2) + 1
+    budget_for(text[:at], text[at:], language)  # the grammar loads once per process
+    out = []
+    for _ in range(n):
+        at = text.find("\n", at) + 1
+        prefix, suffix = text[:at] + "    ", "\n" + text[at:]
+        statement_window.cache_clear()
+        t0 = time.process_time()
+        budget_for(prefix, suffix, language)
+        t1 = time.process_time()
+        budget_for(prefix, suffix, None)
+        t2 = time.process_time()
+        out.append(((t1 - t0) - (t2 - t1)) * 1e3)
+    return out
+
+
+def _quantiles(ms: list[float]) -> str:
+    ms = sorted(ms)
+    p95 = ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))]
+    return f"p50 {statistics.median(ms):.2f} ms, p95 {p95:.2f} ms, max {ms[-1]:.2f} ms"
+
+
+def rss_mb() -> float:
+    """This process's resident set size, MB (Linux)."""
+    with open("/proc/self/status") as f:
+        kb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    return kb / 1024
+
+
+def rss_added(lines: int = 5000) -> None:
+    base = rss_mb()
+    print(f"RSS before any grammar: {base:.1f} MB")
+    for language in TYPED:
+        tree.parse(language, generated(language, lines))
+        print(f"  after parsing {lines} lines of {language:<11}: {rss_mb():.1f} MB (+{rss_mb() - base:.1f})")
+
+
 def main() -> int:
+    if "--rss" in sys.argv:
+        rss_added()
+        return 0
     lines = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
     keys = int(sys.argv[2]) if len(sys.argv) > 2 else 60
-    for language in TYPED:
+    for language in sys.argv[3:] or TYPED:
         for gates in (False, True):
-            ms = sorted(keystroke_costs(language, lines, keys, gates))
-            p95 = ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))]
-            print(f"{language:<11} {'+ gates ' if gates else ''}{lines} lines, {len(ms)} keys: added p50 "
-                  f"{statistics.median(ms):.2f} ms, p95 {p95:.2f} ms, max {ms[-1]:.2f} ms")
+            ms = keystroke_costs(language, lines, keys, gates)
+            print(f"{language:<11} {'+ gates ' if gates else ''}{lines} lines, {len(ms)} keys: added {_quantiles(ms)}")
+        ms = empty_line_budget_costs(language, lines)
+        print(f"{language:<11} budget at an empty line, {len(ms)} lines: added {_quantiles(ms)}")
     return 0
 
 

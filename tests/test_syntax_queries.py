@@ -432,3 +432,14 @@ def test_an_allman_brace_after_a_where_clause_keeps_the_whole_header():
               "    pub fn resize(&mut self, len: usize) {\n        let")
     assert statement_window(prefix).startswith("impl<A: Array> SmallVec<A>\nwhere")
     assert is_complete("rust", prefix, " mut new_len = len;") is True
+
+
+def test_last_cut_point_is_the_last_of_the_cut_points():
+    from engine.syntax.queries import last_cut_point
+    prefix = "function f(a) {\n  "
+    for text in ["const y = total + tax +", "x = 1;\nconst y = foo(a, b", "if (a) {\n    g(a);\n  }\n  h(", "foo(",
+                 "xs.forEach(d => {"]:
+        points = statement_cut_points("javascript", prefix, text)
+        assert last_cut_point("javascript", prefix, text) == (max(points) if points else 0)
+    assert last_cut_point("javascript", prefix, "foo(") == 0
+    assert last_cut_point("no-such-language", prefix, "foo(") is None

@@ -13,14 +13,16 @@ callers' ``guess_language`` only tells Python from the rest).
 
 from __future__ import annotations
 
+from engine.syntax.blocks import Around
+from engine.syntax.blocks import block_around as _block_around
 from engine.syntax.languages import grammar_for
 from engine.syntax.queries import (
     block_is_complete,
     first_stray_closer,
     is_complete,
+    last_cut_point,
     open_brackets,
     scope_end,
-    statement_cut_points,
 )
 
 
@@ -48,20 +50,16 @@ def is_complete_statement(stmt: str, language: str | None = None) -> bool | None
 
 
 def cut_to_complete(text: str, prefix: str, line_suffix: str = "", language: str | None = None) -> str | None:
-    """``statements.cut_to_complete``: whole lines before the last kept, the last line cut back to its
-    longest complete cut (a tree-sitter token end), or dropped when it has none. None: not ours."""
+    """``statements.cut_to_complete``: the text cut back to its longest complete cut (a tree-sitter token end):
+    on its last line, else the whole lines before it when they complete the statement, else earlier. None: not
+    ours."""
     lang = tree_language(language)
     if lang is None:
         return None
-    nl = text.rfind("\n")
-    head = text[: nl + 1]
-    points = statement_cut_points(lang, prefix, text, line_suffix)
-    if points is None:
-        return None
-    last = [k for k in points if k > nl + 1]
-    if last:
-        return text[: max(last)]
-    return head.rstrip("\n") if head.strip() else ""
+    # the longest complete cut: on the last line, else in the lines before (which may leave the statement
+    # open themselves: a ternary's `? a` whose `: b` line is cut)
+    k = last_cut_point(lang, prefix, text, line_suffix)
+    return None if k is None else text[:k].rstrip("\n")
 
 
 def drop_dangling_header(text: str, prefix: str, language: str | None = None) -> str | None:
@@ -97,3 +95,10 @@ def scope_end_at(text: str, prefix: str, language: str | None = None) -> int | N
     None: it stays in its block, or not ours to answer."""
     lang = tree_language(language)
     return None if lang is None else scope_end(lang, prefix, text)
+
+
+def block_around(prefix: str, suffix: str, language: str | None = None) -> Around | None:
+    """``budget.py``'s ``_ends_body`` / ``_opens_block_below`` at an empty line: the braced block around the cursor
+    read from the parse (``Around``). None: not ours (Python, no grammar), or no braced block there."""
+    lang = tree_language(language)
+    return None if lang is None else _block_around(lang, prefix, suffix)

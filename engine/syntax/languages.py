@@ -172,6 +172,10 @@ class LanguageRegistry:
         name = self.grammar_name(language_id)
         if name is None:
             return None
+        try:
+            return self._loaded[name]  # asked on every query: no lock once loaded
+        except KeyError:
+            pass
         with self._lock:
             if name in self._loaded:
                 return self._loaded[name]

@@ -43,9 +43,11 @@ class _Whole:
         return int(self.node.end_byte)
 
 
-def leaves(node: Any, lo: int = 0, hi: int | None = None) -> Iterator[Any]:
+def leaves(node: Any, lo: int = 0, hi: int | None = None, balanced_before: int = 0) -> Iterator[Any]:
     """Leaves overlapping bytes [lo, hi) in order, a string or comment as one leaf (its interpolations
-    opened up), MISSING and zero-width leaves skipped. Iterative: deep trees do not recurse."""
+    opened up), MISSING and zero-width leaves skipped. Iterative: deep trees do not recurse.
+    ``balanced_before``: a subtree without errors that ends by that byte is skipped whole (for a bracket walk:
+    a parsed node's brackets close inside it, so only the spine down to the cursor tells what is open)."""
     stack = [node]
     while stack:
         n = stack.pop()
@@ -56,6 +58,8 @@ def leaves(node: Any, lo: int = 0, hi: int | None = None) -> Iterator[Any]:
         if n.end_byte <= lo and n.end_byte != n.start_byte or (hi is not None and n.start_byte >= hi):
             continue
         if n.is_missing:
+            continue
+        if n.end_byte <= balanced_before and n.child_count > 0 and not n.has_error and n is not node:
             continue
         if n.child_count == 0 or is_comment(n):
             if n.end_byte > n.start_byte:

@@ -25,8 +25,9 @@ What each function replaces for non-Python languages (``engine/text/statements.p
   postprocess.py's ``fit_line_suffix`` / ``_balanced_cut`` (a closer that closes nothing).
 - ``open_brackets(language_id, text_before)``: ``prefix_state(prefix).stack`` (the auto-closed pairs open
   at the cursor, ``_inside_open_bracket``).
-- ``enclosing_block(tree, offset)``: budget.py's ``_ends_body`` / ``_opens_block_below`` and
-  ``statement_start``'s indentation reading (block extent, its indentation, statements after the cursor).
+- ``enclosing_block(tree, offset)``: budget.py's ``_ends_body`` / ``_opens_block_below`` (wired through
+  ``blocks.block_around`` on a window) and ``statement_start``'s indentation reading (block extent, its
+  indentation, statements after the cursor).
 - ``definitions(tree)``, ``enclosing_definition(tree, offset)``, ``outlines(tree, names)`` (defined in
   ``engine/syntax/definitions.py``, importable here): ``engine/context/sources.py``'s ``regex_definitions``
   (same return shape: name -> (line, outline)).
@@ -55,13 +56,14 @@ from engine.syntax.nodes import (
     is_string,
     leaves,
 )
+from engine.syntax.repeats import repeats_following_lines
 from engine.syntax.tree import SyntaxTree, parse_text
 from engine.syntax.window import statement_window
 
 __all__ = [
     "Block", "Definition", "block_is_complete", "complete_statement_end", "definitions", "enclosing_block",
     "enclosing_definition", "first_stray_closer", "has_error_in", "in_string_or_comment", "is_comment", "literal_at", "literal_kind",
-    "is_complete", "is_string", "open_brackets", "outline", "outlines", "repeats_following_lines", "scope_end",
+    "is_complete", "is_string", "last_cut_point", "open_brackets", "outline", "outlines", "repeats_following_lines", "scope_end",
     "statement_cut_points", "statement_window",
 ]
 
@@ -134,7 +136,7 @@ def _bracket_walk(tree: SyntaxTree, since: int, until: int | None = None) -> _Br
     """Brackets of the code tokens of ``tree`` up to byte ``until``; closers before byte ``since`` that
     close nothing are skipped (the window starts inside something)."""
     stack: list[tuple[str, int]] = []
-    for leaf in leaves(tree.root, 0, until):
+    for leaf in leaves(tree.root, 0, until, balanced_before=since):
         t = leaf.type
         if until is not None and leaf.end_byte > until:
             break
@@ -213,11 +215,32 @@ def _terminator(missing: Any) -> bool:
     return body is None or body.id != missing.id
 
 
+# what a `{` opened inside a call's brackets is the body of, when the call's `)` comes after that body
+_CALLBACK_BODY = frozenset({"arrow_function", "function_expression", "function", "generator_function",
+                            "func_literal", "closure_expression", "lambda_expression", "anonymous_function",
+                            "object_creation_expression", "lambda_literal"})
+
+
+def _callback_header(tree: SyntaxTree, own: list[tuple[str, int]]) -> bool:
+    """The brackets the completion left open (``own``, outermost first, in ``tree`` parsed with them closed) are
+    braces, or each other bracket is followed by a ``{`` that opens a function's body: ``xs.forEach(d => {``,
+    ``t.Run("x", func(t *testing.T) {`` is a block header whose ``})`` follows the body, as ``if (x) {``'s
+    ``}`` does. A ``{`` of an object literal (``f({``) is not one."""
+    last = max((i for i, (o, _) in enumerate(own) if o != "{"), default=-1)
+    for _, at in own[last + 1:]:
+        brace = tree.root.descendant_for_byte_range(at, at + 1)
+        parent = brace.parent if brace is not None else None
+        if parent is not None and (parent.type in _CALLBACK_BODY or
+                                   (parent.parent is not None and parent.parent.type in _CALLBACK_BODY)):
+            return True
+    return last < 0
+
+
 def _verdict(grammar: Grammar, before: str, completion: str, line_suffix: str, block: bool) -> bool:
     """Is ``completion`` (then ``line_suffix``) after the window ``before`` a complete statement? Its own
     brackets balanced (in ``block`` mode braces too, else a trailing ``{`` is a block header), no closer
     that closes nothing, and once the brackets open before it are closed, no error from the cursor on
-    (a missing ``;`` at the very end is allowed: the user types it)."""
+    (a missing ``;`` at the very end, or after the brackets closed for the parse, is allowed: the user types it)."""
     region = completion + line_suffix
     text = before + region
     tree = parse_text(grammar, text)
@@ -225,18 +248,22 @@ def _verdict(grammar: Grammar, before: str, completion: str, line_suffix: str, b
     walk = _bracket_walk(tree, cursor)
     if walk.stray is not None:
         return False
-    for opener, at in walk.stack:
-        if at >= cursor and (opener != "{" or block):
+    own = [(o, at) for o, at in walk.stack if at >= cursor]
+    if any(o != "{" or block for o, _ in own):
+        if block or own[-1][0] != "{":
             return False
     closers = "".join(OPENERS[o] for o, _ in reversed(walk.stack))
-    end = len(tree.source.rstrip())
+    end, after = len(tree.source.rstrip()), len(tree.source)  # after: a `;` past the closers added is the user's
     code_before = len(before.rstrip().encode("utf-8"))  # an error ending on the last token before the cursor
     if closers:                                           # is the cursor's statement's
         tree = parse_text(grammar, text + "\n" + closers)
+    if not _callback_header(tree, own):
+        return False
     for e in _errors(tree.root):
         if e.is_missing:
             # a missing `;` is the user's to type (at the end), or the line above's (not this statement's)
-            if e.start_byte >= code_before and not (_terminator(e) and e.start_byte in (code_before, end)) \
+            if e.start_byte >= code_before and not (_terminator(e) and (e.start_byte in (code_before, end) or
+                                                                        e.start_byte > after)) \
                     and not e.type.startswith("#"):  # an `#endif` of an `#if` the window opened is not ours
                 return False
         elif e.end_byte >= code_before and e.end_byte > 0:
@@ -271,16 +298,9 @@ def block_is_complete(language_id: str | None, text_before: str, completion: str
 _NAME_CUT_FROM = "([.=:<"  # a name cut from its call, index, attribute, assignment or type says something else
 
 
-@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
-def statement_cut_points(language_id: str | None, text_before: str, completion: str,
-                         line_suffix: str = "") -> list[int] | None:
-    """Every offset ``k`` of ``completion`` (token ends, ascending) where ``completion[:k]`` completes the
-    statement (``is_complete``): the candidate cuts for a text a limit stopped mid-statement. A cut that
-    leaves a name before its ``(``/``.``/``=`` is no candidate. None: no grammar."""
-    grammar = grammar_for(language_id)
-    if grammar is None:
-        return None
-    before = statement_window(text_before)
+def _cut_candidates(grammar: Grammar, before: str, completion: str) -> list[int]:
+    """Token ends ``k`` of ``completion`` (after the window ``before``) where no bracket it opened is open (but
+    a ``{``: a header) and no name is cut from its call, index, attribute, assignment or type."""
     tree = parse_text(grammar, before + completion)
     cursor = len(before.encode("utf-8"))
     ends: list[int] = []
@@ -293,15 +313,41 @@ def statement_cut_points(language_id: str | None, text_before: str, completion: 
             stack.append(t)
         elif t in CLOSERS and stack and stack[-1][0] in MATCH[t]:
             stack.pop()
-        if any(o != "{" for o in stack):
-            continue  # a bracket the completion opened is open here: never complete
+        if stack and stack[-1] != "{":
+            continue  # a bracket the completion opened is open here (but a callback's `(... {`: maybe a header)
         k = tree.offset_at(leaf.end_byte) - len(before)
         rest = completion[k:].lstrip(" \t")
         if rest and rest[0] in _NAME_CUT_FROM and rest[:2] not in ("==", "=>", ":=") and \
                 any(ch.isalnum() for ch in completion[:k]):
             continue
         ends.append(k)
+    return ends
+
+
+@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
+def statement_cut_points(language_id: str | None, text_before: str, completion: str,
+                         line_suffix: str = "") -> list[int] | None:
+    """Every offset ``k`` of ``completion`` (token ends, ascending) where ``completion[:k]`` completes the
+    statement (``is_complete``): the candidate cuts for a text a limit stopped mid-statement. A cut that
+    leaves a name before its ``(``/``.``/``=`` is no candidate. None: no grammar."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return None
+    before = statement_window(text_before)
+    ends = _cut_candidates(grammar, before, completion)
     return [k for k in ends if _verdict(grammar, before, completion[:k], line_suffix, block=False)]
+
+
+@functools.lru_cache(maxsize=64)  # the steps of one request ask again with the same strings
+def last_cut_point(language_id: str | None, text_before: str, completion: str, line_suffix: str = "") -> int | None:
+    """The last of ``statement_cut_points`` (0: there is none), judging from the end: a cut back to the longest
+    complete statement parses only the candidates after it. None: no grammar."""
+    grammar = grammar_for(language_id)
+    if grammar is None:
+        return None
+    before = statement_window(text_before)
+    ends = _cut_candidates(grammar, before, completion)
+    return next((k for k in reversed(ends) if _verdict(grammar, before, completion[:k], line_suffix, block=False)), 0)
 
 
 def complete_statement_end(language_id: str | None, text_before: str, completion: str,
@@ -345,45 +391,3 @@ def has_error_in(tree: SyntaxTree, start: int, end: int) -> bool:
         if e.is_error and e.start_byte <= hi and e.end_byte >= lo:
             return True
     return False
-
-
-# ---- repetition of the code below ------------------------------------------------------------------------
-MIN_REPEAT_TOKENS = 4
-
-
-def _code_tokens(tree: SyntaxTree) -> list[tuple[bytes, int]]:
-    """(token text, start byte) of the code tokens, comments left out."""
-    return [(tree.source[n.start_byte: n.end_byte], n.start_byte)
-            for n in leaves(tree.root) if not is_comment(n)]
-
-
-def repeats_following_lines(language_id: str | None, completion: str, suffix: str) -> int | None:
-    """Offset in ``completion`` of the line where it starts re-writing the code after the cursor's line,
-    compared token by token (spacing, line breaks and comments aside): the first statement below, or its
-    first ``MIN_REPEAT_TOKENS``+ tokens when the completion stops before its end. Only at a line start
-    after the first line. None: no copy, or no grammar. Line-level copies stay ``cut_at_following_lines``'s;
-    this one catches the same statement wrapped differently."""
-    grammar = grammar_for(language_id)
-    nl = suffix.find("\n")
-    if grammar is None or nl < 0 or "\n" not in completion:
-        return None
-    below = suffix[nl + 1:]
-    below_tree = parse_text(grammar, below)
-    stmt = next((c for c in below_tree.root.named_children if not is_comment(c)), None)
-    if stmt is None:
-        return None
-    target = [t for t, at in _code_tokens(below_tree) if at < stmt.end_byte]
-    if len(target) < MIN_REPEAT_TOKENS:
-        return None
-    tree = parse_text(grammar, completion)
-    toks = _code_tokens(tree)
-    texts = [t for t, _ in toks]
-    src = tree.source
-    for i, (_, at) in enumerate(toks):
-        line_start = src.rfind(b"\n", 0, at) + 1
-        if line_start == 0 or src[line_start:at].strip():
-            continue  # not the first token of a line after the first
-        got = texts[i: i + len(target)]
-        if got == target[: len(got)] and (len(got) == len(target) or len(got) >= MIN_REPEAT_TOKENS):
-            return tree.offset_at(line_start)
-    return None

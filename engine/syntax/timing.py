@@ -44,6 +44,34 @@ _UNITS = {
         "}}",
         "",
     ],
+    "typescript": [
+        "export function handler{i}(req: Request, res: Response): void {{",
+        "  const items: Item[] = req.body.items.filter((x: Item) => x.id !== {i});",
+        "  const total = items.reduce((acc: number, x: Item) => acc + x.price * x.qty, 0);",
+        "  if (total > {i}) {{",
+        "    res.status(400).json({{ error: `too much: ${{total}}` }});",
+        "    return;",
+        "  }}",
+        "  // handler {i}: answer with the total",
+        "  res.json({{ total, count: items.length }} as Answer);",
+        "}}",
+        "",
+    ],
+    "rust": [
+        "/// Answers with the total.",
+        "pub fn handler_{i}(req: &Request) -> Result<u64, Error> {{",
+        "    let items: Vec<&Item> = req.items.iter().filter(|x| x.id != {i}).collect();",
+        "    let mut total = 0;",
+        "    for x in &items {{",
+        "        total += x.price * x.qty;",
+        "    }}",
+        "    if total > {i} {{",
+        "        return Err(Error::TooMuch(total));",
+        "    }}",
+        "    Ok(total)",
+        "}}",
+        "",
+    ],
     "python": [
         "def handler_{i}(request, response):",
         "    \"\"\"Answer with the total.\"\"\"",
@@ -57,12 +85,12 @@ _UNITS = {
         "",
     ],
 }
-_HEAD = {"javascript": "", "go": "package main\n\n", "python": ""}
+_HEAD = {"javascript": "", "typescript": "", "rust": "", "go": "package main\n\n", "python": ""}
 
 
 def generated(language_id: str, lines: int) -> str:
-    """A file of about ``lines`` lines of ``language_id`` (javascript, go, python) made of one function
-    repeated with its numbers changed."""
+    """A file of about ``lines`` lines of ``language_id`` (javascript, typescript, go, rust, python) made of one
+    function repeated with its numbers changed."""
     out: list[str] = []
     i = 0
     while len(out) < lines:

@@ -12,6 +12,7 @@ one edit inferred from the common prefix and suffix of the old and new texts, th
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -60,11 +61,36 @@ class SyntaxTree:
         return self.source[node.start_byte: node.end_byte].decode("utf-8", errors="replace")
 
 
-def parse_text(grammar: Grammar, text: str, parser: Any = None) -> SyntaxTree:
-    """Parse ``text`` from scratch."""
+MEMO_MAX_CHARS = 32_000  # windows and completions are memoized; a document's tree is TreeCache's to keep
+_LOCAL = threading.local()
+
+
+def _thread_parser(grammar: Grammar) -> Any:
+    """One parser per grammar and thread (a parser is not thread-safe; making one per parse costs more than the
+    parse of a window)."""
+    parsers = _LOCAL.__dict__.setdefault("parsers", {})
+    parser = parsers.get(grammar.name)
+    if parser is None:
+        parser = parsers[grammar.name] = grammar.parser()
+    return parser
+
+
+@functools.lru_cache(maxsize=128)  # the queries of one request parse the same window + text several times
+def _parse_memo(grammar: Grammar, text: str) -> SyntaxTree:
+    return _parse_now(grammar, text, _thread_parser(grammar))
+
+
+def _parse_now(grammar: Grammar, text: str, parser: Any) -> SyntaxTree:
     source = text.encode("utf-8")
-    tree = (parser or grammar.parser()).parse(source)
+    tree = parser.parse(source)
     return SyntaxTree(grammar, text, source, tree, len(source) == len(text))
+
+
+def parse_text(grammar: Grammar, text: str, parser: Any = None) -> SyntaxTree:
+    """Parse ``text`` from scratch (a text of at most ``MEMO_MAX_CHARS`` once: the tree is read-only)."""
+    if parser is None and len(text) <= MEMO_MAX_CHARS:
+        return _parse_memo(grammar, text)
+    return _parse_now(grammar, text, parser or _thread_parser(grammar))
 
 
 def parse(language_id: str | None, text: str) -> SyntaxTree | None:

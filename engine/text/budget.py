@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from engine.syntax import adapt
 from engine.text.statements import (
     _CLOSING_LINE,
     _PY_CONTINUES,
@@ -76,18 +77,24 @@ class Budget:
     stop_below: int | None = None
 
 
-def _ends_body(suffix: str, column: int) -> bool:
+def _ends_body(suffix: str, column: int, around: adapt.Around | None = None) -> bool:
     """The next non-blank line after the cursor's line is indented less than ``column`` (or there is
-    none): the cursor is at the end of its block."""
+    none): the cursor is at the end of its block. ``around`` (a language with a grammar, in a braced block):
+    no statement of that block follows the cursor, whatever the indentation says."""
+    if around is not None:
+        return around.ends_body
     following = following_lines(suffix, 1)
     return not following or indent_width(following[0]) < column
 
 
-def _opens_block_below(prefix: str, suffix: str, column: int) -> bool:
+def _opens_block_below(prefix: str, suffix: str, column: int, around: adapt.Around | None = None) -> bool:
     """The cursor's empty line is followed by a line indented deeper than ``column`` (not a comment, not a
     continuation inside brackets): the line written there opens that block, whose body exists. At column 0
     only when the code above is at column 0 too: an editor that strips blank lines puts the cursor of an
-    empty line inside a body at column 0."""
+    empty line inside a body at column 0. ``around`` (a language with a grammar, in a braced block): the
+    ``}`` closing the cursor's block is deeper than its header, so it closes the block below."""
+    if around is not None and around.opens_below is not None:
+        return around.opens_below
     following = following_lines(suffix, 1)
     if not following or indent_width(following[0]) <= column or following[0].lstrip().startswith(("#", "//")):
         return False
@@ -118,9 +125,10 @@ def budget_for(prefix: str, suffix: str, language: str | None = None, *, max_lin
                           col + 1)
         return Budget("line", "single", SINGLE_LINE_TOKENS, 1)
     if not line_prefix.strip():
-        if _opens_block_below(prefix, suffix, col):
+        around = adapt.block_around(prefix, suffix, language)
+        if _opens_block_below(prefix, suffix, col, around):
             return Budget("header", "single", SINGLE_LINE_TOKENS, 1)
-        if _ends_body(suffix, col):
+        if _ends_body(suffix, col, around):
             n = max(max_lines, BODY_LINES)
             return Budget("body", "multi", min(MAX_BLOCK_TOKENS, TOKENS_PER_LINE * (n + 1)), n, col)
         return Budget("statement", "multi", TOKENS_PER_LINE * (max_lines + 1), max_lines, col)

@@ -61,23 +61,27 @@ def split_cursor(prefix: str, suffix: str) -> tuple[str, str]:
 
 def following_lines(suffix: str, n: int = 8) -> list[str]:
     """The first ``n`` non-blank lines after the cursor's line (right-stripped)."""
-    nl = suffix.find("\n")
-    if nl == -1:
-        return []
     out: list[str] = []
-    for ln in suffix[nl + 1:].split("\n"):
+    nl = suffix.find("\n")
+    while nl != -1 and len(out) < n:  # line by line: the suffix may be the rest of a long file
+        end = suffix.find("\n", nl + 1)
+        ln = suffix[nl + 1: end if end != -1 else len(suffix)]
         if ln.strip():
             out.append(ln.rstrip())
-            if len(out) == n:
-                break
+        nl = end
     return out
 
 
 def _previous_line(prefix: str) -> str | None:
-    lines = prefix.split("\n")[:-1]
-    for ln in reversed(lines[-20:]):
-        if ln.strip():
-            return ln
+    """The last non-blank line above the cursor's, within 20 lines (without splitting a long prefix)."""
+    end = prefix.rfind("\n")
+    for _ in range(20):
+        if end == -1:
+            return None
+        start = prefix.rfind("\n", 0, end) + 1
+        if prefix[start:end].strip():
+            return prefix[start:end]
+        end = start - 1
     return None
 
 
