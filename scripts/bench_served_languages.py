@@ -475,7 +475,7 @@ def markdown(rows: list[dict], meta: dict, outs: list[Outcome], spots: dict[str,
             "latency_p50_ms", "latency_mean_ms", "latency_p95_ms", "fresh_p50_ms", "warm_p50_ms"]
     out = ["# Served suggestions per language on held-out code (bench_served_languages.py, issue 36)", "",
            f"Command: `{meta['command']}`  ", f"Commit: {meta['commit']}; date: {meta['date']}"
-           + (f"; judged again {meta['rejudged']} (same outcomes)" if meta.get("rejudged") else "") + "  ",
+           + (f"; judged again {meta['rejudged']} (the run's inserted texts and latencies, judged with that commit's judge)" if meta.get("rejudged") else "") + "  ",
            f"CPU: {meta['cpu']}; {meta['machine']}; load average at start {meta['load']}, at the end {meta.get('load_end', '-')}  ",
            f"Model: {meta['model']} (served, onnxruntime), threads {meta['threads']}; fresh FLINT_HOME and "
            "FLINT_CACHE_DIR; one server for every language, the languages' spots interleaved  ",
