@@ -80,7 +80,7 @@ class GenParams:
 # (character offset in the text, probability) of each token the model chose with probability below
 # DOUBT_KEEP: where an automatic suggestion may be cut (what follows a guess is only as good as the guess)
 Doubts = tuple[tuple[int, float], ...]
-DOUBT_KEEP = 0.8
+DOUBT_KEEP = 0.95
 
 
 @dataclass

@@ -312,7 +312,8 @@ class Session:
                            cursor=doc.position_at(offset, self.encoding), eol=convert.dominant_eol(doc.text),
                            starts=doc.starts, encoding=self.encoding, max_lines=self.settings.max_lines,
                            backend=self.service.backend_name(answer.backend), language=doc.language_id,
-                           cut_below=0.0 if invoked else self.settings.confidence_cut)
+                           cut_below=0.0 if invoked else self.settings.confidence_cut,
+                           gate_below=0.0 if invoked else self.settings.confidence_gate)
 
     def _record(self, res: Suggestions, answer: Answer | None) -> None:
         """Telemetry and the status board for an answer that goes out."""

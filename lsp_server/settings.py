@@ -63,6 +63,9 @@ class Settings:
     # guess); 0: whole lines. Explicit requests are never cut. The default: docs/benchmarks/doubt.md (chosen on
     # functions the replay does not type) and replay.cut.md (characters saved, same run)
     confidence_cut: float = 0.5
+    # where something is typed on the line, an automatic suggestion whose first visible token the model gave a
+    # lower probability than this is not shown (doubt_cut cannot cut before its first character); 0: off
+    confidence_gate: float = 0.0
     # monitor-guided decoding (docs/guidance.md): in Python files, names jedi knows constrain the model's
     # picks after ``obj.``, at names in expressions and call arguments. Off: on held-out lines it changed
     # almost nothing and cost keystroke time (docs/benchmarks/guidance.md)
@@ -203,6 +206,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "contextBudget": ("context_budget", _int_in(0, 4096)),
     "contextSources": ("context_sources", _sources),
     "confidenceCut": ("confidence_cut", _float_in(0.0, 1.0)),
+    "confidenceGate": ("confidence_gate", _float_in(0.0, 1.0)),
     "guidance": ("guidance", _bool),
 }
 SECRET_FIELDS = frozenset({"remote_api_key"})

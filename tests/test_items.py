@@ -78,6 +78,30 @@ def test_an_automatic_suggestion_is_cut_where_the_model_doubted_and_an_explicit_
     assert build(0.0)[0].text == "compute(a, b) + 1"
 
 
+def test_the_gate_drops_a_suggestion_whose_first_token_was_doubted_once_the_line_is_typed_on():
+    def build(c: Completion, prefix: str, gate_below: float, invoked: bool = False):
+        suffix = "\n"
+        text = prefix + suffix
+        starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        line = prefix.rsplit("\n", 1)[-1]
+        return [it.text for it in build_items([c], "single", prefix, suffix, text=text, offset=len(prefix),
+                                              cursor=(1, len(line)), eol="\n", starts=starts, encoding="utf-16",
+                                              max_lines=8, backend="local", cut_below=0.0 if invoked else 0.5,
+                                              gate_below=0.0 if invoked else gate_below)]
+
+    guessed = Completion("compute(a, b)", [1] * 6, "eos", doubts=((0, 0.2), (7, 0.9)))
+    assert build(guessed, "def f(a, b):\n    return ", 0.3) == []
+    assert build(guessed, "def f(a, b):\n    return ", 0.1) == ["compute(a, b)"]  # above the gate
+    assert build(guessed, "def f(a, b):\n    return ", 0.0) == ["compute(a, b)"]  # off
+    assert build(guessed, "def f(a, b):\n    return ", 0.3, invoked=True) == ["compute(a, b)"]
+    # a line nothing is typed on yet: the whole statement, as the cut leaves it there
+    assert build(Completion("return a", [1] * 2, "eos", doubts=((0, 0.2),)), "def f(a, b):\n    ", 0.3) \
+        == ["return a"]
+    # a doubt after the first visible character is the cut's, not the gate's
+    later = Completion("compute(a, b)", [1] * 6, "eos", doubts=((7, 0.2),))
+    assert build(later, "def f(a, b):\n    return ", 0.3) == ["compute"]
+
+
 def test_a_line_nothing_is_typed_on_yet_shows_the_whole_statement():
     prefix, suffix = "def f(a, b):\n    ", "\n"
     text = prefix + suffix

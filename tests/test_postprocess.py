@@ -407,3 +407,13 @@ def test_doubt_cut_ends_before_the_first_unsure_token_with_something_visible():
     assert doubt_cut("\n    b = c", ((8, 0.3),), 0.5) == "\n    b = c"
     assert doubt_cut("\n    b = c\n    d = e", ((8, 0.3), (18, 0.2)), 0.5) == "\n    b = c"
     assert doubt_cut("abc", ((9, 0.1),), 0.5) == "abc"  # past the text (it was cut since)
+
+
+def test_lead_doubt_is_the_lowest_doubt_before_the_first_visible_character():
+    from engine.text.postprocess import lead_doubt
+
+    assert lead_doubt("foo(x)", ((0, 0.4), (3, 0.1))) == 0.4
+    assert lead_doubt("  foo", ((0, 0.9), (2, 0.3), (4, 0.1))) == 0.3  # a blank token, then the first visible one
+    assert lead_doubt("foo", ((1, 0.2),)) == 1.0  # inside the first word: the cut's
+    assert lead_doubt("foo", ()) == 1.0
+    assert lead_doubt("", ((0, 0.2),)) == 1.0  # nothing to show

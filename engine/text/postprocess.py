@@ -276,6 +276,18 @@ def doubt_cut(text: str, doubts: tuple[tuple[int, float], ...], below: float) ->
     return text
 
 
+def lead_doubt(text: str, doubts: tuple[tuple[int, float], ...]) -> float:
+    """The probability the model gave the token that starts ``text``'s visible part, when it doubted it (the lowest
+    doubt before any visible character); 1.0 when it did not. ``doubt_cut`` cannot cut there (nothing would be
+    left), so this is what a gate on the whole suggestion reads."""
+    lowest = 1.0
+    for at, p in doubts:
+        if at >= len(text) or text[:at].strip():
+            break
+        lowest = min(lowest, p)  # a doubted token of the leading blanks, or the first visible one
+    return lowest
+
+
 def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", max_lines: int = 8,
                 truncated: bool = False, language: str | None = None, complete_statements: bool = True,
                 offer_next_line: bool = True, one_statement_in_code: bool = True) -> Suggestion | None:

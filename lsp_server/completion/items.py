@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.text.budget import Mode, budget_for
-from engine.text.postprocess import CUT_OFF_REASONS, Suggestion, doubt_cut, postprocess
+from engine.text.postprocess import CUT_OFF_REASONS, Suggestion, doubt_cut, lead_doubt, postprocess
 from engine.text.rank import order_at_cursor
 from engine.text.statements import split_cursor
 from engine.types import Completion
@@ -43,12 +43,14 @@ class Suggestions:
 
 def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *, text: str, offset: int,
                 cursor: tuple[int, int], eol: str, starts: list[int], encoding: str, max_lines: int,
-                backend: str, language: str | None = None, cut_below: float = 0.0) -> list[Item]:
+                backend: str, language: str | None = None, cut_below: float = 0.0,
+                gate_below: float = 0.0) -> list[Item]:
     """One item per suggestion distinct in substance, best first (``prefix``/``suffix``: the state's LF text).
     ``language``: the document's language id (LSP ``languageId``; None or empty: guessed from the text);
     the Python rules of post-processing and ranking apply to Python only. ``cut_below`` > 0: each
     suggestion ends before its first token the model chose with a lower probability (``doubt_cut``), once
-    something is typed on the cursor's line."""
+    something is typed on the cursor's line; ``gate_below`` > 0: there, a suggestion whose first token the model
+    chose with a lower probability is none (``lead_doubt``)."""
     language = language or None
     if mode == "multi":  # the rest of a body may be longer than maxLines (GenParams.auto_budget sizes it so)
         budget = budget_for(prefix, suffix, language, max_lines=max_lines)
@@ -62,6 +64,8 @@ def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *
     kept: list[tuple[Completion, Suggestion]] = []
     seen: set[tuple[str, int]] = set()
     for c in comps:
+        if gate_below > 0 and mid_line and lead_doubt(c.text, c.doubts) < gate_below:
+            continue  # wrong from its first character more often than not (docs/benchmarks/doubt.md)
         truncated = c.finish_reason in CUT_OFF_REASONS
         sug = postprocess(c.text, prefix, suffix, mode=mode, max_lines=max_lines, truncated=truncated,
                           language=language)
