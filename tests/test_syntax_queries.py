@@ -443,3 +443,26 @@ def test_last_cut_point_is_the_last_of_the_cut_points():
         assert last_cut_point("javascript", prefix, text) == (max(points) if points else 0)
     assert last_cut_point("javascript", prefix, "foo(") == 0
     assert last_cut_point("no-such-language", prefix, "foo(") is None
+
+
+def test_the_statement_window_never_starts_inside_a_docstring_or_a_block_comment():
+    doc = "\n".join(["    Sorted-key list.", ""] + [f"    >>> sl.add({i})" for i in range(40)])
+    init = ('    def __init__(self, key=None):\n        """Initialize.\n\n'
+            + "\n".join(f"        Runtime complexity: `O({i})`" for i in range(12))
+            + '\n\n        """\n        self._key = key\n\n')
+    clear = '    def clear(self):\n        """Remove all values."""\n        self._len = 0\n        '
+    before = 'class SortedKeyList(SortedList):\n    """Sorted-key list.\n\n' + doc + '\n\n    """\n' + init + clear
+    window = statement_window(before)
+    # a window starting at a docstring line turns every later docstring into code and code into strings
+    assert ">>> sl.add" not in window, window[:200]
+    assert window.startswith("class SortedKeyList(SortedList):\n    def __init__")
+    jsdoc = "\n".join(f"   * clear({i}) resets it" for i in range(80))
+    js = "class K {\n  /**\n" + jsdoc + "\n   */\n  clear() {\n    this.n = 0;\n    "
+    assert "resets it" not in statement_window(js)
+
+
+def test_string_lines_follow_only_the_open_string_s_own_closer():
+    from engine.syntax.window import string_lines
+
+    lines = ['x = 1', '"""doc with `ticks`', "and /* this", '"""', "y = `a", "b`", "/* c", "*/ z = 2"]
+    assert string_lines(lines) == {2, 3, 5, 7}

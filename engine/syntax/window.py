@@ -4,7 +4,10 @@ grammar needed."""
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
+import re
 
 WINDOW_LINES = 60
 MAX_SCAN_LINES = 3000  # how far up the headers of the enclosing blocks are looked for
@@ -74,6 +77,37 @@ def _allman_start(lines: list[str], i: int, lo: int) -> int:
     return max(j, lo)
 
 
+_OPENERS = {'"""': '"""', "'''": "'''", "`": "`", "/*": "*/"}
+_DELIMITER = re.compile(r'"""|\'\'\'|`|/\*|\*/')
+
+
+def string_lines(lines: list[str]) -> set[int]:
+    """The indexes of ``lines`` that start inside a multi-line string or block comment (triple quotes,
+    backticks, ``/* */``), counted from the first line: a statement cannot start there. Inside one, only its
+    own closer counts (a docstring's backticks, a comment's quotes). One-line strings and line comments are not
+    followed (a rare ``# '''`` can mislead it; a window is then what it was before)."""
+    text = "\n".join(lines)
+    spans: list[tuple[int, int]] = []  # (after an opener, at its closer)
+    closer: str | None = None
+    opened = 0
+    for m in _DELIMITER.finditer(text):  # one pass over the text: delimiters are few, lines are many
+        tok = m.group()
+        if closer is None:
+            closer, opened = _OPENERS.get(tok), m.end()
+        elif tok == closer:
+            spans.append((opened, m.start()))
+            closer = None
+    if closer is not None:
+        spans.append((opened, len(text)))
+    if not spans:
+        return set()
+    starts = list(itertools.accumulate((len(ln) + 1 for ln in lines[:-1]), initial=0))
+    inside: set[int] = set()
+    for lo, hi in spans:  # a line starts inside when its first character is between an opener and its closer
+        inside.update(range(bisect.bisect_left(starts, lo), bisect.bisect_right(starts, hi)))
+    return inside
+
+
 @functools.lru_cache(maxsize=32)  # one request asks for every variant and cut with the same prefix
 def statement_window(text_before: str, max_lines: int = WINDOW_LINES, max_scan: int = MAX_SCAN_LINES) -> str:
     """What to parse of ``text_before`` so the statement at its end is whole, inside the blocks around it.
@@ -107,7 +141,10 @@ def statement_window(text_before: str, max_lines: int = WINDOW_LINES, max_scan: 
                 j = _allman_start(above, i, lo)
                 start, c = j, min(c, indent_width(above[j]))
     if c > 0:
-        first = next((i for i in range(lo, start) if _boundary(above, i, c)), None)
+        # a docstring's lines sit at a statement's column (block comments' lines start with `*`: no boundary)
+        quoted = any('"""' in ln or "'''" in ln for ln in above[lo:start])
+        strings = string_lines(above[:start]) if quoted else set()
+        first = next((i for i in range(lo, start) if i not in strings and _boundary(above, i, c)), None)
         if first is not None:
             start, c = first, indent_width(above[first])
     far: list[list[str]] = []
