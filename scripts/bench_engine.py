@@ -450,6 +450,7 @@ def main() -> int:
     mdir = resolve_model_dir(args.model)
     man = load_manifest(mdir)
     load_start = os.getloadavg()
+    commit = _commit(ROOT)  # the code the workers load, taken before they load it
     gguf = man.source.get("gguf") if man else None
 
     flint = Proc("flint", str(mdir), args.threads)
@@ -580,10 +581,14 @@ def main() -> int:
                   ("decode_fast_tok_s", "llamacpp_decode_pld_tok_s")]:
         if k != "cold_start_s" and summary.get(lk) and k in summary:
             ratios[f"{k}_vs_llamacpp" if lk == f"llamacpp_{k}" else f"{k}_vs_{lk}"] = round(summary[k] / summary[lk], 2)
+    from llama_build import describe as describe_build
+
+    build = _llamacpp_build() if "llamacpp" in engines else {}
     meta = {"model": man.model_id if man else str(mdir), "threads": args.threads, "rounds": args.rounds,
+            "command": "python scripts/bench_engine.py " + " ".join(sys.argv[1:]), "commit": commit,
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "cpu": _cpu(), "decode_prompts": len(dprompts),
             "decode_tokens": args.decode_tokens, "load_avg_start": [round(x, 2) for x in load_start],
-            "load_avg_end": [round(x, 2) for x in os.getloadavg()], "llamacpp_build": _llamacpp_build(),
+            "load_avg_end": [round(x, 2) for x in os.getloadavg()], "llamacpp_build": build,
             "llamacpp": llama, "keystroke_prompt_tokens": keystroke_tokens, "keystroke_new_tokens": k_new,
             "yardstick": {k: v for k, v in YARDSTICK.items() if "llamacpp" in engines},
             "arms": {k: row_gets(k, llama) for k in ROWS}}
@@ -627,8 +632,9 @@ def main() -> int:
           f"{args.rounds} rounds, engines alternated (A B A B), one at a time · CPU: {meta['cpu']} · load average "
           f"{meta['load_avg_start'][0]} at start, {meta['load_avg_end'][0]} at the end (2 cores: anything above ~0.2 "
           "is other work sharing them; llama.cpp, whose threads busy-wait, loses more to it)\n",
-          "Reproduce: `python scripts/bench_engine.py` (llama.cpp via `scripts/setup.sh export,dev,bench`).\n",
-          f"llama.cpp build: `{meta['llamacpp_build']}`\n",
+          f"Command: `{meta['command']}` at commit {meta['commit']} (llama.cpp via `scripts/setup.sh "
+          "export,dev,bench`, which installs scripts/llama_wheel.sh's build).\n",
+          *([f"llama.cpp build: {describe_build(build)}\n"] if build else []),
           *([fa_line] if fa_line else []),
           "Medians (p95 where a metric has more than 3 samples). Each row is measured against llama.cpp doing the "
           "same at its best (plain decoding against plain decoding; Flint's drafted decoding against llama.cpp's "
@@ -690,23 +696,34 @@ def calibrate(w: Proc, p1000: str, dprompts: list[str], decode_tokens: int, fa_c
             "samples": samples}
 
 
-def _llamacpp_build() -> str:
-    """llama.cpp's own account of the instruction sets it was compiled for (scripts/llama_wheel.sh's flags)."""
+def _llamacpp_build() -> dict:
+    """How the installed llama-cpp-python was built: its version, llama.cpp's own account of the instruction
+    sets it was compiled for, and scripts/llama_wheel.sh's CMake flags when the installed build is that wheel."""
+    from llama_build import build_info
+
+    return build_info()
+
+
+def _commit(tree: Path) -> str:
+    """The code measured: HEAD of ``tree``, marked when it has uncommitted changes."""
     try:
-        import llama_cpp
-    except ImportError:
-        return "not installed"
-    return f"llama-cpp-python {llama_cpp.__version__}: " + llama_cpp.llama_print_system_info().decode().strip()
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=tree,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return (head or "?") + (" (with uncommitted changes)" if dirty else "")
 
 
 def _cpu() -> str:
+    """The CPU as every benchmark records it (bench_replay.cpu_model: name, family/model, widest int8 ISA)."""
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip() + f" x{os.cpu_count()}"
-    except OSError:
-        pass
-    return "?"
+        from bench_replay import cpu_model
+
+        return cpu_model()
+    except Exception:  # noqa: BLE001 - a report without its CPU's details is still a report
+        return f"? x{os.cpu_count()}"
 
 
 if __name__ == "__main__":
