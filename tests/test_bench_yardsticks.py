@@ -324,3 +324,9 @@ def test_llama_build_flags_only_for_the_installed_wheel(tmp_path):
     assert build.wheel_flags(tmp_path / "wheels", "0.3.36", site) is None
     info = {"version": "0.3.36", "system_info": "AVX2 = 1", "cmake_args": "", "note": "unknown flags"}
     assert build.describe(info) == "llama-cpp-python 0.3.36 (unknown flags); llama.cpp's system info: AVX2 = 1"
+
+
+def test_spread_follows_the_median_only_with_several_samples():
+    detail = {"a": {"n": 3, "mean": 40.5, "min": 20.35, "max": 62.0}, "b": {"n": 1, "mean": 1.0, "min": 1.0, "max": 1.0}}
+    assert engine_bench.spread(detail, "a") == " (mean 40.5, 20.35–62.0, n 3)"
+    assert engine_bench.spread(detail, "b") == "" and engine_bench.spread(detail, "") == ""
