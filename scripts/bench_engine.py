@@ -127,13 +127,15 @@ def row_gets(key: str, llama: dict) -> str:
     if key.startswith("prefill_tok_s") or key == "ttft_cold_ms_1000":
         return "both: one prompt pass over plain code from an empty KV cache" + ll(fa_p)
     if key == "decode_tok_s":
-        return "both: plain greedy decoding, no drafts (Flint: full LM head)" + ll(fa_d)
+        return ("both: plain greedy decoding of the same prompt token ids, no drafts (Flint: full LM head)"
+                + ll(fa_d))
     best = (f"the faster of its own prompt lookup ({pld}) and its plain decoding: "
             f"{llama.get('drafted_best') or '?'}, {fa_d}")
     if key == "decode_spec_tok_s":
-        return "Flint: prompt-lookup drafts, full LM head" + ll(best)
+        return "both: the same prompt token ids; Flint: prompt-lookup drafts, full LM head" + ll(best)
     if key == "decode_fast_tok_s":
-        return "Flint: prompt-lookup drafts + trimmed LM head (picks re-checked by the full head)" + ll(best)
+        return ("both: the same prompt token ids; Flint: prompt-lookup drafts + trimmed LM head (picks re-checked "
+                "by the full head)" + ll(best))
     if key == "ttft_reuse_ms_1000":
         return "both: the KV cache of the unchanged prefix reused" + ll(fa_p)
     if key == "ttft_keystroke_fim_ms":
@@ -149,6 +151,14 @@ def row_gets(key: str, llama: dict) -> str:
     if key == "cold_start_s":
         return "both: process start to ready, with a short warm-up" + ll("plain, flash_attn off")
     return ""
+
+
+def spread(detail: dict, key: str) -> str:
+    """A cell's spread after its median: " (mean M, min-max A–B, n N)" for more than one sample."""
+    d = detail.get(key)
+    if not d or d.get("n", 0) < 2 or "mean" not in d:
+        return ""
+    return f" (mean {d['mean']}, {d['min']}–{d['max']}, n {d['n']})"
 
 
 def drafted_best(plain: float | None, pld: float | None) -> tuple[float | None, str]:
@@ -250,6 +260,12 @@ class FlintWorker:
             self.eng.config.fast.anchored_fim = True
         return {"ms": t.ttft_ms, "reused": t.reused_tokens, "tokens": t.prompt_tokens}
 
+    def prompt_ids(self, prompt: str, max_tokens: int) -> list[int]:
+        """The token ids decode() runs for ``prompt`` (Engine.build: FIM layout, empty suffix, no healing):
+        llama.cpp is sent the same ids, so both engines continue the same prompt."""
+        self.eng.reset()
+        return self.eng.build(prompt, "", heal=False, max_new=max_tokens).ids
+
     def decode(self, prompt: str, max_tokens: int, fast: bool) -> dict:
         # the same prompt runs once per round and mode: an earlier run's output would be a perfect draft
         self.eng.drafts.forget()  # the remembered outputs would serve the repeated prompt as drafts
@@ -295,8 +311,10 @@ class LlamaWorker:
                 from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
 
                 kw["draft_model"] = LlamaPromptLookupDecoding(max_ngram_size=PLD_NGRAM, num_pred_tokens=pld)
+            # a draft model makes llama-cpp-python store every position's logits, but it sizes that buffer from
+            # logits_all (False: n_batch rows), so past 512 tokens it fails (0.3.36): say it
             llm = Llama(model_path=self.gguf, n_threads=self.threads, n_threads_batch=self.threads, n_ctx=2048,
-                        n_batch=512, logits_all=False, flash_attn=bool(fa), verbose=False, **kw)
+                        n_batch=512, logits_all=bool(pld), flash_attn=bool(fa), verbose=False, **kw)
             llm("def f():", max_tokens=4, temperature=0.0)  # warm up
             self.llms[key] = llm
         return self.llms[key]
@@ -338,7 +356,9 @@ class LlamaWorker:
         self._ttft(llm, before)
         return {"ms": self._ttft(llm, after), "tokens": len(after)}
 
-    def decode(self, prompt: str, max_tokens: int, fast: bool = False, fa: bool = False, pld: int = 0) -> dict:
+    def decode(self, prompt: str | list[int], max_tokens: int, fast: bool = False, fa: bool = False,
+               pld: int = 0) -> dict:
+        """``prompt``: text, or the token ids Flint's engine runs for it (FlintWorker.prompt_ids)."""
         llm = self._llm(fa, pld)
         self._ttft(llm, prompt)
         times = []
@@ -450,6 +470,7 @@ def main() -> int:
     mdir = resolve_model_dir(args.model)
     man = load_manifest(mdir)
     load_start = os.getloadavg()
+    commit = _commit(ROOT)  # the code the workers load, taken before they load it
     gguf = man.source.get("gguf") if man else None
 
     flint = Proc("flint", str(mdir), args.threads)
@@ -500,9 +521,12 @@ def main() -> int:
     kids = {lay: keystroke_ids(tk, fim, bos, k_prefix, k_suffix, k_typed, lay == "fim") for lay in ("fim", "psm")}
     k_new = {lay: new_tokens(*kids[lay]) for lay in kids}  # what a keystroke has to run
 
+    # llama.cpp decodes the very token ids Flint's engine runs for each decode prompt (its FIM layout with an
+    # empty suffix): the same prompt, so the same text up to the two weight formats' near-ties
+    dids = [flint("prompt_ids", prompt=dp, max_tokens=args.decode_tokens) for dp in dprompts]
     llama: dict = {}
     if "llamacpp" in engines:
-        llama = calibrate(engines["llamacpp"], p1000, dprompts[:2], args.decode_tokens, args.llama_fa,
+        llama = calibrate(engines["llamacpp"], p1000, dids[:2], args.decode_tokens, args.llama_fa,
                           [int(x) for x in args.pld_tokens.split(",") if x.strip()], args.calibration_samples)
         print(f"llama.cpp at its best here: {json.dumps(llama)}", file=sys.stderr)
     fa_p, fa_d, pld = llama.get("flash_attn_prompt", False), llama.get("flash_attn_decode", False), \
@@ -514,6 +538,7 @@ def main() -> int:
         res[eng].setdefault(key, []).append(v)
 
     keystroke_tokens: dict[str, dict[str, int]] = {}
+    plain_text: dict[str, str] = {}  # Flint's plain greedy text per decode prompt, this round
     for r in range(args.rounds):
         for name, w in engines.items():  # A then B, every round
             kw = {"fa": fa_p} if name == "llamacpp" else {}
@@ -525,10 +550,11 @@ def main() -> int:
             for _ in range(max(1, args.reuse_samples // args.rounds)):
                 o = w("reuse", prompt=p1000, changed=changed, **kw)
                 add(name, "ttft_reuse_ms_1000", o["ms"])
-            for dp in dprompts:
+            for dp, di in zip(dprompts, dids, strict=True):
                 if name == "flint":
                     o = w("decode", prompt=dp, max_tokens=args.decode_tokens, fast=False)
                     add(name, "decode_tok_s", o["tok_s"])
+                    plain_text[dp] = o["text"]
                     o2 = w("decode", prompt=dp, max_tokens=args.decode_tokens, fast=True)
                     add(name, "decode_fast_tok_s", o2["tok_s"])
                     add(name, "fast_same_text", float(o2["text"] == o["text"]))
@@ -536,11 +562,15 @@ def main() -> int:
                     add(name, "decode_spec_tok_s", o3["tok_s"])
                     add(name, "spec_same_text", float(o3["text"] == o["text"]))
                 else:
-                    o = w("decode", prompt=dp, max_tokens=args.decode_tokens, fa=fa_d)
+                    o = w("decode", prompt=di, max_tokens=args.decode_tokens, fa=fa_d)
                     add(name, "decode_tok_s", o["tok_s"])
-                    o2 = w("decode", prompt=dp, max_tokens=args.decode_tokens, fa=fa_d, pld=pld)
+                    o2 = w("decode", prompt=di, max_tokens=args.decode_tokens, fa=fa_d, pld=pld)
                     add(name, "decode_pld_tok_s", o2["tok_s"])
                     add(name, "pld_same_text", float(o2["text"] == o["text"]))
+                    if dp in plain_text:  # Flint ran first this round (A B)
+                        add(name, "same_text_as_flint", float(o["text"] == plain_text[dp]))
+                        add(name, "shared_prefix_with_flint",
+                            len(os.path.commonprefix([o["text"], plain_text[dp]])) / max(1, len(plain_text[dp])))
             for _ in range(max(1, args.reuse_samples // args.rounds)):
                 for lay in ("fim", "psm"):
                     if name == "flint":
@@ -562,7 +592,8 @@ def main() -> int:
             key = k if name == "flint" else f"llamacpp_{k}"
             summary[key] = round(statistics.median(xs), 2)
             detail[key] = {"median": round(statistics.median(xs), 2), "p95": round(pct(xs, 95), 2),
-                           "p99": round(pct(xs, 99), 2), "n": len(xs)}
+                           "p99": round(pct(xs, 99), 2), "n": len(xs), "mean": round(statistics.mean(xs), 2),
+                           "min": round(min(xs), 2), "max": round(max(xs), 2)}
     summary["rss_mb"] = round(rss["rss_mb"], 1)
     summary["rss_peak_mb"] = round(rss["hwm_mb"], 1)
     summary["cold_start_s"] = round(cold_start, 2)
@@ -580,10 +611,14 @@ def main() -> int:
                   ("decode_fast_tok_s", "llamacpp_decode_pld_tok_s")]:
         if k != "cold_start_s" and summary.get(lk) and k in summary:
             ratios[f"{k}_vs_llamacpp" if lk == f"llamacpp_{k}" else f"{k}_vs_{lk}"] = round(summary[k] / summary[lk], 2)
+    from llama_build import describe as describe_build
+
+    build = _llamacpp_build() if "llamacpp" in engines else {}
     meta = {"model": man.model_id if man else str(mdir), "threads": args.threads, "rounds": args.rounds,
+            "command": "python scripts/bench_engine.py " + " ".join(sys.argv[1:]), "commit": commit,
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "cpu": _cpu(), "decode_prompts": len(dprompts),
             "decode_tokens": args.decode_tokens, "load_avg_start": [round(x, 2) for x in load_start],
-            "load_avg_end": [round(x, 2) for x in os.getloadavg()], "llamacpp_build": _llamacpp_build(),
+            "load_avg_end": [round(x, 2) for x in os.getloadavg()], "llamacpp_build": build,
             "llamacpp": llama, "keystroke_prompt_tokens": keystroke_tokens, "keystroke_new_tokens": k_new,
             "yardstick": {k: v for k, v in YARDSTICK.items() if "llamacpp" in engines},
             "arms": {k: row_gets(k, llama) for k in ROWS}}
@@ -597,13 +632,12 @@ def main() -> int:
         lv = summary.get(lk, "")
         fv = summary.get(k, "")
         ratio = f"{fv / lv:.2f}" if isinstance(fv, float | int) and isinstance(lv, float | int) and lv else ""
-        p95 = detail.get(k, {}).get("p95")
-        lname = str(lv)
+        lname = f"{lv}{spread(detail, lk)}"
         if lk == "llamacpp_decode_drafted_best_tok_s" and lv != "":
-            lname = (f"{lv} ({llama.get('drafted_best')}; prompt lookup {summary.get('llamacpp_decode_pld_tok_s')}, "
-                     f"plain {summary.get('llamacpp_decode_tok_s')})")
-        rows.append((k, f"{fv}" + (f" (p95 {p95})" if p95 is not None and detail[k]["n"] > 3 else ""), lname,
-                     ratio, row_gets(k, llama)))
+            pk = "llamacpp_decode_pld_tok_s"
+            lname = (f"{lv} ({llama.get('drafted_best')}; prompt lookup {summary.get(pk)}{spread(detail, pk)}, "
+                     f"plain {summary.get('llamacpp_decode_tok_s')}{spread(detail, 'llamacpp_decode_tok_s')})")
+        rows.append((k, f"{fv}{spread(detail, k)}", lname, ratio, row_gets(k, llama)))
     table = "\n".join(f"| {' | '.join(r)} |" if i else f"| {' | '.join(r)} |\n|---|---|---|---|---|"
                       for i, r in enumerate(rows))
     print(table)
@@ -627,16 +661,18 @@ def main() -> int:
           f"{args.rounds} rounds, engines alternated (A B A B), one at a time · CPU: {meta['cpu']} · load average "
           f"{meta['load_avg_start'][0]} at start, {meta['load_avg_end'][0]} at the end (2 cores: anything above ~0.2 "
           "is other work sharing them; llama.cpp, whose threads busy-wait, loses more to it)\n",
-          "Reproduce: `python scripts/bench_engine.py` (llama.cpp via `scripts/setup.sh export,dev,bench`).\n",
-          f"llama.cpp build: `{meta['llamacpp_build']}`\n",
+          f"Command: `{meta['command']}` at commit {meta['commit']} (llama.cpp via `scripts/setup.sh "
+          "export,dev,bench`, which installs scripts/llama_wheel.sh's build).\n",
+          *([f"llama.cpp build: {describe_build(build)}\n"] if build else []),
           *([fa_line] if fa_line else []),
-          "Medians (p95 where a metric has more than 3 samples). Each row is measured against llama.cpp doing the "
+          "Medians, then (mean, min–max, number of samples) where a metric has more than one. Each row is measured against llama.cpp doing the "
           "same at its best (plain decoding against plain decoding; Flint's drafted decoding against llama.cpp's "
           "own prompt-lookup decoding, or its plain decoding where that was faster, both figures in the cell; each "
           "keystroke layout against the same layout), and its last column says what each arm got. "
           "decode = greedy tokens/s after the first token "
           f"on {len(dprompts)} code prompts from files outside the trimmed head's corpus (stdlib textwrap, shlex, "
-          f"json.decoder; pygls) ({args.decode_tokens} tokens); ttft_reuse = first token after only the last 5 "
+          f"json.decoder; pygls) ({args.decode_tokens} tokens; both engines run the same token ids, the FIM "
+          "prompt Flint's engine builds with an empty suffix); ttft_reuse = first token after only the last 5 "
           "tokens of a 1,000-token prompt changed (KV cache reused); ttft_keystroke = first token after one "
           "character (Enter at the end of a line) is typed in a FIM prompt (3,000 characters before the cursor, "
           "600 after) whose previous state is cached, in Flint's anchored layout (`fim`: the typed line after the "
@@ -649,13 +685,18 @@ def main() -> int:
           f"{statistics.mean(res['flint'].get('spec_same_text', [0])) * 100:.0f}% of runs, all fast paths (decode_fast, "
           f"which adds the trimmed LM head) {statistics.mean(res['flint'].get('fast_same_text', [0])) * 100:.0f}%. "
           "Differences come from near-ties: a forward over several tokens uses other MatMulNBits kernels than "
-          "over one, so logits differ in the last bits.", "", *notes, "```json",
+          "over one, so logits differ in the last bits."
+          + (f" llama.cpp's plain greedy text (the GGUF's own weights) equals Flint's (int8 weights made from "
+             f"them) on the same prompt ids in {statistics.mean(res['llamacpp']['same_text_as_flint']) * 100:.0f}% "
+             f"of runs; on average they share the first "
+             f"{statistics.mean(res['llamacpp']['shared_prefix_with_flint']) * 100:.0f}% of Flint's text."
+             if res.get("llamacpp", {}).get("same_text_as_flint") else ""), "", *notes, "```json",
           json.dumps({"summary": summary, "ratios": ratios}, indent=2), "```"]
     (OUTD / "engine.md").write_text("\n".join(md) + "\n")
     return 0
 
 
-def calibrate(w: Proc, p1000: str, dprompts: list[str], decode_tokens: int, fa_choice: str,
+def calibrate(w: Proc, p1000: str, dprompts: list[list[int]], decode_tokens: int, fa_choice: str,
               pld_choices: list[int], samples: int) -> dict:
     """llama.cpp's best settings here: flash attention on or off for prompt passes (a cold 1,000-token
     prompt pass) and for decoding (plain greedy), then the prompt-lookup draft length (with the decoding
@@ -690,23 +731,34 @@ def calibrate(w: Proc, p1000: str, dprompts: list[str], decode_tokens: int, fa_c
             "samples": samples}
 
 
-def _llamacpp_build() -> str:
-    """llama.cpp's own account of the instruction sets it was compiled for (scripts/llama_wheel.sh's flags)."""
+def _llamacpp_build() -> dict:
+    """How the installed llama-cpp-python was built: its version, llama.cpp's own account of the instruction
+    sets it was compiled for, and scripts/llama_wheel.sh's CMake flags when the installed build is that wheel."""
+    from llama_build import build_info
+
+    return build_info()
+
+
+def _commit(tree: Path) -> str:
+    """The code measured: HEAD of ``tree``, marked when it has uncommitted changes."""
     try:
-        import llama_cpp
-    except ImportError:
-        return "not installed"
-    return f"llama-cpp-python {llama_cpp.__version__}: " + llama_cpp.llama_print_system_info().decode().strip()
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=tree,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return (head or "?") + (" (with uncommitted changes)" if dirty else "")
 
 
 def _cpu() -> str:
+    """The CPU as every benchmark records it (bench_replay.cpu_model: name, family/model, widest int8 ISA)."""
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip() + f" x{os.cpu_count()}"
-    except OSError:
-        pass
-    return "?"
+        from bench_replay import cpu_model
+
+        return cpu_model()
+    except Exception:  # noqa: BLE001 - a report without its CPU's details is still a report
+        return f"? x{os.cpu_count()}"
 
 
 if __name__ == "__main__":

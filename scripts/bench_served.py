@@ -822,7 +822,11 @@ def markdown(rows: list[dict], ranked: list[dict], meta: dict) -> str:
            f"Model: {meta['model']} (served, onnxruntime) and {meta['gguf']} (direct, llama-cpp-python "
            f"{meta['llama_cpp']}); threads {meta['threads']}  ",
            f"Held-out code: {', '.join(meta['packages'])} (pip download --no-deps at bench time)  ",
-           f"Configurations: {meta['trees']}  ", "",
+           f"Configurations: {meta['trees']}"
+           + (" (commits: " + ", ".join(f"{k} {v}" for k, v in meta["commits"].items()) + ")" if meta.get("commits")
+              else "") + "  ",
+           *([f"llama.cpp build (direct arm): {meta['llama_cpp_build_text']}  "] if meta.get("llama_cpp_build_text")
+             else []), "",
            "Shares of duplicate / mid_statement / comment_only are of the spots where something was inserted; "
            "exact and edit_sim count an empty insertion as a miss. Latency: from the first request at the spot "
            "to the first non-empty answer (an empty answer at the deadline is asked again at once, as a user "
@@ -899,8 +903,12 @@ async def amain(args) -> int:
             return 0
         load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
         outs: list[Outcome] = []
+        from bench_engine import _commit
+
+        commits = {}
         for spec in filter(None, args.trees.split(",")):  # --trees "": the direct arm alone
             name, tree = spec.split("=", 1)
+            commits[name] = _commit(Path(tree))  # before its server loads it
             print(f"[{name}] flint serve from {tree} ...", flush=True)
             outs += await run_config(name, tree, spots, args, work)
             write_partial(args, outs)
@@ -919,16 +927,16 @@ async def amain(args) -> int:
     from bench_replay import cpu_model  # one description of the CPU for every benchmark (family, int8 ISA)
 
     cpu = cpu_model()
-    try:
-        import llama_cpp
-        llama_version = llama_cpp.__version__
-    except ImportError:
-        llama_version = "-"
+    from llama_build import build_info, describe
+
+    build = build_info()
+    llama_version = build["version"] or "-"
     meta = {"command": "python scripts/bench_served.py " + " ".join(sys.argv[1:]),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpu": cpu,
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
             "load": load, "model": manifest.model_id if manifest else str(model_dir), "gguf": Path(gguf).name,
-            "llama_cpp": llama_version, "threads": args.threads,
+            "llama_cpp": llama_version, "llama_cpp_build": build, "llama_cpp_build_text": describe(build),
+            "commits": commits, "threads": args.threads,
             "packages": [f"{n}=={v}" for n, v in PACKAGES], "trees": args.trees, "tab_rounds": args.tab_rounds,
             "patience": args.patience, "gap": args.gap,
             "spots": [s.name for s in spots]}

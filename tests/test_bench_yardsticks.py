@@ -298,3 +298,35 @@ def test_new_tokens():
     assert engine_bench.new_tokens([1, 2], [1, 2, 3]) == 1
     assert engine_bench.new_tokens([9], [1, 2]) == 2
 
+
+
+def test_llama_build_flags_only_for_the_installed_wheel(tmp_path):
+    """The CMake flags llama_wheel.sh kept beside its wheel are reported only when the installed shared
+    libraries are that wheel's, byte for byte (a pip-built native llama_cpp has unknown flags)."""
+    import zipfile
+
+    build = _load("llama_build")
+    kept = tmp_path / "wheels" / "llama-cpp-python-0.3.36-avx2-abcd1234"
+    kept.mkdir(parents=True)
+    (kept / "CMAKE_ARGS").write_text("-DGGML_NATIVE=OFF -DGGML_AVX2=ON\n")
+    with zipfile.ZipFile(kept / "llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl", "w") as z:
+        z.writestr("llama_cpp/lib/libllama.so", b"wheel bytes")
+        z.writestr("llama_cpp/__init__.py", "")
+    site = tmp_path / "site"
+    (site / "llama_cpp" / "lib").mkdir(parents=True)
+    lib = site / "llama_cpp" / "lib" / "libllama.so"
+    lib.write_bytes(b"wheel bytes")
+    got = build.wheel_flags(tmp_path / "wheels", "0.3.36", site)
+    assert got == {"cmake_args": "-DGGML_NATIVE=OFF -DGGML_AVX2=ON",
+                   "wheel": "llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl"}
+    assert build.wheel_flags(tmp_path / "wheels", "0.3.35", site) is None  # another version
+    lib.write_bytes(b"native build")
+    assert build.wheel_flags(tmp_path / "wheels", "0.3.36", site) is None
+    info = {"version": "0.3.36", "system_info": "AVX2 = 1", "cmake_args": "", "note": "unknown flags"}
+    assert build.describe(info) == "llama-cpp-python 0.3.36 (unknown flags); llama.cpp's system info: AVX2 = 1"
+
+
+def test_spread_follows_the_median_only_with_several_samples():
+    detail = {"a": {"n": 3, "mean": 40.5, "min": 20.35, "max": 62.0}, "b": {"n": 1, "mean": 1.0, "min": 1.0, "max": 1.0}}
+    assert engine_bench.spread(detail, "a") == " (mean 40.5, 20.35–62.0, n 3)"
+    assert engine_bench.spread(detail, "b") == "" and engine_bench.spread(detail, "") == ""
