@@ -61,8 +61,8 @@ class Settings:
     # an automatic suggestion ends before its first token the model gave a lower probability than this (a
     # typist takes a suggestion only when all of it is right; what follows a guess is only as good as the
     # guess); 0: whole lines. Explicit requests are never cut. The default: docs/benchmarks/doubt.md (chosen on
-    # functions the replay does not type) and replay.cut.md (characters saved, same run)
-    confidence_cut: float = 0.5
+    # functions the replay does not type, then the replay's tuning half; its validation half: replay.md)
+    confidence_cut: float = 0.8
     # where something is typed on the line, an automatic suggestion whose first visible token the model gave a
     # lower probability than this is not shown (doubt_cut cannot cut before its first character); 0: off
     confidence_gate: float = 0.0
