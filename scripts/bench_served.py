@@ -788,7 +788,7 @@ ARMS_TEXT = (
     "kind's rule (automatic: one line and its look-ahead line, or a block of up to maxLines; invoked: the "
     "context's budget, engine.text.budget.budget_for) and its deadline (automatic 2.5 s, invoked 6 s); "
     "post-processed by the session (items.build_items: engine.text.postprocess with the state's mode; "
-    "automatic requests cut where the model doubted, confidenceCut 0.5); invoked: item 1 of 3 variants.",
+    "automatic requests cut where the model doubted, confidenceCut at the server's default); invoked: item 1 of 3 variants.",
     "- **direct automatic / direct invoked** (llama-cpp-python on the GGUF): the PSM layout (prefix, suffix, "
     "middle token) without token healing, greedy, one variant, no deadline, never the quick window; the same "
     "GenParams, budget and stop rule as the served request kind (planner.state_at, stops.budgeted, "
