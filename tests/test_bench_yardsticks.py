@@ -4,30 +4,15 @@ post-processing rules). No model, no server."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 from engine.decoding.prompt import Fim
 from engine.policy.speculation import window_start
 from engine.text.window import clip_window
+from tests.scripts import load_script
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses look their module up by name
-    spec.loader.exec_module(mod)
-    return mod
-
-
-engine_bench = _load("bench_engine")
-served = _load("bench_served")
+engine_bench = load_script("bench_engine")
+served = load_script("bench_served")
 
 FIM = Fim("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
 SPECIAL = {FIM.prefix: 1000, FIM.suffix: 1001, FIM.middle: 1002}
@@ -305,7 +290,7 @@ def test_llama_build_flags_only_for_the_installed_wheel(tmp_path):
     libraries are that wheel's, byte for byte (a pip-built native llama_cpp has unknown flags)."""
     import zipfile
 
-    build = _load("llama_build")
+    build = load_script("llama_build")
     kept = tmp_path / "wheels" / "llama-cpp-python-0.3.36-avx2-abcd1234"
     kept.mkdir(parents=True)
     (kept / "CMAKE_ARGS").write_text("-DGGML_NATIVE=OFF -DGGML_AVX2=ON\n")

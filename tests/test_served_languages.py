@@ -4,29 +4,13 @@ held-out corpora (which the fast tier does not fetch)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
-sys.path.insert(0, str(SCRIPTS))  # the script imports bench_served, replay_quality, ... as top-level modules
+from tests.scripts import load_script
 
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses look their module up by name
-    spec.loader.exec_module(mod)
-    return mod
-
-
-sl = _load("bench_served_languages")
+sl = load_script("bench_served_languages")
 from replay_corpus import Segment  # noqa: E402
 
-pytest.importorskip("tree_sitter_language_pack")  # the judge is tree-sitter's
 
 GO_FILE = """package p
 
