@@ -11,7 +11,6 @@ from tests.scripts import load_script
 sl = load_script("bench_served_languages")
 from replay_corpus import Segment  # noqa: E402
 
-
 GO_FILE = """package p
 
 func sum(xs []int) int {
