@@ -120,6 +120,11 @@ class Timings:
 TokenCallback = Callable[..., None]
 
 
+# finish reasons of a model that stopped on its own terms (not a deadline or a cancel): the same prompt gives
+# the same text, and that text, even empty, is its answer (the disk cache stores only such generations)
+COMPLETE_REASONS = frozenset({"eos", "length", "lines", "stop"})
+
+
 def stop_cut(text: str, params: GenParams, stop_texts: tuple[str, ...] = ()) -> tuple[str | None, str]:
     """(reason, text) once generated text reaches a stop string (the earliest of ``params.stop`` and
     ``stop_texts``) or ``params.max_lines`` line breaks, cut there; else (None, text). The local engine

@@ -16,12 +16,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.text.window import clip_window
-from engine.types import Completion, GenParams
+from engine.types import COMPLETE_REASONS, Completion, GenParams
 
 FORMAT = 1  # bump when the key material or the value layout changes: old entries stop matching
-# finish reasons that mean "the model finished on its own terms": the same prompt gives the same text.
-# A generation cut by a deadline or a cancel is partial, and is not stored.
-COMPLETE_REASONS = frozenset({"eos", "length", "lines", "stop"})
 
 
 def cache_key(model_id: str, params: GenParams, prefix: str, suffix: str,

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from engine.text.postprocess import fix_first_indent
 from engine.text.statements import split_cursor
-from engine.types import Completion, Doubts
+from engine.types import COMPLETE_REASONS, Completion, Doubts
 
 ANCHOR_CHARS = 2048  # tail of the base prefix that locates it inside a later prefix
 # How far typing may run ahead of a streaming generation (which has not written that far yet) and still
@@ -42,8 +42,6 @@ ANCHOR_CHARS = 2048  # tail of the base prefix that locates it inside a later pr
 RUN_AHEAD_CHARS = 160
 CAPACITY = 64
 _CLOSERS = ")]}\"'`"
-# the model stopped on its own terms (not a deadline or a cancel): its text, even empty, is its answer
-COMPLETE_REASONS = frozenset({"eos", "length", "lines", "stop"})
 
 
 # ---------------------------------------------------------------------------------------------- text
