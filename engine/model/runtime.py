@@ -34,15 +34,15 @@ _shared: list[bool] = []  # decided once per process: whether sessions use the s
 
 
 def _shared_pool(threads: int) -> bool:
-    """One process-wide intra-op pool for every session (decoder and LM heads), created before the first
-    session. Why: decode alternates the decoder and a head session every step. With a pool per session a
-    spinning pool steals the cores from the other, so spinning had to be off, and then every one of the
-    ops of a step pays a thread wake-up; one shared spinning pool makes a forward faster
-    (docs/benchmarks/engine.md, session 3). ``FLINT_SHARED_POOL=0`` goes back to per-session pools.
+    """Whether sessions share one process-wide intra-op pool (``FLINT_SHARED_POOL=1``) instead of a pool per
+    session without spinning (the default). The shared pool spins between runs (the Python API cannot turn
+    that off): a forward starts faster, but its worker burns a core while the engine thread samples, drafts
+    and streams between forwards, and after each generation. Typing through the replay, per-session pools
+    used less CPU for the same work at the same latency (docs/benchmarks/archive/replay.cpu-val-s25.md).
     Returns whether sessions should use the shared pool (its size is fixed by the first caller)."""
     if _shared:
         return _shared[0]
-    on = os.environ.get("FLINT_SHARED_POOL", "1") != "0"
+    on = os.environ.get("FLINT_SHARED_POOL", "0") == "1"
     if on:
         try:
             from onnxruntime.capi import onnxruntime_pybind11_state as _C
