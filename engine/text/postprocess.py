@@ -6,7 +6,6 @@ with golden tests (tests/test_postprocess.py):
 1. ``normalize``                 LF line breaks, no trailing blanks, no runaway lines.
 2. ``drop_incomplete_last_line`` a generation cut by a limit ends mid-line: drop that partial line.
 3. ``limit_lines``               single-line mode keeps the first line; multi-line keeps ``max_lines``.
-   ``fix_first_indent``          no extra indentation after the indentation already at the cursor.
    ``_finish_statement``         a one-line text whose statement goes on below takes the lines that end it.
 4. ``cut_at_following_lines``    stop where the text starts re-writing the code below the cursor (the
                                  next line, a near copy of it, or two consecutive lines a little below).
@@ -22,6 +21,10 @@ with golden tests (tests/test_postprocess.py):
                                  deeper) that does not end on one is nothing;
    ``else_goes_on_below``        nor is an ``else:`` whose chain goes on below with its own ``else``/``elif``.
 9. never return empty or whitespace-only text (``None`` instead).
+
+A cursor on a line of whitespace only is prompted from that line's start (``line_start``; the engine takes
+the typed indentation off what the model writes: ``from_line_start``), so the model's own indentation is
+the suggestion's.
 
 At the end of a finished line a one-line request whose text starts with a line break shows that next line.
 
@@ -105,22 +108,36 @@ def limit_lines(text: str, mode: Mode, max_lines: int) -> str:
     return "\n".join(lines[: max(1, max_lines) + (1 if lines[0] == "" else 0)])
 
 
-def fix_first_indent(text: str, line_prefix: str) -> str:
-    """The cursor sits after indentation the editor (or user) already typed, yet the model starts with more
-    whitespace (a FIM prompt ending in whitespace invites it). The cursor's column is the intent: drop the
-    extra from the first line, and from the following lines when they all carry it too (the model then
-    believed in a deeper block throughout)."""
-    if not line_prefix or line_prefix.strip():
-        return text
-    first = text.split("\n", 1)[0]
-    extra = first[: len(first) - len(first.lstrip(" \t"))]
-    if not extra or not first.strip():
-        return text
-    lines = text.split("\n")
-    rest = lines[1:]
-    if all(not ln.strip() or ln.startswith(extra) for ln in rest):
-        rest = [ln[len(extra):] if ln.strip() else ln for ln in rest]
-    return "\n".join([first[len(extra):]] + rest)
+def line_start(prefix: str, suffix: str = "") -> tuple[str, str]:
+    """(the prompt's prefix, the indentation typed at the cursor): when the cursor's line holds only
+    whitespace (``suffix``: nothing right of the cursor either), the prompt ends at that line's start and
+    the model writes the line's indentation itself.
+    A FIM prompt that ends in part of an indentation makes the model start its code right there, at a
+    column no line of the block has, or open a docstring; from the line start it indents as the block
+    does, and every keystroke in the indentation is typed through the same generation."""
+    i = prefix.rfind("\n") + 1
+    indent = prefix[i:]
+    if indent and not indent.strip() and not suffix.split("\n", 1)[0].strip():
+        return prefix[:i], indent
+    return prefix, ""
+
+
+def from_line_start(raw: str, indent: str, doubts: tuple[tuple[int, float], ...] = ()
+                    ) -> tuple[str, tuple[tuple[int, float], ...]]:
+    """Text the model wrote from the line start (``line_start``) as seen from the cursor after ``indent``,
+    with its doubts' offsets: the indentation typed is taken off; while the model is still writing
+    whitespace that the cursor has passed, nothing yet; a line indented less than the cursor (a dedent
+    the editor cannot show as an insertion) starts at the cursor's column."""
+    if not indent:
+        return raw, doubts
+    if raw.startswith(indent):
+        cut = len(indent)
+    elif indent.startswith(raw):
+        return "", ()
+    else:
+        first = raw.split("\n", 1)[0]
+        cut = len(first) - len(first.lstrip(" \t"))
+    return raw[cut:], tuple((at - cut, p) for at, p in doubts if at >= cut)
 
 
 def limit_scope(text: str, line_prefix: str, prefix: str = "", language: str | None = None) -> str:
@@ -316,7 +333,6 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
     if complete_statements and mode == "single" and len(raw_lines) > 1 and text.strip() and \
             not line_suffix.strip():
         text = _finish_statement(text, raw_lines[1:], prefix, language)
-    text = fix_first_indent(text, line_prefix)
     text = cut_at_following_lines(text, line_prefix, suffix)
     if mode == "multi":
         text = _fit_block(text, prefix, suffix, line_prefix, language, max_lines, truncated, one_statement_in_code)
