@@ -35,8 +35,7 @@ from engine.guidance.service import Guidance
 from engine.model.kv_cache import Anchor, KVRows, common_prefix
 from engine.model.manifest import Manifest, load_manifest
 from engine.model.runtime import OnnxDecoder
-from engine.text.postprocess import from_line_start, line_start
-from engine.text.window import clip_window, sticky_cut
+from engine.text.window import clip_window, from_line_start, line_start, sticky_cut
 from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
 
 log = logging.getLogger("flint.engine")
@@ -347,14 +346,8 @@ class Engine:
     def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
                  cancel: CancelToken | None = None, on_token: TokenCallback | None = None
                  ) -> tuple[list[Completion], Timings]:
-        base, indent = line_start(prefix, suffix)  # a line of whitespace only is written from its start
-        if not indent:
-            return self._complete(prefix, suffix, params, cancel, on_token)
-        outs, t = self._complete(base, suffix, params, cancel, on_token and (
-            lambda i, text, doubts=(): on_token(i, *from_line_start(text, indent, doubts))))
-        for c in outs:
-            c.text, c.doubts = from_line_start(c.text, indent, c.doubts)
-        return outs, t
+        # a line of whitespace only is written from its start
+        return from_line_start(lambda p, seen: self._complete(p, suffix, params, cancel, seen), prefix, suffix, on_token)
 
     def _complete(self, prefix: str, suffix: str, params: GenParams | None, cancel: CancelToken | None,
                   on_token: TokenCallback | None) -> tuple[list[Completion], Timings]:

@@ -12,13 +12,12 @@ from engine.text.budget import decide_mode
 from engine.text.overlap import drop_repetition
 from engine.text.postprocess import (
     Suggestion,
-    from_line_start,
     limit_scope,
-    line_start,
     normalize,
     postprocess,
 )
 from engine.text.statements import opens_block, prefix_state, scan
+from engine.text.window import line_start, seen_from_cursor
 
 CURSOR = "█"
 
@@ -423,7 +422,7 @@ def test_lead_doubt_is_the_lowest_doubt_before_the_first_visible_character():
     assert lead_doubt("", ((0, 0.2),)) == 1.0  # nothing to show
 
 
-# --- a line of whitespace only is prompted from its start (engine.Engine.complete) ------------------------
+# --- a line of whitespace only is prompted from its start (engine/text/window.py) ------------------------
 @pytest.mark.parametrize("prefix,suffix,expected", [
     ("def f():\n      ", "\nx", ("def f():\n", "      ")),
     ("def f():\n\t", "", ("def f():\n", "\t")),
@@ -442,5 +441,5 @@ def test_line_start(prefix, suffix, expected):
     ("    else:\n        y", ((4, 0.5),), ("else:\n        y", ((0, 0.5),))),  # a dedent starts at the cursor
     ("\n        y", ((9, 0.5),), ("\n        y", ((9, 0.5),))),
 ])
-def test_from_line_start(raw, doubts, expected):
-    assert from_line_start(raw, "      ", doubts) == expected
+def test_seen_from_cursor(raw, doubts, expected):
+    assert seen_from_cursor(raw, "      ", doubts) == expected

@@ -22,9 +22,8 @@ with golden tests (tests/test_postprocess.py):
    ``else_goes_on_below``        nor is an ``else:`` whose chain goes on below with its own ``else``/``elif``.
 9. never return empty or whitespace-only text (``None`` instead).
 
-A cursor on a line of whitespace only is prompted from that line's start (``line_start``; the engine takes
-the typed indentation off what the model writes: ``from_line_start``), so the model's own indentation is
-the suggestion's.
+A cursor on a line of whitespace only is prompted from that line's start (engine/text/window.py's
+``from_line_start``), so the model's own indentation is the suggestion's.
 
 At the end of a finished line a one-line request whose text starts with a line break shows that next line.
 
@@ -106,38 +105,6 @@ def limit_lines(text: str, mode: Mode, max_lines: int) -> str:
     if mode == "single":
         return lines[0]
     return "\n".join(lines[: max(1, max_lines) + (1 if lines[0] == "" else 0)])
-
-
-def line_start(prefix: str, suffix: str = "") -> tuple[str, str]:
-    """(the prompt's prefix, the indentation typed at the cursor): when the cursor's line holds only
-    whitespace (``suffix``: nothing right of the cursor either), the prompt ends at that line's start and
-    the model writes the line's indentation itself.
-    A FIM prompt that ends in part of an indentation makes the model start its code right there, at a
-    column no line of the block has, or open a docstring; from the line start it indents as the block
-    does, and every keystroke in the indentation is typed through the same generation."""
-    i = prefix.rfind("\n") + 1
-    indent = prefix[i:]
-    if indent and not indent.strip() and not suffix.split("\n", 1)[0].strip():
-        return prefix[:i], indent
-    return prefix, ""
-
-
-def from_line_start(raw: str, indent: str, doubts: tuple[tuple[int, float], ...] = ()
-                    ) -> tuple[str, tuple[tuple[int, float], ...]]:
-    """Text the model wrote from the line start (``line_start``) as seen from the cursor after ``indent``,
-    with its doubts' offsets: the indentation typed is taken off; while the model is still writing
-    whitespace that the cursor has passed, nothing yet; a line indented less than the cursor (a dedent
-    the editor cannot show as an insertion) starts at the cursor's column."""
-    if not indent:
-        return raw, doubts
-    if raw.startswith(indent):
-        cut = len(indent)
-    elif indent.startswith(raw):
-        return "", ()
-    else:
-        first = raw.split("\n", 1)[0]
-        cut = len(first) - len(first.lstrip(" \t"))
-    return raw[cut:], tuple((at - cut, p) for at, p in doubts if at >= cut)
 
 
 def limit_scope(text: str, line_prefix: str, prefix: str = "", language: str | None = None) -> str:
