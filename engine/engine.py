@@ -23,10 +23,10 @@ import numpy as np
 
 from engine.config import EngineConfig, ModelNotBuilt, resolve_model_dir
 from engine.decoding.batch import Firsts, Known, decode_batch
-from engine.decoding.drafts import Drafts
+from engine.decoding.drafts import Drafts, measure_costs
 from engine.decoding.fast import FastPaths
 from engine.decoding.greedy import decode_greedy
-from engine.decoding.layout import comment_ids, context_ids, layout_digest
+from engine.decoding.layout import block_ids, layout_digest
 from engine.decoding.prompt import Fim, Healer, Prompt, build_prompt, choose_anchor
 from engine.decoding.sampling import Sampler
 from engine.decoding.stops import budgeted, dedupe
@@ -35,7 +35,7 @@ from engine.guidance.service import Guidance
 from engine.model.kv_cache import Anchor, KVRows, common_prefix
 from engine.model.manifest import Manifest, load_manifest
 from engine.model.runtime import OnnxDecoder
-from engine.text.window import clip_window, sticky_cut
+from engine.text.window import clip_window, from_line_start, line_start, sticky_cut
 from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
 
 log = logging.getLogger("flint.engine")
@@ -136,16 +136,7 @@ class Engine:
     def _measure_costs(self) -> None:
         """Time one forward over m tokens for the draft sizes the speculation may choose."""
         past = max(1, len(self.rows.tokens) - 16)
-        costs = {}
-        for m in sorted({1, 2, 3, 5, self.config.fast.max_draft + 1}):
-            ids = np.full((1, m), 100, dtype=np.int64)
-            best = float("inf")
-            for _ in range(2):
-                t0 = time.perf_counter()
-                self.decoder.forward(ids, past)
-                best = min(best, time.perf_counter() - t0)
-            costs[m] = best
-        self.drafts.costs = costs
+        costs = self.drafts.costs = measure_costs(self.decoder.forward, past, sorted({1, 2, 3, 5, self.config.fast.max_draft + 1}))
         log.info("forward cost per token count (ms): %s", {k: round(v * 1000, 1) for k, v in costs.items()})
         self.rows.truncate(min(past, len(self.rows.tokens)))
 
@@ -202,10 +193,7 @@ class Engine:
             return False
         ids: list[int] = []
         if digest:
-            if layout == "comments":
-                ids = comment_ids(self.tok, block.chunks, block.current_path)
-            else:
-                ids = context_ids(self.tok, block.repo, block.chunks, block.current_path)
+            ids = block_ids(self.tok, block, layout)
             room = self.decoder.capacity // 2  # the file window keeps at least half the KV
             if len(ids) > room:
                 log.debug("context block of %d tokens exceeds %d: not used", len(ids), room)
@@ -320,6 +308,7 @@ class Engine:
         an interrupted warm-up keeps what it computed, parked while the user types, resumed next time).
         None when a row holds it but for a tail (``warm_slack``) the next keystroke runs anyway."""
         t, cfg = Timings(), self.config
+        prefix = line_start(prefix, suffix)[0]  # the prompt complete() runs there
         pr, _ = self._prepare(prefix, suffix, heal=True, max_new=64, quick_ok=False)
         if self.rows.holds(pr.ids, pr.anchor, min(cfg.quick_above_tokens, cfg.warm_slack * len(pr.ids))):
             return None
@@ -357,6 +346,11 @@ class Engine:
     def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
                  cancel: CancelToken | None = None, on_token: TokenCallback | None = None
                  ) -> tuple[list[Completion], Timings]:
+        # a line of whitespace only is written from its start
+        return from_line_start(lambda p, seen: self._complete(p, suffix, params, cancel, seen), prefix, suffix, on_token)
+
+    def _complete(self, prefix: str, suffix: str, params: GenParams | None, cancel: CancelToken | None,
+                  on_token: TokenCallback | None) -> tuple[list[Completion], Timings]:
         params, t, known = params or GenParams(), Timings(), self.firsts.take(self.rows.tokens)
         pr, quick = self._prepare(prefix, suffix, heal=params.token_healing, max_new=params.max_tokens,
                                   quick_ok=params.quick_start)

@@ -45,6 +45,22 @@ def test_key_covers_model_params_prefix_and_suffix():
     assert base == key("def f(x):\n    ", "\nprint(f(1))\n", GenParams(deadline=123.0))
 
 
+def test_a_whitespace_only_line_does_not_match_what_was_stored_for_it_before():
+    """Such a line is asked from its start now (text.window.line_start): an entry stored by an older Flint,
+    from a prompt that ended in the indentation, is not its answer; other states keep their keys."""
+    import hashlib
+    import json
+
+    from engine.cache.entries import FORMAT
+
+    def older(prefix: str, suffix: str) -> str:
+        material = json.dumps([FORMAT, "m1", list(GenParams().key()), prefix, suffix], ensure_ascii=False)
+        return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+
+    assert key("def f(x):\n    ", "\nprint(f(1))\n") != older("def f(x):\n    ", "\nprint(f(1))\n")
+    assert key("def f(x):\n    return ", "\nprint(f(1))\n") == older("def f(x):\n    return ", "\nprint(f(1))\n")
+
+
 def test_key_uses_the_engines_window():
     """Text outside the window the engine sees does not split entries; text inside it does."""
     far = "".join(f"line_{i} = {i}\n" for i in range(2000))  # ~26k characters

@@ -199,6 +199,27 @@ def test_token_healing_completes_the_partial_word(engine):
     assert ("ret" + out[0].text).startswith("return"), repr(out[0].text)
 
 
+def test_a_line_of_partial_indentation_is_written_from_its_start(engine):
+    """The cursor after part of a block's indentation: the model writes the line from its start (the same
+    prompt and text for every keystroke in the indentation), and the suggestion is the rest of it."""
+    prefix = ("class MRUCache(Cache):\n    def __init__(self, maxsize):\n        self.__order = {}\n\n"
+              "    def __getitem__(self, key):\n")
+    suffix = "\n        self.__update(key)\n        return value\n"
+    params = GenParams(max_tokens=24, max_lines=1)
+    at_start, _ = _fresh(engine, prefix, suffix, params)
+    assert at_start[0].text.startswith("        ") and at_start[0].text.strip(), repr(at_start[0].text)
+    seen: list[str] = []
+    for typed in ("   ", "      "):
+        engine.reset()
+        out, t = engine.complete(prefix + typed, suffix, params, on_token=lambda i, s, *d: seen.append(s))
+        # the rest of the same line's shape: the block's indentation, then code (a near tie between two
+        # lines may part the texts themselves)
+        assert (typed + out[0].text).startswith("        ") and out[0].text.strip(), (typed, out[0].text)
+        assert not out[0].text[len("        ") - len(typed):][:1].isspace(), (typed, out[0].text)
+        assert seen and seen[-1] == out[0].text  # streamed as the cursor sees it too
+        seen.clear()
+
+
 def test_a_keystroke_in_a_fim_prompt_runs_only_its_own_tokens(engine, monkeypatch):
     """Anchored prompts: the typed line sits after the middle token, so typing does not re-run the
     suffix (PSM order would: it follows the prefix); the reused state gives what a fresh run gives."""

@@ -10,8 +10,14 @@ import pytest
 
 from engine.text.budget import decide_mode
 from engine.text.overlap import drop_repetition
-from engine.text.postprocess import Suggestion, limit_scope, normalize, postprocess
+from engine.text.postprocess import (
+    Suggestion,
+    limit_scope,
+    normalize,
+    postprocess,
+)
 from engine.text.statements import opens_block, prefix_state, scan
+from engine.text.window import line_start, seen_from_cursor
 
 CURSOR = "█"
 
@@ -74,11 +80,8 @@ GOLDEN = [
      "fn max(a: i32, b: i32) -> i32 {\n    █\n}\n",
      "if a > b {\n        a\n    } else {\n        b\n    }\n}\n\nfn main() {",
      Suggestion("if a > b {\n        a\n    } else {\n        b\n    }")),
-    ("extra indentation after the cursor's indentation is dropped",
-     "def load(path):\n    █\n", "    return cfg\n\nif x:\n    main()", Suggestion("return cfg")),
-    ("extra indentation dropped from every line that carries it",
-     "def load(path):\n    █\n", "    with open(path) as f:\n            return f.read()",
-     Suggestion("with open(path) as f:\n        return f.read()")),
+    ("indentation the model writes after the cursor's is its own (the engine prompts such a line from its start)",
+     "class A:\n    def load(self, path):\n    █\n", "    return cfg\n\nif x:\n    main()", Suggestion("    return cfg")),
     ("JS arrow braces: the model closes the body itself, replacing the auto-closed brace",
      "const add = (a, b) => {█}\n", "\n    return a + b;\n};", Suggestion("\n    return a + b;\n};", replace=1)),
     # --- repetition -----------------------------------------------------------------------------------
@@ -417,3 +420,26 @@ def test_lead_doubt_is_the_lowest_doubt_before_the_first_visible_character():
     assert lead_doubt("foo", ((1, 0.2),)) == 1.0  # inside the first word: the cut's
     assert lead_doubt("foo", ()) == 1.0
     assert lead_doubt("", ((0, 0.2),)) == 1.0  # nothing to show
+
+
+# --- a line of whitespace only is prompted from its start (engine/text/window.py) ------------------------
+@pytest.mark.parametrize("prefix,suffix,expected", [
+    ("def f():\n      ", "\nx", ("def f():\n", "      ")),
+    ("def f():\n\t", "", ("def f():\n", "\t")),
+    ("def f():\n", "\n", ("def f():\n", "")),  # at the line start already
+    ("def f():\n    x", "\n", ("def f():\n    x", "")),  # code on the line
+    ("def f():\n    ", "return x\n", ("def f():\n    ", "")),  # code right of the cursor
+])
+def test_line_start(prefix, suffix, expected):
+    assert line_start(prefix, suffix) == expected
+
+
+@pytest.mark.parametrize("raw,doubts,expected", [
+    ("        value = 1\n        y", ((8, 0.5), (1, 0.2)), ("  value = 1\n        y", ((2, 0.5),))),  # the rest of the indentation
+    ("    ", (), ("", ())),  # still writing indentation the cursor has passed
+    ("      ", (), ("", ())),
+    ("    else:\n        y", ((4, 0.5),), ("else:\n        y", ((0, 0.5),))),  # a dedent starts at the cursor
+    ("\n        y", ((9, 0.5),), ("\n        y", ((9, 0.5),))),
+])
+def test_seen_from_cursor(raw, doubts, expected):
+    assert seen_from_cursor(raw, "      ", doubts) == expected

@@ -13,6 +13,7 @@ from engine import paths
 from engine.config import EngineConfig, resolve_model_dir
 from engine.engine import Engine
 from engine.model.presets import DEFAULT_MODEL
+from engine.text.window import line_start, seen_from_cursor
 from engine.types import GenParams
 
 pytestmark = pytest.mark.model
@@ -54,13 +55,14 @@ def test_fp32_onnx_equals_transformers(fp32_texts):
     stop = sorted(eng.stop_ids)
     same = 0
     for p, ours in zip(PROMPTS, fp32_texts, strict=True):
-        pr = eng.build(p["prefix"], p["suffix"], heal=False)
+        base, indent = line_start(p["prefix"], p["suffix"])  # the prompt complete() runs
+        pr = eng.build(base, p["suffix"], heal=False)
         ids = torch.tensor([pr.ids])
         with torch.no_grad():
             gen = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=MAX_NEW,
                                  do_sample=False, eos_token_id=stop, pad_token_id=stop[0])
         new = [t for t in gen[0, ids.shape[1]:].tolist() if t not in eng.stop_ids]
-        ref = eng.tok.decode_bytes(new).decode("utf-8", errors="replace")
+        ref = seen_from_cursor(eng.tok.decode_bytes(new).decode("utf-8", errors="replace"), indent)[0]
         same += ref == ours
     assert same == len(PROMPTS), f"fp32 ONNX matched transformers on {same}/{len(PROMPTS)} prompts"
 

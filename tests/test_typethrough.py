@@ -111,12 +111,15 @@ def test_typing_through_a_finished_suggestion():
     assert tt.lookup(prefix + "retu", "\nother\n") == []  # a different text after the cursor
 
 
-def test_the_user_sees_no_extra_indentation_and_types_what_they_see():
+def test_typed_indentation_is_typed_through():
     tt = TypeThrough()
-    prefix = "def f():\n    "
-    tt.add(prefix, "\n", comps("    return 1\n    # done"), n=1, key=KEY, origin="model")
-    [hit] = tt.lookup(prefix + "ret", "\n")
-    assert hit.variants[0].text == "urn 1\n# done"
+    prefix = "def f():\n  "  # the engine wrote the line from its start: the rest of the indentation comes first
+    tt.add(prefix, "\n", comps("  return 1\n    # done"), n=1, key=KEY, origin="model")
+    [hit] = tt.lookup(prefix + " ", "\n")
+    assert hit.variants[0].text == " return 1\n    # done"
+    [hit] = tt.lookup(prefix + "  ret", "\n")
+    assert hit.variants[0].text == "urn 1\n    # done"
+    assert tt.lookup(prefix + "\t", "\n") == []
 
 
 def test_any_variant_of_several_answers():
@@ -232,9 +235,9 @@ def test_concurrent_streaming_and_lookups():
 def test_doubts_follow_the_typing_and_drop_once_typed_past():
     tt = TypeThrough()
     prefix = "def f():\n    "
-    c = Completion("    return compute(a, b)", [1] * 6, "eos", doubts=((11, 0.3), (19, 0.4)))
+    c = Completion("return compute(a, b)", [1] * 6, "eos", doubts=((7, 0.3), (15, 0.4)))
     tt.add(prefix, "\n", [c], n=1, key=KEY, origin="model")
-    [hit] = tt.lookup(prefix, "\n")  # shown without the extra indentation: offsets move with the text
+    [hit] = tt.lookup(prefix, "\n")
     assert hit.variants[0].text == "return compute(a, b)" and hit.variants[0].doubts == ((7, 0.3), (15, 0.4))
     [hit] = tt.lookup(prefix + "return comp", "\n")  # typed into the first doubtful token: it stood
     assert hit.completions("type-through", 1)[0].doubts == ((4, 0.4),)

@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from engine.text.window import clip_window
+from engine.text.window import clip_window, line_start
 from engine.types import COMPLETE_REASONS, Completion, GenParams
 
 FORMAT = 1  # bump when the key material or the value layout changes: old entries stop matching
@@ -25,7 +25,10 @@ def cache_key(model_id: str, params: GenParams, prefix: str, suffix: str,
               max_prefix_chars: int, max_suffix_chars: int) -> str:
     """The key for a prompt: the windows the engine would use, not the raw strings around the cursor."""
     p, s = clip_window(prefix, suffix, max_prefix_chars, max_suffix_chars)
-    material = json.dumps([FORMAT, model_id, list(params.key()), p, s], ensure_ascii=False)
+    # a line of whitespace only is asked from its start (text.window.line_start): entries stored from a prompt
+    # that ended in the indentation are not its answers
+    moved = ["line start"] if line_start(p, s)[1] else []
+    material = json.dumps([FORMAT, model_id, list(params.key()), p, s, *moved], ensure_ascii=False)
     return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -15,8 +15,7 @@ no model call. This module keeps the recent generations, finished or still strea
   instead of restarting); ``reachable`` says whether a pre-generated future state is still ahead.
 
 Thread-safe (one lock): the engine thread streams into it, the event loop looks up. Pure text, no LSP,
-no model; texts are raw model text at the cursor (LF line breaks) with only the first line's extra
-indentation dropped, as the user sees it (``postprocess.fix_first_indent``).
+no model; texts are raw model text at the cursor (LF line breaks).
 """
 
 from __future__ import annotations
@@ -29,8 +28,6 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
-from engine.text.postprocess import fix_first_indent
-from engine.text.statements import split_cursor
 from engine.types import COMPLETE_REASONS, Completion, Doubts
 
 ANCHOR_CHARS = 2048  # tail of the base prefix that locates it inside a later prefix
@@ -75,18 +72,6 @@ def suffix_compatible(base: str, suffix: str) -> bool:
     """Same text after the cursor, ignoring closing brackets/quotes right at the cursor (auto-closing
     inserts them, typing over them removes them)."""
     return base == suffix or base.lstrip(_CLOSERS) == suffix.lstrip(_CLOSERS)
-
-
-def display_text(raw: str, line_prefix: str) -> str:
-    """Raw model text as the user sees it start: no extra indentation after the cursor's own."""
-    return fix_first_indent(raw, line_prefix)
-
-
-def display_doubts(raw: str, doubts: Doubts, line_prefix: str) -> Doubts:
-    """The doubts of ``raw`` (offsets into it) as offsets into ``display_text(raw, line_prefix)``."""
-    if not doubts or display_text(raw, line_prefix) == raw:
-        return doubts
-    return tuple((len(display_text(raw[:at], line_prefix)), p) for at, p in doubts)
 
 
 # ---------------------------------------------------------------------------------------------- trie
@@ -172,7 +157,6 @@ class Entry:
     anchor: str
     at_start: bool
     suffix: str
-    line_prefix: str
     n: int  # variants asked for
     key: tuple  # GenParams.key() of the generation
     origin: str = "model"  # "model" | "disk"
@@ -253,7 +237,7 @@ class TypeThrough:
     def open(self, prefix: str, suffix: str, *, n: int, key: tuple, origin: str = "model", work: str = "") -> Entry:
         """A generation starts for (prefix, suffix): a live entry that ``update`` streams into."""
         anchor, at_start = anchor_of(prefix)
-        entry = Entry(anchor, at_start, suffix, split_cursor(prefix, "")[0], n, key, origin, work=work)
+        entry = Entry(anchor, at_start, suffix, n, key, origin, work=work)
         with self._lock:
             entry.seq = next(self._seq)
             # an older entry for the very same state and parameters is replaced
@@ -274,8 +258,8 @@ class TypeThrough:
                 entry.doubts.append(())
             entry.raw[i] = raw
             entry.tokens[i] += 1
-            entry.trie.set(i, display_text(raw, entry.line_prefix))
-            entry.doubts[i] = display_doubts(raw, doubts, entry.line_prefix)
+            entry.trie.set(i, raw)
+            entry.doubts[i] = doubts
             entry.version += 1
 
     def close(self, entry: Entry, comps: Sequence[Completion] | None) -> None:
@@ -288,8 +272,8 @@ class TypeThrough:
                     entry.raw.append(c.text)
                     entry.tokens.append(len(c.token_ids))
                     entry.finish.append(c.finish_reason)
-                    entry.doubts.append(display_doubts(c.text, c.doubts, entry.line_prefix))
-                    entry.trie.set(i, display_text(c.text, entry.line_prefix))
+                    entry.doubts.append(c.doubts)
+                    entry.trie.set(i, c.text)
             else:
                 entry.finish = [f or "cancelled" for f in entry.finish]
             entry.live = False

@@ -17,7 +17,6 @@ where the batch's numerics broke a near tie, and ran on far longer than it: docs
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -112,7 +111,7 @@ class _Batch:
         logits = eng.logits(hidden)[0]
         first = allowed_ids(self.tok, self.healer, [])
         self.pending = [sampled_pick(self.monitor, self.tok, [], first, logits, s) for s in self.samplers]  # issue 35
-        self.branch(lambda i: logits)
+        self.branch(logits)
         if n > 1:
             eng.rows.spread_row0(n)
         fed0: list[int] = []  # the tokens fed for variant 0 (row 0)
@@ -263,17 +262,25 @@ class _Batch:
             if self.reasons[i] is None:
                 heal = allowed_ids(self.tok, self.healer, self.outs[i])
                 self.pending[i] = sampled_pick(self.monitor, self.tok, self.outs[i], heal, lg[i], sampler)  # issue 35
-        self.branch(lambda i: lg[i])
+        self.branch(lg[0])
         return lg
 
-    def branch(self, logits_of: Callable[[int], np.ndarray]) -> None:
-        """Once row 0's pending token starts code, the rows following it take their alternatives there
-        (the same text so far, so the same logits): row i the i-th best distinct other token (the guidance
-        monitor, when on, does not constrain a branch's first token)."""
-        if not self.following or self.reasons[0] is not None or \
-                not starts_code(token_text(self.tok, self.pending[0])):
+    def branch(self, logits0: np.ndarray) -> None:
+        """The rows following row 0 write its token (not their own argmax: a batch row's numerics can break
+        a near tie between whitespace tokens otherwise, and the row no longer follows); once row 0's pending
+        token starts code, they take their alternatives there from row 0's logits (``logits0``; the same text
+        so far): row i the i-th best distinct other token (the guidance monitor, when on, does not constrain
+        a branch's first token)."""
+        if not self.following:
+            return
+        if self.reasons[0] is not None:
+            self.following = []
+            return
+        if not starts_code(token_text(self.tok, self.pending[0])):
+            for i in self.following:
+                self.pending[i] = self.pending[0]
             return
         for rank, i in enumerate(self.following, 1):
             allowed = allowed_ids(self.tok, self.healer, self.outs[i])
-            self.pending[i] = branch_pick(self.tok, logits_of(i), allowed, rank)
+            self.pending[i] = branch_pick(self.tok, logits0, allowed, rank)
         self.following = []

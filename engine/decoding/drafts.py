@@ -6,7 +6,11 @@ engine/decoding/sampling.py's."""
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
+
+import numpy as np
 
 from engine.decoding.sampling import choose_draft_len
 
@@ -69,3 +73,17 @@ class Drafts:
         """Drop the remembered outputs (benchmarks repeating a prompt)."""
         self.earlier.clear()
         self.cut.clear()
+
+
+def measure_costs(forward: Callable[[np.ndarray, int], object], past: int, sizes: list[int]) -> dict[int, float]:
+    """Seconds for one forward over m tokens after ``past`` cached positions, per size m (the best of two)."""
+    costs = {}
+    for m in sizes:
+        ids = np.full((1, m), 100, dtype=np.int64)
+        best = float("inf")
+        for _ in range(2):
+            t0 = time.perf_counter()
+            forward(ids, past)
+            best = min(best, time.perf_counter() - t0)
+        costs[m] = best
+    return costs

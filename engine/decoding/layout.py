@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from engine.decoding.tokenizer import Tok
 
@@ -92,3 +92,10 @@ def layout_digest(layout: str, digest: str) -> str:
     if layout == "repository":
         return digest
     return hashlib.sha256(f"{layout}\0{digest}".encode()).hexdigest()[:16]
+
+
+def block_ids(tok: Tok, block: Any, layout: str) -> list[int]:
+    """A context block's ids in ``layout`` ("comments", or the repository layout)."""
+    if layout == "comments":
+        return comment_ids(tok, block.chunks, block.current_path)
+    return context_ids(tok, block.repo, block.chunks, block.current_path)

@@ -46,6 +46,7 @@ from engine.remote.wire import (
     parse_event,
     request_body,
 )
+from engine.text.window import from_line_start
 from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback, stop_cut
 
 log = logging.getLogger("flint.remote")
@@ -128,6 +129,11 @@ class RemoteBackend:
     def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
                  cancel: CancelToken | None = None, on_token: TokenCallback | None = None
                  ) -> tuple[list[Completion], Timings]:
+        # a line of whitespace only is written from its start, as the local engine does
+        return from_line_start(lambda p, seen: self._complete(p, suffix, params, cancel, seen), prefix, suffix, on_token)
+
+    def _complete(self, prefix: str, suffix: str, params: GenParams | None, cancel: CancelToken | None,
+                  on_token: TokenCallback | None) -> tuple[list[Completion], Timings]:
         params = params or GenParams()
         t = Timings()
         from engine.text.window import clip_window

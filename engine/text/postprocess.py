@@ -6,7 +6,6 @@ with golden tests (tests/test_postprocess.py):
 1. ``normalize``                 LF line breaks, no trailing blanks, no runaway lines.
 2. ``drop_incomplete_last_line`` a generation cut by a limit ends mid-line: drop that partial line.
 3. ``limit_lines``               single-line mode keeps the first line; multi-line keeps ``max_lines``.
-   ``fix_first_indent``          no extra indentation after the indentation already at the cursor.
    ``_finish_statement``         a one-line text whose statement goes on below takes the lines that end it.
 4. ``cut_at_following_lines``    stop where the text starts re-writing the code below the cursor (the
                                  next line, a near copy of it, or two consecutive lines a little below).
@@ -22,6 +21,9 @@ with golden tests (tests/test_postprocess.py):
                                  deeper) that does not end on one is nothing;
    ``else_goes_on_below``        nor is an ``else:`` whose chain goes on below with its own ``else``/``elif``.
 9. never return empty or whitespace-only text (``None`` instead).
+
+A cursor on a line of whitespace only is prompted from that line's start (engine/text/window.py's
+``from_line_start``), so the model's own indentation is the suggestion's.
 
 At the end of a finished line a one-line request whose text starts with a line break shows that next line.
 
@@ -103,24 +105,6 @@ def limit_lines(text: str, mode: Mode, max_lines: int) -> str:
     if mode == "single":
         return lines[0]
     return "\n".join(lines[: max(1, max_lines) + (1 if lines[0] == "" else 0)])
-
-
-def fix_first_indent(text: str, line_prefix: str) -> str:
-    """The cursor sits after indentation the editor (or user) already typed, yet the model starts with more
-    whitespace (a FIM prompt ending in whitespace invites it). The cursor's column is the intent: drop the
-    extra from the first line, and from the following lines when they all carry it too (the model then
-    believed in a deeper block throughout)."""
-    if not line_prefix or line_prefix.strip():
-        return text
-    first = text.split("\n", 1)[0]
-    extra = first[: len(first) - len(first.lstrip(" \t"))]
-    if not extra or not first.strip():
-        return text
-    lines = text.split("\n")
-    rest = lines[1:]
-    if all(not ln.strip() or ln.startswith(extra) for ln in rest):
-        rest = [ln[len(extra):] if ln.strip() else ln for ln in rest]
-    return "\n".join([first[len(extra):]] + rest)
 
 
 def limit_scope(text: str, line_prefix: str, prefix: str = "", language: str | None = None) -> str:
@@ -316,7 +300,6 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
     if complete_statements and mode == "single" and len(raw_lines) > 1 and text.strip() and \
             not line_suffix.strip():
         text = _finish_statement(text, raw_lines[1:], prefix, language)
-    text = fix_first_indent(text, line_prefix)
     text = cut_at_following_lines(text, line_prefix, suffix)
     if mode == "multi":
         text = _fit_block(text, prefix, suffix, line_prefix, language, max_lines, truncated, one_statement_in_code)

@@ -1,11 +1,16 @@
 """The text a prompt window shows around the cursor (pure): ``clip_window`` keeps the text nearest the
 cursor, cut at line bounds (the engine's windows, and the disk cache's keys, which must window exactly as
 the engine does); ``sticky_cut`` and ``header_start`` place the start of a short window so that it stays
-put while the user types and keeps the line that opens the definition the cursor is in."""
+put while the user types and keeps the line that opens the definition the cursor is in; ``from_line_start``
+asks for a line of whitespace only from its start."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
+
+Doubts = tuple[tuple[int, float], ...]  # engine.types.Doubts (text/ imports no other part)
 
 
 def clip_window(prefix: str, suffix: str, max_prefix_chars: int, max_suffix_chars: int) -> tuple[str, str]:
@@ -75,3 +80,55 @@ def sticky_cut(prefix: str, max_chars: int, slack: int, head: str | None, reach:
         if h is not None and h < cut:
             return h
     return cut
+
+
+def line_start(prefix: str, suffix: str = "") -> tuple[str, str]:
+    """(the prompt's prefix, the indentation typed at the cursor): when the cursor's line holds only
+    whitespace (``suffix``: nothing right of the cursor either), the prompt ends at that line's start and
+    the model writes the line's indentation itself.
+    A FIM prompt that ends in part of an indentation makes the model start its code right there, at a
+    column no line of the block has, or open a docstring; from the line start it indents as the block
+    does, and every keystroke in the indentation is typed through the same generation."""
+    i = prefix.rfind("\n") + 1
+    indent = prefix[i:]
+    if indent and not indent.strip() and not suffix.split("\n", 1)[0].strip():
+        return prefix[:i], indent
+    return prefix, ""
+
+
+def seen_from_cursor(raw: str, indent: str, doubts: Doubts = ()) -> tuple[str, Doubts]:
+    """Text the model wrote from the line start (``line_start``) as seen from the cursor after ``indent``,
+    with its doubts' offsets: the indentation typed is taken off; while the model is still writing
+    whitespace that the cursor has passed, nothing yet; a line indented less than the cursor (a dedent
+    the editor cannot show as an insertion) starts at the cursor's column."""
+    if not indent:
+        return raw, doubts
+    if raw.startswith(indent):
+        cut = len(indent)
+    elif indent.startswith(raw):
+        return "", ()
+    else:
+        first = raw.split("\n", 1)[0]
+        cut = len(first) - len(first.lstrip(" \t"))
+    return raw[cut:], tuple((at - cut, p) for at, p in doubts if at >= cut)
+
+
+def from_line_start(run: Callable[[str, Any], tuple[list[Any], Any]], prefix: str, suffix: str,
+                    on_token: Callable[..., None] | None) -> tuple[list[Any], Any]:
+    """``run(prefix, on_token) -> (completions, timings)``, asked from the line start when the cursor's
+    line holds only whitespace (``line_start``); the completions (and what streams) as the cursor sees
+    them (``seen_from_cursor``: their ``text`` and ``doubts`` are set)."""
+    base, indent = line_start(prefix, suffix)
+    if not indent:
+        return run(prefix, on_token)
+
+    seen = on_token
+    if seen is not None:
+        def relay(i: int, text: str, *doubts: Doubts) -> None:  # (doubts only where the backend streams them)
+            shown, moved = seen_from_cursor(text, indent, doubts[0] if doubts else ())
+            seen(i, shown, moved) if doubts else seen(i, shown)
+
+    outs, t = run(base, relay if seen is not None else None)
+    for c in outs:
+        c.text, c.doubts = seen_from_cursor(c.text, indent, c.doubts)
+    return outs, t

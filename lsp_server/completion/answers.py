@@ -51,4 +51,4 @@ def hidden_entry(prefix: str, suffix: str, n: int, key: tuple) -> Entry:
     """A type-through entry outside the store: it answers nothing, but says whether typing agrees with
     the generation streaming into it (TypeThrough.consistent)."""
     anchor, at_start = anchor_of(prefix)
-    return Entry(anchor, at_start, suffix, split_cursor(prefix, "")[0], n, key)
+    return Entry(anchor, at_start, suffix, n, key)
