@@ -262,9 +262,17 @@ def moved(settings: Settings, state: State) -> Keystroke:
     return Keystroke(state, start=not state.skip)
 
 
-def warms(settings: Settings) -> bool:
-    """Idle time prefills the active spot's whole window (with speculation: the context block only)."""
-    return settings.speculation
+# Idle time prefills a spot's whole window only once the user has stayed in it this long (the same document
+# and window start): that prefill costs seconds of both cores, and on a shorter visit it was mostly cut short
+# and thrown away when the user moved on, while the quick window served the keystrokes anyway
+# (docs/benchmarks/replay.md: work per kind).
+WARM_AFTER_STAY_S = 20.0
+
+
+def warms(settings: Settings, stayed_s: float) -> bool:
+    """Does idle time prefill the active spot's whole window (the user ``stayed_s`` in it so far)? Without
+    it, idle time admits the context block only."""
+    return settings.speculation and stayed_s >= WARM_AFTER_STAY_S
 
 
 def window(text: str, offset: int, max_prefix: int, previous: int | None) -> tuple[int, str, str]:

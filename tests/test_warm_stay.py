@@ -1,0 +1,51 @@
+"""Idle time prefills a spot's whole window only once the user has stayed in that window a while
+(planner.WARM_AFTER_STAY_S): a short visit is served by the quick window and costs no warm-up."""
+
+from __future__ import annotations
+
+import asyncio
+
+from lsp_server.completion import planner
+from lsp_server.completion.worker import IDLE_WARM_S
+from lsp_server.settings import Settings
+from tests.fakes import Done, FakeEngine, Step, until
+
+STAY_S = 1.5
+
+
+def quick(prefix, suffix, params):
+    """One short line from the quick window (the KV does not hold the whole one afterwards)."""
+    yield Step("x = 1", 0.0)
+    return Done("eos", window="quick")
+
+
+def test_a_window_is_warmed_only_after_a_stay():
+    assert not planner.warms(Settings(), 0.0)
+    assert not planner.warms(Settings(), planner.WARM_AFTER_STAY_S - 0.1)
+    assert planner.warms(Settings(), planner.WARM_AFTER_STAY_S)
+    assert not planner.warms(Settings(speculation=False), 10 * planner.WARM_AFTER_STAY_S)
+
+
+async def test_idle_time_warms_the_spot_once_the_user_stayed_and_a_far_move_starts_the_stay_again(
+        start_session, monkeypatch):
+    monkeypatch.setattr(planner, "WARM_AFTER_STAY_S", STAY_S)
+    eng = FakeEngine(quick)
+    s = start_session(eng)
+    body = "".join(f"value_{i} = compute({i})\n" for i in range(1200))  # far longer than the prefix window
+    uri = "file:///long.py"
+    s.documents.open(uri, body, 1)
+    end_line = body.count("\n")
+
+    await s.suggest(uri, end_line, 0, invoked=False)  # the user arrives at the file's end
+    await asyncio.sleep(IDLE_WARM_S * 3)  # idle, but not stayed long enough
+    assert eng.prefills == []
+
+    # the user stays (reading: no keystroke): once the stay is long enough, idle time warms the window
+    await until(lambda: eng.prefills, STAY_S + IDLE_WARM_S * 6)
+    assert len(eng.prefills) == 1 and eng.prefills[0][0].endswith("compute(1199)\n")
+
+    await s.suggest(uri, 100, len("value_100 = compute(100)"), invoked=False)  # far up: another window, a new stay
+    await asyncio.sleep(IDLE_WARM_S * 3)
+    assert len(eng.prefills) == 1, [p[0][-30:] for p in eng.prefills]
+    await until(lambda: len(eng.prefills) > 1, STAY_S + IDLE_WARM_S * 6)
+    assert len(eng.prefills) == 2 and eng.prefills[1][0].endswith("compute(100)"), eng.prefills[1][0][-30:]
