@@ -24,6 +24,7 @@ def test_a_window_is_warmed_only_after_a_stay():
     assert not planner.warms(Settings(), planner.WARM_AFTER_STAY_S - 0.1)
     assert planner.warms(Settings(), planner.WARM_AFTER_STAY_S)
     assert not planner.warms(Settings(speculation=False), 10 * planner.WARM_AFTER_STAY_S)
+    assert planner.warms(Settings(context_budget=256), 0.0)  # a context block is used only once prefilled
 
 
 async def test_idle_time_warms_the_spot_once_the_user_stayed_and_a_far_move_starts_the_stay_again(
@@ -40,12 +41,18 @@ async def test_idle_time_warms_the_spot_once_the_user_stayed_and_a_far_move_star
     await asyncio.sleep(IDLE_WARM_S * 3)  # idle, but not stayed long enough
     assert eng.prefills == []
 
-    # the user stays (reading: no keystroke): once the stay is long enough, idle time warms the window
-    await until(lambda: eng.prefills, STAY_S + IDLE_WARM_S * 6)
-    assert len(eng.prefills) == 1 and eng.prefills[0][0].endswith("compute(1199)\n")
+    # the user stays and types on in the same window: once the stay is long enough, the next quiet moment
+    # warms it (idle work only follows the user's actions: planner.IDLE_WORK_S)
+    await asyncio.sleep(STAY_S)
+    assert eng.prefills == []
+    await s.suggest(uri, end_line - 1, len("value_1199 = compute(1199)"), invoked=False)
+    await until(lambda: eng.prefills, IDLE_WARM_S * 6)
+    assert len(eng.prefills) == 1 and eng.prefills[0][0].endswith("compute(1199)"), eng.prefills[0][0][-30:]
 
     await s.suggest(uri, 100, len("value_100 = compute(100)"), invoked=False)  # far up: another window, a new stay
     await asyncio.sleep(IDLE_WARM_S * 3)
     assert len(eng.prefills) == 1, [p[0][-30:] for p in eng.prefills]
-    await until(lambda: len(eng.prefills) > 1, STAY_S + IDLE_WARM_S * 6)
-    assert len(eng.prefills) == 2 and eng.prefills[1][0].endswith("compute(100)"), eng.prefills[1][0][-30:]
+    await asyncio.sleep(STAY_S)
+    await s.suggest(uri, 99, len("value_99 = compute(99)"), invoked=False)
+    await until(lambda: len(eng.prefills) > 1, IDLE_WARM_S * 6)
+    assert len(eng.prefills) == 2 and eng.prefills[1][0].endswith("compute(99)"), eng.prefills[1][0][-30:]

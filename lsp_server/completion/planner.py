@@ -265,14 +265,16 @@ def moved(settings: Settings, state: State) -> Keystroke:
 # Idle time prefills a spot's whole window only once the user has stayed in it this long (the same document
 # and window start): that prefill costs seconds of both cores, and on a shorter visit it was mostly cut short
 # and thrown away when the user moved on, while the quick window served the keystrokes anyway
-# (docs/benchmarks/replay.md: work per kind).
+# (docs/benchmarks/archive/replay.stay-val-s27.md: work per kind). Idle work follows the user's actions
+# (IDLE_WORK_S), so a stay warms in the pauses of the typing that goes on there.
 WARM_AFTER_STAY_S = 20.0
 
 
 def warms(settings: Settings, stayed_s: float) -> bool:
     """Does idle time prefill the active spot's whole window (the user ``stayed_s`` in it so far)? Without
-    it, idle time admits the context block only."""
-    return settings.speculation and stayed_s >= WARM_AFTER_STAY_S
+    it, idle time admits the context block only. A repository context block (``contextBudget``) reaches
+    prompts only through that prefill: with one, idle time warms at once."""
+    return settings.speculation and (stayed_s >= WARM_AFTER_STAY_S or settings.context_budget > 0)
 
 
 def window(text: str, offset: int, max_prefix: int, previous: int | None) -> tuple[int, str, str]:

@@ -66,7 +66,6 @@ class CompletionService:
         self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
         self._wstart: dict[str, int] = {}  # each document's prefix window start (kept while it fits)
         self._wsince: dict[str, float] = {}  # ... and since when (the user's stay in that window)
-        self._stay_timer: asyncio.TimerHandle | None = None  # idle time looked at again when a stay is long enough
         self._asked: dict[str, asyncio.Event] = {}  # uri -> set when a newer request for it comes
         self.worker = self._worker("local", lambda: load(settings()))
         self.remote_worker: Worker | None = None  # the capable tier: its own thread, never holds the local model
@@ -159,15 +158,8 @@ class CompletionService:
 
     async def _warm(self, st: State) -> None:
         block = await asyncio.to_thread(self._context, st) if self._context is not None else None
-        settings = self._settings()
         stayed = time.monotonic() - self._wsince.get(st.uri, time.monotonic())
-        prefill = planner.warms(settings, stayed)
-        if settings.speculation and not prefill:  # look again when the stay is long enough (the user may read)
-            if self._stay_timer is not None:
-                self._stay_timer.cancel()
-            self._stay_timer = asyncio.get_running_loop().call_later(
-                planner.WARM_AFTER_STAY_S - stayed, self.worker.poke)
-        self.worker.warm(st, block, prefill=prefill)
+        self.worker.warm(st, block, prefill=planner.warms(self._settings(), stayed))
 
     # ---- states ---------------------------------------------------------------------------------
     def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,
