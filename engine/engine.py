@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -347,10 +348,11 @@ class Engine:
                  cancel: CancelToken | None = None, on_token: TokenCallback | None = None
                  ) -> tuple[list[Completion], Timings]:
         # a line of whitespace only is written from its start
-        return from_line_start(lambda p, seen: self._complete(p, suffix, params, cancel, seen), prefix, suffix, on_token)
+        return from_line_start(lambda p, seen: self._complete(p, suffix, params, cancel, seen, prefix), prefix, suffix,
+                               on_token)
 
     def _complete(self, prefix: str, suffix: str, params: GenParams | None, cancel: CancelToken | None,
-                  on_token: TokenCallback | None) -> tuple[list[Completion], Timings]:
+                  on_token: TokenCallback | None, cursor: str) -> tuple[list[Completion], Timings]:
         params, t, known = params or GenParams(), Timings(), self.firsts.take(self.rows.tokens)
         pr, quick = self._prepare(prefix, suffix, heal=params.token_healing, max_new=params.max_tokens,
                                   quick_ok=params.quick_start)
@@ -365,7 +367,7 @@ class Engine:
             return [Completion("", [], "cancelled")], t
         self._set_context_rows(pr.ids)
         t.prefill_ms = (time.perf_counter() - t.started) * 1000
-        outs = self._decode(prefix, suffix, pr, hidden, healer, params, t, cancel, on_token, guide, known)
+        outs = self._decode(prefix, suffix, pr, hidden, healer, params, t, cancel, on_token, guide, known, cursor)
         t.guidance = self.guidance.finished(guide) if guide is not None and self.guidance else None
         t.total_ms = (time.perf_counter() - t.started) * 1000
         for i, c in enumerate(outs):
@@ -374,11 +376,14 @@ class Engine:
 
     def _decode(self, prefix: str, suffix: str, pr: Prompt, hidden: np.ndarray, healer: Healer | None,
                 params: GenParams, t: Timings, cancel: CancelToken | None, on_token: TokenCallback | None,
-                guide: Any = None, known: Known | None = None) -> list[Completion]:
+                guide: Any = None, known: Known | None = None, cursor: str | None = None) -> list[Completion]:
         """Decode from the prompt in row 0: one greedy row (drafting from what a generation cut off at this spot
         wrote, keeping what it writes: cut off, or settled), or the variant batch (after ``known``: branches)."""
         n = max(1, min(params.n, self.config.batch_max))
-        params, settle = budgeted(prefix, suffix, params)
+        # the budget is the cursor's (``cursor``: before a line start's indentation), the block read from the prompt's
+        params, settle = budgeted(cursor or prefix, suffix, params)
+        if settle is not None and cursor not in (None, prefix):
+            settle = replace(settle, line_prefix="")  # the prompt ends at the line start
         samplers = [Sampler(params.variant_temperature if i else params.temperature, params.top_k, params.top_p,
                             params.seed + i) for i in range(n)]
         if not (n == 1 and samplers[0].greedy):
