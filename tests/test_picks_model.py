@@ -127,3 +127,18 @@ def test_branches_from_the_trimmed_head_are_the_full_heads_even_where_a_pick_was
     monkeypatch.setattr(batch, "greedy_pick", sometimes_wrong)
     assert branches() == exact
     assert len(calls) >= 5, "the trimmed head was not used"
+
+
+def test_variants_at_a_body_s_first_line_stop_at_the_function_s_end(engine):
+    """At a line of whitespace only the prompt ends at the line start (text.window.line_start), yet the
+    block is the cursor's: a column-0 line after the body ends every item, which is what keeps Pick
+    Variant's list quick (without it item 1 and the branches ran to their token limit)."""
+    prefix = ('from typing import List\n\n\ndef mean_absolute_deviation(numbers: List[float]) -> float:\n'
+              '    """The mean absolute deviation of the numbers around their mean."""\n    ')
+    params = GenParams(max_tokens=160, max_lines=12, n=3, variant_temperature=0.0)
+    outs, _ = engine.complete(prefix, "", params)
+    assert outs and outs[0].text.strip(), outs
+    assert outs[0].finish_reason != "length", outs[0].text  # item 1 stopped at the body's end
+    for c in outs:
+        body = c.text.split("\n")[1:]
+        assert not any(line[:1].strip() for line in body), c.text  # no line below the body
