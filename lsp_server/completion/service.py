@@ -64,8 +64,8 @@ class CompletionService:
         self.follow = FollowUps(self, settings, on_refresh, version_of)
         self.refresher = Refresher(self.store, revision_of, self.follow.refreshed)
         self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
-        self._wstart: dict[str, int] = {}  # each document's prefix window start (kept while it fits)
-        self._wsince: dict[str, float] = {}  # ... and since when (the user's stay in that window)
+        # each document's prefix window start (kept while it fits) and since when (the user's stay in it)
+        self._window: dict[str, tuple[int, float]] = {}
         self._asked: dict[str, asyncio.Event] = {}  # uri -> set when a newer request for it comes
         self.worker = self._worker("local", lambda: load(settings()))
         self.remote_worker: Worker | None = None  # the capable tier: its own thread, never holds the local model
@@ -158,7 +158,8 @@ class CompletionService:
 
     async def _warm(self, st: State) -> None:
         block = await asyncio.to_thread(self._context, st) if self._context is not None else None
-        stayed = time.monotonic() - self._wsince.get(st.uri, time.monotonic())
+        now = time.monotonic()
+        stayed = now - self._window.get(st.uri, (0, now))[1]
         self.worker.warm(st, block, prefill=planner.warms(self._settings(), stayed))
 
     # ---- states ---------------------------------------------------------------------------------
@@ -166,10 +167,10 @@ class CompletionService:
               variants: bool = False, language: str | None = None) -> State:
         """The engine's work for a cursor. Requests and speculation share it, so a request for the spot a
         didChange already started joins that generation."""
-        start, prefix, suffix = planner.window(text, offset, self.windows()[0], self._wstart.get(uri))
-        if self._wstart.get(uri) != start or uri not in self._wsince:
-            self._wsince[uri] = time.monotonic()
-        self._wstart[uri] = start
+        kept = self._window.get(uri)
+        start, prefix, suffix = planner.window(text, offset, self.windows()[0], kept[0] if kept else None)
+        if kept is None or kept[0] != start:
+            self._window[uri] = (start, time.monotonic())
         path = uri_path(uri)  # the monitor's analyser reads the whole document, not the window
         doc = DocRef(str(path) if path is not None else None, revision, text, start)
         return planner.state_at(self._settings(), uri, revision, offset, prefix, suffix, invoked=invoked,
@@ -241,8 +242,7 @@ class CompletionService:
         self.follow.forget(uri)
         self.pauses.forget(uri)
         self.clock.forget(uri)
-        self._wstart.pop(uri, None)
-        self._wsince.pop(uri, None)
+        self._window.pop(uri, None)
         asked = self._asked.pop(uri, None)
         if asked is not None:
             asked.set()  # a request still waiting there is answered (Superseded) now
