@@ -293,7 +293,15 @@ async function nextEditTwoFilesFlow(page) {
     const m = await nextEditMarks(page);
     return m.struck.includes('scale') ? m : null;
   }, 10000, 'the edit shown in use.py', page);
-  out.awayCursor = await cursorLnCol(page);
+  // the status bar's Ln/Col item follows the cursor a moment later: read it once two reads agree
+  let lastCursor = null;
+  out.awayCursor = await waitFor(async () => {
+    const c = await cursorLnCol(page);
+    const same = c && lastCursor && c[0] === lastCursor[0] && c[1] === lastCursor[1];
+    lastCursor = c;
+    if (!same) await sleep(300);
+    return same ? c : null;
+  }, 10000, 'the cursor in use.py', page);
   await shot(page, 'ne2-2-opened');
   const left = (m) => m.text.some((t) => /\bscale\b/.test(t));
   for (let k = 0; k < 10; k++) { // Tab only while an edit is shown (else Tab would indent)

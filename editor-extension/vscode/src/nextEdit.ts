@@ -181,9 +181,12 @@ export class NextEdits implements vscode.Disposable {
     const range = client.protocol2CodeConverter.asRange(a.edit.range);
     // not the text it was made for (changed since): never guess
     if (doc.version !== a.edit.version || doc.getText(range) !== a.edit.oldText) return;
-    const ed = await vscode.window.showTextDocument(doc, { preview: false });
+    // The cursor goes in with the open: set afterwards, the editor's restored view state (the cursor where
+    // the user left this file) can land after it and win.
+    const at = new vscode.Range(range.start, range.start);
+    const ed = await vscode.window.showTextDocument(doc, { preview: false, selection: at });
     if (ed.document.version !== a.edit.version) return;
-    ed.selection = new vscode.Selection(range.start, range.start);
+    if (!ed.selection.isEqual(at)) ed.selection = new vscode.Selection(range.start, range.start);
     ed.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
     this.show({ editor: ed, version: a.edit.version, range, newText: a.edit.newText, source: a.edit.source, jumped: true });
   }
