@@ -109,6 +109,9 @@ def test_branches_from_the_trimmed_head_are_the_full_heads_even_where_a_pick_was
         outs, _ = engine.complete(prefix, SUFFIX, replace(params, n=3, variant_temperature=0.0))
         return [c.text for c in outs]
 
+    # one token per forward in both arms: drafts (sized by timings, drawn from earlier tests' outputs) change
+    # the forwards' shapes, and with them the last bits of a near tie (`n-1` or `n - 1` on a Zen 5 EPYC)
+    monkeypatch.setattr(engine.config.fast, "speculative", False)
     monkeypatch.setattr(engine.config.fast, "trimmed_head", False)
     exact = branches()
     monkeypatch.setattr(engine.config.fast, "trimmed_head", True)
