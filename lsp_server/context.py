@@ -78,9 +78,9 @@ def _jedi_context(roots: list) -> object:
     """The "jedi" source's resolver on the process's jedi analyser (the one next edits use: jedi runs on
     one thread), each workspace folder a project root."""
     from engine.context.jedi_source import JediContext
-    from engine.edits.rename import default_analyser
+    from engine.guidance.jedi_analyser import shared_analyser
 
-    analyser = default_analyser()
+    analyser = shared_analyser()
     for r in roots:
         analyser.add_root(str(r))
     return JediContext(analyser)

@@ -35,8 +35,8 @@ class Settings:
     cache_size_mb: int = 256  # the on-disk completion cache's cap (0: no disk cache)
     enable: bool = True
     threads: int = 2
-    # pre-generation on didChange, futures after a shown suggestion, idle KV warming and type-through
-    # answers (off: every request is its own model call, as a plain server would do it)
+    # pre-generation on didChange, futures after an explicit request's suggestion, idle KV warming and
+    # type-through answers (off: every request is its own model call, as a plain server would do it)
     speculation: bool = True
     # hybrid routing (docs/remote.md): a remote OpenAI-compatible server beside the local model
     routing: str = "local"  # local | hybrid | race | remote (engine/policy/routing.py)

@@ -51,3 +51,21 @@ def test_workspace_folders_become_the_analysers_project_roots(tmp_path, model_di
     finally:
         set_workspace_roots([])
         an.close()
+
+
+@pytest.mark.model  # the tokenizer of the built default model
+def test_guidance_context_and_next_edits_ask_jedi_on_one_analyser(model_dir):
+    """jedi and parso are not thread-safe: every jedi user in the server shares one worker thread."""
+    from engine.decoding.tokenizer import HFTokenizer
+    from engine.guidance.jedi_analyser import shared_analyser
+    from engine.guidance.service import Guidance
+    from lsp_server.context import _jedi_context
+    from lsp_server.documents import DocumentStore
+    from lsp_server.nextedit.service import NextEdits
+
+    g = Guidance(HFTokenizer(str(model_dir / "tokenizer.json")), 151936)
+    one = shared_analyser()
+    assert g.analyser is one
+    assert _jedi_context([]).runner is one
+    assert NextEdits(DocumentStore(), lambda: True).analyser() is one
+    assert shared_analyser() is one

@@ -82,7 +82,9 @@ def test_a_request_waits_by_the_planners_plan():
 def test_what_follows_an_answer_is_the_planners_plan():
     s = Settings()
     shown = planner.follow_ups(s, invoked=False, speculate=True, shown=True, complete=False, quick=False)
-    assert shown.futures and shown.watch_s == planner.REFRESH_WITHIN_S and shown.pause and not shown.whole
+    assert not shown.futures and shown.watch_s == planner.REFRESH_WITHIN_S and shown.pause and not shown.whole
+    picked = planner.follow_ups(s, invoked=True, speculate=True, shown=True, complete=True, quick=False)
+    assert picked.futures and picked.watch_s is None and not picked.pause  # an explicit request's answer
     quick = planner.follow_ups(s, invoked=False, speculate=True, shown=False, complete=True, quick=True)
     assert quick.whole and quick.watch_s is None
     waiting = planner.follow_ups(s, invoked=True, speculate=True, shown=False, complete=False, quick=False)

@@ -1,4 +1,4 @@
-"""End to end on the real model: answers without a model call (memory, type-through, pre-generated futures,
+"""End to end on the real model: answers without a model call (memory, type-through, the look-ahead line,
 the disk cache across a restart), through the real `flint serve` driven by pytest-lsp.
 
 "No model call" is read from the server itself: it reports ``busy`` on flint/status whenever the engine
@@ -174,14 +174,16 @@ async def test_reopening_a_file_answers_from_memory(client: LanguageClient):
     assert status["source"] in ("memory", "disk") and not busy
 
 
-async def test_accepting_a_suggestion_was_pre_generated(client: LanguageClient):
-    """Tab, then Enter: the next suggestion was generated while the first one was on screen."""
+async def test_accepting_a_suggestion_needs_no_model_call(client: LanguageClient):
+    """Tab: the end of the accepted line is typed through from the same generation. Then Enter: no future was
+    pre-generated after an automatic answer (planner.follow_ups), so the new line is the generation's
+    look-ahead line or a model call of its own, for the new line."""
     text = "def area(width, height):\n    result = "
     uri = open_doc(client, text + "\n    return result\n")
     line, col = end_of(text)
     items, _, _, _ = await ask(client, uri, line, col)
     assert items and "\n" not in items[0].insert_text  # one line: text follows on the next lines
-    await idle(client)  # the user reads the suggestion; the server pre-generates what comes next
+    await idle(client)  # the user reads the suggestion
     accepted = items[0].insert_text
     change(client, uri, 2, accepted, (line, col, line, col))  # Tab
     col += len(accepted)
@@ -190,8 +192,8 @@ async def test_accepting_a_suggestion_was_pre_generated(client: LanguageClient):
     change(client, uri, 3, "\n    ", (line, col, line, col))  # Enter (the editor indents)
     got, status, busy, dt = await ask(client, uri, line + 1, 4)
     if got:  # the model may have nothing to add before `return result`
-        assert status["source"] in ("memory", "type-through", "disk"), status
-    assert not busy and dt < 0.5, (status, busy, dt)
+        assert status["source"] in ("memory", "type-through", "model"), status
+        assert got[0].insert_text.strip() and not got[0].insert_text.startswith(accepted), got[0].insert_text
 
 
 async def test_the_same_position_after_a_restart_comes_from_disk_part1(client: LanguageClient):

@@ -13,7 +13,6 @@ import ast
 import logging
 import os
 import re
-import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -196,21 +195,6 @@ def _completed(base: str, site: int, name: str, refs: list[tuple[int, str]], out
     return refs
 
 
-_default_analyser: Any = None
-_default_lock = threading.Lock()
-
-
-def default_analyser() -> Any:
-    """A process-wide JediAnalyser for callers that bring none (the running interpreter's environment)."""
-    global _default_analyser
-    with _default_lock:
-        if _default_analyser is None:
-            from engine.guidance.jedi_analyser import JediAnalyser
-
-            _default_analyser = JediAnalyser()
-        return _default_analyser
-
-
 def new_script(analyser: Any, source: str, path: str) -> Any:
     """A new jedi Script of ``source`` in the analyser's project and environment (worker thread only).
     Not the analyser's cached Scripts: parso's diff parser reuses a path's cached tree for the next text
@@ -232,9 +216,9 @@ def jedi_references(source: str, offset: int, *, path: str | None = None, analys
                     deadline: float | None = None) -> list[tuple[int, str]] | None:
     """The references jedi finds in this file to the name at ``offset`` of ``source``, as (offset, jedi
     type) pairs in ``source``; None past the deadline, for a huge file or on any jedi failure."""
-    from engine.guidance.jedi_analyser import line_col
+    from engine.guidance.jedi_analyser import line_col, shared_analyser
 
-    analyser = analyser or default_analyser()
+    analyser = analyser or shared_analyser()
     if len(source) > analyser.max_chars:
         return None
     path = os.path.abspath(path) if path else os.path.abspath("untitled.py")

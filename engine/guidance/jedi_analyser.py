@@ -271,3 +271,18 @@ class JediAnalyser:
         while len(self._projects) > self.max_projects:
             self._projects.popitem(last=False)
         return project
+
+
+_shared: JediAnalyser | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_analyser() -> JediAnalyser:
+    """The process's JediAnalyser (the running interpreter's environment), for every caller that brings
+    none: guidance, the context's "jedi" source and next edits. jedi and parso are not thread-safe, so a
+    process asks all its questions on this one analyser's worker thread."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = JediAnalyser()
+        return _shared

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from engine.decoding.tokenizer import HFTokenizer
 from engine.guidance.guide import Guide
-from engine.guidance.jedi_analyser import JediAnalyser
+from engine.guidance.jedi_analyser import shared_analyser
 from engine.guidance.monitor import DEFAULT_BUDGET_S, Analyser
 from engine.guidance.scope import scope_question
 from engine.guidance.trie import TokenTrie, load_token_texts, token_texts
@@ -64,7 +64,7 @@ def whole_document(prefix: str, suffix: str, doc: DocRef) -> tuple[str, str]:
 class Guidance:
     def __init__(self, tokenizer: Path | HFTokenizer, n_logits: int, analyser: Analyser | None = None, *,
                  budget_s: float = DEFAULT_BUDGET_S, hard_only: bool = True, wait_s: float | None = None) -> None:
-        self.analyser: Analyser = analyser if analyser is not None else JediAnalyser()
+        self.analyser: Analyser = analyser if analyser is not None else shared_analyser()
         self.budget_s, self.hard_only = budget_s, hard_only
         self.wait_s = 3 * budget_s if wait_s is None else wait_s
         self._trie: TokenTrie | None = None

@@ -209,14 +209,19 @@ def follow_ups(settings: Settings, *, invoked: bool, speculate: bool, shown: boo
                quick: bool) -> FollowUps:
     """The follow-ups of an answer: ``shown`` (it had a suggestion), ``complete`` (nothing more is coming
     for it), ``quick`` (an empty answer from the quick window). ``speculate``: the client asks on its own
-    as the user types (futures and pauses serve such a client). None with speculation off."""
+    as the user types (futures and pauses serve such a client). None with speculation off.
+
+    Futures follow an explicit request's answer only: after an automatic one, where accepting leads is
+    already written by that generation's look-ahead line and served by type-through, and typing through
+    the replay their own work was a fifth of the server's CPU and served almost nothing
+    (docs/benchmarks/archive/replay.nofut-val-s30.md)."""
     if not settings.speculation:
         return FollowUps()
     pause = not invoked and speculate
     if shown:
         # an explicit request's other variants may need the whole prompt pass: refreshed when done
         watch = None if complete else JOB_BUDGET_S if invoked else REFRESH_WITHIN_S
-        return FollowUps(futures=speculate, watch_s=watch, pause=pause)
+        return FollowUps(futures=speculate and invoked, watch_s=watch, pause=pause)
     if quick:
         return FollowUps(whole=True, pause=pause)
     if not complete:

@@ -115,9 +115,9 @@ class NextEdits:
 
     def analyser(self) -> Any:
         if self._analyser is None:
-            from engine.edits.rename import default_analyser
+            from engine.guidance.jedi_analyser import shared_analyser
 
-            self._analyser = default_analyser()
+            self._analyser = shared_analyser()
             for root in self._roots:
                 self._analyser.add_root(root)
         return self._analyser
