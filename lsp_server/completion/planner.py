@@ -212,9 +212,8 @@ def follow_ups(settings: Settings, *, invoked: bool, speculate: bool, shown: boo
     as the user types (futures and pauses serve such a client). None with speculation off.
 
     Futures follow an explicit request's answer only: after an automatic one, where accepting leads is
-    already written by that generation's look-ahead line and served by type-through, and typing through
-    the replay their own work was a fifth of the server's CPU and served almost nothing
-    (docs/benchmarks/archive/replay.nofut-val-s30.md)."""
+    already written by that generation's look-ahead line and served by type-through; typing through the
+    replay, their own work served almost nothing (docs/benchmarks/archive/replay.nofut-val-s30.md)."""
     if not settings.speculation:
         return FollowUps()
     pause = not invoked and speculate
