@@ -3,7 +3,7 @@
 # then serve LSP on 127.0.0.1:${FLINT_PORT:-7658} for an editor (stdio is what editors launch themselves).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh export
+scripts/setup.sh
 . .venv/bin/activate
 flint model build
 demo=$(mktemp --suffix=.py)

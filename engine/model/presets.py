@@ -23,7 +23,7 @@ QWEN_FIM = FimTemplate("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
 def precision_preference(default: str) -> tuple[str, ...]:
     """The built precisions a preset name resolves to, best first: the preset's default, then the other int8
     kind, the int4 ones, and fp32 (the slow reference) last."""
-    order = ("int8", "int8-dyn", "int4-mixed", "int4", "fp32")
+    order = ("int8", "gguf", "int8-dyn", "int4-mixed", "int4", "fp32")
     return (default, *(p for p in order if p != default))
 
 
@@ -45,6 +45,8 @@ class Preset:
     bos_required: bool = False
     min_kv_capacity: int = 0
     extra_builder_options: dict[str, str] = field(default_factory=dict)
+    # built by engine/model/gguf_build.py from the file's own tensors (Qwen2 GGUFs); False: the export path
+    gguf_builder: bool = True
 
 
 PRESETS: dict[str, Preset] = {
@@ -87,7 +89,8 @@ PRESETS: dict[str, Preset] = {
         sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",  # measured on first fetch
         fim=None,
         bos_required=True,
-        min_kv_capacity=512,  # sliding-window attention wants KV buffers of >= 512 positions
+        min_kv_capacity=512,
+        gguf_builder=False,  # Gemma 3 (sliding-window attention, SentencePiece vocabulary): the export path  # sliding-window attention wants KV buffers of >= 512 positions
     ),
 }
 
