@@ -281,10 +281,36 @@ def segments(specs: list[Spec], cache: Path, max_chars: int | None = None) -> li
                              f"{s.package}=={s.version}/{s.module}", max_chars, s.split) for s in specs]
 
 
+def keystrokes(seg: Segment) -> int:
+    """Keystrokes that type a segment with no accept: its characters less what Enter's auto-indent writes."""
+    lines = seg.typed.split("\n")
+    return len(seg.typed) - sum(len(ln) - len(ln.lstrip(" \t")) for ln in lines[1:])
+
+
+def size_to_keys(segs: list[Segment], keys: int) -> list[Segment]:
+    """The first segments (in the order given) whose whole text fits in ``keys`` keystrokes typed with no accept, at
+    least one: every arm types each of them to its end, so arms are scored on the same code (issue 47; before, each
+    function was cut to a share and the run stopped at the keystroke cap, so a faster-accepting arm typed further)."""
+    out: list[Segment] = []
+    total = 0
+    for seg in segs:
+        total += keystrokes(seg)
+        if out and total > keys:
+            break
+        out.append(seg)
+    return out
+
+
+def round_seeds(seed: int, rounds: int) -> list[int]:
+    """Each round's timing and pause seed: rounds are samples of the typist, not replicas of one script. Within a
+    round every arm gets the same seed, so arms stay paired."""
+    return [seed + r for r in range(rounds)]
+
+
 def describe(specs: list[Spec]) -> dict:
     """Per half: functions, packages, characters (a quick table for the report and the docstring)."""
     out = {}
-    for split in SPLITS:
+    for split in dict.fromkeys([*SPLITS, *(s.split for s in specs)]):
         half = [s for s in specs if s.split == split]
         out[split] = {"functions": len(half), "packages": len({s.package for s in half}),
                       "chars": sum(s.chars for s in half)}

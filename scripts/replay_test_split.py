@@ -190,6 +190,23 @@ def segments(language: str, specs: list[Spec], cache: Path) -> list[rc.Segment]:
                                 f"{s.package}=={s.version}/{s.module}", None, SPLIT) for s in specs]
 
 
+MIN_ROUNDS = 3  # a figure from the test split is a mean over at least this many seeds, with its spread
+
+
+def check_arms(servers: dict[str, str], commits: dict[str, str], rounds: int) -> None:
+    """The test split is typed by exactly two arms, ``main`` and one baseline, whose commits are known (the ledger
+    and the report name them), over at least ``MIN_ROUNDS`` seeds; SystemExit says what is wrong otherwise."""
+    if len(servers) != 2 or "main" not in servers:
+        raise SystemExit(f"--split test: exactly two arms, `main` and a baseline (--server main=TREE "
+                         f"--server base=TREE); got {', '.join(servers) or 'none'}")
+    unknown = [name for name in servers if commits.get(name, "?") == "?"]
+    if unknown:
+        raise SystemExit(f"--split test: no commit for {', '.join(unknown)}: write it to TREE/COMMIT "
+                         "(git rev-parse HEAD > TREE/COMMIT) when archiving the arm")
+    if rounds < MIN_ROUNDS:
+        raise SystemExit(f"--split test: at least {MIN_ROUNDS} rounds (each its own seed), got {rounds}")
+
+
 def pinned(language: str) -> list[str]:
     if language == "python":
         return [f"{p}=={v} (sha256 {sha[:12]}…)" for p, v, sha in PYPI]
