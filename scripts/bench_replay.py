@@ -454,9 +454,9 @@ def runs_from_json(data: dict) -> list[Run]:
 
 
 def plotted(groups: dict[str, list[Run]]) -> dict[str, list[Run]]:
-    """The plots show one half: validation's when it was typed (the figures to quote)."""
+    """The plots show one split: test's when it was typed (the figures to quote), else validation's."""
     splits = {rs[0].split for rs in groups.values()}
-    keep = "validation" if "validation" in splits else next(iter(splits), "")
+    keep = next((sp for sp in ("test", "validation") if sp in splits), next(iter(splits), ""))
     return {k: rs for k, rs in groups.items() if rs[0].split == keep}
 
 

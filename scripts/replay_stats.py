@@ -6,6 +6,8 @@ import math
 import statistics
 from dataclasses import asdict
 
+from benchstats import percentile
+from benchstats import spread as sample_spread
 from replay_typist import TYPISTS, Key, Run, auto_indent
 
 SOURCES = ("type-through", "memory", "disk", "model")
@@ -18,17 +20,19 @@ LONG_FILE_LINES = 2000
 SHORT_GHOST = 3  # characters: a suggestion this short is counted apart
 
 
-def pct(values: list[float], q: float) -> float | None:
-    """The q-th percentile, linear between the two nearest ranks (numpy's default; statistics.quantiles'
-    "inclusive"): pct(v, 50) is the ordinary median, the mean of the two middle values for an even count."""
-    if not values:
-        return None
-    s = sorted(values)
-    pos = (len(s) - 1) * q / 100
-    lo, hi = math.floor(pos), math.ceil(pos)
-    if s[lo] == s[hi]:  # also keeps inf - inf out of the arithmetic
-        return s[lo]
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+pct = percentile  # benchstats': linear between the nearest ranks; pct(v, 50) is the ordinary median
+
+
+def typed_chars(keys: list[Key]) -> int:
+    """Characters the typist typed (characters and Enter's text), as opposed to what accepts inserted."""
+    return sum(len(k.text) for k in keys if k.kind in ("char", "enter"))
+
+
+def saved_share(saved: int, typed: int) -> float | None:
+    """Characters saved (the glossary's one definition, replay_report.GLOSSARY): of the text a run put in the
+    files, the share accepts wrote, saved / (saved + typed). A run that stopped inside a function counts what it
+    typed there, not the function's whole length."""
+    return round(saved / (saved + typed), 3) if saved + typed else None
 
 
 def mean(values: list[float]) -> float | None:
@@ -71,7 +75,7 @@ def per_group(keys: list[Key], segs: list, by) -> dict[str, dict]:
         target = sum(s.typed_chars for s in segs if by(s.segment) == name)
         lat = [k.latency_ms for k in ks if k.outcome == "suggestion" and k.latency_ms is not None]
         out[name] = {"keystrokes": len(ks), "target_chars": target,
-                     "chars_saved_share": ratio(sum(k.saved for k in ks), target),
+                     "chars_saved_share": saved_share(sum(k.saved for k in ks), typed_chars(ks)),
                      "answered_share": ratio(sum(k.outcome == "suggestion" for k in ks), len(ks)),
                      "latency_p50_ms": round(pct(lat, 50), 1) if lat else None}
     return out
@@ -144,8 +148,12 @@ def summarize(runs: list[Run]) -> dict:
         "config": run.config, "server": run.server, "typist": run.typist, "mode": run.mode, "split": run.split,
         "rounds": len(runs),
         "keystrokes": n,
-        "typed_chars": sum(len(k.text) for k in keys if k.kind in ("char", "enter")),
+        "typed_chars": typed_chars(keys),
         "target_chars": target,
+        # functions typed to their end in every round (an arm is scored on these; --keys sizes runs so all are)
+        "functions_typed": len(set.intersection(*[{s.segment for s in r.segments if s.finished} for r in runs]))
+        if runs else 0,
+        "seeds": [r.seed for r in runs],
         "wall_s": round(sum(r.wall_s for r in runs), 1),
         "server_ready_s": [round(r.model_load_s, 1) for r in runs],
         "engine_busy_stretch_s": {"count": len(busy), "p50": round(pct(busy, 50) or 0, 2),
@@ -177,7 +185,7 @@ def summarize(runs: list[Run]) -> dict:
                    "right": sum(bool(k.ghost_right) and k.kind in ("char", "enter") for k in keys),
                    "wrong": sum(k.ghost is not None and k.ghost_right is False for k in keys)},
         "chars_saved": sum(k.saved for k in keys),
-        "chars_saved_share": round(sum(k.saved for k in keys) / target, 3) if target else 0.0,
+        "chars_saved_share": saved_share(sum(k.saved for k in keys), typed_chars(keys)),
         "chars_saved_share_per_round": [r["chars_saved_share"] for r in rounds],
         "chars_saved_share_across_packages": spread([p["chars_saved_share"] for p in packages.values()]),
         "answered_share_across_packages": spread([p["answered_share"] for p in packages.values()]),
@@ -213,14 +221,22 @@ def summarize(runs: list[Run]) -> dict:
                           "max": max(settled, default=None),
                           "never": sum(x is None for x in settles), "segments": len(settles)},
         "segments": [asdict(s) for s in segs],
+        # each round is a sample (its own seed): mean, sd, min, max of the per-round figures
+        "over_seeds": {m: sample_spread([r[m] for r in rounds]) for m in ROUND_METRICS},
     }
 
 
+ROUND_METRICS = ("chars_saved_share", "answered_share", "pauses_share", "latency_p50_ms", "cpu_s_per_typing_min")
+
+
 def summarize_round(run: Run) -> dict:
-    """A round's own headline numbers (their spread across rounds is the run-to-run noise)."""
+    """A round's own headline numbers (their spread across rounds, each its own seed, is the run-to-run noise)."""
     lat = [k.latency_ms for k in run.keys if k.outcome == "suggestion" and k.latency_ms is not None]
     typing_s = sum(s.typing_s for s in run.segments)
-    return {"chars_saved_share": ratio(sum(k.saved for k in run.keys), run.target_chars),
+    n_pauses, n_shown = pause_shown(run.keys)
+    return {"chars_saved_share": saved_share(sum(k.saved for k in run.keys), typed_chars(run.keys)),
+            "answered_share": ratio(sum(k.outcome == "suggestion" for k in run.keys), len(run.keys)),
+            "pauses_share": ratio(n_shown, n_pauses),
             "latency_p50_ms": round(pct(lat, 50), 1) if lat else None,
             "cpu_s_per_typing_min": round(sum(s.typing_cpu_s for s in run.segments) / (typing_s / 60), 1)
             if typing_s else None}
