@@ -278,3 +278,76 @@ def add_overlap(groups: dict[str, list[Run]], summaries: list[dict]) -> None:
                 sm["restart_overlap"] = restart_overlap(on, groups[group_key(sm["config"], sm.get("split", ""))])
 
 
+
+
+# ---- figures on the functions every arm finished (issue 47) --------------------------------------------------------
+
+def finished_functions(run: Run) -> set[str]:
+    """Segments a run typed to their end (from the keys: reports before issue 47 kept no per-file flag)."""
+    return {k.segment for k in run.keys if k.finished} | {s.segment for s in run.segments if s.finished}
+
+
+def restrict(run: Run, names: set[str]) -> Run:
+    """The run as if it had typed only the segments ``names``; the target is what those keys typed."""
+    keys = [k for k in run.keys if k.segment in names]
+    segs = [s for s in run.segments if s.segment in names]
+    typed = sum(len(k.text) for k in keys)
+    return Run(run.config, run.server, run.typist, run.mode, run.round, seed=run.seed, keys=keys, segments=segs,
+               target_chars=typed, target_keys=typed - sum(auto_indent(k.text) for k in keys), split=run.split,
+               wall_s=run.wall_s, work=run.work)
+
+
+def runs_from_record(data: dict) -> list[Run]:
+    """The runs of a bench_replay JSON (replay.json)."""
+    from replay_typist import SegmentStats
+    fields = set(SegmentStats.__dataclass_fields__)
+    return [Run(r["config"], r["server"], r["typist"], r["mode"], r["round"], seed=r.get("seed", 0),
+                keys=[Key(**{**k, "sent": 0.0}) for k in r["keys"]],
+                segments=[SegmentStats(**{k: v for k, v in s.items() if k in fields}) for s in r["segments"]],
+                split=r.get("split", ""), target_chars=r.get("target_chars", 0), target_keys=r.get("target_keys", 0),
+                ghost_chars=r.get("ghost_chars", []), work=r.get("work", {})) for r in data["runs"]]
+
+
+def common_summaries(data: dict, split: str) -> tuple[list[dict], list[str]]:
+    """Every configuration of ``split`` summarized on the functions all of them finished in every round (the
+    functions, in typing order). A run sized by the old --keys stopped in different functions per arm."""
+    runs = [r for r in runs_from_record(data) if r.split == split]
+    common = set.intersection(*[finished_functions(r) for r in runs]) if runs else set()
+    order = list(dict.fromkeys(k.segment for r in runs for k in r.keys if k.segment in common))
+    groups = group([restrict(r, common) for r in runs])
+    return [summarize(rs) for rs in groups.values()], order
+
+
+def figure_row(sm: dict) -> dict[str, str]:
+    """A summary's figures as README's replay table prints them."""
+    pk = [p["chars_saved_share"] for p in sm["packages"].values() if p["chars_saved_share"] is not None]
+    lat = sm["latency_ms"]
+    pauses = sm["pauses"]
+
+    def pc(v: float | None) -> str:
+        return "–" if v is None else f"{100 * v:.0f}%"
+
+    def ms(v: float | None) -> str:
+        return "–" if v is None else (f"{v:.0f}" if v >= 10 else f"{v:.1f}")
+
+    return {
+        "characters saved": f"{pc(sm['chars_saved_share'])} ({100 * min(pk):.0f}-{100 * max(pk):.0f}%)" if pk else "–",
+        "answered": pc(sm["with_suggestion"] / max(1, sm["keystrokes"])),
+        "pauses": f"{pc(pauses['share'])} ({pauses['shown_within_150ms']} of {pauses['count']})"
+        if pauses["count"] > 1 else "–",
+        "latency": f"{ms(lat['p50'])} / {ms(lat['mean'])} / {ms(lat['p95'])} ms",
+        "wrong ghost": pc(sm["wrong_ghost_keys"]["share"]),
+        "cpu per minute": f"{sm['cpu_s_per_typing_min']}",
+        "cpu per accepted character": f"{sm['cpu_ms_per_accepted_char']:.0f}" if sm["cpu_ms_per_accepted_char"] else "–",
+    }
+
+
+if __name__ == "__main__":  # python scripts/replay_stats.py REPLAY_JSON [SPLIT]: figures on the common functions
+    import json
+    import sys
+
+    data = json.loads(open(sys.argv[1]).read())
+    sums, names = common_summaries(data, sys.argv[2] if len(sys.argv) > 2 else "validation")
+    print(f"{len(names)} functions finished by every configuration")
+    for sm in sums:
+        print(sm["config"], figure_row(sm))
