@@ -20,7 +20,8 @@ LEDGER_HEAD = """# Ledger: every run that typed the replay's validation or test 
 Issue 47: the validation half stops being held out once decisions are taken on it, and the test split is worth
 something only while it is typed rarely and for a stated reason. `bench_replay.py` appends a row here before it
 types either split (an interrupted run is a use too); the rows before issue 47 were written from the archived
-reports' JSON (`docs/benchmarks/archive/`), whose arms' commits the runs did not record (`?`).
+reports' JSON (`docs/benchmarks/archive/`, `replay.json`, `replay_languages/`); most of those runs recorded
+no commit for their arms (`?`; a server's name often carries it).
 
 | date (UTC) | split | arms (commit) | command | purpose | CPU |
 | --- | --- | --- | --- | --- | --- |
