@@ -41,6 +41,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # benchstats
+
+from benchstats import percentile  # noqa: E402
 
 from engine.config import EngineConfig  # noqa: E402
 from engine.context.block import ContextBlock  # noqa: E402
@@ -289,10 +292,8 @@ def rss_mb() -> float:
 
 
 def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    if not xs:
-        return float("nan")
-    return xs[min(len(xs) - 1, max(0, round(q / 100 * (len(xs) - 1))))]
+    """The q-th percentile (0..100) by benchstats; nan for no values."""
+    return percentile(xs, q) if xs else float("nan")
 
 
 def cpu_model() -> str:

@@ -60,6 +60,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from benchstats import percentile  # noqa: E402
 from replay_corpus import fetch_package, wheel_modules  # noqa: E402
 
 from engine.edits.exact import apply_all, exact_next_edits, jedi_references, parses  # noqa: E402
@@ -101,10 +102,9 @@ def lscpu_model() -> str:
 
 
 def pct(xs: list[float], q: float) -> float:
-    if not xs:
-        return 0.0
-    s = sorted(xs)
-    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]  # nearest rank
+    """The q-quantile (0..1) by benchstats (0.0 for no values): pct(v, 0.5) is the ordinary median, not the
+    nearest rank."""
+    return percentile(xs, 100 * q) if xs else 0.0
 
 
 def lat_summary(ms: list[float]) -> dict:

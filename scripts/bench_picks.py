@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from benchstats import percentile  # noqa: E402
 from lsp_stdio import Server, utf16_position  # noqa: E402
 
 from lsp_server.completion.picks import AGREE, distinct  # noqa: E402
@@ -192,10 +193,8 @@ def fmt(v: float | None) -> str:
 
 
 def pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))]
+    """The q-quantile (0..1) by benchstats: pct(v, 0.5) is the ordinary median (not the upper middle value)."""
+    return percentile(values, 100 * q)
 
 
 def summarize(outs: list[Outcome]) -> list[dict]:

@@ -8,8 +8,9 @@ if it is still open). When the suggestion on screen is what the file says next, 
 accepts it (Tab; or the first line of a block that only matches there) once every character Tab inserts has
 been on screen, in that form, for a reaction time (a ghost a later answer grew is read anew from there on:
 replay_typist.readable_prefix). Enter inserts the line break plus the next line's indentation (a perfect auto-indent),
-so indentation is not typed. Keystroke timing is seeded per editor state (segment, characters typed),
-so every server sees the same script until an accept makes the two diverge.
+so indentation is not typed. Keystroke timing is seeded per round and editor state (seed, segment, characters
+typed): within a round every server sees the same script until an accept makes the two diverge, and round r draws
+seed ``--seed`` + r, so rounds are samples of the typist rather than replicas of one script.
 
 Code (scripts/replay_corpus.py; issue 32): 60 function bodies from 10 pinned PyPI packages no corpus of ours
 holds (cachetools 5.5.0, jmespath 1.0.1, pathspec 0.12.1, pycodestyle 2.12.1, pyflakes 3.2.0, python-dateutil
@@ -20,8 +21,14 @@ fetched at run time with ``pip download --no-deps <pkg>==<version>`` into ``--pk
 the functions (module-level functions and methods whose body after the docstring is 3-12 lines and 80-180
 characters and defines nothing inside; per package the first 6 by sha256 of ``package:module:qualname``) and
 splits them, alternately within each package, into a **tuning** half (30 functions, ~4,000 characters) and a
-**validation** half (30, ~4,100): about 6-8 minutes of the ``steady`` typist each. Tune on tuning; quote
-validation. Each segment is the whole body of one function, typed after its signature and docstring. The
+**validation** half (30, ~4,100): about 6-8 minutes of the ``steady`` typist each. Four validation functions of
+the language corpus were read while debugging and moved to tuning (replay_corpus.READ_WHILE_DEBUGGING). The
+validation half has been typed by 13 A/B runs since issue 32 and decisions were taken on it: it is a second
+tuning set, not held-out code. Held-out figures come from the **test** split (scripts/replay_test_split.py, issue
+47): 40 Python functions from 10 further pinned, sha256-checked wheels, and 8 functions each of JavaScript,
+TypeScript, Go and Rust; ``--split test`` types it with exactly two arms (``main`` and a baseline), whole, over
+at least 3 seeds, and every run that types validation or test appends a row to docs/benchmarks/ledger.md (date,
+each arm's commit, the command, ``--purpose``, the CPU). Each segment is the whole body of one function, typed after its signature and docstring. The
 long-file figures (first suggestion in a file of >= 2,000 lines) come from the corpus's own long modules
 (pycodestyle.py, pyflakes/checker.py, sortedcontainers/sortedlist.py, tabulate/__init__.py: 2,200-2,700 lines),
 in both halves; the earlier replays' spots in more_itertools/more.py (~5,000 lines) are no longer typed.
@@ -44,17 +51,22 @@ Servers (``--server NAME=TREE``, repeatable): each runs ``python -m lsp_server``
 ``PYTHONPATH=TREE`` from the shared venv, so two source trees (e.g. a detached worktree of main and one
 of a policy branch) are compared in one run. Default: this tree, as ``cur``. Modes (``--modes``):
 ``on`` (defaults), ``off`` (``speculation: false, cacheSizeMb: 0``), ``restart`` (a new process on the
-disk cache ``on`` left behind). ``--split``: ``validation``, ``tuning`` or ``both`` (default: validation
-first, then tuning; the report shows every headline figure for validation beside tuning). Every (half,
+disk cache ``on`` left behind). ``--split``: ``validation``, ``tuning``, ``both`` (default: validation
+first, then tuning; the report shows every headline figure for validation beside tuning) or ``test``. An arm's
+commit is read from TREE/COMMIT (write ``git rev-parse HEAD > TREE/COMMIT`` beside a ``git archive``
+snapshot) or git in TREE, and recorded with the CPU's model and SIMD flags and the load at start and end. Every (half,
 typist, server, mode) gets a fresh FLINT_CACHE_DIR (restart: the one its ``on`` filled); one server at a
-time; ``--rounds N`` repeats the whole set in the same order (A B A B) and pools the keystrokes (the report
-gives the per-round values beside the pooled ones).
+time; ``--rounds N`` repeats the whole set in the same order (A B A B), round r on seed ``--seed`` + r, and pools
+the keystrokes (the report gives the per-round values, and their mean and spread over the seeds, beside the pooled
+ones). ``--keys N`` (a quick look) types only the first functions whose whole bodies fit in N keystrokes: every
+arm types each of them to its end (the report's "functions typed"), so arms are scored on the same code.
 
 Per configuration: keystrokes answered before the next key; pauses (>= 0.5 s to the next key; not the
 keystroke that types a region to its end, where the rest of the file follows) whose keystroke got a
 suggestion within 150 ms; latency of answers (didChange sent -> non-empty response): median (the
 ordinary one), mean, p95, p99, per round and across packages; where answers came from (flint/status);
-characters saved (accepted characters minus Tabs), per round and per package; what the user also pays:
+characters saved (saved / (saved + typed): the glossary in replay_report.GLOSSARY), per round and per package;
+what the user also pays:
 keystrokes typed under a wrong ghost, suggestions of <= 3 characters, server CPU seconds per minute of
 typing (/proc/<pid>/stat) and per accepted character, and when the CPU is idle after the last keystroke of
 each segment; time to the first suggestion after opening (``open``: from the first keystroke; others: the
@@ -66,8 +78,12 @@ request at the cursor). Writes replay.md, replay.json and PNGs under ``--out``; 
 latency, for each typist's timing and a patient typist: the quality reference the served rows must not
 lose to (scripts/replay_reference.py; ``--reference-only``: that alone, no servers).
 
-    python scripts/bench_replay.py --split validation --functions 2 --keys 60 --typists steady \\
+    python scripts/bench_replay.py --split tuning --functions 2 --keys 60 --typists steady \\
         --out /tmp/replay                                                             # a quick look
+    git -C /work/main archive HEAD | tar -x -C /tmp/arm-main && git -C /work/main rev-parse HEAD > /tmp/arm-main/COMMIT
+    flock /tmp/flint-heavy.lock python scripts/bench_replay.py --split test \\
+        --server base=/tmp/arm-base --server main=/tmp/arm-main --typists steady,think,open --rounds 3 \\
+        --purpose "main at <commit> beside issue 32's baseline" --out /tmp/replay-test   # the held-out figures
     flock /tmp/flint-heavy.lock python scripts/bench_replay.py \\
         --server old=/work/wt/old --server new=/work/wt/snap-abc1234 --rounds 2       # old vs new, both halves
     python scripts/replay_corpus.py                                                   # the chosen functions
@@ -85,7 +101,6 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -97,6 +112,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 # the names below are bench_replay's API as tests and replay_reference use it
+import replay_test_split  # noqa: E402
+from bench_meta import append_ledger, arm_commit, cpu_info, cpu_line, ledger_row, load_average  # noqa: E402
 from lsp_stdio import Server, proc_cpu_seconds, utf16_position  # noqa: E402,F401
 from replay_corpus import (  # noqa: E402,F401
     PACKAGES,
@@ -108,6 +125,8 @@ from replay_corpus import (  # noqa: E402,F401
     fetch_package,
     function_segment,
     pick,
+    round_seeds,
+    size_to_keys,
 )
 from replay_corpus import segments as corpus_segments  # noqa: E402
 from replay_languages import LANGUAGES  # noqa: E402
@@ -216,8 +235,6 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
     if typist.open_then_type_s is not None and typist.tells_cursor:
         server.notify("flint/didMoveCursor", {"textDocument": {"uri": uri, "version": version},
                                               "position": utf16_position(doc, cursor)})
-    run.target_chars += len(seg.typed)
-    run.target_keys += len(seg.typed) - auto_indent(seg.typed)
     await asyncio.sleep(typist.open_then_type_s or 1.0)  # the file is open; the user starts a moment later
     if typist.open_then_type_s is None:
         await warm_start(server, uri, doc, cursor, st)
@@ -352,6 +369,10 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
         last_req = (msg_id, fut, key)
         ghost = typed_through(on_screen, text, version) if in_ghost and on_screen is not None else None
         next_at = sent + typist.interval(state_rng(seed, seg_no, typed), text)
+    # the target is the text this run put in the file: a function left half-typed counts its typed part only
+    run.target_chars += typed
+    run.target_keys += typed - auto_indent(seg.typed[:typed])
+    st.finished = typed >= len(seg.typed)
     if not seg_keys:
         return
     t_last = seg_keys[-1].sent
@@ -375,12 +396,8 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
 
 
 def git_commit(tree: str) -> str:
-    try:
-        out = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
-        return out.stdout.strip() or "?"
-    except (OSError, subprocess.SubprocessError):
-        return "?"
+    """The arm's commit: TREE/COMMIT (a `git archive` snapshot), else git in TREE, else "?" (bench_meta)."""
+    return arm_commit(tree)
 
 
 async def run_config(run: Run, tree: str, options: dict, segments: list[Segment], typist: Typist, args,
@@ -401,7 +418,7 @@ async def run_config(run: Run, tree: str, options: dict, segments: list[Segment]
     await asyncio.wait_for(server.ready.wait(), 300)
     run.model_load_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    await replay(server, segments, typist, args.seed, run, args.keys or 10**9)
+    await replay(server, segments, typist, run.seed, run, 10**9)  # no keystroke cap: each function typed whole
     run.wall_s = time.perf_counter() - t1
     # how long the engine was busy per stretch of work ("generating" .. "ready"), for context
     busy_at = None
@@ -419,20 +436,9 @@ async def run_config(run: Run, tree: str, options: dict, segments: list[Segment]
 
 
 def cpu_model() -> str:
-    """The CPU as benchmarks record it: model name, family/model and the widest int8 instruction set (ORT's
+    """The CPU as benchmarks record it: model name, family/model, the SIMD flags the kernels' speed depends on (ORT's
     int8 kernels are several times faster with AVX-512 VNNI than with AVX2 alone), and the core count."""
-    name, fam, model, isa = "?", "?", "?", "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            info = f.read().split("\n\n", 1)[0]
-        fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
-        fields = {k.strip(): v.strip() for k, v in fields.items()}
-        name, fam, model = fields.get("model name", "?"), fields.get("cpu family", "?"), fields.get("model", "?")
-        flags = set(fields.get("flags", "").split())
-        isa = next((x for x in ("avx512_vnni", "avx_vnni", "avx512f", "avx2") if x in flags), "no avx2")
-    except OSError:
-        pass
-    return f"{name} (family {fam} model {model}, {isa}), {os.cpu_count()} cores"
+    return cpu_line(cpu_info())
 
 
 def runs_from_json(data: dict) -> list[Run]:
@@ -448,9 +454,9 @@ def runs_from_json(data: dict) -> list[Run]:
 
 
 def plotted(groups: dict[str, list[Run]]) -> dict[str, list[Run]]:
-    """The plots show one half: validation's when it was typed (the figures to quote)."""
+    """The plots show one split: test's when it was typed (the figures to quote), else validation's."""
     splits = {rs[0].split for rs in groups.values()}
-    keep = "validation" if "validation" in splits else next(iter(splits), "")
+    keep = next((sp for sp in ("test", "validation") if sp in splits), next(iter(splits), ""))
     return {k: rs for k, rs in groups.items() if rs[0].split == keep}
 
 
@@ -489,7 +495,10 @@ async def amain(args) -> int:
         if t not in TYPISTS:
             raise SystemExit(f"unknown typist {t!r} (choose from {', '.join(TYPISTS)})")
     lang_cache = Path(args.pkg_cache) if args.pkg_cache else None
-    specs, packages, corpus_note = corpus_for(args.language, lang_cache)
+    commits = {k: git_commit(v) for k, v in servers.items()}
+    if args.split == "test":
+        replay_test_split.check_arms(servers, commits, args.rounds)
+    specs, packages, corpus_note = corpus_for(args.language, lang_cache, test=args.split == "test")
     splits = list(SPLITS) if args.split == "both" else [args.split]
     chosen = {sp: pick(specs, sp, args.functions, args.only) for sp in splits}
     splits = [sp for sp in splits if chosen[sp]]  # --only may name functions of one half only
@@ -497,9 +506,10 @@ async def amain(args) -> int:
         raise SystemExit(f"--only {','.join(args.only)}: no such function in the chosen corpus")
     segs: dict[str, list[Segment]] = {}
     for sp in splits:
-        # --keys: a quick look; each function cut to its share so that several are typed (accepts skip characters)
-        cut = max(40, int(args.keys * 1.15 / len(chosen[sp]))) if args.keys else None
-        segs[sp] = segments_for(args.language, chosen[sp], lang_cache, cut)
+        segs[sp] = segments_for(args.language, chosen[sp], lang_cache, test=sp == "test")
+        if args.keys:  # a quick look: the first whole functions that fit, typed to the end by every arm
+            segs[sp] = size_to_keys(segs[sp], args.keys)
+    seeds = round_seeds(args.seed, args.rounds)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="flint-replay-"))
@@ -523,18 +533,20 @@ async def amain(args) -> int:
         if capable:  # each server runs with its own FLINT_HOME: a preset name is resolved here, as @MODEL is
             server_opts[name]["capableModel"] = str(resolve_model_dir(capable))
     order = [(sp, t, s, m) for sp in splits for t in typists for s in servers for m in modes]
-    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    cpu = cpu_info()
     meta = {
         "command": "python scripts/bench_replay.py " + " ".join(sys.argv[1:]),
         "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-        "cpu": cpu_model(),
+        "cpu": cpu_line(cpu),
+        "cpu_flags": cpu["flags"],
         "machine": f"{platform.machine()}, Python {platform.python_version()}",
-        "load_average": " / ".join(f"{x:.2f}" for x in load),
+        "load_average": load_average(),
+        "purpose": args.purpose,
         "model": manifest.model_id if manifest else str(model_dir),
         "threads": args.threads,
         "rounds": args.rounds,
         "order": [f"{config_name(s, t, m)} ({sp})" for sp, t, s, m in order],
-        "servers": {k: {"tree": v, "commit": git_commit(v), **({"model": models[k]} if k in models else {}),
+        "servers": {k: {"tree": v, "commit": commits[k], **({"model": models[k]} if k in models else {}),
                         **({"options": server_opts[k]} if k in server_opts else {})}
                     for k, v in servers.items()},
         "corpus_note": corpus_note,
@@ -542,11 +554,18 @@ async def amain(args) -> int:
         "packages": packages,
         "splits": splits,
         "corpus": describe(specs),
+        # every function typed whole by every arm (issue 47); --keys only chooses how many
+        "sizing": "whole functions",
         "segments": {sp: [f"{s.name} (line {s.before.count(chr(10)) + 1} of {s.file_lines}, {len(s.typed)} chars)"
                           for s in segs[sp]] for sp in splits},
         "typists": {t: TYPISTS[t].describe() for t in typists},
         "seed": args.seed,
+        "seeds": seeds,
     }
+    ledgered = [sp for sp in splits if sp in ("validation", "test")]
+    if ledgered:  # before typing: an interrupted run has looked at the code too
+        append_ledger(ledger_row(meta["date"], "+".join(ledgered), commits if not args.reference_only else
+                                 {"reference": "GGUF"}, meta["command"], args.purpose, meta["cpu"]))
     if args.reference is not None:  # before any server: never two engines at once
         gguf = args.reference or str((manifest.source if manifest else {}).get("gguf", ""))
         meta["reference"] = {sp: reference(segs[sp], gguf, typists, args.seed, args.threads) for sp in splits}
@@ -574,7 +593,7 @@ async def amain(args) -> int:
                     shutil.rmtree(cache, ignore_errors=True)
                 print(f"[{name} {sp} r{rnd}] {len(segments)} functions, {sum(len(x.typed) for x in segments)} "
                       f"characters{f', up to {args.keys} keystrokes' if args.keys else ''} ...", flush=True)
-                run = Run(name, s, t, m, rnd, split=sp)
+                run = Run(name, s, t, m, rnd, seed=seeds[rnd], split=sp)
                 totals = read_totals(cache / "home")  # (restart: the home its `on` left)
                 try:
                     await run_config(run, servers[s], {**mode_opts[m], **server_opts.get(s, {})}, segments, TYPISTS[t],
@@ -591,6 +610,7 @@ async def amain(args) -> int:
                 runs.append(run)
                 write_outputs(runs, meta, out, final=False, segs=by_name)  # a partial replay.json survives an interruption
     finally:
+        meta["load_average_end"] = load_average()
         if args.keep_logs:
             print(f"server logs kept in {logs}")
         else:
@@ -599,9 +619,12 @@ async def amain(args) -> int:
     return 0
 
 
-def corpus_for(language: str, cache: Path | None) -> tuple[list, list[str], str]:
+def corpus_for(language: str, cache: Path | None, test: bool = False) -> tuple[list, list[str], str]:
     """(specs, pinned packages, note) of the corpus a language types: replay_corpus.py's PyPI wheels for Python,
-    replay_languages.py's npm and Debian packages for the others."""
+    replay_languages.py's npm and Debian packages for the others; ``test``: replay_test_split.py's test split."""
+    if test:
+        return (replay_test_split.choose(language, cache or TEST_CACHE), replay_test_split.pinned(language),
+                replay_test_split.__doc__.split("\n\n")[0])
     if language == "python":
         return choose(cache or Path.home() / ".cache" / "flint-bench" / "pypi"), [f"{p}=={v}" for p, v in PACKAGES], \
             CORPUS_NOTE
@@ -610,14 +633,18 @@ def corpus_for(language: str, cache: Path | None) -> tuple[list, list[str], str]
     return specs, [f"{p.source}:{p.name}=={p.version}" for p in rl.PACKAGES[language]], rl.__doc__.split("\n\n")[0]
 
 
-def segments_for(language: str, specs: list, cache: Path | None, cut: int | None) -> list[Segment]:
+def segments_for(language: str, specs: list, cache: Path | None, test: bool = False) -> list[Segment]:
+    """Each chosen function's whole body."""
+    if test:
+        return replay_test_split.segments(language, specs, cache or TEST_CACHE)
     if language == "python":
-        return corpus_segments(specs, cache or Path.home() / ".cache" / "flint-bench" / "pypi", cut)
+        return corpus_segments(specs, cache or Path.home() / ".cache" / "flint-bench" / "pypi")
     import replay_languages as rl
-    return rl.segments(language, specs, cache or LANG_CACHE, cut)
+    return rl.segments(language, specs, cache or LANG_CACHE)
 
 
 LANG_CACHE = Path.home() / ".cache" / "flint-bench" / "langs"
+TEST_CACHE = Path.home() / ".cache" / "flint-bench" / "test"
 
 
 def reference(segments: list[Segment], gguf: str, typists: list[str], seed: int, threads: int) -> dict:
@@ -687,7 +714,8 @@ def write_outputs(runs: list[Run], meta: dict, out: Path, final: bool, segs: dic
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__[__doc__.index("    python "):],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--server", action="append", metavar="NAME=TREE[@MODEL]",
                    help="a server to test: run `python -m lsp_server` with PYTHONPATH=TREE, on MODEL if given "
                         "(repeat; default: this tree)")
@@ -696,13 +724,23 @@ def main() -> int:
                         "(repeat; the same tree may run as two servers with different settings)")
     p.add_argument("--typists", default="steady,think,open", help=f"comma-separated: {', '.join(TYPISTS)}")
     p.add_argument("--modes", default="on", help="comma-separated: off, on, restart (default on)")
-    p.add_argument("--rounds", type=int, default=1, help="repeat every configuration, A B A B (default 1)")
-    p.add_argument("--split", default="both", choices=("both", *SPLITS),
-                   help="which half of the corpus to type: validation (the figures to quote), tuning (the code "
-                        "policies may be tuned on), or both, validation first (default)")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="repeat every configuration, A B A B, round r with timing seed SEED+r: each round a sample "
+                        "(default 1; --split test: 3, the least it takes)")
+    p.add_argument("--split", default="both", choices=("both", *SPLITS, "test"),
+                   help="the code to type: tuning (policies may be tuned on it), validation (typed by many A/B runs "
+                        "since issue 32: a second tuning set, not held out), both (validation first; default), or "
+                        "test: replay_test_split.py's held-out split (40 Python functions from 10 further pinned "
+                        "wheels; --language for its JavaScript/TypeScript/Go/Rust functions), typed only by exactly "
+                        "two arms, `main` and a baseline (--server main=TREE --server base=TREE, each with a known "
+                        "commit: TREE/COMMIT or git), whole, over >= 3 seeds. Typing validation or test appends a "
+                        "row to docs/benchmarks/ledger.md (needs --purpose)")
+    p.add_argument("--purpose", default="",
+                   help="why this run types the validation or test split: one line for the ledger (required then)")
     p.add_argument("--keys", type=int, default=0,
-                   help="a quick look: stop each configuration after this many keystrokes, each function cut to its "
-                        "share (default 0: every chosen function typed whole)")
+                   help="a quick look: type only the first functions (round-robin over the packages) whose whole "
+                        "bodies fit in this many keystrokes; every arm types each of them to its end, so arms are "
+                        "scored on the same code (default 0: every chosen function; not with --split test)")
     p.add_argument("--functions", type=int, default=None,
                    help="a quick look: the first N functions of each half, round-robin over the packages (default all)")
     p.add_argument("--only", default="", help="a quick look: comma-separated function names (`name`, `Class.name` or "
@@ -724,6 +762,15 @@ def main() -> int:
     p.add_argument("--keep-logs", action="store_true", help="keep the servers' stderr logs (verbose)")
     p.add_argument("--render-only", action="store_true", help="redraw the report from --out/replay.json")
     args = p.parse_args()
+    if args.rounds is None:
+        args.rounds = replay_test_split.MIN_ROUNDS if args.split == "test" else 1
+    if args.rounds < 1:
+        p.error("--rounds must be at least 1")
+    if args.split == "test" and (args.keys or args.functions or args.only or args.language not in (
+            "python", *replay_test_split.other_packages())):
+        p.error("--split test types the whole split: no --keys, --functions or --only")
+    if not args.render_only and args.split in ("both", "validation", "test") and not args.purpose.strip():
+        p.error(f"--split {args.split} types held-out code: say why with --purpose (it goes to the ledger)")
     if args.reference_only and args.reference is None:
         args.reference = ""
     if args.render_only:

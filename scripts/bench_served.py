@@ -57,6 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from benchstats import percentile  # noqa: E402
 from lsp_stdio import Server, utf16_position  # noqa: E402
 
 from engine.text.rank import kind  # noqa: E402
@@ -711,10 +712,8 @@ def package_tests(outs: list[Outcome], spots: dict[str, Spot], work: Path, timeo
 
 
 def pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    v = sorted(values)
-    return v[min(len(v) - 1, int(round(q / 100 * (len(v) - 1))))]
+    """The q-th percentile (0..100) by benchstats: pct(v, 50) is the ordinary median (not a rounded index)."""
+    return percentile(values, q)
 
 
 def summarize(outs: list[Outcome]) -> list[dict]:

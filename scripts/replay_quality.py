@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from replay_stats import saved_share  # noqa: E402
+
 from engine.syntax.queries import first_stray_closer, is_complete, open_brackets, repeats_following_lines  # noqa: E402
 
 GHOST_KEPT = 160  # characters of a ghost a replay record keeps (replay_typist.Key.ghost)
@@ -133,7 +135,8 @@ def rejudge(path: Path) -> None:
     meta = data["meta"]
     lang = meta.get("language", "python")
     words = meta["command"].split()
-    keys = int(words[words.index("--keys") + 1]) if "--keys" in words else 0
+    # a run before issue 47 cut each function to its share of --keys; later runs type whole functions
+    keys = int(words[words.index("--keys") + 1]) if "--keys" in words and "sizing" not in meta else 0
     if lang == "python":
         from replay_corpus import choose, segments
         cache = Path.home() / ".cache" / "flint-bench" / "pypi"
@@ -164,10 +167,8 @@ def _pct(x: float | None) -> str:
 
 def _row(lang: str, sm: dict) -> str:
     q = sm.get("syntax_quality", {})
-    # of the text the run put in the files, the share accepts wrote: a run cut at --keys keystrokes stops inside
-    # different functions per server, so saved / the functions' length would not compare
-    made = sm["chars_saved"] + sm["typed_chars"]
-    saved = sm["chars_saved"] / made if made else None
+    # characters saved as the glossary defines it (replay_stats.saved_share): saved / (saved + typed)
+    saved = saved_share(sm["chars_saved"], sm["typed_chars"])
     return (f"| {lang} | {sm['server']} | {sm['split']} | {sm['keystrokes']} | {_pct(saved)} | "
             f"{q.get('ends_mid_statement', '–')} of {q.get('judged', '–')} | "
             f"{q.get('repeats_following', '–')} of {q.get('ghosts', '–')} ({_pct(q.get('repeats_following_share'))}) | "

@@ -6,6 +6,8 @@ import math
 import statistics
 from dataclasses import asdict
 
+from benchstats import percentile
+from benchstats import spread as sample_spread
 from replay_typist import TYPISTS, Key, Run, auto_indent
 
 SOURCES = ("type-through", "memory", "disk", "model")
@@ -18,17 +20,19 @@ LONG_FILE_LINES = 2000
 SHORT_GHOST = 3  # characters: a suggestion this short is counted apart
 
 
-def pct(values: list[float], q: float) -> float | None:
-    """The q-th percentile, linear between the two nearest ranks (numpy's default; statistics.quantiles'
-    "inclusive"): pct(v, 50) is the ordinary median, the mean of the two middle values for an even count."""
-    if not values:
-        return None
-    s = sorted(values)
-    pos = (len(s) - 1) * q / 100
-    lo, hi = math.floor(pos), math.ceil(pos)
-    if s[lo] == s[hi]:  # also keeps inf - inf out of the arithmetic
-        return s[lo]
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+pct = percentile  # benchstats': linear between the nearest ranks; pct(v, 50) is the ordinary median
+
+
+def typed_chars(keys: list[Key]) -> int:
+    """Characters the typist typed (characters and Enter's text), as opposed to what accepts inserted."""
+    return sum(len(k.text) for k in keys if k.kind in ("char", "enter"))
+
+
+def saved_share(saved: int, typed: int) -> float | None:
+    """Characters saved (the glossary's one definition, replay_report.GLOSSARY): of the text a run put in the
+    files, the share accepts wrote, saved / (saved + typed). A run that stopped inside a function counts what it
+    typed there, not the function's whole length."""
+    return round(saved / (saved + typed), 3) if saved + typed else None
 
 
 def mean(values: list[float]) -> float | None:
@@ -71,7 +75,7 @@ def per_group(keys: list[Key], segs: list, by) -> dict[str, dict]:
         target = sum(s.typed_chars for s in segs if by(s.segment) == name)
         lat = [k.latency_ms for k in ks if k.outcome == "suggestion" and k.latency_ms is not None]
         out[name] = {"keystrokes": len(ks), "target_chars": target,
-                     "chars_saved_share": ratio(sum(k.saved for k in ks), target),
+                     "chars_saved_share": saved_share(sum(k.saved for k in ks), typed_chars(ks)),
                      "answered_share": ratio(sum(k.outcome == "suggestion" for k in ks), len(ks)),
                      "latency_p50_ms": round(pct(lat, 50), 1) if lat else None}
     return out
@@ -144,8 +148,12 @@ def summarize(runs: list[Run]) -> dict:
         "config": run.config, "server": run.server, "typist": run.typist, "mode": run.mode, "split": run.split,
         "rounds": len(runs),
         "keystrokes": n,
-        "typed_chars": sum(len(k.text) for k in keys if k.kind in ("char", "enter")),
+        "typed_chars": typed_chars(keys),
         "target_chars": target,
+        # functions typed to their end in every round (an arm is scored on these; --keys sizes runs so all are)
+        "functions_typed": len(set.intersection(*[{s.segment for s in r.segments if s.finished} for r in runs]))
+        if runs else 0,
+        "seeds": [r.seed for r in runs],
         "wall_s": round(sum(r.wall_s for r in runs), 1),
         "server_ready_s": [round(r.model_load_s, 1) for r in runs],
         "engine_busy_stretch_s": {"count": len(busy), "p50": round(pct(busy, 50) or 0, 2),
@@ -177,7 +185,7 @@ def summarize(runs: list[Run]) -> dict:
                    "right": sum(bool(k.ghost_right) and k.kind in ("char", "enter") for k in keys),
                    "wrong": sum(k.ghost is not None and k.ghost_right is False for k in keys)},
         "chars_saved": sum(k.saved for k in keys),
-        "chars_saved_share": round(sum(k.saved for k in keys) / target, 3) if target else 0.0,
+        "chars_saved_share": saved_share(sum(k.saved for k in keys), typed_chars(keys)),
         "chars_saved_share_per_round": [r["chars_saved_share"] for r in rounds],
         "chars_saved_share_across_packages": spread([p["chars_saved_share"] for p in packages.values()]),
         "answered_share_across_packages": spread([p["answered_share"] for p in packages.values()]),
@@ -213,14 +221,22 @@ def summarize(runs: list[Run]) -> dict:
                           "max": max(settled, default=None),
                           "never": sum(x is None for x in settles), "segments": len(settles)},
         "segments": [asdict(s) for s in segs],
+        # each round is a sample (its own seed): mean, sd, min, max of the per-round figures
+        "over_seeds": {m: sample_spread([r[m] for r in rounds]) for m in ROUND_METRICS},
     }
 
 
+ROUND_METRICS = ("chars_saved_share", "answered_share", "pauses_share", "latency_p50_ms", "cpu_s_per_typing_min")
+
+
 def summarize_round(run: Run) -> dict:
-    """A round's own headline numbers (their spread across rounds is the run-to-run noise)."""
+    """A round's own headline numbers (their spread across rounds, each its own seed, is the run-to-run noise)."""
     lat = [k.latency_ms for k in run.keys if k.outcome == "suggestion" and k.latency_ms is not None]
     typing_s = sum(s.typing_s for s in run.segments)
-    return {"chars_saved_share": ratio(sum(k.saved for k in run.keys), run.target_chars),
+    n_pauses, n_shown = pause_shown(run.keys)
+    return {"chars_saved_share": saved_share(sum(k.saved for k in run.keys), typed_chars(run.keys)),
+            "answered_share": ratio(sum(k.outcome == "suggestion" for k in run.keys), len(run.keys)),
+            "pauses_share": ratio(n_shown, n_pauses),
             "latency_p50_ms": round(pct(lat, 50), 1) if lat else None,
             "cpu_s_per_typing_min": round(sum(s.typing_cpu_s for s in run.segments) / (typing_s / 60), 1)
             if typing_s else None}
@@ -262,3 +278,76 @@ def add_overlap(groups: dict[str, list[Run]], summaries: list[dict]) -> None:
                 sm["restart_overlap"] = restart_overlap(on, groups[group_key(sm["config"], sm.get("split", ""))])
 
 
+
+
+# ---- figures on the functions every arm finished (issue 47) --------------------------------------------------------
+
+def finished_functions(run: Run) -> set[str]:
+    """Segments a run typed to their end (from the keys: reports before issue 47 kept no per-file flag)."""
+    return {k.segment for k in run.keys if k.finished} | {s.segment for s in run.segments if s.finished}
+
+
+def restrict(run: Run, names: set[str]) -> Run:
+    """The run as if it had typed only the segments ``names``; the target is what those keys typed."""
+    keys = [k for k in run.keys if k.segment in names]
+    segs = [s for s in run.segments if s.segment in names]
+    typed = sum(len(k.text) for k in keys)
+    return Run(run.config, run.server, run.typist, run.mode, run.round, seed=run.seed, keys=keys, segments=segs,
+               target_chars=typed, target_keys=typed - sum(auto_indent(k.text) for k in keys), split=run.split,
+               wall_s=run.wall_s, work=run.work)
+
+
+def runs_from_record(data: dict) -> list[Run]:
+    """The runs of a bench_replay JSON (replay.json)."""
+    from replay_typist import SegmentStats
+    fields = set(SegmentStats.__dataclass_fields__)
+    return [Run(r["config"], r["server"], r["typist"], r["mode"], r["round"], seed=r.get("seed", 0),
+                keys=[Key(**{**k, "sent": 0.0}) for k in r["keys"]],
+                segments=[SegmentStats(**{k: v for k, v in s.items() if k in fields}) for s in r["segments"]],
+                split=r.get("split", ""), target_chars=r.get("target_chars", 0), target_keys=r.get("target_keys", 0),
+                ghost_chars=r.get("ghost_chars", []), work=r.get("work", {})) for r in data["runs"]]
+
+
+def common_summaries(data: dict, split: str) -> tuple[list[dict], list[str]]:
+    """Every configuration of ``split`` summarized on the functions all of them finished in every round (the
+    functions, in typing order). A run sized by the old --keys stopped in different functions per arm."""
+    runs = [r for r in runs_from_record(data) if r.split == split]
+    common = set.intersection(*[finished_functions(r) for r in runs]) if runs else set()
+    order = list(dict.fromkeys(k.segment for r in runs for k in r.keys if k.segment in common))
+    groups = group([restrict(r, common) for r in runs])
+    return [summarize(rs) for rs in groups.values()], order
+
+
+def figure_row(sm: dict) -> dict[str, str]:
+    """A summary's figures as README's replay table prints them."""
+    pk = [p["chars_saved_share"] for p in sm["packages"].values() if p["chars_saved_share"] is not None]
+    lat = sm["latency_ms"]
+    pauses = sm["pauses"]
+
+    def pc(v: float | None) -> str:
+        return "–" if v is None else f"{100 * v:.0f}%"
+
+    def ms(v: float | None) -> str:
+        return "–" if v is None else (f"{v:.0f}" if v >= 10 else f"{v:.1f}")
+
+    return {
+        "characters saved": f"{pc(sm['chars_saved_share'])} ({100 * min(pk):.0f}-{100 * max(pk):.0f}%)" if pk else "–",
+        "answered": pc(sm["with_suggestion"] / max(1, sm["keystrokes"])),
+        "pauses": f"{pc(pauses['share'])} ({pauses['shown_within_150ms']} of {pauses['count']})"
+        if pauses["count"] > 1 else "–",
+        "latency": f"{ms(lat['p50'])} / {ms(lat['mean'])} / {ms(lat['p95'])} ms",
+        "wrong ghost": pc(sm["wrong_ghost_keys"]["share"]),
+        "cpu per minute": f"{sm['cpu_s_per_typing_min']}",
+        "cpu per accepted character": f"{sm['cpu_ms_per_accepted_char']:.0f}" if sm["cpu_ms_per_accepted_char"] else "–",
+    }
+
+
+if __name__ == "__main__":  # python scripts/replay_stats.py REPLAY_JSON [SPLIT]: figures on the common functions
+    import json
+    import sys
+
+    data = json.loads(open(sys.argv[1]).read())
+    sums, names = common_summaries(data, sys.argv[2] if len(sys.argv) > 2 else "validation")
+    print(f"{len(names)} functions finished by every configuration")
+    for sm in sums:
+        print(sm["config"], figure_row(sm))

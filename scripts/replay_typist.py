@@ -105,6 +105,7 @@ class SegmentStats:
     typing_s: float = 0.0  # first keystroke .. last keystroke
     typing_cpu_s: float = 0.0
     idle_cores: list[float] = field(default_factory=list)  # per IDLE_STEP_S after the last keystroke
+    finished: bool = False  # the region was typed to its end (a run scores arms on the functions all finished)
 
 
 @dataclass
@@ -114,6 +115,7 @@ class Run:
     typist: str = ""
     mode: str = "on"
     round: int = 0
+    seed: int = 0  # the round's timing and pause seed (state_rng): each round a sample of its own
     keys: list[Key] = field(default_factory=list)
     segments: list[SegmentStats] = field(default_factory=list)
     target_chars: int = 0

@@ -343,7 +343,11 @@ def test_summarize_reports_rounds_costs_and_the_median_plainly():
     s = st.summarize([_run("validation", 4), _run("validation", 2, rnd=1, cpu=5.0)])
     assert s["split"] == "validation"
     assert s["latency_ms"]["p50"] == 20.0  # 10, 10, 30, 30: the mean of the two middle values
-    assert s["chars_saved_share_per_round"] == [0.2, 0.1]
+    # saved / (saved + typed): each round typed one character and accepted 4, then 2
+    assert s["chars_saved_share_per_round"] == [0.8, 0.667]
+    assert s["chars_saved_share"] == round(6 / 8, 3)
+    assert s["over_seeds"]["chars_saved_share"]["n"] == 2
+    assert s["over_seeds"]["chars_saved_share"]["mean"] == pytest.approx((0.8 + 0.667) / 2)
     assert s["short_ghosts"] == {"shown": 4, "at_most_chars": 3, "count": 2, "share": 0.5}
     # 3 + 5 s while typing, and 0.5 cores for two 0.25 s steps after each round, over 5 + 3 accepted characters
     assert s["cpu_ms_per_accepted_char"] == pytest.approx(1000 * 8.5 / 8, abs=0.1)
@@ -363,5 +367,7 @@ def test_report_puts_the_validation_half_first_and_beside_tuning():
     assert md.index("## Headline: validation beside tuning") < md.index("## Validation half") < md.index("## Tuning")
     head = md[md.index("## Headline"):md.index("## Validation half")]
     assert "`cur/steady` **validation** | `cur/steady` tuning" in head
-    assert "| characters saved | 20% | 10% |" in head
+    assert "| characters saved | 80% | 67% |" in head  # 4 of 4 + 1, 2 of 2 + 1
+    assert "not held out" in head and "no tuning decision has looked at" not in md
+    assert "## Glossary" in md and "saved ÷ (saved + typed)" in md
     assert "keystrokes under a wrong ghost" in md and "suggestions of ≤ 3 characters" in md

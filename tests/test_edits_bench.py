@@ -61,4 +61,6 @@ def test_token_changes_and_trim():
 def test_percentiles():
     xs = [float(i) for i in range(1, 101)]
     s = bench.lat_summary(xs)
-    assert s["p50_ms"] == 50.0 and s["p95_ms"] == 95.0 and s["median_ms"] == 50.5
+    # benchstats' ordinary median and linear percentiles (issue 47; the nearest rank gave 50.0 and 95.0)
+    assert s["p50_ms"] == 50.5 == s["median_ms"]
+    assert s["p95_ms"] == round(1 + 0.95 * 99, 1)

@@ -1,0 +1,78 @@
+"""README's replay and per-language figures are the numbers in the report JSON they cite (issue 47): a figure that is
+edited by hand, or computed under another definition than the glossary's, fails here."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.scripts import load_script
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+BENCH = ROOT / "docs" / "benchmarks"
+stats = load_script("replay_stats")
+
+
+def _section(title: str) -> str:
+    start = README.index(title)
+    return README[start: README.index("\n## ", start)]
+
+
+def _table_rows(text: str) -> list[list[str]]:
+    rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in text.splitlines() if ln.startswith("| ")]
+    return rows[1:]  # the header
+
+
+def test_the_replay_table_is_the_reports_record_on_the_functions_every_arm_finished():
+    section = _section("### Measured at current main")
+    assert "docs/benchmarks/replay.json" in section
+    data = json.loads((BENCH / "replay.json").read_text())
+    sums, names = stats.common_summaries(data, "validation")
+    assert f"**{len(names)} functions" in section
+    figures = {(s["server"], s["typist"]): stats.figure_row(s) for s in sums}
+    rows = _table_rows(section)
+    assert len(rows) == len(figures) == 6
+    typist = None
+    for row in rows:
+        typist = row[0].split()[0] if row[0] else typist
+        want = figures[(row[1], typist)]
+        assert row[2:] == [want[k] for k in ("characters saved", "answered", "pauses", "latency", "wrong ghost",
+                                              "cpu per minute", "cpu per accepted character")], (row[1], typist)
+
+
+def test_the_replay_ratios_and_the_tuning_sentence_follow_from_the_record():
+    section = _section("### Measured at current main")
+    data = json.loads((BENCH / "replay.json").read_text())
+    val = {(s["server"], s["typist"]): s for s in stats.common_summaries(data, "validation")[0]}
+    cpu = {t: val[("main", t)]["cpu_s_per_typing_min"] / val[("base", t)]["cpu_s_per_typing_min"]
+           for t in ("think", "open", "steady")}
+    assert f"main uses {cpu['think']:.2f} (think), {cpu['open']:.2f} (open) and {cpu['steady']:.2f} (steady)" in section
+    tun = {(s["server"], s["typist"]): s for s in stats.common_summaries(data, "tuning")[0]}
+
+    def saved(server: str) -> str:
+        return " / ".join(f"{100 * tun[(server, t)]['chars_saved_share']:.0f}%" for t in ("steady", "think", "open"))
+
+    assert f"({saved('main')} against {saved('base')})" in section
+
+
+LANG_SENTENCE = re.compile(r"JavaScript ([\d.]+)%, TypeScript ([\d.]+)%, Go ([\d.]+)%, Rust ([\d.]+)% beside "
+                           r"Python's ([\d.]+)%")
+
+
+def test_the_per_language_figures_are_saved_over_saved_plus_typed_from_the_runs_cited():
+    got = LANG_SENTENCE.search(" ".join(README.split()))
+    assert got is not None
+    assert "*_0496669.json" in README
+    for lang, figure in zip(("javascript", "typescript", "go", "rust", "python"), got.groups(), strict=True):
+        data = json.loads((BENCH / "replay_languages" / f"{lang}_0496669.json").read_text())
+        (sm,) = data["summaries"]
+        assert float(figure) == pytest.approx(100 * stats.saved_share(sm["chars_saved"], sm["typed_chars"]), abs=0.05)
+
+
+def test_the_readme_no_longer_calls_the_validation_half_unseen():
+    assert "no tuning decision has looked at" not in README
+    assert "docs/benchmarks/ledger.md" in README and (BENCH / "ledger.md").is_file()
