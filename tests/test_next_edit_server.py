@@ -77,6 +77,56 @@ async def test_a_rename_offers_every_remaining_reference_then_none(session):
     assert s.documents.get(URI).text == doc_text == SRC.replace("values", "items")
 
 
+def method_with_uses(n: int) -> str:
+    return "class A:\n    def run(self, value):\n" + "".join(
+        f"        print(value + {i})\n" for i in range(n)) + "        return value\n"
+
+
+async def apply_all_offered(s: Session, uri: str, res: dict, v: int) -> int:
+    """Apply the first offered edit and ask again, as a client does, until nothing is left; the count."""
+    n = 0
+    while res["edits"]:
+        e = res["edits"][0]
+        r = e["range"]
+        s.did_edit(uri, v, [Change(e["newText"], (r["start"]["line"], r["start"]["character"],
+                                                  r["end"]["line"], r["end"]["character"]))])
+        res = await s.next_edit(uri, v, r["start"]["line"], r["start"]["character"] + len(e["newText"]))
+        assert not res.get("stale")
+        v, n = v + 1, n + 1
+    return n
+
+
+async def test_a_rename_with_a_hundred_references_finishes_and_jedi_is_asked_once(session):
+    s = session
+    s.did_open(URI, method_with_uses(100), 1, "python")
+    v = type_over(s, URI, 1, 18, "value", "amount", 2)
+    res = await s.next_edit(URI, v - 1, 1, 24)
+    assert len(res["edits"]) == 101
+    computed = s.next_edits.computed
+    # the edit history keeps 16 edits: the plan, not the history, carries the rename to its end
+    assert await apply_all_offered(s, URI, res, v) == 101
+    assert s.documents.get(URI).text == method_with_uses(100).replace("value", "amount")
+    assert s.next_edits.computed == computed  # every next one came from the plan: jedi was not asked again
+
+
+async def test_a_reference_renamed_by_hand_keeps_the_rest_of_the_plan(session):
+    s = session
+    s.did_open(URI, method_with_uses(20), 1, "python")
+    v = type_over(s, URI, 1, 18, "value", "amount", 2)
+    res = await s.next_edit(URI, v - 1, 1, 24)
+    assert len(res["edits"]) == 21
+    computed = s.next_edits.computed
+    v = type_over(s, URI, 7, 14, "value", "amount", v)  # the user types one of them, key by key
+    res = await s.next_edit(URI, v - 1, 7, 20)
+    assert len(res["edits"]) == 20 and all(e["oldText"] == "value" for e in res["edits"])
+    assert [e["range"]["start"]["line"] for e in res["edits"]][:2] == [8, 9]  # nearest after the cursor first
+    assert s.next_edits.computed == computed
+    # an unrelated edit is no application: next edits are computed again for it
+    s.did_edit(URI, v, [Change("\n", (0, 8, 0, 8))])
+    res = await s.next_edit(URI, v, 1, 0)
+    assert s.next_edits.computed == computed + 1
+
+
 async def test_a_stale_version_gets_nothing(session):
     s = session
     s.did_open(URI, SRC, 1, "python")

@@ -14,7 +14,8 @@ Source = Literal["rename", "repeat", "model"]
 RENAME_CONFIDENCE = 0.95
 REPEAT_CONFIDENCE = 0.7
 REGION_LINES = 40  # the repeat's region outside a Python function: this many lines either side
-MAX_SUGGESTIONS = 64
+MAX_SUGGESTIONS = 64  # a repeat's occurrences, or another document's names to ask jedi about one by one
+MAX_REFERENCES = 5000  # a rename's references jedi found in the document: every one (a rename must finish)
 JEDI_BUDGET_S = 0.5  # default wait for jedi (a first question in a process loads its caches: ~0.3 s)
 
 
@@ -35,10 +36,12 @@ class NextEdit:
 
 def apply_all(text: str, edits: Sequence[NextEdit]) -> str:
     """``text`` with every edit applied (they must not overlap)."""
-    out = text
-    for e in sorted(edits, key=lambda e: e.range_start, reverse=True):
-        out = e.apply(out)
-    return out
+    out, at = [], 0
+    for e in sorted(edits, key=lambda e: e.range_start):  # one pass: a rename may have hundreds
+        out += [text[at:e.range_start], e.new_text]
+        at = e.range_end
+    out.append(text[at:])
+    return "".join(out)
 
 
 def is_python(path: str | None, language: str | None) -> bool:
