@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-Source = Literal["rename", "repeat", "model"]
+Source = Literal["rename", "repeat", "signature", "model"]
 RENAME_CONFIDENCE = 0.95
 REPEAT_CONFIDENCE = 0.7
 REGION_LINES = 40  # the repeat's region outside a Python function: this many lines either side
@@ -21,7 +21,9 @@ JEDI_BUDGET_S = 0.5  # default wait for jedi (a first question in a process load
 
 @dataclass(frozen=True)
 class NextEdit:
-    """Replace ``text[range_start:range_end]`` (== ``old_text``) of the current text by ``new_text``."""
+    """Replace ``text[range_start:range_end]`` (== ``old_text``) of the current text by ``new_text``. An empty
+    edit (no range, no text) is a *jump target*: a place that needs an edit Flint does not write (``note``:
+    what goes there, e.g. the name of a parameter added without a default)."""
 
     range_start: int
     range_end: int
@@ -29,6 +31,11 @@ class NextEdit:
     new_text: str
     source: Source
     confidence: float
+    note: str = ""
+
+    @property
+    def jump(self) -> bool:
+        return self.range_start == self.range_end and not self.new_text
 
     def apply(self, text: str) -> str:
         return text[:self.range_start] + self.new_text + text[self.range_end:]

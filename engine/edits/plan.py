@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 from engine.edits.common import NextEdit
 
+MAX_FILL = 400  # what the user writes at a jump target (an argument) is at most this long
+
 
 def _same(a: str, a_pos: int, b: str, b_pos: int, n: int) -> bool:
     """``a[a_pos:a_pos + n] == b[b_pos:b_pos + n]`` (both in range)."""
@@ -24,11 +26,14 @@ def _same(a: str, a_pos: int, b: str, b_pos: int, n: int) -> bool:
 def remaining(then: str, edits: Sequence[NextEdit], now: str) -> list[NextEdit] | None:
     """The edits of ``then`` not applied in ``now``, moved to their places in ``now``, when ``now`` is
     ``then`` with some of ``edits`` applied (any number, in any order) and nothing else changed; None
-    otherwise (the user changed something else: the plan no longer describes the text). The edits must
-    not overlap. Ambiguous texts (an applied and an unapplied reading both fit) are None too."""
+    otherwise (the user changed something else: the plan no longer describes the text). A jump target
+    (an empty edit) is done once something is written at it (on its line, at most ``MAX_FILL``
+    characters). The edits must not overlap. Ambiguous texts (an applied and an unapplied reading both
+    fit) are None too."""
     es = sorted(edits, key=lambda e: e.range_start)
     deltas = {len(e.new_text) - len(e.old_text) for e in es}
-    if len(deltas) == 1:  # the usual plan (one rename, one repeat): a length check first, per keystroke
+    # the usual plan (one rename, one repeat): a length check first, as this runs on every keystroke
+    if len(deltas) == 1 and not any(e.jump for e in es):
         (d,) = deltas
         diff = len(now) - len(then)
         if (d == 0 and diff != 0) or (d != 0 and (diff % d or not 0 <= diff // d <= len(es))):
@@ -45,6 +50,19 @@ def remaining(then: str, edits: Sequence[NextEdit], now: str) -> list[NextEdit] 
         # the fixed text up to the next edit decides between "applied" and "not yet"
         nxt = es[i + 1].range_start if i + 1 < len(es) else len(then)
         tail = nxt - e.range_end
+        if e.jump:  # filled when something was written there: the fixed text after it comes later
+            if _same(then, e.range_end, now, p_now, tail):
+                out.append(NextEdit(p_now, p_now, "", "", e.source, e.confidence, e.note))
+            elif tail >= 2:
+                seg = then[e.range_end:nxt]
+                found = now.find(seg, p_now + 1, p_now + MAX_FILL + tail)
+                if found < 0 or "\n" in now[p_now:found]:
+                    return None
+                p_now = found
+            else:
+                return None
+            p_then = e.range_end
+            continue
         fits = [applied for applied, piece in ((False, e.old_text), (True, e.new_text))
                 if now.startswith(piece, p_now) and _same(then, e.range_end, now, p_now + len(piece), tail)]
         if len(fits) != 1:
@@ -52,7 +70,8 @@ def remaining(then: str, edits: Sequence[NextEdit], now: str) -> list[NextEdit] 
         if fits[0]:
             p_now += len(e.new_text)
         else:
-            out.append(NextEdit(p_now, p_now + len(e.old_text), e.old_text, e.new_text, e.source, e.confidence))
+            out.append(NextEdit(p_now, p_now + len(e.old_text), e.old_text, e.new_text, e.source, e.confidence,
+                                e.note))
             p_now += len(e.old_text)
         p_then = e.range_end
     if not _same(then, p_then, now, p_now, len(then) - p_then) or p_now + len(then) - p_then != len(now):
