@@ -362,3 +362,43 @@ def test_a_two_file_rename_over_the_wire(tmp_path):
         assert s.wire.call("shutdown")["result"] is None
     finally:
         s.close()
+
+
+CALLS = ("def total(values, factor, scale):\n"  # scale: no longer used
+         "    return sum(values) * factor\n"
+         "\n"
+         "\n"
+         "a = total([1], 2, 3)\n"
+         "b = total([4], 5, scale=6)\n")
+
+
+async def test_a_removed_parameter_is_removed_at_each_call_one_by_one(session):
+    s = session
+    s.did_open(URI, CALLS, 1, "python")
+    s.did_edit(URI, 2, [Change("", (0, 24, 0, 31))])  # ", scale" deleted
+    res = await s.next_edit(URI, 2, 0, 24)
+    assert [(e["range"]["start"]["line"], e["oldText"], e["newText"], e["source"]) for e in res["edits"]] == [
+        (4, ", 3", "", "signature"), (5, ", scale=6", "", "signature")]
+    assert "jumps" not in res
+    computed = s.next_edits.computed
+    assert await apply_all_offered(s, URI, res, 3) == 2
+    assert s.documents.get(URI).text.endswith("a = total([1], 2)\nb = total([4], 5)\n")
+    assert s.next_edits.computed == computed
+
+
+async def test_an_added_parameter_answers_jump_targets_that_typing_there_consumes(session):
+    s = session
+    s.did_open(URI, CALLS, 1, "python")
+    s.did_edit(URI, 2, [Change(", offset", (0, 31, 0, 31))])
+    res = await s.next_edit(URI, 2, 0, 39)
+    assert res["edits"] == []  # a client that knows nothing of jump targets sees nothing to apply
+    assert res["jumps"] == [{"range": {"start": {"line": ln, "character": ch}, "end": {"line": ln, "character": ch}},
+                             "source": "signature", "note": "offset"} for ln, ch in ((4, 19), (5, 25))]
+    computed = s.next_edits.computed
+    v = 3
+    for i, c in enumerate(", 7"):  # the user fills in the first, key by key
+        s.did_edit(URI, v, [Change(c, (4, 19 + i, 4, 19 + i))])
+        v += 1
+    res = await s.next_edit(URI, v - 1, 4, 22)
+    assert [j["range"]["start"] for j in res["jumps"]] == [{"line": 5, "character": 25}]
+    assert s.next_edits.computed == computed

@@ -61,12 +61,20 @@ class Job:
 
 @dataclass
 class Part:
-    """One document's share of the plan: ``edits`` in ``text``, which is revision ``revision``."""
+    """One document's share of the plan: ``edits`` in ``text``, which is revision ``revision``; ``planned``
+    in ``base``: what the computation found, which every later text is matched against (a jump target
+    being filled in changes the text on each keystroke)."""
 
     revision: int
     version: int
     text: str
     edits: list[NextEdit]
+    base: str = ""
+    planned: list[NextEdit] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.base:
+            self.base, self.planned = self.text, list(self.edits)
 
 
 @dataclass
@@ -181,10 +189,10 @@ class NextEdits:
                 self.plan = None
             return False
         doc = self.documents.get(uri)
-        rest = remaining(part.text, part.edits, doc.text)
+        rest = remaining(part.base, part.planned, doc.text)
         if rest is None:
             return False
-        plan.parts[uri] = Part(doc.revision, doc.version, doc.text, rest)
+        plan.parts[uri] = Part(doc.revision, doc.version, doc.text, rest, part.base, part.planned)
         return True
 
     def shutdown(self) -> None:
@@ -353,7 +361,16 @@ def to_json(found: Found, position_at: Callable[[int], tuple[int, int]],
         return {"range": {"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}},
                 "newText": e.new_text, "oldText": e.old_text, "source": e.source, "confidence": e.confidence}
 
-    out: dict[str, Any] = {"version": found.version, "edits": [edit_json(e, position_at) for e in found.edits]}
+    def jump_json(e: NextEdit) -> dict[str, Any]:
+        line, ch = position_at(e.range_start)
+        at = {"line": line, "character": ch}
+        return {"range": {"start": at, "end": at}, "source": e.source, "note": e.note}
+
+    out: dict[str, Any] = {"version": found.version,
+                           "edits": [edit_json(e, position_at) for e in found.edits if not e.jump]}
+    jumps = [jump_json(e) for e in found.edits if e.jump]
+    if jumps:  # a field of its own: a client that knows nothing of jump targets never applies an empty edit
+        out["jumps"] = jumps
     if found.ready_ms is not None:
         out["readyMs"] = found.ready_ms
     if found.stale:
@@ -361,7 +378,7 @@ def to_json(found: Found, position_at: Callable[[int], tuple[int, int]],
     elsewhere = []
     for x in found.elsewhere:
         doc = document(x.uri)
-        if doc is None or doc.version != x.version:
+        if doc is None or doc.version != x.version or x.edit.jump:  # jump targets: asked in that document
             continue
         elsewhere.append({"uri": x.uri, "version": x.version, **edit_json(x.edit, _positions(doc, encoding))})
     if elsewhere:
