@@ -33,6 +33,16 @@ Flint's clients do. Reported: the answer's latency at the client and the server'
 the last keystroke; the server's CPU against the same keystrokes into a server never asked (which never
 speculates); didChange's own cost per keystroke with and without the edit history.
 
+(e) **The next offer after an applied edit** (issue 50). ``--only applied``: parameters and locals with at
+least 4 occurrences in standard-library modules of ~1,000 lines (``APPLIED_MODULES``, pinned by the Python
+version), ``--applied-per-module`` each (first by sha256 of their key), renamed at their definition as in
+(c); after the first answer the client applies the first offered edit and asks again at once (Flint's
+clients after Tab), at most ``--max-applied`` times. Reported: the first offer's latency from the last
+keystroke, each next offer's from sending the didChange that applied an edit, and how many renames were
+finished. ``--before DIR`` runs the same keystrokes into the server of another checkout (``git archive
+<commit> | tar -x -C DIR``) for the figures before a change. Run alone, its section is merged into the
+report's existing JSON.
+
     flock /tmp/flint-heavy.lock nice -n 19 python scripts/bench_next_edit.py   # all three; writes the report
 
 No model is loaded unless ``--model-samples`` asks for one. Wheels are fetched with ``pip download --no-deps`` into ``--cache``.
