@@ -117,6 +117,8 @@ def _header(fn: ast.FunctionDef | ast.AsyncFunctionDef, pos: _Pos) -> tuple[int,
 def signature_change(before: str, after: str, start: int, old_end: int, new_end: int) -> Change | None:
     """The parameter change the edit ``before[start:old_end]`` -> ``after[start:new_end]`` made, when it lies
     in one def's parameter list and renamed, removed or added exactly one parameter; else None."""
+    if not _in_parameters(after, start):
+        return None  # most edits: no parse of the whole file twice
     tb, ta = _parse(before), _parse(after)
     if tb is None or ta is None:
         return None
@@ -145,6 +147,16 @@ def signature_change(before: str, after: str, start: int, old_end: int, new_end:
         if b[:i] + b[i + 1:] == a and not b[i].default and b[i].kind in ("posonly", "pos", "kwonly"):
             return Change("added", fn.name, name_at, i, b[i], bound=bound)
     return None
+
+
+def _in_parameters(text: str, at: int) -> bool:
+    """A cheap first look: is ``at`` after a ``def`` whose parentheses are still open there? (Strings with
+    parentheses in defaults may fool it either way; ``signature_change`` parses to be sure.)"""
+    d = max(text.rfind("def ", 0, at), text.rfind("def\t", 0, at))
+    if d < 0:
+        return False
+    head = text[d:at]
+    return head.count("(") > head.count(")")
 
 
 def calls(text: str, name_offsets: Iterable[int]) -> list[Call]:
