@@ -33,6 +33,16 @@ Flint's clients do. Reported: the answer's latency at the client and the server'
 the last keystroke; the server's CPU against the same keystrokes into a server never asked (which never
 speculates); didChange's own cost per keystroke with and without the edit history.
 
+(e) **The next offer after an applied edit** (issue 50). ``--only applied``: parameters and locals with at
+least 4 occurrences in standard-library modules of ~1,000 lines (``APPLIED_MODULES``, pinned by the Python
+version), ``--applied-per-module`` each (first by sha256 of their key), renamed at their definition as in
+(c); after the first answer the client applies the first offered edit and asks again at once (Flint's
+clients after Tab), at most ``--max-applied`` times. Reported: the first offer's latency from the last
+keystroke, each next offer's from sending the didChange that applied an edit, and how many renames were
+finished. ``--before DIR`` runs the same keystrokes into the server of another checkout (``git archive
+<commit> | tar -x -C DIR``) for the figures before a change. Run alone, its section is merged into the
+report's existing JSON.
+
     flock /tmp/flint-heavy.lock nice -n 19 python scripts/bench_next_edit.py   # all three; writes the report
 
 No model is loaded unless ``--model-samples`` asks for one. Wheels are fetched with ``pip download --no-deps`` into ``--cache``.
@@ -947,6 +957,131 @@ def bench_server(cache: Path, n: int, model: str, key_ms: float, pause_ms: float
             "cpu_ms_per_edit": round(per_edit, 1), "keystroke": keystroke_cost()}
 
 
+# ---------------------------------------------------------------------------------------------------------
+# (e) the next offer after an applied edit (issue 50): the client applies what it is offered, one by one
+
+APPLIED_MODULES = ("ftplib", "smtplib", "nntplib", "traceback", "random", "plistlib")  # stdlib, 900-1,150 lines
+
+
+def applied_targets(per_module: int, min_uses: int = 4) -> list[tuple[Target, Path, str]]:
+    """Parameters and locals with at least ``min_uses`` occurrences in the Python standard library's
+    modules of ~1,000 lines (``APPLIED_MODULES``: pinned by the Python version), renamed at their
+    definition; per module, the first ``per_module`` by sha256 of their key."""
+    import sysconfig
+
+    std = Path(sysconfig.get_paths()["stdlib"])
+    out = []
+    for mod in APPLIED_MODULES:
+        path = std / f"{mod}.py"
+        text = path.read_text(encoding="utf-8")
+        cands = [t for t in rename_targets("stdlib", mod, text)
+                 if t.kind in ("param", "local") and len(t.truth) >= min_uses]
+        cands.sort(key=lambda t: hashlib.sha256(t.key.encode()).hexdigest())
+        for t in cands[:per_module]:
+            t.site = t.definition
+            out.append((t, path, text))
+    return out
+
+
+def run_applied(targets: list[tuple[Target, Path, str]], root: Path, key_ms: float, pause_ms: float,
+                max_applied: int, log) -> dict:
+    """Type each rename at its definition into the server running from ``root`` (another checkout: the
+    figures before a change), ask after the pause, then apply the first offered edit and ask again at
+    once, as Flint's clients do, up to ``max_applied`` times: the latency of each next offer, from sending
+    the didChange that applied the edit to the answer."""
+    from lsp_server.convert import offset_to_position
+
+    proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "--model", "no-such-model"], cwd=root,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    w = Wire(proc)
+    w.call("initialize", {"processId": None, "capabilities": {}, "rootUri": None})
+    w.notify("initialized", {})
+    time.sleep(1.0)
+    first, after, offered, applied, finished = [], [], 0, 0, 0
+    for k, (t, path, text) in enumerate(targets):
+        uri = path.as_uri()
+        w.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                           "text": text}})
+        v, cur = 1, text
+        if k == 0:
+            w.call("flint/nextEdit", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
+        time.sleep(0.5)
+        keys = [(t.site + len(t.name) - i - 1, t.site + len(t.name) - i, "") for i in range(len(t.name))]
+        keys += [(t.site + i, t.site + i, c) for i, c in enumerate(t.name + SUFFIX)]
+        for a, b, new in keys:
+            v += 1
+            ra, rb = offset_to_position(cur, a, "utf-16"), offset_to_position(cur, b, "utf-16")
+            w.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": v}, "contentChanges": [
+                {"range": {"start": {"line": ra[0], "character": ra[1]}, "end": {"line": rb[0], "character": rb[1]}},
+                 "text": new}]})
+            cur = cur[:a] + new + cur[b:]
+            t_last = time.perf_counter()
+            time.sleep(key_ms / 1000)
+        time.sleep(max(0.0, pause_ms / 1000 - (time.perf_counter() - t_last)))
+        line, ch = offset_to_position(cur, t.site + len(t.name) + len(SUFFIX), "utf-16")
+        t_ans, res = w.call("flint/nextEdit", {"textDocument": {"uri": uri, "version": v},
+                                               "position": {"line": line, "character": ch}})
+        first.append((t_ans - t_last) * 1000)
+        edits = (res.get("result") or {}).get("edits") or []
+        offered += bool(edits)
+        n = 0
+        while edits and n < max_applied:
+            e = edits[0]
+            r = e["range"]
+            v += 1
+            t_send = time.perf_counter()
+            w.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": v},
+                                                "contentChanges": [{"range": r, "text": e["newText"]}]})
+            a = _offset(cur, r["start"])
+            cur = cur[:a] + e["newText"] + cur[_offset(cur, r["end"]):]
+            pos = offset_to_position(cur, a + len(e["newText"]), "utf-16")
+            t_ans, res = w.call("flint/nextEdit", {"textDocument": {"uri": uri, "version": v},
+                                                   "position": {"line": pos[0], "character": pos[1]}})
+            after.append((t_ans - t_send) * 1000)
+            edits = (res.get("result") or {}).get("edits") or []
+            n += 1
+        applied += n
+        finished += not edits
+        w.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    w.call("shutdown", {})
+    w.notify("exit", {})
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log(f"  applied ({root}): {len(targets)} renames, {applied} edits applied")
+    return {"root": str(root), "renames": len(targets), "offered": offered, "applied": applied,
+            "finished": finished, "first_offer": lat_summary(first) if first else None,
+            "next_offer_after_applied": lat_summary(after) if after else None}
+
+
+def _offset(text: str, pos: dict) -> int:
+    from lsp_server.convert import position_to_offset
+
+    return position_to_offset(text, pos["line"], pos["character"], "utf-16")
+
+
+def applied_md(d: dict) -> list[str]:
+    out = ["## (e) The next offer after an applied edit", "",
+           f"Command: `flock /tmp/flint-heavy.lock nice -n 5 {d['command']}` (commit {d['commit']}); CPU: {d['cpu']}; "
+           f"date {d['date']}.", "",
+           f"Parameters and locals with at least 4 occurrences in standard-library modules of ~1,000 lines "
+           f"({', '.join(APPLIED_MODULES)}; Python {d['python']}), {d['per_module']} per module, renamed at their "
+           f"definition as keystrokes {d['key_ms']:.0f} ms apart into the real server (no model); the client asks "
+           f"{d['pause_ms']:.0f} ms after the last keystroke, then applies the first offered edit and asks again at "
+           f"once (what Flint's clients do after Tab), at most {d['max_applied']} times a rename. The next offer's "
+           "latency runs from sending the didChange that applied the edit to the answer.", "",
+           "| server | renames | offered | edits applied | renames finished | first offer p50 / p95 ms | "
+           "next offer after an applied edit: n, p50 / p95 / max ms |", "|---|---|---|---|---|---|---|"]
+    for name, r in d["runs"].items():
+        f, a = r["first_offer"] or {}, r["next_offer_after_applied"] or {}
+        out.append(f"| {name} | {r['renames']} | {r['offered']} | {r['applied']} | {r['finished']} | "
+                   f"{f.get('p50_ms')} / {f.get('p95_ms')} | {a.get('n')}, {a.get('p50_ms')} / {a.get('p95_ms')} / "
+                   f"{a.get('max_ms')} |")
+    return out + [""]
+
+
 def _f(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
@@ -1028,6 +1163,8 @@ def report_md(res: dict) -> str:
                 f"work (DocumentStore.edit, 2,000-line file) {k['with_history_us']} us a keystroke with the edit "
                 f"history, {k['without_history_us']} us without; the next edits themselves run on their own "
                 f"thread once the edit settles.", ""]
+    if res.get("applied"):
+        out += applied_md(res["applied"])
     if res.get("model_llama_run"):
         out += model_report(res["model_llama_run"])
     return "\n".join(out)
@@ -1039,12 +1176,15 @@ def main() -> None:
                                                                        Path.home() / ".cache/flint/bench")))
     ap.add_argument("--per-package", type=int, default=40)
     ap.add_argument("--per-file", type=int, default=25)
-    ap.add_argument("--only", choices=("renames", "sequences", "server"))
+    ap.add_argument("--only", choices=("renames", "sequences", "server", "applied"))
     ap.add_argument("--server", type=int, default=40, help="(c): this many renames typed into the real server")
     ap.add_argument("--server-model", default="no-such-model",
                     help="(c): the server's model (default: none; next edits need no model)")
     ap.add_argument("--key-ms", type=float, default=80.0, help="(c): time between keystrokes")
     ap.add_argument("--pause-ms", type=float, default=200.0, help="(c): the client asks this long after the last key")
+    ap.add_argument("--applied-per-module", type=int, default=4, help="(e): renames per standard-library module")
+    ap.add_argument("--max-applied", type=int, default=40, help="(e): edits applied per rename")
+    ap.add_argument("--before", type=Path, help="(e): also run the server from this checkout (the figures before)")
     ap.add_argument("--out", type=Path, default=ROOT / "docs/benchmarks/next_edit")
     ap.add_argument("--llama", type=Path, nargs="*", default=[],
                     help="(d) only: these GGUF checkpoints through llama-cpp-python on the compact prompt")
@@ -1086,11 +1226,25 @@ def main() -> None:
     if args.only in (None, "server") and args.server > 0:
         log("(c) through the server")
         res["server"] = bench_server(args.cache, args.server, args.server_model, args.key_ms, args.pause_ms, log)
+    if args.only in (None, "applied"):
+        log("(e) the next offer after an applied edit")
+        targets = applied_targets(args.applied_per_module)
+        runs = {f"this checkout ({res['commit']})": run_applied(targets, ROOT, args.key_ms, args.pause_ms,
+                                                                args.max_applied, log)}
+        if args.before:
+            runs[f"before ({args.before.name})"] = run_applied(targets, args.before, args.key_ms, args.pause_ms,
+                                                               args.max_applied, log)
+        res["applied"] = {"command": res["command"], "commit": res["commit"], "cpu": res["cpu"], "date": res["date"],
+                          "python": platform.python_version(), "per_module": args.applied_per_module,
+                          "key_ms": args.key_ms, "pause_ms": args.pause_ms, "max_applied": args.max_applied,
+                          "runs": runs}
     res["wall_s"] = round(time.perf_counter() - t0, 1)
     analyser.close()
     llama = args.out.with_name(args.out.name + "_model").with_suffix(".json")
     if llama.exists():  # the last --llama run, reported as (d)
         res["model_llama_run"] = json.loads(llama.read_text())
+    if args.only == "applied" and args.out.with_suffix(".json").exists():  # (e) alone: the other sections stay
+        res = {**json.loads(args.out.with_suffix(".json").read_text()), "applied": res["applied"]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
     args.out.with_suffix(".md").write_text(report_md(res))

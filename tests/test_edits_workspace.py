@@ -119,3 +119,11 @@ def test_nothing_elsewhere_for_a_local_a_clash_or_a_library_name(ws):
     src = A + "\n\nprint(os.path.join('a', 'b'))\n"
     h = _rename(src, src.index("join"), "join", "joined")
     assert _ask(ws, h, other)[1] == {}
+
+
+def test_a_module_level_name_imported_under_another_name_renames_the_import_only(ws):
+    root, _ = ws
+    b = "from a import helper as h, LIMIT\n\n\nprint(h(1), LIMIT)\n"
+    h = _rename(A, A.index("def helper") + 4, "helper", "assist")
+    _, elsewhere = _ask(ws, h, [OpenDoc("B", str(root / "b.py"), b)])
+    assert apply_all(b, elsewhere["B"]) == b.replace("import helper as", "import assist as")

@@ -77,6 +77,56 @@ async def test_a_rename_offers_every_remaining_reference_then_none(session):
     assert s.documents.get(URI).text == doc_text == SRC.replace("values", "items")
 
 
+def method_with_uses(n: int) -> str:
+    return "class A:\n    def run(self, value):\n" + "".join(
+        f"        print(value + {i})\n" for i in range(n)) + "        return value\n"
+
+
+async def apply_all_offered(s: Session, uri: str, res: dict, v: int) -> int:
+    """Apply the first offered edit and ask again, as a client does, until nothing is left; the count."""
+    n = 0
+    while res["edits"]:
+        e = res["edits"][0]
+        r = e["range"]
+        s.did_edit(uri, v, [Change(e["newText"], (r["start"]["line"], r["start"]["character"],
+                                                  r["end"]["line"], r["end"]["character"]))])
+        res = await s.next_edit(uri, v, r["start"]["line"], r["start"]["character"] + len(e["newText"]))
+        assert not res.get("stale")
+        v, n = v + 1, n + 1
+    return n
+
+
+async def test_a_rename_with_a_hundred_references_finishes_and_jedi_is_asked_once(session):
+    s = session
+    s.did_open(URI, method_with_uses(100), 1, "python")
+    v = type_over(s, URI, 1, 18, "value", "amount", 2)
+    res = await s.next_edit(URI, v - 1, 1, 24)
+    assert len(res["edits"]) == 101
+    computed = s.next_edits.computed
+    # the edit history keeps 16 edits: the plan, not the history, carries the rename to its end
+    assert await apply_all_offered(s, URI, res, v) == 101
+    assert s.documents.get(URI).text == method_with_uses(100).replace("value", "amount")
+    assert s.next_edits.computed == computed  # every next one came from the plan: jedi was not asked again
+
+
+async def test_a_reference_renamed_by_hand_keeps_the_rest_of_the_plan(session):
+    s = session
+    s.did_open(URI, method_with_uses(20), 1, "python")
+    v = type_over(s, URI, 1, 18, "value", "amount", 2)
+    res = await s.next_edit(URI, v - 1, 1, 24)
+    assert len(res["edits"]) == 21
+    computed = s.next_edits.computed
+    v = type_over(s, URI, 7, 14, "value", "amount", v)  # the user types one of them, key by key
+    res = await s.next_edit(URI, v - 1, 7, 20)
+    assert len(res["edits"]) == 20 and all(e["oldText"] == "value" for e in res["edits"])
+    assert [e["range"]["start"]["line"] for e in res["edits"]][:2] == [8, 9]  # nearest after the cursor first
+    assert s.next_edits.computed == computed
+    # an unrelated edit is no application: next edits are computed again for it
+    s.did_edit(URI, v, [Change("\n", (0, 8, 0, 8))])
+    res = await s.next_edit(URI, v, 1, 0)
+    assert s.next_edits.computed == computed + 1
+
+
 async def test_a_stale_version_gets_nothing(session):
     s = session
     s.did_open(URI, SRC, 1, "python")
@@ -312,3 +362,43 @@ def test_a_two_file_rename_over_the_wire(tmp_path):
         assert s.wire.call("shutdown")["result"] is None
     finally:
         s.close()
+
+
+CALLS = ("def total(values, factor, scale):\n"  # scale: no longer used
+         "    return sum(values) * factor\n"
+         "\n"
+         "\n"
+         "a = total([1], 2, 3)\n"
+         "b = total([4], 5, scale=6)\n")
+
+
+async def test_a_removed_parameter_is_removed_at_each_call_one_by_one(session):
+    s = session
+    s.did_open(URI, CALLS, 1, "python")
+    s.did_edit(URI, 2, [Change("", (0, 24, 0, 31))])  # ", scale" deleted
+    res = await s.next_edit(URI, 2, 0, 24)
+    assert [(e["range"]["start"]["line"], e["oldText"], e["newText"], e["source"]) for e in res["edits"]] == [
+        (4, ", 3", "", "signature"), (5, ", scale=6", "", "signature")]
+    assert "jumps" not in res
+    computed = s.next_edits.computed
+    assert await apply_all_offered(s, URI, res, 3) == 2
+    assert s.documents.get(URI).text.endswith("a = total([1], 2)\nb = total([4], 5)\n")
+    assert s.next_edits.computed == computed
+
+
+async def test_an_added_parameter_answers_jump_targets_that_typing_there_consumes(session):
+    s = session
+    s.did_open(URI, CALLS, 1, "python")
+    s.did_edit(URI, 2, [Change(", offset", (0, 31, 0, 31))])
+    res = await s.next_edit(URI, 2, 0, 39)
+    assert res["edits"] == []  # a client that knows nothing of jump targets sees nothing to apply
+    assert res["jumps"] == [{"range": {"start": {"line": ln, "character": ch}, "end": {"line": ln, "character": ch}},
+                             "source": "signature", "note": "offset"} for ln, ch in ((4, 19), (5, 25))]
+    computed = s.next_edits.computed
+    v = 3
+    for i, c in enumerate(", 7"):  # the user fills in the first, key by key
+        s.did_edit(URI, v, [Change(c, (4, 19 + i, 4, 19 + i))])
+        v += 1
+    res = await s.next_edit(URI, v - 1, 4, 22)
+    assert [j["range"]["start"] for j in res["jumps"]] == [{"line": 5, "character": 25}]
+    assert s.next_edits.computed == computed

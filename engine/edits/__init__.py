@@ -2,8 +2,10 @@
 
 - ``history``: per-document recent edits as small diffs (bursts of keystrokes coalesced), bounded.
 - ``exact``: next edits that need no model and are right every time: the remaining references of a
-  renamed name (jedi, ``rename``), the other occurrences of a literal replaced once (``repeat``);
-  ``common`` holds what they share.
+  renamed name (jedi, ``rename``; in the other open documents, ``workspace``), the other occurrences of a
+  literal replaced once (``repeat``), a function's call sites after a parameter was renamed, removed or
+  added (``signature``, pure; ``callsites``, jedi); ``common`` holds what they share.
+- ``plan``: which of a computation's edits are left once some are applied (no new computation).
 - ``prompt``: the model's next-edit prompt (recent edits as diffs, an editable window with the cursor) for
   the Qwen2.5-Coder Instruct checkpoints, and the parser of its answer.
 

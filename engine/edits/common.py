@@ -10,17 +10,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-Source = Literal["rename", "repeat", "model"]
+Source = Literal["rename", "repeat", "signature", "model"]
 RENAME_CONFIDENCE = 0.95
 REPEAT_CONFIDENCE = 0.7
 REGION_LINES = 40  # the repeat's region outside a Python function: this many lines either side
-MAX_SUGGESTIONS = 64
+MAX_SUGGESTIONS = 64  # a repeat's occurrences, or another document's names to ask jedi about one by one
+MAX_REFERENCES = 5000  # a rename's references jedi found in the document: every one (a rename must finish)
 JEDI_BUDGET_S = 0.5  # default wait for jedi (a first question in a process loads its caches: ~0.3 s)
 
 
 @dataclass(frozen=True)
 class NextEdit:
-    """Replace ``text[range_start:range_end]`` (== ``old_text``) of the current text by ``new_text``."""
+    """Replace ``text[range_start:range_end]`` (== ``old_text``) of the current text by ``new_text``. An empty
+    edit (no range, no text) is a *jump target*: a place that needs an edit Flint does not write (``note``:
+    what goes there, e.g. the name of a parameter added without a default)."""
 
     range_start: int
     range_end: int
@@ -28,6 +31,11 @@ class NextEdit:
     new_text: str
     source: Source
     confidence: float
+    note: str = ""
+
+    @property
+    def jump(self) -> bool:
+        return self.range_start == self.range_end and not self.new_text
 
     def apply(self, text: str) -> str:
         return text[:self.range_start] + self.new_text + text[self.range_end:]
@@ -35,10 +43,12 @@ class NextEdit:
 
 def apply_all(text: str, edits: Sequence[NextEdit]) -> str:
     """``text`` with every edit applied (they must not overlap)."""
-    out = text
-    for e in sorted(edits, key=lambda e: e.range_start, reverse=True):
-        out = e.apply(out)
-    return out
+    out, at = [], 0
+    for e in sorted(edits, key=lambda e: e.range_start):  # one pass: a rename may have hundreds
+        out += [text[at:e.range_start], e.new_text]
+        at = e.range_end
+    out.append(text[at:])
+    return "".join(out)
 
 
 def is_python(path: str | None, language: str | None) -> bool:

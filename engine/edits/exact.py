@@ -32,6 +32,11 @@ same name).
 
 Both are ordered nearest after the cursor first, then from the top down to the cursor.
 
+**Call sites.** A parameter renamed, removed, or added without a default in a ``def``: each call of the
+function (jedi's references here, ``goto`` in the other open documents) gets its ``old=`` keyword renamed,
+the removed argument removed, or a jump target (an empty edit) where the new argument goes
+(signature.py, callsites.py). A renamed parameter's calls only when jedi vouches for the rename itself.
+
 **Elsewhere.** A rename of a name that is not one function's own (a function, a class, an attribute, a
 module-level name) also offers its references in the other open documents (``workspace.py``: jedi on
 their current, unsaved texts).
@@ -46,6 +51,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from engine.edits.callsites import call_site_edits, last_signature_change
 from engine.edits.common import (  # noqa: F401  (re-exported: the package's one entry for callers)
     JEDI_BUDGET_S,
     MAX_SUGGESTIONS,
@@ -87,15 +93,32 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
     python = is_python(path, language)
     if python:
         before = edits[-1].undo(text)
+        change = last_signature_change(text, edits) if analyser is not None else None
+        here: list[NextEdit] = []
+        elsewhere: dict[str, list[NextEdit]] = {}
         if identifier_change(before, edits[-1]) is not None:
             r = find_rename(text, edits, path=path, analyser=analyser, deadline=deadline, cursor=cursor)
             if r is not None:
-                elsewhere = {}
+                here = r.edits
                 if others and path is not None and analyser is not None:
                     elsewhere = references_elsewhere(
                         r, path, others, analyser=analyser,
                         deadline=deadline if deadline is not None else time.monotonic() + JEDI_BUDGET_S)
-                if r.edits or elsewhere:
-                    return r.edits, elsewhere
-            # a word inside a string or comment is no name jedi knows: its repeat (a name in code never is)
+            elif change is not None:
+                change = None  # a parameter rename jedi does not vouch for in the body: nothing at the calls
+        if change is not None:
+            calls_here, calls_elsewhere = call_site_edits(text, change, path=path, analyser=analyser,
+                                                          deadline=deadline, others=others)
+            here, elsewhere = _joined(text, here, calls_here), {**elsewhere, **calls_elsewhere}
+        if here or elsewhere:
+            return by_cursor(here, edits[-1].new_end if cursor is None else cursor), elsewhere
+        # a word inside a string or comment is no name jedi knows: its repeat (a name in code never is)
     return repeat_edits(text, edits, language="python" if python else language, cursor=cursor), {}
+
+
+def _joined(text: str, a: list[NextEdit], b: list[NextEdit]) -> list[NextEdit]:
+    """Both lists, without ``b``'s edits that overlap ``a``'s, when the text with them all parses; else ``a``."""
+    spans = [(e.range_start, e.range_end) for e in a]
+    extra = [e for e in b if not any(s <= e.range_start < t or e.range_start <= s < e.range_end for s, t in spans)]
+    out = a + extra
+    return out if not extra or parses(apply_all(text, out)) else a

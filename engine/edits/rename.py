@@ -21,7 +21,7 @@ from typing import Any
 
 from engine.edits.common import (
     JEDI_BUDGET_S,
-    MAX_SUGGESTIONS,
+    MAX_REFERENCES,
     RENAME_CONFIDENCE,
     Lines,
     NextEdit,
@@ -320,7 +320,7 @@ def find_rename(text: str, edits: Sequence[Edit], *, path: str | None = None, an
                                       outline.comprehensions_binding(ch.old)):
         return None
     out = _mapped(text, base, [off for off, _ in refs], ch, imports, list(edits[first:]))
-    if out is None or len(out) > MAX_SUGGESTIONS:
+    if out is None or len(out) > MAX_REFERENCES:
         return None
     if out and not parses(apply_all(text, out)):
         return None

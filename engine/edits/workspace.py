@@ -26,7 +26,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
@@ -57,42 +57,61 @@ def references_elsewhere(rename: Rename, path: str, others: Sequence[OpenDoc], *
     past the deadline, for a local name, or when jedi knows no definition in the user's documents."""
     if rename.local:
         return {}
-    old_re, new_re = _word(rename.old), _word(rename.new)
+    new_re = _word(rename.new)
+    found = occurrences_elsewhere(rename.base, rename.site, rename.old, path, others, analyser=analyser,
+                                  deadline=deadline, keep=lambda d: not new_re.search(d.text))
+    out = {}
+    texts = {d.key: d.text for d in others}
+    for key, offs in found.items():
+        edits = [NextEdit(o, o + len(rename.old), rename.old, rename.new, "rename", RENAME_CONFIDENCE) for o in offs]
+        if edits and parses(apply_all(texts[key], edits)):
+            out[key] = edits
+    return out
+
+
+def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Sequence[OpenDoc], *,
+                          analyser: Any, deadline: float,
+                          keep: Callable[[OpenDoc], bool] = lambda d: True) -> dict[str, list[int]]:
+    """Where in ``others`` the name at ``site`` of ``base`` (the file ``path``) is referred to: the offsets of
+    the occurrences of ``name`` whose jedi ``goto`` reaches its definition (steps 1-3 of the module
+    docstring), by key, in document order; {} past the deadline or when the definition is not in the
+    user's documents. ``keep``: which of ``others`` to search (all of them count as the user's)."""
+    old_re = _word(name)
     path = os.path.abspath(path)
     cands = [d for d in others if os.path.abspath(d.path) != path and len(d.text) <= analyser.max_chars
-             and old_re.search(d.text) and not new_re.search(d.text)]
+             and old_re.search(d.text) and keep(d)]
     if not cands:
         return {}
     mine = {path} | {os.path.abspath(d.path) for d in others}
 
-    def run() -> dict[str, list[NextEdit]]:
+    def run() -> dict[str, list[int]]:
         from engine.guidance.jedi_analyser import line_col
 
         try:
             scripts = {d.key: new_script(analyser, d.text, os.path.abspath(d.path)) for d in cands}
-            here = new_script(analyser, rename.base, path)  # after the others: its text is the cached one
+            here = new_script(analyser, base, path)  # after the others: its text is the cached one
             if here is None:
                 return {}
-            line, col = line_col(rename.base, rename.site)
+            line, col = line_col(base, site)
             defs = {(os.path.abspath(str(g.module_path)), g.line, g.column)
                     for g in here.goto(line, col, follow_imports=True) if g.module_path is not None and g.line}
         except Exception as e:  # jedi on arbitrary text: any failure is "no opinion"
-            log.debug("jedi goto failed at %s:%d: %r", path, rename.site, e)
+            log.debug("jedi goto failed at %s:%d: %r", path, site, e)
             return {}
         if not defs or any(p not in mine for p, _, _ in defs):
             return {}
-        out: dict[str, list[NextEdit]] = {}
+        out: dict[str, list[int]] = {}
         for d in cands:
             if time.monotonic() > deadline:
                 break
-            edits = _references_in(scripts[d.key], d, rename, defs)
-            if edits:
-                out[d.key] = edits
+            offs = _references_in(scripts[d.key], d, name, defs)
+            if offs:
+                out[d.key] = offs
         return out
 
     fut = analyser._pool.submit(run)  # jedi only ever runs on the analyser's worker thread
     try:
-        result: dict[str, list[NextEdit]] = fut.result(timeout=max(0.0, deadline - time.monotonic()))
+        result: dict[str, list[int]] = fut.result(timeout=max(0.0, deadline - time.monotonic()))
     except FutureTimeout:
         fut.cancel()
         return {}
@@ -101,12 +120,12 @@ def references_elsewhere(rename: Rename, path: str, others: Sequence[OpenDoc], *
     return result
 
 
-def _references_in(script: Any, d: OpenDoc, rename: Rename, defs: set[tuple[str, int, int]]) -> list[NextEdit]:
-    """The occurrences of the old name in ``d`` whose jedi ``goto`` reaches one of ``defs``, as renames;
-    [] when there are too many, jedi fails, or the result would not parse (worker thread only)."""
+def _references_in(script: Any, d: OpenDoc, name: str, defs: set[tuple[str, int, int]]) -> list[int]:
+    """The occurrences of ``name`` in ``d`` whose jedi ``goto`` reaches one of ``defs``; [] when there are
+    too many or jedi fails (worker thread only)."""
     from engine.guidance.jedi_analyser import line_col
 
-    occ = [t.start for t in tokens(d.text) if t.kind == NAME and t.text == rename.old]
+    occ = [t.start for t in tokens(d.text) if t.kind == NAME and t.text == name]
     if script is None or not occ or len(occ) > MAX_SUGGESTIONS:
         return []
     refs = []
@@ -119,5 +138,4 @@ def _references_in(script: Any, d: OpenDoc, rename: Rename, defs: set[tuple[str,
     except Exception as e:  # jedi on arbitrary text: any failure is "no opinion"
         log.debug("jedi goto failed in %s: %r", d.path, e)
         return []
-    edits = [NextEdit(o, o + len(rename.old), rename.old, rename.new, "rename", RENAME_CONFIDENCE) for o in refs]
-    return edits if edits and parses(apply_all(d.text, edits)) else []
+    return refs

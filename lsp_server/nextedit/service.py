@@ -7,14 +7,17 @@ ready, joins the computation under way, or starts it (a request before the edit 
 revision the user has left is dropped at its start, and its answer is never given out: results belong to
 one revision of one document.
 
-**Across the open documents.** A rename of a name that is not one function's own also finds its references
-in the other open Python documents (engine/edits/workspace.py); they become the workspace's *plan*: per
-document, the edits and the revision they belong to. Asked in such a document (unchanged since), its part
-of the plan is the answer's ``edits``; asked anywhere, the plan's other documents (and the renamed
-document's own remaining edits) are its ``elsewhere``. A change in a planned document that is exactly one of
-its planned edits (the client applied it) takes it off the plan and keeps the rest; any other change drops
-that document's part, and an edit in a document outside the plan drops the plan (the user moved on). The
-renamed document's next computation replaces the plan.
+**The plan.** A computation's edits are kept as the workspace's *plan*: per document, the edits and the
+text (revision) they belong to, the renamed document's own among them. A rename of a name that is not one
+function's own also finds its references in the other open Python documents (engine/edits/workspace.py),
+which join the plan. Asked in a planned document (unchanged since), its part is the answer's ``edits``;
+asked anywhere, the plan's other documents are its ``elsewhere``. A change of a planned document whose text
+is the part's with some of its edits applied (the client applied one, or the user typed it) leaves the rest
+(engine/edits/plan.py ``remaining``): the next one is ready at once, jedi is not asked again, and a rename
+of any length finishes (the edit history keeps 16 edits, so tracing a long rename back through it would
+lose the user's own edit). Any other change of the renamed document computes again, which replaces the
+plan; any other change of another planned document makes its part wait (it is matched again on the next
+change), and an edit in a document outside the plan drops the plan (the user moved on).
 
 Speculation starts once a client has asked for a next edit at least once (a client that never asks costs
 nothing). After a settled edit that offers nothing, the Python text is handed to jedi to parse (its script
@@ -34,6 +37,7 @@ from typing import Any
 
 from engine.edits.exact import NextEdit, OpenDoc, by_cursor, is_python, workspace_next_edits
 from engine.edits.history import Edit
+from engine.edits.plan import remaining
 from lsp_server.documents import Document, DocumentStore, uri_path
 
 log = logging.getLogger(__name__)
@@ -50,23 +54,33 @@ class Job:
     version: int
     last_edit_t: float  # time.monotonic() of the last keystroke of the edit it answers
     future: asyncio.Future = field(repr=False)  # -> (edits here, {uri: edits} elsewhere)
+    text: str = field(default="", repr=False)  # the text the edits belong to
     ready_t: float | None = None
     others: dict[str, tuple[int, int, str]] = field(default_factory=dict, repr=False)  # uri -> (rev, version, text)
 
 
 @dataclass
 class Part:
-    """One document's share of the plan: ``edits`` in ``text``, which is revision ``revision``."""
+    """One document's share of the plan: ``edits`` in ``text``, which is revision ``revision``; ``planned``
+    in ``base``: what the computation found, which every later text is matched against (a jump target
+    being filled in changes the text on each keystroke)."""
 
     revision: int
     version: int
     text: str
     edits: list[NextEdit]
+    base: str = ""
+    planned: list[NextEdit] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.base:
+            self.base, self.planned = self.text, list(self.edits)
 
 
 @dataclass
 class Plan:
-    """A rename's references in the other open documents, found after an edit of ``origin``."""
+    """The next edits found after an edit of ``origin``: its own (its part, when it has some) and a
+    rename's references in the other open documents."""
 
     origin: str
     parts: dict[str, Part]
@@ -161,26 +175,25 @@ class NextEdits:
             self.plan.parts.pop(uri, None)
 
     def _consumed(self, uri: str) -> bool:
-        """Keep the plan in step with an edit of ``uri``: one of its planned edits applied leaves the rest
-        (shifted); any other change drops its part; an edit outside the plan drops the plan."""
+        """Keep the plan in step with an edit of ``uri``: a text that is the part's with some of its edits
+        applied (by the client or by hand) leaves the rest, moved (no new computation: jedi is not asked
+        again, and the history's bound does not matter); any other change of a document the plan reaches
+        makes its part wait (stale, kept only while the text may still come back to it: it is matched
+        again on the next change); an edit outside the plan drops the plan."""
         plan = self.plan
-        if plan is None or uri == plan.origin:
+        if plan is None:
             return False
         part = plan.parts.get(uri)
         if part is None:
-            self.plan = None
+            if uri != plan.origin:
+                self.plan = None
             return False
         doc = self.documents.get(uri)
-        for e in part.edits:
-            if len(doc.text) == len(part.text) + len(e.new_text) - len(e.old_text) and doc.text == e.apply(part.text):
-                d = len(e.new_text) - len(e.old_text)
-                rest = [x if x.range_start < e.range_start else
-                        NextEdit(x.range_start + d, x.range_end + d, x.old_text, x.new_text, x.source, x.confidence)
-                        for x in part.edits if x is not e]
-                plan.parts[uri] = Part(doc.revision, doc.version, doc.text, rest)
-                return True
-        del plan.parts[uri]
-        return False
+        rest = remaining(part.base, part.planned, doc.text)
+        if rest is None:
+            return False
+        plan.parts[uri] = Part(doc.revision, doc.version, doc.text, rest, part.base, part.planned)
+        return True
 
     def shutdown(self) -> None:
         for uri in list(self._timers):
@@ -215,7 +228,7 @@ class NextEdits:
             fut = self._loop.run_in_executor(self._pool, self._compute, uri, doc.revision, doc.text, edits,
                                              str(path) if path else None, doc.language_id or None,
                                              [OpenDoc(u, p, t) for u, (_r, _v, t, p) in others.items()])
-        job = Job(uri, doc.revision, doc.version, last_t, fut,
+        job = Job(uri, doc.revision, doc.version, last_t, fut, doc.text,
                   others={u: (r, v, t) for u, (r, v, t, _p) in others.items()})
         fut.add_done_callback(lambda f: self._done(job, f))
         self._jobs[uri] = job
@@ -236,8 +249,8 @@ class NextEdits:
         job.ready_t = time.monotonic()
         if fut.cancelled() or fut.exception() is not None or self._jobs.get(job.uri) is not job:
             return
-        _here, elsewhere = fut.result()
-        parts = {}
+        here, elsewhere = fut.result()
+        parts = {job.uri: Part(job.revision, job.version, job.text, here)} if here else {}
         for uri, edits in elsewhere.items():
             rev, version, text = job.others[uri]
             if self.documents.revision(uri) == rev and edits:
@@ -301,10 +314,13 @@ class NextEdits:
         if not self.enabled():
             return Found(uri, doc.version, [])
         part = self.plan.parts.get(uri) if self.plan is not None else None
-        if part is not None and part.revision == doc.revision:
-            # a document the last rename reaches, unchanged since (or changed only by applying its edits)
-            return Found(uri, doc.version, by_cursor(list(part.edits), offset), elsewhere=self._elsewhere(uri))
         job = self._jobs.get(uri)
+        if part is not None and part.revision == doc.revision:
+            # the plan's part: found for this very text, or for one that only applying its edits changed
+            ready = None
+            if job is not None and job.revision == doc.revision and job.ready_t is not None:
+                ready = round((job.ready_t - job.last_edit_t) * 1000, 1)
+            return Found(uri, doc.version, by_cursor(list(part.edits), offset), ready, elsewhere=self._elsewhere(uri))
         if job is None or job.revision != doc.revision:
             t = self._timers.pop(uri, None)
             if t is not None:
@@ -322,22 +338,16 @@ class NextEdits:
                      elsewhere=self._elsewhere(uri))
 
     def _elsewhere(self, uri: str) -> list[Elsewhere]:
-        """The plan's edits outside ``uri`` still valid: the renamed document's own remaining ones first
-        (its computation, when it is the document's current revision), then the other documents' parts."""
+        """The plan's edits outside ``uri`` still valid (each part at its document's current revision): the
+        renamed document's own remaining ones first, then the other documents' parts by URI."""
         plan = self.plan
         if plan is None:
             return []
         out = []
-        if plan.origin != uri:
-            job = self._jobs.get(plan.origin)
-            if job is not None and job.future.done() and not job.future.cancelled() and \
-                    job.future.exception() is None and self.documents.revision(plan.origin) == job.revision:
-                out += [Elsewhere(plan.origin, job.version, e)
-                        for e in sorted(job.future.result()[0], key=lambda e: e.range_start)]
-        for other in sorted(plan.parts):
-            part = plan.parts[other]
-            if other != uri and self.documents.revision(other) == part.revision:
-                out += [Elsewhere(other, part.version, e) for e in part.edits]
+        for other in [plan.origin] + sorted(u for u in plan.parts if u != plan.origin):
+            part = plan.parts.get(other)
+            if other != uri and part is not None and self.documents.revision(other) == part.revision:
+                out += [Elsewhere(other, part.version, e) for e in sorted(part.edits, key=lambda e: e.range_start)]
         return out
 
 
@@ -351,7 +361,16 @@ def to_json(found: Found, position_at: Callable[[int], tuple[int, int]],
         return {"range": {"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}},
                 "newText": e.new_text, "oldText": e.old_text, "source": e.source, "confidence": e.confidence}
 
-    out: dict[str, Any] = {"version": found.version, "edits": [edit_json(e, position_at) for e in found.edits]}
+    def jump_json(e: NextEdit) -> dict[str, Any]:
+        line, ch = position_at(e.range_start)
+        at = {"line": line, "character": ch}
+        return {"range": {"start": at, "end": at}, "source": e.source, "note": e.note}
+
+    out: dict[str, Any] = {"version": found.version,
+                           "edits": [edit_json(e, position_at) for e in found.edits if not e.jump]}
+    jumps = [jump_json(e) for e in found.edits if e.jump]
+    if jumps:  # a field of its own: a client that knows nothing of jump targets never applies an empty edit
+        out["jumps"] = jumps
     if found.ready_ms is not None:
         out["readyMs"] = found.ready_ms
     if found.stale:
@@ -359,7 +378,7 @@ def to_json(found: Found, position_at: Callable[[int], tuple[int, int]],
     elsewhere = []
     for x in found.elsewhere:
         doc = document(x.uri)
-        if doc is None or doc.version != x.version:
+        if doc is None or doc.version != x.version or x.edit.jump:  # jump targets: asked in that document
             continue
         elsewhere.append({"uri": x.uri, "version": x.version, **edit_json(x.edit, _positions(doc, encoding))})
     if elsewhere:

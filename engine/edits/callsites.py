@@ -1,0 +1,61 @@
+"""A function's parameters changed: the edits its call sites need, found by jedi (issue 50).
+
+signature.py says what changed (``signature_change``) and what each call needs (``call_edits``); this
+module finds the calls: jedi's references to the function's name in this document
+(``Script.get_references``, through the analyser's worker thread) and, for a function the other open
+documents can import (not a nested one), its references there (workspace.py's ``goto``: the unsaved texts
+count). Each reference that is a call's callee is a call site. A document's edits are offered only when
+the text with them applied parses.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from engine.edits.common import JEDI_BUDGET_S, NextEdit, apply_all, parses
+from engine.edits.history import Edit
+from engine.edits.rename import jedi_references
+from engine.edits.signature import Change, call_edits, calls, signature_change
+from engine.edits.workspace import OpenDoc, occurrences_elsewhere
+
+
+def last_signature_change(text: str, edits: Sequence[Edit]) -> Change | None:
+    """The parameter change the last of ``edits`` made to the current ``text`` (signature.py)."""
+    if not edits:
+        return None
+    e = edits[-1]
+    return signature_change(e.undo(text), text, e.start, e.old_end, e.new_end)
+
+
+def _checked(text: str, edits: list[NextEdit]) -> list[NextEdit]:
+    return edits if edits and parses(apply_all(text, edits)) else []
+
+
+def call_site_edits(text: str, change: Change, *, path: str | None, analyser: Any, deadline: float | None = None,
+                    others: Sequence[OpenDoc] = ()) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
+    """The call sites' edits after ``change`` of the current ``text``: here, and in ``others`` by key."""
+    deadline = deadline if deadline is not None else time.monotonic() + JEDI_BUDGET_S
+    refs = jedi_references(text, change.name_at, path=path, analyser=analyser, deadline=deadline)
+    if not refs or all(off != change.name_at for off, _ in refs):
+        return [], {}  # jedi does not know the function: no opinion
+    here = _checked(text, call_edits(text, change, calls(text, [off for off, _ in refs])))
+    elsewhere: dict[str, list[NextEdit]] = {}
+    if others and path is not None and analyser is not None and _top_level(text, change.name_at):
+        found = occurrences_elsewhere(text, change.name_at, change.name, path, others, analyser=analyser,
+                                      deadline=deadline)
+        texts = {d.key: d.text for d in others}
+        for key, offs in found.items():
+            edits = _checked(texts[key], call_edits(texts[key], change, calls(texts[key], offs)))
+            if edits:
+                elsewhere[key] = edits
+    return here, elsewhere
+
+
+def _top_level(text: str, name_at: int) -> bool:
+    """Is the def at ``name_at`` a module's function or a class's method (indented at most once)? A nested
+    function is no other module's to call."""
+    line_start = text.rfind("\n", 0, name_at) + 1
+    indent = len(text[line_start:name_at]) - len(text[line_start:name_at].lstrip())
+    return indent <= 4 or "\t" in text[line_start:name_at]

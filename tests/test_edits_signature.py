@@ -1,0 +1,215 @@
+"""engine/edits/signature.py and callsites.py: a def's parameters changed, its call sites follow (issue 50).
+The pure functions on real-looking code; then through exact_next_edits with real jedi."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from engine.edits.common import apply_all
+from engine.edits.exact import exact_next_edits
+from engine.edits.history import EditHistory
+from engine.edits.signature import call_edits, calls, signature_change
+from engine.guidance.jedi_analyser import JediAnalyser
+
+SRC = '''import socket
+
+
+def connect(host, port, timeout=10.0, *, retries=3):
+    """Open a TCP connection, retrying on refusal."""
+    for attempt in range(retries):
+        try:
+            return socket.create_connection((host, port), timeout=timeout)
+        except ConnectionRefusedError:
+            if attempt == retries - 1:
+                raise
+
+
+class Client:
+    def __init__(self, host, port):
+        self.sock = connect(host, port, 5.0)
+
+    def send(self, payload, flush=True):
+        self.sock.sendall(payload)
+
+    def ping(self):
+        self.send(b"ping", flush=False)
+        self.send(b"pong")
+
+
+def main(args):
+    conn = connect("localhost", 8080, timeout=2.5, retries=1)
+    backup = connect(args.host,
+                     args.port)
+    Client("a", 1).send(b"x", True)
+    return conn, backup
+'''
+
+
+def _edit(src: str, old: str, new: str, nth: int = 0) -> tuple[str, int, int, int]:
+    """``src`` with the ``nth`` ``old`` replaced by ``new``: (text after, start, old end, new end)."""
+    at = -1
+    for _ in range(nth + 1):
+        at = src.index(old, at + 1)
+    return src[:at] + new + src[at + len(old):], at, at + len(old), at + len(new)
+
+
+def _calls_of(text: str, name: str) -> list:
+    """Every call of ``name`` by its name token (what jedi's references give, without jedi)."""
+    offs, at = [], text.find(name)
+    while at >= 0:
+        offs.append(at)
+        at = text.find(name, at + 1)
+    return calls(text, offs)
+
+
+def _after(text: str, name: str, old: str, new: str, nth: int = 0) -> tuple[str, list]:
+    after, s, oe, ne = _edit(text, old, new, nth)
+    ch = signature_change(text, after, s, oe, ne)
+    assert ch is not None and ch.name == name
+    edits = call_edits(after, ch, _calls_of(after, name))
+    return after, edits
+
+
+def test_a_renamed_parameter_renames_its_keyword_at_each_call():
+    after, edits = _after(SRC, "connect", "timeout=10.0", "deadline=10.0")
+    assert [(e.old_text, e.new_text, e.source) for e in edits] == [("timeout", "deadline", "signature")]
+    # socket.create_connection's own timeout= is another function's: untouched
+    assert "deadline=2.5" in apply_all(after, edits) and "timeout=timeout" in apply_all(after, edits)
+
+
+def test_a_removed_parameter_is_removed_at_each_call_by_position_or_keyword():
+    after, edits = _after(SRC, "connect", "timeout=10.0, ", "")
+    out = apply_all(after, edits)
+    assert 'self.sock = connect(host, port)\n' in out
+    assert 'connect("localhost", 8080, retries=1)' in out
+    assert "connect(args.host,\n                     args.port)" in out  # not passed here: untouched
+    assert len(edits) == 2
+
+
+def test_a_removed_last_argument_on_its_own_line_and_an_only_argument():
+    src = "def f(a, b):\n    pass\n\n\nf(1,\n  2)\nf(b=2, a=1)\n"
+    after, edits = _after(src, "f", ", b", "")
+    assert apply_all(after, edits) == "def f(a):\n    pass\n\n\nf(1)\nf(a=1)\n"
+    src = "def g(x):\n    pass\n\n\ng(\n    1,\n)\n"
+    after, edits = _after(src, "g", "x", "")
+    assert apply_all(after, edits) == "def g():\n    pass\n\n\ng()\n"
+
+
+def test_a_method_call_binds_self():
+    after, edits = _after(SRC, "send", ", flush=True", "")
+    out = apply_all(after, edits)
+    assert 'self.send(b"ping")' in out and 'self.send(b"pong")' in out and 'send(b"x")' in out
+
+
+def test_an_added_parameter_gets_a_jump_target_where_its_argument_goes():
+    after, edits = _after(SRC, "connect", "host, port,", "host, port, family,")
+    assert all(e.jump and e.note == "family" and e.old_text == e.new_text == "" for e in edits)
+    at = {after[e.range_start - 12:e.range_start] + "|" + after[e.range_start:e.range_start + 6] for e in edits}
+    # before the positional argument now in its place, else after the last positional one
+    assert at == {"host, port, |5.0)\n\n", 'lhost", 8080|, time', "   args.port|)\n    "}
+
+
+def test_a_keyword_only_parameter_goes_after_every_argument_and_unpacking_is_left_alone():
+    src = "def f(a, *, b=1):\n    pass\n\n\nf(1, b=2)\nf(*xs)\nf(**kw)\nf()\n"
+    after, edits = _after(src, "f", "*, b=1", "*, b=1, c")
+    assert [after[:e.range_start].splitlines()[-1] + "|" for e in edits] == ["f(1, b=2|", "f(*xs|", "f(|"]
+    assert all(e.note == "c" for e in edits)
+
+
+def test_no_change_outside_a_parameter_list_or_with_a_default_or_two_at_once():
+    assert signature_change(SRC, *_args(SRC, "socket.create_connection", "socket.connect")) is None
+    assert signature_change(SRC, *_args(SRC, "host, port, timeout", "host, port, family=2, timeout")) is None
+    assert signature_change(SRC, *_args(SRC, "host, port, timeout", "h, p, timeout")) is None
+    assert signature_change(SRC, *_args(SRC, "def connect(", "def connect_to(")) is None
+
+
+def _args(src: str, old: str, new: str) -> tuple[str, int, int, int]:
+    return _edit(src, old, new)
+
+
+# ---- through exact_next_edits: jedi finds the calls ----
+
+@pytest.fixture(scope="module")
+def analyser(tmp_path_factory):
+    a = JediAnalyser()
+    a.add_root(str(tmp_path_factory.mktemp("ws")))
+    yield a
+    a.close()
+
+
+def _next(src: str, old: str, new: str, analyser, nth: int = 0) -> tuple[str, list]:
+    h = EditHistory()
+    h.open("d", src)
+    after, s, oe, _ne = _edit(src, old, new, nth)
+    h.change("d", s, oe, new, now=0.0)
+    assert h.text("d") == after
+    return after, exact_next_edits(after, h.edits("d"), path="/tmp/flint_sig_test.py", analyser=analyser,
+                                   deadline=time.monotonic() + 60)
+
+
+def test_a_parameter_renamed_at_its_definition_offers_the_body_and_the_keywords(analyser):
+    after, edits = _next(SRC, "timeout=10.0", "limit=10.0", analyser)
+    assert [(e.old_text, e.new_text) for e in edits] == [("timeout", "limit")] * 2  # the keyword once
+    out = apply_all(after, edits)
+    assert "timeout=limit)" in out and "limit=2.5" in out
+
+
+def test_a_parameter_removed_through_jedi(analyser):
+    after, edits = _next(SRC, ", flush=True", "", analyser)
+    assert sorted(after[e.range_start:e.range_end] for e in edits) == [", True", ", flush=False"]
+    assert all(e.source == "signature" for e in edits)
+
+
+def test_a_parameter_added_through_jedi_gives_jumps_only(analyser):
+    after, edits = _next(SRC, "(self, payload", "(self, payload, tag", analyser)
+    assert len(edits) == 3 and all(e.jump and e.note == "tag" for e in edits)
+    assert apply_all(after, edits) == after
+
+
+def test_a_name_that_only_looks_like_the_function_is_not_a_call_site(analyser):
+    src = SRC + "\n\nclass Other:\n    def send(self, payload, flush=True):\n        pass\n\n\nOther().send(1, False)\n"
+    after, edits = _next(src, ", flush=True", "", analyser)
+    assert "Other().send(1, False)" in apply_all(after, edits)  # another class's send: jedi tells them apart
+    assert len(edits) == 2
+
+
+# ---- the other open documents ----
+
+USE = '''from lib import connect
+import lib as net
+
+
+def fetch(host):
+    first = connect(host, 80, timeout=1.0)
+    second = net.connect(host, 443, 2.0, retries=5)
+    return first, second
+'''
+
+
+def test_the_call_sites_in_other_open_documents_follow(tmp_path):
+    from engine.edits.exact import workspace_next_edits
+    from engine.edits.workspace import OpenDoc
+
+    (tmp_path / "lib.py").write_text(SRC)
+    (tmp_path / "use.py").write_text(USE)
+    a = JediAnalyser()
+    a.add_root(str(tmp_path))
+    try:
+        def ask(old: str, new: str) -> dict:
+            h = EditHistory()
+            h.open("lib", SRC)
+            after, s, oe, _ = _edit(SRC, old, new)
+            h.change("lib", s, oe, new, now=0.0)
+            return workspace_next_edits(after, h.edits("lib"), path=str(tmp_path / "lib.py"), analyser=a,
+                                        deadline=time.monotonic() + 60,
+                                        others=[OpenDoc("use", str(tmp_path / "use.py"), USE)])[1]
+        renamed = ask("timeout=10.0", "wait=10.0")
+        assert apply_all(USE, renamed["use"]) == USE.replace("timeout=1.0", "wait=1.0")
+        removed = ask("timeout=10.0, ", "")
+        assert apply_all(USE, removed["use"]) == USE.replace("80, timeout=1.0", "80").replace("443, 2.0,", "443,")
+        added = ask("(host, port", "(host, port, family")
+        assert [USE[e.range_start - 4:e.range_start] for e in added["use"]] == [", 80", "43, "]  # before 2.0, now in its place
+    finally:
+        a.close()
