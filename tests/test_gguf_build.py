@@ -26,6 +26,11 @@ def built():
     return Path(d), gguf
 
 
+def _same(got: np.ndarray, want: np.ndarray) -> bool:
+    """Equal to float32 rounding (Q4_K's offset is one float32 operation away from gguf's dmin·m)."""
+    return bool(np.abs(got - want).max() <= 4 * np.finfo(np.float32).eps * np.abs(want).max())
+
+
 def _graph_matrices(model_path: Path) -> dict[str, NBits]:
     """Every MatMulNBits of a graph as NBits (its offset correction, where it has one, attached)."""
     import onnx
@@ -68,12 +73,12 @@ def test_every_matrix_is_the_files_own_blocks(built):
         qkv = mats.get(f"layers.{i}/qkv")
         if qkv is not None:
             expect = np.concatenate([want(b + "attn_q.weight"), want(b + "attn_k.weight"), want(b + "attn_v.weight")])
-            assert np.array_equal(dequantize(qkv), expect), f"layer {i} qkv"
+            assert _same(dequantize(qkv), expect), f"layer {i} qkv"
         else:
             for x in ("q", "k", "v"):
-                assert np.array_equal(dequantize(mats[f"layers.{i}/{x}"]), want(f"{b}attn_{x}.weight"))
+                assert _same(dequantize(mats[f"layers.{i}/{x}"]), want(f"{b}attn_{x}.weight"))
         for ours, theirs in (("o", "attn_output"), ("gate", "ffn_gate"), ("up", "ffn_up"), ("down", "ffn_down")):
-            assert np.array_equal(dequantize(mats[f"layers.{i}/{ours}"]), want(f"{b}{theirs}.weight")), (i, ours)
+            assert _same(dequantize(mats[f"layers.{i}/{ours}"]), want(f"{b}{theirs}.weight")), (i, ours)
             checked += 1
     assert checked == 4 * layers > 0
     head = _graph_matrices(d / "lm_head.onnx")
