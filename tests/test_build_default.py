@@ -1,23 +1,26 @@
-"""The int8-dyn recipe and which built precision a preset name resolves to (pure: no model, no build)."""
+"""Weight recipes (the GGUF builder's and the export path's) and which built precision a preset name resolves
+to (pure: no model, no build)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from engine.model.build import PRECISIONS, is_current, rebuild_command, weight_recipe
+from engine.model.build import ALL_PRECISIONS, is_current, rebuild_command, weight_recipe
+from engine.model.gguf_build import GGUF_RECIPES
 from engine.model.manifest import Manifest
 from engine.model.presets import PRESETS, precision_preference
 
 
 def _manifest(precision: str, quant: dict[str, str]) -> Manifest:
-    return Manifest(name="m", source={"sha256": "0" * 64}, precision=precision, bos_token_id=None,
+    return Manifest(name="m", source={"kind": "pypi-gguf", "sha256": "0" * 64}, precision=precision, bos_token_id=None,
                     eos_token_ids=[1], stop_token_ids=[1], context_length=64, num_layers=1, num_kv_heads=1,
                     head_dim=8, hidden_size=8, vocab_size=16, fim=None, quant=quant)
 
 
 def test_int8_dyn_records_its_recipe_and_an_other_recipe_is_not_current(tmp_path: Path):
     recipe = weight_recipe("int8-dyn")
-    assert recipe and recipe != weight_recipe("fp32") and weight_recipe("int8") == {"block_size": "128"}
+    assert recipe and recipe != weight_recipe("fp32") and weight_recipe("int8") == GGUF_RECIPES["int8"]
+    assert weight_recipe("int8", "hf-dir") == {"block_size": "128"} != weight_recipe("int8")
     d = tmp_path / "qwen2.5-coder-0.5b-int8-dyn"
     d.mkdir()
     _manifest("int8-dyn", recipe).write(d)
@@ -34,4 +37,20 @@ def test_a_preset_name_prefers_the_default_then_the_other_int8_and_fp32_last():
     assert precision_preference("int8")[:2] == ("int8", "int8-dyn")
     for d in ("int8", "int8-dyn"):
         order = precision_preference(d)
-        assert order[-1] == "fp32" and sorted(order) == sorted(PRECISIONS)
+        assert order[-1] == "fp32" and sorted(order) == sorted(ALL_PRECISIONS)
+
+
+def test_an_int8_directory_from_the_export_path_is_not_current_for_a_preset_and_never_shares_cache_keys(tmp_path):
+    """A preset's int8 built before the GGUF builder (transformers + onnxruntime-genai: the same recipe dict
+    without "from") keeps loading, but `flint model build` replaces it, and its completions are cached under
+    another model id."""
+    d = tmp_path / "qwen2.5-coder-0.5b-int8"
+    d.mkdir()
+    old = Manifest(name="m", source={"kind": "pypi-gguf", "sha256": "0" * 64}, precision="int8", bos_token_id=None,
+                   eos_token_ids=[1], stop_token_ids=[1], context_length=64, num_layers=1, num_kv_heads=1,
+                   head_dim=8, hidden_size=8, vocab_size=16, fim=None, quant={"block_size": "128"})
+    old.write(d)
+    assert not is_current(d, "int8")
+    new = Manifest(**{**old.__dict__, "quant": weight_recipe("int8")})
+    new.write(d)
+    assert is_current(d, "int8") and new.model_id != old.model_id
