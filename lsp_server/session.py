@@ -4,7 +4,7 @@ After ruff_server's ``Session``: the event loop mutates documents and settings; 
 read-only snapshot (an immutable ``str`` plus its revision). The session keeps documents (documents.py),
 settings, the status board (status.py), telemetry (stats.py), the repository context it feeds
 (context.py) and item building; what runs when is the completion service's
-(lsp_server/completion/service.py: store, schedulers, planner, race; docs/architecture.md).
+(lsp_server/completion/requests/service.py: store, schedulers, planner, race; docs/architecture.md).
 
 Where an answer comes from, cheapest first (the ``source`` reported on items and in flint/status):
 
@@ -33,13 +33,19 @@ from typing import Any
 
 from engine.guidance.service import set_workspace_roots
 from lsp_server import convert
-from lsp_server.completion import planner
-from lsp_server.completion.answers import Answer
-from lsp_server.completion.events import Worked
-from lsp_server.completion.items import Item, Suggestions, build_items, stamp_latency
-from lsp_server.completion.jobs import State
-from lsp_server.completion.service import CompletionService, Load
-from lsp_server.completion.worker import Worker
+from lsp_server.completion import (
+    Answer,
+    CompletionService,
+    Item,
+    Load,
+    State,
+    Suggestions,
+    Worked,
+    Worker,
+    build_items,
+    planner,
+    stamp_latency,
+)
 from lsp_server.context import RepoContext
 from lsp_server.documents import Change, Document, DocumentError, DocumentStore, uri_path
 from lsp_server.errors import RequestError, request_error

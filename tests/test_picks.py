@@ -4,8 +4,9 @@ deduplicated by substance, and the planner asking the local model for branches."
 from __future__ import annotations
 
 from engine.types import Completion
-from lsp_server.completion import picks, planner
-from lsp_server.completion.items import build_items
+from lsp_server.completion.policy import planner
+from lsp_server.completion.requests import picks
+from lsp_server.completion.requests.items import build_items
 from lsp_server.settings import Settings
 
 

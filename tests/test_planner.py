@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lsp_server.completion import planner
+from lsp_server.completion.policy import planner
 from lsp_server.settings import Settings
 
 

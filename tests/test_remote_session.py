@@ -255,8 +255,8 @@ async def test_pause_routing_sends_no_request_kind_to_the_capable_tier(make, fak
 
 
 def test_the_capable_window_is_short_and_keeps_its_start_while_the_user_types():
-    from lsp_server.completion import pause
-    from lsp_server.completion.planner import state_at
+    from lsp_server.completion.policy.planner import state_at
+    from lsp_server.completion.requests import pause
 
     body = "".join(f"    value_{i} = compute({i})\n" for i in range(300))  # ~8,000 characters
     suffix = "".join(f"    after_{i}()\n" for i in range(100))

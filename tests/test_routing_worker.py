@@ -3,7 +3,7 @@ keystrokes after a routed request are the local model's, and nothing else would 
 
 from __future__ import annotations
 
-from lsp_server.completion.worker import IDLE_WARM_S
+from lsp_server.completion.scheduler.worker import IDLE_WARM_S
 from tests.fakes import FakeEngine, Rig, state, text
 
 

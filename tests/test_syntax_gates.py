@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine.text.gates import conditions, gate_reason
-from lsp_server.completion.planner import state_at
+from lsp_server.completion.policy.planner import state_at
 from lsp_server.settings import Settings
 
 JS = "function f(a) {\n  "

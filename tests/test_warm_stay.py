@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from lsp_server.completion import planner
-from lsp_server.completion.worker import IDLE_WARM_S
+from lsp_server.completion.policy import planner
+from lsp_server.completion.scheduler.worker import IDLE_WARM_S
 from lsp_server.settings import Settings
 from tests.fakes import Done, FakeEngine, Step, until
 

@@ -1,11 +1,11 @@
 """Planning speculative work: pure functions, no model, no threads, no LSP.
 
-The server asks these what to do; the worker does it with the model (lsp_server/completion/worker.py):
+The server asks these what to do; the worker does it with the model (lsp_server/completion/scheduler/worker.py):
 
 - ``futures``: after an explicit request's suggestion is shown, the states worth generating before the
   user gets there: the suggestion accepted whole, and accepted then Enter (the next line); for a block,
   its first line accepted then Enter. (After an automatic suggestion the generation's own look-ahead line
-  covers them: lsp_server/completion/planner.py follow_ups.)
+  covers them: lsp_server/completion/policy/planner.py follow_ups.)
 - ``skip_reason``: automatic work that could not be shown (or would be noise) is not started.
 - ``window_start``: where the prefix window begins, chosen so the engine's KV cache survives typing.
 """

@@ -12,14 +12,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from engine.policy import routing, speculation
-from lsp_server.completion import planner
-from lsp_server.completion.answers import Answer
 from lsp_server.completion.jobs import USER, State
-from lsp_server.completion.planner import FUTURE_BUDGET_S, JOB_BUDGET_S, PAUSE_HOLD_S, REFRESH_WITHIN_S
+from lsp_server.completion.policy import planner
+from lsp_server.completion.policy.planner import FUTURE_BUDGET_S, JOB_BUDGET_S, PAUSE_HOLD_S, REFRESH_WITHIN_S
+from lsp_server.completion.store.answers import Answer
 from lsp_server.settings import Settings
 
 if TYPE_CHECKING:
-    from lsp_server.completion.service import CompletionService
+    from lsp_server.completion.requests.service import CompletionService
 
 log = logging.getLogger(__name__)
 

@@ -20,19 +20,20 @@ from typing import Any
 from engine.backends import Backend
 from engine.policy import routing
 from engine.types import DocRef
-from lsp_server.completion import explicit, planner
-from lsp_server.completion.answers import Answer, settle_rule
 from lsp_server.completion.events import Events, Idle, RemoteDone, Status
-from lsp_server.completion.followups import FollowUps
-from lsp_server.completion.hooks import StoreHooks
 from lsp_server.completion.jobs import SPECULATIVE, USER, JobDropped, Stale, State
-from lsp_server.completion.pause import Pauses
-from lsp_server.completion.planner import JOB_BUDGET_S, Cursors, TypingClock
-from lsp_server.completion.race import Races
-from lsp_server.completion.refresh import Refresher
-from lsp_server.completion.runner import Loader
-from lsp_server.completion.store import Store
-from lsp_server.completion.worker import Worker
+from lsp_server.completion.policy import planner
+from lsp_server.completion.policy.planner import JOB_BUDGET_S, Cursors, TypingClock
+from lsp_server.completion.requests import explicit
+from lsp_server.completion.requests.followups import FollowUps
+from lsp_server.completion.requests.pause import Pauses
+from lsp_server.completion.requests.race import Races
+from lsp_server.completion.requests.refresh import Refresher
+from lsp_server.completion.scheduler.hooks import StoreHooks
+from lsp_server.completion.scheduler.runner import Loader
+from lsp_server.completion.scheduler.worker import Worker
+from lsp_server.completion.store.answers import Answer, settle_rule
+from lsp_server.completion.store.store import Store
 from lsp_server.documents import uri_path
 from lsp_server.settings import Settings
 

@@ -70,7 +70,7 @@ TYPING_HISTORY = 9  # keystroke times kept per document
 # types slower: they are pre-work for a pause, and a typist who keeps going is served by type-through.
 FUTURE_DELAY_S = 0.15
 # routing "pause": the fast model's futures wait this much longer, leaving the pause's first moments (both
-# cores) to the capable model's line (lsp_server/completion/pause.py)
+# cores) to the capable model's line (lsp_server/completion/requests/pause.py)
 PAUSE_HOLD_S = 1.0
 # Edits closer together than this are a burst (a paste replayed, a client catching up), not typing: the
 # caches are asked by the request for the state the burst ends in, not on every edit of it, and the work

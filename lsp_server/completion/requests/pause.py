@@ -20,9 +20,9 @@ from engine.policy.speculation import window_start
 from engine.text.window import clip_window
 from engine.types import Completion
 from lsp_server.completion.jobs import USER, State
-from lsp_server.completion.planner import JOB_BUDGET_S, whole_window
-from lsp_server.completion.store import Store
-from lsp_server.completion.worker import Worker
+from lsp_server.completion.policy.planner import JOB_BUDGET_S, whole_window
+from lsp_server.completion.scheduler.worker import Worker
+from lsp_server.completion.store.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,6 @@ from typing import Any
 
 from engine.backends import Backend
 from lsp_server.completion.events import Events, Idle
-from lsp_server.completion.jobqueue import JobQueue
 from lsp_server.completion.jobs import (
     FUTURE,
     USER,
@@ -51,8 +50,9 @@ from lsp_server.completion.jobs import (
     reason_exc,
     stop_job,
 )
-from lsp_server.completion.planner import IDLE_WORK_S
-from lsp_server.completion.runner import Loader, Ran, Runner
+from lsp_server.completion.policy.planner import IDLE_WORK_S
+from lsp_server.completion.scheduler.jobqueue import JobQueue
+from lsp_server.completion.scheduler.runner import Loader, Ran, Runner
 
 log = logging.getLogger(__name__)
 

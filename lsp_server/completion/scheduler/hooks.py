@@ -13,10 +13,10 @@ from collections.abc import Callable
 from engine.cache.typethrough import Entry, reachable
 from engine.policy import routing
 from engine.types import Doubts, Timings
-from lsp_server.completion.answers import hidden_entry
 from lsp_server.completion.events import Events, RemoteDone
 from lsp_server.completion.jobs import FUTURE, USER, Job, Result, State
-from lsp_server.completion.store import Store
+from lsp_server.completion.store.answers import hidden_entry
+from lsp_server.completion.store.store import Store
 from lsp_server.settings import Settings
 
 

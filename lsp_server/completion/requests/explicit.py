@@ -16,12 +16,12 @@ from collections.abc import Callable
 
 from engine.text.budget import Budget
 from engine.text.postprocess import CUT_OFF_REASONS
-from lsp_server.completion import planner
-from lsp_server.completion.answers import Answer, settle_rule, settled_variants
 from lsp_server.completion.jobs import USER, State
-from lsp_server.completion.planner import JOB_BUDGET_S
-from lsp_server.completion.store import Store
-from lsp_server.completion.worker import Worker
+from lsp_server.completion.policy import planner
+from lsp_server.completion.policy.planner import JOB_BUDGET_S
+from lsp_server.completion.scheduler.worker import Worker
+from lsp_server.completion.store.answers import Answer, settle_rule, settled_variants
+from lsp_server.completion.store.store import Store
 from lsp_server.settings import Settings
 
 # what the store's complete answer for the automatic state means for item 1: its line; a generation the
