@@ -18,21 +18,21 @@ def test_automatic_and_explicit_requests_may_start_from_the_quick_window():
     assert not planner.gen_params(off, "single", invoked=False).quick_start
 
 
-def test_typing_clock_tells_a_burst_from_typing_and_holds_futures_for_a_pause():
+def test_typing_clock_tells_a_burst_from_typing_and_knows_when_a_pause_starts():
     clock = planner.TypingClock()
-    assert clock.future_delay("u") == planner.FUTURE_DELAY_S  # nothing known yet
+    assert clock.pause_delay("u") == planner.PAUSE_DELAY_S  # nothing known yet
     assert not clock.keystroke("u", 10.0)
     assert not clock.keystroke("u", 10.3)
     assert not clock.keystroke("u", 10.6)
-    assert abs(clock.future_delay("u") - 2 * 0.3) < 1e-9  # twice the usual interval
+    assert abs(clock.pause_delay("u") - 2 * 0.3) < 1e-9  # twice the usual interval
     assert clock.keystroke("u", 10.605)  # 5 ms later: a replayed paste, not a typist
     clock.forget("u")
-    assert clock.future_delay("u") == planner.FUTURE_DELAY_S
+    assert clock.pause_delay("u") == planner.PAUSE_DELAY_S
 
 
 def test_a_pause_starts_a_rhythm_after_the_last_keystroke_never_in_the_past():
     clock = planner.TypingClock()
-    assert clock.pause_starts("u", 5.0) == 5.0 + planner.FUTURE_DELAY_S  # nothing typed: the default delay
+    assert clock.pause_starts("u", 5.0) == 5.0 + planner.PAUSE_DELAY_S  # nothing typed: the default delay
     for t in (10.0, 10.2, 10.4):
         clock.keystroke("u", t)
     assert abs(clock.pause_starts("u", 10.45) - (10.4 + 2 * 0.2)) < 1e-9  # twice the usual interval after it
@@ -82,9 +82,9 @@ def test_a_request_waits_by_the_planners_plan():
 def test_what_follows_an_answer_is_the_planners_plan():
     s = Settings()
     shown = planner.follow_ups(s, invoked=False, speculate=True, shown=True, complete=False, quick=False)
-    assert not shown.futures and shown.watch_s == planner.REFRESH_WITHIN_S and shown.pause and not shown.whole
+    assert shown.watch_s == planner.REFRESH_WITHIN_S and shown.pause and not shown.whole
     picked = planner.follow_ups(s, invoked=True, speculate=True, shown=True, complete=True, quick=False)
-    assert picked.futures and picked.watch_s is None and not picked.pause  # an explicit request's answer
+    assert picked == planner.FollowUps() and picked.watch_s is None and not picked.pause  # an explicit request's answer
     quick = planner.follow_ups(s, invoked=False, speculate=True, shown=False, complete=True, quick=True)
     assert quick.whole and quick.watch_s is None
     waiting = planner.follow_ups(s, invoked=True, speculate=True, shown=False, complete=False, quick=False)

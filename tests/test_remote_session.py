@@ -194,7 +194,7 @@ def test_settings_check_the_url_and_hide_the_key():
 async def test_a_race_survives_typing_that_agrees_with_it(make, fake):
     """The remote generation of a race keeps running while the user types what it is writing, and wins
     for the typed spot when it finishes within the budget (type-through of the remote's text)."""
-    from tests.test_session import type_chars
+    from tests.test_session_typing import type_chars
 
     fake.default = {"stream": ["a", " +", " b"], "delay": 0.4}
     s = make(local("a"), routing="race", remote_url=fake.url, race_budget_ms=5000)
@@ -232,7 +232,7 @@ async def test_pause_routing_replaces_the_local_line_once_the_user_pauses(make, 
 async def test_pause_routing_a_keystroke_stops_the_capable_line(make, fake):
     """The user types on before the capable line is there: it is stopped, nothing replaces what is
     shown, and no flint/refresh is sent for the old spot."""
-    from tests.test_session import type_chars
+    from tests.test_session_typing import type_chars
 
     fake.default = {"stream": ["b", " - ", "a"], "delay": 0.5}
     s = make(local("a"), routing="pause", remote_url=fake.url)

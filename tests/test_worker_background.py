@@ -28,43 +28,6 @@ def prefixes(r: Rig) -> list[str]:
     return [c.prefix for c in r.engine.calls]
 
 
-def test_user_request_preempts_futures_and_futures_run_when_idle():
-    r = rig(5, slow=("future-1",))
-    assert r.worker.set_futures([state("a", 1, "future-1"), state("a", 1, "future-2")]) == 2
-    assert r.engine.running.wait(5)
-    t0 = time.monotonic()
-    user = state("b", 1, "user")
-    r.worker.submit(user, USER)
-    r.result(user)
-    assert time.monotonic() - t0 < 20 * STEP + 0.3  # did not wait for the 1000-step future
-    time.sleep(20 * STEP)
-    assert prefixes(r) == ["future-1", "user", "future-2"]
-    r.stop()
-
-
-def test_new_futures_replace_old_ones_but_keep_the_same_state():
-    r = rig(3, slow=("busy",))
-    r.worker.submit(state("c", 1, "busy"), SPECULATIVE, budget_s=0.3)
-    assert r.engine.running.wait(5)
-    r.worker.set_futures([state("a", 1, "f1"), state("a", 1, "f2")])
-    assert r.worker.set_futures([state("a", 1, "f2"), state("a", 1, "f3")]) == 1
-    assert r.worker.backlog() == 3  # busy + f2 + f3
-    time.sleep(0.3 + 20 * STEP)
-    assert prefixes(r) == ["busy", "f2", "f3"]
-    r.stop()
-
-
-def test_futures_the_user_does_not_head_for_are_dropped_on_change():
-    r = rig(3, slow=("busy",))
-    r.worker.submit(state("c", 1, "busy"), SPECULATIVE, budget_s=0.3)
-    assert r.engine.running.wait(5)
-    r.worker.set_futures([state("a", 1, "def f(): return 1"), state("a", 1, "other")])
-    r.worker.document_changed("a", 2, state("a", 2, "def f"))  # typing toward the first one
-    time.sleep(0.3 + 20 * STEP)
-    assert prefixes(r) == ["busy", "def f(): return 1"]
-    r.stop()
-
-
 def test_a_job_held_back_waits_for_its_time_and_a_newer_keystroke_replaces_it():
     r = rig(2)
     r.worker.submit(state("a", 1, "p1"), SPECULATIVE, not_before=time.monotonic() + 0.2)
@@ -148,7 +111,7 @@ def test_a_request_in_another_document_stops_work_let_go_there():
 
 def test_a_request_joining_queued_speculation_preempts_other_speculation():
     r = rig(3, slow=("busy",))
-    r.worker.set_futures([state("c", 1, "busy")])  # a future runs
+    r.worker.submit(state("c", 1, "busy"), SPECULATIVE)  # speculation in another document runs
     assert r.engine.running.wait(5)
     st = state("a", 1, "p")
     r.worker.submit(st, SPECULATIVE, not_before=time.monotonic() + 5)  # held back

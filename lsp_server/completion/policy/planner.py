@@ -33,13 +33,11 @@ DEFAULT_MAX_PREFIX_CHARS, DEFAULT_MAX_SUFFIX_CHARS = 6000, 600
 # the user waits on while typing; an explicit request or a variants pick can take longer.
 AUTOMATIC_BUDGET_S = 2.5
 INVOKED_BUDGET_S = 6.0
-# A generation no request waits for any more goes on this long at most (its result serves the next ask),
-# and so does a pre-generated future. Any new work pre-empts them, so this bounds idle CPU only; it is
+# A generation no request waits for any more goes on this long at most (its result serves the next ask). Any new work pre-empts them, so this bounds idle CPU only; it is
 # long because the engine's deadline counts the prompt pass too, which alone takes 10-20 s for a whole
 # window on a slow 2-core machine (a deadline right after it would throw that work away).
 JOB_BUDGET_S = 30.0
-FUTURE_BUDGET_S = 30.0
-# Work no request waits for (speculation, futures, idle warm-up) stops this long after the user's last
+# Work no request waits for (speculation, idle warm-up) stops this long after the user's last
 # action (a keystroke, a request, its answer): the CPU is idle again ~2 s after the user stops (issue 13).
 # What it computed stays: the KV cache keeps prefilled chunks, the store keeps what streamed.
 IDLE_WORK_S = 1.5
@@ -66,12 +64,9 @@ TOKENS_PER_LINE = 24
 LOOKAHEAD_TOKENS = SINGLE_LINE_TOKENS + TOKENS_PER_LINE
 MAX_TOKENS = 256
 TYPING_HISTORY = 9  # keystroke times kept per document
-# Futures (where accepting a shown suggestion leads) start after this pause at least, longer when the user
-# types slower: they are pre-work for a pause, and a typist who keeps going is served by type-through.
-FUTURE_DELAY_S = 0.15
-# routing "pause": the fast model's futures wait this much longer, leaving the pause's first moments (both
-# cores) to the capable model's line (lsp_server/completion/requests/pause.py)
-PAUSE_HOLD_S = 1.0
+# Work for a pause (the whole window after the quick one had nothing, the capable tier's line) starts after
+# this pause at least, longer when the user types slower: a typist who keeps going is served by type-through.
+PAUSE_DELAY_S = 0.15
 # Edits closer together than this are a burst (a paste replayed, a client catching up), not typing: the
 # caches are asked by the request for the state the burst ends in, not on every edit of it, and the work
 # for an edit of the burst waits BURST_HOLD_S (the next edit replaces it before it starts) instead of
@@ -192,13 +187,11 @@ def waiting(settings: Settings, state: State, since: float, *, invoked: bool, re
 
 @dataclass(frozen=True)
 class FollowUps:
-    """What follows an answer that went out: ``futures`` (pre-generate where accepting the suggestion
-    shown leads); a flint/refresh when the whole suggestion is there, watched ``watch_s`` seconds
+    """What follows an answer that went out: a flint/refresh when the whole suggestion is there, watched ``watch_s`` seconds
     (``greedy``: an explicit request's automatic line is enough); ``whole``: the quick first window had
     nothing here, so the whole window runs (then a refresh if it has a line); ``pause``: routing "pause"
     asks the capable tier for this spot once the user pauses."""
 
-    futures: bool = False
     watch_s: float | None = None
     greedy: bool = False
     whole: bool = False
@@ -209,18 +202,18 @@ def follow_ups(settings: Settings, *, invoked: bool, speculate: bool, shown: boo
                quick: bool) -> FollowUps:
     """The follow-ups of an answer: ``shown`` (it had a suggestion), ``complete`` (nothing more is coming
     for it), ``quick`` (an empty answer from the quick window). ``speculate``: the client asks on its own
-    as the user types (futures and pauses serve such a client). None with speculation off.
+    as the user types (pauses serve such a client). None with speculation off.
 
-    Futures follow an explicit request's answer only: after an automatic one, where accepting leads is
-    already written by that generation's look-ahead line and served by type-through; typing through the
-    replay, their own work served almost nothing (docs/benchmarks/archive/replay.nofut-val-s30.md)."""
+    Nothing is pre-generated where accepting the suggestion leads: an automatic generation's look-ahead
+    line covers it (type-through), and after automatic answers such futures served almost nothing
+    (docs/benchmarks/archive/replay.nofut-val-s30.md)."""
     if not settings.speculation:
         return FollowUps()
     pause = not invoked and speculate
     if shown:
         # an explicit request's other variants may need the whole prompt pass: refreshed when done
         watch = None if complete else JOB_BUDGET_S if invoked else REFRESH_WITHIN_S
-        return FollowUps(futures=speculate and invoked, watch_s=watch, pause=pause)
+        return FollowUps(watch_s=watch, pause=pause)
     if quick:
         return FollowUps(whole=True, pause=pause)
     if not complete:
@@ -325,19 +318,19 @@ class TypingClock:
         times.append(now)
         return len(times) > 1 and now - times[-2] < BURST_GAP_S
 
-    def future_delay(self, uri: str) -> float:
-        """How long to hold futures back: a pause of about twice the user's usual keystroke interval."""
+    def pause_delay(self, uri: str) -> float:
+        """How long until a pause: a pause of about twice the user's usual keystroke interval."""
         times = list(self._times.get(uri, ()))
         intervals = [b - a for a, b in zip(times, times[1:], strict=False)][-8:]
         if not intervals:
-            return FUTURE_DELAY_S
-        return max(FUTURE_DELAY_S, speculation.PAUSE_FACTOR * statistics.median(intervals))
+            return PAUSE_DELAY_S
+        return max(PAUSE_DELAY_S, speculation.PAUSE_FACTOR * statistics.median(intervals))
 
     def pause_starts(self, uri: str, now: float) -> float:
         """When a pause after the user's last keystroke begins (never before ``now``; nothing typed yet:
         ``now`` plus the default delay)."""
         times = self._times.get(uri)
-        return max(now, (times[-1] if times else now) + self.future_delay(uri))
+        return max(now, (times[-1] if times else now) + self.pause_delay(uri))
 
     def forget(self, uri: str) -> None:
         self._times.pop(uri, None)

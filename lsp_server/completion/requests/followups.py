@@ -1,5 +1,5 @@
 """After an answer went out: the work that follows it, as the planner's plan says (planner.follow_ups):
-futures (where accepting the suggestion leads), a flint/refresh when the whole suggestion is there, the
+a flint/refresh when the whole suggestion is there, the
 whole window where the quick one had nothing, the capable tier at the user's pause. It also remembers the
 refreshes it sent: VS Code asks again with an explicit trigger, which is that automatic request again
 (planner.reasks_refresh)."""
@@ -11,10 +11,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from engine.policy import routing, speculation
+from engine.policy import routing
 from lsp_server.completion.jobs import USER, State
 from lsp_server.completion.policy import planner
-from lsp_server.completion.policy.planner import FUTURE_BUDGET_S, JOB_BUDGET_S, PAUSE_HOLD_S, REFRESH_WITHIN_S
+from lsp_server.completion.policy.planner import JOB_BUDGET_S, REFRESH_WITHIN_S
 from lsp_server.completion.store.answers import Answer
 from lsp_server.settings import Settings
 
@@ -37,11 +37,8 @@ class FollowUps:
         self._refreshed: dict[str, tuple[int, float, bool]] = {}
 
     def carry_out(self, plan: planner.FollowUps, state: State, version: int, answer: Answer | None, *,
-                  invoked: bool, shown: str = "", replace: int = 0) -> None:
-        """Do what the planner's follow-up plan says (``shown``: the first suggestion's LF text, replacing
-        ``replace`` characters)."""
-        if plan.futures:
-            self.futures(state, shown, replace)
+                  invoked: bool) -> None:
+        """Do what the planner's follow-up plan says."""
         if plan.watch_s is not None or plan.whole:
             self._watch_auto[state.uri] = not invoked
         if plan.whole:
@@ -64,30 +61,6 @@ class FollowUps:
         self._watch_auto.pop(uri, None)
         self._refreshed.pop(uri, None)
 
-    def futures(self, state: State, text: str, replace: int) -> None:
-        """A suggestion (LF ``text``, replacing ``replace`` characters) is on screen: pre-generate where
-        accepting it leads, unless already covered. Futures wait for a pause (TypingClock.future_delay) and
-        run below any work for the current state."""
-        svc = self._service
-        plan: list[State] = []
-        remote_plan: list[State] = []
-        s = self._settings()
-        for f in speculation.futures(state.prefix, state.suffix, text, replace):
-            fs = planner.state_at(s, state.uri, state.revision, state.offset, f.prefix, f.suffix, invoked=False,
-                                  remote_ready=svc.remote_ready(), language=state.params.language)
-            if fs.skip or svc.store.covered(fs):
-                continue
-            # where the state's own generation would run (a race's futures are local: that is what shows)
-            (remote_plan if fs.route == routing.REMOTE and svc.remote_worker is not None else plan).append(fs)
-        if plan:
-            log.debug("futures for %s: %d", state.uri, len(plan))
-        not_before = time.monotonic() + svc.clock.future_delay(state.uri)
-        if self._pausing():
-            not_before += PAUSE_HOLD_S
-        svc.worker.set_futures(plan, FUTURE_BUDGET_S, not_before=not_before)
-        if svc.remote_worker is not None:
-            svc.remote_worker.set_futures(remote_plan, FUTURE_BUDGET_S, not_before=not_before)
-
     def pause(self, state: State, answer: Answer | None) -> None:
         """An automatic answer from the local model went out (routing ``pause``): the capable tier writes
         this spot's suggestion if the user pauses here (pause.py)."""
@@ -106,13 +79,13 @@ class FollowUps:
         """The quick first window had nothing to show at this spot (its lines were dropped: a short window
         misses the code that decides them). The user is here: the whole window runs now, to its end unless
         the user moves on, and the client hears flint/refresh if it has a line (the store then answers the
-        automatic state from that newer entry). It waits for a pause, as futures do: a typist who goes on
+        automatic state from that newer entry). It waits for a pause (TypingClock.pause_delay): a typist who goes on
         makes it stale before its prompt pass holds up the next keystroke."""
         whole = planner.whole_window(state)
         if whole is state or state.route == routing.REMOTE or whole.skip:
             return
         svc = self._service
-        not_before = time.monotonic() + svc.clock.future_delay(state.uri)
+        not_before = time.monotonic() + svc.clock.pause_delay(state.uri)
         svc.worker.submit(whole, USER, budget_s=JOB_BUDGET_S, not_before=not_before)
         svc.worker.release(whole, awaited=True)
         self.watch(whole, version, within=JOB_BUDGET_S)

@@ -214,15 +214,12 @@ class CompletionService:
             self._speculate(plan.current, plan.not_before)  # (typed through, or on disk: no model call)
 
     def did_move(self, uri: str, state: State) -> None:
-        """The cursor moved without an edit: what was planned for the old spot goes (its futures; a
-        generation there stops as the new one starts), and the new spot's generation starts now, in the
+        """The cursor moved without an edit: a generation for the old spot stops as the new one starts, and the new spot's generation starts now, in the
         moment before the user types there, unless the store answers it. Not a keystroke: the typing
         clock is left alone."""
         self.at(uri, state)
         if not planner.moved(self._settings(), state).start:
             return
-        for w in self._workers():
-            w.set_futures([])
         if self._in_store(state):
             self.worker.poke()  # answered already: idle time warms the spot's whole window
             return

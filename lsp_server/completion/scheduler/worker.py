@@ -6,10 +6,10 @@ the model, results travel one way).
   the older one with ``Superseded`` at once, and stops it if it is running.
 - A document change stops every job of an older revision (``Stale``), unless ``Hooks.keep`` says it still
   serves the new state: a generation the user is typing through (*tracking*: it moves to the new
-  revision) or a future the user is typing toward.
+  revision).
 - Identical work is computed once: a second request joins the first (speculation becomes a user job that
   way); work just done is not done again (``Hooks.repeat``: the store holds its result).
-- Priorities: user requests, speculation for a document's current state, futures, idle warm-up; among
+- Priorities: user requests, speculation for a document's current state, idle warm-up; among
   equals, oldest first. A better job pre-empts a worse one running (jobqueue.JobQueue.outranked).
   Stopping sets the engine's CancelToken, checked every model step.
 - Work no request waits for stops ``IDLE_WORK_S`` after the user's last action (a watchdog thread), so
@@ -31,13 +31,11 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from engine.backends import Backend
 from lsp_server.completion.events import Events, Idle
 from lsp_server.completion.jobs import (
-    FUTURE,
     USER,
     WARM,
     EngineUnavailable,
@@ -146,31 +144,6 @@ class Worker:
         self._q.pending[uri] = job
         self.hooks.queued(job)
         self._cond.notify()
-
-    def set_futures(self, states: Sequence[State], budget_s: float | None = None, not_before: float = 0.0) -> int:
-        """Pre-generate these states, best first, replacing the futures planned before (in any document),
-        starting no earlier than ``not_before``. A future already queued or running for the same state is kept.
-        Returns how many new jobs were queued."""
-        with self._cond:
-            if self._stopping:
-                return 0
-            for st in states:
-                self._heard(st)
-
-            def new(st: State) -> Job:
-                return Job(st, FUTURE, next(self._seq), budget_s=budget_s, not_before=not_before, speculative=True)
-
-            added, dropped = self._q.plan_futures(states, not_before, new)
-            for job in added:
-                self.hooks.queued(job)
-            for job in dropped:
-                self._drop(job, Superseded("newer futures were planned"))
-            r = self._q.running
-            if r is not None and r.priority == FUTURE and not r.tracking and not any(r.serves(st) for st in states):
-                stop_job(r, "superseded")
-            if added:
-                self._cond.notify()
-        return len(added)
 
     def document_changed(self, uri: str, revision: int, current: State | None = None) -> None:
         """The document is at ``revision`` now, the user at ``current`` in it (None: not known, or nothing
@@ -370,8 +343,8 @@ class Worker:
         return self._revisions.get(uri)
 
     def keeps(self, job: Job) -> bool:
-        """(engine thread) Does a job kept through an edit, or a future, still serve where the user is?"""
-        if not job.tracking and job.priority != FUTURE:
+        """(engine thread) Does a job kept through an edit still serve where the user is?"""
+        if not job.tracking:
             return True
         with self._cond:
             current = self._current.get(job.uri)
