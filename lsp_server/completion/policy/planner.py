@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from engine.cache.typethrough import Entry
 from engine.policy import routing, speculation
 from engine.text.budget import decide_mode
-from engine.text.gates import gate_reason
 from engine.text.postprocess import split_cursor
 from engine.types import DocRef, GenParams
 from lsp_server import convert
@@ -133,8 +132,7 @@ def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: s
     mode = decide_mode(line_prefix, line_suffix, settings.multiline)
     params = gen_params(settings, mode, invoked=invoked, n=n, lookahead=not line_suffix.strip(), language=language,
                         doc=doc)
-    skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked) or \
-        gate_reason(prefix, suffix, language, invoked=invoked)  # per language, by its parse (issue 36)
+    skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked)
     route = routing.route(settings.route_config(), invoked=invoked, variants=variants,
                           multiline=mode == "multi", remote_ready=remote_ready)
     if params.n > 1 and route != routing.REMOTE:
