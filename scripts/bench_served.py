@@ -385,7 +385,7 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
 #
 # - window: the state's text as lsp_server.completion.policy.planner.window cuts it for a freshly opened document
 #   (engine.policy.speculation.window_start: at most max_prefix_chars before the cursor, from a line start on
-#   the quantum grid; the suffix up to planner.WINDOW_SUFFIX_CHARS), and the prompt's text as the engine
+#   the quantum grid; the suffix up to knobs.WINDOW_SUFFIX_CHARS), and the prompt's text as the engine
 #   clips that (engine.decoding.prompt.clip_window to EngineConfig's max_prefix_chars / max_suffix_chars);
 # - stop: the request kind's GenParams (planner.state_at: automatic or invoked, with the server's default
 #   settings), sized by the engine's budget (engine.decoding.stops.budgeted) and stopped by its rule

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from lsp_server.completion.policy import knobs
 from lsp_server.documents import Change
 from lsp_server.errors import RequestError
 from lsp_server.session import Session
@@ -17,11 +18,10 @@ from tests.fakes import FakeEngine, oracle, until
 
 @pytest.fixture
 def oracle_session(start_session, monkeypatch):
-    from lsp_server.completion.policy import planner
 
     # these tests pin type-through, memory and disk, not when a line still streaming is shown: a stand-in
     # slowed by a loaded machine must not turn their whole answers into partial ones
-    monkeypatch.setattr(planner, "PARTIAL_AFTER_S", 1.0)
+    monkeypatch.setattr(knobs, "PARTIAL_AFTER_S", 1.0)
 
     def make(target: str, step_s: float = 0.005, settings: Settings | None = None, statuses=None):
         eng = FakeEngine(oracle(target, step_s))
@@ -196,7 +196,7 @@ async def test_a_streaming_generation_is_read_not_restarted(oracle_session):
 
 async def test_a_burst_of_edits_starts_the_engine_for_where_it_ends(oracle_session):
     """A paste replayed as a hundred edits, faster than any typist: the work for each edit of the burst
-    waits a moment (planner.BURST_HOLD_S) and the next edit replaces it, so the model starts once for
+    waits a moment (knobs.BURST_HOLD_S) and the next edit replaces it, so the model starts once for
     where the burst ends (and perhaps for its first edit), not once per edit."""
     s, eng = oracle_session("x = " + "y" * 200 + "\n")
     s.speculate = True
@@ -285,9 +285,8 @@ async def test_restart_answers_from_the_start_a_cut_off_generation_left_on_disk(
 
 
 async def test_deadline_answers_with_what_exists_and_the_next_ask_gets_the_rest(oracle_session, monkeypatch):
-    from lsp_server.completion.policy import planner
 
-    monkeypatch.setattr(planner, "AUTOMATIC_BUDGET_S", 0.3)
+    monkeypatch.setattr(knobs, "AUTOMATIC_BUDGET_S", 0.3)
     target = "value = " + "a_long_expression_part + " * 6 + "end\n"
     s, eng = oracle_session(target, step_s=0.02)  # ~1.7 s for the whole line
     uri = "file:///dl.py"
@@ -389,10 +388,9 @@ async def test_a_slow_line_is_shown_as_it_streams_and_refreshed_when_whole(tmp_p
 
 
 async def test_a_request_keeps_its_deadline_while_the_model_loads(tmp_path, monkeypatch):
-    from lsp_server.completion.policy import planner
 
     monkeypatch.setenv("FLINT_HOME", str(tmp_path))
-    monkeypatch.setattr(planner, "AUTOMATIC_BUDGET_S", 0.3)
+    monkeypatch.setattr(knobs, "AUTOMATIC_BUDGET_S", 0.3)
     eng = FakeEngine(oracle(TARGET))
 
     def slow_load(_settings):

@@ -9,8 +9,7 @@ import pytest
 
 from engine.types import GenParams
 from lsp_server.completion.jobs import SPECULATIVE, USER, Superseded
-from lsp_server.completion.policy.planner import IDLE_WORK_S
-from lsp_server.completion.scheduler.worker import IDLE_WARM_S
+from lsp_server.completion.policy import knobs
 from tests.fakes import FakeEngine, Rig, state, steps
 
 STEP = 0.01
@@ -50,16 +49,16 @@ def test_idle_time_warms_once_and_new_work_interrupts_it():
     r.idle_plan = (state("a", 1, "active prefix", "active suffix"), None)
     calls = r.idle_calls
     r.worker.document_changed("a", 1)  # activity: the worker says it is idle again after a quiet period
-    assert r.until(lambda: r.engine.prefills, IDLE_WARM_S + 1)
+    assert r.until(lambda: r.engine.prefills, knobs.IDLE_WARM_S + 1)
     assert r.engine.prefills == [("active prefix", "active suffix")]
     assert r.until(lambda: r.worker.backlog() == 0) and r.engine.held == ("active prefix", "active suffix")
-    time.sleep(IDLE_WARM_S + 0.2)
+    time.sleep(knobs.IDLE_WARM_S + 0.2)
     r.pump()
     assert r.idle_calls == calls + 1 and len(r.engine.prefills) == 1  # once per quiet period, not in a loop
     # new work arrives while warming: the warm-up is dropped, the request runs
     r.idle_plan = (state("a", 1, "other prefix", "x"), None)
     r.worker.document_changed("a", 1)
-    time.sleep(IDLE_WARM_S + 0.05)
+    time.sleep(knobs.IDLE_WARM_S + 0.05)
     q = state("a", 1, "q")
     r.worker.submit(q)
     assert text_of(r, q).startswith("q")
@@ -127,16 +126,16 @@ def test_background_work_stops_soon_after_the_user_goes_idle_but_not_what_a_user
         t0 = time.monotonic()
         r.worker.submit(state("file:///a.py", 1, "spec"), SPECULATIVE)
         assert r.engine.running.wait(2)
-        while r.engine.running.is_set() and time.monotonic() - t0 < IDLE_WORK_S + 2:
+        while r.engine.running.is_set() and time.monotonic() - t0 < knobs.IDLE_WORK_S + 2:
             time.sleep(0.01)
         # stopped, not run for its 10 s
-        assert IDLE_WORK_S <= time.monotonic() - t0 < IDLE_WORK_S + 1.0 and not r.engine.running.is_set()
+        assert knobs.IDLE_WORK_S <= time.monotonic() - t0 < knobs.IDLE_WORK_S + 1.0 and not r.engine.running.is_set()
         # a request that got nothing at its deadline lets go of its job: the user still waits there
         asked = state("file:///b.py", 1, "asked")
         r.worker.submit(asked, USER)
         assert r.engine.running.wait(2)
         r.worker.release(asked, awaited=True)
-        time.sleep(IDLE_WORK_S + 0.5)
+        time.sleep(knobs.IDLE_WORK_S + 0.5)
         assert r.worker.running() is not None and not r.worker.running().cancel.cancelled
     finally:
         r.stop()
@@ -148,9 +147,9 @@ def test_the_idle_warm_up_stops_with_the_rest_of_the_background_work():
         r.idle_plan = (state("a", 1, "a long window", "s"), None)
         t0 = time.monotonic()
         r.worker.document_changed("a", 1)  # the user's last action
-        assert r.until(lambda: r.engine.prefills and r.worker.running() is None, IDLE_WORK_S + 3)
+        assert r.until(lambda: r.engine.prefills and r.worker.running() is None, knobs.IDLE_WORK_S + 3)
         assert r.engine.prefills == [("a long window", "s")]  # it warmed ...
-        assert time.monotonic() - t0 < IDLE_WORK_S + 1.0  # ... and stopped with the rest
+        assert time.monotonic() - t0 < knobs.IDLE_WORK_S + 1.0  # ... and stopped with the rest
     finally:
         r.stop()
 
@@ -165,7 +164,7 @@ class Block:
 def test_a_context_block_comes_with_the_warm_up_and_serves_only_its_document():
     r = Rig(FakeEngine(steps(20, STEP))).start()
     r.idle_plan = (state("a", 1, "pa"), Block())  # the service gathers the block for the active spot
-    assert r.until(lambda: r.engine.context_digest == "d1", IDLE_WARM_S + 2)  # admitted in idle time
+    assert r.until(lambda: r.engine.context_digest == "d1", knobs.IDLE_WARM_S + 2)  # admitted in idle time
     pa, pb = state("a", 1, "pa-again"), state("b", 1, "pb")
     r.worker.submit(pa)
     r.result(pa)

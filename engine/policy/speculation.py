@@ -8,13 +8,6 @@ The server asks these what to do; the worker does it with the model (lsp_server/
 
 from __future__ import annotations
 
-# ------------------------------------------------------------------------------------------- idle warm
-
-
-# a gap between keystrokes this many times the usual interval is a pause, not typing
-PAUSE_FACTOR = 2.0
-
-
 # ----------------------------------------------------------------------------------------------- skip
 
 MAX_RIGHT_CHARS = 8  # more code than this right of the cursor: an inline suggestion cannot fit there

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 from engine.policy import routing
 from lsp_server.completion.jobs import USER, State
-from lsp_server.completion.policy import planner
-from lsp_server.completion.policy.planner import JOB_BUDGET_S, REFRESH_WITHIN_S
+from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.store.answers import Answer
 from lsp_server.settings import Settings
 
@@ -86,11 +85,11 @@ class FollowUps:
             return
         svc = self._service
         not_before = time.monotonic() + svc.clock.pause_delay(state.uri)
-        svc.worker.submit(whole, USER, budget_s=JOB_BUDGET_S, not_before=not_before)
+        svc.worker.submit(whole, USER, budget_s=knobs.JOB_BUDGET_S, not_before=not_before)
         svc.worker.release(whole, awaited=True)
-        self.watch(whole, version, within=JOB_BUDGET_S)
+        self.watch(whole, version, within=knobs.JOB_BUDGET_S)
 
-    def watch(self, state: State, version: int, within: float = REFRESH_WITHIN_S, greedy: bool = False) -> None:
+    def watch(self, state: State, version: int, within: float = knobs.REFRESH_WITHIN_S, greedy: bool = False) -> None:
         """A partial answer went out: once its generation has the whole suggestion (the document still at
         that state), the client hears flint/refresh and asks again (the store answers at once).
         ``greedy``: an explicit request got nothing yet; its automatic twin's line is enough (it is item 1

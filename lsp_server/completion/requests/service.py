@@ -22,8 +22,8 @@ from engine.policy import routing
 from engine.types import DocRef
 from lsp_server.completion.events import Events, Idle, RemoteDone, Status
 from lsp_server.completion.jobs import SPECULATIVE, USER, JobDropped, Stale, State
-from lsp_server.completion.policy import planner
-from lsp_server.completion.policy.planner import JOB_BUDGET_S, Cursors, TypingClock
+from lsp_server.completion.policy import knobs, planner
+from lsp_server.completion.policy.planner import Cursors, TypingClock
 from lsp_server.completion.requests import explicit
 from lsp_server.completion.requests.followups import FollowUps
 from lsp_server.completion.requests.pause import Pauses
@@ -133,7 +133,7 @@ class CompletionService:
         eng = self.engine(tier)
         cfg = eng.config if eng is not None else None
         if cfg is None:
-            return planner.DEFAULT_MAX_PREFIX_CHARS, planner.DEFAULT_MAX_SUFFIX_CHARS
+            return knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS
         return cfg.max_prefix_chars, cfg.max_suffix_chars
 
     def _identity(self, tier: str) -> tuple[str, int, int] | None:
@@ -255,13 +255,13 @@ class CompletionService:
         both (race: the local answer is shown at once, the remote one may replace it)."""
         rw = self.remote_worker
         remote_budget = max(self._settings().remote_timeout_ms / 1000,
-                            JOB_BUDGET_S if state.route == routing.REMOTE else 0.0)
+                            knobs.JOB_BUDGET_S if state.route == routing.REMOTE else 0.0)
         if state.route == routing.REMOTE and rw is not None:
             self.worker.poke()  # the keystrokes after this one are local: warm its KV meanwhile
             return [(rw, remote_budget)]
         if state.route == routing.RACE and rw is not None:
-            return [(self.worker, JOB_BUDGET_S), (rw, remote_budget)]
-        return [(self.worker, JOB_BUDGET_S)]
+            return [(self.worker, knobs.JOB_BUDGET_S), (rw, remote_budget)]
+        return [(self.worker, knobs.JOB_BUDGET_S)]
 
     # ---- answers --------------------------------------------------------------------------------
     async def answer(self, state: State, since: float, invoked: bool) -> Answer | None:
@@ -295,7 +295,7 @@ class CompletionService:
         assert rw is not None
         # an explicit request waits for the remote up to remoteTimeoutMs, then asks the local model; one
         # made as the user types has its usual deadline (and the generation goes on for the next ask)
-        limit = self._settings().remote_timeout_ms / 1000 if invoked else planner.AUTOMATIC_BUDGET_S
+        limit = self._settings().remote_timeout_ms / 1000 if invoked else knobs.AUTOMATIC_BUDGET_S
         self.worker.poke()  # the local model warms its KV for this spot meanwhile (the next keystrokes)
         try:
             ans = await self._answer_on(rw, state, since, invoked, budget=limit)

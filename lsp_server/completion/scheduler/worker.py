@@ -12,13 +12,13 @@ the model, results travel one way).
 - Priorities: user requests, speculation for a document's current state, idle warm-up; among
   equals, oldest first. A better job pre-empts a worse one running (jobqueue.JobQueue.outranked).
   Stopping sets the engine's CancelToken, checked every model step.
-- Work no request waits for stops ``IDLE_WORK_S`` after the user's last action (a watchdog thread), so
+- Work no request waits for stops ``knobs.IDLE_WORK_S`` after the user's last action (a watchdog thread), so
   the CPU goes idle soon after the user does; what it computed stays (KV chunks, streamed text).
 - A job starts at once (newest wins: a keystroke appends a token or two to the KV cache), not before its
   ``not_before`` (the planner's: a pause, a burst of edits).
 - Every job ends exactly once in the store (``Hooks.ended``): a result, or one of jobs.py's exceptions. A
   request may *release* its job (answered from elsewhere, or at its deadline): it goes on as speculation.
-- Idle ``IDLE_WARM_S`` with nothing new: the worker says so (events.Idle); the service may hand it one
+- Idle ``knobs.IDLE_WARM_S`` with nothing new: the worker says so (events.Idle); the service may hand it one
   warm-up (``warm``: the active spot and its context block).
 
 Data comes down with each call (the document's revision and current state, the job's context block);
@@ -48,13 +48,12 @@ from lsp_server.completion.jobs import (
     reason_exc,
     stop_job,
 )
-from lsp_server.completion.policy.planner import IDLE_WORK_S
+from lsp_server.completion.policy import knobs
 from lsp_server.completion.scheduler.jobqueue import JobQueue
 from lsp_server.completion.scheduler.runner import Loader, Ran, Runner
 
 log = logging.getLogger(__name__)
 
-IDLE_WARM_S = 0.5  # engine idle this long (and nothing new happened): say so once
 CLOSED = 1 << 62  # the revision of a closed document: every job for it is stale
 
 
@@ -304,7 +303,7 @@ class Worker:
                 self._cond.wait()
                 continue
             now = time.monotonic()
-            job, wait = self._q.next_job(now, user_gone=now >= self._last_active + IDLE_WORK_S)
+            job, wait = self._q.next_job(now, user_gone=now >= self._last_active + knobs.IDLE_WORK_S)
             if job is None and wait < 0:
                 wait = self._maybe_idle()
             if job is None:
@@ -319,7 +318,7 @@ class Worker:
         """Nothing queued: say so once per quiet period. How long to sleep (negative: until woken)."""
         if self._idle_asked:
             return -1.0
-        left = self._last_active + IDLE_WARM_S - time.monotonic()
+        left = self._last_active + knobs.IDLE_WARM_S - time.monotonic()
         if left > 0:
             return left
         self._idle_asked = True
@@ -352,14 +351,14 @@ class Worker:
 
     # ---- the idle watchdog's thread --------------------------------------------------------------
     def _watch(self) -> None:
-        """Stop background work ``IDLE_WORK_S`` after the user's last action (its own thread: the engine
+        """Stop background work ``knobs.IDLE_WORK_S`` after the user's last action (its own thread: the engine
         thread is inside the model then). Sleeps while nothing runs."""
         while True:
             with self._cond:
                 if self._stopping:
                     return
                 r = self._q.running
-                due = self._last_active + IDLE_WORK_S
+                due = self._last_active + knobs.IDLE_WORK_S
                 if r is not None and not r.waiters and not r.awaited and not r.cancel.cancelled and \
                         time.monotonic() >= due:
                     log.debug("job %d stopped: the user is idle", r.seq)
