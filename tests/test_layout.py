@@ -180,3 +180,66 @@ def test_every_timing_window_and_budget_constant_lives_in_the_policy_module():
     for f in py_files("engine/policy"):
         bad += [f"{f.relative_to(ROOT)}:{line} {name}" for line, name in module_constants(f) if name.endswith(_TIMING)]
     assert not bad, "move these to lsp_server/completion/policy/knobs.py:\n" + "\n".join(bad)
+
+
+def _module_graph(folders: tuple[str, ...]) -> dict[str, set[str]]:
+    """Each module of these folders -> the first-party modules it imports (under TYPE_CHECKING too)."""
+    files = [f for folder in folders for f in py_files(folder)]
+    known = {module_name(f) for f in files}
+    graph: dict[str, set[str]] = {}
+    for f in files:
+        targets = set()
+        for _, name in imports(f):
+            bits = name.split(".")
+            found = next((".".join(bits[:n]) for n in range(len(bits), 0, -1) if ".".join(bits[:n]) in known), None)
+            if found is not None and found != module_name(f):
+                targets.add(found)
+        graph[module_name(f)] = targets
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(m: str, path: list[str]) -> list[str] | None:
+        state[m] = 1
+        for n in sorted(graph.get(m, ())):
+            if state.get(n) == 1:
+                return path + [m, n]
+            if n not in state and (found := visit(n, path + [m])) is not None:
+                return found
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state and (found := visit(m, [])) is not None:
+            return found
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle_among_the_modules():
+    """Not even one hidden under ``if TYPE_CHECKING:`` (package __init__ files that re-export excepted)."""
+    graph = {m: {n for n in deps if not ROOT.joinpath(*n.split("."), "__init__.py").is_file()}
+             for m, deps in _module_graph(("engine", "lsp_server")).items()}
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
+
+
+# lsp_server/completion's folders, bottom first: each imports only from the ones before it
+COMPLETION_ORDER = ("jobs", "events", "policy", "store", "scheduler", "requests")
+
+
+def test_the_completion_folders_import_one_way():
+    bad = []
+    for mod, deps in _module_graph(("lsp_server/completion",)).items():
+        mine = mod.split(".")[2] if mod.count(".") >= 2 else None
+        for dep in deps:
+            theirs = dep.split(".")[2] if dep.count(".") >= 2 else None
+            if mine in COMPLETION_ORDER and theirs in COMPLETION_ORDER and \
+                    COMPLETION_ORDER.index(theirs) > COMPLETION_ORDER.index(mine):
+                bad.append(f"{mod} imports {dep}")
+    assert not bad, "\n".join(bad)

@@ -9,24 +9,28 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from engine.policy import routing
 from lsp_server.completion.jobs import USER, State
 from lsp_server.completion.policy import knobs, planner
+from lsp_server.completion.requests import explicit
+from lsp_server.completion.requests.pause import Pauses
+from lsp_server.completion.requests.refresh import Refresher
+from lsp_server.completion.requests.tiers import Tiers
 from lsp_server.completion.store.answers import Answer
 from lsp_server.settings import Settings
-
-if TYPE_CHECKING:
-    from lsp_server.completion.requests.service import CompletionService
 
 log = logging.getLogger(__name__)
 
 
 class FollowUps:
-    def __init__(self, service: CompletionService, settings: Callable[[], Settings],
-                 on_refresh: Callable[[str, int], None], version_of: Callable[[str], int]) -> None:
-        self._service = service
+    def __init__(self, tiers: Tiers, clock: planner.TypingClock, pauses: Pauses, refresher: Refresher,
+                 settings: Callable[[], Settings], on_refresh: Callable[[str, int], None],
+                 version_of: Callable[[str], int]) -> None:
+        self._tiers = tiers
+        self._clock = clock
+        self._pauses = pauses
+        self._refresher = refresher
         self._settings = settings
         self._on_refresh = on_refresh
         self._version_of = version_of
@@ -63,16 +67,15 @@ class FollowUps:
     def pause(self, state: State, answer: Answer | None) -> None:
         """An automatic answer from the local model went out (routing ``pause``): the capable tier writes
         this spot's suggestion if the user pauses here (pause.py)."""
-        svc = self._service
-        rw = svc.remote_worker
+        rw = self._tiers.remote
         if rw is None or not self._pausing() or answer is None or answer.backend != "local":
             return
-        svc.pauses.plan(state, rw, svc.clock.pause_starts(state.uri, time.monotonic()),
-                        short_window=svc.backend_name("remote") == "capable")
+        self._pauses.plan(state, rw, self._clock.pause_starts(state.uri, time.monotonic()),
+                          short_window=self._tiers.backend_name("remote") == "capable")
 
     def _pausing(self) -> bool:
         """Routing ``pause`` with its capable tier ready."""
-        return self._settings().routing == routing.PAUSE and self._service.remote_ready()
+        return self._settings().routing == routing.PAUSE and self._tiers.remote_ready()
 
     def whole(self, state: State, version: int) -> None:
         """The quick first window had nothing to show at this spot (its lines were dropped: a short window
@@ -83,10 +86,9 @@ class FollowUps:
         whole = planner.whole_window(state)
         if whole is state or state.route == routing.REMOTE or whole.skip:
             return
-        svc = self._service
-        not_before = time.monotonic() + svc.clock.pause_delay(state.uri)
-        svc.worker.submit(whole, USER, budget_s=knobs.JOB_BUDGET_S, not_before=not_before)
-        svc.worker.release(whole, awaited=True)
+        not_before = time.monotonic() + self._clock.pause_delay(state.uri)
+        self._tiers.local.submit(whole, USER, budget_s=knobs.JOB_BUDGET_S, not_before=not_before)
+        self._tiers.local.release(whole, awaited=True)
         self.watch(whole, version, within=knobs.JOB_BUDGET_S)
 
     def watch(self, state: State, version: int, within: float = knobs.REFRESH_WITHIN_S, greedy: bool = False) -> None:
@@ -94,9 +96,9 @@ class FollowUps:
         that state), the client hears flint/refresh and asks again (the store answers at once).
         ``greedy``: an explicit request got nothing yet; its automatic twin's line is enough (it is item 1
         of the next ask: explicit.greedy_first)."""
-        svc = self._service
-        watched = [state] + ([svc.auto_twin(state)] if greedy and state.params.n > 1 else [])
-        svc.refresher.watch(watched, version, within)
+        twin = explicit.auto_twin(self._settings(), state, self._tiers.remote_ready())
+        watched = [state] + ([twin] if greedy and state.params.n > 1 else [])
+        self._refresher.watch(watched, version, within)
 
     def replaced(self, uri: str) -> None:
         """The capable tier's answer replaced the one on screen: the client asks again."""
