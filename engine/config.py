@@ -12,6 +12,7 @@ from engine.decoding.fast import FastPaths
 from engine.model.manifest import Manifest
 from engine.model.presets import DEFAULT_MODEL, PRESETS, precision_preference
 from engine.model.runtime import default_threads
+from engine.text.window import MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS
 
 
 class ModelNotBuilt(RuntimeError):
@@ -72,8 +73,8 @@ class EngineConfig:
     threads: int = field(default_factory=default_threads)
     capacity: int = 2048  # KV positions; prompts are windowed to fit with room for the completion
     batch_max: int = 3  # variants share one batch: the LSP default maxVariants is 3
-    max_prefix_chars: int = 6000
-    max_suffix_chars: int = 600
+    max_prefix_chars: int = MAX_PREFIX_CHARS
+    max_suffix_chars: int = MAX_SUFFIX_CHARS
     # also the cancel granularity while a prompt runs; per token, prefill in chunks of 64 is no slower than in
     # chunks of 256 (docs/benchmarks/forward.md)
     prefill_chunk: int = 64

@@ -4,7 +4,7 @@ After ruff_server's ``Session``: the event loop mutates documents and settings; 
 read-only snapshot (an immutable ``str`` plus its revision). The session keeps documents (documents.py),
 settings, the status board (status.py), telemetry (stats.py), the repository context it feeds
 (context.py) and item building; what runs when is the completion service's
-(lsp_server/completion/service.py: store, schedulers, planner, race; docs/architecture.md).
+(lsp_server/completion/requests/service.py: store, schedulers, planner, race; docs/architecture.md).
 
 Where an answer comes from, cheapest first (the ``source`` reported on items and in flint/status):
 
@@ -33,13 +33,19 @@ from typing import Any
 
 from engine.guidance.service import set_workspace_roots
 from lsp_server import convert
-from lsp_server.completion import planner
-from lsp_server.completion.answers import Answer
-from lsp_server.completion.events import Worked
-from lsp_server.completion.items import Item, Suggestions, build_items, stamp_latency
-from lsp_server.completion.jobs import State
-from lsp_server.completion.service import CompletionService, Load
-from lsp_server.completion.worker import Worker
+from lsp_server.completion import (
+    Answer,
+    CompletionService,
+    Item,
+    Load,
+    State,
+    Suggestions,
+    Worked,
+    Worker,
+    build_items,
+    planner,
+    stamp_latency,
+)
 from lsp_server.context import RepoContext
 from lsp_server.documents import Change, Document, DocumentError, DocumentStore, uri_path
 from lsp_server.errors import RequestError, request_error
@@ -301,7 +307,7 @@ class Session:
                           items[0].backend if items else None, complete=answer is None or answer.complete,
                           asked=state.params.n)
         self._record(res, answer)
-        self._follow_up(state, answer, items, version, invoked, convert.dominant_eol(text))
+        self._follow_up(state, answer, items, version, invoked)
         log.info("%s %s:%d:%d %s -> %d item(s) in %.0f ms [%s%s]", "invoked" if invoked else "auto",
                  uri.rsplit("/", 1)[-1], line, character, state.mode, len(items), total_ms, res.source or "-",
                  f" {res.backend}" if res.backend not in (None, "local") else "")
@@ -332,18 +338,12 @@ class Session:
             self.board.answered(res.items[0].source, res.origin or "model", res.total_ms, res.backend or "local",
                                 answer.note if answer else "")
 
-    def _follow_up(self, state: State, answer: Answer | None, items: list[Item], version: int, invoked: bool,
-                   eol: str) -> None:
+    def _follow_up(self, state: State, answer: Answer | None, items: list[Item], version: int, invoked: bool) -> None:
         """What follows the answer (planner.follow_ups), carried out by the service."""
         plan = planner.follow_ups(self.settings, invoked=invoked, speculate=self.speculate, shown=bool(items),
                                   complete=answer is not None and answer.complete,
                                   quick=answer is not None and answer.quick)
-        shown, replace = "", 0
-        if items:
-            first = items[0]
-            shown = first.text.replace(eol, "\n") if eol != "\n" else first.text
-            replace = first.end[1] - first.start[1] if first.end[0] == first.start[0] else 0  # auto-closed
-        self.service.follow.carry_out(plan, state, version, answer, invoked=invoked, shown=shown, replace=replace)
+        self.service.follow.carry_out(plan, state, version, answer, invoked=invoked)
 
     async def _answer(self, state: State, since: float, invoked: bool) -> Answer | None:
         try:

@@ -164,9 +164,9 @@ class Rig:
 
     def __init__(self, engine: FakeEngine | None = None, load=None, settings=None, tier: str = "local") -> None:
         from lsp_server.completion.events import Events, Idle, Status
-        from lsp_server.completion.hooks import StoreHooks
-        from lsp_server.completion.store import Store
-        from lsp_server.completion.worker import Worker
+        from lsp_server.completion.scheduler.hooks import StoreHooks
+        from lsp_server.completion.scheduler.worker import Worker
+        from lsp_server.completion.store.store import Store
         from lsp_server.settings import Settings
 
         self.settings = settings or Settings()

@@ -5,7 +5,7 @@ import pytest
 
 from engine.guidance.service import whole_document
 from engine.types import DocRef, GenParams
-from lsp_server.completion.planner import gen_params
+from lsp_server.completion.policy.planner import gen_params
 from lsp_server.settings import Settings, parse_settings
 
 

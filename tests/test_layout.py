@@ -13,20 +13,21 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 # engine's parts (its subpackages and its top-level modules) -> the other parts each may import. Read from
-# the bottom: types, paths, text and context import no other part; the facade (engine.engine) and the
+# the bottom: types, paths and syntax import no other part, text and context only syntax (and context text/window.py's
+# window size); the facade (engine.engine) and the
 # backends sit on top. text/, policy/ and cache/ never reach the model or decoding; decoding never reaches
 # the facade (it sees the Engine as decoding.host.Host).
 ALLOWED: dict[str, frozenset[str]] = {
     "types": frozenset(),
     "paths": frozenset(),
     "text": frozenset({"syntax"}),
-    "context": frozenset({"syntax"}),
+    "context": frozenset({"syntax", "text"}),  # text/window.py: the prompt window's default size
     "policy": frozenset({"text"}),
     "model": frozenset({"paths"}),
     "cache": frozenset({"paths", "text", "types"}),
     "remote": frozenset({"policy", "text", "types"}),
     "decoding": frozenset({"model", "text", "types"}),
-    "config": frozenset({"decoding", "model", "paths"}),
+    "config": frozenset({"decoding", "model", "paths", "text"}),
     "engine": frozenset({"config", "decoding", "guidance", "model", "text", "types"}),
     "backends": frozenset({"config", "engine", "remote", "types"}),
     # the monitor reaches decoding as decoding.monitored.Monitor (the engine makes it); the trie reads the
@@ -146,3 +147,99 @@ def test_the_completion_service_never_imports_the_protocol(path):
                 target = _first_party_file(name)
                 packages = [ROOT.joinpath(*name.split(".")[:n], "__init__.py") for n in range(1, name.count(".") + 1)]
                 chains += [chain + [p] for p in [target, *packages] if p is not None and p.is_file()]
+
+
+# ---- lsp_server/completion: its policy in one module, its folders in one direction -------------------------
+
+KNOBS = ROOT / "lsp_server" / "completion" / "policy" / "knobs.py"
+_TIMING = ("_S", "_MS")  # a time (seconds, milliseconds)
+_SIZES = ("_CHARS", "_TOKENS", "_BUDGET", "_DELAY", "_HOLD", "_FACTOR", "_HISTORY")  # a window, a budget, a rhythm
+
+
+def module_constants(path: Path) -> list[tuple[int, str]]:
+    """(line, name) of every UPPER_CASE name a module assigns at its top level."""
+    out: list[tuple[int, str]] = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name) and n.id.isupper():
+                    out.append((node.lineno, n.id))
+    return out
+
+
+def test_every_timing_window_and_budget_constant_lives_in_the_policy_module():
+    """A timing rule is changed in one file: knobs.py. Elsewhere in lsp_server/completion no module defines a
+    time, a window, a token count or a budget, and engine/policy defines no time."""
+    assert any(name == "IDLE_WORK_S" for _, name in module_constants(KNOBS))
+    bad = []
+    for f in py_files("lsp_server/completion"):
+        if f != KNOBS:
+            bad += [f"{f.relative_to(ROOT)}:{line} {name}" for line, name in module_constants(f)
+                    if name.endswith(_TIMING + _SIZES) or "BUDGET" in name]
+    for f in py_files("engine/policy"):
+        bad += [f"{f.relative_to(ROOT)}:{line} {name}" for line, name in module_constants(f) if name.endswith(_TIMING)]
+    assert not bad, "move these to lsp_server/completion/policy/knobs.py:\n" + "\n".join(bad)
+
+
+def _module_graph(folders: tuple[str, ...]) -> dict[str, set[str]]:
+    """Each module of these folders -> the first-party modules it imports (under TYPE_CHECKING too)."""
+    files = [f for folder in folders for f in py_files(folder)]
+    known = {module_name(f) for f in files}
+    graph: dict[str, set[str]] = {}
+    for f in files:
+        targets = set()
+        for _, name in imports(f):
+            bits = name.split(".")
+            found = next((".".join(bits[:n]) for n in range(len(bits), 0, -1) if ".".join(bits[:n]) in known), None)
+            if found is not None and found != module_name(f):
+                targets.add(found)
+        graph[module_name(f)] = targets
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(m: str, path: list[str]) -> list[str] | None:
+        state[m] = 1
+        for n in sorted(graph.get(m, ())):
+            if state.get(n) == 1:
+                return path + [m, n]
+            if n not in state and (found := visit(n, path + [m])) is not None:
+                return found
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state and (found := visit(m, [])) is not None:
+            return found
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle_among_the_modules():
+    """Not even one hidden under ``if TYPE_CHECKING:`` (package __init__ files that re-export excepted)."""
+    graph = {m: {n for n in deps if not ROOT.joinpath(*n.split("."), "__init__.py").is_file()}
+             for m, deps in _module_graph(("engine", "lsp_server")).items()}
+    assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
+
+
+# lsp_server/completion's folders, bottom first: each imports only from the ones before it
+COMPLETION_ORDER = ("jobs", "events", "policy", "store", "scheduler", "requests")
+
+
+def test_the_completion_folders_import_one_way():
+    bad = []
+    for mod, deps in _module_graph(("lsp_server/completion",)).items():
+        mine = mod.split(".")[2] if mod.count(".") >= 2 else None
+        for dep in deps:
+            theirs = dep.split(".")[2] if dep.count(".") >= 2 else None
+            if mine in COMPLETION_ORDER and theirs in COMPLETION_ORDER and \
+                    COMPLETION_ORDER.index(theirs) > COMPLETION_ORDER.index(mine):
+                bad.append(f"{mod} imports {dep}")
+    assert not bad, "\n".join(bad)

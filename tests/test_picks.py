@@ -4,8 +4,9 @@ deduplicated by substance, and the planner asking the local model for branches."
 from __future__ import annotations
 
 from engine.types import Completion
-from lsp_server.completion import picks, planner
-from lsp_server.completion.items import build_items
+from lsp_server.completion.policy import knobs, planner
+from lsp_server.completion.requests import picks
+from lsp_server.completion.requests.items import build_items
 from lsp_server.settings import Settings
 
 
@@ -54,7 +55,7 @@ def test_items_the_same_in_substance_are_one_item():
 def test_explicit_requests_on_the_local_model_ask_for_branches_remote_ones_sample():
     s = Settings(max_variants=3)
     local = planner.state_at(s, "file:///a.py", 1, 20, "def f(x):\n    ", "\n", invoked=True, remote_ready=False)
-    assert local.params.n == 3 and local.params.variant_temperature == planner.BRANCHES == 0.0
+    assert local.params.n == 3 and local.params.variant_temperature == knobs.BRANCHES == 0.0
     auto = planner.state_at(s, "file:///a.py", 1, 20, "def f(x):\n    ", "\n", invoked=False, remote_ready=False)
     assert auto.params.n == 1 and auto.params.variant_temperature > 0  # one greedy row: untouched
     remote = Settings(max_variants=3, routing="remote", remote_url="http://127.0.0.1:9/v1")

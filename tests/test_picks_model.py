@@ -10,7 +10,7 @@ import pytest
 
 from engine.decoding.picks import BRANCH_MIN_TOKENS, branch_limit, branch_pick
 from engine.types import GenParams
-from lsp_server.completion.picks import same_substance
+from lsp_server.completion.requests.picks import same_substance
 
 pytestmark = pytest.mark.model
 

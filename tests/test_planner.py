@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lsp_server.completion import planner
+from lsp_server.completion.policy import knobs, planner
 from lsp_server.settings import Settings
 
 
@@ -18,21 +18,21 @@ def test_automatic_and_explicit_requests_may_start_from_the_quick_window():
     assert not planner.gen_params(off, "single", invoked=False).quick_start
 
 
-def test_typing_clock_tells_a_burst_from_typing_and_holds_futures_for_a_pause():
+def test_typing_clock_tells_a_burst_from_typing_and_knows_when_a_pause_starts():
     clock = planner.TypingClock()
-    assert clock.future_delay("u") == planner.FUTURE_DELAY_S  # nothing known yet
+    assert clock.pause_delay("u") == knobs.PAUSE_DELAY_S  # nothing known yet
     assert not clock.keystroke("u", 10.0)
     assert not clock.keystroke("u", 10.3)
     assert not clock.keystroke("u", 10.6)
-    assert abs(clock.future_delay("u") - 2 * 0.3) < 1e-9  # twice the usual interval
+    assert abs(clock.pause_delay("u") - 2 * 0.3) < 1e-9  # twice the usual interval
     assert clock.keystroke("u", 10.605)  # 5 ms later: a replayed paste, not a typist
     clock.forget("u")
-    assert clock.future_delay("u") == planner.FUTURE_DELAY_S
+    assert clock.pause_delay("u") == knobs.PAUSE_DELAY_S
 
 
 def test_a_pause_starts_a_rhythm_after_the_last_keystroke_never_in_the_past():
     clock = planner.TypingClock()
-    assert clock.pause_starts("u", 5.0) == 5.0 + planner.FUTURE_DELAY_S  # nothing typed: the default delay
+    assert clock.pause_starts("u", 5.0) == 5.0 + knobs.PAUSE_DELAY_S  # nothing typed: the default delay
     for t in (10.0, 10.2, 10.4):
         clock.keystroke("u", t)
     assert abs(clock.pause_starts("u", 10.45) - (10.4 + 2 * 0.2)) < 1e-9  # twice the usual interval after it
@@ -54,7 +54,7 @@ def test_an_explicit_ask_right_after_a_refresh_of_an_automatic_answer_is_that_an
     mark = (4, 100.0, True)
     assert planner.reasks_refresh(mark, 4, 100.5)
     assert not planner.reasks_refresh(mark, 5, 100.5)  # the document moved on
-    assert not planner.reasks_refresh(mark, 4, 100.0 + planner.REFRESH_ASK_S + 0.1)  # the user, later
+    assert not planner.reasks_refresh(mark, 4, 100.0 + knobs.REFRESH_ASK_S + 0.1)  # the user, later
     assert not planner.reasks_refresh((4, 100.0, False), 4, 100.5)  # an explicit answer's refresh stays explicit
     assert not planner.reasks_refresh(None, 4, 100.5)
 
@@ -67,28 +67,28 @@ def _state(prefix: str, suffix: str = "\n", invoked: bool = False, settings: Set
 def test_a_request_waits_by_the_planners_plan():
     s = Settings()
     typing = planner.waiting(s, _state("total = a"), 100.0, invoked=False)
-    assert typing.deadline == 100.0 + planner.AUTOMATIC_BUDGET_S and typing.partial_after == planner.PARTIAL_AFTER_S
+    assert typing.deadline == 100.0 + knobs.AUTOMATIC_BUDGET_S and typing.partial_after == knobs.PARTIAL_AFTER_S
     assert not typing.whole_lines and typing.detachable and not typing.item_one
     fresh = planner.waiting(s, _state("def f():\n    "), 100.0, invoked=False)
     assert fresh.whole_lines  # nothing typed on the line yet: a part of a line would end mid-statement
     asked = planner.waiting(s, _state("total = a", invoked=True), 100.0, invoked=True)
-    assert asked.partial_after == planner.INVOKED_BUDGET_S and asked.item_one and not asked.detachable
+    assert asked.partial_after == knobs.INVOKED_BUDGET_S and asked.item_one and not asked.detachable
     remote = planner.waiting(s, _state("total = a", invoked=True), 100.0, invoked=True, remote=True, budget_s=9.0)
     assert remote.deadline == 109.0 and not remote.item_one and remote.job_budget >= 9.0
     plain = planner.waiting(Settings(speculation=False), _state("total = a"), 100.0, invoked=False)
-    assert plain.partial_after is None and plain.job_budget == planner.AUTOMATIC_BUDGET_S  # the model or nothing
+    assert plain.partial_after is None and plain.job_budget == knobs.AUTOMATIC_BUDGET_S  # the model or nothing
 
 
 def test_what_follows_an_answer_is_the_planners_plan():
     s = Settings()
     shown = planner.follow_ups(s, invoked=False, speculate=True, shown=True, complete=False, quick=False)
-    assert not shown.futures and shown.watch_s == planner.REFRESH_WITHIN_S and shown.pause and not shown.whole
+    assert shown.watch_s == knobs.REFRESH_WITHIN_S and shown.pause and not shown.whole
     picked = planner.follow_ups(s, invoked=True, speculate=True, shown=True, complete=True, quick=False)
-    assert picked.futures and picked.watch_s is None and not picked.pause  # an explicit request's answer
+    assert picked == planner.FollowUps() and picked.watch_s is None and not picked.pause  # an explicit request's answer
     quick = planner.follow_ups(s, invoked=False, speculate=True, shown=False, complete=True, quick=True)
     assert quick.whole and quick.watch_s is None
     waiting = planner.follow_ups(s, invoked=True, speculate=True, shown=False, complete=False, quick=False)
-    assert waiting.watch_s == planner.JOB_BUDGET_S and waiting.greedy and not waiting.pause
+    assert waiting.watch_s == knobs.JOB_BUDGET_S and waiting.greedy and not waiting.pause
     assert planner.follow_ups(Settings(speculation=False), invoked=False, speculate=True, shown=True,
                               complete=False, quick=False) == planner.FollowUps()
 
@@ -98,7 +98,7 @@ def test_a_keystroke_starts_its_work_at_once_unless_it_is_part_of_a_burst():
     now = planner.keystroke(s, st, speculate=True, burst=False, now=10.0)
     assert now.current is st and now.start and now.ask_store and now.not_before == 0.0
     burst = planner.keystroke(s, st, speculate=True, burst=True, now=10.0)
-    assert burst.start and not burst.ask_store and burst.not_before == 10.0 + planner.BURST_HOLD_S
+    assert burst.start and not burst.ask_store and burst.not_before == 10.0 + knobs.BURST_HOLD_S
     assert not planner.keystroke(s, st, speculate=False, burst=False, now=10.0).start  # the client never asked
     assert planner.keystroke(Settings(speculation=False), st, speculate=True, burst=False, now=10.0).current is None
     assert planner.moved(s, st).start and not planner.moved(Settings(speculation=False), st).start

@@ -194,7 +194,7 @@ def test_settings_check_the_url_and_hide_the_key():
 async def test_a_race_survives_typing_that_agrees_with_it(make, fake):
     """The remote generation of a race keeps running while the user types what it is writing, and wins
     for the typed spot when it finishes within the budget (type-through of the remote's text)."""
-    from tests.test_session import type_chars
+    from tests.test_session_typing import type_chars
 
     fake.default = {"stream": ["a", " +", " b"], "delay": 0.4}
     s = make(local("a"), routing="race", remote_url=fake.url, race_budget_ms=5000)
@@ -232,7 +232,7 @@ async def test_pause_routing_replaces_the_local_line_once_the_user_pauses(make, 
 async def test_pause_routing_a_keystroke_stops_the_capable_line(make, fake):
     """The user types on before the capable line is there: it is stopped, nothing replaces what is
     shown, and no flint/refresh is sent for the old spot."""
-    from tests.test_session import type_chars
+    from tests.test_session_typing import type_chars
 
     fake.default = {"stream": ["b", " - ", "a"], "delay": 0.5}
     s = make(local("a"), routing="pause", remote_url=fake.url)
@@ -255,15 +255,16 @@ async def test_pause_routing_sends_no_request_kind_to_the_capable_tier(make, fak
 
 
 def test_the_capable_window_is_short_and_keeps_its_start_while_the_user_types():
-    from lsp_server.completion import pause
-    from lsp_server.completion.planner import state_at
+    from lsp_server.completion.policy import knobs
+    from lsp_server.completion.policy.planner import state_at
+    from lsp_server.completion.requests import pause
 
     body = "".join(f"    value_{i} = compute({i})\n" for i in range(300))  # ~8,000 characters
     suffix = "".join(f"    after_{i}()\n" for i in range(100))
     st = state_at(Settings(), URI, 1, len(body), body, suffix, invoked=False, remote_ready=False)
     cut, start = pause.short_window(st, None)
-    assert len(cut.prefix) <= pause.PREFIX_CHARS and body.endswith(cut.prefix) and cut.prefix.startswith("    value_")
-    assert len(cut.suffix) <= pause.SUFFIX_CHARS and cut.suffix.endswith("\n") and suffix.startswith(cut.suffix)
+    assert len(cut.prefix) <= knobs.PAUSE_PREFIX_CHARS and body.endswith(cut.prefix) and cut.prefix.startswith("    value_")
+    assert len(cut.suffix) <= knobs.PAUSE_SUFFIX_CHARS and cut.suffix.endswith("\n") and suffix.startswith(cut.suffix)
     typed = state_at(Settings(), URI, 2, len(body) + 5, body + "    x", suffix, invoked=False, remote_ready=False)
     again, start2 = pause.short_window(typed, start)
     assert start2 == start and again.prefix == cut.prefix + "    x"  # typing appends: the KV is reused

@@ -3,7 +3,7 @@ keystrokes after a routed request are the local model's, and nothing else would 
 
 from __future__ import annotations
 
-from lsp_server.completion.worker import IDLE_WARM_S
+from lsp_server.completion.policy import knobs
 from tests.fakes import FakeEngine, Rig, state, text
 
 
@@ -16,7 +16,7 @@ def test_poke_makes_an_idle_worker_warm_the_spot_routed_elsewhere():
         spot = state("file:///a.py", 1, "def f():\n    ", "\n")
         r.idle_plan = (spot, None)
         r.worker.document_changed("file:///a.py", 1)
-        assert not r.until(lambda: r.engine.prefills, IDLE_WARM_S * 3)  # it heard of no job: it stays cold
+        assert not r.until(lambda: r.engine.prefills, knobs.IDLE_WARM_S * 3)  # it heard of no job: it stays cold
         r.worker.poke()
         assert r.until(lambda: r.engine.prefills)
         assert r.engine.prefills == [(spot.prefix, spot.suffix)]

@@ -13,37 +13,44 @@ Client capabilities are built explicitly (pytest-lsp's bundled profiles predate 
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import sys
-import tempfile
 import time
 import uuid
-from concurrent.futures import Future
-from pathlib import Path
 
 import psutil
 import pytest
 import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from pygls.protocol import JsonRPCRequestMessage
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from tests.e2e_client import (
+    CACHE_DIR,
+    CONTENT_MODIFIED,
+    ENV,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    REQUEST_CANCELLED,
+    REQUEST_FAILED,
+    SERVER,
+    SERVER_CANCELLED,
+    capabilities,
+    change,
+    end_of,
+    error_code,
+    inline,
+    inline_params,
+    meaningful,
+    open_doc,
+    raw_request,
+    raw_variants,
+    send_inline,
+    wait_idle,
+    wait_ready,
+    watch_status,
+)
+
 pytestmark = [pytest.mark.model, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
-
-ROOT = Path(__file__).resolve().parents[1]
-SERVER = [sys.executable, "-m", "lsp_server", "--threads", "2", *(["-v"] if os.environ.get("FLINT_E2E_VERBOSE") else [])]
-# a fresh disk cache per run: answers from an earlier run's cache would not be the "model" these tests check
-CACHE_DIR = tempfile.mkdtemp(prefix="flint-e2e-cache-")
-ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "FLINT_CACHE_DIR": CACHE_DIR}
-
-CONTENT_MODIFIED = -32801
-SERVER_CANCELLED = -32802
-REQUEST_CANCELLED = -32800
-INVALID_PARAMS = -32602
-REQUEST_FAILED = -32803
-METHOD_NOT_FOUND = -32601
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -52,35 +59,10 @@ def _cleanup_cache():
     shutil.rmtree(CACHE_DIR, ignore_errors=True)
 
 
-def capabilities(*, inline: bool, encodings: list[str] | None) -> types.ClientCapabilities:
-    return types.ClientCapabilities(
-        general=types.GeneralClientCapabilities(position_encodings=encodings),
-        text_document=types.TextDocumentClientCapabilities(
-            synchronization=types.TextDocumentSyncClientCapabilities(),
-            completion=types.CompletionClientCapabilities(
-                completion_item=types.ClientCompletionItemOptions(snippet_support=False)),
-            inline_completion=types.InlineCompletionClientCapabilities() if inline else None,
-        ),
-        workspace=types.WorkspaceClientCapabilities(configuration=True, execute_command=
-                                                    types.ExecuteCommandClientCapabilities()),
-        window=types.WindowClientCapabilities(work_done_progress=True, show_message=
-                                              types.ShowMessageRequestClientCapabilities()),
-    )
-
-
-def _watch_status(client: LanguageClient) -> list[dict]:
-    statuses: list[dict] = []
-
-    @client.feature("flint/status")
-    def on_status(params):
-        statuses.append({k: getattr(params, k) for k in params._fields})
-
-    return statuses
-
 
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=SERVER, server_env=ENV))
 async def client(lsp_client: LanguageClient):
-    lsp_client.statuses = _watch_status(lsp_client)
+    lsp_client.statuses = watch_status(lsp_client)
     lsp_client.init_result = await lsp_client.initialize_session(types.InitializeParams(
         capabilities=capabilities(inline=True, encodings=None),
         client_info=types.ClientInfo(name="e2e-vscode-like", version="1"),
@@ -92,7 +74,7 @@ async def client(lsp_client: LanguageClient):
 
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=SERVER, server_env=ENV))
 async def old_client(lsp_client: LanguageClient):
-    lsp_client.statuses = _watch_status(lsp_client)
+    lsp_client.statuses = watch_status(lsp_client)
     lsp_client.init_result = await lsp_client.initialize_session(types.InitializeParams(
         capabilities=capabilities(inline=False, encodings=["utf-16", "utf-8"]),
         client_info=types.ClientInfo(name="e2e-old-client", version="1"),
@@ -103,89 +85,6 @@ async def old_client(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-# ---------------------------------------------------------------------------------------------- helpers
-
-_docs = 0
-
-
-def open_doc(client: LanguageClient, text: str, language: str = "python", ext: str = "py") -> str:
-    global _docs
-    _docs += 1
-    uri = f"file:///e2e/doc{_docs}.{ext}"
-    client.text_document_did_open(types.DidOpenTextDocumentParams(
-        types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)))
-    return uri
-
-
-def change(client: LanguageClient, uri: str, version: int, text: str,
-           rng: tuple[int, int, int, int] | None = None) -> None:
-    if rng is None:
-        ch = types.TextDocumentContentChangeWholeDocument(text=text)
-    else:
-        ch = types.TextDocumentContentChangePartial(
-            range=types.Range(types.Position(rng[0], rng[1]), types.Position(rng[2], rng[3])), text=text)
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        types.VersionedTextDocumentIdentifier(uri=uri, version=version), [ch]))
-
-
-def inline_params(uri: str, line: int, character: int, invoked: bool = False) -> types.InlineCompletionParams:
-    kind = types.InlineCompletionTriggerKind.Invoked if invoked else types.InlineCompletionTriggerKind.Automatic
-    return types.InlineCompletionParams(
-        context=types.InlineCompletionContext(trigger_kind=kind),
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line, character))
-
-
-def send_inline(client: LanguageClient, params: types.InlineCompletionParams) -> asyncio.Future:
-    """Send now (the *_async client methods only send once awaited) and return the awaitable answer."""
-    return asyncio.wrap_future(client.protocol.send_request(types.TEXT_DOCUMENT_INLINE_COMPLETION, params))
-
-
-async def inline(client, uri, line, character, invoked=False) -> list[types.InlineCompletionItem]:
-    res = await send_inline(client, inline_params(uri, line, character, invoked))
-    assert res is not None
-    return list(res.items if isinstance(res, types.InlineCompletionList) else res)
-
-
-def end_of(text: str) -> tuple[int, int]:
-    """UTF-16 position of the end of ``text`` (LF only)."""
-    lines = text.split("\n")
-    return len(lines) - 1, len(lines[-1].encode("utf-16-le")) // 2
-
-
-def raw_request(client: LanguageClient, method: str, params, msg_id: str | None = None) -> asyncio.Future:
-    """Send a request exactly as given (malformed params included) and await its response."""
-    msg_id = msg_id or str(uuid.uuid4())
-    fut: Future = Future()
-    client.protocol._request_futures[msg_id] = fut
-    client.protocol._send_data(JsonRPCRequestMessage(id=msg_id, method=method, params=params, jsonrpc="2.0"))
-    return asyncio.wrap_future(fut)
-
-
-async def error_code(awaitable) -> int:
-    with pytest.raises(JsonRpcException) as ei:
-        await awaitable
-    return ei.value.code
-
-
-async def wait_ready(client: LanguageClient, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not any(s["state"] == "ready" for s in client.statuses):
-        await asyncio.sleep(0.1)
-    assert any(s["state"] == "ready" for s in client.statuses), client.statuses
-
-
-async def wait_idle(client: LanguageClient, timeout: float = 60) -> None:
-    """Until the engine thread's own last word (flint/status) is "ready": nothing running or queued."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        said = [s["message"] for s in client.statuses if s["message"] in ("generating", "ready")]
-        if said and said[-1] == "ready":
-            return
-        await asyncio.sleep(0.1)
-
-
-def meaningful(text: str) -> bool:
-    return bool(text.strip())
 
 
 # ------------------------------------------------------------------------------- the VS Code-like client
@@ -323,11 +222,6 @@ async def test_utf16_positions_with_emoji(client: LanguageClient):
     res = await raw_variants(client, uri, 0, 16)  # the end of `x = ""; y = x + ` now
     assert res.items
     assert all((v.range.start.line, v.range.start.character) == (0, 16) for v in res.items)
-
-
-async def raw_variants(client, uri, line, character):
-    return await client.protocol.send_request_async("flint/variants", {
-        "textDocument": {"uri": uri}, "position": {"line": line, "character": character}})
 
 
 async def test_stale_version_is_dropped_and_didchange_runs_during_generation(client: LanguageClient):
@@ -501,97 +395,3 @@ async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
     # (200 queued generations would take minutes)
     assert last_latency - gen_s < 1.5, (last_latency, gen_s)
     assert rss1 - rss0 < 40 * 2**20, f"server memory grew by {(rss1 - rss0) / 2**20:.1f} MiB"
-
-
-# ------------------------------------------------------------------------------------------ older client
-
-
-async def test_old_client_gets_utf8_and_a_settings_warning(old_client: LanguageClient):
-    assert old_client.init_result.capabilities.position_encoding == types.PositionEncodingKind.Utf8
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not old_client.messages:
-        await asyncio.sleep(0.1)
-    warnings = [m for m in old_client.messages if m.type == types.MessageType.Warning]
-    assert any("maxVariants" in m.message for m in warnings), old_client.messages
-
-
-async def test_completion_fallback(old_client: LanguageClient):
-    await wait_ready(old_client)  # a request made while the model loads is answered at its deadline instead
-    text = "def factorial(n):\n    if n <= 1:\n        return 1\n    return "
-    uri = open_doc(old_client, text + "\n")
-    line, col = end_of(text)
-    res = await old_client.text_document_completion_async(types.CompletionParams(
-        text_document=types.TextDocumentIdentifier(uri), position=types.Position(line, col),
-        context=types.CompletionContext(trigger_kind=types.CompletionTriggerKind.Invoked)))
-    assert isinstance(res, types.CompletionList) and res.is_incomplete
-    assert len(res.items) == 1
-    item = res.items[0]
-    assert item.label.startswith("⚡ Flint: ")
-    assert item.insert_text_format == types.InsertTextFormat.PlainText
-    assert item.detail.startswith("Flint (") and item.detail.endswith(" ms, model)")
-    assert item.text_edit.range.start == types.Position(line, col)
-    assert meaningful(item.text_edit.new_text) and "\n" not in item.text_edit.new_text
-
-
-async def test_utf8_positions(old_client: LanguageClient):
-    await wait_ready(old_client)
-    # 😀 is four UTF-8 bytes: character 9 is just after it, 7 is inside it
-    uri = open_doc(old_client, 'x = "😀\n')
-    res = await raw_variants(old_client, uri, 0, 9)
-    assert res.items
-    assert all((v.range.start.line, v.range.start.character) == (0, 9) for v in res.items)
-    res = await raw_variants(old_client, uri, 0, 7)
-    assert all((v.range.start.line, v.range.start.character) == (0, 5) for v in res.items)
-    # incremental edit in UTF-8 units: delete both emoji (8 bytes)
-    uri = open_doc(old_client, 'x = "😀😀"; y = x + \n')
-    change(old_client, uri, 2, "", (0, 5, 0, 13))
-    res = await raw_variants(old_client, uri, 0, 16)
-    assert res.items
-    assert all((v.range.start.line, v.range.start.character) == (0, 16) for v in res.items)
-
-
-async def test_configuration_change_applies_and_warns(old_client: LanguageClient):
-    n = len(old_client.messages)
-    old_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"flint": {"maxLines": 1, "multiline": "sideways"}}))
-    text = "def area(w, h):\n    "
-    uri = open_doc(old_client, text + "\n")
-    line, col = end_of(text)
-    res = await raw_variants(old_client, uri, line, col)
-    for v in res.items:
-        assert len([ln for ln in v.insertText.split("\n") if ln.strip()]) <= 1, v.insertText
-    assert any("multiline" in m.message for m in old_client.messages[n:])
-    # disabled: no suggestions, no model call
-    old_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"flint": {"enable": False}}))
-    res = await raw_variants(old_client, uri, line, col)
-    assert res.items == []
-    old_client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"flint": {"enable": True}}))
-
-
-# ------------------------------------------------------------------------------------ a model that is missing
-
-
-@pytest_lsp.fixture(scope="module", config=ClientServerConfig(
-    server_command=[sys.executable, "-m", "lsp_server", "--model", "no-such-model"], server_env=ENV))
-async def broken_client(lsp_client: LanguageClient):
-    lsp_client.statuses = _watch_status(lsp_client)
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=capabilities(inline=True, encodings=["utf-16"])))
-    yield
-    await lsp_client.shutdown_session()
-
-
-async def test_missing_model_is_reported_and_requests_fail_clearly(broken_client: LanguageClient):
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not any(s["state"] == "error" for s in broken_client.statuses):
-        await asyncio.sleep(0.1)
-    assert any(s["state"] == "error" for s in broken_client.statuses), broken_client.statuses
-    errors = [m for m in broken_client.messages if m.type == types.MessageType.Error]
-    assert errors and "flint model build" in errors[0].message
-    uri = open_doc(broken_client, "x = \n")
-    for _ in range(2):  # the server stays up and answers every time
-        with pytest.raises(JsonRpcException) as ei:
-            await send_inline(broken_client, inline_params(uri, 0, 4))
-        assert ei.value.code == REQUEST_FAILED and "flint model build" in ei.value.message

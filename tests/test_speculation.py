@@ -6,63 +6,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.policy.speculation import (
-    futures,
-    next_indent,
     skip_reason,
     window_start,
 )
-
-# ---------------------------------------------------------------------------------------------- futures
-
-
-def test_single_line_suggestion_futures_are_accepted_and_the_next_line():
-    prefix, suffix = "x = compute(", "\nprint(x)\n"
-    fs = futures(prefix, suffix, "a, b)")
-    assert [(f.kind, f.prefix, f.suffix) for f in fs] == [
-        ("accepted", "x = compute(a, b)", "\nprint(x)\n"),
-        ("accepted-newline", "x = compute(a, b)\n", "\nprint(x)\n"),
-    ]
-    fs = futures("def f():\n    y = ", "\n", "1")
-    assert fs[1].prefix == "def f():\n    y = 1\n    "  # the editor keeps the indentation
-
-
-def test_block_futures_include_its_first_line_accepted():
-    prefix = "def f(n):\n    "
-    text = "if n < 2:\n        return n\n    return f(n - 1) + f(n - 2)"
-    fs = futures(prefix, "\n", text)
-    kinds = {f.kind: f for f in fs}
-    assert set(kinds) == {"accepted", "accepted-newline", "first-line-newline"}
-    assert kinds["first-line-newline"].prefix == prefix + "if n < 2:\n        "  # one level deeper
-    assert kinds["accepted"].prefix == prefix + text
-
-
-def test_replaced_closers_leave_the_suffix():
-    fs = futures('print(', ')\nnext()\n', '"hi")', replace=1)
-    assert fs[0].prefix == 'print("hi")' and fs[0].suffix == "\nnext()\n"
-    assert fs[1].prefix == 'print("hi")\n'
-
-
-def test_next_indent():
-    assert next_indent("x = 1") == ""
-    assert next_indent("def f():\n    x = 1") == "    "
-    assert next_indent("def f():\n    if x:") == "        "
-    assert next_indent("\tif x {") == "\t\t"
-    assert next_indent("call(") == "    "
-
-
-def test_no_newline_future_when_code_follows_on_the_line():
-    fs = futures("a = ", " + offset\n", "base")
-    assert [f.kind for f in fs] == ["accepted"]
-    assert futures("a = ", "\n", "") == []
-
-
-@given(st.text(max_size=30), st.text(max_size=30), st.text(min_size=1, max_size=30))
-def test_futures_are_distinct_and_continue_the_prefix(prefix, suffix, text):
-    fs = futures(prefix, suffix, text)
-    assert len({(f.prefix, f.suffix) for f in fs}) == len(fs)
-    assert all(f.prefix.startswith(prefix) and len(f.prefix) > len(prefix) for f in fs)
-    assert fs[0].prefix == prefix + text
-
 
 # ---------------------------------------------------------------------------------------------- skip
 

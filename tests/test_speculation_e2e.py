@@ -23,7 +23,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.test_server_e2e import capabilities, change, end_of, inline_params, send_inline
+from tests.e2e_client import capabilities, change, end_of, inline_params, send_inline
 
 pytestmark = [pytest.mark.model, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 

@@ -9,11 +9,11 @@ import time
 import pytest
 
 from engine.types import Completion, GenParams, Timings
-from lsp_server.completion import planner
 from lsp_server.completion.events import Events
-from lsp_server.completion.hooks import StoreHooks
 from lsp_server.completion.jobs import SPECULATIVE, USER, Job, Stale, State, Superseded
-from lsp_server.completion.store import Store
+from lsp_server.completion.policy import planner
+from lsp_server.completion.scheduler.hooks import StoreHooks
+from lsp_server.completion.store.store import Store
 from lsp_server.settings import Settings
 
 URI = "file:///a.py"

@@ -1,12 +1,11 @@
 """Idle time prefills a spot's whole window only once the user has stayed in that window a while
-(planner.WARM_AFTER_STAY_S): a short visit is served by the quick window and costs no warm-up."""
+(knobs.WARM_AFTER_STAY_S): a short visit is served by the quick window and costs no warm-up."""
 
 from __future__ import annotations
 
 import asyncio
 
-from lsp_server.completion import planner
-from lsp_server.completion.worker import IDLE_WARM_S
+from lsp_server.completion.policy import knobs, planner
 from lsp_server.settings import Settings
 from tests.fakes import Done, FakeEngine, Step, until
 
@@ -21,15 +20,15 @@ def quick(prefix, suffix, params):
 
 def test_a_window_is_warmed_only_after_a_stay():
     assert not planner.warms(Settings(), 0.0)
-    assert not planner.warms(Settings(), planner.WARM_AFTER_STAY_S - 0.1)
-    assert planner.warms(Settings(), planner.WARM_AFTER_STAY_S)
-    assert not planner.warms(Settings(speculation=False), 10 * planner.WARM_AFTER_STAY_S)
+    assert not planner.warms(Settings(), knobs.WARM_AFTER_STAY_S - 0.1)
+    assert planner.warms(Settings(), knobs.WARM_AFTER_STAY_S)
+    assert not planner.warms(Settings(speculation=False), 10 * knobs.WARM_AFTER_STAY_S)
     assert planner.warms(Settings(context_budget=256), 0.0)  # a context block is used only once prefilled
 
 
 async def test_idle_time_warms_the_spot_once_the_user_stayed_and_a_far_move_starts_the_stay_again(
         start_session, monkeypatch):
-    monkeypatch.setattr(planner, "WARM_AFTER_STAY_S", STAY_S)
+    monkeypatch.setattr(knobs, "WARM_AFTER_STAY_S", STAY_S)
     eng = FakeEngine(quick)
     s = start_session(eng)
     body = "".join(f"value_{i} = compute({i})\n" for i in range(1200))  # far longer than the prefix window
@@ -38,21 +37,21 @@ async def test_idle_time_warms_the_spot_once_the_user_stayed_and_a_far_move_star
     end_line = body.count("\n")
 
     await s.suggest(uri, end_line, 0, invoked=False)  # the user arrives at the file's end
-    await asyncio.sleep(IDLE_WARM_S * 3)  # idle, but not stayed long enough
+    await asyncio.sleep(knobs.IDLE_WARM_S * 3)  # idle, but not stayed long enough
     assert eng.prefills == []
 
     # the user stays and types on in the same window: once the stay is long enough, the next quiet moment
-    # warms it (idle work only follows the user's actions: planner.IDLE_WORK_S)
+    # warms it (idle work only follows the user's actions: knobs.IDLE_WORK_S)
     await asyncio.sleep(STAY_S)
     assert eng.prefills == []
     await s.suggest(uri, end_line - 1, len("value_1199 = compute(1199)"), invoked=False)
-    await until(lambda: eng.prefills, IDLE_WARM_S * 6)
+    await until(lambda: eng.prefills, knobs.IDLE_WARM_S * 6)
     assert len(eng.prefills) == 1 and eng.prefills[0][0].endswith("compute(1199)"), eng.prefills[0][0][-30:]
 
     await s.suggest(uri, 100, len("value_100 = compute(100)"), invoked=False)  # far up: another window, a new stay
-    await asyncio.sleep(IDLE_WARM_S * 3)
+    await asyncio.sleep(knobs.IDLE_WARM_S * 3)
     assert len(eng.prefills) == 1, [p[0][-30:] for p in eng.prefills]
     await asyncio.sleep(STAY_S)
     await s.suggest(uri, 99, len("value_99 = compute(99)"), invoked=False)
-    await until(lambda: len(eng.prefills) > 1, IDLE_WARM_S * 6)
+    await until(lambda: len(eng.prefills) > 1, knobs.IDLE_WARM_S * 6)
     assert len(eng.prefills) == 2 and eng.prefills[1][0].endswith("compute(99)"), eng.prefills[1][0][-30:]

@@ -50,6 +50,7 @@ from engine.context.sources import (
     usable_text,
 )
 from engine.syntax import grammar_for, language_for_path
+from engine.text.window import MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS
 
 DEFAULT_BUDGET = 512  # tokens; see docs/benchmarks/context.md
 DEFAULT_SOURCES = ("imports", "file", "open", "edits")
@@ -160,7 +161,7 @@ class Workspace:
 
     def gather(self, file: Path, text: str, offset: int, count: Callable[[str], int] = approx_tokens,
                budget: int | None = None, previous: ContextBlock | None = None,
-               window_before: int = 6000, window_after: int = 600) -> ContextBlock | None:
+               window_before: int = MAX_PREFIX_CHARS, window_after: int = MAX_SUFFIX_CHARS) -> ContextBlock | None:
         """The context block for a cursor at ``offset`` in ``text`` (the document ``file``), or None when no
         source has anything to add. Chunks ``previous`` (the block the engine holds) also has keep their
         order at its front, so their KV stays valid. ``window_before`` / ``window_after``: the characters of

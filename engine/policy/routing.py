@@ -41,7 +41,7 @@ def route(cfg: RouteConfig, *, invoked: bool, variants: bool, multiline: bool, r
     """``local`` | ``remote`` | ``race`` for one request. ``remote_ready``: a remote is configured and not
     backing off after a failure (otherwise everything is local)."""
     if cfg.mode in (LOCAL, PAUSE) or not remote_ready:
-        return LOCAL  # (pause: the capable tier works after the answer, lsp_server/completion/pause.py)
+        return LOCAL  # (pause: the capable tier works after the answer, lsp_server/completion/requests/pause.py)
     if cfg.mode == REMOTE:
         return REMOTE
     wants = (invoked and "invoked" in cfg.remote_for) or (variants and "variants" in cfg.remote_for) or \

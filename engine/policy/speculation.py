@@ -1,83 +1,12 @@
 """Planning speculative work: pure functions, no model, no threads, no LSP.
 
-The server asks these what to do; the worker does it with the model (lsp_server/completion/worker.py):
+The server asks these what to do; the worker does it with the model (lsp_server/completion/scheduler/worker.py):
 
-- ``futures``: after an explicit request's suggestion is shown, the states worth generating before the
-  user gets there: the suggestion accepted whole, and accepted then Enter (the next line); for a block,
-  its first line accepted then Enter. (After an automatic suggestion the generation's own look-ahead line
-  covers them: lsp_server/completion/planner.py follow_ups.)
 - ``skip_reason``: automatic work that could not be shown (or would be noise) is not started.
 - ``window_start``: where the prefix window begins, chosen so the engine's KV cache survives typing.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-
-from engine.text.statements import opens_block
-
-# ---------------------------------------------------------------------------------------------- futures
-
-
-@dataclass(frozen=True)
-class Future:
-    """A state the user may reach next: the text before and after the cursor there."""
-
-    prefix: str
-    suffix: str
-    kind: str  # "accepted" | "accepted-newline" | "first-line-newline"
-
-
-def futures(prefix: str, suffix: str, text: str, replace: int = 0) -> list[Future]:
-    """States after the suggestion ``text`` (LF line breaks, inserted at the cursor, replacing ``replace``
-    characters right of it) is taken, best first, without duplicates:
-
-    1. accepted whole: the cursor right after it;
-    2. accepted, then Enter: the cursor on a new line, indented as an editor indents it (the accepted
-       line's indentation, one level deeper after a line that opens a block);
-    3. a block's first line accepted, then Enter (Tab on the first line in editors that accept by line).
-
-    The caller drops the ones a suggestion it already has covers (type-through of the same generation
-    answers "first line accepted" whenever the model wrote past that line)."""
-    if not text:
-        return []
-    rest = suffix[replace:]
-    after = prefix + text
-    out = [Future(after, rest, "accepted")]
-    line_end = rest.find("\n")
-    if not rest[: line_end if line_end >= 0 else len(rest)].strip():  # nothing else on the line
-        out.append(Future(after + "\n" + next_indent(after), rest, "accepted-newline"))
-    first, nl, _ = text.partition("\n")
-    if nl and first.strip():
-        # only the first line taken: the rest of the block is no longer right of the cursor
-        head = prefix + first
-        out.append(Future(head + "\n" + next_indent(head), rest, "first-line-newline"))
-    seen: set[tuple[str, str]] = set()
-    uniq = []
-    for f in out:
-        if (f.prefix, f.suffix) not in seen:
-            seen.add((f.prefix, f.suffix))
-            uniq.append(f)
-    return uniq
-
-
-def next_indent(prefix: str) -> str:
-    """The indentation an editor gives the line after the last line of ``prefix`` when Enter is pressed:
-    the same as that line's, plus one level when it opens a block (``:``, ``{``, ``(``...). The level is
-    a tab if the line is indented with tabs, else four spaces."""
-    line = prefix[prefix.rfind("\n") + 1:]
-    indent = line[: len(line) - len(line.lstrip(" \t"))]
-    if opens_block(line):
-        indent += "\t" if indent.startswith("\t") else "    "
-    return indent
-
-
-# ------------------------------------------------------------------------------------------- idle warm
-
-
-# a gap between keystrokes this many times the usual interval is a pause, not typing
-PAUSE_FACTOR = 2.0
-
 
 # ----------------------------------------------------------------------------------------------- skip
 

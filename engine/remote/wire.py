@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from engine.text.window import MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS
 from engine.types import GenParams
 
 API_KEY_ENV = "FLINT_REMOTE_API_KEY"
@@ -46,8 +47,8 @@ class RemoteConfig:
     fim_template: str = QWEN_FIM_TEMPLATE
     allow_insecure_http: bool = False
     connect_timeout_s: float = 3.0
-    max_prefix_chars: int = 6000
-    max_suffix_chars: int = 600
+    max_prefix_chars: int = MAX_PREFIX_CHARS
+    max_suffix_chars: int = MAX_SUFFIX_CHARS
     stop_texts: tuple[str, ...] = DEFAULT_STOP_TEXTS
     backoff_base_s: float = 0.5
     backoff_cap_s: float = 30.0

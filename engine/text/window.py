@@ -12,6 +12,10 @@ from typing import Any
 
 Doubts = tuple[tuple[int, float], ...]  # engine.types.Doubts (text/ imports no other part)
 
+# The prompt window's default size around the cursor, in characters (EngineConfig, a remote server's
+# RemoteConfig, the repository context's window and the server before a model is loaded all start here).
+MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS = 6000, 600
+
 
 def clip_window(prefix: str, suffix: str, max_prefix_chars: int, max_suffix_chars: int) -> tuple[str, str]:
     """Keep the text nearest the cursor: the prefix's tail and the suffix's head, cut at line bounds."""

@@ -18,8 +18,7 @@ from engine.types import CancelToken, Completion, Doubts, GenParams, Timings
 
 USER = 0  # a request waits for it
 SPECULATIVE = 1  # a document's current state, before (or without) the editor asking
-FUTURE = 2  # a state the user may reach next (a suggestion accepted)
-WARM = 3  # idle time: the KV cache for the active document
+WARM = 2  # idle time: the KV cache for the active document
 
 
 class JobDropped(Exception):
@@ -119,7 +118,7 @@ class Job:
 
     @property
     def kind(self) -> str:
-        return {USER: "now", SPECULATIVE: "now", FUTURE: "future", WARM: "warm"}[self.priority]
+        return {USER: "now", SPECULATIVE: "now", WARM: "warm"}[self.priority]
 
     @property
     def work(self) -> str:

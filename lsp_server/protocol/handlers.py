@@ -17,8 +17,8 @@ from cattrs import transform_error
 from lsprotocol import types
 
 from lsp_server import convert
-from lsp_server.completion import picks
-from lsp_server.completion.items import Item, Suggestions
+from lsp_server.completion.requests import picks
+from lsp_server.completion.requests.items import Item, Suggestions
 from lsp_server.documents import Change, DocumentError
 from lsp_server.errors import RequestError
 from lsp_server.protocol.jsonrpc import FlintRequestError

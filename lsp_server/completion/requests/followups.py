@@ -1,5 +1,5 @@
 """After an answer went out: the work that follows it, as the planner's plan says (planner.follow_ups):
-futures (where accepting the suggestion leads), a flint/refresh when the whole suggestion is there, the
+a flint/refresh when the whole suggestion is there, the
 whole window where the quick one had nothing, the capable tier at the user's pause. It also remembers the
 refreshes it sent: VS Code asks again with an explicit trigger, which is that automatic request again
 (planner.reasks_refresh)."""
@@ -9,25 +9,28 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from engine.policy import routing, speculation
-from lsp_server.completion import planner
-from lsp_server.completion.answers import Answer
+from engine.policy import routing
 from lsp_server.completion.jobs import USER, State
-from lsp_server.completion.planner import FUTURE_BUDGET_S, JOB_BUDGET_S, PAUSE_HOLD_S, REFRESH_WITHIN_S
+from lsp_server.completion.policy import knobs, planner
+from lsp_server.completion.requests import explicit
+from lsp_server.completion.requests.pause import Pauses
+from lsp_server.completion.requests.refresh import Refresher
+from lsp_server.completion.requests.tiers import Tiers
+from lsp_server.completion.store.answers import Answer
 from lsp_server.settings import Settings
-
-if TYPE_CHECKING:
-    from lsp_server.completion.service import CompletionService
 
 log = logging.getLogger(__name__)
 
 
 class FollowUps:
-    def __init__(self, service: CompletionService, settings: Callable[[], Settings],
-                 on_refresh: Callable[[str, int], None], version_of: Callable[[str], int]) -> None:
-        self._service = service
+    def __init__(self, tiers: Tiers, clock: planner.TypingClock, pauses: Pauses, refresher: Refresher,
+                 settings: Callable[[], Settings], on_refresh: Callable[[str, int], None],
+                 version_of: Callable[[str], int]) -> None:
+        self._tiers = tiers
+        self._clock = clock
+        self._pauses = pauses
+        self._refresher = refresher
         self._settings = settings
         self._on_refresh = on_refresh
         self._version_of = version_of
@@ -37,11 +40,8 @@ class FollowUps:
         self._refreshed: dict[str, tuple[int, float, bool]] = {}
 
     def carry_out(self, plan: planner.FollowUps, state: State, version: int, answer: Answer | None, *,
-                  invoked: bool, shown: str = "", replace: int = 0) -> None:
-        """Do what the planner's follow-up plan says (``shown``: the first suggestion's LF text, replacing
-        ``replace`` characters)."""
-        if plan.futures:
-            self.futures(state, shown, replace)
+                  invoked: bool) -> None:
+        """Do what the planner's follow-up plan says."""
         if plan.watch_s is not None or plan.whole:
             self._watch_auto[state.uri] = not invoked
         if plan.whole:
@@ -64,67 +64,41 @@ class FollowUps:
         self._watch_auto.pop(uri, None)
         self._refreshed.pop(uri, None)
 
-    def futures(self, state: State, text: str, replace: int) -> None:
-        """A suggestion (LF ``text``, replacing ``replace`` characters) is on screen: pre-generate where
-        accepting it leads, unless already covered. Futures wait for a pause (TypingClock.future_delay) and
-        run below any work for the current state."""
-        svc = self._service
-        plan: list[State] = []
-        remote_plan: list[State] = []
-        s = self._settings()
-        for f in speculation.futures(state.prefix, state.suffix, text, replace):
-            fs = planner.state_at(s, state.uri, state.revision, state.offset, f.prefix, f.suffix, invoked=False,
-                                  remote_ready=svc.remote_ready(), language=state.params.language)
-            if fs.skip or svc.store.covered(fs):
-                continue
-            # where the state's own generation would run (a race's futures are local: that is what shows)
-            (remote_plan if fs.route == routing.REMOTE and svc.remote_worker is not None else plan).append(fs)
-        if plan:
-            log.debug("futures for %s: %d", state.uri, len(plan))
-        not_before = time.monotonic() + svc.clock.future_delay(state.uri)
-        if self._pausing():
-            not_before += PAUSE_HOLD_S
-        svc.worker.set_futures(plan, FUTURE_BUDGET_S, not_before=not_before)
-        if svc.remote_worker is not None:
-            svc.remote_worker.set_futures(remote_plan, FUTURE_BUDGET_S, not_before=not_before)
-
     def pause(self, state: State, answer: Answer | None) -> None:
         """An automatic answer from the local model went out (routing ``pause``): the capable tier writes
         this spot's suggestion if the user pauses here (pause.py)."""
-        svc = self._service
-        rw = svc.remote_worker
+        rw = self._tiers.remote
         if rw is None or not self._pausing() or answer is None or answer.backend != "local":
             return
-        svc.pauses.plan(state, rw, svc.clock.pause_starts(state.uri, time.monotonic()),
-                        short_window=svc.backend_name("remote") == "capable")
+        self._pauses.plan(state, rw, self._clock.pause_starts(state.uri, time.monotonic()),
+                          short_window=self._tiers.backend_name("remote") == "capable")
 
     def _pausing(self) -> bool:
         """Routing ``pause`` with its capable tier ready."""
-        return self._settings().routing == routing.PAUSE and self._service.remote_ready()
+        return self._settings().routing == routing.PAUSE and self._tiers.remote_ready()
 
     def whole(self, state: State, version: int) -> None:
         """The quick first window had nothing to show at this spot (its lines were dropped: a short window
         misses the code that decides them). The user is here: the whole window runs now, to its end unless
         the user moves on, and the client hears flint/refresh if it has a line (the store then answers the
-        automatic state from that newer entry). It waits for a pause, as futures do: a typist who goes on
+        automatic state from that newer entry). It waits for a pause (TypingClock.pause_delay): a typist who goes on
         makes it stale before its prompt pass holds up the next keystroke."""
         whole = planner.whole_window(state)
         if whole is state or state.route == routing.REMOTE or whole.skip:
             return
-        svc = self._service
-        not_before = time.monotonic() + svc.clock.future_delay(state.uri)
-        svc.worker.submit(whole, USER, budget_s=JOB_BUDGET_S, not_before=not_before)
-        svc.worker.release(whole, awaited=True)
-        self.watch(whole, version, within=JOB_BUDGET_S)
+        not_before = time.monotonic() + self._clock.pause_delay(state.uri)
+        self._tiers.local.submit(whole, USER, budget_s=knobs.JOB_BUDGET_S, not_before=not_before)
+        self._tiers.local.release(whole, awaited=True)
+        self.watch(whole, version, within=knobs.JOB_BUDGET_S)
 
-    def watch(self, state: State, version: int, within: float = REFRESH_WITHIN_S, greedy: bool = False) -> None:
+    def watch(self, state: State, version: int, within: float = knobs.REFRESH_WITHIN_S, greedy: bool = False) -> None:
         """A partial answer went out: once its generation has the whole suggestion (the document still at
         that state), the client hears flint/refresh and asks again (the store answers at once).
         ``greedy``: an explicit request got nothing yet; its automatic twin's line is enough (it is item 1
         of the next ask: explicit.greedy_first)."""
-        svc = self._service
-        watched = [state] + ([svc.auto_twin(state)] if greedy and state.params.n > 1 else [])
-        svc.refresher.watch(watched, version, within)
+        twin = explicit.auto_twin(self._settings(), state, self._tiers.remote_ready())
+        watched = [state] + ([twin] if greedy and state.params.n > 1 else [])
+        self._refresher.watch(watched, version, within)
 
     def replaced(self, uri: str) -> None:
         """The capable tier's answer replaced the one on screen: the client asks again."""

@@ -20,27 +20,23 @@ from typing import Any
 from engine.backends import Backend
 from engine.policy import routing
 from engine.types import DocRef
-from lsp_server.completion import explicit, planner
-from lsp_server.completion.answers import Answer, settle_rule
 from lsp_server.completion.events import Events, Idle, RemoteDone, Status
-from lsp_server.completion.followups import FollowUps
-from lsp_server.completion.hooks import StoreHooks
 from lsp_server.completion.jobs import SPECULATIVE, USER, JobDropped, Stale, State
-from lsp_server.completion.pause import Pauses
-from lsp_server.completion.planner import JOB_BUDGET_S, Cursors, TypingClock
-from lsp_server.completion.race import Races
-from lsp_server.completion.refresh import Refresher
-from lsp_server.completion.runner import Loader
-from lsp_server.completion.store import Store
-from lsp_server.completion.worker import Worker
+from lsp_server.completion.policy import knobs, planner
+from lsp_server.completion.policy.planner import Cursors, TypingClock
+from lsp_server.completion.requests import explicit
+from lsp_server.completion.requests.followups import FollowUps
+from lsp_server.completion.requests.pause import Pauses
+from lsp_server.completion.requests.race import Races
+from lsp_server.completion.requests.refresh import Refresher
+from lsp_server.completion.requests.tiers import Load, Tiers
+from lsp_server.completion.scheduler.worker import Worker
+from lsp_server.completion.store.answers import Answer, settle_rule
+from lsp_server.completion.store.store import Store
 from lsp_server.documents import uri_path
 from lsp_server.settings import Settings
 
 log = logging.getLogger(__name__)
-
-# load(settings): what answers completions (a Backend, or a bare engine wrapped as a local one)
-Load = Callable[[Settings], object]
-
 
 class CompletionService:
     def __init__(self, settings: Callable[[], Settings], load: Load, load_remote: Load,
@@ -48,99 +44,62 @@ class CompletionService:
                  on_refresh: Callable[[str, int], None], version_of: Callable[[str], int],
                  context: Callable[[State], Any] | None = None) -> None:
         self._settings = settings
-        self._load = load
-        self._load_remote = load_remote
         self._context = context  # (a worker thread) the repository context block for a spot
         self._revision_of = revision_of
         self.events = Events()
         self.events.on(Status, on_status)
         self.events.on(Idle, self._idle)
         self.events.on(RemoteDone, self._remote_done)
-        self.store = Store(settings, self._identity, self.events)
+        self.store = Store(settings, lambda tier: self.tiers.identity(tier), self.events)
+        self.tiers = Tiers(self.store, settings, self.events, load, load_remote)
         self.cursors = Cursors()
         self.clock = TypingClock()
         self.races = Races(self.store, self.cursors, revision_of, self._late_win)
         self.pauses = Pauses(self.store, revision_of, self._late_win)
-        self.follow = FollowUps(self, settings, on_refresh, version_of)
-        self.refresher = Refresher(self.store, revision_of, self.follow.refreshed)
+        self.refresher = Refresher(self.store, revision_of, lambda uri, version: self.follow.refreshed(uri, version))
+        self.follow = FollowUps(self.tiers, self.clock, self.pauses, self.refresher, settings, on_refresh, version_of)
         self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
         # each document's prefix window start (kept while it fits) and since when (the user's stay in it)
         self._window: dict[str, tuple[int, float]] = {}
         self._asked: dict[str, asyncio.Event] = {}  # uri -> set when a newer request for it comes
-        self.worker = self._worker("local", lambda: load(settings()))
-        self.remote_worker: Worker | None = None  # the capable tier: its own thread, never holds the local model
-        self._remote_key: tuple | None = None
-        self._started = False
         self._warming: asyncio.Task | None = None
 
-    def _worker(self, tier: str, load: Loader) -> Worker:
-        return Worker(load, StoreHooks(self.store, self._settings, tier, self.events), self.events, tier)
+    @property
+    def worker(self) -> Worker:  # the local model's scheduler
+        return self.tiers.local
+
+    @property
+    def remote_worker(self) -> Worker | None:  # the capable tier's, when the settings name one
+        return self.tiers.remote
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
-        self._started = True
-        self.worker.start()
-        self.sync_remote()
+        self.tiers.start()
 
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self.events.attach_loop(loop)
 
     def reload(self) -> None:
-        self.worker.reload(lambda: self._load(self._settings()))
+        self.tiers.reload()
 
     def sync_remote(self) -> bool:
-        """Start, replace or stop the capable tier to match the settings; False when there is none."""
-        s = self._settings()
-        key = s.remote_key() if s.capable_tier() is not None else None
-        if key == self._remote_key and (key is None) == (self.remote_worker is None):
-            return self.remote_worker is not None
-        old, self.remote_worker = self.remote_worker, None
-        self._remote_key = key
-        if old is not None:
-            _stop_worker(old)
-        if key is None or not self._started:
-            return False
-        self.remote_worker = self._worker("remote", lambda: self._load_remote(self._settings()))
-        self.remote_worker.start()
-        return True
+        return self.tiers.sync_remote()
 
     def shutdown(self) -> None:
-        self.worker.stop()
-        if self.remote_worker is not None:
-            _stop_worker(self.remote_worker)
+        self.tiers.shutdown()
         self.store.disk.close()
 
     def engine(self, tier: str = "local") -> Backend | None:
-        w = self.remote_worker if tier == "remote" else self.worker
-        return w.engine if w is not None else None
+        return self.tiers.engine(tier)
 
     def remote_ready(self) -> bool:
-        """Is a capable tier configured, loaded and not backing off after a failure?"""
-        eng = self.engine("remote")
-        return eng is not None and eng.ready()
+        return self.tiers.remote_ready()
 
     def backend_name(self, tier: str) -> str:
-        """What an answer's backend is called on items and in the status: ``local`` (the fast model),
-        ``remote`` (a server) or ``capable`` (a second local model)."""
-        if tier != "remote":
-            return "local"
-        eng = self.engine("remote")
-        return eng.kind if eng is not None else self._settings().capable_tier() or "remote"
+        return self.tiers.backend_name(tier)
 
     def windows(self, tier: str = "local") -> tuple[int, int]:
-        """The backend's prompt windows (its config; the defaults while none is loaded)."""
-        eng = self.engine(tier)
-        cfg = eng.config if eng is not None else None
-        if cfg is None:
-            return planner.DEFAULT_MAX_PREFIX_CHARS, planner.DEFAULT_MAX_SUFFIX_CHARS
-        return cfg.max_prefix_chars, cfg.max_suffix_chars
-
-    def _identity(self, tier: str) -> tuple[str, int, int] | None:
-        eng = self.engine(tier)
-        if eng is None or not eng.model_id:
-            return None
-        digest = eng.context_digest  # a suggestion made with another context block is another entry
-        return (f"{eng.model_id}+context:{digest}" if digest else eng.model_id, *self.windows(tier))
+        return self.tiers.windows(tier)
 
     # ---- events from the engine threads (event loop) --------------------------------------------
     def _remote_done(self, event: RemoteDone) -> None:
@@ -196,7 +155,7 @@ class CompletionService:
         """The user is at ``state`` (an automatic request there): what a generation kept through typing
         must agree with."""
         self.cursors.set(uri, state)
-        for w in self._workers():
+        for w in self.tiers.all():
             w.moved(uri, state)
 
     # ---- keystrokes -----------------------------------------------------------------------------
@@ -207,21 +166,18 @@ class CompletionService:
         plan = planner.keystroke(self._settings(), state, speculate=speculate,
                                  burst=self.clock.keystroke(uri, now), now=now)
         self.cursors.set(uri, state)
-        for w in self._workers():
+        for w in self.tiers.all():
             w.document_changed(uri, revision, plan.current)
         if plan.start and plan.current is not None and not (plan.ask_store and self._in_store(plan.current)):
             self._speculate(plan.current, plan.not_before)  # (typed through, or on disk: no model call)
 
     def did_move(self, uri: str, state: State) -> None:
-        """The cursor moved without an edit: what was planned for the old spot goes (its futures; a
-        generation there stops as the new one starts), and the new spot's generation starts now, in the
+        """The cursor moved without an edit: a generation for the old spot stops as the new one starts, and the new spot's generation starts now, in the
         moment before the user types there, unless the store answers it. Not a keystroke: the typing
         clock is left alone."""
         self.at(uri, state)
         if not planner.moved(self._settings(), state).start:
             return
-        for w in self._workers():
-            w.set_futures([])
         if self._in_store(state):
             self.worker.poke()  # answered already: idle time warms the spot's whole window
             return
@@ -246,24 +202,21 @@ class CompletionService:
         asked = self._asked.pop(uri, None)
         if asked is not None:
             asked.set()  # a request still waiting there is answered (Superseded) now
-        for w in self._workers():
+        for w in self.tiers.all():
             w.document_closed(uri)
-
-    def _workers(self) -> list[Worker]:
-        return [self.worker] if self.remote_worker is None else [self.worker, self.remote_worker]
 
     def _speculation_workers(self, state: State) -> list[tuple[Worker, float]]:
         """Where a state's speculative generation runs: the local model, the remote (routed there), or
         both (race: the local answer is shown at once, the remote one may replace it)."""
         rw = self.remote_worker
         remote_budget = max(self._settings().remote_timeout_ms / 1000,
-                            JOB_BUDGET_S if state.route == routing.REMOTE else 0.0)
+                            knobs.JOB_BUDGET_S if state.route == routing.REMOTE else 0.0)
         if state.route == routing.REMOTE and rw is not None:
             self.worker.poke()  # the keystrokes after this one are local: warm its KV meanwhile
             return [(rw, remote_budget)]
         if state.route == routing.RACE and rw is not None:
-            return [(self.worker, JOB_BUDGET_S), (rw, remote_budget)]
-        return [(self.worker, JOB_BUDGET_S)]
+            return [(self.worker, knobs.JOB_BUDGET_S), (rw, remote_budget)]
+        return [(self.worker, knobs.JOB_BUDGET_S)]
 
     # ---- answers --------------------------------------------------------------------------------
     async def answer(self, state: State, since: float, invoked: bool) -> Answer | None:
@@ -297,7 +250,7 @@ class CompletionService:
         assert rw is not None
         # an explicit request waits for the remote up to remoteTimeoutMs, then asks the local model; one
         # made as the user types has its usual deadline (and the generation goes on for the next ask)
-        limit = self._settings().remote_timeout_ms / 1000 if invoked else planner.AUTOMATIC_BUDGET_S
+        limit = self._settings().remote_timeout_ms / 1000 if invoked else knobs.AUTOMATIC_BUDGET_S
         self.worker.poke()  # the local model warms its KV for this spot meanwhile (the next keystrokes)
         try:
             ans = await self._answer_on(rw, state, since, invoked, budget=limit)
@@ -384,8 +337,3 @@ class CompletionService:
         self.on_late_win(uri, ms)
         self.follow.replaced(uri)
 
-
-def _stop_worker(w: Worker) -> None:
-    w.stop(timeout=2.0)
-    if w.engine is not None:
-        w.engine.close()

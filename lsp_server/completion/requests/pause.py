@@ -20,17 +20,14 @@ from engine.policy.speculation import window_start
 from engine.text.window import clip_window
 from engine.types import Completion
 from lsp_server.completion.jobs import USER, State
-from lsp_server.completion.planner import JOB_BUDGET_S, whole_window
-from lsp_server.completion.store import Store
-from lsp_server.completion.worker import Worker
+from lsp_server.completion.policy import knobs
+from lsp_server.completion.policy.planner import whole_window
+from lsp_server.completion.scheduler.worker import Worker
+from lsp_server.completion.store.store import Store
 
 log = logging.getLogger(__name__)
 
 PAUSES_KEPT = 4  # planned pause jobs remembered (one per document the user types in, in practice)
-# the capable model's window: its prompt pass must fit in the user's pauses (the fast model's whole window
-# would take the bigger model many pauses to read); its start stays put while the user types (KV reuse)
-PREFIX_CHARS = 2400
-SUFFIX_CHARS = 400
 
 
 class Pauses:
@@ -57,9 +54,9 @@ class Pauses:
         while len(self._planned) > PAUSES_KEPT:
             self._planned.pop(next(iter(self._planned)))
         # nobody waits on it (its outcome comes back as an event: remote_done): it stops at a keystroke, and
-        # as idle work once the user has gone (IDLE_WORK_S); a prompt pass cut short keeps its KV for the
+        # as idle work once the user has gone (knobs.IDLE_WORK_S); a prompt pass cut short keeps its KV for the
         # next pause
-        worker.submit(st, USER, budget_s=JOB_BUDGET_S, not_before=not_before)
+        worker.submit(st, USER, budget_s=knobs.JOB_BUDGET_S, not_before=not_before)
         worker.release(st)
 
     def _window(self, state: State) -> State:
@@ -101,9 +98,9 @@ class Pauses:
 
 
 def short_window(state: State, previous: int | None) -> tuple[State, int]:
-    """The state cut to the capable model's window (PREFIX_CHARS before the cursor, SUFFIX_CHARS after, at
+    """The state cut to the capable model's window (knobs.PAUSE_PREFIX_CHARS before the cursor, knobs.PAUSE_SUFFIX_CHARS after, at
     line bounds), and the start in ``state.prefix`` it kept: ``previous`` while it is still valid, so a
     keystroke appends to the capable model's KV instead of moving its window."""
-    start = window_start(state.prefix, len(state.prefix), PREFIX_CHARS, previous=previous)
-    _, suffix = clip_window("", state.suffix, 0, SUFFIX_CHARS)
+    start = window_start(state.prefix, len(state.prefix), knobs.PAUSE_PREFIX_CHARS, previous=previous)
+    _, suffix = clip_window("", state.suffix, 0, knobs.PAUSE_SUFFIX_CHARS)
     return replace(state, prefix=state.prefix[start:], suffix=suffix), start

@@ -10,7 +10,7 @@ from engine.text.rank import order_at_cursor
 from engine.text.statements import split_cursor
 from engine.types import Completion
 from lsp_server import convert
-from lsp_server.completion.picks import distinct
+from lsp_server.completion.requests.picks import distinct
 
 
 @dataclass

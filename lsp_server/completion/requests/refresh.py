@@ -13,9 +13,9 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from lsp_server.completion.answers import Answer
 from lsp_server.completion.jobs import State
-from lsp_server.completion.store import Store
+from lsp_server.completion.store.answers import Answer
+from lsp_server.completion.store.store import Store
 
 
 class Refresher:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from engine.cache.typethrough import Entry, reachable
+from engine.cache.typethrough import Entry
 from engine.policy import routing
 from engine.types import Doubts, Timings
-from lsp_server.completion.answers import hidden_entry
 from lsp_server.completion.events import Events, RemoteDone
-from lsp_server.completion.jobs import FUTURE, USER, Job, Result, State
-from lsp_server.completion.store import Store
+from lsp_server.completion.jobs import USER, Job, Result, State
+from lsp_server.completion.store.answers import hidden_entry
+from lsp_server.completion.store.store import Store
 from lsp_server.settings import Settings
 
 
@@ -52,8 +52,7 @@ class StoreHooks:
 
     def keep(self, job: Job, running: bool, current: State) -> bool:
         """Does a job made for an older revision still serve the document's new state ``current``? A
-        running generation the user typed through so far does (once it has streamed text); a future the
-        user is typing toward (or has reached by accepting the suggestion) does."""
+        running generation the user typed through so far does (once it has streamed text)."""
         if self.tier == "remote" and self._settings().routing == routing.PAUSE:
             return False  # the pause is over: the capable model leaves both cores to the keystrokes
         entry = job.handle
@@ -63,7 +62,7 @@ class StoreHooks:
             # one is kept: starting again there costs a whole round trip
             return self.tier != "local" or entry.max_len > 0 or \
                 (current.prefix, current.suffix) == (job.prefix, job.suffix)
-        return job.priority == FUTURE and reachable(job.prefix, job.suffix, current.prefix, current.suffix)
+        return False
 
     # ---- the engine thread ----------------------------------------------------------------------
     def answer(self, job: Job) -> Result | None:

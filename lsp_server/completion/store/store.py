@@ -24,11 +24,11 @@ from engine.cache.typethrough import Entry, Hit, TypeThrough
 from engine.policy import routing
 from engine.text.postprocess import CUT_OFF_REASONS, Mode, postprocess, split_cursor
 from engine.types import Completion, Doubts
-from lsp_server.completion.answers import Answer, entry_backend
 from lsp_server.completion.events import Changed, Events
 from lsp_server.completion.jobs import Job, Result, State, Superseded, WorkKey
-from lsp_server.completion.ondisk import DiskAnswers, Identity
-from lsp_server.completion.planner import is_lookahead, lookahead_for_block
+from lsp_server.completion.policy.planner import is_lookahead, lookahead_for_block
+from lsp_server.completion.store.answers import Answer, entry_backend
+from lsp_server.completion.store.ondisk import DiskAnswers, Identity
 from lsp_server.settings import Settings
 
 WORK_KEPT = 512  # records of units of work kept (a request waits on the newest few)

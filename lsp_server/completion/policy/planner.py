@@ -4,7 +4,7 @@ No threads, no model, no LSP types. ``state_at`` is the engine's work for a curs
 single line or block, generation parameters, whether automatic work is worth it, which backend); the plans
 say what the service and the schedulers do with it: ``keystroke`` / ``moved`` (what an edit or a cursor move
 starts, at once or after a burst), ``waiting`` (a request's deadline, when it is shown what has streamed, its
-generation's budget), ``follow_ups`` (what follows an answer). ``TypingClock`` and the constants below are
+generation's budget), ``follow_ups`` (what follows an answer). ``TypingClock`` and knobs.py hold
 every timing knob: there is no quiet period before work starts (newest wins: a keystroke appends to the KV
 cache), requests have deadlines, and a generation still streaming is shown early.
 """
@@ -18,72 +18,18 @@ from dataclasses import dataclass, replace
 from engine.cache.typethrough import Entry
 from engine.policy import routing, speculation
 from engine.text.budget import decide_mode
-from engine.text.gates import gate_reason
 from engine.text.postprocess import split_cursor
 from engine.types import DocRef, GenParams
 from lsp_server import convert
 from lsp_server.completion.jobs import State
+from lsp_server.completion.policy import knobs
 from lsp_server.settings import Settings
-
-# Text after the cursor copied per keystroke (the engine windows it much tighter: max_suffix_chars).
-WINDOW_SUFFIX_CHARS = 8_192
-# The engine's prompt windows when no engine is loaded yet (engine.engine.EngineConfig's defaults).
-DEFAULT_MAX_PREFIX_CHARS, DEFAULT_MAX_SUFFIX_CHARS = 6000, 600
-# Request deadlines: what the user waits at most, then gets what exists. Automatic requests are what
-# the user waits on while typing; an explicit request or a variants pick can take longer.
-AUTOMATIC_BUDGET_S = 2.5
-INVOKED_BUDGET_S = 6.0
-# A generation no request waits for any more goes on this long at most (its result serves the next ask),
-# and so does a pre-generated future. Any new work pre-empts them, so this bounds idle CPU only; it is
-# long because the engine's deadline counts the prompt pass too, which alone takes 10-20 s for a whole
-# window on a slow 2-core machine (a deadline right after it would throw that work away).
-JOB_BUDGET_S = 30.0
-FUTURE_BUDGET_S = 30.0
-# Work no request waits for (speculation, futures, idle warm-up) stops this long after the user's last
-# action (a keystroke, a request, its answer): the CPU is idle again ~2 s after the user stops (issue 13).
-# What it computed stays: the KV cache keeps prefilled chunks, the store keeps what streamed.
-IDLE_WORK_S = 1.5
-# The idle warm-up of the spot's full window obeys it too (64-token chunks: an interrupted warm-up is
-# resumed in the next pause); on a slow CPU the quick window serves until then. A request that got nothing
-# leaves its generation running: the user waits there.
-# A generation still streaming is shown once the request has waited this long: what it has written so far
-# (the rest of the word, of the line) while the user types, typed through and extended as it goes on.
-# Before that the request waits for a complete line. A client that handles flint/refresh is told when
-# the whole suggestion is there (refresh.Refresher). A keystroke comes every ~0.1 s while typing and a
-# line's first tokens sooner: waiting longer leaves the next key with nothing on screen
-# (docs/benchmarks/replay.partial.md).
-PARTIAL_AFTER_S = 0.04
-# An explicit request's variants after the first: greedy branches (variant temperature 0, engine batch.py).
-BRANCHES = 0.0
-# How long after a partial answer its completion still refreshes the suggestion on screen.
-REFRESH_WITHIN_S = 4.0
-SINGLE_LINE_TOKENS = 48
-TOKENS_PER_LINE = 24
-# A one-line suggestion at the end of a line (nothing right of the cursor) is generated one line further
-# than it is shown: when the user finishes the line by hand and presses Enter, that next line is typed
-# through at once instead of waiting for a new generation (after Enter the server otherwise starts from
-# nothing: the slowest answers of bench_replay). The request is answered as soon as the shown line is done.
-LOOKAHEAD_TOKENS = SINGLE_LINE_TOKENS + TOKENS_PER_LINE
-MAX_TOKENS = 256
-TYPING_HISTORY = 9  # keystroke times kept per document
-# Futures (where accepting a shown suggestion leads) start after this pause at least, longer when the user
-# types slower: they are pre-work for a pause, and a typist who keeps going is served by type-through.
-FUTURE_DELAY_S = 0.15
-# routing "pause": the fast model's futures wait this much longer, leaving the pause's first moments (both
-# cores) to the capable model's line (lsp_server/completion/pause.py)
-PAUSE_HOLD_S = 1.0
-# Edits closer together than this are a burst (a paste replayed, a client catching up), not typing: the
-# caches are asked by the request for the state the burst ends in, not on every edit of it, and the work
-# for an edit of the burst waits BURST_HOLD_S (the next edit replaces it before it starts) instead of
-# starting a generation per edit that the next one stops. A request never waits for it.
-BURST_GAP_S = 0.015
-BURST_HOLD_S = 0.06
 
 
 def is_lookahead(max_tokens: int, max_lines: int | None) -> bool:
     """A one-line suggestion's generation with its look-ahead line, from its parameters (entries keep them
     as ``key[:2]``): (72, 2) is no block's (a block of k lines asks for 24 * (k + 1) tokens, k + 1 lines)."""
-    return max_lines == 2 and max_tokens == LOOKAHEAD_TOKENS
+    return max_lines == 2 and max_tokens == knobs.LOOKAHEAD_TOKENS
 
 
 def lookahead_for_block(entry: Entry, state: State) -> bool:
@@ -92,16 +38,10 @@ def lookahead_for_block(entry: Entry, state: State) -> bool:
     return state.mode == "multi" and len(entry.key) > 1 and is_lookahead(entry.key[0], entry.key[1])
 
 
-# VS Code asks again on flint/refresh with an explicit trigger (editor.action.inlineSuggest.trigger), the
-# only way its API offers: a re-ask this soon after a refresh that followed an automatic answer is that
-# automatic request again (one variant, from the store), not the user asking for variants.
-REFRESH_ASK_S = 2.0
-
-
 def reasks_refresh(mark: tuple[int, float, bool] | None, version: int, now: float) -> bool:
     """Is an explicit request at document ``version`` the client asking again on a flint/refresh? ``mark``:
     (version refreshed, when, whether the refreshed answer was an automatic request's)."""
-    return mark is not None and mark[2] and mark[0] == version and now - mark[1] <= REFRESH_ASK_S
+    return mark is not None and mark[2] and mark[0] == version and now - mark[1] <= knobs.REFRESH_ASK_S
 
 
 def gen_params(settings: Settings, mode: str, *, invoked: bool, n: int | None = None,
@@ -112,11 +52,11 @@ def gen_params(settings: Settings, mode: str, *, invoked: bool, n: int | None = 
     if n is None:
         n = s.max_variants if invoked else 1
     if mode == "single":
-        max_tokens, max_lines = SINGLE_LINE_TOKENS, 1
+        max_tokens, max_lines = knobs.SINGLE_LINE_TOKENS, 1
         if lookahead and s.speculation:  # the next line too, for type-through after Enter
-            max_tokens, max_lines = LOOKAHEAD_TOKENS, 2
+            max_tokens, max_lines = knobs.LOOKAHEAD_TOKENS, 2
     else:
-        max_tokens = min(MAX_TOKENS, TOKENS_PER_LINE * (s.max_lines + 1))
+        max_tokens = min(knobs.MAX_TOKENS, knobs.TOKENS_PER_LINE * (s.max_lines + 1))
         max_lines = s.max_lines + 1  # +1: a block opened at the cursor starts with a line break
     # no deadline here: the worker starts the time budget when the job starts running. A request at a cold
     # spot, automatic or explicit, is answered from the engine's quick first window (as good as the whole
@@ -138,14 +78,13 @@ def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: s
     mode = decide_mode(line_prefix, line_suffix, settings.multiline)
     params = gen_params(settings, mode, invoked=invoked, n=n, lookahead=not line_suffix.strip(), language=language,
                         doc=doc)
-    skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked) or \
-        gate_reason(prefix, suffix, language, invoked=invoked)  # per language, by its parse (issue 36)
+    skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked)
     route = routing.route(settings.route_config(), invoked=invoked, variants=variants,
                           multiline=mode == "multi", remote_ready=remote_ready)
     if params.n > 1 and route != routing.REMOTE:
         # the local model's variants after item 1 are branches (engine/decoding/batch.py): alternatives
         # that differ from it where its code starts (sampled ones mostly repeated it: issue 34)
-        params = replace(params, variant_temperature=BRANCHES)
+        params = replace(params, variant_temperature=knobs.BRANCHES)
     return State(uri, revision, offset, prefix, suffix, mode, params, skip, route=route)
 
 
@@ -169,7 +108,7 @@ class Waiting:
     deadline: float
     partial_after: float | None
     whole_lines: bool = False
-    job_budget: float = JOB_BUDGET_S
+    job_budget: float = knobs.JOB_BUDGET_S
     detachable: bool = False
     item_one: bool = False
 
@@ -177,28 +116,26 @@ class Waiting:
 def waiting(settings: Settings, state: State, since: float, *, invoked: bool, remote: bool = False,
             budget_s: float | None = None) -> Waiting:
     """An explicit request waits for the whole suggestion; one made as the user types is shown what has
-    streamed after PARTIAL_AFTER_S (the rest of the word or line; type-through extends it), but on a line
+    streamed after knobs.PARTIAL_AFTER_S (the rest of the word or line; type-through extends it), but on a line
     nothing is typed on yet only whole lines: a part would be a statement cut in its middle (issue 16).
     ``remote``: the capable tier's worker (its generation may take the remote timeout). Speculation off:
     the model's answer or nothing, within the request's budget."""
-    budget = budget_s if budget_s is not None else INVOKED_BUDGET_S if invoked else AUTOMATIC_BUDGET_S
+    budget = budget_s if budget_s is not None else knobs.INVOKED_BUDGET_S if invoked else knobs.AUTOMATIC_BUDGET_S
     if not settings.speculation:
         return Waiting(since + budget, None, job_budget=budget)
     fresh_line = not invoked and not split_cursor(state.prefix, state.suffix)[0].strip()
-    return Waiting(since + budget, budget if invoked else PARTIAL_AFTER_S, whole_lines=fresh_line,
-                   job_budget=max(budget, settings.remote_timeout_ms / 1000) if remote else JOB_BUDGET_S,
+    return Waiting(since + budget, budget if invoked else knobs.PARTIAL_AFTER_S, whole_lines=fresh_line,
+                   job_budget=max(budget, settings.remote_timeout_ms / 1000) if remote else knobs.JOB_BUDGET_S,
                    detachable=not invoked, item_one=invoked and state.params.n > 1 and not remote)
 
 
 @dataclass(frozen=True)
 class FollowUps:
-    """What follows an answer that went out: ``futures`` (pre-generate where accepting the suggestion
-    shown leads); a flint/refresh when the whole suggestion is there, watched ``watch_s`` seconds
+    """What follows an answer that went out: a flint/refresh when the whole suggestion is there, watched ``watch_s`` seconds
     (``greedy``: an explicit request's automatic line is enough); ``whole``: the quick first window had
     nothing here, so the whole window runs (then a refresh if it has a line); ``pause``: routing "pause"
     asks the capable tier for this spot once the user pauses."""
 
-    futures: bool = False
     watch_s: float | None = None
     greedy: bool = False
     whole: bool = False
@@ -209,24 +146,24 @@ def follow_ups(settings: Settings, *, invoked: bool, speculate: bool, shown: boo
                quick: bool) -> FollowUps:
     """The follow-ups of an answer: ``shown`` (it had a suggestion), ``complete`` (nothing more is coming
     for it), ``quick`` (an empty answer from the quick window). ``speculate``: the client asks on its own
-    as the user types (futures and pauses serve such a client). None with speculation off.
+    as the user types (pauses serve such a client). None with speculation off.
 
-    Futures follow an explicit request's answer only: after an automatic one, where accepting leads is
-    already written by that generation's look-ahead line and served by type-through; typing through the
-    replay, their own work served almost nothing (docs/benchmarks/archive/replay.nofut-val-s30.md)."""
+    Nothing is pre-generated where accepting the suggestion leads: an automatic generation's look-ahead
+    line covers it (type-through), and after automatic answers such futures served almost nothing
+    (docs/benchmarks/archive/replay.nofut-val-s30.md)."""
     if not settings.speculation:
         return FollowUps()
     pause = not invoked and speculate
     if shown:
         # an explicit request's other variants may need the whole prompt pass: refreshed when done
-        watch = None if complete else JOB_BUDGET_S if invoked else REFRESH_WITHIN_S
-        return FollowUps(futures=speculate and invoked, watch_s=watch, pause=pause)
+        watch = None if complete else knobs.JOB_BUDGET_S if invoked else knobs.REFRESH_WITHIN_S
+        return FollowUps(watch_s=watch, pause=pause)
     if quick:
         return FollowUps(whole=True, pause=pause)
     if not complete:
         # nothing yet at a fresh spot (the prompt is still being read): the generation goes on and the
         # client hears flint/refresh when it has something
-        return FollowUps(watch_s=JOB_BUDGET_S, greedy=invoked, pause=pause)
+        return FollowUps(watch_s=knobs.JOB_BUDGET_S, greedy=invoked, pause=pause)
     return FollowUps(pause=pause)
 
 
@@ -251,12 +188,12 @@ class Keystroke:
 def keystroke(settings: Settings, state: State | None, *, speculate: bool, burst: bool, now: float) -> Keystroke:
     """An edit that left the user at ``state`` (None: not known). No quiet period: the work starts at once
     (newest wins: a keystroke appends to the KV cache), except in a burst of edits faster than typing (a
-    paste replayed, a client catching up), where it waits BURST_HOLD_S and the next edit replaces it.
+    paste replayed, a client catching up), where it waits knobs.BURST_HOLD_S and the next edit replaces it.
     ``speculate``: the client asks on its own as the user types (else nothing starts before it asks)."""
     if not settings.speculation or state is None:
         return Keystroke(None)
     return Keystroke(state, start=speculate and not state.skip, ask_store=not burst,
-                     not_before=now + BURST_HOLD_S if burst else 0.0)
+                     not_before=now + knobs.BURST_HOLD_S if burst else 0.0)
 
 
 def moved(settings: Settings, state: State) -> Keystroke:
@@ -266,26 +203,18 @@ def moved(settings: Settings, state: State) -> Keystroke:
     return Keystroke(state, start=not state.skip)
 
 
-# Idle time prefills a spot's whole window only once the user has stayed in it this long (the same document
-# and window start): that prefill costs seconds of both cores, and on a shorter visit it was mostly cut short
-# and thrown away when the user moved on, while the quick window served the keystrokes anyway
-# (docs/benchmarks/archive/replay.stay-val-s27.md: work per kind). Idle work follows the user's actions
-# (IDLE_WORK_S), so a stay warms in the pauses of the typing that goes on there.
-WARM_AFTER_STAY_S = 20.0
-
-
 def warms(settings: Settings, stayed_s: float) -> bool:
     """Does idle time prefill the active spot's whole window (the user ``stayed_s`` in it so far)? Without
     it, idle time admits the context block only. A repository context block (``contextBudget``) reaches
     prompts only through that prefill: with one, idle time warms at once."""
-    return settings.speculation and (stayed_s >= WARM_AFTER_STAY_S or settings.context_budget > 0)
+    return settings.speculation and (stayed_s >= knobs.WARM_AFTER_STAY_S or settings.context_budget > 0)
 
 
 def window(text: str, offset: int, max_prefix: int, previous: int | None) -> tuple[int, str, str]:
     """(window start, prefix, suffix) for a cursor: the start stays put while the user types (KV reuse)."""
     start = speculation.window_start(text, offset, max_prefix, previous=previous)
     prefix = convert.normalize_eol(text[start: offset])
-    suffix = convert.normalize_eol(text[offset: offset + WINDOW_SUFFIX_CHARS])
+    suffix = convert.normalize_eol(text[offset: offset + knobs.WINDOW_SUFFIX_CHARS])
     return start, prefix, suffix
 
 
@@ -321,23 +250,23 @@ class TypingClock:
 
     def keystroke(self, uri: str, now: float) -> bool:
         """Record a keystroke; True when it ends a burst of edits faster than typing (a paste replayed)."""
-        times = self._times.setdefault(uri, deque(maxlen=TYPING_HISTORY))
+        times = self._times.setdefault(uri, deque(maxlen=knobs.TYPING_HISTORY))
         times.append(now)
-        return len(times) > 1 and now - times[-2] < BURST_GAP_S
+        return len(times) > 1 and now - times[-2] < knobs.BURST_GAP_S
 
-    def future_delay(self, uri: str) -> float:
-        """How long to hold futures back: a pause of about twice the user's usual keystroke interval."""
+    def pause_delay(self, uri: str) -> float:
+        """How long until a pause: a pause of about twice the user's usual keystroke interval."""
         times = list(self._times.get(uri, ()))
         intervals = [b - a for a, b in zip(times, times[1:], strict=False)][-8:]
         if not intervals:
-            return FUTURE_DELAY_S
-        return max(FUTURE_DELAY_S, speculation.PAUSE_FACTOR * statistics.median(intervals))
+            return knobs.PAUSE_DELAY_S
+        return max(knobs.PAUSE_DELAY_S, knobs.PAUSE_FACTOR * statistics.median(intervals))
 
     def pause_starts(self, uri: str, now: float) -> float:
         """When a pause after the user's last keystroke begins (never before ``now``; nothing typed yet:
         ``now`` plus the default delay)."""
         times = self._times.get(uri)
-        return max(now, (times[-1] if times else now) + self.future_delay(uri))
+        return max(now, (times[-1] if times else now) + self.pause_delay(uri))
 
     def forget(self, uri: str) -> None:
         self._times.pop(uri, None)

@@ -6,19 +6,19 @@ the model, results travel one way).
   the older one with ``Superseded`` at once, and stops it if it is running.
 - A document change stops every job of an older revision (``Stale``), unless ``Hooks.keep`` says it still
   serves the new state: a generation the user is typing through (*tracking*: it moves to the new
-  revision) or a future the user is typing toward.
+  revision).
 - Identical work is computed once: a second request joins the first (speculation becomes a user job that
   way); work just done is not done again (``Hooks.repeat``: the store holds its result).
-- Priorities: user requests, speculation for a document's current state, futures, idle warm-up; among
+- Priorities: user requests, speculation for a document's current state, idle warm-up; among
   equals, oldest first. A better job pre-empts a worse one running (jobqueue.JobQueue.outranked).
   Stopping sets the engine's CancelToken, checked every model step.
-- Work no request waits for stops ``IDLE_WORK_S`` after the user's last action (a watchdog thread), so
+- Work no request waits for stops ``knobs.IDLE_WORK_S`` after the user's last action (a watchdog thread), so
   the CPU goes idle soon after the user does; what it computed stays (KV chunks, streamed text).
 - A job starts at once (newest wins: a keystroke appends a token or two to the KV cache), not before its
   ``not_before`` (the planner's: a pause, a burst of edits).
 - Every job ends exactly once in the store (``Hooks.ended``): a result, or one of jobs.py's exceptions. A
   request may *release* its job (answered from elsewhere, or at its deadline): it goes on as speculation.
-- Idle ``IDLE_WARM_S`` with nothing new: the worker says so (events.Idle); the service may hand it one
+- Idle ``knobs.IDLE_WARM_S`` with nothing new: the worker says so (events.Idle); the service may hand it one
   warm-up (``warm``: the active spot and its context block).
 
 Data comes down with each call (the document's revision and current state, the job's context block);
@@ -31,14 +31,11 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from engine.backends import Backend
 from lsp_server.completion.events import Events, Idle
-from lsp_server.completion.jobqueue import JobQueue
 from lsp_server.completion.jobs import (
-    FUTURE,
     USER,
     WARM,
     EngineUnavailable,
@@ -51,12 +48,12 @@ from lsp_server.completion.jobs import (
     reason_exc,
     stop_job,
 )
-from lsp_server.completion.planner import IDLE_WORK_S
-from lsp_server.completion.runner import Loader, Ran, Runner
+from lsp_server.completion.policy import knobs
+from lsp_server.completion.scheduler.jobqueue import JobQueue
+from lsp_server.completion.scheduler.runner import Loader, Ran, Runner
 
 log = logging.getLogger(__name__)
 
-IDLE_WARM_S = 0.5  # engine idle this long (and nothing new happened): say so once
 CLOSED = 1 << 62  # the revision of a closed document: every job for it is stale
 
 
@@ -146,31 +143,6 @@ class Worker:
         self._q.pending[uri] = job
         self.hooks.queued(job)
         self._cond.notify()
-
-    def set_futures(self, states: Sequence[State], budget_s: float | None = None, not_before: float = 0.0) -> int:
-        """Pre-generate these states, best first, replacing the futures planned before (in any document),
-        starting no earlier than ``not_before``. A future already queued or running for the same state is kept.
-        Returns how many new jobs were queued."""
-        with self._cond:
-            if self._stopping:
-                return 0
-            for st in states:
-                self._heard(st)
-
-            def new(st: State) -> Job:
-                return Job(st, FUTURE, next(self._seq), budget_s=budget_s, not_before=not_before, speculative=True)
-
-            added, dropped = self._q.plan_futures(states, not_before, new)
-            for job in added:
-                self.hooks.queued(job)
-            for job in dropped:
-                self._drop(job, Superseded("newer futures were planned"))
-            r = self._q.running
-            if r is not None and r.priority == FUTURE and not r.tracking and not any(r.serves(st) for st in states):
-                stop_job(r, "superseded")
-            if added:
-                self._cond.notify()
-        return len(added)
 
     def document_changed(self, uri: str, revision: int, current: State | None = None) -> None:
         """The document is at ``revision`` now, the user at ``current`` in it (None: not known, or nothing
@@ -331,7 +303,7 @@ class Worker:
                 self._cond.wait()
                 continue
             now = time.monotonic()
-            job, wait = self._q.next_job(now, user_gone=now >= self._last_active + IDLE_WORK_S)
+            job, wait = self._q.next_job(now, user_gone=now >= self._last_active + knobs.IDLE_WORK_S)
             if job is None and wait < 0:
                 wait = self._maybe_idle()
             if job is None:
@@ -346,7 +318,7 @@ class Worker:
         """Nothing queued: say so once per quiet period. How long to sleep (negative: until woken)."""
         if self._idle_asked:
             return -1.0
-        left = self._last_active + IDLE_WARM_S - time.monotonic()
+        left = self._last_active + knobs.IDLE_WARM_S - time.monotonic()
         if left > 0:
             return left
         self._idle_asked = True
@@ -370,8 +342,8 @@ class Worker:
         return self._revisions.get(uri)
 
     def keeps(self, job: Job) -> bool:
-        """(engine thread) Does a job kept through an edit, or a future, still serve where the user is?"""
-        if not job.tracking and job.priority != FUTURE:
+        """(engine thread) Does a job kept through an edit still serve where the user is?"""
+        if not job.tracking:
             return True
         with self._cond:
             current = self._current.get(job.uri)
@@ -379,14 +351,14 @@ class Worker:
 
     # ---- the idle watchdog's thread --------------------------------------------------------------
     def _watch(self) -> None:
-        """Stop background work ``IDLE_WORK_S`` after the user's last action (its own thread: the engine
+        """Stop background work ``knobs.IDLE_WORK_S`` after the user's last action (its own thread: the engine
         thread is inside the model then). Sleeps while nothing runs."""
         while True:
             with self._cond:
                 if self._stopping:
                     return
                 r = self._q.running
-                due = self._last_active + IDLE_WORK_S
+                due = self._last_active + knobs.IDLE_WORK_S
                 if r is not None and not r.waiters and not r.awaited and not r.cancel.cancelled and \
                         time.monotonic() >= due:
                     log.debug("job %d stopped: the user is idle", r.seq)

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 from engine.policy import routing
 from engine.types import Completion
-from lsp_server.completion.answers import Answer
 from lsp_server.completion.jobs import USER, State
-from lsp_server.completion.planner import Cursors
-from lsp_server.completion.store import Store
-from lsp_server.completion.worker import Worker
+from lsp_server.completion.policy.planner import Cursors
+from lsp_server.completion.scheduler.worker import Worker
+from lsp_server.completion.store.answers import Answer
+from lsp_server.completion.store.store import Store
 
 log = logging.getLogger(__name__)
 

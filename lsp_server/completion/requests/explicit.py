@@ -16,12 +16,11 @@ from collections.abc import Callable
 
 from engine.text.budget import Budget
 from engine.text.postprocess import CUT_OFF_REASONS
-from lsp_server.completion import planner
-from lsp_server.completion.answers import Answer, settle_rule, settled_variants
 from lsp_server.completion.jobs import USER, State
-from lsp_server.completion.planner import JOB_BUDGET_S
-from lsp_server.completion.store import Store
-from lsp_server.completion.worker import Worker
+from lsp_server.completion.policy import knobs, planner
+from lsp_server.completion.scheduler.worker import Worker
+from lsp_server.completion.store.answers import Answer, settle_rule, settled_variants
+from lsp_server.completion.store.store import Store
 from lsp_server.settings import Settings
 
 # what the store's complete answer for the automatic state means for item 1: its line; a generation the
@@ -87,7 +86,7 @@ async def greedy_first(store: Store, worker: Worker, auto: State, since: float, 
                 if submitted:
                     worker.release(auto, awaited=True)
                 auto = planner.whole_window(auto)  # the quick window had no line here: the user waits
-                worker.submit(auto, USER, budget_s=JOB_BUDGET_S, anew=True)
+                worker.submit(auto, USER, budget_s=knobs.JOB_BUDGET_S, anew=True)
                 submitted, ended = True, False
                 continue
             if what in (WHOLE, NOTHING) or (what == LONG and not submitted) or ended or \
@@ -97,7 +96,7 @@ async def greedy_first(store: Store, worker: Worker, auto: State, since: float, 
                 if auto.skip:
                     return None
                 # a cut-off line is written again (until that generation starts, the store holds the cut one)
-                worker.submit(auto, USER, budget_s=JOB_BUDGET_S, anew=what == CUT)
+                worker.submit(auto, USER, budget_s=knobs.JOB_BUDGET_S, anew=what == CUT)
                 submitted = True
             waited = await store.wait(auto, deadline, since=since, tier="local" if submitted else None,
                                       stop=asked, accept=None if what in (CUT, LONG) else complete)

@@ -1,0 +1,107 @@
+"""The backend tiers: the local model's scheduler, and the capable tier's (a remote server or a second local
+model) when the settings name one, each its own worker thread writing into the one store. What the rest of
+the service asks about them (which engine, its prompt windows, its disk-cache identity, its name) is here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from engine.backends import Backend
+from lsp_server.completion.events import Events
+from lsp_server.completion.policy import knobs
+from lsp_server.completion.scheduler.hooks import StoreHooks
+from lsp_server.completion.scheduler.runner import Loader
+from lsp_server.completion.scheduler.worker import Worker
+from lsp_server.completion.store.store import Store
+from lsp_server.settings import Settings
+
+# load(settings): what answers completions (a Backend, or a bare engine wrapped as a local one)
+Load = Callable[[Settings], object]
+
+
+class Tiers:
+    def __init__(self, store: Store, settings: Callable[[], Settings], events: Events, load: Load,
+                 load_remote: Load) -> None:
+        self._store = store
+        self._settings = settings
+        self._events = events
+        self._load = load
+        self._load_remote = load_remote
+        self.local = self._worker("local", lambda: load(settings()))
+        self.remote: Worker | None = None  # the capable tier: its own thread, never holds the local model
+        self._remote_key: tuple | None = None
+        self._started = False
+
+    def _worker(self, tier: str, load: Loader) -> Worker:
+        return Worker(load, StoreHooks(self._store, self._settings, tier, self._events), self._events, tier)
+
+    def start(self) -> None:
+        self._started = True
+        self.local.start()
+        self.sync_remote()
+
+    def reload(self) -> None:
+        self.local.reload(lambda: self._load(self._settings()))
+
+    def sync_remote(self) -> bool:
+        """Start, replace or stop the capable tier to match the settings; False when there is none."""
+        s = self._settings()
+        key = s.remote_key() if s.capable_tier() is not None else None
+        if key == self._remote_key and (key is None) == (self.remote is None):
+            return self.remote is not None
+        old, self.remote = self.remote, None
+        self._remote_key = key
+        if old is not None:
+            _stop_worker(old)
+        if key is None or not self._started:
+            return False
+        self.remote = self._worker("remote", lambda: self._load_remote(self._settings()))
+        self.remote.start()
+        return True
+
+    def shutdown(self) -> None:
+        self.local.stop()
+        if self.remote is not None:
+            _stop_worker(self.remote)
+
+    def all(self) -> list[Worker]:
+        return [self.local] if self.remote is None else [self.local, self.remote]
+
+    def engine(self, tier: str = "local") -> Backend | None:
+        w = self.remote if tier == "remote" else self.local
+        return w.engine if w is not None else None
+
+    def remote_ready(self) -> bool:
+        """Is a capable tier configured, loaded and not backing off after a failure?"""
+        eng = self.engine("remote")
+        return eng is not None and eng.ready()
+
+    def backend_name(self, tier: str) -> str:
+        """What an answer's backend is called on items and in the status: ``local`` (the fast model),
+        ``remote`` (a server) or ``capable`` (a second local model)."""
+        if tier != "remote":
+            return "local"
+        eng = self.engine("remote")
+        return eng.kind if eng is not None else self._settings().capable_tier() or "remote"
+
+    def windows(self, tier: str = "local") -> tuple[int, int]:
+        """The backend's prompt windows (its config; the engine's defaults while none is loaded)."""
+        eng = self.engine(tier)
+        cfg = eng.config if eng is not None else None
+        if cfg is None:
+            return knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS
+        return cfg.max_prefix_chars, cfg.max_suffix_chars
+
+    def identity(self, tier: str) -> tuple[str, int, int] | None:
+        """The disk cache's identity of a tier's answers: its model, context block and prompt windows."""
+        eng = self.engine(tier)
+        if eng is None or not eng.model_id:
+            return None
+        digest = eng.context_digest  # a suggestion made with another context block is another entry
+        return (f"{eng.model_id}+context:{digest}" if digest else eng.model_id, *self.windows(tier))
+
+
+def _stop_worker(w: Worker) -> None:
+    w.stop(timeout=2.0)
+    if w.engine is not None:
+        w.engine.close()
