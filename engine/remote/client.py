@@ -139,7 +139,8 @@ class RemoteBackend:
             self._model = self._discover_model(time.monotonic() + timeout_s, cancel)
             return True
         except RemoteError as e:
-            log.info("remote %s not reachable yet: %s", self.endpoint.label, e)
+            if not self._closed and not getattr(cancel, "cancelled", False):
+                log.info("remote %s not reachable yet: %s", self.endpoint.label, e)
             return False
 
     # ---- the facade ---------------------------------------------------------------------------------
@@ -179,6 +180,8 @@ class RemoteBackend:
                     break
                 outs.append(c)
         except RemoteError as e:
+            if self._closed:  # shut under it (a settings change): not the server's failure
+                raise RemoteError("the remote settings changed: this client is closed") from None
             self.failures += 1
             pause = self.backoff.failed(time.monotonic(), str(e))
             log.warning("remote %s failed: %s (next try in %.1f s)", self.endpoint.label, e, pause)

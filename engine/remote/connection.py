@@ -17,6 +17,7 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 
 from engine.remote.secrets import excerpt
 from engine.remote.wire import ERROR_BODY_CHARS, MAX_ERROR_BODY_BYTES, READ_IDLE_S, Endpoint, RemoteError
@@ -165,6 +166,17 @@ class Watchdog:
                     self.tripped = "deadline"
             if self.tripped is not None:  # (again while it lasts: a socket still connecting had none to shut)
                 self.conn.shutdown()
+
+
+class Until:
+    """A cancel token (``cancelled``) that is set once ``stop()`` says so (checked by a watchdog)."""
+
+    def __init__(self, stop: Callable[[], bool]) -> None:
+        self._stop = stop
+
+    @property
+    def cancelled(self) -> bool:
+        return self._stop()
 
 
 def _shutdown(conn: http.client.HTTPConnection) -> None:
