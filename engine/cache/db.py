@@ -72,11 +72,17 @@ def open_cache(directory: Path, size_mb: int, timeout: float) -> diskcache.Cache
     return cache
 
 
-def is_read_only(e: BaseException) -> bool:
-    """Is ``e`` the disk or the directory refusing writes (EROFS, EACCES, SQLite's "readonly database")?"""
+def is_read_only(e: BaseException, directory: Path) -> bool:
+    """Is ``e`` the disk or the directory refusing writes (EROFS, EACCES, SQLite's "readonly database", or a
+    failure in a directory on a read-only mount or without write permission)?"""
     if isinstance(e, PermissionError) or getattr(e, "errno", None) == errno.EROFS:
         return True
-    return isinstance(e, sqlite3.OperationalError) and "readonly" in str(e).lower().replace("-", "")
+    if isinstance(e, sqlite3.OperationalError) and "readonly" in str(e).lower().replace("-", ""):
+        return True
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY) or not os.access(directory, os.W_OK)
+    except OSError:
+        return False
 
 
 class ReadOnlyCache:

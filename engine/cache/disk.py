@@ -301,7 +301,7 @@ class CompletionCache:
                 if isinstance(e, Foreign):
                     self._warn("foreign", "completion cache off: %s", e)
                     return None
-                if is_read_only(e):
+                if is_read_only(e, self.directory):
                     return self._open_read_only(e)
                 if kind == "busy":
                     self._warn("busy-open", "completion cache %s is locked by another process: running "
