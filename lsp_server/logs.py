@@ -2,10 +2,12 @@
 
 - Redaction: ``RedactFilter`` sits on every handler, so no record reaches stderr, a log file or the
   client with a secret in it, whatever logger made it and at whatever level (pygls logs whole
-  ``InitializeParams`` and pulled settings with ``-v``). It removes the values Flint knows to be secret
-  (``register_secret``: the remote API key from the settings or the environment) and anything shaped
-  like one: ``apiKey=…`` / ``"remoteApiKey": "…"`` pairs, ``Bearer …`` tokens, credentials in URLs.
-  ``redact`` is also applied to every window/showMessage, window/logMessage and error answer.
+  ``InitializeParams`` and pulled settings with ``-v``). ``redact`` (engine/remote/secrets.py, the one
+  redaction every exit uses) removes the values Flint knows to be secret (``register_secret``: the remote
+  API key from the settings or the environment) and anything shaped like one: ``apiKey=…`` /
+  ``"remoteApiKey": "…"`` pairs, ``Bearer …`` tokens, provider-prefixed keys, credentials in URLs.
+  ``redact`` is also applied to every window/showMessage, window/logMessage and error answer, and
+  ``redact_obj`` to every flint/status (lsp_server/status.py).
 - The client's log: ``ClientLogHandler`` sends records as LSP ``window/logMessage`` with their level
   (error, warning, info, log), so an editor shows info as info instead of every stderr line as an error.
   Debug lines go when the server runs with ``-v`` or the client asked for a verbose trace
@@ -18,56 +20,14 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import os
-import re
 import sys
 import threading
 from typing import Any
 
-_secrets: set[str] = set()
-_secrets_lock = threading.Lock()
-_MIN_SECRET = 4  # shorter values would blank out ordinary words
-
-_NAME = (r"[A-Za-z0-9_.-]*(?:[Aa][Pp][Ii][-_]?[Kk][Ee][Yy]|[Ss][Ee][Cc][Rr][Ee][Tt]|[Pp][Aa][Ss][Ss][Ww](?:[Oo][Rr])?[Dd]"
-         r"|[Cc]redentials?)"
-         r"|(?:[A-Za-z0-9]+[-_.])*(?:[Tt]oken|TOKEN|[Kk]ey|KEY|[Aa]uthorization|AUTHORIZATION|[Aa]uth)"
-         r"|[a-z0-9]+(?:Token|Key|Auth)")
-# name = value, name: value, 'name': 'value', "name": "value", ?name=value&
-_PAIR = re.compile(r"""(?<![A-Za-z0-9_-])(["']?)(""" + _NAME + r""")\1(\s*[:=]\s*)(?:"[^"]*"|'[^']*'|[^\s"',;&)}\]]+)""")
-_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{4,}")
-_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@:]*:[^/\s@]*@")
-
-
-def register_secret(value: str | None) -> None:
-    """Remember a secret value: it is replaced wherever it appears in a log record or a message."""
-    if value and len(value.strip()) >= _MIN_SECRET:
-        with _secrets_lock:
-            _secrets.add(value.strip())
-
-
-def register_env_secrets() -> None:
-    from engine.remote.wire import API_KEY_ENV
-
-    register_secret(os.environ.get(API_KEY_ENV))
-
-
-def redact(text: str) -> str:
-    """``text`` with every known secret and anything shaped like one replaced by ``***``."""
-    if not text:
-        return text
-    with _secrets_lock:
-        known = sorted(_secrets, key=len, reverse=True)
-    for s in known:
-        if s in text:
-            text = text.replace(s, "***")
-    text = _BEARER.sub(lambda m: f"{m.group(1)} ***", text)
-    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}***@", text)
-
-    def pair(m: re.Match[str]) -> str:
-        q = m.group(1)
-        return f"{q}{m.group(2)}{q}{m.group(3)}***"
-
-    return _PAIR.sub(pair, text)
+# one redaction for every exit (re-exported: the protocol layer and the status board use it from here)
+from engine.remote.secrets import redact, redact_obj  # noqa: F401
+from engine.remote.secrets import register as register_secret  # noqa: F401
+from engine.remote.secrets import register_env as register_env_secrets  # noqa: F401
 
 
 class RedactFilter(logging.Filter):

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.guidance.service import set_workspace_roots
+from engine.remote.connection import Until
 from lsp_server import convert
 from lsp_server.completion import (
     Answer,
@@ -49,6 +50,7 @@ from lsp_server.completion import (
 from lsp_server.context import RepoContext
 from lsp_server.documents import Change, Document, DocumentError, DocumentStore, uri_path
 from lsp_server.errors import RequestError, request_error
+from lsp_server.logs import register_secret
 from lsp_server.nextedit.service import Found, NextEdits, to_json
 from lsp_server.settings import Settings
 from lsp_server.stats import Shown, Stats, work_name
@@ -57,22 +59,28 @@ from lsp_server.status import StatusBoard
 log = logging.getLogger(__name__)
 
 
-def load_remote(settings: Settings) -> object:
+def load_remote(settings: Settings, cancel: object | None = None) -> object:
     """The capable tier for these settings: the remote server's client (asked for the name of the model
-    it serves, best effort) or a second local model (``capableModel``, loaded and warmed)."""
+    it serves, best effort, until ``cancel.cancelled``) or a second local model (``capableModel``, loaded
+    and warmed)."""
     from engine.backends import LocalBackend, LocalSpec, load_backend
     from engine.remote.client import RemoteBackend
 
     cfg = settings.remote_config()
     if cfg is not None:
         backend = RemoteBackend(cfg)
-        backend.probe()  # the served model's name, for the cache identity
+        backend.probe(cancel=cancel)  # the served model's name, for the cache identity
         return backend
     if settings.capable_tier() == "capable":
         local = load_backend(LocalSpec(settings.capable_model, threads=settings.threads, kind="capable"))
         assert isinstance(local, LocalBackend)
         return local
     raise ValueError("no capable tier configured (routing with remoteUrl or capableModel)")
+
+
+def _tier_key(s: Settings) -> tuple | None:
+    """What identifies the capable tier (as the service compares it)."""
+    return s.remote_key() if s.capable_tier() is not None else None
 
 
 class Session:
@@ -92,12 +100,14 @@ class Session:
         self.speculate = False
         self.board = StatusBoard(lambda: self.settings, lambda tier: self.service.engine(tier), on_status)
         self.context = RepoContext(lambda: self.settings, lambda: self.service.windows())
-        self.service = CompletionService(lambda: self.settings, load, load_remote, self.documents.revision,
+        self._load_remote = load_remote
+        self.service = CompletionService(lambda: self.settings, load, self._load_capable, self.documents.revision,
                                          self.board.scheduler, on_refresh or (lambda uri, version: None),
                                          lambda uri: self.documents.get(uri).version, context=self.context.block_for)
         self.service.on_late_win = lambda uri, ms: self.board.replaced(self.service.backend_name("remote"), ms)
         self.service.events.on(Worked, lambda e: self.stats.worked(e.tier, e.work, e.wall_ms, e.cpu_ms))
         self.service.store.disk.open(self.settings.cache_size_mb)
+        register_secret(self.settings.remote_api_key)
         self.next_edits = NextEdits(self.documents, lambda: self.settings.enable)  # flint/nextEdit
 
     # ---- lifecycle ------------------------------------------------------------------------------
@@ -134,10 +144,23 @@ class Session:
         self.service.shutdown()
         self.stats.flush()
 
+    def _load_capable(self, settings: Settings) -> object:
+        """(the capable tier's thread) Its backend; the default loader's model check gives up the moment
+        newer settings replace these (the event loop then never waits for it)."""
+        if self._load_remote is not load_remote:
+            return self._load_remote(settings)  # (a test's loader)
+        key = _tier_key(settings)
+        return load_remote(settings, cancel=Until(lambda: _tier_key(self.settings) != key))
+
     def apply_settings(self, new: Settings) -> bool:
-        """Adopt new settings; reload the model when its identity changed. Returns True on reload."""
+        """Adopt new settings; reload the model when its identity changed. Returns True on reload. Never
+        waits on the capable tier: one being replaced is shut first, so what it runs ends at once."""
         old_key = self._loaded_key
         old_cache = self.settings.cache_size_mb
+        register_secret(new.remote_api_key)  # before anything can log or show it
+        old_tier = self.service.engine("remote")
+        if _tier_key(new) != _tier_key(self.settings) and hasattr(old_tier, "shut"):
+            old_tier.shut()  # type: ignore[union-attr]
         self.settings = new
         if new.cache_size_mb != old_cache:
             self.service.store.disk.open(new.cache_size_mb)

@@ -1,7 +1,8 @@
 """The status board (``flint/status``): the model's state (loading, ready, busy, error), where the last
 suggestion came from and how long it took, the capable tier's own state (``remote``), and what fed the
 local model's last prompt (``context``). Written on the event loop only: the schedulers' status arrives
-as events (completion/events.py)."""
+as events (completion/events.py). Every status goes out redacted (``redact_obj``: its messages quote remote
+servers, whose error pages may repeat the API key)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,13 @@ from typing import Any
 from engine.backends import Backend
 from engine.remote.client import RemoteBackend
 from lsp_server.completion.events import Status
+from lsp_server.completion.jobs import reason_exc
+from lsp_server.logs import redact_obj
 from lsp_server.settings import Settings
 
 NO_CONTEXT: dict[str, Any] = {"files": [], "chunks": [], "digest": ""}
+# a job dropped (the document changed, a newer request, a reload, a cancel) is no failure of the tier
+DROPPED = frozenset(str(reason_exc(r)) for r in ("stale", "superseded", "reload", "cancelled"))
 
 
 class StatusBoard:
@@ -33,8 +38,8 @@ class StatusBoard:
     def _publish(self, **changes: Any) -> None:
         st = dict(self.status)
         st.update(changes, remote=self._remote)
-        self.status = st
-        self._on_status(st)
+        self.status = redact_obj(st)
+        self._on_status(self.status)
 
     def scheduler(self, event: Status) -> None:
         """A scheduler's status (events.Status)."""
@@ -69,8 +74,13 @@ class StatusBoard:
         message = {"loading": "connecting", "error": info.get("message", ""), "busy": "generating"}.get(state, "ready")
         if state == "ready" and info.get("error"):
             backoff = eng.backoff if isinstance(eng, RemoteBackend) else None
-            pause = max(0.0, backoff.retry_at - time.monotonic()) if backoff is not None else 0.0
-            state, message = "error", f"remote failed: {info['error']}; local answers, retry in {pause:.1f} s"
+            # the remote failed only if its backoff says so (its reason is the failure's own, not that of a
+            # job that failed fast behind it); a job dropped is no failure
+            failed = backoff.failures > 0 if backoff is not None else info["error"] not in DROPPED
+            if failed:
+                pause = max(0.0, backoff.retry_at - time.monotonic()) if backoff is not None else 0.0
+                why = backoff.last_error if backoff is not None and backoff.last_error else info["error"]
+                state, message = "error", f"remote failed: {why}; local answers, retry in {pause:.1f} s"
         self.remote({"state": state, "model": model, "message": message})
 
     def remote(self, remote: dict[str, Any] | None) -> None:

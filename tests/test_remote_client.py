@@ -199,7 +199,7 @@ def test_streams_and_keeps_one_connection(fake):
     assert be.model_id == f"remote:fake-coder@{fake.url}"  # discovered from GET /models
     for _ in range(3):
         be.complete("x = ", "", GenParams(max_lines=1))
-    assert fake.connections == 1  # models + 4 completions on one kept-alive connection
+    assert fake.connections == 2  # GET /models on its own; 4 completions on one kept-alive connection
     assert fake.requests[0]["model"] == "fake-coder"
     assert be.ready()
 

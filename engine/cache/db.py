@@ -3,13 +3,19 @@ marker, what kind of trouble a failure is (another process's lock, damage a rebu
 machine's: full disk, I/O, permissions), whether a database Flint did not mark is one it may adopt, whether
 a file SQLite calls damaged really is, a cross-process lock for a rebuild, and removing Flint's own files
 (nothing else). Checks read on read-only connections; the busy timeout (``timeout``) is the cache's.
+
+A cache on a read-only disk (or in a directory the user may not write) is not damage: ``ReadOnlyCache``
+serves diskcache's table on a read-only connection (``mode=ro``; ``immutable=1`` when SQLite cannot even
+open its shared-memory file there), and never writes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,6 +70,71 @@ def open_cache(directory: Path, size_mb: int, timeout: float) -> diskcache.Cache
             cache.close()
         raise
     return cache
+
+
+def is_read_only(e: BaseException, directory: Path) -> bool:
+    """Is ``e`` the disk or the directory refusing writes (EROFS, EACCES, SQLite's "readonly database", or a
+    failure in a directory on a read-only mount or without write permission)?"""
+    if isinstance(e, PermissionError) or getattr(e, "errno", None) == errno.EROFS:
+        return True
+    if isinstance(e, sqlite3.OperationalError) and "readonly" in str(e).lower().replace("-", ""):
+        return True
+    try:
+        return bool(os.statvfs(directory).f_flag & os.ST_RDONLY) or not os.access(directory, os.W_OK)
+    except OSError:
+        return False
+
+
+class ReadOnlyCache:
+    """Flint's cache table, read on a read-only connection: the part of ``diskcache.Cache`` that ``get``,
+    ``volume`` and ``len`` need. Thread-safe (one connection, one lock: a lookup is a single query)."""
+
+    def __init__(self, directory: Path, timeout: float) -> None:
+        db = directory / diskcache.core.DBNAME
+        if not db.exists():
+            raise FileNotFoundError(f"{db} does not exist")
+        con: sqlite3.Connection | None = None
+        marker: list = []
+        for flags in ("mode=ro", "immutable=1"):  # (immutable: -shm cannot be made here; no writer can be either)
+            try:
+                con = sqlite3.connect(f"file:{db}?{flags}", uri=True, timeout=timeout, check_same_thread=False,
+                                      isolation_level=None)
+                marker = con.execute("SELECT value FROM Cache WHERE key = ? AND raw = 1", (MARKER_KEY,)).fetchall()
+                break
+            except sqlite3.OperationalError:
+                if con is not None:
+                    con.close()
+                if flags == "immutable=1":
+                    raise
+        assert con is not None  # the loop either broke with a connection or raised
+        if marker != [(FORMAT,)]:
+            con.close()
+            raise Foreign(f"{db} is read-only and not in Flint's format {FORMAT}: left alone")
+        self._con: sqlite3.Connection = con
+        self._lock = threading.Lock()
+        self._disk = diskcache.Disk(str(directory))
+
+    def get(self, key: str, default: object = None, retry: bool = False) -> object:
+        with self._lock:
+            rows = self._con.execute("SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = 1 AND "
+                                     "(expire_time IS NULL OR expire_time > ?)", (key, time.time())).fetchall()
+        if not rows:
+            return default
+        mode, filename, value = rows[0]
+        return self._disk.fetch(mode, filename, value, False)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._con.execute("SELECT COUNT(*) FROM Cache").fetchone()[0])
+
+    def volume(self) -> int:
+        with self._lock:
+            return int(self._con.execute("PRAGMA page_count").fetchone()[0]) * \
+                int(self._con.execute("PRAGMA page_size").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._con.close()
 
 
 def remove_db_files(directory: Path) -> None:

@@ -22,7 +22,8 @@ Built on diskcache (SQLite in WAL mode, one connection per thread and process):
   format marker is foreign) leads to a rebuild, and a database reported damaged by a query is first
   re-checked (``PRAGMA quick_check``) on a fresh connection. A full disk, an I/O error, a read-only or
   locked database are not damage: the cache keeps its entries, writes pause a while, one warning is
-  logged. Nothing here raises to the caller.
+  logged. A cache read-only when it opens is opened read-only (db.ReadOnlyCache): served, never written,
+  never rebuilt, one log line. Nothing here raises to the caller.
 
 The database file itself (opening it with Flint's settings and marker, failure kinds, adoption, damage
 checks, the rebuild lock, removing Flint's files): engine/cache/db.py.
@@ -46,10 +47,12 @@ from engine import paths
 from engine.cache.db import (
     OWNER_FILE,
     Foreign,
+    ReadOnlyCache,
     damaged_on_disk,
     failure_kind,
     file_lock,
     inode_of,
+    is_read_only,
     open_cache,
     remove_db_files,
 )
@@ -93,6 +96,7 @@ class CompletionCache:
         self._local = threading.local()  # the busy timeout each thread's connection has now
         self._closed = False
         self._waited = False  # someone waited for the opening under way already
+        self.read_only = False  # opened read-only (the disk or directory refuses writes): nothing is written
         self.stats = {"hits": 0, "misses": 0, "puts": 0, "rejected": 0, "rebuilds": 0, "errors": 0}
         self.start()  # at once: the first lookup (a keystroke) then finds the cache open
 
@@ -118,7 +122,8 @@ class CompletionCache:
             log.warning("cache entry %s… does not decode: dropped", key[:12])
             with contextlib.suppress(Exception):
                 self._timeout(cache, TIMEOUT_S)
-                cache.delete(key, retry=False)
+                if not self.read_only:
+                    cache.delete(key, retry=False)
             self.stats["misses"] += 1
             return None
         self.stats["hits"] += 1
@@ -206,7 +211,7 @@ class CompletionCache:
         self._local.timeout = (id(cache), seconds)
 
     def _writable(self) -> diskcache.Cache | None:
-        if time.monotonic() < self._writes_at:
+        if self.read_only or time.monotonic() < self._writes_at:
             return None
         return self._current()
 
@@ -296,6 +301,8 @@ class CompletionCache:
                 if isinstance(e, Foreign):
                     self._warn("foreign", "completion cache off: %s", e)
                     return None
+                if is_read_only(e, self.directory):
+                    return self._open_read_only(e)
                 if kind == "busy":
                     self._warn("busy-open", "completion cache %s is locked by another process: running "
                                "without it, retrying in %.0f s", self.directory, RETRY_S)
@@ -311,6 +318,19 @@ class CompletionCache:
             why = "a query reported the database damaged"
         return self._rebuild(why, bad)
 
+    def _open_read_only(self, why: BaseException) -> ReadOnlyCache | None:
+        """(the opening thread) The cache as it is, read-only: served, never written, never rebuilt."""
+        try:
+            cache = ReadOnlyCache(self.directory, TIMEOUT_S)
+        except Exception as e:
+            self._warn("env-open", "completion cache %s is read-only (%s) and cannot be read (%s: %s): running "
+                       "without it", self.directory, why, type(e).__name__, e)
+            return None
+        self.read_only, self._inode = True, inode_of(self._db)
+        log.warning("completion cache %s is read-only (%s): serving its %d entries, storing none", self.directory,
+                    why, max(0, len(cache) - 1))
+        return cache
+
     def _failed(self, cache: Any, e: BaseException, op: str) -> None:
         kind = failure_kind(e)
         if kind == "busy":
@@ -318,6 +338,8 @@ class CompletionCache:
         self.stats["errors"] += 1
         if kind == "env" and "i/o" in str(e).lower():
             kind = "damaged"  # maybe a short read of a truncated file: checked on the opening thread first
+        if self.read_only:
+            kind = "env"  # a read-only cache is never rebuilt: a bad read is a miss
         if kind == "env":  # a full disk, a read-only file: the entries are fine; pause writes, keep reading
             if op != "get":
                 self._writes_at = time.monotonic() + WRITE_PAUSE_S

@@ -9,18 +9,24 @@ worker, the type-through store and the disk cache treat its answers like the loc
   engine/remote/connection.py. Plain HTTP only to a loopback address unless ``allow_insecure_http`` says
   otherwise.
 - Streaming (server-sent events); a watchdog thread closes the connection the moment the request is
-  cancelled or its deadline passes, so a stalled server never holds the caller: at the deadline the
-  text streamed so far is the answer (``finish_reason="deadline"``); with nothing streamed it is a
-  ``RemoteError``. A cancelled or cut stream costs the connection (HTTP/1.1 cannot abort a response
-  otherwise); the next request opens a new one.
+  cancelled or its overall deadline passes (every request has one, ``REQUEST_CAP_S`` when the caller gave
+  none), so a stalled or dripping server never holds the caller: at the deadline the text streamed so far
+  is the answer (``finish_reason="deadline"``); with nothing streamed it is a ``RemoteError``. A cancelled
+  or cut stream costs the connection (HTTP/1.1 cannot abort a response otherwise); the next request opens
+  a new one. What an answer may bring is capped (engine/remote/stream.py).
+- GET /models (the served model's name, and the check ``probe`` makes at load) runs on its own
+  connection with its own overall deadline and an optional cancel, so a settings change (``shut``) or a
+  completion never waits behind it.
 - FIM (``fim`` = template / suffix / none) and the request body: engine/remote/wire.py, with the
   configuration, the base URL's checks and the event-stream parsing.
 - Variants: one request each, in turn on the same connection (variant 0 greedy, the others sampled
   with their own seed), while the deadline allows; servers differ too much in ``n`` support.
 - Failures (refused, reset, HTTP 4xx/5xx, a malformed or truncated stream, no answer in time) raise
   ``RemoteError`` and start a backoff (engine/policy/routing.py's ``Backoff``): ``ready()`` is False until the
-  pause is over, so callers use the local model meanwhile. The API key is sent as a bearer token and
-  appears in no log line, error message or ``repr``.
+  pause is over, so callers use the local model meanwhile; a job queued before the failure fails at once
+  instead of asking again. The API key (settings or environment) is sent as a bearer token and registered
+  with engine/remote/secrets.py: whatever the server sends back (error bodies, events, a model name, even
+  completion text) reaches no log line, message, status or cache with the key in it.
 """
 
 from __future__ import annotations
@@ -29,30 +35,29 @@ import http.client
 import json
 import logging
 import os
-import threading
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 
 from engine.policy.routing import Backoff
-from engine.remote.connection import Connection, describe
+from engine.remote import secrets
+from engine.remote.connection import Connection, Watchdog, describe
+from engine.remote.stream import Stream, read_events
 from engine.remote.wire import (
     API_KEY_ENV,
     FIM_MODES,
+    MAX_LINE_BYTES,
+    MAX_MODELS_BYTES,
+    REQUEST_CAP_S,
     RemoteConfig,
     RemoteError,
-    event_text,
     fim_prompt,
     parse_endpoint,
-    parse_event,
     request_body,
 )
 from engine.text.window import from_line_start
-from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback, stop_cut
+from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
 
 log = logging.getLogger("flint.remote")
-
-
-WATCH_S = 0.01  # how often the watchdog looks at the cancel token and the deadline
 
 
 class RemoteBackend:
@@ -68,7 +73,12 @@ class RemoteBackend:
         if cfg.fim == "template":
             fim_prompt(cfg.fim_template, "", "")  # raises on a template without {prefix}
         self.endpoint = parse_endpoint(cfg.url, cfg.allow_insecure_http)
-        self.http = Connection(self.endpoint, cfg.connect_timeout_s, cfg.api_key or os.environ.get(API_KEY_ENV, ""))
+        key = cfg.api_key or os.environ.get(API_KEY_ENV, "")
+        secrets.register(key)  # whatever the server sends back, this never leaves Flint (secrets.redact)
+        self.http = Connection(self.endpoint, cfg.connect_timeout_s, key)  # completions, kept alive
+        # GET /models (the health and name check): its own connection, so a completion never waits behind it
+        self.health = Connection(self.endpoint, cfg.connect_timeout_s, key)
+        self._closed = False
         self._model: str | None = cfg.model or None
         self.backoff = Backoff(cfg.backoff_base_s, cfg.backoff_cap_s)
         self.config = cfg  # the prompt windows (max_prefix_chars / max_suffix_chars), as Engine.config
@@ -110,19 +120,27 @@ class RemoteBackend:
         return ()
 
     def close(self) -> None:
+        """Close both connections (from any thread: a request blocked on one returns at once)."""
         self.http.close()
+        self.health.close()
 
-    def probe(self, timeout_s: float = 2.0) -> bool:
+    def shut(self) -> None:
+        """For good (a settings change replaced this backend): what runs now ends, nothing new starts."""
+        self._closed = True
+        self.close()
+
+    def probe(self, timeout_s: float = 2.0, cancel: object | None = None) -> bool:
         """Learn the served model's name now (it is part of the cache identity), if the server answers
-        within ``timeout_s``; a server that is down is not an error here (the first request retries)."""
+        within ``timeout_s`` (overall) and ``cancel`` (anything with ``cancelled``) does not say stop first;
+        a server that is down is not an error here (the first request retries)."""
         if self._model is not None:
             return True
         try:
-            self._model = self._discover_model(GenParams(deadline=time.monotonic() + timeout_s), None)
+            self._model = self._discover_model(time.monotonic() + timeout_s, cancel)
             return True
         except RemoteError as e:
-            log.info("remote %s not reachable yet: %s", self.endpoint.label, e)
-            self.close()
+            if not self._closed and not getattr(cancel, "cancelled", False):
+                log.info("remote %s not reachable yet: %s", self.endpoint.label, e)
             return False
 
     # ---- the facade ---------------------------------------------------------------------------------
@@ -139,9 +157,15 @@ class RemoteBackend:
         from engine.text.window import clip_window
 
         prefix, suffix = clip_window(prefix, suffix, self.cfg.max_prefix_chars, self.cfg.max_suffix_chars)
+        if self._closed:
+            raise RemoteError("the remote settings changed: this client is closed")
+        if not self.ready():  # queued before a failure: it fails at once instead of trying a server just failed
+            raise RemoteError(f"backing off after: {self.backoff.last_error}")
+        if params.deadline is None:  # every request has an overall deadline
+            params = replace(params, deadline=time.monotonic() + REQUEST_CAP_S)
         try:
             if self._model is None:
-                self._model = self._discover_model(params, cancel)
+                self._model = self._discover_model(params.deadline or time.monotonic() + REQUEST_CAP_S, cancel)
             outs: list[Completion] = []
             for i in range(max(1, params.n)):
                 if i > 0:
@@ -156,6 +180,8 @@ class RemoteBackend:
                     break
                 outs.append(c)
         except RemoteError as e:
+            if self._closed:  # shut under it (a settings change): not the server's failure
+                raise RemoteError("the remote settings changed: this client is closed") from None
             self.failures += 1
             pause = self.backoff.failed(time.monotonic(), str(e))
             log.warning("remote %s failed: %s (next try in %.1f s)", self.endpoint.label, e, pause)
@@ -175,24 +201,30 @@ class RemoteBackend:
         return uniq, t
 
     # ---- HTTP -------------------------------------------------------------------------------------------
-    def _discover_model(self, params: GenParams, cancel: CancelToken | None) -> str:
-        """The served model's name (GET {url}/models), for the cache identity and the request body."""
-        deadline = params.deadline if params.deadline is not None else time.monotonic() + 30.0
-        resp = self.http.send("GET", "/models", None, stream=False, deadline=deadline, watched=False)
-        self.http.check_status(resp)
+    def _discover_model(self, deadline: float, cancel: object | None) -> str:
+        """The served model's name (GET {url}/models), for the cache identity and the request body; on the
+        health connection, within ``deadline`` overall (a server dripping a byte a second included)."""
+        conn = self.health
         try:
-            obj = json.loads(resp.read(1 << 20))
-            data = obj["data"]
+            with Watchdog(conn, cancel, deadline) as watch:
+                try:
+                    resp = conn.send("GET", "/models", None, stream=False, deadline=deadline)
+                    conn.check_status(resp)
+                    obj = conn.read_json(resp, MAX_MODELS_BYTES, "GET /models")
+                except RemoteError:
+                    if watch.tripped:
+                        raise RemoteError(f"GET /models from {self.endpoint.label}: {_why(watch.tripped)}") from None
+                    raise
+        finally:
+            conn.close()  # asked rarely: no connection kept for it
+        try:
+            data = obj["data"]  # type: ignore[index]
             name = data[0]["id"] if data else ""
-        except (ValueError, KeyError, TypeError, IndexError):
-            self.close()
+        except (KeyError, TypeError, IndexError):
             raise RemoteError("malformed answer to GET /models") from None
-        except OSError as e:
-            self.close()
-            raise RemoteError(f"GET /models from {self.endpoint.label} failed: {describe(e)}") from None
         if not isinstance(name, str) or not name:
             raise RemoteError("the server lists no model")
-        return name
+        return secrets.redact(name)[:200]  # a name goes into the status and the cache identity
 
     def _one(self, prefix: str, suffix: str, params: GenParams, variant: int, cancel: CancelToken | None,
              on_token: TokenCallback | None, t: Timings) -> Completion:
@@ -200,111 +232,58 @@ class RemoteBackend:
         body = json.dumps(request_body(self.cfg, self._model or "", prefix, suffix, params, variant)).encode()
         self.completion_requests += 1
         t0 = time.perf_counter()
-        stop = threading.Event()
-        tripped: list[str] = []
-        watchdog = threading.Thread(target=self._watch, args=(cancel, params.deadline, stop, tripped),
-                                    name="flint-remote-watchdog", daemon=True)
-        watchdog.start()
-        try:
+        assert params.deadline is not None
+        with Watchdog(self.http, cancel, params.deadline) as watch:
             try:
                 resp = self.http.send("POST", "/completions", body, stream=True, deadline=params.deadline)
             except RemoteError:
-                if tripped:
-                    return _ended("", 0, tripped[0], 0.0, variant)
+                if watch.tripped:
+                    return _ended("", 0, watch.tripped, 0.0, variant)
                 raise
-            if tripped:  # the answer's head arrived just as time ran out
+            if watch.tripped:  # the answer's head arrived just as time ran out
                 self.close()
-                return _ended("", 0, tripped[0], 0.0, variant)
-            self.http.check_status(resp)
-            got = _Stream(t0)
-            self._read(resp, got, params, variant, cancel, on_token, t, tripped)
-            if tripped:
-                self.close()
-                return _ended(got.text, got.ntok, tripped[0], got.ttft, variant)
-            self._end_response(resp, got)
-            t.decode_tokens += got.ntok
-            return Completion(text=got.text, token_ids=[0] * got.ntok, finish_reason=got.finish or "eos",
-                              ttft_ms=got.ttft, total_ms=(time.perf_counter() - t0) * 1000, variant=variant,
-                              source="model")
-        finally:
-            stop.set()
-
-    def _read(self, resp: http.client.HTTPResponse, got: _Stream, params: GenParams, variant: int,
-              cancel: CancelToken | None, on_token: TokenCallback | None, t: Timings, tripped: list[str]) -> None:
-        """Read the event stream into ``got`` until ``[DONE]``, its end, a stop rule, or the watchdog cut it
-        (``tripped``), streaming the text so far to ``on_token``."""
-        while True:
+                return _ended("", 0, watch.tripped, 0.0, variant)
             try:
-                line = resp.readline(1 << 20)
-            except (OSError, http.client.HTTPException, ValueError, AttributeError) as e:
-                if tripped:
-                    return
-                raise RemoteError(f"stream from {self.endpoint.label} broke: {describe(e)}") from None
-            if not line:
-                return
-            ev = parse_event(line)
-            if ev is None:
-                continue
-            if ev == "done":
-                got.done = True
-                return
-            assert isinstance(ev, dict)
-            piece, fr = event_text(ev)
-            if piece:
-                if not got.ntok:
-                    got.ttft = (time.perf_counter() - got.t0) * 1000
-                    if variant == 0:
-                        t.ttft_ms = got.ttft
-                got.ntok += 1
-                reason, got.text = stop_cut(got.text + piece, params, self.cfg.stop_texts)
-                if on_token is not None and not (cancel is not None and cancel.cancelled):
-                    on_token(variant, got.text)
-                if reason is not None:
-                    got.finish = reason
-                    return
-            if fr is not None and got.finish is None:
-                got.finish = "length" if fr == "length" else "eos"
+                self.http.check_status(resp)
+            except RemoteError:
+                if watch.tripped:
+                    return _ended("", 0, watch.tripped, 0.0, variant)
+                raise
+            got = Stream(t0)
+            try:
+                read_events(resp, got, params, variant, cancel, on_token, t, self.endpoint.label,
+                            self.cfg.stop_texts, lambda: watch.tripped, describe)
+            except RemoteError:
+                self.close()  # a cap, a malformed event: this response cannot be read to its end
+                raise
+            if watch.tripped:
+                self.close()
+                return _ended(got.final(), got.ntok, watch.tripped, got.ttft, variant)
+        self._end_response(resp, got)
+        t.decode_tokens += got.ntok
+        return Completion(text=got.final(), token_ids=[0] * got.ntok, finish_reason=got.finish or "eos",
+                          ttft_ms=got.ttft, total_ms=(time.perf_counter() - t0) * 1000, variant=variant,
+                          source="model")
 
-    def _end_response(self, resp: http.client.HTTPResponse, got: _Stream) -> None:
+    def _end_response(self, resp: http.client.HTTPResponse, got: Stream) -> None:
         """After a stream was read: keep the connection for the next request if the response was read to its
         end, else close it (a stream cut by a stop rule); one that ended before ``[DONE]`` is a failure."""
         if got.finish in ("lines", "stop") and not got.done:
-            self.close()  # cut before the server finished: this response cannot be read to its end
+            self.http.close()  # cut before the server finished: this response cannot be read to its end
         elif not got.done:
-            self.close()
+            self.http.close()
             raise RemoteError(f"stream from {self.endpoint.label} ended before [DONE]")
         else:
             try:
-                resp.read()  # the chunked terminator: the connection stays usable
+                resp.read(MAX_LINE_BYTES)  # the chunked terminator: the connection stays usable
+                if not resp.isclosed():
+                    self.http.close()  # more than a terminator after [DONE]: not worth reading
             except Exception:
-                self.close()
-
-    def _watch(self, cancel: CancelToken | None, deadline: float | None, stop: threading.Event,
-               tripped: list[str]) -> None:
-        """Close the connection when the request is cancelled or out of time (unblocks the reader)."""
-        while not stop.wait(WATCH_S):
-            reason = None
-            if cancel is not None and cancel.cancelled:
-                reason = "cancelled"
-            elif deadline is not None and time.monotonic() >= deadline:
-                reason = "deadline"
-            if reason is None:
-                continue
-            tripped.append(reason)
-            self.http.shutdown()
-            return
+                self.http.close()
 
 
-@dataclass
-class _Stream:
-    """What one variant's event stream gave so far."""
-
-    t0: float  # when the request was sent (perf_counter)
-    text: str = ""
-    ntok: int = 0  # pieces received (the server's tokens, near enough)
-    ttft: float = 0.0
-    finish: str | None = None
-    done: bool = False  # [DONE] arrived: the response was read to its end
+def _why(tripped: str) -> str:
+    return "no answer before the deadline" if tripped == "deadline" else "cancelled"
 
 
 def _ended(text: str, ntok: int, reason: str, ttft: float, variant: int) -> Completion:

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from engine.remote.secrets import API_KEY_ENV, excerpt, redact
 from engine.text.window import MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS
 from engine.types import GenParams
 
-API_KEY_ENV = "FLINT_REMOTE_API_KEY"
 FIM_MODES = ("template", "suffix", "none")
 QWEN_FIM_TEMPLATE = "<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>"
 # text that ends a completion whatever the server thinks (FIM models' control tokens, if a server lets
@@ -30,12 +30,25 @@ QWEN_FIM_TEMPLATE = "<|fim_prefix|>{prefix}<|fim_suffix|>{suffix}<|fim_middle|>"
 DEFAULT_STOP_TEXTS = ("<|endoftext|>", "<|fim_pad|>", "<|file_sep|>", "<|repo_name|>", "<|fim_prefix|>",
                       "<|fim_suffix|>", "<|fim_middle|>", "<|im_end|>")
 ERROR_BODY_CHARS = 300
+# what one answer may bring (a hostile or broken server may send anything, forever): past a cap the
+# connection is closed and the request fails with the cap named
+MAX_ERROR_BODY_BYTES = 4096  # of an error answer, for its message
+MAX_MODELS_BYTES = 256 * 1024  # GET /models
+MAX_LINE_BYTES = 64 * 1024  # one line of the event stream
+MAX_STREAM_BYTES = 4 * 1024 * 1024  # one streamed answer, all lines
+MAX_TEXT_CHARS = 64 * 1024  # one completion's text
+READ_IDLE_S = 10.0  # per read: a connection silent this long is dead, whatever the deadline says
+REQUEST_CAP_S = 60.0  # the overall deadline of a request made without one
 
 
 class RemoteError(RuntimeError):
-    """The remote server did not give a usable answer (an expected failure: the caller falls back)."""
+    """The remote server did not give a usable answer (an expected failure: the caller falls back). Its
+    message often quotes the server: it is redacted here, once, whatever the server sent."""
 
     quiet = True  # logged as one line, not a traceback
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(message))
 
 
 @dataclass(frozen=True)
@@ -51,7 +64,8 @@ class RemoteConfig:
     max_suffix_chars: int = MAX_SUFFIX_CHARS
     stop_texts: tuple[str, ...] = DEFAULT_STOP_TEXTS
     backoff_base_s: float = 0.5
-    backoff_cap_s: float = 30.0
+    # a remote that recovers is tried again within this (plus one request timeout): under 30 s in all
+    backoff_cap_s: float = 20.0
 
 
 @dataclass(frozen=True)
@@ -201,13 +215,13 @@ def parse_event(line: bytes) -> dict[str, Any] | str | None:
     try:
         obj = json.loads(data)
     except ValueError:
-        raise RemoteError(f"malformed event from the server: {data[:80]!r}") from None
+        raise RemoteError(f"malformed event from the server: {excerpt(data, 80)!r}") from None
     if not isinstance(obj, dict):
-        raise RemoteError(f"malformed event from the server: {data[:80]!r}")
+        raise RemoteError(f"malformed event from the server: {excerpt(data, 80)!r}")
     if "error" in obj:
         err = obj["error"]
         msg = err.get("message") if isinstance(err, dict) else err
-        raise RemoteError(f"server error: {str(msg)[:ERROR_BODY_CHARS]}")
+        raise RemoteError(f"server error: {excerpt(str(msg), ERROR_BODY_CHARS)}")
     return obj
 
 
