@@ -311,11 +311,14 @@ def build_gguf_dir(gguf_path: Path, *, name: str, source: dict[str, Any], fim: F
     if not force and is_current(final, precision):
         return final
     tmp = _build_tmp(final)
-    bar = _progress(3, f"flint: building {name} ({precision})")
+    bar = _progress(2, f"flint: building {name} ({precision})")
+    started: list[str] = []
 
-    def step(what: str) -> None:
+    def step(what: str) -> None:  # a stage begins: the one before it is done
+        if started:
+            bar.update(1)
+        started.append(what)
         bar.set_description_str(f"flint {name}: {what}")
-        bar.update(1)
 
     try:
         info = build_from_gguf(gguf_path, tmp, precision, step)
