@@ -23,10 +23,12 @@ def _setup_logging(verbose: bool) -> None:
 
 
 def cmd_model_build(args: argparse.Namespace) -> int:
-    from engine.model.build import BuildError, build_from_hf, build_preset
+    from engine.model.build import BuildError, build_preset
 
     try:
         if args.from_hf:
+            from engine.model.hf_build import build_from_hf
+
             path = build_from_hf(Path(args.from_hf), name=args.name, precision=args.precision or "int4",
                                  force=args.force)
         else:

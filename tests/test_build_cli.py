@@ -88,3 +88,22 @@ def test_killed_build_leaves_nothing_that_looks_complete_and_the_next_succeeds(h
     assert not (home / "gguf" / PRESETS[DEFAULT_MODEL].gguf_name).exists()
     assert (paths.gguf_dir() / PRESETS[DEFAULT_MODEL].gguf_name).exists()
     assert not (home / "hf").exists()
+
+
+@pytest.mark.model
+def test_a_disk_that_fills_during_a_build_gives_a_clear_error_and_leaves_nothing(home_with_gguf, tmp_path):
+    """The models directory on a 64 MB tmpfs: the decoder does not fit. The build says so, keeps nothing, and
+    the same build succeeds once the models directory has room."""
+    home = home_with_gguf
+    models = home / "models"
+    models.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(models)]).returncode != 0:
+        pytest.fail("mounting a small tmpfs needs root (CI and this machine run as root)")
+    try:
+        r = _flint(home, "model", "build", "-p", "int4", "--keep-gguf", timeout=600)
+        assert r.returncode == 2 and "no space left" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]
+        assert list(models.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(models)], check=True)
+    r = _flint(home, "model", "build", "-p", "int4", "--keep-gguf", timeout=600)
+    assert r.returncode == 0 and (models / f"{DEFAULT_MODEL}-int4" / MANIFEST_NAME).exists(), r.stderr[-2000:]
