@@ -35,6 +35,7 @@ from engine.decoding.tokenizer import HFTokenizer
 from engine.guidance.service import Guidance
 from engine.model.kv_cache import Anchor, KVRows, common_prefix
 from engine.model.manifest import Manifest, load_manifest
+from engine.model.memory import check_fits
 from engine.model.runtime import OnnxDecoder
 from engine.text.window import clip_window, from_line_start, line_start, sticky_cut
 from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
@@ -88,11 +89,12 @@ class Engine:
         needs (token bytes, the healing prefix index), so the cold start pays the longer of the two, not both
         (docs/benchmarks/engine.md, session 5)."""
         path = self.model_dir / "tokenizer.json"
+        cfg = self.config
+        check_fits(self.model_dir, self.manifest, cfg.capacity + cfg.context_tokens, cfg.batch_max)
         tok: list[HFTokenizer] = []
         loader = threading.Thread(target=lambda: tok.append(_load_tokenizer(path)), name="flint-tokenizer",
                                   daemon=True)
         loader.start()
-        cfg = self.config
         try:
             decoder = OnnxDecoder(self.model_dir, self.manifest, threads=cfg.threads,
                                   capacity=cfg.capacity + cfg.context_tokens, batch_max=cfg.batch_max,
