@@ -23,7 +23,7 @@ def resolve_model_dir(model: str | Path | None = None) -> Path:
     """A model directory from a path, a preset name (default precision) or FLINT_MODEL / the default.
 
     Raises ModelNotBuilt with a message that says what is wrong, with which file, and what to run."""
-    from engine.model.build import read_manifest
+    from engine.model.recipes import read_manifest
 
     model = model or os.environ.get("FLINT_MODEL") or DEFAULT_MODEL
     name = str(model)

@@ -61,7 +61,7 @@ class Qwen2Numpy:
                 cache[i] = (kc, vc)
                 rep = self.heads // self.kv_heads
                 kr, vr = np.repeat(kc, rep, axis=0), np.repeat(vc, rep, axis=0)
-                s = q @ kr.transpose(0, 2, 1) / np.sqrt(self.d)
+                s = q @ kr.transpose(0, 2, 1) * self.d ** -0.5  # a Python float keeps float32 (np.sqrt is float64)
                 total = kc.shape[1]
                 causal = np.arange(total)[None, :] > pos[:, None]
                 s = np.where(causal[None], -np.inf, s)

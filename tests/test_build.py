@@ -108,8 +108,8 @@ def test_killed_build_leaves_nothing_that_looks_complete(tiny_hf, home):
 def test_an_int8_build_with_an_older_weight_recipe_is_rebuilt_and_never_shares_cache_keys(tiny_hf, home):
     """int8 weights changed recipe (blocks of 128): a directory built before is not current, `flint model
     build` replaces it, and its completions are cached under another model id."""
-    from engine.model.build import PRECISIONS, is_current
     from engine.model.hf_build import build_from_hf
+    from engine.model.recipes import PRECISIONS, is_current
 
     out = build_from_hf(tiny_hf, name="tiny", precision="int8")
     m = load_manifest(out)
@@ -136,8 +136,8 @@ def test_int8_dyn_quantises_the_decoder_dynamically_with_the_int8_head(tiny_hf, 
 
     from engine.config import EngineConfig
     from engine.engine import Engine
-    from engine.model.build import is_current, weight_recipe
     from engine.model.hf_build import build_from_hf
+    from engine.model.recipes import is_current, weight_recipe
     from engine.types import GenParams
 
     out = build_from_hf(tiny_hf, name="tiny", precision="int8-dyn")

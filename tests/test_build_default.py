@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.model.build import ALL_PRECISIONS, is_current, rebuild_command, weight_recipe
 from engine.model.gguf_build import GGUF_RECIPES
 from engine.model.manifest import Manifest
 from engine.model.presets import PRESETS, precision_preference
+from engine.model.recipes import ALL_PRECISIONS, is_current, rebuild_command, weight_recipe
 
 
 def _manifest(precision: str, quant: dict[str, str]) -> Manifest:

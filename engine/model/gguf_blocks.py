@@ -146,13 +146,17 @@ def dequantize(p: NBits) -> np.ndarray:
 
 def quantize_rtn(w: np.ndarray, bits: int, block: int) -> NBits:
     """Symmetric round-to-nearest blocks of ``w`` [N, K] (the int8 / int4 precisions: the GGUF's values rounded
-    once more onto a coarser grid, for speed)."""
+    once more onto a coarser grid, for speed). As onnxruntime's quantiser (and ggml's Q4_0/Q8_0) do it: the
+    block's value of largest magnitude maps to −2^(bits−1) exactly (a signed scale), so all 2^bits levels are
+    used; the same recipe as the builds made before with onnxruntime-genai."""
     n, k = w.shape
     nb = -(-k // block)
     wb = np.pad(w, ((0, 0), (0, nb * block - k))).reshape(n, nb, block).astype(np.float32)
-    qmax = (1 << (bits - 1)) - 1
-    absmax = np.abs(wb).max(axis=2, keepdims=True)
-    scale = np.where(absmax > 0, absmax / qmax, 1.0).astype(np.float32)
-    q = (np.clip(np.rint(wb / scale), -qmax, qmax) + (1 << (bits - 1))).astype(np.uint8)
+    half = 1 << (bits - 1)
+    lo, hi = wb.min(axis=2, keepdims=True), wb.max(axis=2, keepdims=True)
+    peak = np.where(np.abs(lo) >= np.abs(hi), lo, hi)  # a tie goes to the negative end, as onnxruntime's does
+    scale = (peak / -half).astype(np.float32)
+    scale = np.where(scale != 0, scale, np.float32(1.0)).astype(np.float32)
+    q = (np.clip(np.rint(wb / scale), -half, half - 1) + half).astype(np.uint8)
     packed = _pack4(q) if bits == 4 else q
     return NBits(n, k, bits, block, np.ascontiguousarray(packed), scale.reshape(n, nb))

@@ -15,15 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from engine import paths
-from engine.model.build import (
-    DYNAMIC_QUANT,
-    PRECISIONS,
-    _atomic_replace_dir,
-    _build_tmp,
-    _progress,
-    is_current,
-    weight_recipe,
-)
 from engine.model.export import (
     BuildError,
     quantize_decoder_dynamic,
@@ -33,6 +24,8 @@ from engine.model.export import (
 )
 from engine.model.manifest import Manifest
 from engine.model.presets import FimTemplate
+from engine.model.publish import _atomic_replace_dir, _build_tmp, _progress
+from engine.model.recipes import DYNAMIC_QUANT, PRECISIONS, is_current, weight_recipe
 
 
 def build_model_dir(
