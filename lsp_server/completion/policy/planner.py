@@ -99,14 +99,15 @@ def whole_window(state: State) -> State:
 
 @dataclass(frozen=True)
 class Waiting:
-    """How a request waits for its answer: until ``deadline`` (time.monotonic()); what has streamed is
-    shown ``partial_after`` seconds after it came (None: nothing before its generation ends), complete
+    """How a request that came at ``since`` (time.monotonic()) waits for its answer: until ``deadline``; what
+    has streamed is shown ``partial_after`` seconds after it came (None: nothing before its generation ends), complete
     lines only with ``whole_lines``; its generation runs ``job_budget`` seconds at most once started, and
     goes on as speculation when the request leaves (``detachable``). ``item_one``: an explicit request for
     variants shows the automatic request's line first (explicit.greedy_first)."""
 
     deadline: float
     partial_after: float | None
+    since: float = 0.0
     whole_lines: bool = False
     job_budget: float = knobs.JOB_BUDGET_S
     detachable: bool = False
@@ -122,9 +123,9 @@ def waiting(settings: Settings, state: State, since: float, *, invoked: bool, re
     the model's answer or nothing, within the request's budget."""
     budget = budget_s if budget_s is not None else knobs.INVOKED_BUDGET_S if invoked else knobs.AUTOMATIC_BUDGET_S
     if not settings.speculation:
-        return Waiting(since + budget, None, job_budget=budget)
+        return Waiting(since + budget, None, since, job_budget=budget)
     fresh_line = not invoked and not split_cursor(state.prefix, state.suffix)[0].strip()
-    return Waiting(since + budget, budget if invoked else knobs.PARTIAL_AFTER_S, whole_lines=fresh_line,
+    return Waiting(since + budget, budget if invoked else knobs.PARTIAL_AFTER_S, since, whole_lines=fresh_line,
                    job_budget=max(budget, settings.remote_timeout_ms / 1000) if remote else knobs.JOB_BUDGET_S,
                    detachable=not invoked, item_one=invoked and state.params.n > 1 and not remote)
 

@@ -11,22 +11,24 @@ import time
 from collections.abc import Callable
 
 from engine.policy import routing
-from lsp_server.completion.jobs import USER, State
+from lsp_server.completion.jobs import Ask, State, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.requests import explicit
 from lsp_server.completion.requests.pause import Pauses
 from lsp_server.completion.requests.refresh import Refresher
 from lsp_server.completion.requests.tiers import Tiers
 from lsp_server.completion.store.answers import Answer
+from lsp_server.completion.store.store import Store
 from lsp_server.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
 class FollowUps:
-    def __init__(self, tiers: Tiers, clock: planner.TypingClock, pauses: Pauses, refresher: Refresher,
+    def __init__(self, store: Store, tiers: Tiers, clock: planner.TypingClock, pauses: Pauses, refresher: Refresher,
                  settings: Callable[[], Settings], on_refresh: Callable[[str, int], None],
                  version_of: Callable[[str], int]) -> None:
+        self._store = store
         self._tiers = tiers
         self._clock = clock
         self._pauses = pauses
@@ -70,7 +72,7 @@ class FollowUps:
         rw = self._tiers.remote
         if rw is None or not self._pausing() or answer is None or answer.backend != "local":
             return
-        self._pauses.plan(state, rw, self._clock.pause_starts(state.uri, time.monotonic()),
+        self._pauses.plan(state, self._clock.pause_starts(state.uri, time.monotonic()),
                           short_window=self._tiers.backend_name("remote") == "capable")
 
     def _pausing(self) -> bool:
@@ -87,8 +89,7 @@ class FollowUps:
         if whole is state or state.route == routing.REMOTE or whole.skip:
             return
         not_before = time.monotonic() + self._clock.pause_delay(state.uri)
-        self._tiers.local.submit(whole, USER, budget_s=knobs.JOB_BUDGET_S, not_before=not_before)
-        self._tiers.local.release(whole, awaited=True)
+        self._store.submit(whole, Work(Ask.AWAITED, knobs.JOB_BUDGET_S, not_before))
         self.watch(whole, version, within=knobs.JOB_BUDGET_S)
 
     def watch(self, state: State, version: int, within: float = knobs.REFRESH_WITHIN_S, greedy: bool = False) -> None:

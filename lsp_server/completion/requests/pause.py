@@ -19,10 +19,9 @@ from engine.policy import routing
 from engine.policy.speculation import window_start
 from engine.text.window import clip_window
 from engine.types import Completion
-from lsp_server.completion.jobs import USER, State
+from lsp_server.completion.jobs import Ask, State, Work
 from lsp_server.completion.policy import knobs
 from lsp_server.completion.policy.planner import whole_window
-from lsp_server.completion.scheduler.worker import Worker
 from lsp_server.completion.store.store import Store
 
 log = logging.getLogger(__name__)
@@ -39,7 +38,7 @@ class Pauses:
         self._planned: dict[tuple[str, str, str], tuple[State, float]] = {}  # job's (uri, prefix, suffix)
         self._starts: dict[str, int] = {}  # uri -> the capable window's start in the state's prefix
 
-    def plan(self, state: State, worker: Worker, not_before: float, short_window: bool = True) -> None:
+    def plan(self, state: State, not_before: float, short_window: bool = True) -> None:
         """An automatic answer for ``state`` went out: the capable tier writes this spot's suggestion once
         the user has paused (``not_before``, time.monotonic()); ``short_window``: from its own window (a
         model on this machine's CPU; a remote server reads the whole one). The same work planned again
@@ -56,8 +55,7 @@ class Pauses:
         # nobody waits on it (its outcome comes back as an event: remote_done): it stops at a keystroke, and
         # as idle work once the user has gone (knobs.IDLE_WORK_S); a prompt pass cut short keeps its KV for the
         # next pause
-        worker.submit(st, USER, budget_s=knobs.JOB_BUDGET_S, not_before=not_before)
-        worker.release(st)
+        self._store.submit(st, Work(Ask.BACKGROUND, knobs.JOB_BUDGET_S, not_before, tier="remote"))
 
     def _window(self, state: State) -> State:
         cut, self._starts[state.uri] = short_window(state, self._starts.get(state.uri))

@@ -50,7 +50,6 @@ class Refresher:
                 return whole
             return gone if all(f is not None and f.complete for f in found) else None
 
-        waited = await self._store.wait(state, time.monotonic() + within, since=time.monotonic(), tier=None,
-                                        accept=done)
-        if waited.answer is not None and waited.answer is not gone:
+        found = await self._store.wait(lambda now: done(), time.monotonic() + within)
+        if found is not None and found is not gone:
             self._on_refresh(state.uri, version)

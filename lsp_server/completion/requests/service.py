@@ -15,13 +15,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from engine.backends import Backend
 from engine.policy import routing
 from engine.types import DocRef
 from lsp_server.completion.events import Events, Idle, RemoteDone, Status
-from lsp_server.completion.jobs import SPECULATIVE, USER, JobDropped, Stale, State
+from lsp_server.completion.jobs import Ask, JobDropped, Stale, State, WarmUp, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.policy.planner import Cursors, TypingClock
 from lsp_server.completion.requests import explicit
@@ -33,6 +34,7 @@ from lsp_server.completion.requests.tiers import Load, Tiers
 from lsp_server.completion.scheduler.worker import Worker
 from lsp_server.completion.store.answers import Answer, settle_rule
 from lsp_server.completion.store.store import Store
+from lsp_server.completion.store.tickets import Ticket
 from lsp_server.documents import uri_path
 from lsp_server.settings import Settings
 
@@ -57,7 +59,7 @@ class CompletionService:
         self.races = Races(self.store, self.cursors, revision_of, self._late_win)
         self.pauses = Pauses(self.store, revision_of, self._late_win)
         self.refresher = Refresher(self.store, revision_of, lambda uri, version: self.follow.refreshed(uri, version))
-        self.follow = FollowUps(self.tiers, self.clock, self.pauses, self.refresher, settings, on_refresh, version_of)
+        self.follow = FollowUps(self.store, self.tiers, self.clock, self.pauses, self.refresher, settings, on_refresh, version_of)
         self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
         # each document's prefix window start (kept while it fits) and since when (the user's stay in it)
         self._window: dict[str, tuple[int, float]] = {}
@@ -119,7 +121,7 @@ class CompletionService:
         block = await asyncio.to_thread(self._context, st) if self._context is not None else None
         now = time.monotonic()
         stayed = now - self._window.get(st.uri, (0, now))[1]
-        self.worker.warm(st, block, prefill=planner.warms(self._settings(), stayed))
+        self.worker.warm(st, WarmUp(block, prefill=planner.warms(self._settings(), stayed)))
 
     # ---- states ---------------------------------------------------------------------------------
     def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,
@@ -191,7 +193,7 @@ class CompletionService:
     def _speculate(self, state: State, not_before: float = 0.0) -> None:
         """Start the state's generation on the tier(s) it is routed to, nobody waiting for it yet."""
         for w, budget in self._speculation_workers(state):
-            w.submit(state, SPECULATIVE, budget_s=budget, not_before=not_before)
+            self.store.submit(state, Work(Ask.SPECULATE, budget, not_before, tier=w.tier))
 
     def did_close(self, uri: str) -> None:
         self.cursors.forget(uri)
@@ -240,8 +242,7 @@ class CompletionService:
             return await self._answer_remote(state, since, invoked)
         if route == routing.RACE and self.remote_worker is not None:
             s = self._settings()
-            return await self.races.answer(state, since, s.race_budget_ms / 1000, self.remote_worker,
-                                           s.remote_timeout_ms / 1000,
+            return await self.races.answer(state, since, s.race_budget_ms / 1000, s.remote_timeout_ms / 1000,
                                            lambda: self._answer_on(self.worker, state, since, invoked))
         return await self._answer_on(self.worker, state, since, invoked)
 
@@ -284,50 +285,52 @@ class CompletionService:
         if found is not None and (found.complete or plan.partial_after is None):
             return found
         if plan.item_one and not self.store.streaming(state):
-            first = await self._item_one(worker, state, since, plan)
+            first = await self._item_one(state, plan)
             if first is not None or self.store.streaming(self.auto_twin(state)):
                 return first  # (None: the line is still coming: flint/refresh when it is there)
-        worker.submit(state, USER, budget_s=plan.job_budget, detachable=plan.detachable)
+        work = Work(budget_s=plan.job_budget, tier=tier)
         if found is not None and found.comps and found.source in ("type-through", "disk"):
-            worker.release(state)  # a start read or typed through answers now; the generation writes the rest
+            # a start read or typed through answers now; the generation writes the rest
+            self.store.submit(state, replace(work, mode=Ask.BACKGROUND))
             return found
-        return await self._wait(worker, state, since, invoked, plan)
+        return await self._wait(self.store.submit(state, work), invoked, plan)
 
-    async def _item_one(self, worker: Worker, state: State, since: float, plan: planner.Waiting) -> Answer | None:
+    async def _item_one(self, state: State, plan: planner.Waiting) -> Answer | None:
         """An explicit request: the automatic suggestion for this state (made, or made now: one greedy row
         with its drafts is the fastest line) is item 1; the other variants follow (their job runs to its
         end on the KV the line left, then flint/refresh). Where the variants' own generation already runs,
         its item 1 is shown once settled (``_wait``)."""
-        first = await explicit.greedy_first(self.store, worker, self.auto_twin(state), since, plan.deadline,
-                                            self._asked.setdefault(state.uri, asyncio.Event()), self._settings)
+        first = await explicit.greedy_first(self.store, self.worker, self.auto_twin(state), plan,
+                                            self._asked.setdefault(state.uri, asyncio.Event()),
+                                            self._settings().max_lines)
         if first is not None:
-            worker.submit(state, USER, budget_s=plan.job_budget)
-            worker.release(state, awaited=True)
+            self.store.submit(state, Work(Ask.AWAITED, plan.job_budget))
         return first
 
-    async def _wait(self, worker: Worker, state: State, since: float, invoked: bool,
-                    plan: planner.Waiting) -> Answer | None:
+    async def _wait(self, ticket: Ticket, invoked: bool, plan: planner.Waiting) -> Answer | None:
         """Wait in the store for the job just submitted (or joined); let it go when the answer is there."""
-        backend = "remote" if worker.tier == "remote" else None
+        state = ticket.state
+        backend = "remote" if ticket.tier == "remote" else None
         settle = settle_rule(state, self._settings().max_lines) if invoked and state.params.n > 1 else None
-        accept = (lambda: explicit.settled_first(self.store, state, since, settle, backend)) if settle else None
+        accept = (lambda: explicit.settled_first(self.store, state, plan.since, settle, backend)) if settle else None
         try:
             while True:
-                waited = await self.store.wait(state, plan.deadline, plan.partial_after, since=since,
-                                               tier=worker.tier, backend=backend, whole_lines=plan.whole_lines,
-                                               accept=accept)
+                waited = await ticket.wait(plan, accept)
                 ans = waited.answer
                 if waited.why == "ended" and ans is not None and ans.quick and invoked and \
                         time.monotonic() < plan.deadline:
                     state = planner.whole_window(state)  # nothing from the quick window: the user asked
-                    worker.submit(state, USER, budget_s=plan.job_budget, anew=True)
+                    ticket = self.store.submit(state, Work(budget_s=plan.job_budget, anew=True,
+                                                            tier=ticket.tier or "local"))
                     continue
                 if waited.why != "ended":
                     # at the deadline, or the variants' item 1: keep generating (a refresh, the next ask)
-                    worker.release(state, awaited=waited.why in ("accepted", "deadline"))
+                    ticket.detach(awaited=waited.why in ("accepted", "deadline"))
                 return ans
         except asyncio.CancelledError:
-            worker.abandon(state)
+            # an automatic request's generation goes on (the editor cancels the previous keystroke's request
+            # before it sends the next, which may type through it); an explicit one's stops
+            ticket.detach() if plan.detachable else ticket.release()
             raise
 
     def auto_twin(self, state: State) -> State:

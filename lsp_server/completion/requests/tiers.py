@@ -33,7 +33,9 @@ class Tiers:
         self._started = False
 
     def _worker(self, tier: str, load: Loader) -> Worker:
-        return Worker(load, StoreHooks(self._store, self._settings, tier, self._events), self._events, tier)
+        worker = Worker(load, StoreHooks(self._store, self._settings, tier, self._events), self._events, tier)
+        self._store.attach(worker)  # the store's tickets submit this tier's work to it
+        return worker
 
     def start(self) -> None:
         self._started = True

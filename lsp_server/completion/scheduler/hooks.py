@@ -82,7 +82,7 @@ class StoreHooks:
             # pause.py); its entry is kept aside only to tell whether the user's typing agrees with it
             job.handle = hidden_entry(job.prefix, job.suffix, job.params.n, key)
             return
-        job.handle = self.store.open(job.prefix, job.suffix, job.params.n, key, work=job.work)
+        job.handle = self.store.open(job.prefix, job.suffix, job.params.n, key, work=job.account)
 
     def token(self, job: Job, index: int, text: str, doubts: Doubts = ()) -> None:
         entry = job.handle

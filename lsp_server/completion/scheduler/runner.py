@@ -27,7 +27,7 @@ from engine.backends import Backend, as_backend
 from engine.remote.wire import RemoteError
 from engine.types import Doubts
 from lsp_server.completion.events import Events, Status, Worked
-from lsp_server.completion.jobs import SPECULATIVE, WARM, Hooks, Job, Result, Stale, reason_exc, stop_job
+from lsp_server.completion.jobs import SPECULATIVE, Hooks, Job, Result, Stale, WarmUp, reason_exc, stop_job
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +96,8 @@ class Runner:
     def execute(self, job: Job, scheduler: Scheduler) -> Ran:
         """Run one job: a warm-up, or a generation unless its document moved on or it was stopped."""
         try:
-            if job.priority == WARM:
-                self.warm(job)
+            if isinstance(job.work, WarmUp):
+                self.warm(job, job.work)
                 return Ran()
             if scheduler.revision(job.uri) != job.revision:
                 return Ran(error=Stale("the document changed"))
@@ -203,19 +203,18 @@ class Runner:
         except Exception:  # a broken hook must not kill the engine thread
             log.exception("%s hook failed", hook.__name__)
 
-    def warm(self, job: Job) -> None:
+    def warm(self, job: Job, warm_up: WarmUp) -> None:
         """An idle job: its context block first (the KV holds no prompt with a new block), then the active
         spot's full window, unless the KV holds (almost all of) it already."""
         engine = self.engine
         assert engine is not None
-        if job.admit_context:
-            try:
-                if engine.set_context(job.context):  # (the engine tells a new block from the one it holds)
-                    log.debug("context block %s admitted", engine.context_digest or "(none)")
-                self._context_uri = job.uri if engine.context_digest else None
-            except Exception:
-                log.exception("admitting the context block failed")
-        if not job.prefill:
+        try:
+            if engine.set_context(warm_up.context):  # (the engine tells a new block from the one it holds)
+                log.debug("context block %s admitted", engine.context_digest or "(none)")
+            self._context_uri = job.uri if engine.context_digest else None
+        except Exception:
+            log.exception("admitting the context block failed")
+        if not warm_up.prefill:
             return
         t0, c0 = time.perf_counter(), time.process_time()
         try:
@@ -232,7 +231,7 @@ class Runner:
     def _worked(self, job: Job, t0: float, c0: float) -> None:
         """The accounting (events.Worked): this job's wall time and the process's CPU time meanwhile (the
         engine's own threads do nearly all of it)."""
-        self._events.put(Worked(self.tier, job.work, (time.perf_counter() - t0) * 1000,
+        self._events.put(Worked(self.tier, job.account, (time.perf_counter() - t0) * 1000,
                                 (time.process_time() - c0) * 1000))
 
     def _drop_foreign_context(self, engine: Backend, uri: str) -> None:

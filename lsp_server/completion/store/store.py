@@ -13,11 +13,13 @@ or crashed is finished with what it had as a cut-off entry (never one that reads
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TypeVar
 
 from engine.cache.disk import is_complete
 from engine.cache.typethrough import Entry, Hit, TypeThrough
@@ -25,35 +27,17 @@ from engine.policy import routing
 from engine.text.postprocess import CUT_OFF_REASONS, Mode, postprocess, split_cursor
 from engine.types import Completion, Doubts
 from lsp_server.completion.events import Changed, Events
-from lsp_server.completion.jobs import Job, Result, State, Superseded, WorkKey
+from lsp_server.completion.jobs import Ask, Job, Result, Scheduling, State, Work, WorkKey
 from lsp_server.completion.policy.planner import is_lookahead, lookahead_for_block
-from lsp_server.completion.store.answers import Answer, entry_backend
+from lsp_server.completion.store.answers import Answer, Record, entry_backend
 from lsp_server.completion.store.ondisk import DiskAnswers, Identity
+from lsp_server.completion.store.tickets import Alarm, Ticket
 from lsp_server.settings import Settings
 
 WORK_KEPT = 512  # records of units of work kept (a request waits on the newest few)
 
 
-@dataclass
-class Work:
-    """One unit of work for one scheduler tier: the job serving it now (``seq``) and how it ended."""
-
-    seq: int
-    state: State  # the job's own state (whether it may run the quick window)
-    ended: bool = False
-    result: Result | None = None
-    error: BaseException | None = None
-    at: float = 0.0  # when it ended (time.monotonic())
-    entry: Entry | None = None  # the type-through entry its job wrote (None: speculation off, remote hidden)
-
-
-@dataclass
-class Waited:
-    """What ``Store.wait`` came back with, and why: "ended" (the work ended: its answer), "found" (the
-    store had one worth showing), "accepted" (the caller's own early answer), "deadline" (nothing)."""
-
-    answer: Answer | None
-    why: str
+R = TypeVar("R")
 
 
 class Store:
@@ -61,7 +45,8 @@ class Store:
         self._settings = settings
         self.typethrough = TypeThrough()
         self.disk = DiskAnswers(identity)
-        self._work: OrderedDict[tuple[str, WorkKey], Work] = OrderedDict()
+        self._work: OrderedDict[tuple[str, WorkKey], Record] = OrderedDict()
+        self._schedulers: dict[str, Scheduling] = {}  # tier -> its scheduler (Tiers attaches them)
         self._lock = threading.Lock()  # the records: written under a scheduler's lock, read on the loop
         self._events = events or Events()
         self._events.on(Changed, self._pulse)
@@ -87,55 +72,47 @@ class Store:
         if tick is not None and not tick.done():
             tick.set_result(None)
 
-    async def wait(self, state: State, deadline: float, partial_after: float | None = None, *, since: float,
-                   tier: str | None = "local", backend: str | None = None, whole_lines: bool = False,
-                   accept: Callable[[], Answer | None] | None = None, stop: asyncio.Event | None = None,
-                   until: asyncio.Future | None = None) -> Waited:
-        """(event loop) Wait for ``state``'s answer until ``deadline`` (time.monotonic()), looking again at
-        every change of the store:
-
-        - the work ``tier``'s scheduler was asked for ended: its answer, or its error raised (``tier`` None:
-          the caller asked for no work, it only reads the store);
-        - with ``partial_after`` (seconds after ``since``, when the request came): a complete answer, one
-          typed through or read from disk at once; after ``partial_after`` whatever has streamed
-          (``whole_lines``: complete lines only). ``backend``: only that backend's entries;
-        - ``accept()``: the caller's own early answer;
-        - ``stop`` set (a newer request for the document): ``Superseded``;
-        - ``until`` done (another task the caller waits for, a race's local answer): nothing, "until";
-        - at the deadline: nothing."""
-        show_at = since + partial_after if partial_after is not None else None
-        stopped = asyncio.ensure_future(stop.wait()) if stop is not None else None
+    async def wait(self, look: Callable[[float], R | None], deadline: float, alarms: Sequence[Alarm] = ()) -> R | None:
+        """(event loop) ``look(now)`` at once, then at every change of the store and at each alarm (a time,
+        or an awaitable done: ``look`` tells what it means), until it gives something, or None at
+        ``deadline``. Each waiter steers its own loop through ``look`` (tickets.Ticket.wait, a race, a
+        refresh watch)."""
+        owned = [asyncio.ensure_future(a) for a in alarms if inspect.iscoroutine(a)]
+        futures = owned + [a for a in alarms if isinstance(a, asyncio.Future)]
+        times = [a for a in alarms if isinstance(a, float)]
         try:
             while True:
-                done = self.outcome(tier, state) if tier is not None else None
-                if done is not None:
-                    if done.error is not None:
-                        raise done.error
-                    return Waited(self.final(state, since, done, tier or "local", backend), "ended")
                 now = time.monotonic()
-                if show_at is not None:
-                    late = now >= show_at or now >= deadline
-                    found = self.lookup(state, since, partial=late and not whole_lines, disk=False, backend=backend)
-                    if found is not None and (found.complete or found.source in ("type-through", "disk") or late):
-                        return Waited(found, "found")
-                early = accept() if accept is not None else None
-                if early is not None:
-                    return Waited(early, "accepted")
-                if until is not None and until.done():
-                    return Waited(None, "until")
+                found = look(now)
+                if found is not None:
+                    return found
                 if now >= deadline:
-                    return Waited(None, "deadline")
-                wake = min(deadline, show_at) if show_at is not None and now < show_at else deadline
-                others = [f for f in (stopped, until) if f is not None]
-                await asyncio.wait([self.next_change(), *others], timeout=max(0.0, wake - now),
+                    return None
+                wake = min([deadline, *(t for t in times if t > now)])
+                await asyncio.wait([self.next_change(), *futures], timeout=max(0.0, wake - now),
                                    return_when=asyncio.FIRST_COMPLETED)
-                if stop is not None and stop.is_set():
-                    raise Superseded("a newer request for this document replaced it")
         finally:
-            if stopped is not None:
-                stopped.cancel()
+            for f in owned:
+                f.cancel()
 
-    def final(self, state: State, since: float, done: Work, tier: str, backend: str | None) -> Answer:
+    # ---- submitting (event loop) ----------------------------------------------------------------
+    def attach(self, scheduler: Scheduling) -> None:
+        """(setup) ``scheduler`` runs its tier's work from now on."""
+        self._schedulers[scheduler.tier] = scheduler
+
+    def submit(self, state: State, work: Work) -> Ticket:
+        """Ask ``work.tier``'s scheduler for ``state``'s work; the ticket waits for its answer here and lets
+        go of the job (a background mode lets go at once: its ticket only reads)."""
+        scheduler = self._schedulers[work.tier]
+        job = scheduler.submit(state, work)
+        waits = work.mode is Ask.REQUEST
+        return Ticket(self, state, work.tier, scheduler if waits else None, job)
+
+    def reading(self, state: State) -> Ticket:
+        """A ticket for work nobody submitted here: it waits for what the store gets for ``state``."""
+        return Ticket(self, state, None, None, None)
+
+    def final(self, state: State, since: float, done: Record, tier: str, backend: str | None) -> Answer:
         """The answer a finished unit of work gives ``state``: its result (made before the request came:
         from memory), or "nothing yet" from the quick first window (the whole window may have a line)."""
         comps, timings = done.result or ([], None)
@@ -156,12 +133,12 @@ class Store:
         with self._lock:
             work = self._work.get(key)
             if work is None or work.seq != job.seq:
-                self._work[key] = Work(job.seq, job.state)
+                self._work[key] = Record(job.seq, job.state)
             self._work.move_to_end(key)
             while len(self._work) > WORK_KEPT:
                 self._work.popitem(last=False)
 
-    def repeat(self, tier: str, job: Job) -> Work | None:
+    def repeat(self, tier: str, job: Job) -> Record | None:
         """This very work's record, if it was just done (same document revision, text and parameters):
         its result answers the request again and no job is needed."""
         with self._lock:
@@ -179,7 +156,7 @@ class Store:
             work.entry = job.handle if isinstance(job.handle, Entry) else None
         self.changed()
 
-    def outcome(self, tier: str, state: State) -> Work | None:
+    def outcome(self, tier: str, state: State) -> Record | None:
         """The record of ``state``'s work on ``tier``, once it ended."""
         with self._lock:
             work = self._work.get((tier, state.key()))
