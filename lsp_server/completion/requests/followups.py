@@ -15,6 +15,7 @@ from lsp_server.completion.jobs import Ask, State, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.requests import explicit
 from lsp_server.completion.requests.pause import Pauses
+from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.requests.refresh import Refresher
 from lsp_server.completion.requests.tiers import Tiers
 from lsp_server.completion.store.answers import Answer
@@ -25,27 +26,23 @@ log = logging.getLogger(__name__)
 
 
 class FollowUps:
-    def __init__(self, store: Store, tiers: Tiers, clock: planner.TypingClock, pauses: Pauses, refresher: Refresher,
+    def __init__(self, store: Store, tiers: Tiers, docs: DocRecords, pauses: Pauses, refresher: Refresher,
                  settings: Callable[[], Settings], on_refresh: Callable[[str, int], None],
                  version_of: Callable[[str], int]) -> None:
         self._store = store
         self._tiers = tiers
-        self._clock = clock
+        self._docs = docs  # each document's typing rhythm, refresh watch and last refresh (DocRecord)
         self._pauses = pauses
         self._refresher = refresher
         self._settings = settings
         self._on_refresh = on_refresh
         self._version_of = version_of
-        # per document: whether the answer watched for a refresh was an automatic request's, and the last
-        # refresh sent (version, when, that)
-        self._watch_auto: dict[str, bool] = {}
-        self._refreshed: dict[str, tuple[int, float, bool]] = {}
 
     def carry_out(self, plan: planner.FollowUps, state: State, version: int, answer: Answer | None, *,
                   invoked: bool) -> None:
         """Do what the planner's follow-up plan says."""
         if plan.watch_s is not None or plan.whole:
-            self._watch_auto[state.uri] = not invoked
+            self._docs[state.uri].watch_auto = not invoked
         if plan.whole:
             self.whole(state, version)
         elif plan.watch_s is not None:
@@ -55,16 +52,18 @@ class FollowUps:
 
     def refreshed(self, uri: str, version: int) -> None:
         """A whole suggestion is there (refresh.Refresher), or the capable tier's replaced the one shown."""
-        self._refreshed[uri] = (version, time.monotonic(), self._watch_auto.get(uri, True))
+        record = self._docs.get(uri)
+        if record is not None:
+            record.refreshed = (version, time.monotonic(), record.watch_auto)
         self._on_refresh(uri, version)
 
     def reasked(self, uri: str, version: int) -> bool:
         """Is an explicit request at ``version`` the client asking again on the refresh it heard?"""
-        return planner.reasks_refresh(self._refreshed.pop(uri, None), version, time.monotonic())
-
-    def forget(self, uri: str) -> None:
-        self._watch_auto.pop(uri, None)
-        self._refreshed.pop(uri, None)
+        record = self._docs.get(uri)
+        if record is None:
+            return False
+        mark, record.refreshed = record.refreshed, None
+        return planner.reasks_refresh(mark, version, time.monotonic())
 
     def pause(self, state: State, answer: Answer | None) -> None:
         """An automatic answer from the local model went out (routing ``pause``): the capable tier writes
@@ -72,8 +71,8 @@ class FollowUps:
         rw = self._tiers.remote
         if rw is None or not self._pausing() or answer is None or answer.backend != "local":
             return
-        self._pauses.plan(state, self._clock.pause_starts(state.uri, time.monotonic()),
-                          short_window=self._tiers.backend_name("remote") == "capable")
+        self._pauses.plan(state, planner.pause_starts(self._docs[state.uri].keystrokes, time.monotonic()),
+                          own_window=self._tiers.backend_name("remote") == "capable")
 
     def _pausing(self) -> bool:
         """Routing ``pause`` with its capable tier ready."""
@@ -88,7 +87,7 @@ class FollowUps:
         whole = planner.whole_window(state)
         if whole is state or state.route == routing.REMOTE or whole.skip:
             return
-        not_before = time.monotonic() + self._clock.pause_delay(state.uri)
+        not_before = time.monotonic() + planner.pause_delay(self._docs[state.uri].keystrokes)
         self._store.submit(whole, Work(Ask.AWAITED, knobs.JOB_BUDGET_S, not_before))
         self.watch(whole, version, within=knobs.JOB_BUDGET_S)
 

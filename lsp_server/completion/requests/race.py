@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from engine.policy import routing
 from engine.types import Completion
 from lsp_server.completion.jobs import State, Work
-from lsp_server.completion.policy.planner import Cursors
+from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.store.answers import Answer
 from lsp_server.completion.store.store import Store
 
@@ -40,10 +40,10 @@ class Race:
 
 
 class Races:
-    def __init__(self, store: Store, cursors: Cursors, revision_of: Callable[[str], int | None],
+    def __init__(self, store: Store, docs: DocRecords, revision_of: Callable[[str], int | None],
                  on_late_win: Callable[[str, float], None]) -> None:
         self._store = store
-        self._cursors = cursors
+        self._docs = docs
         self._revision_of = revision_of
         self._on_late_win = on_late_win  # (uri, ms since the request): the shown suggestion was replaced
         self._races: dict[tuple[str, str, str], Race] = {}  # (uri, prefix, suffix) -> a race under way
@@ -137,7 +137,7 @@ class Races:
         self._store.add(race.state, won.comps, "remote")
         uri = race.state.uri
         rev = self._revision_of(uri)
-        cur = race.state if rev == race.state.revision else self._cursors.get(uri)  # the spot the user is at
+        cur = race.state if rev == race.state.revision else self._docs.state(uri)  # the spot the user is at
         if cur is None or rev != cur.revision:
             return
         now = self._store.lookup(cur, None, partial=False, disk=False)

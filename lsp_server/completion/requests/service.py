@@ -24,11 +24,11 @@ from engine.types import DocRef
 from lsp_server.completion.events import Events, Idle, RemoteDone, Status
 from lsp_server.completion.jobs import Ask, JobDropped, Stale, State, WarmUp, Work
 from lsp_server.completion.policy import knobs, planner
-from lsp_server.completion.policy.planner import Cursors, TypingClock
 from lsp_server.completion.requests import explicit
 from lsp_server.completion.requests.followups import FollowUps
 from lsp_server.completion.requests.pause import Pauses
 from lsp_server.completion.requests.race import Races
+from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.requests.refresh import Refresher
 from lsp_server.completion.requests.tiers import Load, Tiers
 from lsp_server.completion.scheduler.worker import Worker
@@ -54,16 +54,14 @@ class CompletionService:
         self.events.on(RemoteDone, self._remote_done)
         self.store = Store(settings, lambda tier: self.tiers.identity(tier), self.events)
         self.tiers = Tiers(self.store, settings, self.events, load, load_remote)
-        self.cursors = Cursors()
-        self.clock = TypingClock()
-        self.races = Races(self.store, self.cursors, revision_of, self._late_win)
-        self.pauses = Pauses(self.store, revision_of, self._late_win)
-        self.refresher = Refresher(self.store, revision_of, lambda uri, version: self.follow.refreshed(uri, version))
-        self.follow = FollowUps(self.store, self.tiers, self.clock, self.pauses, self.refresher, settings, on_refresh, version_of)
+        self.docs = DocRecords()  # one record per open document: everything kept about it here
+        self.races = Races(self.store, self.docs, revision_of, self._late_win)
+        self.pauses = Pauses(self.store, self.docs, revision_of, self._late_win)
+        self.refresher = Refresher(self.store, self.docs, revision_of,
+                                   lambda uri, version: self.follow.refreshed(uri, version))
+        self.follow = FollowUps(self.store, self.tiers, self.docs, self.pauses, self.refresher, settings,
+                                on_refresh, version_of)
         self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
-        # each document's prefix window start (kept while it fits) and since when (the user's stay in it)
-        self._window: dict[str, tuple[int, float]] = {}
-        self._asked: dict[str, asyncio.Event] = {}  # uri -> set when a newer request for it comes
         self._warming: asyncio.Task | None = None
 
     @property
@@ -112,7 +110,7 @@ class CompletionService:
     def _idle(self, event: Idle) -> None:
         """The local worker went idle: warm the spot the user is at, its context block gathered first
         (file reads and parsing: on a thread, not on the event loop)."""
-        st = self.cursors.active_state()
+        st = self.docs.active_state()
         if event.tier != "local" or st is None or (self._warming is not None and not self._warming.done()):
             return
         self._warming = asyncio.get_running_loop().create_task(self._warm(st))
@@ -120,7 +118,8 @@ class CompletionService:
     async def _warm(self, st: State) -> None:
         block = await asyncio.to_thread(self._context, st) if self._context is not None else None
         now = time.monotonic()
-        stayed = now - self._window.get(st.uri, (0, now))[1]
+        window = self.docs[st.uri].window
+        stayed = now - (window[1] if window is not None else now)
         self.worker.warm(st, WarmUp(block, prefill=planner.warms(self._settings(), stayed)))
 
     # ---- states ---------------------------------------------------------------------------------
@@ -128,10 +127,11 @@ class CompletionService:
               variants: bool = False, language: str | None = None) -> State:
         """The engine's work for a cursor. Requests and speculation share it, so a request for the spot a
         didChange already started joins that generation."""
-        kept = self._window.get(uri)
+        record = self.docs[uri]
+        kept = record.window
         start, prefix, suffix = planner.window(text, offset, self.windows()[0], kept[0] if kept else None)
         if kept is None or kept[0] != start:
-            self._window[uri] = (start, time.monotonic())
+            record.window = (start, time.monotonic())
         path = uri_path(uri)  # the monitor's analyser reads the whole document, not the window
         doc = DocRef(str(path) if path is not None else None, revision, text, start)
         return planner.state_at(self._settings(), uri, revision, offset, prefix, suffix, invoked=invoked,
@@ -142,7 +142,7 @@ class CompletionService:
                       variants: bool, language: str | None) -> State:
         """A request's state: an automatic one at the spot the didChange before it prepared is that very
         state (it joins that work), and the user is there now."""
-        old = self.cursors.get(uri)
+        old = self.docs.state(uri)
         auto = not invoked and n is None and not variants
         if auto and old is not None and old.revision == revision and old.offset == offset:
             state = old
@@ -156,7 +156,7 @@ class CompletionService:
     def at(self, uri: str, state: State) -> None:
         """The user is at ``state`` (an automatic request there): what a generation kept through typing
         must agree with."""
-        self.cursors.set(uri, state)
+        self.docs.at(uri, state)
         for w in self.tiers.all():
             w.moved(uri, state)
 
@@ -164,10 +164,11 @@ class CompletionService:
     def did_change(self, uri: str, revision: int, state: State | None, *, speculate: bool) -> None:
         """After an edit: stop stale work (but keep a generation the user is typing through), and start
         the newest state's generation now (newest wins, no debounce), unless the store answers it."""
-        now = time.monotonic()
-        plan = planner.keystroke(self._settings(), state, speculate=speculate,
-                                 burst=self.clock.keystroke(uri, now), now=now)
-        self.cursors.set(uri, state)
+        now, record = time.monotonic(), self.docs[uri]
+        burst = planner.burst(record.keystrokes, now)
+        record.keystrokes.append(now)
+        plan = planner.keystroke(self._settings(), state, speculate=speculate, burst=burst, now=now)
+        self.docs.at(uri, state)
         for w in self.tiers.all():
             w.document_changed(uri, revision, plan.current)
         if plan.start and plan.current is not None and not (plan.ask_store and self._in_store(plan.current)):
@@ -196,16 +197,8 @@ class CompletionService:
             self.store.submit(state, Work(Ask.SPECULATE, budget, not_before, tier=w.tier))
 
     def did_close(self, uri: str) -> None:
-        self.cursors.forget(uri)
-        self.follow.forget(uri)
-        self.pauses.forget(uri)
-        self.clock.forget(uri)
-        self._window.pop(uri, None)
-        asked = self._asked.pop(uri, None)
-        if asked is not None:
-            asked.set()  # a request still waiting there is answered (Superseded) now
-        for w in self.tiers.all():
-            w.document_closed(uri)
+        self.docs.close(uri)  # (a request still waiting there hears Superseded now)
+        self.tiers.document_closed(uri)
 
     def _speculation_workers(self, state: State) -> list[tuple[Worker, float]]:
         """Where a state's speculative generation runs: the local model, the remote (routed there), or
@@ -231,10 +224,10 @@ class CompletionService:
             await asyncio.sleep(delay)
             if self._revision_of(state.uri) != state.revision:
                 raise Stale("the document changed")
-        older = self._asked.pop(state.uri, None)
-        if older is not None:
-            older.set()  # a request still waiting outside the worker (explicit.greedy_first) is superseded
-        self._asked[state.uri] = asyncio.Event()
+        record = self.docs[state.uri]
+        if record.asked is not None:
+            record.asked.set()  # a request still waiting outside the worker (explicit.greedy_first) is superseded
+        record.asked = asyncio.Event()
         route = state.route
         if route != routing.LOCAL and not self.remote_ready():
             route = routing.LOCAL
@@ -301,7 +294,7 @@ class CompletionService:
         end on the KV the line left, then flint/refresh). Where the variants' own generation already runs,
         its item 1 is shown once settled (``_wait``)."""
         first = await explicit.greedy_first(self.store, self.worker, self.auto_twin(state), plan,
-                                            self._asked.setdefault(state.uri, asyncio.Event()),
+                                            self._asked(state.uri),
                                             self._settings().max_lines)
         if first is not None:
             self.store.submit(state, Work(Ask.AWAITED, plan.job_budget))
@@ -332,6 +325,13 @@ class CompletionService:
             # before it sends the next, which may type through it); an explicit one's stops
             ticket.detach() if plan.detachable else ticket.release()
             raise
+
+    def _asked(self, uri: str) -> asyncio.Event:
+        """Set when a newer request for the document comes."""
+        record = self.docs[uri]
+        if record.asked is None:
+            record.asked = asyncio.Event()
+        return record.asked
 
     def auto_twin(self, state: State) -> State:
         return explicit.auto_twin(self._settings(), state, self.remote_ready())

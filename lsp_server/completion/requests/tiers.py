@@ -66,6 +66,10 @@ class Tiers:
         if self.remote is not None:
             _stop_worker(self.remote)
 
+    def document_closed(self, uri: str) -> None:
+        for w in self.all():
+            w.document_closed(uri)
+
     def all(self) -> list[Worker]:
         return [self.local] if self.remote is None else [self.local, self.remote]
 
