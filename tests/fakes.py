@@ -51,6 +51,9 @@ class FakeEngine:
     steps_run: int = 0
     running: threading.Event = field(default_factory=threading.Event)  # a generation is under way
     context_digest: str = ""
+    config: object = None  # (no EngineConfig: the service uses the default prompt windows)
+    last_context: tuple[str, ...] = ()
+    guidance: object = None
     log: list[tuple[str, str]] = field(default_factory=list)  # ("context", digest) / ("complete", prefix)
     ended: list[str] = field(default_factory=list)  # each call's finish reason, once it returned
     held: tuple[str, str] | None = None  # the window the KV would hold whole (a full-window run, a warm-up)
