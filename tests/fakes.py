@@ -180,8 +180,8 @@ class Rig:
         self.idle_plan = None  # (state, jobs.WarmUp) for the next warm-up
         self.events.on(Status, lambda e: self.statuses.append(e.state))
         self.events.on(Idle, self._idle)
-        self.store = Store(lambda: self.settings, lambda tier: None, self.events)
-        self.hooks = StoreHooks(self.store, lambda: self.settings, tier, self.events)
+        self.store = Store(lambda: self.settings, self.events)
+        self.hooks = StoreHooks(self.store, tier, self.events)
         self.worker = Worker(load or (lambda: engine), self.hooks, self.events, tier)
         self.store.attach(self.worker)  # (Store.submit's tickets reach it)
         self.tier = tier

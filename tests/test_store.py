@@ -24,8 +24,8 @@ URI = "file:///a.py"
 def _store() -> tuple[Store, StoreHooks, Events]:
     settings = Settings()
     events = Events()
-    store = Store(lambda: settings, lambda tier: None, events)
-    return store, StoreHooks(store, lambda: settings, "local", events), events
+    store = Store(lambda: settings, events)
+    return store, StoreHooks(store, "local", events), events
 
 
 def _state(revision: int, prefix: str, suffix: str = "\n", invoked: bool = False) -> State:
@@ -53,7 +53,7 @@ def test_a_generation_still_reading_its_prompt_is_not_kept_through_typing():
     assert hooks.keep(job, True, _state(1, job.prefix))  # the same text: it still serves it
     assert not hooks.keep(job, True, _state(2, job.prefix + "u"))  # nothing streamed: the newest state starts
     store = hooks.store
-    remote = StoreHooks(store, lambda: Settings(), "remote")  # a remote generation is kept: a round trip
+    remote = StoreHooks(store, "remote")  # a remote generation is kept: a round trip
     remote.started(job)
     assert remote.keep(job, True, _state(2, job.prefix + "u"))
 

@@ -15,8 +15,12 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Protocol
 
+from engine.backends import Backend
 from engine.text.postprocess import Mode
 from engine.types import CancelToken, Completion, Doubts, GenParams, Timings
+from lsp_server.settings import Settings
+
+DEFAULTS = Settings()
 
 USER = 0  # a request waits for it
 SPECULATIVE = 1  # a document's current state, before (or without) the editor asking
@@ -98,13 +102,15 @@ class Work:
     """What a submission asks of a tier's scheduler (Store.submit): how (``mode``), its time budget once it
     starts (the engine returns what it has by then), not before a time.monotonic() (a pause, a burst), and
     ``anew``: what the store holds for this state was cut off (the user went on before it was whole and
-    came back): the model runs, neither the store nor the last job's result answers."""
+    came back): the model runs, neither the store nor the last job's result answers. ``settings``: the
+    snapshot the job runs under (Store.submit takes it; the engine thread reads no live settings)."""
 
     mode: Ask = Ask.REQUEST
     budget_s: float | None = None
     not_before: float = 0.0
     anew: bool = False
     tier: str = "local"
+    settings: Settings | None = None
 
     @property
     def priority(self) -> int:
@@ -161,6 +167,12 @@ class Job:
     @property
     def anew(self) -> bool:
         return isinstance(self.work, Work) and self.work.anew
+
+    @property
+    def settings(self) -> Settings:
+        """The settings snapshot it runs under (the defaults for work submitted without one: tests)."""
+        given = self.work.settings if isinstance(self.work, Work) else None
+        return given if given is not None else DEFAULTS
 
     @property
     def budget_s(self) -> float | None:
@@ -251,6 +263,8 @@ class Hooks(Protocol):
     def keep(self, job: Job, running: bool, current: State) -> bool: ...
 
     def forget(self) -> None: ...
+
+    def identify(self, engine: Backend | None) -> None: ...
 
 
 class Scheduling(Protocol):

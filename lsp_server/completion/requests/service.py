@@ -52,7 +52,7 @@ class CompletionService:
         self.events.on(Status, on_status)
         self.events.on(Idle, self._idle)
         self.events.on(RemoteDone, self._remote_done)
-        self.store = Store(settings, lambda tier: self.tiers.identity(tier), self.events)
+        self.store = Store(settings, self.events)
         self.tiers = Tiers(self.store, settings, self.events, load, load_remote)
         self.docs = DocRecords()  # one record per open document: everything kept about it here
         self.races = Races(self.store, self.docs, revision_of, self._late_win)

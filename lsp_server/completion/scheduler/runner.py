@@ -84,6 +84,7 @@ class Runner:
             if reload is not None:
                 self.unload()
                 self.hooks.forget()
+                self.hooks.identify(None)
                 error = self.load(reload)
                 if error is not None:
                     scheduler.load_failed(error)
@@ -122,10 +123,12 @@ class Runner:
         except Exception as e:
             log.error("model load failed: %s", e)
             self.engine, self.load_error = None, str(e)
+            self._safely(self.hooks.identify, None)
             self.emit("error", message=str(e))
             self.loaded.set()
             return str(e)
         self.engine, self.load_error = engine, None
+        self._safely(self.hooks.identify, engine)  # what the disk cache keys this tier's answers by
         log.info("model %s ready in %.1f s", engine.model_id, time.perf_counter() - t0)
         self.emit("ready", model=engine.model_id, load_s=time.perf_counter() - t0)
         self.loaded.set()
@@ -165,6 +168,8 @@ class Runner:
             self._worked(job, t0, c0)
             self._safely(self.hooks.finished, job, result, (time.perf_counter() - t0) * 1000)
         self._observe(job, result, (time.perf_counter() - t0) * 1000)
+        if self.tier == "remote":  # a server that did not name its model at load has named it now
+            self._safely(self.hooks.identify, engine)
         return Ran(result, ms=(time.perf_counter() - t0) * 1000)
 
     def _from_store(self, job: Job) -> Result | None:
@@ -211,6 +216,7 @@ class Runner:
         try:
             if engine.set_context(warm_up.context):  # (the engine tells a new block from the one it holds)
                 log.debug("context block %s admitted", engine.context_digest or "(none)")
+                self._safely(self.hooks.identify, engine)  # another block: other disk entries
             self._context_uri = job.uri if engine.context_digest else None
         except Exception:
             log.exception("admitting the context block failed")
@@ -240,6 +246,7 @@ class Runner:
             # chunks were chosen for that file's code): none until idle time gathers one for this one
             engine.set_context(None)
             self._context_uri = None
+            self._safely(self.hooks.identify, engine)
             log.debug("context block dropped: %s is not the document it was gathered for", uri)
 
     def report(self, ran: Ran, job: Job, idle: bool) -> None:

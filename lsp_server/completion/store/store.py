@@ -30,7 +30,7 @@ from lsp_server.completion.events import Changed, Events
 from lsp_server.completion.jobs import Ask, Job, Result, Scheduling, State, Work, WorkKey
 from lsp_server.completion.policy.planner import is_lookahead, lookahead_for_block
 from lsp_server.completion.store.answers import Answer, Record, entry_backend
-from lsp_server.completion.store.ondisk import DiskAnswers, Identity
+from lsp_server.completion.store.ondisk import DiskAnswers
 from lsp_server.completion.store.tickets import Alarm, Ticket
 from lsp_server.settings import Settings
 
@@ -41,10 +41,10 @@ R = TypeVar("R")
 
 
 class Store:
-    def __init__(self, settings: Callable[[], Settings], identity: Identity, events: Events | None = None) -> None:
-        self._settings = settings
+    def __init__(self, settings: Callable[[], Settings], events: Events | None = None) -> None:
+        self._settings = settings  # (event loop) the live settings; a job's lookups use its own snapshot
         self.typethrough = TypeThrough()
-        self.disk = DiskAnswers(identity)
+        self.disk = DiskAnswers()
         self._work: OrderedDict[tuple[str, WorkKey], Record] = OrderedDict()
         self._schedulers: dict[str, Scheduling] = {}  # tier -> its scheduler (Tiers attaches them)
         self._lock = threading.Lock()  # the records: written under a scheduler's lock, read on the loop
@@ -104,6 +104,8 @@ class Store:
         """Ask ``work.tier``'s scheduler for ``state``'s work; the ticket waits for its answer here and lets
         go of the job (a background mode lets go at once: its ticket only reads)."""
         scheduler = self._schedulers[work.tier]
+        if work.settings is None:
+            work = replace(work, settings=self._settings())  # the job runs under the settings of now
         job = scheduler.submit(state, work)
         waits = work.mode is Ask.REQUEST
         return Ticket(self, state, work.tier, scheduler if waits else None, job)
@@ -200,31 +202,34 @@ class Store:
 
     # ---- reading --------------------------------------------------------------------------------
     def lookup(self, state: State, since: float | None, *, partial: bool, disk: bool = True,
-               backend: str | None = None) -> Answer | None:
+               backend: str | None = None, settings: Settings | None = None) -> Answer | None:
         """An answer for ``state`` without a model call: type-through / memory, then the disk.
 
         ``partial``: accept what a generation has streamed so far even if no line of it is complete.
         ``since``: when the request arrived (a generation finished before it is "memory", one finished
         while it waited is the "model" it waited for). ``backend``: only that backend's generations and
         disk entries (None: any generation; the disk of the state's route). A state that asks for the whole
-        window (``params.quick_start`` off) is not answered "nothing" by a quick window's generation."""
-        hits = self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n) if self.speculating else []
+        window (``params.quick_start`` off) is not answered "nothing" by a quick window's generation.
+        ``settings``: a job's snapshot (on an engine thread); else the settings of now."""
+        s = settings or self._settings()
+        hits = self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n) if s.speculation else []
         if disk and hits and not any(h.exact for h in hits):
             # the exact state beats typing through another state's generation, on disk as in memory: a
             # complete entry stored for this very state (a restart revisiting it) answers whole at once,
             # where a generation typed through may still be streaming toward it
-            stored = self._disk_answer(state, backend, complete_only=True)
+            stored = self._disk_answer(state, backend, s.speculation, complete_only=True)
             if stored is not None:
                 return stored
         for hit in hits:
             if backend is not None and entry_backend(hit.entry) != backend:
                 continue
-            found = self._hit_answer(hit, state, since, partial)
+            found = self._hit_answer(hit, state, since, partial, s)
             if found is not None:
                 return found
-        return self._disk_answer(state, backend) if disk else None
+        return self._disk_answer(state, backend, s.speculation) if disk else None
 
-    def _hit_answer(self, hit: Hit, state: State, since: float | None, partial: bool) -> Answer | None:
+    def _hit_answer(self, hit: Hit, state: State, since: float | None, partial: bool,
+                    settings: Settings) -> Answer | None:
         """What one type-through hit answers ``state`` (None: ask the next hit)."""
         entry = hit.entry
         tier = entry_backend(entry)
@@ -246,7 +251,7 @@ class Store:
         else:
             source = "memory"
         comps = hit.completions(source, state.params.n)
-        usable = [c for c in comps if self.shows(c, state, mode, live, partial)]
+        usable = [c for c in comps if self.shows(c, state, mode, live, partial, settings)]
         if hit.typed and mode == "single" and comps and comps[0].text.startswith("\n") and not usable and not live:
             # typed up to where the model ended the line, and its look-ahead line is not one to offer at the
             # end of this line (postprocess: offer_next_line): nothing to add here, as a generation would say
@@ -262,13 +267,14 @@ class Store:
                 Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier, quick=quick)
         return None
 
-    def _disk_answer(self, state: State, backend: str | None, complete_only: bool = False) -> Answer | None:
+    def _disk_answer(self, state: State, backend: str | None, speculating: bool,
+                     complete_only: bool = False) -> Answer | None:
         """The disk entry stored for this very state, as an answer (it joins the type-through entries)."""
         tier = backend or ("remote" if state.route == routing.REMOTE else "local")
         comps = self.disk.get(state.prefix, state.suffix, state.params, tier)
         if comps is None or (complete_only and not is_complete(comps)):
             return None
-        if self.speculating:
+        if speculating:
             self.typethrough.add(state.prefix, state.suffix, comps, n=state.params.n,
                                  key=(*state.params.key(), tier), origin="disk")
         # a stored start of a generation answers now; a generation here still writes the rest
@@ -288,12 +294,14 @@ class Store:
         tier = "remote" if state.route == routing.REMOTE else "local"
         return self.disk.get(state.prefix, state.suffix, state.params, tier) is not None
 
-    def shows(self, c: Completion, state: State, mode: Mode, live: bool, partial: bool) -> bool:
+    def shows(self, c: Completion, state: State, mode: Mode, live: bool, partial: bool,
+              settings: Settings | None = None) -> bool:
         """Would this (raw, possibly still streaming) text give a suggestion worth showing now?"""
         if live and not partial and "\n" not in c.text.lstrip("\n"):
             return False  # its first line is still being written
         truncated = live or c.finish_reason in CUT_OFF_REASONS
-        return postprocess(c.text, state.prefix, state.suffix, mode=mode, max_lines=self._settings().max_lines,
+        max_lines = (settings or self._settings()).max_lines
+        return postprocess(c.text, state.prefix, state.suffix, mode=mode, max_lines=max_lines,
                            truncated=truncated) is not None
 
     def mode_for(self, state: State, entry: Entry | None) -> Mode:
