@@ -82,7 +82,7 @@ class FollowUps:
         """The quick first window had nothing to show at this spot (its lines were dropped: a short window
         misses the code that decides them). The user is here: the whole window runs now, to its end unless
         the user moves on, and the client hears flint/refresh if it has a line (the store then answers the
-        automatic state from that newer entry). It waits for a pause (TypingClock.pause_delay): a typist who goes on
+        automatic state from that newer entry). It waits for a pause (planner.pause_delay): a typist who goes on
         makes it stale before its prompt pass holds up the next keystroke."""
         whole = planner.whole_window(state)
         if whole is state or state.route == routing.REMOTE or whole.skip:

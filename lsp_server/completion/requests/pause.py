@@ -2,7 +2,7 @@
 
 The fast local model answers every keystroke. After an automatic answer went out, the capable tier (a
 second local model, or a remote server) is asked for the same spot, to start once the user has paused
-(``TypingClock.pause_starts``: about twice their usual keystroke interval after the last key). A
+(``planner.pause_starts``: about twice their usual keystroke interval after the last key). A
 keystroke stops it (StoreHooks.keep), so it never takes the CPU from the keystrokes. When it finishes with
 the document still at that spot and its suggestion differs from the one on screen (routing.pause_accepts),
 it becomes the newest answer for the spot in the store and the client hears flint/refresh (``on_replace``).

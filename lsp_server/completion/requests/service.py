@@ -4,7 +4,7 @@ One keystroke's path reads top to bottom (docs/architecture.md): the session han
 document's new state (``did_change``); the service asks the store whether an answer exists, else submits
 the state to the scheduler, which runs the model and writes what it streams, and how the job ended, into
 the store (hooks.StoreHooks). A request (``answer``) looks the state up in the store and waits there
-(``Store.wait``) until its deadline; an explicit request's item 1 (the automatic request's line first) is
+(``Ticket.wait``) until its deadline; an explicit request's item 1 (the automatic request's line first) is
 explicit.py's; what happens after an answer went out is followups.py's. The engine threads reach the
 service only through events.Events, drained on the event loop.
 """

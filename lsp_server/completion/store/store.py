@@ -2,11 +2,12 @@
 
 It owns the type-through store (generations finished or still streaming, engine/cache/typethrough.py),
 the exact-repeat memory that store gives, the disk cache (ondisk.py), and one record per unit of work
-(``Work``): which job serves it now and how that job ended (a result, or Stale / Superseded / Cancelled
-/ an error). The schedulers write (through hooks.StoreHooks, on their engine threads): ``open`` an entry
-when a generation starts, ``stream`` its text, ``finish`` or ``discard`` it, and ``ended`` for every job.
-Requests read, on the event loop: ``lookup`` a state, or ``wait`` for its answer (one loop for every
-waiter: the service's requests, an explicit request's item 1, a race's local side). A generation cancelled
+(``Record``): which job serves it now and how that job ended (a result, or Stale / Superseded / Cancelled
+/ an error). Requests submit work here (``submit``: the tier's scheduler queues or joins a job, the
+request holds a tickets.Ticket). The schedulers write (through hooks.StoreHooks, on their engine threads):
+``open`` an entry when a generation starts, ``stream`` its text, ``finish`` or ``discard`` it, and
+``ended`` for every job. Requests read, on the event loop: ``lookup`` a state, or ``wait`` (one loop for
+every waiter, each steering it with its own look: a ticket, a race, a refresh watch). A generation cancelled
 or crashed is finished with what it had as a cut-off entry (never one that reads as complete) or discarded.
 """
 
