@@ -68,10 +68,32 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+class LocalEngine(Protocol):
+    """What ``LocalBackend`` forwards to: ``engine.engine.Engine`` (or the tests' stand-in, tests/fakes.py)."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def context_digest(self) -> str: ...
+
+    config: Any  # EngineConfig: the prompt windows
+    last_context: tuple[str, ...]  # the context chunks in front of the prompt run last
+    guidance: Any  # the monitor (engine/guidance/service.py Guidance), once a guided request built it
+
+    def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
+                 cancel: CancelToken | None = None, on_token: TokenCallback | None = None
+                 ) -> tuple[list[Completion], Timings]: ...
+
+    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings | None: ...
+
+    def set_context(self, block: Any) -> bool: ...
+
+
 class LocalBackend:
     """An ``Engine`` as a backend (it forwards everything; ``prefill`` warms its KV cache when idle)."""
 
-    def __init__(self, engine: Any, kind: str = "local") -> None:
+    def __init__(self, engine: LocalEngine, kind: str = "local") -> None:
         self.engine = engine
         self.kind = kind  # "local" (the fast model) or "capable" (a second local model as the capable tier)
 
@@ -92,7 +114,7 @@ class LocalBackend:
 
     @property
     def config(self) -> Any:
-        return getattr(self.engine, "config", None)
+        return self.engine.config
 
     def ready(self) -> bool:
         return True
@@ -103,22 +125,23 @@ class LocalBackend:
         return self.engine.complete(prefix, suffix, params, cancel=cancel, on_token=on_token)
 
     def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> bool:
-        warm = getattr(self.engine, "prefill", None)  # an engine without a KV cache has nothing to warm
-        if warm is None:
-            return False
-        return warm(prefix, suffix, cancel) is not None
+        return self.engine.prefill(prefix, suffix, cancel) is not None
 
     def set_context(self, block: Any) -> bool:
-        setter = getattr(self.engine, "set_context", None)  # a test's stand-in engine may have no context
-        return bool(setter(block)) if setter is not None else False
+        return bool(self.engine.set_context(block))
 
     @property
     def context_digest(self) -> str:
-        return getattr(self.engine, "context_digest", "")
+        return self.engine.context_digest
 
     @property
     def context_labels(self) -> tuple[str, ...]:
-        return tuple(getattr(self.engine, "last_context", ()))
+        return tuple(self.engine.last_context)
+
+    def guidance_summary(self) -> dict[str, object] | None:
+        """What the monitor did in the last guided generation (engine/guidance/guide.py ``summary``)."""
+        g = self.engine.guidance
+        return g.last if g is not None else None
 
     def close(self) -> None:
         pass  # the model's memory goes with the object

@@ -207,7 +207,7 @@ class Session:
         if rev is None:
             return
         doc = self.documents.get(uri)
-        self.context.changed(uri, doc.text, cursor is not None, self.service.cursors.active)
+        self.context.changed(uri, doc.text, cursor is not None, self.service.docs.active)
         state = None
         if cursor is not None and self.settings.enable and not doc.problem():
             state = self.service.state(uri, rev, doc.text, cursor, invoked=False, language=doc.language_id)
@@ -222,9 +222,9 @@ class Session:
         doc, offset = self._locate(uri, line, character)
         if version is not None and version != doc.version:
             return False
-        known = self.service.cursors.get(uri)
+        known = self.service.docs.state(uri)
         if known is not None and known.revision == doc.revision and known.offset == offset \
-                and self.service.cursors.active == uri:
+                and self.service.docs.active == uri:
             return False  # typing put it there (clients also report the moves an edit makes)
         if not self.settings.enable or doc.problem():
             return False
@@ -246,7 +246,7 @@ class Session:
 
     def cursor_offset(self, uri: str) -> int | None:
         """The offset of the last cursor known in ``uri`` (a request or an edit put it there)."""
-        st = self.service.cursors.get(uri)
+        st = self.service.docs.state(uri)
         return st.offset if st is not None else None
 
     def did_close(self, uri: str) -> bool:

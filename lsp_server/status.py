@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.backends import Backend
+from engine.backends import Backend, LocalBackend
 from engine.remote.client import RemoteBackend
 from lsp_server.completion.events import Status
 from lsp_server.completion.jobs import reason_exc
@@ -115,5 +115,4 @@ class StatusBoard:
         """What the monitor did in the local model's last guided generation (engine/guidance/guide.py
         ``summary``: how many picks it changed, from what to what, and why); None when off or none yet."""
         eng = self._engine("local")
-        g = getattr(getattr(eng, "engine", eng), "guidance", None)
-        return getattr(g, "last", None) if g is not None and self._settings().guidance else None
+        return eng.guidance_summary() if isinstance(eng, LocalBackend) and self._settings().guidance else None

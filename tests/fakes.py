@@ -51,6 +51,9 @@ class FakeEngine:
     steps_run: int = 0
     running: threading.Event = field(default_factory=threading.Event)  # a generation is under way
     context_digest: str = ""
+    config: object = None  # (no EngineConfig: the service uses the default prompt windows)
+    last_context: tuple[str, ...] = ()
+    guidance: object = None
     log: list[tuple[str, str]] = field(default_factory=list)  # ("context", digest) / ("complete", prefix)
     ended: list[str] = field(default_factory=list)  # each call's finish reason, once it returned
     held: tuple[str, str] | None = None  # the window the KV would hold whole (a full-window run, a warm-up)
@@ -174,12 +177,13 @@ class Rig:
         self.events = Events()
         self.statuses: list[str] = []
         self.idle_calls = 0
-        self.idle_plan = None  # (state, context block) for the next warm-up
+        self.idle_plan = None  # (state, jobs.WarmUp) for the next warm-up
         self.events.on(Status, lambda e: self.statuses.append(e.state))
         self.events.on(Idle, self._idle)
-        self.store = Store(lambda: self.settings, lambda tier: None, self.events)
-        self.hooks = StoreHooks(self.store, lambda: self.settings, tier, self.events)
+        self.store = Store(lambda: self.settings, self.events)
+        self.hooks = StoreHooks(self.store, tier, self.events)
         self.worker = Worker(load or (lambda: engine), self.hooks, self.events, tier)
+        self.store.attach(self.worker)  # (Store.submit's tickets reach it)
         self.tier = tier
 
     def start(self) -> Rig:

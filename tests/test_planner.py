@@ -1,8 +1,12 @@
-"""The planner's pure parts: states, generation parameters, the typing clock (no model, no threads)."""
+"""The planner's pure parts: states, generation parameters, the typing rhythm (no model, no threads), and the
+one record per document the service keeps."""
 
 from __future__ import annotations
 
+import asyncio
+
 from lsp_server.completion.policy import knobs, planner
+from lsp_server.completion.requests.records import DocRecords
 from lsp_server.settings import Settings
 
 
@@ -18,36 +22,35 @@ def test_automatic_and_explicit_requests_may_start_from_the_quick_window():
     assert not planner.gen_params(off, "single", invoked=False).quick_start
 
 
-def test_typing_clock_tells_a_burst_from_typing_and_knows_when_a_pause_starts():
-    clock = planner.TypingClock()
-    assert clock.pause_delay("u") == knobs.PAUSE_DELAY_S  # nothing known yet
-    assert not clock.keystroke("u", 10.0)
-    assert not clock.keystroke("u", 10.3)
-    assert not clock.keystroke("u", 10.6)
-    assert abs(clock.pause_delay("u") - 2 * 0.3) < 1e-9  # twice the usual interval
-    assert clock.keystroke("u", 10.605)  # 5 ms later: a replayed paste, not a typist
-    clock.forget("u")
-    assert clock.pause_delay("u") == knobs.PAUSE_DELAY_S
+def test_the_typing_rhythm_tells_a_burst_from_typing_and_when_a_pause_starts():
+    assert planner.pause_delay([]) == knobs.PAUSE_DELAY_S  # nothing known yet
+    assert not planner.burst([], 10.0) and not planner.burst([10.0], 10.3)
+    assert abs(planner.pause_delay([10.0, 10.3, 10.6]) - 2 * 0.3) < 1e-9  # twice the usual interval
+    assert planner.burst([10.0, 10.3, 10.6], 10.605)  # 5 ms later: a replayed paste, not a typist
+    assert planner.pause_delay([10.0]) == knobs.PAUSE_DELAY_S  # one keystroke: no interval yet
 
 
 def test_a_pause_starts_a_rhythm_after_the_last_keystroke_never_in_the_past():
-    clock = planner.TypingClock()
-    assert clock.pause_starts("u", 5.0) == 5.0 + knobs.PAUSE_DELAY_S  # nothing typed: the default delay
-    for t in (10.0, 10.2, 10.4):
-        clock.keystroke("u", t)
-    assert abs(clock.pause_starts("u", 10.45) - (10.4 + 2 * 0.2)) < 1e-9  # twice the usual interval after it
-    assert clock.pause_starts("u", 11.5) == 11.5  # already paused longer than that: at once
+    assert planner.pause_starts([], 5.0) == 5.0 + knobs.PAUSE_DELAY_S  # nothing typed: the default delay
+    typed = [10.0, 10.2, 10.4]
+    assert abs(planner.pause_starts(typed, 10.45) - (10.4 + 2 * 0.2)) < 1e-9  # twice the usual interval after it
+    assert planner.pause_starts(typed, 11.5) == 11.5  # already paused longer than that: at once
 
 
-def test_cursors_board_follows_the_document_typed_in():
-    board = planner.Cursors()
+async def test_one_record_per_document_follows_the_document_typed_in_and_goes_in_one_close():
+    docs = DocRecords()
     st = planner.state_at(Settings(), "file:///b.py", 3, 2, "x ", "", invoked=False, remote_ready=False)
-    board.set("file:///b.py", st)
-    assert board.active == "file:///b.py" and board.active_state() is st
-    board.set("file:///c.py", None)  # a didOpen without a cursor does not move the user
-    assert board.active == "file:///b.py"
-    board.forget("file:///b.py")
-    assert board.active is None and board.active_state() is None
+    docs.at("file:///b.py", st)
+    assert docs.active == "file:///b.py" and docs.active_state() is st
+    docs.at("file:///c.py", None)  # a didOpen without a cursor does not move the user
+    assert docs.active == "file:///b.py"
+    record = docs["file:///b.py"]
+    record.asked = asyncio.Event()
+    record.keystrokes.append(1.0)
+    docs.close("file:///b.py")
+    assert docs.active is None and docs.active_state() is None and docs.get("file:///b.py") is None
+    assert record.asked.is_set()  # a request still waiting there hears Superseded
+    assert not docs["file:///b.py"].keystrokes  # opened again: a fresh record
 
 
 def test_an_explicit_ask_right_after_a_refresh_of_an_automatic_answer_is_that_answer_again():

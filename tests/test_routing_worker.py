@@ -3,6 +3,7 @@ keystrokes after a routed request are the local model's, and nothing else would 
 
 from __future__ import annotations
 
+from lsp_server.completion.jobs import WarmUp
 from lsp_server.completion.policy import knobs
 from tests.fakes import FakeEngine, Rig, state, text
 
@@ -14,7 +15,7 @@ def test_poke_makes_an_idle_worker_warm_the_spot_routed_elsewhere():
         assert r.engine.prefills == []
         # the user opened a file and a request went to the capable tier: the local worker saw no job
         spot = state("file:///a.py", 1, "def f():\n    ", "\n")
-        r.idle_plan = (spot, None)
+        r.idle_plan = (spot, WarmUp())
         r.worker.document_changed("file:///a.py", 1)
         assert not r.until(lambda: r.engine.prefills, knobs.IDLE_WARM_S * 3)  # it heard of no job: it stays cold
         r.worker.poke()

@@ -1,5 +1,6 @@
-"""The store alone (no model, no scheduler thread): the records of units of work, the one ``wait`` every
-request uses, and the hooks' rule for which running generation outlives an edit."""
+"""The store alone (no model, no scheduler thread): the records of units of work, the ticket's ``wait``
+every request uses (on the store's one ``wait`` loop), and the hooks' rule for which running generation
+outlives an edit."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from lsp_server.completion.jobs import SPECULATIVE, USER, Job, Stale, State, Sup
 from lsp_server.completion.policy import planner
 from lsp_server.completion.scheduler.hooks import StoreHooks
 from lsp_server.completion.store.store import Store
+from lsp_server.completion.store.tickets import Ticket
 from lsp_server.settings import Settings
 
 URI = "file:///a.py"
@@ -22,13 +24,22 @@ URI = "file:///a.py"
 def _store() -> tuple[Store, StoreHooks, Events]:
     settings = Settings()
     events = Events()
-    store = Store(lambda: settings, lambda tier: None, events)
-    return store, StoreHooks(store, lambda: settings, "local", events), events
+    store = Store(lambda: settings, events)
+    return store, StoreHooks(store, "local", events), events
 
 
 def _state(revision: int, prefix: str, suffix: str = "\n", invoked: bool = False) -> State:
     return planner.state_at(Settings(), URI, revision, len(prefix), prefix, suffix, invoked=invoked,
                             remote_ready=False)
+
+
+def _ticket(store: Store, st: State) -> Ticket:
+    """A request's ticket for the local tier's work on ``st`` (the jobs here are the test's own)."""
+    return Ticket(store, st, "local", None, None)
+
+
+def _waiting(deadline: float, partial_after: float | None = None, since: float | None = None) -> planner.Waiting:
+    return planner.Waiting(deadline, partial_after, time.monotonic() if since is None else since)
 
 
 def _job(st: State, seq: int = 1, priority: int = SPECULATIVE) -> Job:
@@ -42,7 +53,7 @@ def test_a_generation_still_reading_its_prompt_is_not_kept_through_typing():
     assert hooks.keep(job, True, _state(1, job.prefix))  # the same text: it still serves it
     assert not hooks.keep(job, True, _state(2, job.prefix + "u"))  # nothing streamed: the newest state starts
     store = hooks.store
-    remote = StoreHooks(store, lambda: Settings(), "remote")  # a remote generation is kept: a round trip
+    remote = StoreHooks(store, "remote")  # a remote generation is kept: a round trip
     remote.started(job)
     assert remote.keep(job, True, _state(2, job.prefix + "u"))
 
@@ -109,11 +120,11 @@ async def test_wait_answers_a_finished_line_at_once_and_what_streamed_after_part
     hooks.started(job)
     hooks.token(job, 0, " + b")  # the line, still being written
     since = time.monotonic()
-    waited = await store.wait(st, since + 1.0, 0.05, since=since)
+    waited = await _ticket(store, st).wait(_waiting(since + 1.0, 0.05, since))
     assert waited.why == "found" and waited.answer.comps[0].text == " + b" and not waited.answer.complete
     assert time.monotonic() - since >= 0.05  # not before partial_after
     hooks.token(job, 0, " + b\n    ")
-    waited = await store.wait(st, time.monotonic() + 1.0, 0.5, since=time.monotonic())
+    waited = await _ticket(store, st).wait(_waiting(time.monotonic() + 1.0, 0.5))
     assert waited.why == "found" and waited.answer.complete  # a whole line: at once
 
 
@@ -124,22 +135,21 @@ async def test_wait_hears_how_the_work_ended_and_stops_at_its_deadline_or_a_newe
     job = _job(st, 1, USER)
     hooks.queued(job)
     since = time.monotonic()
-    waited = await store.wait(st, since + 0.05, None, since=since)  # nothing before the work ends
+    waited = await _ticket(store, st).wait(_waiting(since + 0.05, None, since))  # nothing before the work ends
     assert waited.why == "deadline" and waited.answer is None
     asyncio.get_running_loop().call_later(0.02, hooks.ended, job, None, Stale("the document changed"))
     with pytest.raises(Stale):
-        await store.wait(st, time.monotonic() + 1.0, None, since=time.monotonic())
+        await _ticket(store, st).wait(_waiting(time.monotonic() + 1.0))
     newer = asyncio.Event()
     asyncio.get_running_loop().call_later(0.02, newer.set)
     with pytest.raises(Superseded):
-        await store.wait(_state(1, "y = "), time.monotonic() + 1.0, since=time.monotonic(), tier=None, stop=newer)
+        await store.reading(_state(1, "y = ")).wait(_waiting(time.monotonic() + 1.0), stop=newer)
     ended = _job(_state(1, "z = "), 2, USER)
     hooks.queued(ended)
     hooks.ended(ended, ([Completion("0", [1], "eos")], Timings()), None)
-    waited = await store.wait(ended.state, time.monotonic() + 1.0, since=time.monotonic())
+    waited = await _ticket(store, ended.state).wait(_waiting(time.monotonic() + 1.0))
     assert waited.why == "ended" and waited.answer.comps[0].text == "0" and waited.answer.source == "memory"
-    early = await store.wait(_state(1, "w = "), time.monotonic() + 1.0, since=time.monotonic(), tier=None,
-                             accept=lambda: waited.answer)
+    early = await store.reading(_state(1, "w = ")).wait(_waiting(time.monotonic() + 1.0), accept=lambda: waited.answer)
     assert early.why == "accepted"
 
 

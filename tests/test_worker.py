@@ -10,7 +10,7 @@ import time
 import pytest
 
 from engine.types import Completion
-from lsp_server.completion.jobs import SPECULATIVE, USER, Cancelled, EngineUnavailable, Stale, Superseded
+from lsp_server.completion.jobs import Ask, Cancelled, EngineUnavailable, Stale, Superseded, Work
 from tests.fakes import Done, FakeEngine, Rig, Step, state, steps
 
 STEP = 0.01
@@ -53,7 +53,7 @@ def test_newer_request_supersedes_running_one_within_a_step():
 
 def test_newer_request_supersedes_pending_one_at_once():
     r = rig(2, slow=("busy",))
-    r.worker.submit(state("b", 1, "busy"), budget_s=0.5)  # keeps the engine busy for 0.5 s
+    r.worker.submit(state("b", 1, "busy"), Work(budget_s=0.5))  # keeps the engine busy for 0.5 s
     assert r.engine.running.wait(5)
     older, newer = state("a", 1, "p1"), state("a", 1, "p2")
     r.worker.submit(older)
@@ -101,9 +101,9 @@ def test_identical_work_is_computed_once():
 def test_client_cancel_stops_the_engine():
     r = rig(500)
     st = state("a", 1, "p")
-    r.worker.submit(st)
+    ticket = r.store.submit(st, Work())
     assert r.engine.running.wait(5)
-    r.worker.abandon(st)
+    ticket.release()
     t0 = time.monotonic()
     assert r.until(lambda: not r.engine.running.is_set())
     assert time.monotonic() - t0 < 10 * STEP + 0.1
@@ -115,10 +115,10 @@ def test_client_cancel_stops_the_engine():
 def test_joined_request_survives_the_other_waiter_cancelling():
     r = rig(20)
     st = state("a", 1, "p")
-    r.worker.submit(st)
-    r.worker.submit(st)
+    first = r.store.submit(st, Work())
+    r.store.submit(st, Work())
     assert r.engine.running.wait(5)
-    r.worker.abandon(st)
+    first.release()
     assert text_of(r, st) == "p" + "x" * 20
     r.stop()
 
@@ -134,10 +134,10 @@ def test_other_documents_wait_their_turn():
 
 def test_budget_starts_when_the_job_starts():
     r = rig(1000)
-    r.worker.submit(state("b", 1, "b"), budget_s=0.3)  # a 0.3 s generation ahead of a
+    r.worker.submit(state("b", 1, "b"), Work(budget_s=0.3))  # a 0.3 s generation ahead of a
     assert r.engine.running.wait(5)
     a = state("a", 1, "a")
-    r.worker.submit(a, budget_s=0.2)
+    r.worker.submit(a, Work(budget_s=0.2))
     comps, _ = r.result(a)
     # it waited ~0.3 s behind b, yet still got its own 0.2 s of generation
     assert comps[0].finish_reason == "deadline" and len(comps[0].text) > 0.1 / STEP / 2
@@ -221,11 +221,10 @@ def test_stop_answers_pending_requests():
 def test_job_nobody_waits_for_is_stopped():
     r = rig(300)
     st = state("a", 1, "p")
-    r.worker.submit(st)
-    r.worker.submit(st)  # joined
+    tickets = [r.store.submit(st, Work()), r.store.submit(st, Work())]  # the second joined
     assert r.engine.running.wait(5)
-    r.worker.abandon(st)
-    r.worker.abandon(st)
+    for t in tickets:
+        t.release()
     time.sleep(20 * STEP)
     assert not r.engine.running.is_set() and r.engine.steps_run < 50 and r.worker.backlog() == 0
     r.stop()
@@ -234,9 +233,9 @@ def test_job_nobody_waits_for_is_stopped():
 def test_speculative_job_is_joined_by_the_request_for_the_same_spot():
     r = rig(20)
     st = state("a", 1, "p", "s")
-    r.worker.submit(st, SPECULATIVE)
+    r.worker.submit(st, Work(Ask.SPECULATE))
     assert r.engine.running.wait(5)
-    r.worker.submit(st, USER)
+    r.worker.submit(st)
     comps, _ = r.result(st)
     assert comps[0].text == "p" + "x" * 20 and comps[0].source == "model" and len(r.engine.calls) == 1
     r.stop()
@@ -254,18 +253,18 @@ def test_same_work_again_is_answered_from_the_store_not_the_model():
     newer = state("a", 2, "p", "s")  # a new revision is new work: the store's entry for its text answers
     r.worker.submit(newer)
     assert r.result(newer)[0][0].text == "pxxxxx" and len(r.engine.calls) == 1
-    r.worker.submit(newer, anew=True)  # work asked anew (what the store held was cut off) runs the model
+    r.worker.submit(newer, Work(anew=True))  # work asked anew (what the store held was cut off) runs the model
     assert r.until(lambda: len(r.engine.calls) == 2)
     r.stop()
 
 
 def test_user_requests_run_before_speculation():
     r = rig(3, slow=("busy",))
-    r.worker.submit(state("c", 1, "busy"), budget_s=0.2)
+    r.worker.submit(state("c", 1, "busy"), Work(budget_s=0.2))
     assert r.engine.running.wait(5)
-    r.worker.submit(state("a", 1, "spec"), SPECULATIVE)
+    r.worker.submit(state("a", 1, "spec"), Work(Ask.SPECULATE))
     user = state("b", 1, "user")
-    r.worker.submit(user, USER)
+    r.worker.submit(user)
     r.result(user)
     time.sleep(10 * STEP)
     assert prefixes(r)[:3] == ["busy", "user", "spec"]
@@ -279,7 +278,7 @@ def test_user_requests_run_before_speculation():
 def test_a_kept_job_runs_on_for_the_new_revision():
     r = rig(30)
     st = state("a", 1, "p")
-    r.worker.submit(st, SPECULATIVE)
+    r.worker.submit(st, Work(Ask.SPECULATE))
     assert r.until(lambda: r.engine.steps_run > 1)
     r.worker.document_changed("a", 2, state("a", 2, "pp"))  # the user typed what it streams
     comps, _ = r.result(state("a", 2, "p"))  # the job now serves revision 2
@@ -303,11 +302,11 @@ def test_a_job_not_kept_stops_and_its_waiters_hear_stale():
 
 def test_kept_running_job_is_not_superseded_and_the_store_answers_the_request_after_it():
     r = rig(30)
-    r.worker.submit(state("a", 1, "p"), SPECULATIVE)
+    r.worker.submit(state("a", 1, "p"), Work(Ask.SPECULATE))
     assert r.until(lambda: r.engine.steps_run > 1)
     typed = state("a", 2, "pp")
     r.worker.document_changed("a", 2, typed)
-    r.worker.submit(typed, USER)  # queued behind the kept job, not stopping it
+    r.worker.submit(typed)  # queued behind the kept job, not stopping it
     comps, _ = r.result(typed)
     assert comps[0].source == "type-through"  # by the time it ran, the store answered it
     assert prefixes(r) == ["p"]  # the kept job ran to its end, the request cost no model call
@@ -316,7 +315,7 @@ def test_kept_running_job_is_not_superseded_and_the_store_answers_the_request_af
 
 def test_a_kept_job_stops_once_the_user_is_somewhere_it_does_not_lead():
     r = rig(500)
-    r.worker.submit(state("a", 1, "p"), SPECULATIVE)
+    r.worker.submit(state("a", 1, "p"), Work(Ask.SPECULATE))
     assert r.until(lambda: r.engine.steps_run > 1)
     r.worker.document_changed("a", 2, state("a", 2, "pp"))  # kept: it is tracking the typing
     steps_then = r.engine.steps_run
@@ -340,12 +339,12 @@ def test_the_store_answers_a_job_filled_since_it_was_queued():
 def test_released_request_lets_the_generation_finish_for_the_next_ask():
     r = rig(30)
     st = state("a", 1, "p")
-    r.worker.submit(st, USER, budget_s=5)
+    ticket = r.store.submit(st, Work(budget_s=5))
     assert r.engine.running.wait(5)
-    r.worker.release(st)  # the request's deadline passed: it answered with what existed
+    ticket.detach()  # the request's deadline passed: it answered with what existed
     assert r.result(st)[0][0].finish_reason == "length"
     asked = time.monotonic()
-    r.worker.submit(st, USER)  # the next ask: from the store
+    r.worker.submit(st)  # the next ask: from the store
     assert r.store.final(st, asked, r.outcome(st), "local", None).source == "memory"
     assert len(r.engine.calls) == 1
     r.stop()
@@ -354,9 +353,9 @@ def test_released_request_lets_the_generation_finish_for_the_next_ask():
 def test_cancelled_user_request_stops_its_own_job_but_not_joined_speculation():
     r = rig(40)
     st = state("a", 1, "p")
-    r.worker.submit(st, SPECULATIVE)
-    r.worker.submit(st, USER)  # joins it
+    r.worker.submit(st, Work(Ask.SPECULATE))
+    ticket = r.store.submit(st, Work())  # joins it
     assert r.engine.running.wait(5)
-    r.worker.abandon(st)
+    ticket.release()
     assert r.result(st)[0][0].finish_reason == "length"  # the speculation went on
     r.stop()

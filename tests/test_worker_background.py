@@ -8,7 +8,7 @@ import time
 import pytest
 
 from engine.types import GenParams
-from lsp_server.completion.jobs import SPECULATIVE, USER, Superseded
+from lsp_server.completion.jobs import Ask, Superseded, WarmUp, Work
 from lsp_server.completion.policy import knobs
 from tests.fakes import FakeEngine, Rig, state, steps
 
@@ -29,11 +29,11 @@ def prefixes(r: Rig) -> list[str]:
 
 def test_a_job_held_back_waits_for_its_time_and_a_newer_keystroke_replaces_it():
     r = rig(2)
-    r.worker.submit(state("a", 1, "p1"), SPECULATIVE, not_before=time.monotonic() + 0.2)
+    r.worker.submit(state("a", 1, "p1"), Work(Ask.SPECULATE, not_before=time.monotonic() + 0.2))
     time.sleep(0.1)
     assert r.engine.calls == []
     r.worker.document_changed("a", 2)
-    r.worker.submit(state("a", 2, "p2"), SPECULATIVE, not_before=time.monotonic() + 0.2)
+    r.worker.submit(state("a", 2, "p2"), Work(Ask.SPECULATE, not_before=time.monotonic() + 0.2))
     time.sleep(0.15)
     assert r.engine.calls == []  # still holding the newest keystroke's work back
     time.sleep(0.2)
@@ -46,7 +46,7 @@ def test_idle_time_warms_once_and_new_work_interrupts_it():
     st = state("a", 1, "p", "s")
     r.worker.submit(st)
     r.result(st)
-    r.idle_plan = (state("a", 1, "active prefix", "active suffix"), None)
+    r.idle_plan = (state("a", 1, "active prefix", "active suffix"), WarmUp())
     calls = r.idle_calls
     r.worker.document_changed("a", 1)  # activity: the worker says it is idle again after a quiet period
     assert r.until(lambda: r.engine.prefills, knobs.IDLE_WARM_S + 1)
@@ -56,7 +56,7 @@ def test_idle_time_warms_once_and_new_work_interrupts_it():
     r.pump()
     assert r.idle_calls == calls + 1 and len(r.engine.prefills) == 1  # once per quiet period, not in a loop
     # new work arrives while warming: the warm-up is dropped, the request runs
-    r.idle_plan = (state("a", 1, "other prefix", "x"), None)
+    r.idle_plan = (state("a", 1, "other prefix", "x"), WarmUp())
     r.worker.document_changed("a", 1)
     time.sleep(knobs.IDLE_WARM_S + 0.05)
     q = state("a", 1, "q")
@@ -70,9 +70,9 @@ def test_detachable_request_cancelled_by_the_editor_goes_on_as_speculation():
     survive that long enough for the next didChange to keep it (or stop it)."""
     r = rig(30)
     st = state("a", 1, "p")
-    r.worker.submit(st, USER, detachable=True)
+    ticket = r.store.submit(st, Work())
     assert r.engine.running.wait(5)
-    r.worker.abandon(st)
+    ticket.detach()  # (planner.Waiting.detachable: an automatic request's job goes on)
     assert r.result(st)[0][0].finish_reason == "length"
     r.stop()
 
@@ -80,11 +80,11 @@ def test_detachable_request_cancelled_by_the_editor_goes_on_as_speculation():
 def test_work_in_the_users_document_stops_orphaned_speculation_elsewhere():
     r = rig(500)
     a = state("a", 1, "a-prefix")
-    r.worker.submit(a, USER, detachable=True)
+    ticket = r.store.submit(a, Work())
     assert r.engine.running.wait(5)
-    r.worker.release(a)  # answered at its deadline; the generation goes on as speculation for a
+    ticket.detach()  # answered at its deadline; the generation goes on as speculation for a
     t0 = time.monotonic()
-    r.worker.submit(state("b", 1, "b-prefix"), SPECULATIVE)  # the user now types in b
+    r.worker.submit(state("b", 1, "b-prefix"), Work(Ask.SPECULATE))  # the user now types in b
     assert r.until(lambda: "b-prefix" in prefixes(r))
     assert time.monotonic() - t0 < 20 * STEP + 0.2
     with pytest.raises(Superseded):  # a's stopped within a step
@@ -96,11 +96,11 @@ def test_a_request_in_another_document_stops_work_let_go_there():
     # variants still running after their item 1 went out (released, awaited): the user asks elsewhere
     r = rig(500)
     a = state("a", 1, "a-prefix", params=GenParams(n=3))
-    r.worker.submit(a, USER)
+    ticket = r.store.submit(a, Work())
     assert r.engine.running.wait(5)
-    r.worker.release(a, awaited=True)
+    ticket.detach(awaited=True)
     t0 = time.monotonic()
-    r.worker.submit(state("b", 1, "b-prefix"), USER)
+    r.worker.submit(state("b", 1, "b-prefix"))
     assert r.until(lambda: "b-prefix" in prefixes(r))
     assert time.monotonic() - t0 < 20 * STEP + 0.2  # not after a's
     with pytest.raises(Superseded):
@@ -110,12 +110,12 @@ def test_a_request_in_another_document_stops_work_let_go_there():
 
 def test_a_request_joining_queued_speculation_preempts_other_speculation():
     r = rig(3, slow=("busy",))
-    r.worker.submit(state("c", 1, "busy"), SPECULATIVE)  # speculation in another document runs
+    r.worker.submit(state("c", 1, "busy"), Work(Ask.SPECULATE))  # speculation in another document runs
     assert r.engine.running.wait(5)
     st = state("a", 1, "p")
-    r.worker.submit(st, SPECULATIVE, not_before=time.monotonic() + 5)  # held back
+    r.worker.submit(st, Work(Ask.SPECULATE, not_before=time.monotonic() + 5))  # held back
     t0 = time.monotonic()
-    r.worker.submit(st, USER)  # the request joins it
+    r.worker.submit(st)  # the request joins it
     assert text_of(r, st).startswith("p") and time.monotonic() - t0 < 20 * STEP + 0.3
     r.stop()
 
@@ -124,7 +124,7 @@ def test_background_work_stops_soon_after_the_user_goes_idle_but_not_what_a_user
     r = rig(slow=("spec", "asked"))
     try:
         t0 = time.monotonic()
-        r.worker.submit(state("file:///a.py", 1, "spec"), SPECULATIVE)
+        r.worker.submit(state("file:///a.py", 1, "spec"), Work(Ask.SPECULATE))
         assert r.engine.running.wait(2)
         while r.engine.running.is_set() and time.monotonic() - t0 < knobs.IDLE_WORK_S + 2:
             time.sleep(0.01)
@@ -132,9 +132,9 @@ def test_background_work_stops_soon_after_the_user_goes_idle_but_not_what_a_user
         assert knobs.IDLE_WORK_S <= time.monotonic() - t0 < knobs.IDLE_WORK_S + 1.0 and not r.engine.running.is_set()
         # a request that got nothing at its deadline lets go of its job: the user still waits there
         asked = state("file:///b.py", 1, "asked")
-        r.worker.submit(asked, USER)
+        ticket = r.store.submit(asked, Work())
         assert r.engine.running.wait(2)
-        r.worker.release(asked, awaited=True)
+        ticket.detach(awaited=True)
         time.sleep(knobs.IDLE_WORK_S + 0.5)
         assert r.worker.running() is not None and not r.worker.running().cancel.cancelled
     finally:
@@ -144,7 +144,7 @@ def test_background_work_stops_soon_after_the_user_goes_idle_but_not_what_a_user
 def test_the_idle_warm_up_stops_with_the_rest_of_the_background_work():
     r = rig(2, slow_prefill=("a long window",))
     try:
-        r.idle_plan = (state("a", 1, "a long window", "s"), None)
+        r.idle_plan = (state("a", 1, "a long window", "s"), WarmUp())
         t0 = time.monotonic()
         r.worker.document_changed("a", 1)  # the user's last action
         assert r.until(lambda: r.engine.prefills and r.worker.running() is None, knobs.IDLE_WORK_S + 3)
@@ -163,7 +163,7 @@ class Block:
 
 def test_a_context_block_comes_with_the_warm_up_and_serves_only_its_document():
     r = Rig(FakeEngine(steps(20, STEP))).start()
-    r.idle_plan = (state("a", 1, "pa"), Block())  # the service gathers the block for the active spot
+    r.idle_plan = (state("a", 1, "pa"), WarmUp(Block()))  # the service gathers the block for the active spot
     assert r.until(lambda: r.engine.context_digest == "d1", knobs.IDLE_WARM_S + 2)  # admitted in idle time
     pa, pb = state("a", 1, "pa-again"), state("b", 1, "pb")
     r.worker.submit(pa)

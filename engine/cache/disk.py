@@ -77,6 +77,12 @@ def default_dir() -> Path:
     return Path(env).expanduser() if env else paths.cache_dir() / "completions"
 
 
+class _ThreadTimeout(threading.local):
+    """Per thread: (the cache's id, the busy timeout) its connection has now (None: diskcache's own)."""
+
+    timeout: tuple[int, float] | None = None
+
+
 class CompletionCache:
     """Thread-safe and process-safe. ``get``/``put`` never raise and never wait long (module docstring);
     ``stats`` counts what happened."""
@@ -93,7 +99,7 @@ class CompletionCache:
         self._damaged_inode: int | None = None  # a query reported this database damaged: check, maybe rebuild
         self._writes_at = 0.0  # writes pause until then (full disk, I/O error)
         self._warned: dict[str, float] = {}
-        self._local = threading.local()  # the busy timeout each thread's connection has now
+        self._local = _ThreadTimeout()  # the busy timeout each thread's connection has now
         self._closed = False
         self._waited = False  # someone waited for the opening under way already
         self.read_only = False  # opened read-only (the disk or directory refuses writes): nothing is written
@@ -203,11 +209,9 @@ class CompletionCache:
     def _timeout(self, cache: diskcache.Cache, seconds: float) -> None:
         """Set this thread's connection's busy timeout (reads wait less than writes). diskcache opens one
         connection per thread with the timeout it was created with; the pragma changes just that one."""
-        if getattr(self._local, "timeout", None) == (id(cache), seconds):
+        if self._local.timeout == (id(cache), seconds):
             return
-        con = getattr(cache, "_con", None)
-        if con is not None:
-            con.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+        cache._con.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")  # this thread's connection
         self._local.timeout = (id(cache), seconds)
 
     def _writable(self) -> diskcache.Cache | None:
@@ -232,7 +236,7 @@ class CompletionCache:
             if cache is not None:  # the database was rebuilt by another process: follow it
                 log.info("cache %s was replaced by another process: reopening", self.directory)
                 self._cache = None
-                self._local = threading.local()
+                self._local = _ThreadTimeout()
             opener = self._opener
             if opener is None and now >= self._retry_at:
                 opener = self._start_open()
@@ -278,7 +282,7 @@ class CompletionCache:
                         cache.close()
                 return
             self._cache = cache
-            self._local = threading.local()
+            self._local = _ThreadTimeout()
             self._checked = time.monotonic()
 
     def _open(self) -> diskcache.Cache:

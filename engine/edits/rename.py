@@ -243,7 +243,7 @@ def jedi_references(source: str, offset: int, *, path: str | None = None, analys
             out.append((lines.offset(r.line, r.column), r.type))
         return out
 
-    fut = analyser._pool.submit(run)  # jedi only ever runs on the analyser's worker thread
+    fut = analyser.submit(run)  # jedi only ever runs on the analyser's worker thread
     wait = JEDI_BUDGET_S if deadline is None else max(0.0, deadline - time.monotonic())
     try:
         result: list[tuple[int, str]] | None = fut.result(timeout=wait)

@@ -109,7 +109,7 @@ def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Se
                 out[d.key] = offs
         return out
 
-    fut = analyser._pool.submit(run)  # jedi only ever runs on the analyser's worker thread
+    fut = analyser.submit(run)  # jedi only ever runs on the analyser's worker thread
     try:
         result: dict[str, list[int]] = fut.result(timeout=max(0.0, deadline - time.monotonic()))
     except FutureTimeout:

@@ -23,6 +23,7 @@ candidates" (None), never an exception to the caller.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -127,6 +128,11 @@ class JediAnalyser:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """``fn(*args)`` on the analyser's worker thread, after the questions asked before: jedi only ever
+        runs there (it is not thread-safe), whoever asks (next edits' rename and references too)."""
+        return self._pool.submit(fn, *args)
 
     # ---- the question ----
     def names_at(self, source: str, offset: int, deadline: float, *, path: str | None = None,
@@ -240,9 +246,8 @@ class JediAnalyser:
             return None
         script = jedi.Script(source, path=path, project=project)
         if not self.flow_analysis:
-            state = getattr(script, "_inference_state", None)
-            if state is not None and hasattr(state, "flow_analysis_enabled"):
-                state.flow_analysis_enabled = False
+            with contextlib.suppress(AttributeError):  # jedi's private switch (absent: jedi decides)
+                script._inference_state.flow_analysis_enabled = False
         self._scripts[skey] = script
         while len(self._scripts) > 2:
             self._scripts.popitem(last=False)

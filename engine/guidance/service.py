@@ -10,6 +10,7 @@ import logging
 import threading
 import time
 from pathlib import Path
+from typing import Protocol
 
 from engine.decoding.tokenizer import HFTokenizer
 from engine.guidance.guide import Guide
@@ -61,10 +62,16 @@ def whole_document(prefix: str, suffix: str, doc: DocRef) -> tuple[str, str]:
     return text[:cursor], text[cursor:]
 
 
+class ProjectAnalyser(Analyser, Protocol):
+    """The monitor's analyser, which knows the workspace roots (imports resolve to files under them)."""
+
+    def add_root(self, root: str, environment: str | None = None) -> None: ...
+
+
 class Guidance:
-    def __init__(self, tokenizer: Path | HFTokenizer, n_logits: int, analyser: Analyser | None = None, *,
+    def __init__(self, tokenizer: Path | HFTokenizer, n_logits: int, analyser: ProjectAnalyser | None = None, *,
                  budget_s: float = DEFAULT_BUDGET_S, hard_only: bool = True, wait_s: float | None = None) -> None:
-        self.analyser: Analyser = analyser if analyser is not None else shared_analyser()
+        self.analyser: ProjectAnalyser = analyser if analyser is not None else shared_analyser()
         self.budget_s, self.hard_only = budget_s, hard_only
         self.wait_s = 3 * budget_s if wait_s is None else wait_s
         self._trie: TokenTrie | None = None
@@ -100,9 +107,7 @@ class Guidance:
         return self.ready
 
     def add_root(self, root: str, environment: str | None = None) -> None:
-        add = getattr(self.analyser, "add_root", None)
-        if add is not None:
-            add(root, environment)
+        self.analyser.add_root(root, environment)
 
     def guide(self, prefix: str, suffix: str, heal: bytes, *, path: str | None, version: int | None,
               language: str | None) -> Guide | None:

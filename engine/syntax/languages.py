@@ -130,7 +130,7 @@ def _from_library(path: str, name: str) -> Any:
     handed to py-tree-sitter as the capsule it expects."""
     from tree_sitter import Language
     lib = ctypes.CDLL(path)
-    fn = getattr(lib, f"tree_sitter_{name}")
+    fn = lib[f"tree_sitter_{name}"]
     fn.restype = ctypes.c_void_p
     ptr = fn()
     if not ptr:

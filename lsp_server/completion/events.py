@@ -53,7 +53,7 @@ class Idle:
 
 @dataclass(frozen=True)
 class Worked:
-    """A scheduler ran a job on its engine: what kind of work (Job.work) and what it cost (wall and
+    """A scheduler ran a job on its engine: what kind of work (Job.account) and what it cost (wall and
     process CPU time, ms): the work accounting in the stats."""
 
     tier: str

@@ -1,9 +1,10 @@
 """The unit of work: a ``State`` (a document's text around a cursor and what to generate there), the
 ``Job`` the scheduler (worker.py) runs for it (the state plus priority and budget), and how a job can end.
 
-A job's outcome travels one way: the scheduler writes it into the store (store.py, through ``Hooks``):
-the tokens as they stream, then how it ended (finished with a result, or dropped: one of the exceptions
-below). Requests wait on the store (``Store.wait``), never on the job.
+A request submits ``Work`` through the store (``Store.submit``) and holds a ticket; a job's outcome
+travels one way: the scheduler writes it into the store (store.py, through ``Hooks``): the tokens as they
+stream, then how it ended (finished with a result, or dropped: one of the exceptions below). Requests wait
+on the store (``Ticket.wait``), never on the job.
 """
 
 from __future__ import annotations
@@ -11,10 +12,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Any, Protocol
 
+from engine.backends import Backend
 from engine.text.postprocess import Mode
 from engine.types import CancelToken, Completion, Doubts, GenParams, Timings
+from lsp_server.settings import Settings
+
+DEFAULTS = Settings()
 
 USER = 0  # a request waits for it
 SPECULATIVE = 1  # a document's current state, before (or without) the editor asking
@@ -71,27 +77,69 @@ class State:
         return replace(self, prefix=prefix, suffix=suffix)
 
 
+class Life(Enum):
+    """Where a job is in its life: the one thing the scheduler reads to decide whether it goes on when its
+    requests leave, whether it is idle work, and whether it ended."""
+
+    ASKED = "asked"  # requests wait for it: it stops when the last of them leaves (Ticket.release)
+    BACKGROUND = "background"  # goes on with nobody waiting (speculation; let go: Ticket.detach); idle work
+    AWAITED = "awaited"  # goes on: a request left with nothing and the user waits at its spot (not idle work)
+    TRACKING = "tracking"  # kept running through an edit: it serves the new text (background, idle work)
+    ENDED = "ended"  # its outcome is in the store
+
+
+class Ask(Enum):
+    """How a submission relates to the job it gets (``Work.mode``)."""
+
+    REQUEST = "request"  # a request waits (Ticket.wait) and then lets go (release or detach)
+    SPECULATE = "speculate"  # nobody asked yet: speculation, below any request
+    BACKGROUND = "background"  # at a request's priority, then let go at once: it goes on as speculation
+    AWAITED = "awaited"  # at a request's priority, let go at once, the user waits there: runs to its end
+
+
+@dataclass(frozen=True)
+class Work:
+    """What a submission asks of a tier's scheduler (Store.submit): how (``mode``), its time budget once it
+    starts (the engine returns what it has by then), not before a time.monotonic() (a pause, a burst), and
+    ``anew``: what the store holds for this state was cut off (the user went on before it was whole and
+    came back): the model runs, neither the store nor the last job's result answers. ``settings``: the
+    snapshot the job runs under (Store.submit takes it; the engine thread reads no live settings)."""
+
+    mode: Ask = Ask.REQUEST
+    budget_s: float | None = None
+    not_before: float = 0.0
+    anew: bool = False
+    tier: str = "local"
+    settings: Settings | None = None
+
+    @property
+    def priority(self) -> int:
+        return SPECULATIVE if self.mode is Ask.SPECULATE else USER
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """Idle work (WARM): put ``context`` (a repository context block, or None) in front of prompts and, with
+    ``prefill``, warm the KV cache for the job's state (else the context block only)."""
+
+    context: Any = None
+    prefill: bool = True
+
+
 @dataclass(eq=False)
 class Job:
-    """A state to run, with its priority and budget, and the scheduler's bookkeeping about it."""
+    """A state to run, with its priority and budget, and the scheduler's bookkeeping about it: one
+    lifecycle value (``life``) says what becomes of it."""
 
     state: State
     priority: int
     seq: int
-    budget_s: float | None = None  # the deadline starts when the job starts (queueing or loading is free)
+    work: Work | WarmUp = field(default_factory=Work)
+    life: Life = Life.ASKED
     not_before: float = 0.0  # monotonic time before which the job does not start (a pause, a burst)
-    anew: bool = False  # what the store holds for this state was cut off: the model writes it again
-    speculative: bool = False  # when its waiting requests leave, it goes on
-    admit_context: bool = False  # WARM: put ``context`` (a repository context block, or None) in front of
-    context: Any = None  # prompts first
-    prefill: bool = True  # WARM: prefill the KV cache for the state (else the context block only)
     cancel: CancelToken = field(default_factory=CancelToken)
     waiters: int = 0  # requests waiting for it (their answers come from the store)
     submitted: float = field(default_factory=time.monotonic)
-    released: bool = False  # a waiter let go without stopping it
-    awaited: bool = False  # let go by a request that got nothing: the user waits there for its result
-    tracking: bool = False  # kept running after its document changed: it serves the new text
-    ended: bool = False  # its outcome is in the store
     handle: Any = None  # the hooks' own state for this job (the type-through entry)
     started: float | None = None
     first_line: float | None = None  # when its first complete line streamed
@@ -117,44 +165,72 @@ class Job:
         return self.state.params
 
     @property
+    def anew(self) -> bool:
+        return isinstance(self.work, Work) and self.work.anew
+
+    @property
+    def settings(self) -> Settings:
+        """The settings snapshot it runs under (the defaults for work submitted without one: tests)."""
+        given = self.work.settings if isinstance(self.work, Work) else None
+        return given if given is not None else DEFAULTS
+
+    @property
+    def budget_s(self) -> float | None:
+        """Time allowed once the job starts (the deadline starts then: queueing or loading is free)."""
+        return self.work.budget_s if isinstance(self.work, Work) else None
+
+    @property
     def kind(self) -> str:
         return {USER: "now", SPECULATIVE: "now", WARM: "warm"}[self.priority]
 
     @property
-    def work(self) -> str:
+    def account(self) -> str:
         """What the engine time goes to, for the accounting (stats ``engine_*`` and ``served.*``): the job
         kind, or "variants" for a batch of several."""
         return "variants" if self.params.n > 1 and self.priority != WARM else self.kind
 
+    @property
+    def idle_work(self) -> bool:
+        """Nobody waits for it and the user does not wait at its spot: it stops once the user is idle."""
+        return not self.waiters and self.life is not Life.AWAITED
+
     def serves(self, state: State) -> bool:
-        return not self.cancel.cancelled and not self.ended and self.state.serves(state)
+        return not self.cancel.cancelled and self.life is not Life.ENDED and self.state.serves(state)
 
     def join(self, other: Job) -> None:
         """``other`` is the same work: its request (if a request's) waits for this job."""
-        self.anew = self.anew or other.anew
+        if other.anew and isinstance(self.work, Work):
+            self.work = replace(self.work, anew=True)
         if other.priority == USER:
             self.waiters += 1
             self.not_before = min(self.not_before, other.not_before)
         self.priority = min(self.priority, other.priority)
 
-    def rebase(self, revision: int, seq: int) -> None:
+    def rebase(self, revision: int, seq: int, running: bool) -> None:
         """Kept through an edit: the job serves the document's new revision now, as speculation (its
-        requests asked about the old text)."""
+        requests asked about the old text); a running one tracks the user's typing from here."""
         self.state = replace(self.state, revision=revision)
-        self.seq, self.waiters, self.speculative = seq, 0, True
+        self.seq, self.waiters = seq, 0
         self.priority = max(self.priority, SPECULATIVE)
+        if running:
+            self.life = Life.TRACKING
+        elif self.life is Life.ASKED:
+            self.life = Life.BACKGROUND
 
-    def leave(self, release: bool = False, awaited: bool = False) -> bool:
-        """A request stops waiting for this job (``release``: without stopping it; ``awaited``: it got
-        nothing, the user still waits there). True when the job should stop: nobody waits any more and it
-        was only ever a request's (speculation a request had joined, or a job let go, goes on)."""
-        if release:
-            self.released = True
-            self.awaited = self.awaited or awaited
+    def leave(self, detach: Life | None = None) -> bool:
+        """A request stops waiting for this job; ``detach`` (BACKGROUND, or AWAITED when it got nothing and
+        the user still waits there) lets the job go on. True when the job should stop: nobody waits any more
+        and it was only ever a request's (speculation a request had joined, or a job let go, goes on)."""
+        if self.life is Life.ENDED:
+            return False
+        if detach is Life.AWAITED and self.life is not Life.TRACKING:
+            self.life = Life.AWAITED
+        elif detach is not None and self.life is Life.ASKED:
+            self.life = Life.BACKGROUND
         self.waiters = max(0, self.waiters - 1)
         if self.waiters:
             return False
-        if self.speculative or self.released:
+        if self.life is not Life.ASKED:
             self.priority = max(self.priority, SPECULATIVE)
             return False
         return True
@@ -187,6 +263,20 @@ class Hooks(Protocol):
     def keep(self, job: Job, running: bool, current: State) -> bool: ...
 
     def forget(self) -> None: ...
+
+    def identify(self, engine: Backend | None) -> None: ...
+
+
+class Scheduling(Protocol):
+    """What the store asks a tier's scheduler (worker.Worker) for its tickets (store/tickets.py): run work
+    (the job it queued or joined; None when the store's record answers it, or nothing will run), and a
+    request's leaving the job it got (``seq``: the job's number then; a job since rebased is not theirs)."""
+
+    tier: str
+
+    def submit(self, state: State, work: Work) -> Job | None: ...
+
+    def leave(self, job: Job | None, seq: int, detach: Life | None) -> None: ...
 
 
 def stop_job(job: Job, reason: str) -> None:

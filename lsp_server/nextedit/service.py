@@ -290,7 +290,7 @@ class NextEdits:
 
         a = self.analyser()
         if len(text) <= a.max_chars:
-            a._pool.submit(new_script, a, text, os.path.abspath(path) if path else os.path.abspath("untitled.py"))
+            a.submit(new_script, a, text, os.path.abspath(path) if path else os.path.abspath("untitled.py"))
 
     def _warm_up(self, uri: str) -> None:
         """The first ask: jedi's first question in a process loads its caches (builtins, typeshed: ~0.3 s

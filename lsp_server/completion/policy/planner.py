@@ -4,15 +4,16 @@ No threads, no model, no LSP types. ``state_at`` is the engine's work for a curs
 single line or block, generation parameters, whether automatic work is worth it, which backend); the plans
 say what the service and the schedulers do with it: ``keystroke`` / ``moved`` (what an edit or a cursor move
 starts, at once or after a burst), ``waiting`` (a request's deadline, when it is shown what has streamed, its
-generation's budget), ``follow_ups`` (what follows an answer). ``TypingClock`` and knobs.py hold
-every timing knob: there is no quiet period before work starts (newest wins: a keystroke appends to the KV
-cache), requests have deadlines, and a generation still streaming is shown early.
+generation's budget), ``follow_ups`` (what follows an answer); ``burst`` and ``pause_delay`` read the
+typing rhythm. knobs.py holds every timing knob: there is no quiet period before work starts (newest wins:
+a keystroke appends to the KV cache), requests have deadlines, and a generation still streaming is shown
+early.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from engine.cache.typethrough import Entry
@@ -99,14 +100,15 @@ def whole_window(state: State) -> State:
 
 @dataclass(frozen=True)
 class Waiting:
-    """How a request waits for its answer: until ``deadline`` (time.monotonic()); what has streamed is
-    shown ``partial_after`` seconds after it came (None: nothing before its generation ends), complete
+    """How a request that came at ``since`` (time.monotonic()) waits for its answer: until ``deadline``; what
+    has streamed is shown ``partial_after`` seconds after it came (None: nothing before its generation ends), complete
     lines only with ``whole_lines``; its generation runs ``job_budget`` seconds at most once started, and
     goes on as speculation when the request leaves (``detachable``). ``item_one``: an explicit request for
     variants shows the automatic request's line first (explicit.greedy_first)."""
 
     deadline: float
     partial_after: float | None
+    since: float = 0.0
     whole_lines: bool = False
     job_budget: float = knobs.JOB_BUDGET_S
     detachable: bool = False
@@ -122,9 +124,9 @@ def waiting(settings: Settings, state: State, since: float, *, invoked: bool, re
     the model's answer or nothing, within the request's budget."""
     budget = budget_s if budget_s is not None else knobs.INVOKED_BUDGET_S if invoked else knobs.AUTOMATIC_BUDGET_S
     if not settings.speculation:
-        return Waiting(since + budget, None, job_budget=budget)
+        return Waiting(since + budget, None, since, job_budget=budget)
     fresh_line = not invoked and not split_cursor(state.prefix, state.suffix)[0].strip()
-    return Waiting(since + budget, budget if invoked else knobs.PARTIAL_AFTER_S, whole_lines=fresh_line,
+    return Waiting(since + budget, budget if invoked else knobs.PARTIAL_AFTER_S, since, whole_lines=fresh_line,
                    job_budget=max(budget, settings.remote_timeout_ms / 1000) if remote else knobs.JOB_BUDGET_S,
                    detachable=not invoked, item_one=invoked and state.params.n > 1 and not remote)
 
@@ -218,55 +220,22 @@ def window(text: str, offset: int, max_prefix: int, previous: int | None) -> tup
     return start, prefix, suffix
 
 
-class Cursors:
-    """Where the user is (event loop): each document's current state and the document typed in last."""
-
-    def __init__(self) -> None:
-        self._states: dict[str, State | None] = {}
-        self.active: str | None = None
-
-    def set(self, uri: str, state: State | None) -> None:
-        self._states[uri] = state
-        if state is not None:
-            self.active = uri
-
-    def get(self, uri: str) -> State | None:
-        return self._states.get(uri)
-
-    def forget(self, uri: str) -> None:
-        self._states.pop(uri, None)
-        if self.active == uri:
-            self.active = None
-
-    def active_state(self) -> State | None:
-        return self._states.get(self.active) if self.active is not None else None
+def burst(keystrokes: Sequence[float], now: float) -> bool:
+    """Does an edit at ``now`` end a burst of edits faster than typing (a paste replayed), after the
+    document's earlier ``keystrokes`` (their times)?"""
+    return bool(keystrokes) and now - keystrokes[-1] < knobs.BURST_GAP_S
 
 
-class TypingClock:
-    """Keystroke times per document: the one place that knows the user's rhythm."""
+def pause_delay(keystrokes: Sequence[float]) -> float:
+    """How long until a pause: about twice the user's usual interval between ``keystrokes`` (their times)."""
+    times = list(keystrokes)
+    intervals = [b - a for a, b in zip(times, times[1:], strict=False)][-8:]
+    if not intervals:
+        return knobs.PAUSE_DELAY_S
+    return max(knobs.PAUSE_DELAY_S, knobs.PAUSE_FACTOR * statistics.median(intervals))
 
-    def __init__(self) -> None:
-        self._times: dict[str, deque[float]] = {}
 
-    def keystroke(self, uri: str, now: float) -> bool:
-        """Record a keystroke; True when it ends a burst of edits faster than typing (a paste replayed)."""
-        times = self._times.setdefault(uri, deque(maxlen=knobs.TYPING_HISTORY))
-        times.append(now)
-        return len(times) > 1 and now - times[-2] < knobs.BURST_GAP_S
-
-    def pause_delay(self, uri: str) -> float:
-        """How long until a pause: a pause of about twice the user's usual keystroke interval."""
-        times = list(self._times.get(uri, ()))
-        intervals = [b - a for a, b in zip(times, times[1:], strict=False)][-8:]
-        if not intervals:
-            return knobs.PAUSE_DELAY_S
-        return max(knobs.PAUSE_DELAY_S, knobs.PAUSE_FACTOR * statistics.median(intervals))
-
-    def pause_starts(self, uri: str, now: float) -> float:
-        """When a pause after the user's last keystroke begins (never before ``now``; nothing typed yet:
-        ``now`` plus the default delay)."""
-        times = self._times.get(uri)
-        return max(now, (times[-1] if times else now) + self.pause_delay(uri))
-
-    def forget(self, uri: str) -> None:
-        self._times.pop(uri, None)
+def pause_starts(keystrokes: Sequence[float], now: float) -> float:
+    """When a pause after the last of ``keystrokes`` begins (never before ``now``; nothing typed yet: ``now``
+    plus the default delay)."""
+    return max(now, (keystrokes[-1] if keystrokes else now) + pause_delay(keystrokes))

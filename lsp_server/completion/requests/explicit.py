@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 
 from engine.text.budget import Budget
 from engine.text.postprocess import CUT_OFF_REASONS
-from lsp_server.completion.jobs import USER, State
+from lsp_server.completion.jobs import State, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.scheduler.worker import Worker
 from lsp_server.completion.store.answers import Answer, settle_rule, settled_variants
@@ -61,15 +60,18 @@ def verdict(found: Answer, auto: State, max_lines: int) -> str:
     return LONG if c.finish_reason == "length" else CUT
 
 
-async def greedy_first(store: Store, worker: Worker, auto: State, since: float, deadline: float,
-                       asked: asyncio.Event, settings: Callable[[], Settings]) -> Answer | None:
+async def greedy_first(store: Store, worker: Worker, auto: State, plan: planner.Waiting, asked: asyncio.Event,
+                       max_lines: int) -> Answer | None:
     """The automatic request's complete answer for this very state (``auto``: auto_twin; memory, typed
-    through, disk; else its generation, started now unless one streams) within the deadline, as an
+    through, disk; else its generation, started now unless one streams) by ``plan.deadline``, as an
     incomplete answer: the explicit request's other variants are still to come. A generation the user cut
     off here (went on before its line was whole, came back) runs again on the KV it left. None: no line
     (yet). ``asked`` is set when a newer request for the document comes: then Superseded."""
     worker.poke()  # the user is here: the automatic generation is not idle work
-    submitted = ended = False
+    since, deadline = plan.since, plan.deadline
+    waiting = planner.Waiting(deadline, None, since)  # the line whole, or nothing
+    ticket = store.reading(auto)
+    ended = False
 
     def complete() -> Answer | None:
         found = store.lookup(auto, since, partial=False)
@@ -78,34 +80,27 @@ async def greedy_first(store: Store, worker: Worker, auto: State, since: float, 
     try:
         while True:
             found = complete()
-            what = verdict(found, auto, settings().max_lines) if found is not None else None
+            what = verdict(found, auto, max_lines) if found is not None else None
             if what == LINE and found is not None:
                 found.comps, found.complete = found.comps[:1], False
                 return found
             if what == WHOLE and time.monotonic() < deadline:
-                if submitted:
-                    worker.release(auto, awaited=True)
+                ticket.detach(awaited=True)
                 auto = planner.whole_window(auto)  # the quick window had no line here: the user waits
-                worker.submit(auto, USER, budget_s=knobs.JOB_BUDGET_S, anew=True)
-                submitted, ended = True, False
+                ticket, ended = store.submit(auto, Work(budget_s=knobs.JOB_BUDGET_S, anew=True)), False
                 continue
-            if what in (WHOLE, NOTHING) or (what == LONG and not submitted) or ended or \
+            if what in (WHOLE, NOTHING) or (what == LONG and not ticket.submitted) or ended or \
                     time.monotonic() >= deadline:
                 return None  # the model has nothing to add here as one line: the variants may
-            if not submitted and (what == CUT or not store.streaming(auto)):
+            if not ticket.submitted and (what == CUT or not store.streaming(auto)):
                 if auto.skip:
                     return None
                 # a cut-off line is written again (until that generation starts, the store holds the cut one)
-                worker.submit(auto, USER, budget_s=knobs.JOB_BUDGET_S, anew=what == CUT)
-                submitted = True
-            waited = await store.wait(auto, deadline, since=since, tier="local" if submitted else None,
-                                      stop=asked, accept=None if what in (CUT, LONG) else complete)
+                ticket = store.submit(auto, Work(budget_s=knobs.JOB_BUDGET_S, anew=what == CUT))
+            waited = await ticket.wait(waiting, accept=None if what in (CUT, LONG) else complete, stop=asked)
             ended = waited.why in ("ended", "deadline")
     except asyncio.CancelledError:
-        if submitted:
-            worker.abandon(auto)  # the client cancelled the request: the generation it started stops
-            submitted = False
+        ticket.release()  # the client cancelled the request: the generation it started stops
         raise
     finally:
-        if submitted:
-            worker.release(auto, awaited=True)  # the user waits for this line: it runs to its end
+        ticket.detach(awaited=True)  # the user waits for this line: it runs to its end

@@ -11,39 +11,38 @@ import time
 from collections.abc import Callable
 
 from engine.policy import routing
-from lsp_server.completion.jobs import USER, State
+from lsp_server.completion.jobs import Ask, State, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.requests import explicit
 from lsp_server.completion.requests.pause import Pauses
+from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.requests.refresh import Refresher
 from lsp_server.completion.requests.tiers import Tiers
 from lsp_server.completion.store.answers import Answer
+from lsp_server.completion.store.store import Store
 from lsp_server.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
 class FollowUps:
-    def __init__(self, tiers: Tiers, clock: planner.TypingClock, pauses: Pauses, refresher: Refresher,
+    def __init__(self, store: Store, tiers: Tiers, docs: DocRecords, pauses: Pauses, refresher: Refresher,
                  settings: Callable[[], Settings], on_refresh: Callable[[str, int], None],
                  version_of: Callable[[str], int]) -> None:
+        self._store = store
         self._tiers = tiers
-        self._clock = clock
+        self._docs = docs  # each document's typing rhythm, refresh watch and last refresh (DocRecord)
         self._pauses = pauses
         self._refresher = refresher
         self._settings = settings
         self._on_refresh = on_refresh
         self._version_of = version_of
-        # per document: whether the answer watched for a refresh was an automatic request's, and the last
-        # refresh sent (version, when, that)
-        self._watch_auto: dict[str, bool] = {}
-        self._refreshed: dict[str, tuple[int, float, bool]] = {}
 
     def carry_out(self, plan: planner.FollowUps, state: State, version: int, answer: Answer | None, *,
                   invoked: bool) -> None:
         """Do what the planner's follow-up plan says."""
         if plan.watch_s is not None or plan.whole:
-            self._watch_auto[state.uri] = not invoked
+            self._docs[state.uri].watch_auto = not invoked
         if plan.whole:
             self.whole(state, version)
         elif plan.watch_s is not None:
@@ -53,16 +52,18 @@ class FollowUps:
 
     def refreshed(self, uri: str, version: int) -> None:
         """A whole suggestion is there (refresh.Refresher), or the capable tier's replaced the one shown."""
-        self._refreshed[uri] = (version, time.monotonic(), self._watch_auto.get(uri, True))
+        record = self._docs.get(uri)
+        if record is not None:
+            record.refreshed = (version, time.monotonic(), record.watch_auto)
         self._on_refresh(uri, version)
 
     def reasked(self, uri: str, version: int) -> bool:
         """Is an explicit request at ``version`` the client asking again on the refresh it heard?"""
-        return planner.reasks_refresh(self._refreshed.pop(uri, None), version, time.monotonic())
-
-    def forget(self, uri: str) -> None:
-        self._watch_auto.pop(uri, None)
-        self._refreshed.pop(uri, None)
+        record = self._docs.get(uri)
+        if record is None:
+            return False
+        mark, record.refreshed = record.refreshed, None
+        return planner.reasks_refresh(mark, version, time.monotonic())
 
     def pause(self, state: State, answer: Answer | None) -> None:
         """An automatic answer from the local model went out (routing ``pause``): the capable tier writes
@@ -70,8 +71,8 @@ class FollowUps:
         rw = self._tiers.remote
         if rw is None or not self._pausing() or answer is None or answer.backend != "local":
             return
-        self._pauses.plan(state, rw, self._clock.pause_starts(state.uri, time.monotonic()),
-                          short_window=self._tiers.backend_name("remote") == "capable")
+        self._pauses.plan(state, planner.pause_starts(self._docs[state.uri].keystrokes, time.monotonic()),
+                          own_window=self._tiers.backend_name("remote") == "capable")
 
     def _pausing(self) -> bool:
         """Routing ``pause`` with its capable tier ready."""
@@ -81,14 +82,13 @@ class FollowUps:
         """The quick first window had nothing to show at this spot (its lines were dropped: a short window
         misses the code that decides them). The user is here: the whole window runs now, to its end unless
         the user moves on, and the client hears flint/refresh if it has a line (the store then answers the
-        automatic state from that newer entry). It waits for a pause (TypingClock.pause_delay): a typist who goes on
+        automatic state from that newer entry). It waits for a pause (planner.pause_delay): a typist who goes on
         makes it stale before its prompt pass holds up the next keystroke."""
         whole = planner.whole_window(state)
         if whole is state or state.route == routing.REMOTE or whole.skip:
             return
-        not_before = time.monotonic() + self._clock.pause_delay(state.uri)
-        self._tiers.local.submit(whole, USER, budget_s=knobs.JOB_BUDGET_S, not_before=not_before)
-        self._tiers.local.release(whole, awaited=True)
+        not_before = time.monotonic() + planner.pause_delay(self._docs[state.uri].keystrokes)
+        self._store.submit(whole, Work(Ask.AWAITED, knobs.JOB_BUDGET_S, not_before))
         self.watch(whole, version, within=knobs.JOB_BUDGET_S)
 
     def watch(self, state: State, version: int, within: float = knobs.REFRESH_WITHIN_S, greedy: bool = False) -> None:

@@ -2,7 +2,7 @@
 
 The fast local model answers every keystroke. After an automatic answer went out, the capable tier (a
 second local model, or a remote server) is asked for the same spot, to start once the user has paused
-(``TypingClock.pause_starts``: about twice their usual keystroke interval after the last key). A
+(``planner.pause_starts``: about twice their usual keystroke interval after the last key). A
 keystroke stops it (StoreHooks.keep), so it never takes the CPU from the keystrokes. When it finishes with
 the document still at that spot and its suggestion differs from the one on screen (routing.pause_accepts),
 it becomes the newest answer for the spot in the store and the client hears flint/refresh (``on_replace``).
@@ -19,65 +19,57 @@ from engine.policy import routing
 from engine.policy.speculation import window_start
 from engine.text.window import clip_window
 from engine.types import Completion
-from lsp_server.completion.jobs import USER, State
+from lsp_server.completion.jobs import Ask, State, Work
 from lsp_server.completion.policy import knobs
 from lsp_server.completion.policy.planner import whole_window
-from lsp_server.completion.scheduler.worker import Worker
+from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.store.store import Store
 
 log = logging.getLogger(__name__)
 
-PAUSES_KEPT = 4  # planned pause jobs remembered (one per document the user types in, in practice)
+PAUSES_KEPT = 4  # planned pause jobs remembered per document (one, in practice)
 
 
 class Pauses:
-    def __init__(self, store: Store, revision_of: Callable[[str], int | None],
+    def __init__(self, store: Store, docs: DocRecords, revision_of: Callable[[str], int | None],
                  on_replace: Callable[[str, float], None]) -> None:
         self._store = store
+        self._docs = docs  # each document's capable window start and planned jobs (DocRecord.pauses)
         self._revision_of = revision_of
         self._on_replace = on_replace  # (uri, ms from the pause job's plan): the shown suggestion was replaced
-        self._planned: dict[tuple[str, str, str], tuple[State, float]] = {}  # job's (uri, prefix, suffix)
-        self._starts: dict[str, int] = {}  # uri -> the capable window's start in the state's prefix
 
-    def plan(self, state: State, worker: Worker, not_before: float, short_window: bool = True) -> None:
+    def plan(self, state: State, not_before: float, own_window: bool = True) -> None:
         """An automatic answer for ``state`` went out: the capable tier writes this spot's suggestion once
-        the user has paused (``not_before``, time.monotonic()); ``short_window``: from its own window (a
+        the user has paused (``not_before``, time.monotonic()); ``own_window``: from its own window (a
         model on this machine's CPU; a remote server reads the whole one). The same work planned again
         joins the job already queued or running (Worker.submit)."""
         if state.skip:
             return
         whole = whole_window(state)
-        st = self._window(whole) if short_window else whole
-        key = (st.uri, st.prefix, st.suffix)
-        self._planned.pop(key, None)
-        self._planned[key] = (whole, time.monotonic())
-        while len(self._planned) > PAUSES_KEPT:
-            self._planned.pop(next(iter(self._planned)))
+        record = self._docs[state.uri]
+        st = whole
+        if own_window:
+            st, record.pause_start = short_window(whole, record.pause_start)
+        planned = record.pauses
+        planned.pop((st.prefix, st.suffix), None)
+        planned[(st.prefix, st.suffix)] = (whole, time.monotonic())
+        while len(planned) > PAUSES_KEPT:
+            planned.pop(next(iter(planned)))
         # nobody waits on it (its outcome comes back as an event: remote_done): it stops at a keystroke, and
         # as idle work once the user has gone (knobs.IDLE_WORK_S); a prompt pass cut short keeps its KV for the
         # next pause
-        worker.submit(st, USER, budget_s=knobs.JOB_BUDGET_S, not_before=not_before)
-        worker.release(st)
-
-    def _window(self, state: State) -> State:
-        cut, self._starts[state.uri] = short_window(state, self._starts.get(state.uri))
-        return cut
+        self._store.submit(st, Work(Ask.BACKGROUND, knobs.JOB_BUDGET_S, not_before, tier="remote"))
 
     def remote_done(self, state: State, comps: list[Completion], arrived: float) -> None:
         """(event loop) A capable-tier job ended with text: if a pause planned it, decide."""
-        key = (state.uri, state.prefix, state.suffix)
-        if key in self._planned:
-            self._finished(key, comps)
+        record = self._docs.get(state.uri)
+        planned = record.pauses.pop((state.prefix, state.suffix), None) if record is not None else None
+        if planned is not None:
+            self._finished(planned, comps)
 
-    def forget(self, uri: str) -> None:
-        self._starts.pop(uri, None)
-        for key in [k for k in self._planned if k[0] == uri]:
-            del self._planned[key]
-
-    def _finished(self, key: tuple[str, str, str], comps: list[Completion]) -> None:
+    def _finished(self, planned: tuple[State, float], comps: list[Completion]) -> None:
         """(event loop) The pause's generation finished: promote it if the user is still at its spot."""
-        planned = self._planned.pop(key, None)
-        if planned is None or not comps or comps[0].finish_reason == "cancelled":
+        if not comps or comps[0].finish_reason == "cancelled":
             return
         state, at = planned
         if self._revision_of(state.uri) != state.revision:

@@ -17,9 +17,8 @@ from dataclasses import dataclass
 
 from engine.policy import routing
 from engine.types import Completion
-from lsp_server.completion.jobs import USER, State
-from lsp_server.completion.policy.planner import Cursors
-from lsp_server.completion.scheduler.worker import Worker
+from lsp_server.completion.jobs import State, Work
+from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.store.answers import Answer
 from lsp_server.completion.store.store import Store
 
@@ -41,15 +40,15 @@ class Race:
 
 
 class Races:
-    def __init__(self, store: Store, cursors: Cursors, revision_of: Callable[[str], int | None],
+    def __init__(self, store: Store, docs: DocRecords, revision_of: Callable[[str], int | None],
                  on_late_win: Callable[[str, float], None]) -> None:
         self._store = store
-        self._cursors = cursors
+        self._docs = docs
         self._revision_of = revision_of
         self._on_late_win = on_late_win  # (uri, ms since the request): the shown suggestion was replaced
         self._races: dict[tuple[str, str, str], Race] = {}  # (uri, prefix, suffix) -> a race under way
 
-    async def answer(self, state: State, since: float, budget_s: float, remote: Worker, remote_timeout_s: float,
+    async def answer(self, state: State, since: float, budget_s: float, remote_timeout_s: float,
                      local: Callable[[], Awaitable[Answer | None]]) -> Answer | None:
         found = self._store.lookup(state, since, partial=False)
         if found is not None and found.complete:
@@ -58,8 +57,9 @@ class Races:
         self._races[(state.uri, state.prefix, state.suffix)] = race
         while len(self._races) > RACES_KEPT:
             self._races.pop(next(iter(self._races)))
-        # its outcome comes back as an event (remote_done), whether it generated or the store answered it
-        remote.submit(state, USER, budget_s=remote_timeout_s, detachable=True)
+        # its outcome comes back as an event (remote_done), whether it generated or the store answered it; the
+        # race counts as its waiter until it ends (within remote_timeout_s): never let go, never idle work
+        self._store.submit(state, Work(budget_s=remote_timeout_s, tier="remote"))
         local_task = asyncio.ensure_future(local())
         try:
             return await self._run(race, local_task)
@@ -77,11 +77,14 @@ class Races:
             self._finished(race, comps, arrived)
 
     async def _run(self, race: Race, local_task: asyncio.Future) -> Answer | None:
-        state, since = race.state, race.since
-        waited = await self._store.wait(state, since + race.budget_s, since=since, tier=None,
-                                        accept=lambda: self._remote_first(race, local_task), until=local_task)
-        if waited.answer is not None:
-            return waited.answer
+        state = race.state
+
+        def look(now: float) -> Answer | bool | None:  # the remote answer first; False: the local one is there
+            return self._remote_first(race, local_task) or (False if local_task.done() else None)
+
+        first = await self._store.wait(look, race.since + race.budget_s, [local_task])
+        if isinstance(first, Answer):
+            return first
         local = await local_task
         race.shown = local.comps[0].text if local is not None and local.comps else None
         race.local_done = True
@@ -134,7 +137,7 @@ class Races:
         self._store.add(race.state, won.comps, "remote")
         uri = race.state.uri
         rev = self._revision_of(uri)
-        cur = race.state if rev == race.state.revision else self._cursors.get(uri)  # the spot the user is at
+        cur = race.state if rev == race.state.revision else self._docs.state(uri)  # the spot the user is at
         if cur is None or rev != cur.revision:
             return
         now = self._store.lookup(cur, None, partial=False, disk=False)

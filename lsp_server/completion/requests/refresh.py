@@ -14,28 +14,26 @@ import time
 from collections.abc import Callable
 
 from lsp_server.completion.jobs import State
+from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.store.answers import Answer
 from lsp_server.completion.store.store import Store
 
 
 class Refresher:
-    def __init__(self, store: Store, revision_of: Callable[[str], int | None],
+    def __init__(self, store: Store, docs: DocRecords, revision_of: Callable[[str], int | None],
                  on_refresh: Callable[[str, int], None]) -> None:
         self._store = store
+        self._docs = docs  # each document's watcher (DocRecord.watcher)
         self._revision_of = revision_of
         self._on_refresh = on_refresh
-        self._watching: dict[str, asyncio.Task] = {}  # uri -> its watcher
 
     def watch(self, watched: list[State], version: int, within: float) -> None:
         """(event loop) Refresh ``watched[0]``'s document when any of ``watched`` has a whole suggestion
         within ``within`` seconds; stop when all of them finished with nothing, or the document moved on."""
-        uri = watched[0].uri
-        old = self._watching.pop(uri, None)
-        if old is not None:
-            old.cancel()
-        task = asyncio.get_running_loop().create_task(self._when_done(watched, version, within))
-        self._watching[uri] = task
-        task.add_done_callback(lambda t: self._watching.pop(uri, None) if self._watching.get(uri) is t else None)
+        record = self._docs[watched[0].uri]
+        if record.watcher is not None:
+            record.watcher.cancel()
+        record.watcher = asyncio.get_running_loop().create_task(self._when_done(watched, version, within))
 
     async def _when_done(self, watched: list[State], version: int, within: float) -> None:
         state = watched[0]
@@ -50,7 +48,6 @@ class Refresher:
                 return whole
             return gone if all(f is not None and f.complete for f in found) else None
 
-        waited = await self._store.wait(state, time.monotonic() + within, since=time.monotonic(), tier=None,
-                                        accept=done)
-        if waited.answer is not None and waited.answer is not gone:
+        found = await self._store.wait(lambda now: done(), time.monotonic() + within)
+        if found is not None and found is not gone:
             self._on_refresh(state.uri, version)

@@ -4,7 +4,7 @@ One keystroke's path reads top to bottom (docs/architecture.md): the session han
 document's new state (``did_change``); the service asks the store whether an answer exists, else submits
 the state to the scheduler, which runs the model and writes what it streams, and how the job ended, into
 the store (hooks.StoreHooks). A request (``answer``) looks the state up in the store and waits there
-(``Store.wait``) until its deadline; an explicit request's item 1 (the automatic request's line first) is
+(``Ticket.wait``) until its deadline; an explicit request's item 1 (the automatic request's line first) is
 explicit.py's; what happens after an answer went out is followups.py's. The engine threads reach the
 service only through events.Events, drained on the event loop.
 """
@@ -15,24 +15,26 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from engine.backends import Backend
 from engine.policy import routing
 from engine.types import DocRef
 from lsp_server.completion.events import Events, Idle, RemoteDone, Status
-from lsp_server.completion.jobs import SPECULATIVE, USER, JobDropped, Stale, State
+from lsp_server.completion.jobs import Ask, JobDropped, Stale, State, WarmUp, Work
 from lsp_server.completion.policy import knobs, planner
-from lsp_server.completion.policy.planner import Cursors, TypingClock
 from lsp_server.completion.requests import explicit
 from lsp_server.completion.requests.followups import FollowUps
 from lsp_server.completion.requests.pause import Pauses
 from lsp_server.completion.requests.race import Races
+from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.requests.refresh import Refresher
 from lsp_server.completion.requests.tiers import Load, Tiers
 from lsp_server.completion.scheduler.worker import Worker
 from lsp_server.completion.store.answers import Answer, settle_rule
 from lsp_server.completion.store.store import Store
+from lsp_server.completion.store.tickets import Ticket
 from lsp_server.documents import uri_path
 from lsp_server.settings import Settings
 
@@ -50,18 +52,16 @@ class CompletionService:
         self.events.on(Status, on_status)
         self.events.on(Idle, self._idle)
         self.events.on(RemoteDone, self._remote_done)
-        self.store = Store(settings, lambda tier: self.tiers.identity(tier), self.events)
+        self.store = Store(settings, self.events)
         self.tiers = Tiers(self.store, settings, self.events, load, load_remote)
-        self.cursors = Cursors()
-        self.clock = TypingClock()
-        self.races = Races(self.store, self.cursors, revision_of, self._late_win)
-        self.pauses = Pauses(self.store, revision_of, self._late_win)
-        self.refresher = Refresher(self.store, revision_of, lambda uri, version: self.follow.refreshed(uri, version))
-        self.follow = FollowUps(self.tiers, self.clock, self.pauses, self.refresher, settings, on_refresh, version_of)
+        self.docs = DocRecords()  # one record per open document: everything kept about it here
+        self.races = Races(self.store, self.docs, revision_of, self._late_win)
+        self.pauses = Pauses(self.store, self.docs, revision_of, self._late_win)
+        self.refresher = Refresher(self.store, self.docs, revision_of,
+                                   lambda uri, version: self.follow.refreshed(uri, version))
+        self.follow = FollowUps(self.store, self.tiers, self.docs, self.pauses, self.refresher, settings,
+                                on_refresh, version_of)
         self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
-        # each document's prefix window start (kept while it fits) and since when (the user's stay in it)
-        self._window: dict[str, tuple[int, float]] = {}
-        self._asked: dict[str, asyncio.Event] = {}  # uri -> set when a newer request for it comes
         self._warming: asyncio.Task | None = None
 
     @property
@@ -110,7 +110,7 @@ class CompletionService:
     def _idle(self, event: Idle) -> None:
         """The local worker went idle: warm the spot the user is at, its context block gathered first
         (file reads and parsing: on a thread, not on the event loop)."""
-        st = self.cursors.active_state()
+        st = self.docs.active_state()
         if event.tier != "local" or st is None or (self._warming is not None and not self._warming.done()):
             return
         self._warming = asyncio.get_running_loop().create_task(self._warm(st))
@@ -118,18 +118,20 @@ class CompletionService:
     async def _warm(self, st: State) -> None:
         block = await asyncio.to_thread(self._context, st) if self._context is not None else None
         now = time.monotonic()
-        stayed = now - self._window.get(st.uri, (0, now))[1]
-        self.worker.warm(st, block, prefill=planner.warms(self._settings(), stayed))
+        window = self.docs[st.uri].window
+        stayed = now - (window[1] if window is not None else now)
+        self.worker.warm(st, WarmUp(block, prefill=planner.warms(self._settings(), stayed)))
 
     # ---- states ---------------------------------------------------------------------------------
     def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,
               variants: bool = False, language: str | None = None) -> State:
         """The engine's work for a cursor. Requests and speculation share it, so a request for the spot a
         didChange already started joins that generation."""
-        kept = self._window.get(uri)
+        record = self.docs[uri]
+        kept = record.window
         start, prefix, suffix = planner.window(text, offset, self.windows()[0], kept[0] if kept else None)
         if kept is None or kept[0] != start:
-            self._window[uri] = (start, time.monotonic())
+            record.window = (start, time.monotonic())
         path = uri_path(uri)  # the monitor's analyser reads the whole document, not the window
         doc = DocRef(str(path) if path is not None else None, revision, text, start)
         return planner.state_at(self._settings(), uri, revision, offset, prefix, suffix, invoked=invoked,
@@ -140,7 +142,7 @@ class CompletionService:
                       variants: bool, language: str | None) -> State:
         """A request's state: an automatic one at the spot the didChange before it prepared is that very
         state (it joins that work), and the user is there now."""
-        old = self.cursors.get(uri)
+        old = self.docs.state(uri)
         auto = not invoked and n is None and not variants
         if auto and old is not None and old.revision == revision and old.offset == offset:
             state = old
@@ -154,7 +156,7 @@ class CompletionService:
     def at(self, uri: str, state: State) -> None:
         """The user is at ``state`` (an automatic request there): what a generation kept through typing
         must agree with."""
-        self.cursors.set(uri, state)
+        self.docs.at(uri, state)
         for w in self.tiers.all():
             w.moved(uri, state)
 
@@ -162,10 +164,11 @@ class CompletionService:
     def did_change(self, uri: str, revision: int, state: State | None, *, speculate: bool) -> None:
         """After an edit: stop stale work (but keep a generation the user is typing through), and start
         the newest state's generation now (newest wins, no debounce), unless the store answers it."""
-        now = time.monotonic()
-        plan = planner.keystroke(self._settings(), state, speculate=speculate,
-                                 burst=self.clock.keystroke(uri, now), now=now)
-        self.cursors.set(uri, state)
+        now, record = time.monotonic(), self.docs[uri]
+        burst = planner.burst(record.keystrokes, now)
+        record.keystrokes.append(now)
+        plan = planner.keystroke(self._settings(), state, speculate=speculate, burst=burst, now=now)
+        self.docs.at(uri, state)
         for w in self.tiers.all():
             w.document_changed(uri, revision, plan.current)
         if plan.start and plan.current is not None and not (plan.ask_store and self._in_store(plan.current)):
@@ -191,19 +194,11 @@ class CompletionService:
     def _speculate(self, state: State, not_before: float = 0.0) -> None:
         """Start the state's generation on the tier(s) it is routed to, nobody waiting for it yet."""
         for w, budget in self._speculation_workers(state):
-            w.submit(state, SPECULATIVE, budget_s=budget, not_before=not_before)
+            self.store.submit(state, Work(Ask.SPECULATE, budget, not_before, tier=w.tier))
 
     def did_close(self, uri: str) -> None:
-        self.cursors.forget(uri)
-        self.follow.forget(uri)
-        self.pauses.forget(uri)
-        self.clock.forget(uri)
-        self._window.pop(uri, None)
-        asked = self._asked.pop(uri, None)
-        if asked is not None:
-            asked.set()  # a request still waiting there is answered (Superseded) now
-        for w in self.tiers.all():
-            w.document_closed(uri)
+        self.docs.close(uri)  # (a request still waiting there hears Superseded now)
+        self.tiers.document_closed(uri)
 
     def _speculation_workers(self, state: State) -> list[tuple[Worker, float]]:
         """Where a state's speculative generation runs: the local model, the remote (routed there), or
@@ -229,10 +224,10 @@ class CompletionService:
             await asyncio.sleep(delay)
             if self._revision_of(state.uri) != state.revision:
                 raise Stale("the document changed")
-        older = self._asked.pop(state.uri, None)
-        if older is not None:
-            older.set()  # a request still waiting outside the worker (explicit.greedy_first) is superseded
-        self._asked[state.uri] = asyncio.Event()
+        record = self.docs[state.uri]
+        if record.asked is not None:
+            record.asked.set()  # a request still waiting outside the worker (explicit.greedy_first) is superseded
+        record.asked = asyncio.Event()
         route = state.route
         if route != routing.LOCAL and not self.remote_ready():
             route = routing.LOCAL
@@ -240,8 +235,7 @@ class CompletionService:
             return await self._answer_remote(state, since, invoked)
         if route == routing.RACE and self.remote_worker is not None:
             s = self._settings()
-            return await self.races.answer(state, since, s.race_budget_ms / 1000, self.remote_worker,
-                                           s.remote_timeout_ms / 1000,
+            return await self.races.answer(state, since, s.race_budget_ms / 1000, s.remote_timeout_ms / 1000,
                                            lambda: self._answer_on(self.worker, state, since, invoked))
         return await self._answer_on(self.worker, state, since, invoked)
 
@@ -284,51 +278,60 @@ class CompletionService:
         if found is not None and (found.complete or plan.partial_after is None):
             return found
         if plan.item_one and not self.store.streaming(state):
-            first = await self._item_one(worker, state, since, plan)
+            first = await self._item_one(state, plan)
             if first is not None or self.store.streaming(self.auto_twin(state)):
                 return first  # (None: the line is still coming: flint/refresh when it is there)
-        worker.submit(state, USER, budget_s=plan.job_budget, detachable=plan.detachable)
+        work = Work(budget_s=plan.job_budget, tier=tier)
         if found is not None and found.comps and found.source in ("type-through", "disk"):
-            worker.release(state)  # a start read or typed through answers now; the generation writes the rest
+            # a start read or typed through answers now; the generation writes the rest
+            self.store.submit(state, replace(work, mode=Ask.BACKGROUND))
             return found
-        return await self._wait(worker, state, since, invoked, plan)
+        return await self._wait(self.store.submit(state, work), invoked, plan)
 
-    async def _item_one(self, worker: Worker, state: State, since: float, plan: planner.Waiting) -> Answer | None:
+    async def _item_one(self, state: State, plan: planner.Waiting) -> Answer | None:
         """An explicit request: the automatic suggestion for this state (made, or made now: one greedy row
         with its drafts is the fastest line) is item 1; the other variants follow (their job runs to its
         end on the KV the line left, then flint/refresh). Where the variants' own generation already runs,
         its item 1 is shown once settled (``_wait``)."""
-        first = await explicit.greedy_first(self.store, worker, self.auto_twin(state), since, plan.deadline,
-                                            self._asked.setdefault(state.uri, asyncio.Event()), self._settings)
+        first = await explicit.greedy_first(self.store, self.worker, self.auto_twin(state), plan,
+                                            self._asked(state.uri),
+                                            self._settings().max_lines)
         if first is not None:
-            worker.submit(state, USER, budget_s=plan.job_budget)
-            worker.release(state, awaited=True)
+            self.store.submit(state, Work(Ask.AWAITED, plan.job_budget))
         return first
 
-    async def _wait(self, worker: Worker, state: State, since: float, invoked: bool,
-                    plan: planner.Waiting) -> Answer | None:
+    async def _wait(self, ticket: Ticket, invoked: bool, plan: planner.Waiting) -> Answer | None:
         """Wait in the store for the job just submitted (or joined); let it go when the answer is there."""
-        backend = "remote" if worker.tier == "remote" else None
+        state = ticket.state
+        backend = "remote" if ticket.tier == "remote" else None
         settle = settle_rule(state, self._settings().max_lines) if invoked and state.params.n > 1 else None
-        accept = (lambda: explicit.settled_first(self.store, state, since, settle, backend)) if settle else None
+        accept = (lambda: explicit.settled_first(self.store, state, plan.since, settle, backend)) if settle else None
         try:
             while True:
-                waited = await self.store.wait(state, plan.deadline, plan.partial_after, since=since,
-                                               tier=worker.tier, backend=backend, whole_lines=plan.whole_lines,
-                                               accept=accept)
+                waited = await ticket.wait(plan, accept)
                 ans = waited.answer
                 if waited.why == "ended" and ans is not None and ans.quick and invoked and \
                         time.monotonic() < plan.deadline:
                     state = planner.whole_window(state)  # nothing from the quick window: the user asked
-                    worker.submit(state, USER, budget_s=plan.job_budget, anew=True)
+                    ticket = self.store.submit(state, Work(budget_s=plan.job_budget, anew=True,
+                                                            tier=ticket.tier or "local"))
                     continue
                 if waited.why != "ended":
                     # at the deadline, or the variants' item 1: keep generating (a refresh, the next ask)
-                    worker.release(state, awaited=waited.why in ("accepted", "deadline"))
+                    ticket.detach(awaited=waited.why in ("accepted", "deadline"))
                 return ans
         except asyncio.CancelledError:
-            worker.abandon(state)
+            # an automatic request's generation goes on (the editor cancels the previous keystroke's request
+            # before it sends the next, which may type through it); an explicit one's stops
+            ticket.detach() if plan.detachable else ticket.release()
             raise
+
+    def _asked(self, uri: str) -> asyncio.Event:
+        """Set when a newer request for the document comes."""
+        record = self.docs[uri]
+        if record.asked is None:
+            record.asked = asyncio.Event()
+        return record.asked
 
     def auto_twin(self, state: State) -> State:
         return explicit.auto_twin(self._settings(), state, self.remote_ready())

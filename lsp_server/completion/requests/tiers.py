@@ -1,6 +1,6 @@
 """The backend tiers: the local model's scheduler, and the capable tier's (a remote server or a second local
 model) when the settings name one, each its own worker thread writing into the one store. What the rest of
-the service asks about them (which engine, its prompt windows, its disk-cache identity, its name) is here."""
+the service asks about them (which engine, its prompt windows, its name) is here."""
 
 from __future__ import annotations
 
@@ -27,13 +27,20 @@ class Tiers:
         self._events = events
         self._load = load
         self._load_remote = load_remote
-        self.local = self._worker("local", lambda: load(settings()))
+        self.local = self._worker("local", self._loader(load))
         self.remote: Worker | None = None  # the capable tier: its own thread, never holds the local model
         self._remote_key: tuple | None = None
         self._started = False
 
     def _worker(self, tier: str, load: Loader) -> Worker:
-        return Worker(load, StoreHooks(self._store, self._settings, tier, self._events), self._events, tier)
+        worker = Worker(load, StoreHooks(self._store, tier, self._events), self._events, tier)
+        self._store.attach(worker)  # the store's tickets submit this tier's work to it
+        return worker
+
+    def _loader(self, load: Load) -> Loader:
+        """``load`` with the settings of now (the engine thread calls it, and reads no live settings)."""
+        settings = self._settings()
+        return lambda: load(settings)
 
     def start(self) -> None:
         self._started = True
@@ -41,7 +48,7 @@ class Tiers:
         self.sync_remote()
 
     def reload(self) -> None:
-        self.local.reload(lambda: self._load(self._settings()))
+        self.local.reload(self._loader(self._load))
 
     def sync_remote(self) -> bool:
         """Start, replace or stop the capable tier to match the settings; False when there is none."""
@@ -55,7 +62,7 @@ class Tiers:
             _stop_worker(old)
         if key is None or not self._started:
             return False
-        self.remote = self._worker("remote", lambda: self._load_remote(self._settings()))
+        self.remote = self._worker("remote", self._loader(self._load_remote))
         self.remote.start()
         return True
 
@@ -63,6 +70,10 @@ class Tiers:
         self.local.stop()
         if self.remote is not None:
             _stop_worker(self.remote)
+
+    def document_closed(self, uri: str) -> None:
+        for w in self.all():
+            w.document_closed(uri)
 
     def all(self) -> list[Worker]:
         return [self.local] if self.remote is None else [self.local, self.remote]
@@ -91,14 +102,6 @@ class Tiers:
         if cfg is None:
             return knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS
         return cfg.max_prefix_chars, cfg.max_suffix_chars
-
-    def identity(self, tier: str) -> tuple[str, int, int] | None:
-        """The disk cache's identity of a tier's answers: its model, context block and prompt windows."""
-        eng = self.engine(tier)
-        if eng is None or not eng.model_id:
-            return None
-        digest = eng.context_digest  # a suggestion made with another context block is another entry
-        return (f"{eng.model_id}+context:{digest}" if digest else eng.model_id, *self.windows(tier))
 
 
 def _stop_worker(w: Worker) -> None:

@@ -1,30 +1,29 @@
 """``StoreHooks``: how one backend's scheduler (worker.Worker) writes into the store. Every outcome of every
 job goes through here: the tokens a generation streams (its type-through entry), how the job ended
-(``Store.ended``: a result or an error), the disk cache. It reads only thread-safe things (the store and
-the settings) and the data the scheduler hands it; what a capable-tier generation made goes up as an event
-(events.RemoteDone), never as a call into the service.
+(``Store.ended``: a result or an error), the disk cache and its identity. It reads only thread-safe things
+(the store) and the data the scheduler hands it (the job, with its settings snapshot; the engine, when it
+changes); what a capable-tier generation made goes up as an event (events.RemoteDone), never as a call
+into the service.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
+from engine.backends import Backend
 from engine.cache.typethrough import Entry
 from engine.policy import routing
 from engine.types import Doubts, Timings
 from lsp_server.completion.events import Events, RemoteDone
 from lsp_server.completion.jobs import USER, Job, Result, State
 from lsp_server.completion.store.answers import hidden_entry
+from lsp_server.completion.store.ondisk import identity_of
 from lsp_server.completion.store.store import Store
-from lsp_server.settings import Settings
 
 
 class StoreHooks:
-    def __init__(self, store: Store, settings: Callable[[], Settings], tier: str = "local",
-                 events: Events | None = None) -> None:
+    def __init__(self, store: Store, tier: str = "local", events: Events | None = None) -> None:
         self.store = store
-        self._settings = settings
         self.tier = tier  # whose worker these hooks serve: local | remote
         self._events = events
 
@@ -50,10 +49,15 @@ class StoreHooks:
     def forget(self) -> None:
         self.store.forget(self.tier)
 
+    def identify(self, engine: Backend | None) -> None:
+        """(engine thread) The tier's engine changed (loaded, unloaded, another context block): the disk
+        cache keys its answers by what it is now."""
+        self.store.disk.identify(self.tier, identity_of(engine))
+
     def keep(self, job: Job, running: bool, current: State) -> bool:
         """Does a job made for an older revision still serve the document's new state ``current``? A
         running generation the user typed through so far does (once it has streamed text)."""
-        if self.tier == "remote" and self._settings().routing == routing.PAUSE:
+        if self.tier == "remote" and job.settings.routing == routing.PAUSE:
             return False  # the pause is over: the capable model leaves both cores to the keystrokes
         entry = job.handle
         if running and isinstance(entry, Entry) and self.store.consistent(entry, current.prefix, current.suffix):
@@ -68,21 +72,21 @@ class StoreHooks:
     def answer(self, job: Job) -> Result | None:
         """The store's complete answer for the job's state, filled since it was queued (typed through,
         disk): then no model call."""
-        found = self.store.lookup(job.state, since=None, partial=False, backend=self.tier)
+        found = self.store.lookup(job.state, since=None, partial=False, backend=self.tier, settings=job.settings)
         if found is None or not found.complete:
             return None
         return found.comps, Timings()
 
     def started(self, job: Job) -> None:
-        if not self.store.speculating:  # (with speculation off nothing is typed through)
+        if not job.settings.speculation:  # (with speculation off nothing is typed through)
             return
         key = (*job.params.key(), self.tier)
-        if self.tier == "remote" and self._settings().routing in (routing.RACE, routing.PAUSE):
+        if self.tier == "remote" and job.settings.routing in (routing.RACE, routing.PAUSE):
             # a race's (or a pause's) remote generation stays out of sight until it wins (race.py,
             # pause.py); its entry is kept aside only to tell whether the user's typing agrees with it
             job.handle = hidden_entry(job.prefix, job.suffix, job.params.n, key)
             return
-        job.handle = self.store.open(job.prefix, job.suffix, job.params.n, key, work=job.work)
+        job.handle = self.store.open(job.prefix, job.suffix, job.params.n, key, work=job.account)
 
     def token(self, job: Job, index: int, text: str, doubts: Doubts = ()) -> None:
         entry = job.handle

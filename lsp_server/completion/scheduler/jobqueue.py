@@ -3,7 +3,7 @@ through it): the pending job per document (its current state), the idle warm-up,
 
 from __future__ import annotations
 
-from lsp_server.completion.jobs import SPECULATIVE, USER, Job, State
+from lsp_server.completion.jobs import SPECULATIVE, USER, Job, Life, State
 
 
 class JobQueue:
@@ -22,7 +22,7 @@ class JobQueue:
     def job_for(self, state: State) -> Job | None:
         """The job (running or waiting) whose result answers ``state``."""
         return next((j for j in (self.running, *self.pending.values())
-                     if j is not None and not j.ended and j.state.serves(state)), None)
+                     if j is not None and j.life is not Life.ENDED and j.state.serves(state)), None)
 
     def joinable(self, state: State) -> Job | None:
         """A job still to finish that does ``state``'s work (running, or the document's pending one)."""
@@ -34,7 +34,7 @@ class JobQueue:
         the user has gone (``user_gone``) only what a request waits for runs."""
         jobs = self.waiting()
         if user_gone:
-            jobs = [j for j in jobs if j.waiters or j.awaited]
+            jobs = [j for j in jobs if not j.idle_work]
         ready = [j for j in jobs if j.not_before <= now]
         if ready:
             return min(ready, key=lambda j: (j.priority, j.seq)), 0.0
@@ -77,7 +77,7 @@ class JobQueue:
         r = self.running
         if r is None or r.cancel.cancelled:
             return None
-        if r.uri == job.uri and r.tracking and r.revision == job.revision:
+        if r.uri == job.uri and r.life is Life.TRACKING and r.revision == job.revision:
             return None
         if r.uri == job.uri and r.priority <= SPECULATIVE:
             return "superseded"

@@ -27,7 +27,7 @@ from engine.backends import Backend, as_backend
 from engine.remote.wire import RemoteError
 from engine.types import Doubts
 from lsp_server.completion.events import Events, Status, Worked
-from lsp_server.completion.jobs import SPECULATIVE, WARM, Hooks, Job, Result, Stale, reason_exc, stop_job
+from lsp_server.completion.jobs import SPECULATIVE, Hooks, Job, Result, Stale, WarmUp, reason_exc, stop_job
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +84,7 @@ class Runner:
             if reload is not None:
                 self.unload()
                 self.hooks.forget()
+                self.hooks.identify(None)
                 error = self.load(reload)
                 if error is not None:
                     scheduler.load_failed(error)
@@ -96,8 +97,8 @@ class Runner:
     def execute(self, job: Job, scheduler: Scheduler) -> Ran:
         """Run one job: a warm-up, or a generation unless its document moved on or it was stopped."""
         try:
-            if job.priority == WARM:
-                self.warm(job)
+            if isinstance(job.work, WarmUp):
+                self.warm(job, job.work)
                 return Ran()
             if scheduler.revision(job.uri) != job.revision:
                 return Ran(error=Stale("the document changed"))
@@ -122,10 +123,12 @@ class Runner:
         except Exception as e:
             log.error("model load failed: %s", e)
             self.engine, self.load_error = None, str(e)
+            self._safely(self.hooks.identify, None)
             self.emit("error", message=str(e))
             self.loaded.set()
             return str(e)
         self.engine, self.load_error = engine, None
+        self._safely(self.hooks.identify, engine)  # what the disk cache keys this tier's answers by
         log.info("model %s ready in %.1f s", engine.model_id, time.perf_counter() - t0)
         self.emit("ready", model=engine.model_id, load_s=time.perf_counter() - t0)
         self.loaded.set()
@@ -165,6 +168,8 @@ class Runner:
             self._worked(job, t0, c0)
             self._safely(self.hooks.finished, job, result, (time.perf_counter() - t0) * 1000)
         self._observe(job, result, (time.perf_counter() - t0) * 1000)
+        if self.tier == "remote":  # a server that did not name its model at load has named it now
+            self._safely(self.hooks.identify, engine)
         return Ran(result, ms=(time.perf_counter() - t0) * 1000)
 
     def _from_store(self, job: Job) -> Result | None:
@@ -203,19 +208,19 @@ class Runner:
         except Exception:  # a broken hook must not kill the engine thread
             log.exception("%s hook failed", hook.__name__)
 
-    def warm(self, job: Job) -> None:
+    def warm(self, job: Job, warm_up: WarmUp) -> None:
         """An idle job: its context block first (the KV holds no prompt with a new block), then the active
         spot's full window, unless the KV holds (almost all of) it already."""
         engine = self.engine
         assert engine is not None
-        if job.admit_context:
-            try:
-                if engine.set_context(job.context):  # (the engine tells a new block from the one it holds)
-                    log.debug("context block %s admitted", engine.context_digest or "(none)")
-                self._context_uri = job.uri if engine.context_digest else None
-            except Exception:
-                log.exception("admitting the context block failed")
-        if not job.prefill:
+        try:
+            if engine.set_context(warm_up.context):  # (the engine tells a new block from the one it holds)
+                log.debug("context block %s admitted", engine.context_digest or "(none)")
+                self._safely(self.hooks.identify, engine)  # another block: other disk entries
+            self._context_uri = job.uri if engine.context_digest else None
+        except Exception:
+            log.exception("admitting the context block failed")
+        if not warm_up.prefill:
             return
         t0, c0 = time.perf_counter(), time.process_time()
         try:
@@ -232,7 +237,7 @@ class Runner:
     def _worked(self, job: Job, t0: float, c0: float) -> None:
         """The accounting (events.Worked): this job's wall time and the process's CPU time meanwhile (the
         engine's own threads do nearly all of it)."""
-        self._events.put(Worked(self.tier, job.work, (time.perf_counter() - t0) * 1000,
+        self._events.put(Worked(self.tier, job.account, (time.perf_counter() - t0) * 1000,
                                 (time.process_time() - c0) * 1000))
 
     def _drop_foreign_context(self, engine: Backend, uri: str) -> None:
@@ -241,6 +246,7 @@ class Runner:
             # chunks were chosen for that file's code): none until idle time gathers one for this one
             engine.set_context(None)
             self._context_uri = None
+            self._safely(self.hooks.identify, engine)
             log.debug("context block dropped: %s is not the document it was gathered for", uri)
 
     def report(self, ran: Ran, job: Job, idle: bool) -> None:

@@ -17,7 +17,8 @@ the model, results travel one way).
 - A job starts at once (newest wins: a keystroke appends a token or two to the KV cache), not before its
   ``not_before`` (the planner's: a pause, a burst of edits).
 - Every job ends exactly once in the store (``Hooks.ended``): a result, or one of jobs.py's exceptions. A
-  request may *release* its job (answered from elsewhere, or at its deadline): it goes on as speculation.
+  request may *detach* from its job (answered from elsewhere, or at its deadline): it goes on as
+  speculation. A job's ``Life`` is the one value that says what becomes of it.
 - Idle ``knobs.IDLE_WARM_S`` with nothing new: the worker says so (events.Idle); the service may hand it one
   warm-up (``warm``: the active spot and its context block).
 
@@ -31,20 +32,23 @@ import itertools
 import logging
 import threading
 import time
-from typing import Any
 
 from engine.backends import Backend
 from lsp_server.completion.events import Events, Idle
 from lsp_server.completion.jobs import (
     USER,
     WARM,
+    Ask,
     EngineUnavailable,
     Hooks,
     Job,
+    Life,
     Result,
     Stale,
     State,
     Superseded,
+    WarmUp,
+    Work,
     reason_exc,
     stop_job,
 )
@@ -90,37 +94,40 @@ class Worker:
     def loaded(self) -> threading.Event:
         return self.runner.loaded
 
-    def submit(self, state: State, priority: int = USER, *, budget_s: float | None = None,
-               not_before: float = 0.0, detachable: bool = False, anew: bool = False) -> None:
-        """Queue work for a document's state; its outcome goes into the store (``Store.wait``). A USER job
-        counts one more request waiting for it, until ``release`` or ``abandon``.
-
-        ``budget_s``: time allowed once the job starts; the engine returns what it has by then.
-        ``not_before``: a time.monotonic() before which the job does not start.
-        ``detachable``: when its requests leave, the job goes on as speculation (an editor cancels the
-        request of the previous keystroke before it sends the next one, which may type through it).
-        ``anew``: what the store holds for this state was cut off (the user went on before it was whole
-        and came back): the model runs, neither the store nor the last job's result answers."""
-        job = Job(state, priority, next(self._seq), budget_s=budget_s, not_before=not_before, anew=anew,
-                  speculative=priority != USER or detachable)
+    def submit(self, state: State, work: Work | None = None) -> Job | None:
+        """Queue work for a document's state; its outcome goes into the store (``Ticket.wait``). A request's
+        job (``Ask.REQUEST``) counts one more request waiting for it, until it leaves (``leave``); the
+        background modes are a request's at submission (they join and pre-empt as one) and let go at once.
+        The job queued or joined; None when the store's record of this very work answers it."""
+        work = work or Work()
+        job = Job(state, work.priority, next(self._seq), work,
+                  life=Life.BACKGROUND if work.mode is Ask.SPECULATE else Life.ASKED, not_before=work.not_before)
         with self._cond:
             self._touch()
             self._heard(state)
-            refused = self._refusal()
-            if refused is not None:
-                self.hooks.queued(job)
-                self._end(job, None, refused)
-                return
-            if not anew and self.hooks.repeat(job):
-                return  # asked again for what was just computed: the store answers from its record
-            same = self._q.joinable(state)
-            if same is None:
-                self._queue(job)
-                return
-            same.join(job)  # the same work: its request waits for that job
-            if same is not self._q.running:
-                self._preempt(same)  # now a user's request: it may outrank what is running
-            self.hooks.queued(same)
+            target = self._place(job)
+            if work.mode in (Ask.BACKGROUND, Ask.AWAITED):
+                self._leave(target, Life.AWAITED if work.mode is Ask.AWAITED else Life.BACKGROUND)
+            return target
+
+    def _place(self, job: Job) -> Job | None:
+        """Queue ``job``, or join the same work queued or running (lock held)."""
+        refused = self._refusal()
+        if refused is not None:
+            self.hooks.queued(job)
+            self._end(job, None, refused)
+            return job
+        if not job.anew and self.hooks.repeat(job):
+            return None  # asked again for what was just computed: the store answers from its record
+        same = self._q.joinable(job.state)
+        if same is None:
+            self._queue(job)
+            return job
+        same.join(job)  # the same work: its request waits for that job
+        if same is not self._q.running:
+            self._preempt(same)  # now a user's request: it may outrank what is running
+        self.hooks.queued(same)
+        return same
 
     def _refusal(self) -> EngineUnavailable | None:
         if self._stopping or self.runner.load_error is not None and self.runner.engine is None and not self._reload:
@@ -157,8 +164,7 @@ class Worker:
             for job in self._q.older(uri, revision):
                 running = job is self._q.running
                 if current is not None and self.hooks.keep(job, running, current):
-                    self._rebase(job, revision)
-                    job.tracking = job.tracking or running
+                    self._rebase(job, revision, running)
                 elif running:
                     stop_job(job, "stale")
                 else:
@@ -173,27 +179,22 @@ class Worker:
     def document_closed(self, uri: str) -> None:
         self.document_changed(uri, CLOSED)
 
-    def release(self, state: State, awaited: bool = False) -> None:
-        """A request stops waiting for ``state``'s job without stopping it: the job goes on as speculation
-        (its result lands in the store for the next ask). ``awaited``: the request got nothing, so the user
-        still waits at that spot: the job is not idle work (it runs to its end; the client hears a refresh)."""
+    def leave(self, job: Job | None, seq: int, detach: Life | None = None) -> None:
+        """A request stops waiting for ``job`` (its ticket: Ticket.release, Ticket.detach): ``detach`` lets
+        the job go on (BACKGROUND: its result lands in the store for the next ask; AWAITED: the request got
+        nothing and the user still waits at that spot, so it is not idle work: it runs to its end and the
+        client hears a refresh); without, the job stops unless it goes on anyway (speculation a request had
+        joined, a job let go before). A job rebased since (``seq`` moved on) serves other text: not theirs."""
         with self._cond:
-            self._leave(self._q.job_for(state), release=True, awaited=awaited)
+            self._leave(job if job is not None and job.seq == seq else None, detach)
 
-    def abandon(self, state: State) -> None:
-        """A request for ``state`` was cancelled by the client: its job stops unless it goes on anyway
-        (speculation a request had joined, a job let go before)."""
-        with self._cond:
-            self._leave(self._q.job_for(state))
-
-    def warm(self, state: State | None, context: Any, prefill: bool = True) -> None:
-        """(after events.Idle) Idle work: put ``context`` (a repository context block, or None) in front of
-        prompts and, with ``prefill``, warm the KV cache for ``state``. Nothing if the user acted since."""
+    def warm(self, state: State | None, warm_up: WarmUp) -> None:
+        """(after events.Idle) Idle work for ``state``: its repository context block and, with
+        ``WarmUp.prefill``, the KV cache. Nothing if the user acted since."""
         with self._cond:
             if self._stopping or not self._idle_asked or state is None:
                 return
-            self._q.warm = Job(state, WARM, next(self._seq), speculative=True, admit_context=True, context=context,
-                             prefill=prefill)
+            self._q.warm = Job(state, WARM, next(self._seq), warm_up, life=Life.BACKGROUND)
             self._cond.notify()
 
     def reload(self, load: Loader) -> None:
@@ -250,11 +251,11 @@ class Worker:
         else:
             self._current[uri] = current
 
-    def _leave(self, job: Job | None, release: bool = False, awaited: bool = False) -> None:
+    def _leave(self, job: Job | None, detach: Life | None) -> None:
         """A request stopped waiting for ``job``."""
         self._last_active = time.monotonic()  # a request's deadline passed, or it went: the user acted
         self._wake_watchdog.set()
-        if job is not None and job.leave(release, awaited):
+        if job is not None and job.leave(detach):
             stop_job(job, "client cancelled")
             if self._q.pending.get(job.uri) is job:
                 del self._q.pending[job.uri]
@@ -266,16 +267,16 @@ class Worker:
         if reason is not None and self._q.running is not None:
             stop_job(self._q.running, reason)
 
-    def _rebase(self, job: Job, revision: int) -> None:
+    def _rebase(self, job: Job, revision: int, running: bool) -> None:
         self.hooks.ended(job, None, Stale("the document changed"))  # its requests asked about the old text
-        job.rebase(revision, next(self._seq))
+        job.rebase(revision, next(self._seq), running)
         self.hooks.queued(job)
 
     def _end(self, job: Job, result: Result | None, error: BaseException | None) -> None:
         """The job's outcome into the store, once."""
-        if job.ended:
+        if job.life is Life.ENDED:
             return
-        job.ended = True
+        job.life = Life.ENDED
         job.waiters = 0
         self.hooks.ended(job, result, error)
 
@@ -343,7 +344,7 @@ class Worker:
 
     def keeps(self, job: Job) -> bool:
         """(engine thread) Does a job kept through an edit still serve where the user is?"""
-        if not job.tracking:
+        if job.life is not Life.TRACKING:
             return True
         with self._cond:
             current = self._current.get(job.uri)
@@ -359,13 +360,12 @@ class Worker:
                     return
                 r = self._q.running
                 due = self._last_active + knobs.IDLE_WORK_S
-                if r is not None and not r.waiters and not r.awaited and not r.cancel.cancelled and \
-                        time.monotonic() >= due:
+                if r is not None and r.idle_work and not r.cancel.cancelled and time.monotonic() >= due:
                     log.debug("job %d stopped: the user is idle", r.seq)
                     stop_job(r, "idle")
                     r = None
                 self._wake_watchdog.clear()
-            if r is None or r.cancel.cancelled or r.waiters or r.awaited:  # woken: a job starts, a waiter leaves
+            if r is None or r.cancel.cancelled or not r.idle_work:  # woken: a job starts, a waiter leaves
                 self._wake_watchdog.wait()
             else:
                 self._wake_watchdog.wait(max(0.01, due - time.monotonic()))

@@ -1,5 +1,6 @@
 """``Answer``: what the store gives a request (raw completions at the state's cursor, where they came from,
-whether more is coming), and the small pure helpers about entries and settled variants."""
+whether more is coming), ``Record``: how a unit of work ended, and the small pure helpers about entries and
+settled variants."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from engine.cache.typethrough import Entry, anchor_of
 from engine.text.budget import Budget, settled
 from engine.text.postprocess import CUT_OFF_REASONS, Mode, budget_for, split_cursor
 from engine.types import Completion
-from lsp_server.completion.jobs import State
+from lsp_server.completion.jobs import Result, State
 
 
 @dataclass
@@ -25,6 +26,19 @@ class Answer:
     # (a request that may wait asks again with GenParams.quick_start off: planner.whole_window)
     quick: bool = False
     entry: Entry | None = None  # the generation it was made from (the work accounting: Entry.served)
+
+
+@dataclass
+class Record:
+    """One unit of work for one scheduler tier: the job serving it now (``seq``) and how it ended."""
+
+    seq: int
+    state: State  # the job's own state (whether it may run the quick window)
+    ended: bool = False
+    result: Result | None = None
+    error: BaseException | None = None
+    at: float = 0.0  # when it ended (time.monotonic())
+    entry: Entry | None = None  # the type-through entry its job wrote (None: speculation off, remote hidden)
 
 
 def entry_backend(entry: Entry) -> str:

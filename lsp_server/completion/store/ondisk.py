@@ -1,29 +1,52 @@
 """The store's disk part: the on-disk cache shared by every server on the machine (engine/cache/disk.py),
 its keys (the backend's model id, context block and prompt windows are part of them), and a short memory
-of keys just looked up in vain (the didChange and the request for one keystroke ask for the same key)."""
+of keys just looked up in vain (the didChange and the request for one keystroke ask for the same key).
+
+Each tier's identity arrives as data (``identify``), from its engine thread when it changes (a model
+loaded, another context block admitted): nobody asks the service for it per lookup."""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 
+from engine.backends import Backend
 from engine.cache.disk import CompletionCache, is_complete
 from engine.cache.entries import cache_key
 from engine.types import Completion, GenParams
+from lsp_server.completion.policy import knobs
 
 DISK_MISS_MEMORY = 64  # recent disk misses not asked again (this server fills the entries it misses)
 
-# (model id, max prefix chars, max suffix chars) of a backend tier, or None while it is not loaded
-Identity = Callable[[str], "tuple[str, int, int] | None"]
+# (model id with its context block's digest, max prefix chars, max suffix chars) of a backend tier
+Identity = tuple[str, int, int]
+
+
+def identity_of(engine: Backend | None) -> Identity | None:
+    """The disk cache's identity of a backend's answers: its model, context block and prompt windows (None:
+    not loaded). A suggestion made with another context block is another entry."""
+    if engine is None or not engine.model_id:
+        return None
+    cfg = engine.config
+    windows = (cfg.max_prefix_chars, cfg.max_suffix_chars) if cfg is not None else \
+        (knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS)
+    digest = engine.context_digest
+    return (f"{engine.model_id}+context:{digest}" if digest else engine.model_id, *windows)
 
 
 class DiskAnswers:
-    def __init__(self, identity: Identity) -> None:
-        self._identity = identity
+    def __init__(self) -> None:
+        self._identities: dict[str, Identity] = {}  # tier -> its identity now (identify)
         self.cache: CompletionCache | None = None
         self._misses: OrderedDict[str, None] = OrderedDict()  # keys just looked up in vain
         self._lock = threading.Lock()  # the engine threads look up and fill entries too
+
+    def identify(self, tier: str, identity: Identity | None) -> None:
+        """(a tier's engine thread) What its answers are keyed by from now on (None: no model loaded)."""
+        if identity is None:
+            self._identities.pop(tier, None)
+        else:
+            self._identities[tier] = identity
 
     def open(self, size_mb: int) -> None:
         self.close()
@@ -36,7 +59,7 @@ class DiskAnswers:
 
     def key(self, prefix: str, suffix: str, params: GenParams, tier: str = "local") -> str | None:
         """The disk entry's key: the backend's model id is part of it (local and remote never mix)."""
-        ident = self._identity(tier)
+        ident = self._identities.get(tier)
         if self.cache is None or ident is None or not ident[0]:
             return None
         model_id, max_p, max_s = ident

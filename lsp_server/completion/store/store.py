@@ -2,22 +2,25 @@
 
 It owns the type-through store (generations finished or still streaming, engine/cache/typethrough.py),
 the exact-repeat memory that store gives, the disk cache (ondisk.py), and one record per unit of work
-(``Work``): which job serves it now and how that job ended (a result, or Stale / Superseded / Cancelled
-/ an error). The schedulers write (through hooks.StoreHooks, on their engine threads): ``open`` an entry
-when a generation starts, ``stream`` its text, ``finish`` or ``discard`` it, and ``ended`` for every job.
-Requests read, on the event loop: ``lookup`` a state, or ``wait`` for its answer (one loop for every
-waiter: the service's requests, an explicit request's item 1, a race's local side). A generation cancelled
+(``Record``): which job serves it now and how that job ended (a result, or Stale / Superseded / Cancelled
+/ an error). Requests submit work here (``submit``: the tier's scheduler queues or joins a job, the
+request holds a tickets.Ticket). The schedulers write (through hooks.StoreHooks, on their engine threads):
+``open`` an entry when a generation starts, ``stream`` its text, ``finish`` or ``discard`` it, and
+``ended`` for every job. Requests read, on the event loop: ``lookup`` a state, or ``wait`` (one loop for
+every waiter, each steering it with its own look: a ticket, a race, a refresh watch). A generation cancelled
 or crashed is finished with what it had as a cut-off entry (never one that reads as complete) or discarded.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TypeVar
 
 from engine.cache.disk import is_complete
 from engine.cache.typethrough import Entry, Hit, TypeThrough
@@ -25,43 +28,26 @@ from engine.policy import routing
 from engine.text.postprocess import CUT_OFF_REASONS, Mode, postprocess, split_cursor
 from engine.types import Completion, Doubts
 from lsp_server.completion.events import Changed, Events
-from lsp_server.completion.jobs import Job, Result, State, Superseded, WorkKey
+from lsp_server.completion.jobs import Ask, Job, Result, Scheduling, State, Work, WorkKey
 from lsp_server.completion.policy.planner import is_lookahead, lookahead_for_block
-from lsp_server.completion.store.answers import Answer, entry_backend
-from lsp_server.completion.store.ondisk import DiskAnswers, Identity
+from lsp_server.completion.store.answers import Answer, Record, entry_backend
+from lsp_server.completion.store.ondisk import DiskAnswers
+from lsp_server.completion.store.tickets import Alarm, Ticket
 from lsp_server.settings import Settings
 
 WORK_KEPT = 512  # records of units of work kept (a request waits on the newest few)
 
 
-@dataclass
-class Work:
-    """One unit of work for one scheduler tier: the job serving it now (``seq``) and how it ended."""
-
-    seq: int
-    state: State  # the job's own state (whether it may run the quick window)
-    ended: bool = False
-    result: Result | None = None
-    error: BaseException | None = None
-    at: float = 0.0  # when it ended (time.monotonic())
-    entry: Entry | None = None  # the type-through entry its job wrote (None: speculation off, remote hidden)
-
-
-@dataclass
-class Waited:
-    """What ``Store.wait`` came back with, and why: "ended" (the work ended: its answer), "found" (the
-    store had one worth showing), "accepted" (the caller's own early answer), "deadline" (nothing)."""
-
-    answer: Answer | None
-    why: str
+R = TypeVar("R")
 
 
 class Store:
-    def __init__(self, settings: Callable[[], Settings], identity: Identity, events: Events | None = None) -> None:
-        self._settings = settings
+    def __init__(self, settings: Callable[[], Settings], events: Events | None = None) -> None:
+        self._settings = settings  # (event loop) the live settings; a job's lookups use its own snapshot
         self.typethrough = TypeThrough()
-        self.disk = DiskAnswers(identity)
-        self._work: OrderedDict[tuple[str, WorkKey], Work] = OrderedDict()
+        self.disk = DiskAnswers()
+        self._work: OrderedDict[tuple[str, WorkKey], Record] = OrderedDict()
+        self._schedulers: dict[str, Scheduling] = {}  # tier -> its scheduler (Tiers attaches them)
         self._lock = threading.Lock()  # the records: written under a scheduler's lock, read on the loop
         self._events = events or Events()
         self._events.on(Changed, self._pulse)
@@ -87,55 +73,49 @@ class Store:
         if tick is not None and not tick.done():
             tick.set_result(None)
 
-    async def wait(self, state: State, deadline: float, partial_after: float | None = None, *, since: float,
-                   tier: str | None = "local", backend: str | None = None, whole_lines: bool = False,
-                   accept: Callable[[], Answer | None] | None = None, stop: asyncio.Event | None = None,
-                   until: asyncio.Future | None = None) -> Waited:
-        """(event loop) Wait for ``state``'s answer until ``deadline`` (time.monotonic()), looking again at
-        every change of the store:
-
-        - the work ``tier``'s scheduler was asked for ended: its answer, or its error raised (``tier`` None:
-          the caller asked for no work, it only reads the store);
-        - with ``partial_after`` (seconds after ``since``, when the request came): a complete answer, one
-          typed through or read from disk at once; after ``partial_after`` whatever has streamed
-          (``whole_lines``: complete lines only). ``backend``: only that backend's entries;
-        - ``accept()``: the caller's own early answer;
-        - ``stop`` set (a newer request for the document): ``Superseded``;
-        - ``until`` done (another task the caller waits for, a race's local answer): nothing, "until";
-        - at the deadline: nothing."""
-        show_at = since + partial_after if partial_after is not None else None
-        stopped = asyncio.ensure_future(stop.wait()) if stop is not None else None
+    async def wait(self, look: Callable[[float], R | None], deadline: float, alarms: Sequence[Alarm] = ()) -> R | None:
+        """(event loop) ``look(now)`` at once, then at every change of the store and at each alarm (a time,
+        or an awaitable done: ``look`` tells what it means), until it gives something, or None at
+        ``deadline``. Each waiter steers its own loop through ``look`` (tickets.Ticket.wait, a race, a
+        refresh watch)."""
+        owned = [asyncio.ensure_future(a) for a in alarms if inspect.iscoroutine(a)]
+        futures = owned + [a for a in alarms if isinstance(a, asyncio.Future)]
+        times = [a for a in alarms if isinstance(a, float)]
         try:
             while True:
-                done = self.outcome(tier, state) if tier is not None else None
-                if done is not None:
-                    if done.error is not None:
-                        raise done.error
-                    return Waited(self.final(state, since, done, tier or "local", backend), "ended")
                 now = time.monotonic()
-                if show_at is not None:
-                    late = now >= show_at or now >= deadline
-                    found = self.lookup(state, since, partial=late and not whole_lines, disk=False, backend=backend)
-                    if found is not None and (found.complete or found.source in ("type-through", "disk") or late):
-                        return Waited(found, "found")
-                early = accept() if accept is not None else None
-                if early is not None:
-                    return Waited(early, "accepted")
-                if until is not None and until.done():
-                    return Waited(None, "until")
+                found = look(now)
+                if found is not None:
+                    return found
                 if now >= deadline:
-                    return Waited(None, "deadline")
-                wake = min(deadline, show_at) if show_at is not None and now < show_at else deadline
-                others = [f for f in (stopped, until) if f is not None]
-                await asyncio.wait([self.next_change(), *others], timeout=max(0.0, wake - now),
+                    return None
+                wake = min([deadline, *(t for t in times if t > now)])
+                await asyncio.wait([self.next_change(), *futures], timeout=max(0.0, wake - now),
                                    return_when=asyncio.FIRST_COMPLETED)
-                if stop is not None and stop.is_set():
-                    raise Superseded("a newer request for this document replaced it")
         finally:
-            if stopped is not None:
-                stopped.cancel()
+            for f in owned:
+                f.cancel()
 
-    def final(self, state: State, since: float, done: Work, tier: str, backend: str | None) -> Answer:
+    # ---- submitting (event loop) ----------------------------------------------------------------
+    def attach(self, scheduler: Scheduling) -> None:
+        """(setup) ``scheduler`` runs its tier's work from now on."""
+        self._schedulers[scheduler.tier] = scheduler
+
+    def submit(self, state: State, work: Work) -> Ticket:
+        """Ask ``work.tier``'s scheduler for ``state``'s work; the ticket waits for its answer here and lets
+        go of the job (a background mode lets go at once: its ticket only reads)."""
+        scheduler = self._schedulers[work.tier]
+        if work.settings is None:
+            work = replace(work, settings=self._settings())  # the job runs under the settings of now
+        job = scheduler.submit(state, work)
+        waits = work.mode is Ask.REQUEST
+        return Ticket(self, state, work.tier, scheduler if waits else None, job)
+
+    def reading(self, state: State) -> Ticket:
+        """A ticket for work nobody submitted here: it waits for what the store gets for ``state``."""
+        return Ticket(self, state, None, None, None)
+
+    def final(self, state: State, since: float, done: Record, tier: str, backend: str | None) -> Answer:
         """The answer a finished unit of work gives ``state``: its result (made before the request came:
         from memory), or "nothing yet" from the quick first window (the whole window may have a line)."""
         comps, timings = done.result or ([], None)
@@ -156,12 +136,12 @@ class Store:
         with self._lock:
             work = self._work.get(key)
             if work is None or work.seq != job.seq:
-                self._work[key] = Work(job.seq, job.state)
+                self._work[key] = Record(job.seq, job.state)
             self._work.move_to_end(key)
             while len(self._work) > WORK_KEPT:
                 self._work.popitem(last=False)
 
-    def repeat(self, tier: str, job: Job) -> Work | None:
+    def repeat(self, tier: str, job: Job) -> Record | None:
         """This very work's record, if it was just done (same document revision, text and parameters):
         its result answers the request again and no job is needed."""
         with self._lock:
@@ -179,7 +159,7 @@ class Store:
             work.entry = job.handle if isinstance(job.handle, Entry) else None
         self.changed()
 
-    def outcome(self, tier: str, state: State) -> Work | None:
+    def outcome(self, tier: str, state: State) -> Record | None:
         """The record of ``state``'s work on ``tier``, once it ended."""
         with self._lock:
             work = self._work.get((tier, state.key()))
@@ -223,31 +203,34 @@ class Store:
 
     # ---- reading --------------------------------------------------------------------------------
     def lookup(self, state: State, since: float | None, *, partial: bool, disk: bool = True,
-               backend: str | None = None) -> Answer | None:
+               backend: str | None = None, settings: Settings | None = None) -> Answer | None:
         """An answer for ``state`` without a model call: type-through / memory, then the disk.
 
         ``partial``: accept what a generation has streamed so far even if no line of it is complete.
         ``since``: when the request arrived (a generation finished before it is "memory", one finished
         while it waited is the "model" it waited for). ``backend``: only that backend's generations and
         disk entries (None: any generation; the disk of the state's route). A state that asks for the whole
-        window (``params.quick_start`` off) is not answered "nothing" by a quick window's generation."""
-        hits = self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n) if self.speculating else []
+        window (``params.quick_start`` off) is not answered "nothing" by a quick window's generation.
+        ``settings``: a job's snapshot (on an engine thread); else the settings of now."""
+        s = settings or self._settings()
+        hits = self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n) if s.speculation else []
         if disk and hits and not any(h.exact for h in hits):
             # the exact state beats typing through another state's generation, on disk as in memory: a
             # complete entry stored for this very state (a restart revisiting it) answers whole at once,
             # where a generation typed through may still be streaming toward it
-            stored = self._disk_answer(state, backend, complete_only=True)
+            stored = self._disk_answer(state, backend, s.speculation, complete_only=True)
             if stored is not None:
                 return stored
         for hit in hits:
             if backend is not None and entry_backend(hit.entry) != backend:
                 continue
-            found = self._hit_answer(hit, state, since, partial)
+            found = self._hit_answer(hit, state, since, partial, s)
             if found is not None:
                 return found
-        return self._disk_answer(state, backend) if disk else None
+        return self._disk_answer(state, backend, s.speculation) if disk else None
 
-    def _hit_answer(self, hit: Hit, state: State, since: float | None, partial: bool) -> Answer | None:
+    def _hit_answer(self, hit: Hit, state: State, since: float | None, partial: bool,
+                    settings: Settings) -> Answer | None:
         """What one type-through hit answers ``state`` (None: ask the next hit)."""
         entry = hit.entry
         tier = entry_backend(entry)
@@ -269,7 +252,7 @@ class Store:
         else:
             source = "memory"
         comps = hit.completions(source, state.params.n)
-        usable = [c for c in comps if self.shows(c, state, mode, live, partial)]
+        usable = [c for c in comps if self.shows(c, state, mode, live, partial, settings)]
         if hit.typed and mode == "single" and comps and comps[0].text.startswith("\n") and not usable and not live:
             # typed up to where the model ended the line, and its look-ahead line is not one to offer at the
             # end of this line (postprocess: offer_next_line): nothing to add here, as a generation would say
@@ -285,13 +268,14 @@ class Store:
                 Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier, quick=quick)
         return None
 
-    def _disk_answer(self, state: State, backend: str | None, complete_only: bool = False) -> Answer | None:
+    def _disk_answer(self, state: State, backend: str | None, speculating: bool,
+                     complete_only: bool = False) -> Answer | None:
         """The disk entry stored for this very state, as an answer (it joins the type-through entries)."""
         tier = backend or ("remote" if state.route == routing.REMOTE else "local")
         comps = self.disk.get(state.prefix, state.suffix, state.params, tier)
         if comps is None or (complete_only and not is_complete(comps)):
             return None
-        if self.speculating:
+        if speculating:
             self.typethrough.add(state.prefix, state.suffix, comps, n=state.params.n,
                                  key=(*state.params.key(), tier), origin="disk")
         # a stored start of a generation answers now; a generation here still writes the rest
@@ -311,12 +295,14 @@ class Store:
         tier = "remote" if state.route == routing.REMOTE else "local"
         return self.disk.get(state.prefix, state.suffix, state.params, tier) is not None
 
-    def shows(self, c: Completion, state: State, mode: Mode, live: bool, partial: bool) -> bool:
+    def shows(self, c: Completion, state: State, mode: Mode, live: bool, partial: bool,
+              settings: Settings | None = None) -> bool:
         """Would this (raw, possibly still streaming) text give a suggestion worth showing now?"""
         if live and not partial and "\n" not in c.text.lstrip("\n"):
             return False  # its first line is still being written
         truncated = live or c.finish_reason in CUT_OFF_REASONS
-        return postprocess(c.text, state.prefix, state.suffix, mode=mode, max_lines=self._settings().max_lines,
+        max_lines = (settings or self._settings()).max_lines
+        return postprocess(c.text, state.prefix, state.suffix, mode=mode, max_lines=max_lines,
                            truncated=truncated) is not None
 
     def mode_for(self, state: State, entry: Entry | None) -> Mode:

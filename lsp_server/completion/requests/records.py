@@ -1,0 +1,77 @@
+"""One record per open document (after ruff_server's one controller per document): everything the
+completion service keeps about a document on the event loop, in one place, dropped by one ``close``.
+
+The schedulers keep their own copy of what they need (each document's newest revision and current state:
+data down, read on their threads); the session keeps the text (documents.py). What is here is the service's:
+where the user is, the prompt window and the stay in it, the typing rhythm, the newest request, the refresh
+watch and the last refresh sent, the capable tier's window and its planned pause jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass, field
+
+from lsp_server.completion.jobs import State
+from lsp_server.completion.policy import knobs
+
+
+@dataclass
+class DocRecord:
+    state: State | None = None  # where the user is: the state an edit, a cursor move or a request put them at
+    window: tuple[int, float] | None = None  # the prompt window's start (kept while it fits) and since when
+    keystrokes: deque[float] = field(default_factory=lambda: deque(maxlen=knobs.TYPING_HISTORY))
+    asked: asyncio.Event | None = None  # set when a newer request for the document comes (Superseded)
+    watch_auto: bool = True  # the answer watched for a refresh was an automatic request's
+    refreshed: tuple[int, float, bool] | None = None  # the last refresh sent: (version, when, watch_auto)
+    watcher: asyncio.Task | None = None  # the refresh watch (refresh.Refresher)
+    pause_start: int | None = None  # the capable tier's window start in the state's prefix (pause.py)
+    # pause.py's planned capable-tier jobs: (prefix, suffix) -> (the state, when planned)
+    pauses: dict[tuple[str, str], tuple[State, float]] = field(default_factory=dict)
+
+    def close(self) -> None:
+        """The document closed: a request still waiting there is answered (Superseded), the watch stops."""
+        if self.asked is not None:
+            self.asked.set()
+        if self.watcher is not None:
+            self.watcher.cancel()
+
+
+class DocRecords:
+    """The records of the open documents, and the one the user typed or moved in last (``active``)."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, DocRecord] = {}
+        self.active: str | None = None
+
+    def __getitem__(self, uri: str) -> DocRecord:
+        """The document's record (made at its first use)."""
+        record = self._records.get(uri)
+        if record is None:
+            record = self._records[uri] = DocRecord()
+        return record
+
+    def get(self, uri: str) -> DocRecord | None:
+        return self._records.get(uri)
+
+    def state(self, uri: str) -> State | None:
+        """Where the user is in ``uri`` (None: not known)."""
+        record = self._records.get(uri)
+        return record.state if record is not None else None
+
+    def at(self, uri: str, state: State | None) -> None:
+        """The user is at ``state`` in ``uri`` now (None: a didOpen without a cursor; it does not move them)."""
+        self[uri].state = state
+        if state is not None:
+            self.active = uri
+
+    def active_state(self) -> State | None:
+        return self.state(self.active) if self.active is not None else None
+
+    def close(self, uri: str) -> None:
+        record = self._records.pop(uri, None)
+        if record is not None:
+            record.close()
+        if self.active == uri:
+            self.active = None

@@ -1,0 +1,110 @@
+"""A request's handle on the work it submitted (``Store.submit``): one ticket per submission.
+
+``await ticket.wait(plan)`` waits in the store for the answer; then the request lets go of its job:
+``release`` (the request is gone: the job stops unless it goes on anyway) or ``detach`` (it goes on, its
+result lands in the store for the next ask; ``awaited``: the user waits at that spot). A ticket lets go
+once; one whose work ended needs no letting go. A background submission's ticket has let go already.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from lsp_server.completion.jobs import Job, Life, Scheduling, State, Superseded
+from lsp_server.completion.policy.planner import Waiting
+from lsp_server.completion.store.answers import Answer, Record
+
+R = TypeVar("R")
+# what wakes a waiter besides the store's changes: a time (time.monotonic()), or something to await
+Alarm = float | Awaitable[object] | None
+
+
+@dataclass
+class Waited:
+    """What ``Ticket.wait`` came back with, and why: "ended" (the work ended: its answer), "found" (the
+    store had one worth showing), "accepted" (the caller's own early answer), "deadline" (nothing)."""
+
+    answer: Answer | None
+    why: str
+
+
+class Reads(Protocol):
+    """What a ticket reads of the store (store.Store)."""
+
+    def outcome(self, tier: str, state: State) -> Record | None: ...
+
+    def final(self, state: State, since: float, done: Record, tier: str, backend: str | None) -> Answer: ...
+
+    def lookup(self, state: State, since: float | None, *, partial: bool, disk: bool = True,
+               backend: str | None = None) -> Answer | None: ...
+
+    async def wait(self, look: Callable[[float], R | None], deadline: float,
+                   alarms: Sequence[Alarm] = ()) -> R | None: ...
+
+
+class Ticket:
+    def __init__(self, store: Reads, state: State, tier: str | None, scheduler: Scheduling | None,
+                 job: Job | None) -> None:
+        self.state = state
+        self.tier = tier  # whose record answers it (None: nothing was submitted, it only reads the store)
+        self._store = store
+        self._scheduler = scheduler  # None once let go (or never held)
+        self._job, self._seq = job, job.seq if job is not None else -1
+
+    @property
+    def submitted(self) -> bool:
+        return self.tier is not None
+
+    async def wait(self, plan: Waiting, accept: Callable[[], Answer | None] | None = None,
+                   stop: asyncio.Event | None = None) -> Waited:
+        """Wait for the state's answer until ``plan.deadline``, looking again at every change of the store:
+
+        - the work submitted ended: its answer, or its error raised;
+        - with ``plan.partial_after`` (seconds after ``plan.since``, when the request came): a complete answer,
+          one typed through or read from disk at once; after it whatever has streamed (``plan.whole_lines``:
+          complete lines only);
+        - ``accept()``: the caller's own early answer;
+        - ``stop`` (an asyncio.Event: a newer request for the document) set: ``Superseded``;
+        - at the deadline: nothing."""
+        state, since, tier = self.state, plan.since, self.tier
+        backend = "remote" if tier == "remote" else None
+        show_at = since + plan.partial_after if plan.partial_after is not None else None
+
+        def look(now: float) -> Waited | None:
+            done = self._store.outcome(tier, state) if tier is not None else None
+            if done is not None:
+                if done.error is not None:
+                    raise done.error
+                return Waited(self._store.final(state, since, done, tier or "local", backend), "ended")
+            if show_at is not None:
+                late = now >= show_at or now >= plan.deadline
+                found = self._store.lookup(state, since, partial=late and not plan.whole_lines, disk=False,
+                                           backend=backend)
+                if found is not None and (found.complete or found.source in ("type-through", "disk") or late):
+                    return Waited(found, "found")
+            early = accept() if accept is not None else None
+            if early is not None:
+                return Waited(early, "accepted")
+            if stop is not None and stop.is_set():
+                raise Superseded("a newer request for this document replaced it")
+            return None
+
+        alarms: list[Alarm] = [show_at, stop.wait() if stop is not None else None]
+        return await self._store.wait(look, plan.deadline, alarms) or Waited(None, "deadline")
+
+    def release(self) -> None:
+        """The request is gone (the client cancelled it): its job stops unless it goes on anyway."""
+        self._leave(None)
+
+    def detach(self, awaited: bool = False) -> None:
+        """The request leaves without stopping its job: it goes on as speculation (``awaited``: the request
+        got nothing and the user still waits there, so it is not idle work)."""
+        self._leave(Life.AWAITED if awaited else Life.BACKGROUND)
+
+    def _leave(self, detach: Life | None) -> None:
+        scheduler, self._scheduler = self._scheduler, None
+        if scheduler is not None:
+            scheduler.leave(self._job, self._seq, detach)
