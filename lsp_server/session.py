@@ -49,6 +49,7 @@ from lsp_server.completion import (
 from lsp_server.context import RepoContext
 from lsp_server.documents import Change, Document, DocumentError, DocumentStore, uri_path
 from lsp_server.errors import RequestError, request_error
+from lsp_server.gatekeeper import GateKeeper
 from lsp_server.nextedit.service import Found, NextEdits, to_json
 from lsp_server.settings import Settings
 from lsp_server.stats import Shown, Stats, work_name
@@ -88,6 +89,7 @@ class Session:
         self._ids = itertools.count(1)
         self._id_prefix = f"{os.getpid():x}"
         self.shown = Shown(self.stats)
+        self.gate = GateKeeper.shipped()  # the learned gate on automatic answers (issue 49)
         # speculate on didChange once the client has shown it asks for suggestions as the user types
         self.speculate = False
         self.board = StatusBoard(lambda: self.settings, lambda tier: self.service.engine(tier), on_status)
@@ -133,6 +135,7 @@ class Session:
         self.next_edits.shutdown()
         self.service.shutdown()
         self.stats.flush()
+        self.gate.flush()
 
     def apply_settings(self, new: Settings) -> bool:
         """Adopt new settings; reload the model when its identity changed. Returns True on reload."""
@@ -185,6 +188,8 @@ class Session:
             return
         doc = self.documents.get(uri)
         self.context.changed(uri, doc.text, cursor is not None, self.service.cursors.active)
+        if cursor is not None:
+            self.gate.edited(uri, doc.text, cursor, time.monotonic())
         state = None
         if cursor is not None and self.settings.enable and not doc.problem():
             state = self.service.state(uri, rev, doc.text, cursor, invoked=False, language=doc.language_id)
@@ -206,6 +211,7 @@ class Session:
         if not self.settings.enable or doc.problem():
             return False
         self.context.focus(uri)  # the context is gathered for the document the user is in
+        self.gate.moved(uri)
         state = self.service.state(uri, doc.revision, doc.text, offset, invoked=False, language=doc.language_id)
         self.service.did_move(uri, state)
         return True
@@ -244,6 +250,7 @@ class Session:
         if close:
             self.documents.close(uri)
         self.service.did_close(uri)
+        self.gate.forget(uri)
         self.context.close(uri)
         self.next_edits.closed(uri)
 
@@ -299,7 +306,7 @@ class Session:
         if self.documents.revision(uri) != revision:
             self.stats.count("stale")
             raise RequestError(RequestError.CONTENT_MODIFIED, "the document changed")
-        items = self._items(answer, state, doc, offset, invoked) if answer else []
+        items = self._items(answer, state, doc, offset, invoked, sid) if answer else []
         total_ms = (time.perf_counter() - t0) * 1000
         stamp_latency(items, total_ms)
         res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1),
@@ -313,13 +320,19 @@ class Session:
                  f" {res.backend}" if res.backend not in (None, "local") else "")
         return res
 
-    def _items(self, answer: Answer, state: State, doc: Document, offset: int, invoked: bool) -> list[Item]:
-        return build_items(answer.comps, answer.mode, state.prefix, state.suffix, text=doc.text, offset=offset,
+    def _items(self, answer: Answer, state: State, doc: Document, offset: int, invoked: bool,
+               sid: str = "") -> list[Item]:
+        items = build_items(answer.comps, answer.mode, state.prefix, state.suffix, text=doc.text, offset=offset,
                            cursor=doc.position_at(offset, self.encoding), eol=convert.dominant_eol(doc.text),
                            starts=doc.starts, encoding=self.encoding, max_lines=self.settings.max_lines,
                            backend=self.service.backend_name(answer.backend), language=doc.language_id,
                            cut_below=0.0 if invoked else self.settings.confidence_cut,
                            gate_below=0.0 if invoked else self.settings.confidence_gate)
+        if invoked:  # explicit requests are never gated
+            return items
+        return self.gate.apply(sid, state.uri, items, answer.comps, state.prefix, state.suffix, offset=offset,
+                               language=doc.language_id, source=answer.source, eol=convert.dominant_eol(doc.text),
+                               enabled=self.settings.learned_gate)
 
     def _record(self, res: Suggestions, answer: Answer | None) -> None:
         """Telemetry and the status board for an answer that goes out."""
@@ -365,6 +378,9 @@ class Session:
         return self.shown.did_show(sid, index)
 
     def did_accept(self, sid: str, index: int) -> bool:
+        uri = self.shown.uri_of(sid)
+        if uri is not None:
+            self.gate.accepted(uri)
         return self.shown.did_accept(sid, index, self.encoding)
 
     def did_partially_accept(self, sid: str, index: int, accepted_length: int) -> bool:
@@ -373,3 +389,4 @@ class Session:
     def maybe_flush_stats(self, every_s: float = 30.0) -> None:
         if time.monotonic() - self.stats.last_flush >= every_s:
             self.stats.flush()
+            self.gate.flush()
