@@ -5,9 +5,10 @@ Outcomes are kept per context class (``comment``, ``string``, ``code``): the las
 an outcome (``t`` taken, ``h`` typed through as shown, ``o`` typed over, ``d`` dismissed: the cursor left). The
 adjustment is a bias on the gate's logit: the log-odds of the class's right share (taken or typed through),
 shrunk toward the share the gate's shown ghosts have on the benchmark (``prior``) by ``STRENGTH`` pseudo-outcomes,
-minus that prior's log-odds, clipped to [-``MAX_DOWN``, ``MAX_UP``]. So a short streak moves it little, a user
-who takes more than the prior sees more ghosts, and even the lowest bias leaves a ghost the model is sure of on
-screen: the adjustment cannot switch suggestions off.
+minus that prior's log-odds (down only from below a half: a user for whom most ghosts are right never sees fewer),
+clipped to [-``MAX_DOWN``, ``MAX_UP``]. So a short streak moves it little, a user who takes more than the prior sees
+more ghosts, and even the lowest bias leaves a ghost the model is sure of on screen: the adjustment cannot switch
+suggestions off.
 
 Every server on the machine adds its new outcomes to the file under the stats lock (as stats.py does); `flint
 stats` shows the adjustment, `flint stats --reset-gate` forgets it.
@@ -53,7 +54,11 @@ def adjustment(outcomes: str, prior: float) -> float:
         return 0.0
     right = sum(o in RIGHT for o in outcomes)
     share = (right + STRENGTH * prior) / (len(outcomes) + STRENGTH)
-    return max(-MAX_DOWN, min(MAX_UP, _logit(share) - _logit(prior)))
+    if share > prior:
+        return min(MAX_UP, _logit(share) - _logit(prior))
+    # down only below half as well: a user for whom most ghosts are right never sees fewer of them
+    floor = min(prior, 0.5)
+    return max(-MAX_DOWN, _logit(share) - _logit(floor)) if share < floor else 0.0
 
 
 def context_class(features: dict[str, float]) -> str:

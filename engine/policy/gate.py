@@ -40,8 +40,7 @@ LEAVES = ("name", "keyword", "punct", "other")
 PARENTS = (("call", ("call", "argument")), ("params", ("parameter",)), ("assign", ("assignment", "declarat")),
            ("member", ("attribute", "member", "field", "selector")), ("import", ("import", "use_")),
            ("control", ("if_", "for_", "while", "condition", "match", "switch", "else")),
-           ("return", ("return",)), ("block", ("block", "body", "module", "source_file", "program")),
-           ("error", ("ERROR",)))
+           ("return", ("return",)), ("block", ("block", "body", "module", "source_file", "program")))
 _FLOOR = 1e-4  # a probability's log is taken no lower than this
 
 
@@ -67,17 +66,19 @@ def head_of(text: str, doubts: Doubts) -> str:
     return head if head.strip() and len(head) < len(text) else ""
 
 
-def syntax_at(language: str | None, prefix: str, line_suffix: str) -> tuple[str | None, str, str]:
-    """(literal: "comment" | "string" | None, the kind of the leaf the cursor ends, its parent's group), read
-    from the parse of the cursor's statement window (the same text engine/text/gates parses: memoized)."""
+def syntax_at(language: str | None, prefix: str, line_suffix: str) -> tuple[str | None, str, str, bool]:
+    """(literal: "comment" | "string" | None, the kind of the last token before the cursor, the group of the
+    nearest of its three ancestors that has one, whether the parse there is an error), read from the parse of the
+    cursor's statement window (the text engine/text/gates parses: memoized)."""
     grammar = grammar_for(language)
     if grammar is None:
-        return None, "other", "other"
+        return None, "other", "other", False
     before = statement_window(prefix)
     tree = parse_text(grammar, before + line_suffix)
-    b = tree.byte_at(len(before))
+    literal = literal_kind(tree, len(before))
+    b = tree.byte_at(len(before.rstrip()))  # the token before the blanks the cursor follows
     if b <= 0:
-        return None, "other", "block"
+        return literal, "other", "block", False
     leaf = tree.root.descendant_for_byte_range(b - 1, b)
     kind = str(leaf.type)
     if "identifier" in kind or kind == "name":
@@ -88,10 +89,38 @@ def syntax_at(language: str | None, prefix: str, line_suffix: str) -> tuple[str 
         leaf_group = "punct"
     else:
         leaf_group = "other"
-    parent = leaf.parent
-    ptype = str(parent.type) if parent is not None else "module"
-    group = next((name for name, words in PARENTS if any(w in ptype for w in words)), "other")
-    return literal_kind(tree, len(before)), leaf_group, group
+    group, node = "other", leaf.parent
+    error = node is not None and node.is_error
+    if error:  # an unfinished statement: read from the tokens the parser left loose
+        group = _loose_group(kind, [str(c.type) for c in node.children[:12]])
+    for _ in range(3 if not error else 0):
+        if node is None:
+            break
+        ptype = str(node.type)
+        found = next((name for name, words in PARENTS if any(w in ptype for w in words)), None)
+        if found is not None:
+            group = found
+            break
+        node = node.parent
+    return literal, leaf_group, group, error
+
+
+def _loose_group(last: str, kinds: list[str]) -> str:
+    """The group of an unfinished statement from its loose tokens (``last``: the one before the cursor)."""
+    if last == ".":
+        return "member"
+    for k in kinds:
+        if k in ("import", "from", "use", "require"):
+            return "import"
+        if k == "return":
+            return "return"
+        if k in ("if", "for", "while", "elif", "match", "switch", "else"):
+            return "control"
+    if "(" in kinds and kinds.count("(") > kinds.count(")"):
+        return "call"
+    if any(k in ("=", ":=", "+=", "-=", "let", "const", "var") for k in kinds):
+        return "assign"
+    return "other"
 
 
 def features(text: str, doubts: Doubts, tokens: int, prefix: str, suffix: str, language: str | None,
@@ -129,9 +158,11 @@ def features(text: str, doubts: Doubts, tokens: int, prefix: str, suffix: str, l
     f["prev_dot"] = float(last == ".")
     f["prev_op"] = float(bool(last) and last in "=,:+-*/<>!&|")
     f["prev_space"] = float(line_prefix[-1:] in (" ", "\t"))
-    literal, leaf, parent = syntax_at(language, prefix, line_suffix) if language else (None, "other", "other")
+    literal, leaf, parent, error = syntax_at(language, prefix, line_suffix) if language else \
+        (None, "other", "other", False)
     f["in_comment"] = float(literal == "comment")
     f["in_string"] = float(literal == "string")
+    f["parse_error"] = float(error)
     for name in LEAVES:
         f[f"leaf_{name}"] = float(leaf == name)
     for name in [p for p, _ in PARENTS] + ["other"]:
