@@ -148,7 +148,7 @@ def features(text: str, doubts: Doubts, tokens: int, prefix: str, suffix: str, l
     f["head_share"] = len(head) / len(text) if head else 1.0
     f["starts_newline"] = float(text.startswith("\n"))
     line_prefix, line_suffix = split_cursor(prefix, suffix)
-    gates = conditions(prefix, suffix, language)
+    gates = conditions(prefix, suffix, None)  # the line's gates; the syntax is read below, from one parse
     for g in ("word", "after_block"):
         f[g] = float(g in gates)
     f["mid_line"] = float(bool(line_prefix.strip()))
