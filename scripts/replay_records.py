@@ -67,6 +67,7 @@ def keystroke_records(run: Run, server: dict[str, dict]) -> list[dict]:
             head = int(srv.get("head", 0))
             rec.update({"features": srv["features"], "head": head, "text_len": len(srv.get("text", "")),
                         "decision": srv.get("decision"), "gated": srv.get("gated"), "cost_ms": srv.get("cost_ms"),
+                        "cpu_ms": srv.get("cpu_ms"),
                         "same_text": srv.get("text", "")[:160] == k.ghost,
                         "right_all": bool(k.ghost_right),
                         "right_head": bool(head) and k.ghost_match is not None and head <= k.ghost_match})

@@ -130,9 +130,13 @@ def train(recs: list[dict], share: float, max_saved_loss: float, l2: float) -> t
                   "before": base, "after": best},
         "held_out": {"keys": len(test_recs), "functions": len({r["segment"] for r in test_recs}),
                      "before": outcome(test_recs, ta, th, 0.0), "after": outcome(test_recs, ta, th, best_t)},
+        # the trade-off at other thresholds, on the held-out functions: (threshold, wrong keys, characters saved)
+        "held_out_curve": [[t, o["wrong_keys"], o["saved_chars"]] for t in (0.1, 0.2, 0.3, 0.4, 0.5)
+                           for o in [outcome(test_recs, ta, th, t)]],
         "typists": sorted({r["typist"] for r in recs}), "right_all_share": round(float(y_all.mean()), 4),
         "user_prior": best["right_share"] or 0.5, "threshold": best_t,
         "cost_ms_p95": _p95([r["cost_ms"] for r in recs if r.get("cost_ms") is not None]),
+        "cpu_ms_p95": _p95([r["cpu_ms"] for r in recs if r.get("cpu_ms") is not None]),
         "date": time.strftime("%Y-%m-%d"), "max_saved_loss": max_saved_loss, "l2": l2, "held_out_share": share,
     }
     model = {"format": FORMAT, "features": names, "mean": mean.round(6).tolist(), "scale": scale.round(6).tolist(),
