@@ -67,9 +67,10 @@ class Settings:
     # lower probability than this is not shown (doubt_cut cannot cut before its first character); 0: off
     confidence_gate: float = 0.0
     # the learned gate (engine/policy/gate.py, lsp_server/gatekeeper.py): an automatic suggestion shown whole, up to
-    # its first doubt, or not at all, adjusted to the user's outcomes; it gates nothing while the package ships no
-    # trained model (engine/data/gate.json)
-    learned_gate: bool = True
+    # its first doubt, or not at all, adjusted to the user's outcomes. Off until a replay measures it: on the held-out
+    # functions of its tuning records the shipped model cut few wrong ghosts at no cost in characters saved
+    # (docs/benchmarks/gate.md)
+    learned_gate: bool = False
     # monitor-guided decoding (docs/guidance.md): in Python files, names jedi knows constrain the model's
     # picks after ``obj.``, at names in expressions and call arguments. Off: on held-out lines it changed
     # almost nothing and cost keystroke time (docs/benchmarks/guidance.md)

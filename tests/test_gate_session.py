@@ -23,7 +23,7 @@ def strict(tmp_path, bias: float) -> GateKeeper:
 
 
 async def test_a_gate_that_says_none_hides_automatic_suggestions_only(start_session, tmp_path):
-    s = start_session(FakeEngine(text(" 42")))
+    s = start_session(FakeEngine(text(" 42")), Settings(learned_gate=True))
     s.gate = strict(tmp_path, -5.0)
     s.documents.open("file:///a.py", "answer =\n", 1)
     assert (await s.suggest("file:///a.py", 0, 8, invoked=False)).items == []
@@ -38,7 +38,7 @@ async def test_the_setting_switches_the_gate_off(start_session, tmp_path):
 
 
 async def test_typing_over_a_shown_ghost_is_an_outcome_for_the_user(start_session, tmp_path):
-    s = start_session(FakeEngine(text(" 42")))
+    s = start_session(FakeEngine(text(" 42")), Settings(learned_gate=True))
     s.gate = strict(tmp_path, 5.0)
     uri = "file:///a.py"
     s.documents.open(uri, "answer =\n", 1)
