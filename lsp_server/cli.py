@@ -283,14 +283,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     from engine.paths import stats_path
-    from lsp_server import stats
+    from lsp_server import gate_user, stats
+    from lsp_server.gatekeeper import GateKeeper
 
+    if args.reset_gate:
+        forgot = gate_user.reset()
+        print("the gate's adjustment to you is reset" + ("" if forgot else " (it had no outcomes yet)"))
+        return 0
     path = stats_path()
     summary = stats.summary(stats.load(path))
+    user = gate_user.summary(prior=GateKeeper.shipped().user.prior)
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps({**summary, "gate_user": user}, indent=2))
     else:
         print(stats.format_summary(summary, path))
+        print(gate_user.format_summary(user))
     return 0
 
 
@@ -308,6 +315,8 @@ def add_server_commands(sub) -> None:
     ps.set_defaults(func=cmd_serve)
     pt = sub.add_parser("stats", help="print local usage stats (FLINT_HOME/stats.json)")
     pt.add_argument("--json", action="store_true")
+    pt.add_argument("--reset-gate", action="store_true", help="forget what the learned gate learned from your "
+                    "outcomes (FLINT_HOME/gate_user.json)")
     pt.set_defaults(func=cmd_stats)
 
 

@@ -32,8 +32,10 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.guidance.service import set_workspace_roots
+from engine.remote.client import RemoteBackend
 from engine.remote.connection import Until
 from lsp_server import convert
+from lsp_server.capable import load_remote, tier_key
 from lsp_server.completion import (
     Answer,
     CompletionService,
@@ -50,6 +52,7 @@ from lsp_server.completion import (
 from lsp_server.context import RepoContext
 from lsp_server.documents import Change, Document, DocumentError, DocumentStore, uri_path
 from lsp_server.errors import RequestError, request_error
+from lsp_server.gatekeeper import GateKeeper
 from lsp_server.logs import register_secret
 from lsp_server.nextedit.service import Found, NextEdits, to_json
 from lsp_server.settings import Settings
@@ -57,30 +60,6 @@ from lsp_server.stats import Shown, Stats, work_name
 from lsp_server.status import StatusBoard
 
 log = logging.getLogger(__name__)
-
-
-def load_remote(settings: Settings, cancel: object | None = None) -> object:
-    """The capable tier for these settings: the remote server's client (asked for the name of the model
-    it serves, best effort, until ``cancel.cancelled``) or a second local model (``capableModel``, loaded
-    and warmed)."""
-    from engine.backends import LocalBackend, LocalSpec, load_backend
-    from engine.remote.client import RemoteBackend
-
-    cfg = settings.remote_config()
-    if cfg is not None:
-        backend = RemoteBackend(cfg)
-        backend.probe(cancel=cancel)  # the served model's name, for the cache identity
-        return backend
-    if settings.capable_tier() == "capable":
-        local = load_backend(LocalSpec(settings.capable_model, threads=settings.threads, kind="capable"))
-        assert isinstance(local, LocalBackend)
-        return local
-    raise ValueError("no capable tier configured (routing with remoteUrl or capableModel)")
-
-
-def _tier_key(s: Settings) -> tuple | None:
-    """What identifies the capable tier (as the service compares it)."""
-    return s.remote_key() if s.capable_tier() is not None else None
 
 
 class Session:
@@ -96,6 +75,7 @@ class Session:
         self._ids = itertools.count(1)
         self._id_prefix = f"{os.getpid():x}"
         self.shown = Shown(self.stats)
+        self.gate = GateKeeper.shipped()  # the learned gate on automatic answers (issue 49)
         # speculate on didChange once the client has shown it asks for suggestions as the user types
         self.speculate = False
         self.board = StatusBoard(lambda: self.settings, lambda tier: self.service.engine(tier), on_status)
@@ -143,14 +123,15 @@ class Session:
         self.next_edits.shutdown()
         self.service.shutdown()
         self.stats.flush()
+        self.gate.flush()
 
     def _load_capable(self, settings: Settings) -> object:
         """(the capable tier's thread) Its backend; the default loader's model check gives up the moment
         newer settings replace these (the event loop then never waits for it)."""
         if self._load_remote is not load_remote:
             return self._load_remote(settings)  # (a test's loader)
-        key = _tier_key(settings)
-        return load_remote(settings, cancel=Until(lambda: _tier_key(self.settings) != key))
+        key = tier_key(settings)
+        return load_remote(settings, cancel=Until(lambda: tier_key(self.settings) != key))
 
     def apply_settings(self, new: Settings) -> bool:
         """Adopt new settings; reload the model when its identity changed. Returns True on reload. Never
@@ -159,8 +140,8 @@ class Session:
         old_cache = self.settings.cache_size_mb
         register_secret(new.remote_api_key)  # before anything can log or show it
         old_tier = self.service.engine("remote")
-        if _tier_key(new) != _tier_key(self.settings) and hasattr(old_tier, "shut"):
-            old_tier.shut()  # type: ignore[union-attr]
+        if tier_key(new) != tier_key(self.settings) and isinstance(old_tier, RemoteBackend):
+            old_tier.shut()
         self.settings = new
         if new.cache_size_mb != old_cache:
             self.service.store.disk.open(new.cache_size_mb)
@@ -208,6 +189,8 @@ class Session:
             return
         doc = self.documents.get(uri)
         self.context.changed(uri, doc.text, cursor is not None, self.service.docs.active)
+        if cursor is not None and (self.settings.learned_gate or self.gate.records is not None):  # off: nothing per keystroke
+            self.gate.edited(uri, doc.text, cursor, time.monotonic())
         state = None
         if cursor is not None and self.settings.enable and not doc.problem():
             state = self.service.state(uri, rev, doc.text, cursor, invoked=False, language=doc.language_id)
@@ -229,6 +212,7 @@ class Session:
         if not self.settings.enable or doc.problem():
             return False
         self.context.focus(uri)  # the context is gathered for the document the user is in
+        self.gate.moved(uri)
         state = self.service.state(uri, doc.revision, doc.text, offset, invoked=False, language=doc.language_id)
         self.service.did_move(uri, state)
         return True
@@ -267,6 +251,7 @@ class Session:
         if close:
             self.documents.close(uri)
         self.service.did_close(uri)
+        self.gate.forget(uri)
         self.context.close(uri)
         self.next_edits.closed(uri)
 
@@ -322,7 +307,7 @@ class Session:
         if self.documents.revision(uri) != revision:
             self.stats.count("stale")
             raise RequestError(RequestError.CONTENT_MODIFIED, "the document changed")
-        items = self._items(answer, state, doc, offset, invoked) if answer else []
+        items = self._items(answer, state, doc, offset, invoked, sid) if answer else []
         total_ms = (time.perf_counter() - t0) * 1000
         stamp_latency(items, total_ms)
         res = Suggestions(sid, uri, version, items, state.mode, round(total_ms, 1),
@@ -336,13 +321,19 @@ class Session:
                  f" {res.backend}" if res.backend not in (None, "local") else "")
         return res
 
-    def _items(self, answer: Answer, state: State, doc: Document, offset: int, invoked: bool) -> list[Item]:
-        return build_items(answer.comps, answer.mode, state.prefix, state.suffix, text=doc.text, offset=offset,
+    def _items(self, answer: Answer, state: State, doc: Document, offset: int, invoked: bool,
+               sid: str = "") -> list[Item]:
+        items = build_items(answer.comps, answer.mode, state.prefix, state.suffix, text=doc.text, offset=offset,
                            cursor=doc.position_at(offset, self.encoding), eol=convert.dominant_eol(doc.text),
                            starts=doc.starts, encoding=self.encoding, max_lines=self.settings.max_lines,
                            backend=self.service.backend_name(answer.backend), language=doc.language_id,
                            cut_below=0.0 if invoked else self.settings.confidence_cut,
                            gate_below=0.0 if invoked else self.settings.confidence_gate)
+        if invoked or not (self.settings.learned_gate or self.gate.records is not None):  # explicit requests are never gated
+            return items
+        return self.gate.apply(sid, state.uri, items, answer.comps, state.prefix, state.suffix, offset=offset,
+                               language=doc.language_id, source=answer.source, eol=convert.dominant_eol(doc.text),
+                               enabled=self.settings.learned_gate)
 
     def _record(self, res: Suggestions, answer: Answer | None) -> None:
         """Telemetry and the status board for an answer that goes out."""
@@ -388,6 +379,9 @@ class Session:
         return self.shown.did_show(sid, index)
 
     def did_accept(self, sid: str, index: int) -> bool:
+        uri = self.shown.uri_of(sid)
+        if uri is not None:
+            self.gate.accepted(uri)
         return self.shown.did_accept(sid, index, self.encoding)
 
     def did_partially_accept(self, sid: str, index: int, accepted_length: int) -> bool:
@@ -396,3 +390,4 @@ class Session:
     def maybe_flush_stats(self, every_s: float = 30.0) -> None:
         if time.monotonic() - self.stats.last_flush >= every_s:
             self.stats.flush()
+            self.gate.flush()

@@ -66,6 +66,11 @@ class Settings:
     # where something is typed on the line, an automatic suggestion whose first visible token the model gave a
     # lower probability than this is not shown (doubt_cut cannot cut before its first character); 0: off
     confidence_gate: float = 0.0
+    # the learned gate (engine/policy/gate.py, lsp_server/gatekeeper.py): an automatic suggestion shown whole, up to
+    # its first doubt, or not at all, adjusted to the user's outcomes. Off until a replay measures it: on the held-out
+    # functions of its tuning records the shipped model cut few wrong ghosts at no cost in characters saved
+    # (docs/benchmarks/gate.md)
+    learned_gate: bool = False
     # monitor-guided decoding (docs/guidance.md): in Python files, names jedi knows constrain the model's
     # picks after ``obj.``, at names in expressions and call arguments. Off: on held-out lines it changed
     # almost nothing and cost keystroke time (docs/benchmarks/guidance.md)
@@ -207,6 +212,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "contextSources": ("context_sources", _sources),
     "confidenceCut": ("confidence_cut", _float_in(0.0, 1.0)),
     "confidenceGate": ("confidence_gate", _float_in(0.0, 1.0)),
+    "learnedGate": ("learned_gate", _bool),
     "guidance": ("guidance", _bool),
 }
 SECRET_FIELDS = frozenset({"remote_api_key"})

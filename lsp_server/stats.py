@@ -206,6 +206,11 @@ class Shown:
         while len(self._records) > self._kept:
             self._records.popitem(last=False)
 
+    def uri_of(self, sid: str) -> str | None:
+        """The document a remembered suggestion was made for (None: not, or no longer, known)."""
+        rec = self._records.get(sid)
+        return rec.uri if rec is not None else None
+
     def did_show(self, sid: str, index: int) -> bool:
         rec = self._records.get(sid)
         if rec is None or not 0 <= index < max(1, len(rec.texts)):

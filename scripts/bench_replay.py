@@ -131,6 +131,7 @@ from replay_corpus import (  # noqa: E402,F401
 from replay_corpus import segments as corpus_segments  # noqa: E402
 from replay_languages import LANGUAGES  # noqa: E402
 from replay_quality import quality  # noqa: E402
+from replay_records import RECORDS_ENV, common_prefix, keystroke_records, read_server_records  # noqa: E402
 from replay_report import ms, plot, print_table, reference_lines, report, share  # noqa: E402,F401
 from replay_stats import (  # noqa: E402,F401
     IDLE_STEP_S,
@@ -359,6 +360,8 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
         if on_screen is not None:
             key.ghost, key.ghost_age_s = on_screen.text[:160], round(sent - on_screen.since, 3)
             key.ghost_right = takeable(on_screen.text, rest) is not None
+            key.ghost_id = ghost_ref["id"] if ghost_ref is not None else None
+            key.ghost_match = common_prefix(on_screen.text, rest)
         if seg_keys:
             seg_keys[-1].gap_s = round(sent - seg_keys[-1].sent, 3)
         seg_keys.append(key)
@@ -589,6 +592,8 @@ async def amain(args) -> int:
                 cache = work / f"{s}-{t}-{sp}-r{rnd}"  # restart reuses the cache its `on` filled this round
                 env = {**os.environ, "PYTHONUNBUFFERED": "1", "FLINT_HOME": str(cache / "home"),
                        "FLINT_CACHE_DIR": str(cache / ("cache" if m != "off" else "cache-off"))}
+                if args.records:  # the server writes each gated answer's features; joined below
+                    env[RECORDS_ENV] = str(cache / f"gate-records-{m}.jsonl")
                 if m == "on":
                     shutil.rmtree(cache, ignore_errors=True)
                 print(f"[{name} {sp} r{rnd}] {len(segments)} functions, {sum(len(x.typed) for x in segments)} "
@@ -602,6 +607,10 @@ async def amain(args) -> int:
                     print(f"[{name} {sp} r{rnd}] failed: {type(e).__name__}: {e}", flush=True)
                     continue
                 run.work = work_between(totals, read_totals(cache / "home"))
+                if args.records:
+                    with open(args.records, "a") as f:
+                        for rec in keystroke_records(run, read_server_records(Path(env[RECORDS_ENV]))):
+                            f.write(json.dumps(rec, separators=(",", ":")) + "\n")
                 sm = summarize([run])
                 print(f"[{name} {sp} r{rnd}] {sm['keystrokes']} keys in {sm['wall_s']} s: answered "
                       f"{share(sm['with_suggestion'] / max(1, sm['keystrokes']))}, pauses {share(sm['pauses']['share'])}, "
@@ -759,6 +768,10 @@ def main() -> int:
                    help="first type the code with the GGUF asked directly at every keystroke, no latency (the "
                         "quality reference; llama-cpp-python; default GGUF: the one the model was built from)")
     p.add_argument("--reference-only", action="store_true", help="only the reference (no server runs)")
+    p.add_argument("--records", default="", metavar="PATH",
+                   help="append one JSON line per keystroke to PATH: the learned gate's features of the ghost on "
+                        "screen (the server's FLINT_GATE_RECORDS) and what the typist did with it "
+                        "(scripts/replay_records.py; scripts/train_gate.py learns from them: tuning split only)")
     p.add_argument("--keep-logs", action="store_true", help="keep the servers' stderr logs (verbose)")
     p.add_argument("--render-only", action="store_true", help="redraw the report from --out/replay.json")
     args = p.parse_args()
@@ -771,6 +784,8 @@ def main() -> int:
         p.error("--split test types the whole split: no --keys, --functions or --only")
     if not args.render_only and args.split in ("both", "validation", "test") and not args.purpose.strip():
         p.error(f"--split {args.split} types held-out code: say why with --purpose (it goes to the ledger)")
+    if args.records and args.split != "tuning":
+        p.error("--records learns from the tuning split only: --split tuning")
     if args.reference_only and args.reference is None:
         args.reference = ""
     if args.render_only:

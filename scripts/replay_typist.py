@@ -92,6 +92,10 @@ class Key:
     ghost: str | None = None
     ghost_age_s: float | None = None
     ghost_right: bool | None = None  # that ghost was what the file says next (whole, or its first line)
+    # the answer that put that ghost there (its id: the server's gate records join on it) and how many of its
+    # characters are what the file says next (bench_replay --records: a part of it cut before a doubt was right?)
+    ghost_id: str | None = None
+    ghost_match: int | None = None
 
 
 @dataclass

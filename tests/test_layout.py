@@ -22,7 +22,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "paths": frozenset(),
     "text": frozenset({"syntax"}),
     "context": frozenset({"syntax", "text"}),  # text/window.py: the prompt window's default size
-    "policy": frozenset({"text"}),
+    "policy": frozenset({"syntax", "text", "types"}),  # gate.py: the syntax at the cursor, the doubts
     "model": frozenset({"paths"}),
     "cache": frozenset({"paths", "text", "types"}),
     "remote": frozenset({"policy", "text", "types"}),

@@ -75,7 +75,7 @@ def open_cache(directory: Path, size_mb: int, timeout: float) -> diskcache.Cache
 def is_read_only(e: BaseException, directory: Path) -> bool:
     """Is ``e`` the disk or the directory refusing writes (EROFS, EACCES, SQLite's "readonly database", or a
     failure in a directory on a read-only mount or without write permission)?"""
-    if isinstance(e, PermissionError) or getattr(e, "errno", None) == errno.EROFS:
+    if isinstance(e, PermissionError) or (isinstance(e, OSError) and e.errno == errno.EROFS):
         return True
     if isinstance(e, sqlite3.OperationalError) and "readonly" in str(e).lower().replace("-", ""):
         return True

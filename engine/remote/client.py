@@ -40,7 +40,7 @@ from dataclasses import replace
 
 from engine.policy.routing import Backoff
 from engine.remote import secrets
-from engine.remote.connection import Connection, Watchdog, describe
+from engine.remote.connection import Cancellable, Connection, Watchdog, describe
 from engine.remote.stream import Stream, read_events
 from engine.remote.wire import (
     API_KEY_ENV,
@@ -129,7 +129,7 @@ class RemoteBackend:
         self._closed = True
         self.close()
 
-    def probe(self, timeout_s: float = 2.0, cancel: object | None = None) -> bool:
+    def probe(self, timeout_s: float = 2.0, cancel: Cancellable | None = None) -> bool:
         """Learn the served model's name now (it is part of the cache identity), if the server answers
         within ``timeout_s`` (overall) and ``cancel`` (anything with ``cancelled``) does not say stop first;
         a server that is down is not an error here (the first request retries)."""
@@ -139,7 +139,7 @@ class RemoteBackend:
             self._model = self._discover_model(time.monotonic() + timeout_s, cancel)
             return True
         except RemoteError as e:
-            if not self._closed and not getattr(cancel, "cancelled", False):
+            if not self._closed and not (cancel is not None and cancel.cancelled):
                 log.info("remote %s not reachable yet: %s", self.endpoint.label, e)
             return False
 
@@ -201,7 +201,7 @@ class RemoteBackend:
         return uniq, t
 
     # ---- HTTP -------------------------------------------------------------------------------------------
-    def _discover_model(self, deadline: float, cancel: object | None) -> str:
+    def _discover_model(self, deadline: float, cancel: Cancellable | None) -> str:
         """The served model's name (GET {url}/models), for the cache identity and the request body; on the
         health connection, within ``deadline`` overall (a server dripping a byte a second included)."""
         conn = self.health

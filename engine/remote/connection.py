@@ -18,6 +18,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from engine.remote.secrets import excerpt
 from engine.remote.wire import ERROR_BODY_CHARS, MAX_ERROR_BODY_BYTES, READ_IDLE_S, Endpoint, RemoteError
@@ -144,7 +145,7 @@ class Watchdog:
     """Closes ``conn`` (unblocking its reader) when ``cancel`` is cancelled or ``deadline`` passes; ``tripped``
     says which. A context manager: one thread per request, gone when the request is."""
 
-    def __init__(self, conn: Connection, cancel: object | None, deadline: float) -> None:
+    def __init__(self, conn: Connection, cancel: Cancellable | None, deadline: float) -> None:
         self.conn, self.cancel, self.deadline = conn, cancel, deadline
         self.tripped: str | None = None
         self._stop = threading.Event()
@@ -160,12 +161,19 @@ class Watchdog:
     def _watch(self) -> None:
         while not self._stop.wait(WATCH_S):
             if self.tripped is None:
-                if self.cancel is not None and getattr(self.cancel, "cancelled", False):
+                if self.cancel is not None and self.cancel.cancelled:
                     self.tripped = "cancelled"
                 elif time.monotonic() >= self.deadline:
                     self.tripped = "deadline"
             if self.tripped is not None:  # (again while it lasts: a socket still connecting had none to shut)
                 self.conn.shutdown()
+
+
+class Cancellable(Protocol):
+    """What a watchdog asks of a cancel token: CancelToken and Until both answer it."""
+
+    @property
+    def cancelled(self) -> bool: ...
 
 
 class Until:

@@ -1,0 +1,147 @@
+"""The learned gate (engine/policy/gate.py) and its place in the server (lsp_server/gatekeeper.py): features,
+the model file, the decision, what becomes of a ghost, the records the replay benchmark joins."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import pytest
+
+from engine.policy import gate
+from engine.types import Completion
+from lsp_server.completion import Item
+from lsp_server.gate_user import UserGate
+from lsp_server.gatekeeper import GateKeeper
+
+PY_PREFIX = "def area(r):\n    # the area of a circle of "
+CODE_PREFIX = "def area(r):\n    return math."
+
+
+def model(names: tuple[str, ...], w_all: dict[str, float], b_all: float, b_head: float = -9.0,
+          threshold: float = 0.5) -> gate.GateModel:
+    """A gate whose 'all' head reads the given raw features (mean 0, scale 1)."""
+    return gate.GateModel(names, (0.0,) * len(names), (1.0,) * len(names),
+                          {"all": gate.Head(tuple(w_all.get(n, 0.0) for n in names), b_all),
+                           "head": gate.Head((0.0,) * len(names), b_head)}, threshold, {"user_prior": 0.5})
+
+
+def test_features_read_the_probabilities_and_the_first_doubt():
+    text = "pi * r ** 2"
+    f = gate.features(text, ((0, 0.6), (5, 0.3)), 5, CODE_PREFIX, "\n", "python")
+    assert f["lead_logp"] == pytest.approx(math.log(0.6))
+    assert f["min_logp"] == pytest.approx(math.log(0.3))
+    assert f["mean_logp"] == pytest.approx((math.log(0.6) + math.log(0.3)) / 5)
+    assert f["first_doubt_at"] == pytest.approx(5 / len(text))
+    assert f["no_doubt"] == 0.0 and f["doubts"] == pytest.approx(1 / 8)
+    assert f["head_share"] == pytest.approx(5 / len(text))  # "pi * " before the doubt
+    assert f["prev_dot"] == 1.0 and f["lang_python"] == 1.0 and f["in_comment"] == 0.0
+    sure = gate.features(text, (), 5, CODE_PREFIX, "\n", "python")
+    assert sure["lead_logp"] == 0.0 and sure["no_doubt"] == 1.0 and sure["first_doubt_at"] == 1.0
+
+
+def test_features_read_the_syntax_history_and_rhythm():
+    f = gate.features("radius r", (), 3, PY_PREFIX, "\n", "python", gate.History(("taken", "over", "over")),
+                      gate.Rhythm(0.125, 0.1), "type-through")
+    assert f["in_comment"] == 1.0 and f["in_string"] == 0.0
+    assert f["hist_over"] == pytest.approx(2 / 3) and f["last_over"] == 1.0 and f["last_taken"] == 0.0
+    assert f["gap_log"] == pytest.approx(math.log(0.125)) and f["src_typethrough"] == 1.0
+    s = gate.features("x = 1", (), 3, 'msg = "hello ', '"\n', "python")
+    assert s["in_string"] == 1.0
+    js = gate.features("log(x);", (), 3, "function f(x) {\n  console.", "\n}", "javascript")
+    assert js["lang_js"] == 1.0 and js["prev_dot"] == 1.0 and js["parent_member"] == 1.0
+
+
+def test_head_is_the_part_before_the_first_doubt_or_nothing():
+    assert gate.head_of("foo(bar, baz)", ((8, 0.5),)) == "foo(bar,"
+    assert gate.head_of("foo(bar)", ()) == ""
+    assert gate.head_of("foo(bar)", ((0, 0.2),)) == ""  # a doubt before any visible character: nothing shorter
+
+
+def test_decide_shows_the_longest_part_that_clears_the_threshold():
+    assert gate.decide({"all": 0.5, "head": 3.0}, 0.5, has_head=True) == "all"
+    assert gate.decide({"all": -1.0, "head": 1.0}, 0.5, has_head=True) == "head"
+    assert gate.decide({"all": -1.0, "head": 1.0}, 0.5, has_head=False) == "none"
+    assert gate.decide({"all": 0.5, "head": 3.0}, 0.5, has_head=True, bias=-4.0) == "none"
+
+
+def test_the_model_file_round_trips_and_a_wrong_one_is_refused(tmp_path):
+    m = model(("lead_logp", "in_comment"), {"lead_logp": 2.0}, 0.5)
+    path = tmp_path / "gate.json"
+    path.write_text(json.dumps(m.to_json()))
+    back = gate.load(path)
+    assert back == m
+    assert back.logits({"lead_logp": -1.0})["all"] == pytest.approx(-1.5)
+    assert gate.load(tmp_path / "none.json") is None
+    bad = {**m.to_json(), "format": 99}
+    with pytest.raises(ValueError, match="format"):
+        gate.GateModel.from_json(bad)
+    short = {**m.to_json(), "mean": [0.0]}
+    with pytest.raises(ValueError, match="mean"):
+        gate.GateModel.from_json(short)
+
+
+def test_the_shipped_model_loads_and_is_small():
+    if not gate.DEFAULT_PATH.exists():
+        pytest.skip("no trained gate shipped")
+    assert gate.DEFAULT_PATH.stat().st_size <= 1 << 20
+    m = gate.load()
+    assert m is not None and 0 < m.threshold < 1
+    f = gate.features("return x", ((4, 0.5),), 3, CODE_PREFIX, "\n", "python")
+    assert set(m.names) == set(f)  # the server computes every feature the model reads
+
+
+# ---- the server's side ----------------------------------------------------------------------------------------
+def item(text: str) -> Item:
+    return Item(0, text, (1, 11), (1, 11), 1.0, 1.0, "model", 3)
+
+
+def keeper(tmp_path, m: gate.GateModel | None, records: bool = False) -> GateKeeper:
+    return GateKeeper(m, UserGate(tmp_path / "gate_user.json"), tmp_path / "rec.jsonl" if records else None)
+
+
+def apply(k: GateKeeper, text: str, doubts=(), prefix=CODE_PREFIX, enabled=True) -> list[Item]:
+    comp = Completion(text, [1, 2, 3], "eos", doubts=doubts)
+    return k.apply("s1", "file:///a.py", [item(text)], [comp], prefix, "\n", offset=len(prefix), language="python",
+                   source="model", eol="\n", enabled=enabled)
+
+
+def test_without_a_model_or_switched_off_every_suggestion_goes_out(tmp_path):
+    assert [i.text for i in apply(keeper(tmp_path, None), "pi * r")] == ["pi * r"]
+    strict = model(("lead_logp",), {}, -5.0)
+    assert [i.text for i in apply(keeper(tmp_path, strict), "pi * r", enabled=False)] == ["pi * r"]
+
+
+def test_the_gate_drops_cuts_or_keeps_a_suggestion_and_writes_its_record(tmp_path):
+    names = ("lead_logp", "in_comment")
+    sure_only = model(names, {"lead_logp": 10.0}, 0.0, b_head=5.0)
+    k = keeper(tmp_path, sure_only, records=True)
+    assert [i.text for i in apply(k, "pi * r", ())] == ["pi * r"]  # no doubt: logit 0 -> 0.5
+    assert [i.text for i in apply(k, "pi * r", ((0, 0.5),))] == []  # its first token doubted, no head
+    assert [i.text for i in apply(k, "pi * r", ((5, 0.4),))] == ["pi * r"]
+    cut = model(names, {"lead_logp": 10.0}, -1.0, b_head=5.0)
+    assert [i.text for i in apply(keeper(tmp_path, cut), "pi * r", ((5, 0.4),))] == ["pi * "]
+    recs = [json.loads(x) for x in (tmp_path / "rec.jsonl").read_text().splitlines()]
+    assert [r["decision"] for r in recs] == ["all", "none", "all"]
+    assert recs[2]["head"] == len("pi * ") and recs[2]["id"] == "s1" and recs[2]["features"]["lead_logp"] == 0.0
+
+
+def test_what_became_of_a_ghost_feeds_the_history_and_the_user(tmp_path):
+    k = keeper(tmp_path, None, records=True)  # (no model: the records still track the ghosts)
+    uri, text = "file:///a.py", CODE_PREFIX + "\n"
+    apply(k, "pi * r")
+    k.edited(uri, CODE_PREFIX + "p" + "\n", len(CODE_PREFIX) + 1, time.monotonic())  # its next character
+    apply(k, "pi * r")
+    k.edited(uri, CODE_PREFIX + "pi * r" + "\n", len(CODE_PREFIX) + 6, time.monotonic())  # Tab
+    apply(k, "pi * r")
+    k.edited(uri, CODE_PREFIX + "e" + "\n", len(CODE_PREFIX) + 1, time.monotonic())
+    apply(k, "pi * r")
+    k.moved(uri)
+    apply(k, "pi * r")
+    k.accepted(uri)
+    assert list(k._history[uri]) == ["through", "taken", "over", "over", "taken"]
+    assert k.user.outcomes("code") == "htodt"
+    k.edited(uri, text, len(CODE_PREFIX), time.monotonic())  # no ghost left: nothing to count
+    assert k.user.outcomes("code") == "htodt"
+    assert k.rhythm(uri, time.monotonic()).interval is not None

@@ -1,0 +1,49 @@
+"""The learned gate in the session (no LSP, no model: a scripted engine): automatic answers pass it, explicit
+requests never do, the learnedGate setting switches it off, and what the user does next reaches the gate."""
+
+from __future__ import annotations
+
+import time
+
+from engine.policy import gate
+from lsp_server.documents import Change
+from lsp_server.gate_user import UserGate
+from lsp_server.gatekeeper import GateKeeper
+from lsp_server.settings import Settings
+from tests.fakes import FakeEngine, text
+
+NAMES = ("lead_logp",)
+
+
+def strict(tmp_path, bias: float) -> GateKeeper:
+    """A gate that shows a suggestion when ``bias`` > 0 (a model that reads nothing)."""
+    m = gate.GateModel(NAMES, (0.0,), (1.0,), {"all": gate.Head((0.0,), bias), "head": gate.Head((0.0,), -9.0)},
+                       0.5, {})
+    return GateKeeper(m, UserGate(tmp_path / "gate_user.json"))
+
+
+async def test_a_gate_that_says_none_hides_automatic_suggestions_only(start_session, tmp_path):
+    s = start_session(FakeEngine(text(" 42")), Settings(learned_gate=True))
+    s.gate = strict(tmp_path, -5.0)
+    s.documents.open("file:///a.py", "answer =\n", 1)
+    assert (await s.suggest("file:///a.py", 0, 8, invoked=False)).items == []
+    assert [it.text for it in (await s.suggest("file:///a.py", 0, 8, invoked=True)).items] == [" 42"]
+
+
+async def test_the_setting_switches_the_gate_off(start_session, tmp_path):
+    s = start_session(FakeEngine(text(" 42")), Settings(learned_gate=False))
+    s.gate = strict(tmp_path, -5.0)
+    s.documents.open("file:///a.py", "answer =\n", 1)
+    assert [it.text for it in (await s.suggest("file:///a.py", 0, 8, invoked=False)).items] == [" 42"]
+
+
+async def test_typing_over_a_shown_ghost_is_an_outcome_for_the_user(start_session, tmp_path):
+    s = start_session(FakeEngine(text(" 42")), Settings(learned_gate=True))
+    s.gate = strict(tmp_path, 5.0)
+    uri = "file:///a.py"
+    s.documents.open(uri, "answer =\n", 1)
+    assert [it.text for it in (await s.suggest(uri, 0, 8, invoked=False)).items] == [" 42"]
+    s.documents.change(uri, 2, [Change("7", (0, 8, 0, 8))], s.encoding)
+    s.did_change(uri, cursor=len("answer =7"))
+    assert s.gate.user.outcomes("code") == "o"
+    assert s.gate.rhythm(uri, time.monotonic()).since is not None
