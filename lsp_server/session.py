@@ -43,6 +43,7 @@ from lsp_server.completion.worker import Worker
 from lsp_server.context import RepoContext
 from lsp_server.documents import Change, Document, DocumentError, DocumentStore, uri_path
 from lsp_server.errors import RequestError, request_error
+from lsp_server.nextedit.fills import WorkerFiller
 from lsp_server.nextedit.service import Found, NextEdits, to_json
 from lsp_server.settings import Settings
 from lsp_server.stats import Shown, Stats, work_name
@@ -92,7 +93,8 @@ class Session:
         self.service.on_late_win = lambda uri, ms: self.board.replaced(self.service.backend_name("remote"), ms)
         self.service.events.on(Worked, lambda e: self.stats.worked(e.tier, e.work, e.wall_ms, e.cpu_ms))
         self.service.store.disk.open(self.settings.cache_size_mb)
-        self.next_edits = NextEdits(self.documents, lambda: self.settings.enable)  # flint/nextEdit
+        self.next_edits = NextEdits(self.documents, lambda: self.settings.enable,  # flint/nextEdit
+                                    filler=WorkerFiller(self.service))  # arguments at jump targets: the local model
 
     # ---- lifecycle ------------------------------------------------------------------------------
     @property

@@ -180,7 +180,8 @@ def calls(text: str, name_offsets: Iterable[int]) -> list[Call]:
             continue
         if at not in wanted or f.end_lineno is None or f.end_col_offset is None:
             continue
-        args = [(pos(x.lineno, x.col_offset), pos(x.end_lineno, x.end_col_offset), None,  # type: ignore[arg-type]
+        args: list[tuple[int, int, str | None, str]] = [
+                (pos(x.lineno, x.col_offset), pos(x.end_lineno, x.end_col_offset), None,  # type: ignore[arg-type]
                  "star" if isinstance(x, ast.Starred) else "arg") for x in node.args]
         args += [(pos(k.lineno, k.col_offset), pos(k.end_lineno, k.end_col_offset), k.arg,  # type: ignore[arg-type]
                   "kw" if k.arg else "dstar") for k in node.keywords]
