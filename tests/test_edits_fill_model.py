@@ -73,10 +73,10 @@ async def test_the_server_offers_the_jump_with_the_argument_or_alone(engine, tmp
         s.did_edit(uri, 2, [Change(", unit", (0, 13, 0, 13))])
         res = await s.next_edit(uri, 2, 0, 19)
         first = res["jumps"][0]
-        assert first["note"] == "unit" and first["range"]["start"] == {"line": 6, "character": 18}
+        assert first["note"] == "unit" and first["range"]["start"] == {"line": 6, "character": 19}
         if "newText" in first:
             assert first["confidence"] >= FLOOR
-            at = sum(len(line) + 1 for line in AFTER.split("\n")[:6]) + 18
+            at = sum(len(line) + 1 for line in AFTER.split("\n")[:6]) + 19
             _plausible(AFTER, at, first["newText"])
     finally:
         s.shutdown()
