@@ -34,7 +34,7 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -214,3 +214,211 @@ def all_cases(cache: Path, log) -> tuple[list[Case], dict]:
         log(f"{pkg} {v0}->{v1} ({split}): {counts[f'{pkg} {v0}->{v1}']}")
         cases += found
     return cases, counts
+
+
+def _expr(src: str) -> str | None:
+    try:
+        return ast.dump(ast.parse(src.strip(), mode="eval"))
+    except SyntaxError:
+        return None
+
+
+def _body(src: str) -> str | None:
+    try:
+        return ast.dump(ast.parse(src.strip(), mode="eval").body)
+    except SyntaxError:
+        return None
+
+
+def _argument_of(insert: str) -> str:
+    """The argument in a jump's newText (its separators and ``name=`` off)."""
+    a = insert.strip().strip(",").strip()
+    head, eq, rest = a.partition("=")
+    return rest.strip() if eq and head.strip().isidentifier() and not rest.startswith("=") else a
+
+
+def _new_args(call_src: str) -> list[str]:
+    tree = ast.parse(call_src.strip(), mode="eval").body
+    assert isinstance(tree, ast.Call)
+    return [ast.dump(a) for a in tree.args] + [ast.dump(k.value) for k in tree.keywords]
+
+
+def _placeholder(text: str, at: int) -> str:
+    """What a user writes at a jump target the model had nothing for (only its being written matters)."""
+    before, after = text[:at].rstrip(), text[at:].lstrip()
+    if before.endswith(("(", ",")):
+        return "None" if after.startswith(")") else "None, "
+    return ", None"
+
+
+class Replay:
+    """The real server over stdio (bench_next_edit.Wire); one document at a time."""
+
+    def __init__(self, model: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "--model", model], cwd=ROOT,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+        self.w = Wire(self.proc)
+        self.w.call("initialize", {"processId": None, "capabilities": {}, "rootUri": None})
+        self.w.notify("initialized", {})
+        self.asked = False
+
+    def ask(self, uri: str, version: int, text: str, at: int) -> dict:
+        line, ch = offset_to_position(text, at, "utf-16")
+        _, res = self.w.call("flint/nextEdit", {"textDocument": {"uri": uri, "version": version},
+                                                "position": {"line": line, "character": ch}})
+        return res.get("result") or {}
+
+    def change(self, uri: str, version: int, text: str, a: int, b: int, new: str) -> str:
+        ra, rb = offset_to_position(text, a, "utf-16"), offset_to_position(text, b, "utf-16")
+        self.w.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [
+            {"range": {"start": {"line": ra[0], "character": ra[1]}, "end": {"line": rb[0], "character": rb[1]}},
+             "text": new}]})
+        return text[:a] + new + text[b:]
+
+    def close(self) -> None:
+        self.w.call("shutdown", {})
+        self.w.notify("exit", {})
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def replay(r: Replay, case: Case, k: int) -> dict:
+    """One case through the server (module docstring): what was offered where, and how right."""
+    uri = (Path("/tmp/flint-bench-signatures") / str(k) / case.module).as_uri()
+    r.w.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                         "text": case.before}})
+    if not r.asked:
+        r.ask(uri, 1, case.before, 0)  # the first ask starts speculation and warms jedi
+        r.asked = True
+        time.sleep(1.0)
+    time.sleep(0.3)
+    s, oe, ne = case.span
+    cur = r.change(uri, 2, case.before, s, oe, case.edited[s:ne])
+    t_last = time.perf_counter()
+    time.sleep(PAUSE_S)
+    res = r.ask(uri, 2, cur, ne)
+    first_ms = (time.perf_counter() - t_last) * 1000
+    offers = [(position_to_offset(cur, e["range"]["start"]["line"], e["range"]["start"]["character"], "utf-16"), "edit")
+              for e in res.get("edits", [])]
+    offers += [(position_to_offset(cur, j["range"]["start"]["line"], j["range"]["start"]["character"], "utf-16"), "jump")
+               for j in res.get("jumps", [])]
+    hit = [next((i for i, t in enumerate(case.truth) if t.start <= off <= t.end), None) for off, _ in offers]
+    out = {"case": f"{case.pair} {case.module} {case.qualname}", "split": case.split, "kind": case.kind,
+           "truth_changed": sum(t.changed for t in case.truth), "offered": len(offers),
+           "offered_right": sum(i is not None and case.truth[i].changed for i in hit),
+           "found": len({i for i in hit if i is not None and case.truth[i].changed}),
+           "first_answer_ms": round(first_ms, 1), "steps": []}
+    shifts: list[tuple[int, int]] = []  # (offset in the edited text, length added there)
+    v = 2
+    for _ in range(MAX_STEPS):
+        offer = (res.get("edits") or res.get("jumps") or [None])[0]
+        if offer is None:
+            break
+        a = position_to_offset(cur, offer["range"]["start"]["line"], offer["range"]["start"]["character"], "utf-16")
+        b = position_to_offset(cur, offer["range"]["end"]["line"], offer["range"]["end"]["character"], "utf-16")
+        base = a - sum(d for o, d in shifts if o < a)  # back into the edited text's offsets
+        i = next((i for i, t in enumerate(case.truth) if t.start <= base <= t.end), None)
+        jump = "note" in offer
+        new = offer.get("newText") or (_placeholder(cur, a) if jump else "")
+        step = {"jump": jump, "text": offer.get("newText"), "confidence": offer.get("confidence"),
+                "truth": None if i is None else case.truth[i].changed}
+        t = case.truth[i] if i is not None else None
+        v += 1
+        cur = r.change(uri, v, cur, a, b, new)
+        shifts.append((base, len(new) - (b - a)))
+        if t is not None and t.changed and offer.get("newText") is not None:
+            lo = t.start + sum(d for o, d in shifts if o < t.start)
+            hi = t.end + sum(d for o, d in shifts if o <= t.end)
+            step["call_exact"] = _expr(cur[lo:hi]) == _expr(t.new_call)
+            if jump:
+                step["argument_exact"] = _body(_argument_of(offer["newText"])) in _new_args(t.new_call)
+        out["steps"].append(step)
+        t0 = time.perf_counter()
+        res = r.ask(uri, v, cur, a + len(new))
+        step["next_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+    r.w.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    return out
+
+
+def summary(rows: list[dict]) -> dict:
+    jumps = [st for r in rows for st in r["steps"] if st["jump"] and st["truth"]]
+    shown = [st for st in jumps if st["text"]]
+    edits = [st for r in rows for st in r["steps"] if not st["jump"] and st["truth"]]
+    offered, right = sum(r["offered"] for r in rows), sum(r["offered_right"] for r in rows)
+    truth, found = sum(r["truth_changed"] for r in rows), sum(r["found"] for r in rows)
+    return {"cases": len(rows), "calls_changed": truth, "locations_offered": offered,
+            "location_precision": ratio(right, offered), "location_recall": ratio(found, truth),
+            "edits_taken": len(edits), "edits_call_exact": sum(bool(st.get("call_exact")) for st in edits),
+            "jumps_taken": len(jumps), "jumps_with_text": len(shown),
+            "argument_exact": sum(bool(st.get("argument_exact")) for st in shown),
+            "argument_exact_of_shown": ratio(sum(bool(st.get("argument_exact")) for st in shown), len(shown)),
+            "argument_exact_of_all": ratio(sum(bool(st.get("argument_exact")) for st in shown), len(jumps)),
+            "first_answer": lat_summary([r["first_answer_ms"] for r in rows]),
+            "next_answer": lat_summary([st["next_ms"] for r in rows for st in r["steps"] if "next_ms" in st])}
+
+
+def report(result: dict) -> str:
+    lines = ["# Next edits after a signature change, on real version pairs (issue 50)", "",
+             f"`scripts/bench_next_edit_signatures.py`, commit {result['commit']}, {result['cpu']}, "
+             f"model {result['model']}, {result['date']}. What it measures: the script's docstring.", "",
+             "| pair | split | signatures changed | cases (added/removed/renamed) | calls changed |",
+             "| --- | --- | --- | --- | --- |"]
+    for pair, c in result["pairs"].items():
+        k = c["by_kind"]
+        lines.append(f"| {pair} | {c['split']} | {c['signatures_changed']} | {c['cases']} "
+                     f"({k['added']}/{k['removed']}/{k['renamed']}) | {c['calls_changed']} |")
+    lines += ["", "| split | cases | calls changed | locations offered | precision | recall | edits taken (call "
+              "exact) | jumps taken | with text | argument exact (of shown / of all) | first answer p50 / p95 ms |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for split, m in result["splits"].items():
+        lines.append(f"| {split} | {m['cases']} | {m['calls_changed']} | {m['locations_offered']} | "
+                     f"{m['location_precision']} | {m['location_recall']} | {m['edits_taken']} "
+                     f"({m['edits_call_exact']}) | {m['jumps_taken']} | {m['jumps_with_text']} | "
+                     f"{m['argument_exact']} ({m['argument_exact_of_shown']} / {m['argument_exact_of_all']}) | "
+                     f"{m['first_answer']['p50_ms']} / {m['first_answer']['p95_ms']} |")
+    lines += ["", "Per case (offered / right / changed calls found of all; each jump taken: its text, "
+              "confidence, argument exact):", ""]
+    for r in result["rows"]:
+        js = "; ".join(f"{st['text']!r} p={st['confidence']} {'exact' if st.get('argument_exact') else 'wrong'}"
+                       for st in r["steps"] if st["jump"] and st["text"])
+        lines.append(f"- {r['split']}, {r['kind']}: {r['case']}: {r['offered']} / {r['offered_right']} / "
+                     f"{r['found']} of {r['truth_changed']}" + (f"; {js}" if js else ""))
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/flint-bench-signatures-cache"))
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b")
+    ap.add_argument("--scan", action="store_true", help="list the cases only (no server)")
+    args = ap.parse_args()
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    cases, counts = all_cases(args.cache, log)
+    if args.scan:
+        for c in cases:
+            print(c.split, c.kind, c.pair, c.module, c.qualname, sum(t.changed for t in c.truth), len(c.truth))
+        return
+    r = Replay(args.model)
+    time.sleep(2.0)
+    try:
+        rows = []
+        for k, c in enumerate(cases):
+            rows.append(replay(r, c, k))
+            log(f"  {rows[-1]['case']}: {rows[-1]['offered']} offered, {rows[-1]['found']} of "
+                f"{rows[-1]['truth_changed']} found")
+    finally:
+        r.close()
+    result = {"commit": _commit(), "cpu": lscpu_model(), "model": args.model,
+              "date": time.strftime("%Y-%m-%d"), "pairs": counts,
+              "splits": {s: summary([x for x in rows if x["split"] == s]) for s in ("tuning", "validation")},
+              "rows": rows}
+    OUT.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    OUT.with_suffix(".md").write_text(report(result))
+    log(json.dumps(result["splits"], indent=1))
+
+
+if __name__ == "__main__":
+    main()
