@@ -147,3 +147,11 @@ def test_the_plan_keeps_a_fill_and_says_which_edit_each_remaining_one_is():
     assert left is not None and [i for i, _ in left] == [2]
     assert left[0][1].range_start == 11 and left[0][1].fill == b.fill
     assert remaining(then, [a], then) == [a]  # the fill travels with the edit
+
+
+def test_an_argument_that_repeats_the_one_after_the_target_is_none():
+    before = NextEdit(0, 0, "", "", "signature", 0.9, "highlighter", Fill("", ", "))
+    copy = answer(before, "verbose)", after="verbose)\n")
+    assert copy.fill is not None and copy.fill.text == "" and copy.fill.confidence == 0.0
+    assert answer(before, "highlighter", after="verbose)\n").fill.text == "highlighter"  # type: ignore[union-attr]
+    assert answer(before, "verbose_level", after="verbose)\n").fill.text == "verbose_level"  # type: ignore[union-attr]

@@ -24,7 +24,7 @@ from engine.edits.common import NextEdit
 from engine.types import Doubts, GenParams
 
 FLOOR = 0.3  # the lowest token probability of an argument that is still shown (below: the jump alone)
-MAX_PREFIX_CHARS = 3000  # the fill's window: small enough that a cold prompt pass stays well under a second
+MAX_PREFIX_CHARS = 2000  # the fill's window: small enough that a cold prompt pass stays near a second
 MAX_SUFFIX_CHARS = 400
 MAX_HEADER_LINES = 12
 MAX_ARGUMENT_CHARS = 120
@@ -156,13 +156,22 @@ def argument(raw: str, doubts: Doubts = (), finish_reason: str = "eos", *, name:
 
 
 def answer(jump: NextEdit, raw: str, doubts: Doubts = (), finish_reason: str = "eos",
-           floor: float = FLOOR) -> NextEdit:
-    """``jump`` filled with the model's text at it (``argument``, then ``filled``)."""
+           floor: float = FLOOR, after: str = "") -> NextEdit:
+    """``jump`` filled with the model's text at it (``argument``, then ``filled``). ``after``: the text
+    after the target: an argument that only repeats the one standing there is none (a parameter added in
+    front of ``verbose`` drew ``verbose`` from the model, which copies what it sees next)."""
     f = jump.fill
     assert f is not None
     name = jump.note if not f.keyword and not f.trail else ""
     arg, p = argument(raw, doubts, finish_reason, name=name)
+    if arg and f.trail and _repeats(arg, after):
+        arg, p = "", 0.0
     return filled(jump, arg, p, floor)
+
+
+def _repeats(arg: str, after: str) -> bool:
+    rest = after.lstrip()
+    return rest.startswith(arg) and rest[len(arg):].lstrip()[:1] in (",", ")")
 
 
 def filled(jump: NextEdit, arg: str, confidence: float, floor: float = FLOOR) -> NextEdit:
@@ -180,4 +189,4 @@ def engine_fill(engine: Any, text: str, jump: NextEdit, signature: str, *, def_a
     prefix, suffix = fill_prompt(text, jump, signature, def_at=def_at)
     outs, _ = engine.complete(prefix, suffix, replace(FILL_PARAMS, deadline=deadline))
     c = outs[0]
-    return answer(jump, c.text, c.doubts, c.finish_reason, floor), c.text
+    return answer(jump, c.text, c.doubts, c.finish_reason, floor, after=text[jump.range_start:]), c.text

@@ -9,7 +9,8 @@ alone when the model was unsure (below ``fill.FLOOR``) or had nothing.
 
 The model runs on the engine's own thread: ``WorkerFiller`` hands the prompt to the completion service's
 local worker as a state of the document (its current revision: an edit stops it, as it stops any stale
-generation) at speculation's priority, so a completion the user asks for pre-empts it, and waits for its
+generation) at a request's priority (speculation's is stopped by the idle watchdog before a cold
+prompt pass ends), so a completion the user asks for in that document replaces it; it waits for its
 outcome in the store, as a completion request does. A hook in lsp_server/completion would be neater: a
 ``fill(uri, revision, prefix, suffix, params)`` that runs one prompt on the local tier at the lowest
 priority a user waits for, without the type-through and disk entries (see docs/next_edits.md).
@@ -117,7 +118,7 @@ class FillRun:
                     if self.owner.documents.revision(self.uri) == revision:
                         return  # no model (or it failed): the jumps stay as they are
                     continue  # the document changed under it: ask again at the new revision
-                done = answer(jump, *got)
+                done = answer(jump, *got, after=self.base[jump.range_start:jump.range_start + 200])
                 log.debug("argument at %d: %r (p=%.2f) in %.0f ms", jump.range_start, got[0][:40],
                           done.fill.confidence if done.fill else 0.0, (time.monotonic() - t0) * 1000)
                 part.planned[i] = done
@@ -138,14 +139,15 @@ class WorkerFiller:
         self.service = service
 
     async def __call__(self, uri: str, revision: int, prefix: str, suffix: str) -> tuple[str, Doubts, str] | None:
-        from lsp_server.completion.jobs import SPECULATIVE, State
+        from lsp_server.completion.jobs import USER, State
 
         worker, store = self.service.worker, self.service.store
-        if worker.engine is None:
-            return None  # not loaded (or no model): the jumps alone
         state = State(uri, revision, -1, prefix, suffix, "single", FILL_PARAMS, route="local")
         since = time.monotonic()
-        worker.submit(state, SPECULATIVE, budget_s=FILL_BUDGET_S)
+        # a request's priority: speculation's is stopped 1.5 s after the user's last keystroke (the worker's
+        # idle watchdog), and a cold prompt pass can take longer; a completion the user asks for in this
+        # document still replaces it (one job per document), in another it waits at most FILL_BUDGET_S
+        worker.submit(state, USER, budget_s=FILL_BUDGET_S)
         try:
             waited = await store.wait(state, since + FILL_BUDGET_S + 2.0, None, since=since, tier="local")
         except asyncio.CancelledError:
