@@ -379,6 +379,14 @@ def report(result: dict) -> str:
                      f"({m['edits_call_exact']}) | {m['jumps_taken']} | {m['jumps_with_text']} | "
                      f"{m['argument_exact']} ({m['argument_exact_of_shown']} / {m['argument_exact_of_all']}) | "
                      f"{m['first_answer']['p50_ms']} / {m['first_answer']['p95_ms']} |")
+    if result.get("floors"):
+        lines += ["", "Floor sweep (`--sweep`: the model at every true jump target, in process, no floor; "
+                  "shown / exact of all true jump targets):", "",
+                  "| floor | " + " | ".join(result["floors"]) + " |", "| --- | --- | --- |"]
+        for fl in FLOORS:
+            cells = [f"{v[str(fl)]['shown']} / {v[str(fl)]['exact']} of {v[str(fl)]['of']}"
+                     for v in result["floors"].values()]
+            lines.append(f"| {fl} | " + " | ".join(cells) + " |")
     lines += ["", "Per case (offered / right / changed calls found of all; each jump taken: its text, "
               "confidence, argument exact):", ""]
     for r in result["rows"]:
@@ -389,11 +397,56 @@ def report(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+FLOORS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def sweep(cases: list[Case], model: str, log) -> list[dict]:
+    """The model's argument at every true jump target of the ``added`` cases, in process (engine_fill, the
+    same prompt and cut as the server's, no floor): its confidence and whether it is exact. What the floor
+    would show at each value (chosen on the tuning half only)."""
+    from engine.config import EngineConfig, resolve_model_dir
+    from engine.edits.fill import engine_fill, header
+    from engine.edits.signature import call_edits, calls
+    from engine.engine import Engine
+
+    eng = Engine.load(resolve_model_dir(model), config=EngineConfig(threads=2))
+    out = []
+    for c in cases:
+        if c.kind != "added":
+            continue
+        s, oe, ne = c.span
+        ch = signature_change(c.before, c.edited, s, oe, ne)
+        assert ch is not None
+        offs = [i for i in range(len(c.edited)) if c.edited.startswith(ch.name + "(", i)]
+        sig, def_at = header(c.edited, ch.name_at), c.edited.rfind("\n", 0, ch.name_at) + 1
+        for j in call_edits(c.edited, ch, calls(c.edited, offs)):
+            t = next((t for t in c.truth if t.start <= j.range_start <= t.end and t.changed), None)
+            if not j.jump or t is None:
+                continue
+            t0 = time.perf_counter()
+            done, raw = engine_fill(eng, c.edited, j, sig, def_at=def_at, floor=0.0)
+            f = done.fill
+            assert f is not None
+            out.append({"split": c.split, "case": f"{c.pair} {c.qualname}", "text": f.text, "raw": raw[:60],
+                        "confidence": f.confidence, "ms": round((time.perf_counter() - t0) * 1000, 1),
+                        "exact": bool(f.text) and _body(f.text) in _new_args(t.new_call)})
+            log(f"  sweep {c.qualname}: {f.text!r} p={f.confidence} exact={out[-1]['exact']}")
+    return out
+
+
+def floors(rows: list[dict]) -> dict:
+    return {s: {str(fl): {"shown": sum(r["confidence"] >= fl and bool(r["text"]) for r in rows if r["split"] == s),
+                          "exact": sum(r["confidence"] >= fl and r["exact"] for r in rows if r["split"] == s),
+                          "of": sum(r["split"] == s for r in rows)} for fl in FLOORS}
+            for s in ("tuning", "validation")}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cache", type=Path, default=Path("/tmp/flint-bench-signatures-cache"))
     ap.add_argument("--model", default="qwen2.5-coder-0.5b")
     ap.add_argument("--scan", action="store_true", help="list the cases only (no server)")
+    ap.add_argument("--sweep", action="store_true", help="also the floor sweep (the model in process, no floor)")
     args = ap.parse_args()
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     cases, counts = all_cases(args.cache, log)
@@ -401,6 +454,7 @@ def main() -> None:
         for c in cases:
             print(c.split, c.kind, c.pair, c.module, c.qualname, sum(t.changed for t in c.truth), len(c.truth))
         return
+    swept = sweep(cases, args.model, log) if args.sweep else []
     r = Replay(args.model)
     time.sleep(2.0)
     try:
@@ -414,7 +468,7 @@ def main() -> None:
     result = {"commit": _commit(), "cpu": lscpu_model(), "model": args.model,
               "date": time.strftime("%Y-%m-%d"), "pairs": counts,
               "splits": {s: summary([x for x in rows if x["split"] == s]) for s in ("tuning", "validation")},
-              "rows": rows}
+              "rows": rows, "sweep": swept, "floors": floors(swept) if swept else None}
     OUT.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     OUT.with_suffix(".md").write_text(report(result))
     log(json.dumps(result["splits"], indent=1))
