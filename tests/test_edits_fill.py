@@ -72,15 +72,24 @@ def test_a_keyword_only_parameter_is_passed_by_name():
 
 
 def test_the_prompt_shows_the_edited_signature_when_the_window_does_not():
-    after, jumps, name_at = _added(SRC, "def area(w, h)", "def area(w, h, unit)")
+    padded = SRC.replace("\n\n\ndef report", "\n\n" + "# other code\n" * 120 + "\n\ndef report")
+    after, jumps, name_at = _added(padded, "def area(w, h)", "def area(w, h, unit)")
     sig = header(after, name_at)
     assert sig == "def area(w, h, unit):"
-    last = max(jumps, key=lambda j: j.range_start)  # return area(): far enough for a small window
+    last = max(jumps, key=lambda j: j.range_start)  # return area(): far from the def
     prefix, suffix = fill_prompt(after, last, sig, max_prefix=30, def_at=0)
     assert prefix.startswith("def area(w, h, unit):\n    ...\n") and prefix.endswith("return area(unit=")
-    assert "total = area(2, 3)" not in prefix and suffix.startswith(")\n")
-    whole, _ = fill_prompt(after, last, sig, def_at=0)  # the window holds the def: no stub
+    assert "return w * h" not in prefix and suffix.startswith(")\n")
+    whole, _ = fill_prompt(after, last, sig, max_prefix=len(after), def_at=0)  # the window holds the def: no stub
     assert whole.startswith("def area(w, h, unit):\n    return w * h")
+
+
+def test_nearby_call_sites_share_the_start_of_their_prompts():
+    after, jumps, _ = _added(SRC.replace("def report", "# x\n" * 200 + "def report"), "def area(w, h)",
+                             "def area(w, h, unit)")
+    a, b = sorted(jumps, key=lambda j: j.range_start)[:2]
+    pa, pb = fill_prompt(after, a, "", max_prefix=300)[0], fill_prompt(after, b, "", max_prefix=300)[0]
+    assert len(pa) >= 300 and pb.startswith(pa[:len(pa) - len("area(2, 3, ")])  # the KV of one serves the next
 
 
 def test_a_signature_over_several_lines_is_the_header_and_a_method_is_dedented():

@@ -24,11 +24,15 @@ from engine.edits.common import NextEdit
 from engine.types import Doubts, GenParams
 
 FLOOR = 0.3  # the lowest token probability of an argument that is still shown (below: the jump alone)
-MAX_PREFIX_CHARS = 2000  # the fill's window: small enough that a cold prompt pass stays near a second
-MAX_SUFFIX_CHARS = 400
+# the fill's window: a cold prompt pass of 2,000 characters took 1.6-4 s on the shared 2-core machine
+# (docs/benchmarks/next_edit_signatures.md), past the ask's wait; its start is aligned to ALIGN_CHARS so
+# that nearby call sites share it and the engine reuses the KV computed for the one before
+MAX_PREFIX_CHARS = 1200
+MAX_SUFFIX_CHARS = 200
+ALIGN_CHARS = 512
 MAX_HEADER_LINES = 12
 MAX_ARGUMENT_CHARS = 120
-FILL_PARAMS = GenParams(max_tokens=24, max_lines=1, language="python")
+FILL_PARAMS = GenParams(max_tokens=16, max_lines=1, language="python")
 _CLOSE = {")": "(", "]": "[", "}": "{"}
 
 
@@ -93,8 +97,9 @@ def fill_prompt(text: str, jump: NextEdit, signature: str, *, max_prefix: int = 
     stub, unless the prefix holds it (``def_at``: the def's offset in ``text``, -1 unknown)."""
     at, f = jump.range_start, jump.fill
     assert f is not None
-    start = text.find("\n", max(0, at - max_prefix))
-    start = 0 if at <= max_prefix or start < 0 or start >= at else start + 1
+    aligned = max(0, at - max_prefix) // ALIGN_CHARS * ALIGN_CHARS
+    start = text.find("\n", aligned)
+    start = 0 if aligned == 0 or start < 0 or start >= at else start + 1
     prefix = text[start:at] + f.lead + (f.keyword + "=" if f.keyword else "")
     if signature and not (start <= def_at < at):
         stub = textwrap.dedent(signature)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FILL_WAIT_S = 2.0  # an ask whose first offer is a jump waits at most this long for its argument
-FILL_BUDGET_S = 3.0  # one argument's generation, from when it starts (a cold prompt pass included)
+FILL_BUDGET_S = 4.0  # one argument's generation, from when it starts (a cold prompt pass included)
 MAX_FILLS = 16  # arguments asked for in one plan (many call sites: the nearest ones)
 
 # (uri, revision, prefix, suffix) -> the model's (text, doubts, finish reason), or None (no model, or the
