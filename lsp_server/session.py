@@ -54,6 +54,7 @@ from lsp_server.documents import Change, Document, DocumentError, DocumentStore,
 from lsp_server.errors import RequestError, request_error
 from lsp_server.gatekeeper import GateKeeper
 from lsp_server.logs import register_secret
+from lsp_server.nextedit.fills import WorkerFiller
 from lsp_server.nextedit.service import Found, NextEdits, to_json
 from lsp_server.settings import Settings
 from lsp_server.stats import Shown, Stats, work_name
@@ -88,7 +89,8 @@ class Session:
         self.service.events.on(Worked, lambda e: self.stats.worked(e.tier, e.work, e.wall_ms, e.cpu_ms))
         self.service.store.disk.open(self.settings.cache_size_mb)
         register_secret(self.settings.remote_api_key)
-        self.next_edits = NextEdits(self.documents, lambda: self.settings.enable)  # flint/nextEdit
+        self.next_edits = NextEdits(self.documents, lambda: self.settings.enable,  # flint/nextEdit
+                                    filler=WorkerFiller(self.service))  # arguments at jump targets: the local model
 
     # ---- lifecycle ------------------------------------------------------------------------------
     @property

@@ -7,7 +7,7 @@ import bisect
 import keyword
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 Source = Literal["rename", "repeat", "signature", "model"]
@@ -17,6 +17,27 @@ REGION_LINES = 40  # the repeat's region outside a Python function: this many li
 MAX_SUGGESTIONS = 64  # a repeat's occurrences, or another document's names to ask jedi about one by one
 MAX_REFERENCES = 5000  # a rename's references jedi found in the document: every one (a rename must finish)
 JEDI_BUDGET_S = 0.5  # default wait for jedi (a first question in a process loads its caches: ~0.3 s)
+
+
+@dataclass(frozen=True)
+class Fill:
+    """What goes at a jump target for a new argument: ``lead`` + ``keyword=`` (when it must be passed by
+    name) + the argument + ``trail`` (the separators the call needs there). ``text``: the model's argument
+    (fill.py), ``confidence``: the lowest probability of the tokens that wrote it; None until the model
+    was asked (then "" and a confidence below the floor: only the jump is offered)."""
+
+    lead: str = ""
+    trail: str = ""
+    keyword: str = ""
+    text: str = ""
+    confidence: float | None = None
+
+    @property
+    def insert(self) -> str:
+        """The whole insertion at the target ("" when there is no argument text)."""
+        if not self.text:
+            return ""
+        return self.lead + (self.keyword + "=" if self.keyword else "") + self.text + self.trail
 
 
 @dataclass(frozen=True)
@@ -32,10 +53,15 @@ class NextEdit:
     source: Source
     confidence: float
     note: str = ""
+    fill: Fill | None = None  # a jump target's argument slot (signature.py) and the model's text for it
 
     @property
     def jump(self) -> bool:
         return self.range_start == self.range_end and not self.new_text
+
+    def at(self, start: int) -> NextEdit:
+        """The same edit moved to ``start`` (its fill kept)."""
+        return replace(self, range_start=start, range_end=start + self.range_end - self.range_start)
 
     def apply(self, text: str) -> str:
         return text[:self.range_start] + self.new_text + text[self.range_end:]

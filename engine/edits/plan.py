@@ -24,13 +24,21 @@ def _same(a: str, a_pos: int, b: str, b_pos: int, n: int) -> bool:
 
 
 def remaining(then: str, edits: Sequence[NextEdit], now: str) -> list[NextEdit] | None:
+    """``unapplied``'s edits alone."""
+    left = unapplied(then, edits, now)
+    return None if left is None else [e for _, e in left]
+
+
+def unapplied(then: str, edits: Sequence[NextEdit], now: str) -> list[tuple[int, NextEdit]] | None:
     """The edits of ``then`` not applied in ``now``, moved to their places in ``now``, when ``now`` is
     ``then`` with some of ``edits`` applied (any number, in any order) and nothing else changed; None
     otherwise (the user changed something else: the plan no longer describes the text). A jump target
     (an empty edit) is done once something is written at it (on its line, at most ``MAX_FILL``
     characters). The edits must not overlap. Ambiguous texts (an applied and an unapplied reading both
-    fit) are None too."""
-    es = sorted(edits, key=lambda e: e.range_start)
+    fit) are None too. Each comes with its index in ``edits`` (what a later answer, e.g. a jump target's
+    argument, is filed under)."""
+    order = sorted(range(len(edits)), key=lambda i: edits[i].range_start)
+    es = [edits[i] for i in order]
     deltas = {len(e.new_text) - len(e.old_text) for e in es}
     # the usual plan (one rename, one repeat): a length check first, as this runs on every keystroke
     if len(deltas) == 1 and not any(e.jump for e in es):
@@ -38,7 +46,7 @@ def remaining(then: str, edits: Sequence[NextEdit], now: str) -> list[NextEdit] 
         diff = len(now) - len(then)
         if (d == 0 and diff != 0) or (d != 0 and (diff % d or not 0 <= diff // d <= len(es))):
             return None
-    out: list[NextEdit] = []
+    out: list[tuple[int, NextEdit]] = []
     p_then = p_now = 0
     for i, e in enumerate(es):
         if e.range_start < p_then:
@@ -52,7 +60,7 @@ def remaining(then: str, edits: Sequence[NextEdit], now: str) -> list[NextEdit] 
         tail = nxt - e.range_end
         if e.jump:  # filled when something was written there: the fixed text after it comes later
             if _same(then, e.range_end, now, p_now, tail):
-                out.append(NextEdit(p_now, p_now, "", "", e.source, e.confidence, e.note))
+                out.append((order[i], e.at(p_now)))
             elif tail >= 2:
                 seg = then[e.range_end:nxt]
                 found = now.find(seg, p_now + 1, p_now + MAX_FILL + tail)
@@ -70,8 +78,7 @@ def remaining(then: str, edits: Sequence[NextEdit], now: str) -> list[NextEdit] 
         if fits[0]:
             p_now += len(e.new_text)
         else:
-            out.append(NextEdit(p_now, p_now + len(e.old_text), e.old_text, e.new_text, e.source, e.confidence,
-                                e.note))
+            out.append((order[i], e.at(p_now)))
             p_now += len(e.old_text)
         p_then = e.range_end
     if not _same(then, p_then, now, p_now, len(then) - p_then) or p_now + len(then) - p_then != len(now):

@@ -8,7 +8,8 @@ of three ways (``signature_change``):
 - a parameter removed: each call passing it (by keyword, or at its position) gets that argument removed,
   with the comma and spaces that went with it;
 - a parameter added without a default: each call gets a *jump target* (an empty edit, ``note`` naming the
-  parameter) where the new argument goes: what to write there is not Flint's to guess (the model's, later).
+  parameter) where the new argument goes, with its ``Fill``: the separators (and ``name=``) an argument
+  there needs; what to write is the model's guess (fill.py), offered only above a confidence floor.
 
 A call that unpacks ``*args`` or ``**kwargs`` where the change falls is left alone: where its arguments
 go is not in the text. A method called through an attribute (``obj.run(...)``) has its first parameter
@@ -21,7 +22,7 @@ import ast
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from engine.edits.common import Lines, NextEdit
+from engine.edits.common import Fill, Lines, NextEdit
 
 KEYWORD_CONFIDENCE = 0.95
 REMOVE_CONFIDENCE = 0.9
@@ -180,8 +181,8 @@ def calls(text: str, name_offsets: Iterable[int]) -> list[Call]:
         if at not in wanted or f.end_lineno is None or f.end_col_offset is None:
             continue
         args: list[tuple[int, int, str | None, str]] = [
-            (pos(x.lineno, x.col_offset), pos(x.end_lineno, x.end_col_offset), None,  # type: ignore[arg-type]
-             "star" if isinstance(x, ast.Starred) else "arg") for x in node.args]
+                (pos(x.lineno, x.col_offset), pos(x.end_lineno, x.end_col_offset), None,  # type: ignore[arg-type]
+                 "star" if isinstance(x, ast.Starred) else "arg") for x in node.args]
         args += [(pos(k.lineno, k.col_offset), pos(k.end_lineno, k.end_col_offset), k.arg,  # type: ignore[arg-type]
                   "kw" if k.arg else "dstar") for k in node.keywords]
         open_at = text.find("(", pos(f.end_lineno, f.end_col_offset))
@@ -233,11 +234,15 @@ def call_edits(text: str, change: Change, found: Iterable[Call]) -> list[NextEdi
             continue
         if unknown:
             continue
+        # where, and the separators an argument written there needs (Fill: the model's text goes between)
         if p.kind == "kwonly" or at > len(positional):
             where = call.args[-1][1] if call.args else call.close_at  # after every argument, by keyword
+            fill = Fill(", " if call.args else "", "", p.name)
         elif at < len(positional):
-            where = call.args[positional[at]][0]  # before the argument now in its place
+            where, fill = call.args[positional[at]][0], Fill("", ", ")  # before the argument now in its place
+        elif positional:
+            where, fill = call.args[positional[-1]][1], Fill(", ", "")  # after the last positional one
         else:
-            where = call.args[positional[-1]][1] if positional else (call.args[0][0] if call.args else call.close_at)
-        out.append(NextEdit(where, where, "", "", "signature", JUMP_CONFIDENCE, note=p.name))
+            where, fill = (call.args[0][0], Fill("", ", ")) if call.args else (call.close_at, Fill())
+        out.append(NextEdit(where, where, "", "", "signature", JUMP_CONFIDENCE, note=p.name, fill=fill))
     return out

@@ -32,13 +32,17 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
+from engine.edits.callsites import last_signature_change
 from engine.edits.exact import NextEdit, OpenDoc, by_cursor, is_python, workspace_next_edits
+from engine.edits.fill import header
 from engine.edits.history import Edit
 from engine.edits.plan import remaining
-from lsp_server.documents import Document, DocumentStore, uri_path
+from lsp_server.documents import DocumentStore, uri_path
+from lsp_server.nextedit.fills import FILL_WAIT_S, Filler, FillRun, Signature, untried
+from lsp_server.nextedit.records import Elsewhere, Found, Job, Part, Plan
+from lsp_server.nextedit.wire import to_json  # noqa: F401  (the session's import)
 
 log = logging.getLogger(__name__)
 
@@ -47,71 +51,13 @@ WAIT_S = 2.0  # a request waits at most this long for a computation under way
 JEDI_BUDGET_S = 1.5  # jedi's deadline in one computation (a first question loads its caches: ~0.3 s)
 
 
-@dataclass
-class Job:
-    uri: str
-    revision: int
-    version: int
-    last_edit_t: float  # time.monotonic() of the last keystroke of the edit it answers
-    future: asyncio.Future = field(repr=False)  # -> (edits here, {uri: edits} elsewhere)
-    text: str = field(default="", repr=False)  # the text the edits belong to
-    ready_t: float | None = None
-    others: dict[str, tuple[int, int, str]] = field(default_factory=dict, repr=False)  # uri -> (rev, version, text)
-
-
-@dataclass
-class Part:
-    """One document's share of the plan: ``edits`` in ``text``, which is revision ``revision``; ``planned``
-    in ``base``: what the computation found, which every later text is matched against (a jump target
-    being filled in changes the text on each keystroke)."""
-
-    revision: int
-    version: int
-    text: str
-    edits: list[NextEdit]
-    base: str = ""
-    planned: list[NextEdit] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if not self.base:
-            self.base, self.planned = self.text, list(self.edits)
-
-
-@dataclass
-class Plan:
-    """The next edits found after an edit of ``origin``: its own (its part, when it has some) and a
-    rename's references in the other open documents."""
-
-    origin: str
-    parts: dict[str, Part]
-
-
-@dataclass(frozen=True)
-class Elsewhere:
-    """A next edit in another document, at its version ``version``."""
-
-    uri: str
-    version: int
-    edit: NextEdit
-
-
-@dataclass(frozen=True)
-class Found:
-    """The next edits for one version of a document (``stale``: it changed while they were computed, or
-    the request named another version; nothing to apply then), and those in other documents."""
-
-    uri: str
-    version: int
-    edits: list[NextEdit]
-    ready_ms: float | None = None  # from the last keystroke to the edits being ready
-    stale: bool = False
-    elsewhere: list[Elsewhere] = field(default_factory=list)
-
-
 class NextEdits:
     def __init__(self, documents: DocumentStore, enabled: Callable[[], bool], analyser: Any = None,
-                 quiet_s: float = QUIET_S) -> None:
+                 quiet_s: float = QUIET_S, filler: Filler | None = None) -> None:
         self.documents = documents
+        self.filler = filler  # the model's arguments at jump targets (fills.py); None: the jumps alone
+        self._fills: dict[str, FillRun] = {}
+        self._cursors: dict[str, int] = {}  # where each document's last ask put the cursor
         self.enabled = enabled
         self.quiet_s = quiet_s
         self._analyser = analyser
@@ -171,8 +117,21 @@ class NextEdits:
 
     def closed(self, uri: str) -> None:
         self._cancel(uri)
+        self._stop_fills(uri)
+        self._cursors.pop(uri, None)
         if self.plan is not None:
             self.plan.parts.pop(uri, None)
+
+    def part(self, uri: str) -> Part | None:
+        return self.plan.parts.get(uri) if self.plan is not None else None
+
+    def cursor(self, uri: str) -> int:
+        return self._cursors.get(uri, 0)
+
+    def _stop_fills(self, uri: str) -> None:
+        run = self._fills.pop(uri, None)
+        if run is not None:
+            run.cancel()
 
     def _consumed(self, uri: str) -> bool:
         """Keep the plan in step with an edit of ``uri``: a text that is the part's with some of its edits
@@ -198,6 +157,8 @@ class NextEdits:
     def shutdown(self) -> None:
         for uri in list(self._timers):
             self._cancel(uri)
+        for uri in list(self._fills):
+            self._stop_fills(uri)
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _cancel(self, uri: str) -> None:
@@ -221,7 +182,7 @@ class NextEdits:
         others = self._others(uri)
         if not edits or doc.problem():
             fut = self._loop.create_future()
-            fut.set_result(([], {}))
+            fut.set_result(([], {}, None))
         else:
             path = uri_path(uri)
             self.computed += 1
@@ -249,8 +210,13 @@ class NextEdits:
         job.ready_t = time.monotonic()
         if fut.cancelled() or fut.exception() is not None or self._jobs.get(job.uri) is not job:
             return
-        here, elsewhere = fut.result()
+        here, elsewhere, sig = fut.result()
         parts = {job.uri: Part(job.revision, job.version, job.text, here)} if here else {}
+        self._stop_fills(job.uri)
+        if here and sig is not None and self.filler is not None and any(untried(e) for e in here):
+            self._cursors[job.uri] = self._cursors.get(job.uri, sig.def_at)
+            run = self._fills[job.uri] = FillRun(self, self.filler, job.uri, parts[job.uri].base, sig)
+            run.start()
         for uri, edits in elsewhere.items():
             rev, version, text = job.others[uri]
             if self.documents.revision(uri) == rev and edits:
@@ -262,10 +228,11 @@ class NextEdits:
 
     # ---- the computation (its own thread) ----
     def _compute(self, uri: str, revision: int, text: str, edits: list[Edit], path: str | None,
-                 language: str | None, others: list[OpenDoc]) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
+                 language: str | None, others: list[OpenDoc]
+                 ) -> tuple[list[NextEdit], dict[str, list[NextEdit]], Signature | None]:
         if self.documents.revision(uri) != revision:
             log.debug("next edits of %s rev %d: left behind", uri, revision)
-            return [], {}  # left behind while it waited: nobody can use it
+            return [], {}, None  # left behind while it waited: nobody can use it
         python = is_python(path, language)
         try:
             found, elsewhere = workspace_next_edits(text, edits, path=path, language=language,
@@ -274,12 +241,12 @@ class NextEdits:
                                                     others=others if python else ())
         except Exception as e:  # a bug here must not cost the user their completions
             log.warning("next edits failed on %s: %r", uri, e)
-            return [], {}
+            return [], {}, None
         log.debug("next edits of %s rev %d: %d here, %d elsewhere", uri, revision, len(found),
                   sum(len(v) for v in elsewhere.values()))
         if not found and not elsewhere and python:
             self._warm(text, path)
-        return found, elsewhere
+        return found, elsewhere, _signature(text, edits) if any(untried(e) for e in found) else None
 
     def _warm(self, text: str, path: str | None) -> None:
         """Have jedi parse ``text`` now, in idle time: a rename that comes next asks about nearly this text,
@@ -303,7 +270,8 @@ class NextEdits:
 
     # ---- the request (event loop) ----
     async def ask(self, uri: str, version: int | None, offset: int) -> Found:
-        """The next edits at this version of ``uri``, nearest after ``offset`` first. DocumentError: the
+        """The next edits at this version of ``uri``, nearest after ``offset`` first; a first offer that is
+        a jump target waits (at most FILL_WAIT_S) for the model's argument there. DocumentError: the
         document is not open."""
         if not self.asked:
             self.asked = True
@@ -313,29 +281,47 @@ class NextEdits:
             return Found(uri, doc.version, [], stale=True)
         if not self.enabled():
             return Found(uri, doc.version, [])
-        part = self.plan.parts.get(uri) if self.plan is not None else None
-        job = self._jobs.get(uri)
-        if part is not None and part.revision == doc.revision:
-            # the plan's part: found for this very text, or for one that only applying its edits changed
-            ready = None
-            if job is not None and job.revision == doc.revision and job.ready_t is not None:
-                ready = round((job.ready_t - job.last_edit_t) * 1000, 1)
-            return Found(uri, doc.version, by_cursor(list(part.edits), offset), ready, elsewhere=self._elsewhere(uri))
-        if job is None or job.revision != doc.revision:
-            t = self._timers.pop(uri, None)
-            if t is not None:
-                t.cancel()
-            job = self._start(uri)
-        try:
-            edits, _ = await asyncio.wait_for(asyncio.shield(job.future), WAIT_S)
-        except TimeoutError:
-            log.info("next edits for %s not ready after %.1f s", uri, WAIT_S)
-            return Found(uri, job.version, [])
-        if self.documents.revision(uri) != job.revision:
-            return Found(uri, job.version, [], stale=True)
-        ready = (job.ready_t or time.monotonic()) - job.last_edit_t
-        return Found(uri, job.version, by_cursor(list(edits), offset), round(ready * 1000, 1),
-                     elsewhere=self._elsewhere(uri))
+        self._cursors[uri] = offset
+        found = self._planned(uri, doc.revision, doc.version, offset)
+        if found is None:
+            job = self._jobs.get(uri)
+            if job is None or job.revision != doc.revision:
+                t = self._timers.pop(uri, None)
+                if t is not None:
+                    t.cancel()
+                job = self._start(uri)
+            try:
+                edits, _, _ = await asyncio.wait_for(asyncio.shield(job.future), WAIT_S)
+            except TimeoutError:
+                log.info("next edits for %s not ready after %.1f s", uri, WAIT_S)
+                return Found(uri, job.version, [])
+            if self.documents.revision(uri) != job.revision:
+                return Found(uri, job.version, [], stale=True)
+            found = self._planned(uri, job.revision, job.version, offset)
+            if found is None:  # nothing here became the plan
+                ready = (job.ready_t or time.monotonic()) - job.last_edit_t
+                return Found(uri, job.version, by_cursor(list(edits), offset), round(ready * 1000, 1),
+                             elsewhere=self._elsewhere(uri))
+        end = time.monotonic() + FILL_WAIT_S
+        while found.edits and untried(found.edits[0]) and time.monotonic() < end:
+            run = self._fills.get(uri)
+            if run is None or run.over:
+                break
+            await run.wait(end - time.monotonic())
+            if self.documents.revision(uri) != doc.revision:
+                return Found(uri, doc.version, [], stale=True)
+            found = self._planned(uri, doc.revision, doc.version, offset) or found
+        return found
+
+    def _planned(self, uri: str, revision: int, version: int, offset: int) -> Found | None:
+        """The plan's part for this very text (or one that only applying its edits changed), if any."""
+        part = self.part(uri)
+        if part is None or part.revision != revision:
+            return None
+        job, ready = self._jobs.get(uri), None
+        if job is not None and job.revision == revision and job.ready_t is not None:
+            ready = round((job.ready_t - job.last_edit_t) * 1000, 1)
+        return Found(uri, version, by_cursor(list(part.edits), offset), ready, elsewhere=self._elsewhere(uri))
 
     def _elsewhere(self, uri: str) -> list[Elsewhere]:
         """The plan's edits outside ``uri`` still valid (each part at its document's current revision): the
@@ -351,41 +337,11 @@ class NextEdits:
         return out
 
 
-def to_json(found: Found, position_at: Callable[[int], tuple[int, int]],
-            document: Callable[[str], Document | None] = lambda uri: None, encoding: str = "utf-16") -> dict[str, Any]:
-    """The ``flint/nextEdit`` result (docs/protocol.md); ``position_at``: offset -> (line, character) in
-    the client's encoding, in the text the edits belong to; ``document``: another open document by URI
-    (the ``elsewhere`` edits' positions, in ``encoding``)."""
-    def edit_json(e: NextEdit, at: Callable[[int], tuple[int, int]]) -> dict[str, Any]:
-        (sl, sc), (el, ec) = at(e.range_start), at(e.range_end)
-        return {"range": {"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}},
-                "newText": e.new_text, "oldText": e.old_text, "source": e.source, "confidence": e.confidence}
-
-    def jump_json(e: NextEdit) -> dict[str, Any]:
-        line, ch = position_at(e.range_start)
-        at = {"line": line, "character": ch}
-        return {"range": {"start": at, "end": at}, "source": e.source, "note": e.note}
-
-    out: dict[str, Any] = {"version": found.version,
-                           "edits": [edit_json(e, position_at) for e in found.edits if not e.jump]}
-    jumps = [jump_json(e) for e in found.edits if e.jump]
-    if jumps:  # a field of its own: a client that knows nothing of jump targets never applies an empty edit
-        out["jumps"] = jumps
-    if found.ready_ms is not None:
-        out["readyMs"] = found.ready_ms
-    if found.stale:
-        out["stale"] = True
-    elsewhere = []
-    for x in found.elsewhere:
-        doc = document(x.uri)
-        if doc is None or doc.version != x.version or x.edit.jump:  # jump targets: asked in that document
-            continue
-        elsewhere.append({"uri": x.uri, "version": x.version, **edit_json(x.edit, _positions(doc, encoding))})
-    if elsewhere:
-        out["elsewhere"] = elsewhere
-    return out
-
-
-
-def _positions(doc: Document, encoding: str) -> Callable[[int], tuple[int, int]]:
-    return lambda off: doc.position_at(off, encoding)
+def _signature(text: str, edits: list[Edit]) -> Signature | None:
+    """The edited def's signature, for the prompts of the arguments at its call sites."""
+    change = last_signature_change(text, edits)
+    if change is None:
+        return None
+    line_start = text.rfind("\n", 0, change.name_at) + 1
+    sig = header(text, change.name_at)
+    return Signature(sig, line_start) if sig else None

@@ -254,6 +254,38 @@ async function nextEditFlow(page) {
   await shot(page, 'ne-4-dismissed');
 }
 
+// Issue 50: a parameter added without a default at its definition; the call's jump target is marked (the
+// parameter's name, or the model's argument as ghost text); Tab jumps there; with an argument shown, Tab
+// again writes it. (What the model writes is its own: the test checks the place and that the file parses.)
+async function nextEditJumpFlow(page) {
+  const file = path.join(cfg.workspace, 'area.py');
+  await openFile(page, 'area.py');
+  await page.keyboard.press('Control+Home');
+  await page.keyboard.press('End');
+  for (let i = 0; i < 2; i++) await page.keyboard.press('ArrowLeft'); // before `):`
+  await page.keyboard.type(', unit', { delay: 60 });
+  out.jumpMarks = await waitFor(async () => {
+    const m = await nextEditMarks(page);
+    return m.added.length && m.gutter >= 1 ? m : null;
+  }, 30000, 'the jump target after the added parameter', page);
+  await sleep(300);
+  out.jumpMarks = await nextEditMarks(page);
+  await shot(page, 'nej-1-shown');
+  await page.keyboard.press('Tab'); // jump
+  out.cursorAfterJumpTarget = await waitFor(async () => {
+    const c = await cursorLnCol(page);
+    return c && c[0] === 5 ? c : null;
+  }, 10000, 'the cursor at the jump target', page);
+  const ghost = out.jumpMarks.added.find((a) => !a.startsWith('\u2038'));
+  if (ghost) {
+    await page.keyboard.press('Tab'); // write the argument
+    out.afterJump = await save(page, file, (t) => t.includes('print(area(2, 3, '));
+  } else {
+    out.afterJump = await save(page, file, (t) => t.includes('unit'));
+  }
+  await shot(page, 'nej-2-done');
+}
+
 async function activeTab(page) {
   return page.evaluate(() => [...document.querySelectorAll('.tab.active')]
     .map((t) => t.getAttribute('data-resource-name') || t.getAttribute('aria-label') || t.textContent).join(' '));
@@ -339,6 +371,11 @@ async function nextEditTwoFilesFlow(page) {
     out.statusReady = await statusText(page);
     if (cfg.scenario === 'nextEdit') {
       await nextEditFlow(page);
+      out.ok = true;
+      return;
+    }
+    if (cfg.scenario === 'nextEditJump') {
+      await nextEditJumpFlow(page);
       out.ok = true;
       return;
     }

@@ -7,6 +7,10 @@
 // Other documents (the answer's `elsewhere`: a rename's references in other open files): when nothing is
 // left here, the status bar names the file, Tab opens it at the edit (shown there) and Tab again applies it;
 // the server then answers for that document, so its own next reference follows.
+// Jump targets (the answer's `jumps`: where a call needs the argument of a parameter added without a
+// default): when no edit is offered, the first is marked at its place with the parameter's name; Tab moves
+// the cursor there. When the server sends the model's argument (`newText`), it is shown there as ghost
+// text, and Tab at the target writes it (Escape dismisses). Edits spanning lines are shown and applied whole.
 import * as vscode from 'vscode';
 import type * as proto from 'vscode-languageclient/node';
 import { Server } from './server';
@@ -35,9 +39,19 @@ interface WireElsewhere extends WireEdit {
   version: number;
 }
 
+/** A jump target: a place that needs an edit; `newText` (optional): the model's text for it. */
+interface WireJump {
+  range: proto.Range;
+  source: string;
+  note: string;
+  newText?: string;
+  confidence?: number;
+}
+
 interface WireResult {
   version: number;
   edits: WireEdit[];
+  jumps?: WireJump[];
   readyMs?: number;
   stale?: boolean;
   elsewhere?: WireElsewhere[];
@@ -56,6 +70,8 @@ interface Pending {
   newText: string;
   source: string;
   jumped: boolean;
+  /** a jump target: `note` says what goes there; with no `newText` Tab only moves the cursor */
+  jump?: { note: string };
 }
 
 export class NextEdits implements vscode.Disposable {
@@ -68,6 +84,13 @@ export class NextEdits implements vscode.Disposable {
   private readonly removed = vscode.window.createTextEditorDecorationType({
     textDecoration: 'line-through',
     backgroundColor: new vscode.ThemeColor('diffEditor.removedTextBackground'),
+    gutterIconPath: vscode.Uri.parse(`data:image/svg+xml;base64,${Buffer.from(GUTTER_SVG).toString('base64')}`),
+    gutterIconSize: 'contain',
+    overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.modifiedForeground'),
+    overviewRulerLane: vscode.OverviewRulerLane.Center,
+  });
+  // a jump target: the parameter's name dimmed, or the model's argument as ghost text, at its place
+  private readonly target = vscode.window.createTextEditorDecorationType({
     gutterIconPath: vscode.Uri.parse(`data:image/svg+xml;base64,${Buffer.from(GUTTER_SVG).toString('base64')}`),
     gutterIconSize: 'contain',
     overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.modifiedForeground'),
@@ -123,6 +146,15 @@ export class NextEdits implements vscode.Disposable {
     if (seq !== this.asked || !res || res.stale || doc.version !== version || res.version !== version) return;
     if (vscode.window.activeTextEditor !== ed) return;
     const first = res.edits[0];
+    const jump = res.jumps?.[0];
+    if (!first && jump) {
+      const at = client.protocol2CodeConverter.asRange(jump.range);
+      this.show({ editor: ed, version, range: new vscode.Range(at.start, at.start), newText: jump.newText ?? '',
+        source: jump.source, jumped: false, jump: { note: jump.note } });
+      this.log.info(`next edit: jump target (${jump.source}) line ${at.start.line + 1} for ${jump.note}` +
+        (jump.newText ? ` with ${JSON.stringify(jump.newText)} (p ${jump.confidence ?? '?'})` : ''));
+      return;
+    }
     if (!first) {
       const other = res.elsewhere?.[0];
       if (other) this.offerAway({ uri: client.protocol2CodeConverter.asUri(other.uri), edit: other });
@@ -137,6 +169,22 @@ export class NextEdits implements vscode.Disposable {
 
   private show(p: Pending): void {
     this.pending = p;
+    if (p.jump) {
+      const hover = new vscode.MarkdownString(`**Flint next edit** (${p.source}): ${p.jump.note} goes here; ` +
+        (p.newText ? 'Tab to jump, Tab again to write it, Escape to dismiss' : 'Tab to jump there, Escape to dismiss'));
+      p.editor.setDecorations(this.target, [{
+        range: p.range,
+        hoverMessage: hover,
+        renderOptions: {
+          after: p.newText
+            ? { contentText: p.newText, color: new vscode.ThemeColor('editorGhostText.foreground'), fontStyle: 'italic' }
+            : { contentText: `‸${p.jump.note}`, color: new vscode.ThemeColor('editorCodeLens.foreground'),
+                fontStyle: 'italic', margin: '0 0 0 1px' },
+        },
+      }]);
+      void vscode.commands.executeCommand('setContext', CONTEXT_KEY, true);
+      return;
+    }
     const hover = new vscode.MarkdownString(`**Flint next edit** (${p.source}): Tab to jump, Tab again to apply, Escape to dismiss`);
     p.editor.setDecorations(this.removed, [{
       range: p.range,
@@ -205,25 +253,30 @@ export class NextEdits implements vscode.Disposable {
     }
     const at = ed.selection.active;
     if (!p.jumped && !(at.line === p.range.start.line && p.range.start.character <= at.character &&
-        at.character <= p.range.end.character)) {
+        (at.character <= p.range.end.character || p.range.end.line > at.line))) {
       p.jumped = true;
       ed.selection = new vscode.Selection(p.range.start, p.range.start);
       ed.revealRange(p.range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+      if (p.jump && !p.newText) this.clear(); // nothing to write for the user: the next ask follows their typing
       return;
     }
     this.clear();
+    if (p.jump && !p.newText) return;
     this.applying = true;
     const ok = await ed.edit((b) => b.replace(p.range, p.newText));
     if (!ok) {
       this.applying = false;
       return;
     }
-    const end = p.range.start.translate(0, p.newText.length);
+    const end = ed.document.positionAt(ed.document.offsetAt(p.range.start) + p.newText.length);
     ed.selection = new vscode.Selection(end, end);
   }
 
   clear(): void {
-    if (this.pending) this.pending.editor.setDecorations(this.removed, []);
+    if (this.pending) {
+      this.pending.editor.setDecorations(this.removed, []);
+      this.pending.editor.setDecorations(this.target, []);
+    }
     this.pending = undefined;
     this.away = undefined;
     this.status.hide();
@@ -235,6 +288,7 @@ export class NextEdits implements vscode.Disposable {
     if (this.timer) clearTimeout(this.timer);
     this.clear();
     this.removed.dispose();
+    this.target.dispose();
     this.status.dispose();
     vscode.Disposable.from(...this.subs).dispose();
   }

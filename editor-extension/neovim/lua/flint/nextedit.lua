@@ -8,13 +8,19 @@
 -- Other buffers (the answer's `elsewhere`: a rename's references in other open files): when nothing is left
 -- here, a message names the file; <Tab> opens that buffer at the edit (shown there), <Tab> again applies it,
 -- and the server then answers for that buffer.
+-- Jump targets (the answer's `jumps`: where a call needs the argument of a parameter added without a
+-- default): when no edit is offered, the first is marked at its place (`‸name`, or the model's argument as
+-- ghost text when the server sent one); <Tab> moves the cursor there, <Tab> again writes the argument (a
+-- jump without one is done once the cursor is there: the user writes). Edits spanning lines (an argument
+-- removed where they stand one a line) are shown struck through across the lines and applied whole.
 local util = require('flint.util')
 
 local M = {}
 
 local ns = vim.api.nvim_create_namespace('flint_next_edit')
 local PAUSE_MS = 200 -- ask this long after the last change (the server has it ready by then)
-local pending = nil -- { bufnr, version, row, col, end_col, new_text, old_text, source, jumped }
+-- { bufnr, version, row, col, end_row, end_col, new_text, old_text, source, jumped, note (a jump target) }
+local pending = nil
 local away = nil -- an `elsewhere` edit offered by name: { uri, version, range, oldText, newText, source }
 local timer = nil
 local asked = 0
@@ -39,20 +45,43 @@ function M.pending()
   if not pending then
     return away and { away = { uri = away.uri, row = away.range.start.line } } or nil
   end
-  return { row = pending.row, col = pending.col, end_col = pending.end_col, new_text = pending.new_text,
-           old_text = pending.old_text, source = pending.source, jumped = pending.jumped,
+  return { row = pending.row, col = pending.col, end_row = pending.end_row, end_col = pending.end_col,
+           new_text = pending.new_text, old_text = pending.old_text, source = pending.source,
+           jumped = pending.jumped, note = pending.note,
            marks = #vim.api.nvim_buf_get_extmarks(pending.bufnr, ns, 0, -1, {}) }
 end
 
 local function show(p)
   pending = p
+  if p.note then -- a jump target: the argument as ghost text, or the parameter's name
+    local virt = p.new_text ~= '' and { { p.new_text, 'FlintNextEditGhost' } } or { { '‸' .. p.note, 'FlintNextEditNote' } }
+    vim.api.nvim_buf_set_extmark(p.bufnr, ns, p.row, p.col, {
+      virt_text = virt, virt_text_pos = 'inline', sign_text = '»', sign_hl_group = 'FlintNextEditSign',
+    })
+    return
+  end
   vim.api.nvim_buf_set_extmark(p.bufnr, ns, p.row, p.col, {
-    end_row = p.row, end_col = p.end_col, hl_group = 'FlintNextEditOld',
+    end_row = p.end_row, end_col = p.end_col, hl_group = 'FlintNextEditOld',
     sign_text = '»', sign_hl_group = 'FlintNextEditSign',
   })
-  vim.api.nvim_buf_set_extmark(p.bufnr, ns, p.row, p.end_col, {
-    virt_text = { { p.new_text, 'FlintNextEditNew' } }, virt_text_pos = 'inline',
+  local lines = vim.split(p.new_text, '\n', { plain = true })
+  vim.api.nvim_buf_set_extmark(p.bufnr, ns, p.end_row, p.end_col, {
+    virt_text = { { lines[1], 'FlintNextEditNew' } }, virt_text_pos = 'inline',
+    virt_lines = #lines > 1 and vim.tbl_map(function(l)
+      return { { l, 'FlintNextEditNew' } }
+    end, vim.list_slice(lines, 2)) or nil,
   })
+end
+
+--- The byte span of an LSP range in a buffer, and the text it holds ("\n" between lines).
+local function span(bufnr, range, enc)
+  local row, end_row = range.start.line, range['end'].line
+  local first = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ''
+  local last = end_row == row and first or (vim.api.nvim_buf_get_lines(bufnr, end_row, end_row + 1, false)[1] or '')
+  local col = util.byte_col(first, range.start.character, enc)
+  local end_col = util.byte_col(last, range['end'].character, enc)
+  local ok, held = pcall(vim.api.nvim_buf_get_text, bufnr, row, col, end_row, end_col, {})
+  return row, col, end_row, end_col, ok and table.concat(held, '\n') or nil
 end
 
 local function on_result(bufnr, version, seq, client, result)
@@ -66,28 +95,28 @@ local function on_result(bufnr, version, seq, client, result)
     return
   end
   local e = (result.edits or {})[1]
+  local j = (result.jumps or {})[1]
+  if not e and j then
+    local row, col = span(bufnr, j.range, util.encoding(client))
+    show({ bufnr = bufnr, version = version, row = row, col = col, end_row = row, end_col = col,
+           new_text = j.newText or '', old_text = '', source = j.source, jumped = false, note = j.note or '' })
+    return
+  end
   if not e then
     local x = (result.elsewhere or {})[1]
-    if x and x.range.start.line == x.range['end'].line then
+    if x then
       away = x
       local name = vim.fn.fnamemodify(vim.uri_to_fname(x.uri), ':t')
       vim.api.nvim_echo({ { ('Flint: next edit in %s (<Tab>)'):format(name), 'FlintNextEditSign' } }, false, {})
     end
     return
   end
-  if e.range.start.line ~= e.range['end'].line then
-    return -- one-line edits only (what rename and repeat make)
-  end
-  local row = e.range.start.line
-  local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ''
-  local enc = util.encoding(client)
-  local col = util.byte_col(line, e.range.start.character, enc)
-  local end_col = util.byte_col(line, e.range['end'].character, enc)
-  if line:sub(col + 1, end_col) ~= e.oldText then
+  local row, col, end_row, end_col, held = span(bufnr, e.range, util.encoding(client))
+  if held ~= e.oldText then
     return -- not the text it was made for: never guess
   end
-  show({ bufnr = bufnr, version = version, row = row, col = col, end_col = end_col, new_text = e.newText,
-         old_text = e.oldText, source = e.source, jumped = false })
+  show({ bufnr = bufnr, version = version, row = row, col = col, end_row = end_row, end_col = end_col,
+         new_text = e.newText, old_text = e.oldText, source = e.source, jumped = false })
 end
 
 --- Ask the server now for the current buffer's next edit.
@@ -119,18 +148,14 @@ local function jump_away()
   if not vim.api.nvim_buf_is_loaded(bufnr) or buf_version(bufnr) ~= x.version then
     return -- changed since (or not Flint's any more): never guess
   end
-  local row = x.range.start.line
-  local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ''
-  local enc = util.encoding(client)
-  local col = util.byte_col(line, x.range.start.character, enc)
-  local end_col = util.byte_col(line, x.range['end'].character, enc)
-  if line:sub(col + 1, end_col) ~= x.oldText then
+  local row, col, end_row, end_col, held = span(bufnr, x.range, util.encoding(client))
+  if held ~= x.oldText then
     return
   end
   vim.api.nvim_set_current_buf(bufnr)
   vim.api.nvim_win_set_cursor(0, { row + 1, col })
-  show({ bufnr = bufnr, version = x.version, row = row, col = col, end_col = end_col, new_text = x.newText,
-         old_text = x.oldText, source = x.source, jumped = true })
+  show({ bufnr = bufnr, version = x.version, row = row, col = col, end_row = end_row, end_col = end_col,
+         new_text = x.newText, old_text = x.oldText, source = x.source, jumped = true })
 end
 
 --- A change in a buffer: drop what is shown; ask again once the user pauses.
@@ -159,17 +184,27 @@ function M.tab()
     return
   end
   local cur = vim.api.nvim_win_get_cursor(0)
-  local at = cur[1] - 1 == p.row and cur[2] >= p.col and cur[2] <= p.end_col
+  local at = cur[1] - 1 == p.row and cur[2] >= p.col and (cur[2] <= p.end_col or p.end_row > p.row)
   if not p.jumped and not at then
     p.jumped = true
     vim.api.nvim_win_set_cursor(0, { p.row + 1, p.col })
+    if p.note and p.new_text == '' then
+      M.clear() -- a jump target with nothing to write for the user: the next ask follows their typing
+    end
     return
   end
   M.clear()
-  vim.api.nvim_buf_set_text(p.bufnr, p.row, p.col, p.row, p.end_col, { p.new_text })
+  if p.note and p.new_text == '' then
+    return
+  end
+  local lines = vim.split(p.new_text, '\n', { plain = true })
+  vim.api.nvim_buf_set_text(p.bufnr, p.row, p.col, p.end_row, p.end_col, lines)
   -- on the new text's last character in normal mode, after it in insert mode
   local insert = vim.api.nvim_get_mode().mode:sub(1, 1) == 'i'
-  vim.api.nvim_win_set_cursor(0, { p.row + 1, p.col + (insert and #p.new_text or math.max(#p.new_text - 1, 0)) })
+  local last_row = p.row + #lines - 1
+  local base = #lines > 1 and 0 or p.col
+  local len = #lines[#lines]
+  vim.api.nvim_win_set_cursor(0, { last_row + 1, base + (insert and len or math.max(len - 1, 0)) })
   M.changed(0)
 end
 
@@ -183,6 +218,8 @@ function M.setup(client_fn, keys, augroup)
   pcall(vim.api.nvim_set_hl, 0, 'FlintNextEditOld', { link = 'DiffDelete', default = true })
   pcall(vim.api.nvim_set_hl, 0, 'FlintNextEditNew', { link = 'DiffAdd', default = true })
   pcall(vim.api.nvim_set_hl, 0, 'FlintNextEditSign', { link = 'DiagnosticHint', default = true })
+  pcall(vim.api.nvim_set_hl, 0, 'FlintNextEditGhost', { link = 'Comment', default = true })
+  pcall(vim.api.nvim_set_hl, 0, 'FlintNextEditNote', { link = 'NonText', default = true })
   vim.api.nvim_create_autocmd({ 'TextChanged', 'TextChangedI' }, {
     group = augroup,
     callback = function()

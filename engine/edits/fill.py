@@ -1,0 +1,197 @@
+"""What goes at a jump target: the model's argument for a parameter added without a default (issue 50).
+
+signature.py finds *where* each call needs the new argument (a jump target with its ``Fill``: the
+separators and, when it must be passed by name, ``name=``); the model writes *what*: a fill-in-the-middle
+completion of that spot, the call's argument list being the middle. The prompt (``fill_prompt``) is the
+text around the call with the separators already written, so the middle is one argument; the edited
+def's signature goes in front of the prefix when the window does not show it (the model needs the new
+parameter's name and place, and that is the user's edit). ``argument`` cuts the model's text to one
+argument and says how sure the model was: the lowest probability of the tokens that wrote it (the
+completion path's doubts, engine/types.py ``Doubts``). Below ``FLOOR`` only the jump is offered.
+
+Pure functions on texts, except ``engine_fill`` (one engine call: it must run on the thread that owns
+the engine).
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import replace
+from typing import Any
+
+from engine.edits.common import NextEdit
+from engine.types import Doubts, GenParams
+
+FLOOR = 0.3  # the lowest token probability of an argument that is still shown (below: the jump alone)
+# the fill's window: a cold prompt pass of 2,000 characters took 1.6-4 s on the shared 2-core machine
+# (docs/benchmarks/next_edit_signatures.md), past the ask's wait; its start is aligned to ALIGN_CHARS so
+# that nearby call sites share it and the engine reuses the KV computed for the one before
+MAX_PREFIX_CHARS = 1200
+MAX_SUFFIX_CHARS = 200
+ALIGN_CHARS = 512
+MAX_HEADER_LINES = 12
+MAX_ARGUMENT_CHARS = 120
+FILL_PARAMS = GenParams(max_tokens=16, max_lines=1, language="python")
+_CLOSE = {")": "(", "]": "[", "}": "{"}
+
+
+def header(text: str, name_at: int) -> str:
+    """The signature of the def whose name starts at ``name_at``: from its ``def`` line to the line that
+    closes its parameter list ("" when that is not found within ``MAX_HEADER_LINES``)."""
+    start = text.rfind("\n", 0, name_at) + 1
+    open_at = text.find("(", name_at)
+    if open_at < 0:
+        return ""
+    close = _closing(text, open_at)
+    if close is None:
+        return ""
+    end = text.find("\n", close)
+    out = text[start:len(text) if end < 0 else end].replace("\r", "")
+    return out if out.count("\n") < MAX_HEADER_LINES else ""
+
+
+def _closing(text: str, open_at: int) -> int | None:
+    """The offset of the bracket closing ``text[open_at]`` (strings and comments skipped)."""
+    depth, i, n = 0, open_at, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "\"'":
+            i = _string_end(text, i)
+            continue
+        if ch == "#":
+            nl = text.find("\n", i)
+            i = n if nl < 0 else nl
+            continue
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def _string_end(text: str, i: int) -> int:
+    """The offset after the string literal starting at ``text[i]`` (a quote); the end of text if open."""
+    q = text[i] * 3 if text.startswith(text[i] * 3, i) else text[i]
+    j = i + len(q)
+    while j < len(text):
+        if text[j] == "\\":
+            j += 2
+            continue
+        if text.startswith(q, j):
+            return j + len(q)
+        if len(q) == 1 and text[j] == "\n":
+            return j
+        j += 1
+    return len(text)
+
+
+def fill_prompt(text: str, jump: NextEdit, signature: str, *, max_prefix: int = MAX_PREFIX_CHARS,
+                max_suffix: int = MAX_SUFFIX_CHARS, def_at: int = -1) -> tuple[str, str]:
+    """(prefix, suffix) of the model's prompt for ``jump``'s argument: the text before the target (from a
+    line start at most ``max_prefix`` back) with the lead separator and ``name=`` written, and the trail
+    separator with the text after it. ``signature`` (the edited def's, ``header``) goes in front, as a
+    stub, unless the prefix holds it (``def_at``: the def's offset in ``text``, -1 unknown)."""
+    at, f = jump.range_start, jump.fill
+    assert f is not None
+    aligned = max(0, at - max_prefix) // ALIGN_CHARS * ALIGN_CHARS
+    start = text.find("\n", aligned)
+    start = 0 if aligned == 0 or start < 0 or start >= at else start + 1
+    prefix = text[start:at] + f.lead + (f.keyword + "=" if f.keyword else "")
+    if signature and not (start <= def_at < at):
+        stub = textwrap.dedent(signature)
+        prefix = stub + "\n" + " " * 4 + "...\n\n\n" + prefix
+    suffix = f.trail + text[at:at + max_suffix]
+    return prefix.replace("\r\n", "\n"), suffix.replace("\r\n", "\n")
+
+
+def _cut(raw: str) -> tuple[int, bool]:
+    """Where one argument ends in ``raw`` (the model's text after the target) and whether something ended
+    it there (a comma or closing bracket of the call, a line break) rather than the text running out."""
+    depth, i = 0, 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch in "\"'":
+            end = _string_end(raw, i)
+            if end >= len(raw) and not raw.endswith(raw[i]):
+                return len(raw), False  # an open string
+            i = end
+            continue
+        if ch == "\n" or (depth == 0 and (ch == "," or ch in _CLOSE)):
+            return i, True
+        if ch in "([{":
+            depth += 1
+        elif ch in _CLOSE:
+            depth -= 1
+        i += 1
+    return len(raw), False
+
+
+def single_argument(arg: str, name: str = "") -> bool:
+    """Is ``arg`` one argument expression (or ``name=`` one, the parameter's own keyword)?"""
+    if not arg or len(arg) > MAX_ARGUMENT_CHARS or "\n" in arg or arg.strip() == "...":
+        return False
+    try:
+        tree = ast.parse(f"f({arg})", mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    call = tree.body
+    if not isinstance(call, ast.Call):
+        return False
+    if len(call.args) == 1 and not call.keywords:
+        return not isinstance(call.args[0], ast.Starred)
+    return not call.args and len(call.keywords) == 1 and bool(name) and call.keywords[0].arg == name
+
+
+def argument(raw: str, doubts: Doubts = (), finish_reason: str = "eos", *, name: str = "") -> tuple[str, float]:
+    """The argument the model wrote (``raw``: its text at the target) and the lowest probability of the
+    tokens that wrote it; ("", 0.0) when it is not one well-formed argument (cut off, two arguments, a
+    statement). ``name``: a keyword accepted as ``name=value`` (the parameter's, where no argument follows
+    and the prompt did not write ``name=`` already)."""
+    end, ended = _cut(raw)
+    if not ended and finish_reason not in ("eos", "stop"):
+        return "", 0.0  # the token limit or the deadline cut it: the rest of the expression is unknown
+    arg = raw[:end].strip()
+    if not single_argument(arg, name):
+        return "", 0.0
+    return arg, min((p for off, p in doubts if off < end), default=1.0)
+
+
+def answer(jump: NextEdit, raw: str, doubts: Doubts = (), finish_reason: str = "eos",
+           floor: float = FLOOR, after: str = "") -> NextEdit:
+    """``jump`` filled with the model's text at it (``argument``, then ``filled``). ``after``: the text
+    after the target: an argument that only repeats the one standing there is none (a parameter added in
+    front of ``verbose`` drew ``verbose`` from the model, which copies what it sees next)."""
+    f = jump.fill
+    assert f is not None
+    name = jump.note if not f.keyword and not f.trail else ""
+    arg, p = argument(raw, doubts, finish_reason, name=name)
+    if arg and f.trail and _repeats(arg, after):
+        arg, p = "", 0.0
+    return filled(jump, arg, p, floor)
+
+
+def _repeats(arg: str, after: str) -> bool:
+    rest = after.lstrip()
+    return rest.startswith(arg) and rest[len(arg):].lstrip()[:1] in (",", ")")
+
+
+def filled(jump: NextEdit, arg: str, confidence: float, floor: float = FLOOR) -> NextEdit:
+    """``jump`` with the model's answer: its text when at or above ``floor``, else none (the jump alone);
+    the confidence is kept either way (the model was asked)."""
+    assert jump.fill is not None
+    return replace(jump, fill=replace(jump.fill, text=arg if arg and confidence >= floor else "",
+                                      confidence=confidence))
+
+
+def engine_fill(engine: Any, text: str, jump: NextEdit, signature: str, *, def_at: int = -1,
+                deadline: float | None = None, floor: float = FLOOR) -> tuple[NextEdit, str]:
+    """``jump`` filled by ``engine`` (the facade of engine/engine_api.md) and the model's raw text. The
+    server runs the same prompt through its completion worker instead (lsp_server/nextedit/fills.py)."""
+    prefix, suffix = fill_prompt(text, jump, signature, def_at=def_at)
+    outs, _ = engine.complete(prefix, suffix, replace(FILL_PARAMS, deadline=deadline))
+    c = outs[0]
+    return answer(jump, c.text, c.doubts, c.finish_reason, floor, after=text[jump.range_start:]), c.text

@@ -1,0 +1,174 @@
+"""The model's argument at jump targets, in the server (issue 50; engine/edits/fill.py says what).
+
+After a plan with jump targets is made (a parameter added without a default: where each call needs the new
+argument), a ``FillRun`` asks the model for the argument at one target at a time, the one nearest after
+the cursor first, and files each answer in the plan (``Part.planned``: it travels with the jump as the
+user applies or writes at the others). A ``flint/nextEdit`` whose first offer is a jump not asked about
+yet waits for it (at most ``FILL_WAIT_S``): the client shows the argument with the jump, or the jump
+alone when the model was unsure (below ``fill.FLOOR``) or had nothing.
+
+The model runs on the engine's own thread: ``WorkerFiller`` hands the prompt to the completion service's
+local worker as a state of the document (its current revision: an edit stops it, as it stops any stale
+generation) at a request's priority (speculation's is stopped by the idle watchdog before a cold
+prompt pass ends), so a completion the user asks for in that document replaces it; it waits for its
+outcome in the store, as a completion request does. A hook in lsp_server/completion would be neater: a
+``fill(uri, revision, prefix, suffix, params)`` that runs one prompt on the local tier at the lowest
+priority a user waits for, without the type-through and disk entries (see docs/next_edits.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from engine.edits.common import NextEdit, by_cursor
+from engine.edits.fill import FILL_PARAMS, answer, fill_prompt
+from engine.edits.plan import unapplied
+from engine.types import Doubts
+
+if TYPE_CHECKING:
+    from lsp_server.documents import DocumentStore
+    from lsp_server.nextedit.records import Part
+
+
+class Owner(Protocol):
+    """What a fill run reads of the next-edit service that started it (service.py's NextEdits)."""
+
+    documents: DocumentStore
+
+    def part(self, uri: str) -> Part | None: ...
+
+    def cursor(self, uri: str) -> int: ...
+
+log = logging.getLogger(__name__)
+
+FILL_WAIT_S = 2.0  # an ask whose first offer is a jump waits at most this long for its argument
+FILL_BUDGET_S = 4.0  # one argument's generation, from when it starts (a cold prompt pass included)
+MAX_FILLS = 16  # arguments asked for in one plan (many call sites: the nearest ones)
+
+# (uri, revision, prefix, suffix) -> the model's (text, doubts, finish reason), or None (no model, or the
+# work was dropped: the document changed, a completion pre-empted it)
+Filler = Callable[[str, int, str, str], Awaitable[tuple[str, Doubts, str] | None]]
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The edited def's signature (fill.header) and its offset in the plan's text: the prompt's stub."""
+
+    text: str
+    def_at: int
+
+
+def untried(jump: NextEdit) -> bool:
+    """A jump target whose argument the model has not been asked for yet."""
+    return jump.jump and jump.fill is not None and jump.fill.confidence is None
+
+
+class FillRun:
+    """The arguments of one plan's jump targets in ``uri`` (the plan's part made from ``base``)."""
+
+    def __init__(self, owner: Owner, filler: Filler, uri: str, base: str, sig: Signature) -> None:
+        self.owner, self.filler, self.uri, self.base, self.sig = owner, filler, uri, base, sig
+        self.pulse = asyncio.Event()  # set after each answer is filed (and when the run ends)
+        self.over = False
+        self.task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self.run())
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        self._end()
+
+    async def wait(self, timeout: float) -> None:
+        """Until the next answer is filed, the run ends, or ``timeout`` seconds."""
+        self.pulse.clear()
+        try:
+            await asyncio.wait_for(self.pulse.wait(), timeout)
+        except TimeoutError:
+            pass
+
+    def _end(self) -> None:
+        self.over = True
+        self.pulse.set()
+
+    def _part(self) -> Any:
+        part = self.owner.part(self.uri)
+        return part if part is not None and part.base is self.base else None
+
+    def _next(self, part: Any) -> int | None:
+        """The index in ``part.planned`` of the untried jump nearest after the user's cursor."""
+        left = unapplied(part.base, part.planned, part.text) or []
+        jumps = [e for _, e in left if untried(e)]
+        if not jumps:
+            return None
+        first = by_cursor(jumps, self.owner.cursor(self.uri))[0]
+        return next(i for i, e in left if e is first)
+
+    async def run(self) -> None:
+        try:
+            for _ in range(2 * MAX_FILLS):  # a dropped generation (the user edited) is asked again
+                part = self._part()
+                i = self._next(part) if part is not None else None
+                if i is None or sum(not untried(e) and e.jump for e in part.planned) >= MAX_FILLS:
+                    return
+                jump = part.planned[i]
+                prefix, suffix = fill_prompt(self.base, jump, self.sig.text, def_at=self.sig.def_at)
+                revision = self.owner.documents.revision(self.uri)
+                t0 = time.monotonic()
+                got = await self.filler(self.uri, revision or 0, prefix, suffix)
+                part = self._part()
+                if part is None:
+                    return
+                if got is None:
+                    if self.owner.documents.revision(self.uri) == revision:
+                        return  # no model (or it failed): the jumps stay as they are
+                    continue  # the document changed under it: ask again at the new revision
+                done = answer(jump, *got, after=self.base[jump.range_start:jump.range_start + 200])
+                log.debug("argument at %d: %r (p=%.2f) in %.0f ms", jump.range_start, got[0][:40],
+                          done.fill.confidence if done.fill else 0.0, (time.monotonic() - t0) * 1000)
+                part.planned[i] = done
+                left = unapplied(part.base, part.planned, part.text)
+                if left is not None:
+                    part.edits = [e for _, e in left]
+                self.pulse.set()
+        except Exception as e:  # a bug here must not cost the user the jumps themselves
+            log.warning("next edit arguments failed on %s: %r", self.uri, e)
+        finally:
+            self._end()
+
+
+class WorkerFiller:
+    """A ``Filler`` on the completion service's local worker (module docstring)."""
+
+    def __init__(self, service: Any) -> None:
+        self.service = service
+
+    async def __call__(self, uri: str, revision: int, prefix: str, suffix: str) -> tuple[str, Doubts, str] | None:
+        from lsp_server.completion.jobs import USER, State
+
+        worker, store = self.service.worker, self.service.store
+        state = State(uri, revision, -1, prefix, suffix, "single", FILL_PARAMS, route="local")
+        since = time.monotonic()
+        # a request's priority: speculation's is stopped 1.5 s after the user's last keystroke (the worker's
+        # idle watchdog), and a cold prompt pass can take longer; a completion the user asks for in this
+        # document still replaces it (one job per document), in another it waits at most FILL_BUDGET_S
+        worker.submit(state, USER, budget_s=FILL_BUDGET_S)
+        try:
+            waited = await store.wait(state, since + FILL_BUDGET_S + 2.0, None, since=since, tier="local")
+        except asyncio.CancelledError:
+            worker.abandon(state)
+            raise
+        except Exception as e:  # dropped: stale, superseded by the user's own request, no engine
+            log.debug("argument for %s not written: %r", uri, e)
+            return None
+        ans = waited.answer
+        if ans is None or not ans.comps:
+            return None
+        c = ans.comps[0]
+        return c.text, c.doubts, c.finish_reason

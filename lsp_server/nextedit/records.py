@@ -1,0 +1,70 @@
+"""What the next-edit service keeps (service.py): a computation (``Job``), the plan and its parts, and an
+answer (``Found``) before it becomes JSON (wire.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from engine.edits.common import NextEdit
+
+
+@dataclass
+class Job:
+    uri: str
+    revision: int
+    version: int
+    last_edit_t: float  # time.monotonic() of the last keystroke of the edit it answers
+    future: asyncio.Future = field(repr=False)  # -> (edits here, {uri: edits} elsewhere, Signature | None)
+    text: str = field(default="", repr=False)  # the text the edits belong to
+    ready_t: float | None = None
+    others: dict[str, tuple[int, int, str]] = field(default_factory=dict, repr=False)  # uri -> (rev, version, text)
+
+
+@dataclass
+class Part:
+    """One document's share of the plan: ``edits`` in ``text``, which is revision ``revision``; ``planned``
+    in ``base``: what the computation found, which every later text is matched against (a jump target
+    being filled in changes the text on each keystroke)."""
+
+    revision: int
+    version: int
+    text: str
+    edits: list[NextEdit]
+    base: str = ""
+    planned: list[NextEdit] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.base:
+            self.base, self.planned = self.text, list(self.edits)
+
+
+@dataclass
+class Plan:
+    """The next edits found after an edit of ``origin``: its own (its part, when it has some) and a
+    rename's references in the other open documents."""
+
+    origin: str
+    parts: dict[str, Part]
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """A next edit in another document, at its version ``version``."""
+
+    uri: str
+    version: int
+    edit: NextEdit
+
+
+@dataclass(frozen=True)
+class Found:
+    """The next edits for one version of a document (``stale``: it changed while they were computed, or
+    the request named another version; nothing to apply then), and those in other documents."""
+
+    uri: str
+    version: int
+    edits: list[NextEdit]
+    ready_ms: float | None = None  # from the last keystroke to the edits being ready
+    stale: bool = False
+    elsewhere: list[Elsewhere] = field(default_factory=list)

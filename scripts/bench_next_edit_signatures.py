@@ -1,0 +1,478 @@
+"""Next edits after a signature change, on real version pairs (issue 50): docs/benchmarks/next_edit_signatures.md.
+
+For each pair of released versions of a pinned PyPI package (``PAIRS``: none of them is in
+replay_corpus.PACKAGES, replay_test_split.PYPI, or the other benchmarks' lists, so nothing was tuned on
+them), every module present in both is read with ``ast``: a function (same qualified name) whose parameter
+list changed is a *case* when the change is one Flint handles (engine/edits/signature.py
+``signature_change``: one parameter renamed, removed, or added without a default) and the module holds
+calls of it. The truth: those calls matched between the versions (by enclosing function and order; a
+group whose count changed is left out), and which of them changed with the signature in the way the change
+asks (the new argument passed, the removed one gone, ``old=`` become ``new=``), with the new version's
+argument as the expected text.
+
+The replay: the old module is opened in the real server (``python -m lsp_server``, the local model) and
+only the def's parameter list is replaced by the new version's, as one didChange; 200 ms later
+flint/nextEdit is asked, as the clients do. Every offered edit and jump target is located in a call
+(location precision and recall against the truth); then, client-like, the first offer is taken in turn:
+an edit applied as offered, a jump target written with the model's argument when one is offered (else the
+true argument, as the user would), asking again at once, up to ``MAX_STEPS``. Scored: whether applying the
+offered text makes the call what the new version has (``ast`` equal): argument-text exactness, for
+jump targets with text among those offered and among all true ones.
+
+Pairs alternate into tuning and validation halves (``split``); nothing was tuned on either yet (the floor,
+engine/edits/fill.py ``FLOOR``, is the documented first guess). CPU and commit are recorded.
+
+    python scripts/bench_next_edit_signatures.py [--cache DIR] [--model NAME] [--scan]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_next_edit import Wire, _commit, lat_summary, lscpu_model, ratio  # noqa: E402
+from replay_corpus import fetch_package, wheel_modules  # noqa: E402
+
+from engine.edits.signature import signature_change  # noqa: E402
+from lsp_server.convert import offset_to_position, position_to_offset  # noqa: E402
+
+PAIRS: tuple[tuple[str, str, str], ...] = (
+    ("requests", "2.28.2", "2.32.3"),
+    ("markdown", "3.4.4", "3.7"),
+    ("urllib3", "2.0.7", "2.2.3"),
+    ("werkzeug", "2.3.8", "3.0.6"),
+    ("jinja2", "3.0.3", "3.1.4"),
+    ("pygments", "2.15.1", "2.18.0"),
+    ("docutils", "0.19", "0.21.2"),
+    ("rich", "13.3.5", "13.9.4"),
+    ("pytest", "7.4.4", "8.3.3"),
+    ("sphinx", "6.2.1", "7.4.7"),
+    ("astroid", "2.15.8", "3.3.5"),
+    ("setuptools", "68.2.2", "75.1.0"),
+)
+MAX_STEPS = 8  # offers taken in turn per case
+PAUSE_S = 0.2  # the clients ask this long after the last keystroke
+OUT = ROOT / "docs" / "benchmarks" / "next_edit_signatures"
+
+Fn = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass
+class Truth:
+    """One call of the function in the edited text: its span, the new version's call (source), and whether
+    it changed with the signature."""
+
+    start: int
+    end: int
+    changed: bool
+    new_call: str
+
+
+@dataclass
+class Case:
+    pair: str
+    split: str
+    module: str
+    qualname: str
+    kind: str
+    before: str = field(repr=False)
+    edited: str = field(repr=False)
+    span: tuple[int, int, int] = (0, 0, 0)  # the edit: start, end in before, end in edited
+    truth: list[Truth] = field(default_factory=list, repr=False)
+
+
+def functions(tree: ast.AST, prefix: str = "") -> dict[str, Fn]:
+    out: dict[str, Fn] = {}
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, Fn):
+            out[prefix + node.name] = node
+            out.update(functions(node, prefix + node.name + ".<locals>."))
+        elif isinstance(node, ast.ClassDef):
+            out.update(functions(node, prefix + node.name + "."))
+    return out
+
+
+def param_span(text: str, fn: Fn) -> tuple[int, int]:
+    """The offsets inside a def's parentheses."""
+    lines = text.splitlines(keepends=True)
+    at = sum(len(x) for x in lines[:fn.lineno - 1]) + len(lines[fn.lineno - 1].encode()[:fn.col_offset].decode())
+    open_at = text.index("(", text.index(fn.name, at))
+    depth = 0
+    for i in range(open_at, len(text)):
+        depth += text[i] in "([{"
+        depth -= text[i] in ")]}"
+        if depth == 0:
+            return open_at + 1, i
+    raise ValueError("unclosed parameter list")
+
+
+def calls_of(tree: ast.AST, text: str, qualname: str) -> dict[str, list[ast.Call]]:
+    """The calls of the function ``qualname`` by enclosing function: ``name(...)`` for a module's function,
+    ``self.name(...)`` / ``cls.name(...)`` for a method."""
+    parts = qualname.split(".")
+    name, method = parts[-1], len(parts) == 2
+    groups: dict[str, list[ast.Call]] = {}
+
+    def visit(node: ast.AST, where: str) -> None:
+        for ch in ast.iter_child_nodes(node):
+            inner = f"{where}.{ch.name}" if isinstance(ch, Fn | ast.ClassDef) else where
+            if isinstance(ch, ast.Call):
+                f = ch.func
+                hit = (isinstance(f, ast.Name) and f.id == name and not method) or \
+                    (method and isinstance(f, ast.Attribute) and f.attr == name and isinstance(f.value, ast.Name)
+                     and f.value.id in ("self", "cls", parts[0]))
+                if hit:
+                    groups.setdefault(where, []).append(ch)
+            visit(ch, inner)
+
+    visit(tree, "")
+    return groups
+
+
+def _offset(text: str, line: int, col: int) -> int:
+    lines = text.splitlines(keepends=True)
+    return sum(len(x) for x in lines[:line - 1]) + len(lines[line - 1].encode()[:col].decode())
+
+
+def changed_with(kind: str, change, old: ast.Call, new: ast.Call) -> bool:
+    """Did this call change the way the signature change asks?"""
+    okw = {k.arg for k in old.keywords}
+    nkw = {k.arg for k in new.keywords}
+    if kind == "added":
+        return len(new.args) + len(new.keywords) == len(old.args) + len(old.keywords) + 1
+    if kind == "removed":
+        return len(new.args) + len(new.keywords) == len(old.args) + len(old.keywords) - 1
+    return change.param.name in okw and change.new_name in nkw
+
+
+def cases_of(pkg: str, v0: str, v1: str, split: str, cache: Path) -> tuple[list[Case], int]:
+    """The cases of one pair, and how many changed signatures there were in all (any kind)."""
+    r0, r1 = fetch_package(pkg, v0, cache), fetch_package(pkg, v1, cache)
+    out, changed = [], 0
+    for p0 in wheel_modules(r0):
+        rel = p0.relative_to(r0)
+        p1 = r1 / rel
+        if not p1.exists():
+            continue
+        t0, t1 = p0.read_text(encoding="utf-8"), p1.read_text(encoding="utf-8")
+        try:
+            a0, a1 = ast.parse(t0), ast.parse(t1)
+        except SyntaxError:
+            continue
+        f0, f1 = functions(a0), functions(a1)
+        for q, fn in f0.items():
+            if q not in f1 or ast.dump(fn.args) == ast.dump(f1[q].args):
+                continue
+            changed += 1
+            s0, e0 = param_span(t0, fn)
+            s1, e1 = param_span(t1, f1[q])
+            edited = t0[:s0] + t1[s1:e1] + t0[e0:]
+            pre = 0
+            while pre < min(len(t0), len(edited)) and t0[pre] == edited[pre]:
+                pre += 1
+            post = 0
+            while post < min(len(t0), len(edited)) - pre and t0[-1 - post] == edited[-1 - post]:
+                post += 1
+            ch = signature_change(t0, edited, pre, len(t0) - post, len(edited) - post)
+            if ch is None:
+                continue
+            case = Case(f"{pkg} {v0}->{v1}", split, rel.as_posix(), q, ch.kind, t0, edited,
+                        (pre, len(t0) - post, len(edited) - post))
+            ge, g1 = calls_of(ast.parse(edited), edited, q), calls_of(a1, t1, q)
+            for where, olds in ge.items():
+                news = g1.get(where, [])
+                if len(news) != len(olds):
+                    continue  # the calls here were rewritten otherwise: no truth for them
+                for o, n in zip(olds, news, strict=True):
+                    s = _offset(edited, o.lineno, o.col_offset)
+                    e = _offset(edited, o.end_lineno or o.lineno, o.end_col_offset or 0)
+                    case.truth.append(Truth(s, e, changed_with(ch.kind, ch, o, n), ast.get_source_segment(t1, n) or ""))
+            if case.truth:
+                out.append(case)
+    return out, changed
+
+
+def all_cases(cache: Path, log) -> tuple[list[Case], dict]:
+    cases, counts = [], {}
+    for i, (pkg, v0, v1) in enumerate(PAIRS):
+        split = "tuning" if i % 2 == 0 else "validation"
+        found, changed = cases_of(pkg, v0, v1, split, cache)
+        counts[f"{pkg} {v0}->{v1}"] = {"split": split, "signatures_changed": changed, "cases": len(found),
+                                       "by_kind": {k: sum(c.kind == k for c in found) for k in ("added", "removed", "renamed")},
+                                       "calls_changed": sum(t.changed for c in found for t in c.truth)}
+        log(f"{pkg} {v0}->{v1} ({split}): {counts[f'{pkg} {v0}->{v1}']}")
+        cases += found
+    return cases, counts
+
+
+def _expr(src: str) -> str | None:
+    try:
+        return ast.dump(ast.parse(src.strip(), mode="eval"))
+    except SyntaxError:
+        return None
+
+
+def _body(src: str) -> str | None:
+    try:
+        return ast.dump(ast.parse(src.strip(), mode="eval").body)
+    except SyntaxError:
+        return None
+
+
+def _argument_of(insert: str) -> str:
+    """The argument in a jump's newText (its separators and ``name=`` off)."""
+    a = insert.strip().strip(",").strip()
+    head, eq, rest = a.partition("=")
+    return rest.strip() if eq and head.strip().isidentifier() and not rest.startswith("=") else a
+
+
+def _new_args(call_src: str) -> list[str]:
+    tree = ast.parse(call_src.strip(), mode="eval").body
+    assert isinstance(tree, ast.Call)
+    return [ast.dump(a) for a in tree.args] + [ast.dump(k.value) for k in tree.keywords]
+
+
+def _placeholder(text: str, at: int) -> str:
+    """What a user writes at a jump target the model had nothing for (only its being written matters)."""
+    before, after = text[:at].rstrip(), text[at:].lstrip()
+    if before.endswith(("(", ",")):
+        return "None" if after.startswith(")") else "None, "
+    return ", None"
+
+
+class Replay:
+    """The real server over stdio (bench_next_edit.Wire); one document at a time."""
+
+    def __init__(self, model: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "--model", model], cwd=ROOT,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+        self.w = Wire(self.proc)
+        self.w.call("initialize", {"processId": None, "capabilities": {}, "rootUri": None})
+        self.w.notify("initialized", {})
+        self.asked = False
+
+    def ask(self, uri: str, version: int, text: str, at: int) -> dict:
+        line, ch = offset_to_position(text, at, "utf-16")
+        _, res = self.w.call("flint/nextEdit", {"textDocument": {"uri": uri, "version": version},
+                                                "position": {"line": line, "character": ch}})
+        return res.get("result") or {}
+
+    def change(self, uri: str, version: int, text: str, a: int, b: int, new: str) -> str:
+        ra, rb = offset_to_position(text, a, "utf-16"), offset_to_position(text, b, "utf-16")
+        self.w.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [
+            {"range": {"start": {"line": ra[0], "character": ra[1]}, "end": {"line": rb[0], "character": rb[1]}},
+             "text": new}]})
+        return text[:a] + new + text[b:]
+
+    def close(self) -> None:
+        self.w.call("shutdown", {})
+        self.w.notify("exit", {})
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def replay(r: Replay, case: Case, k: int) -> dict:
+    """One case through the server (module docstring): what was offered where, and how right."""
+    uri = (Path("/tmp/flint-bench-signatures") / str(k) / case.module).as_uri()
+    r.w.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                         "text": case.before}})
+    if not r.asked:
+        r.ask(uri, 1, case.before, 0)  # the first ask starts speculation and warms jedi
+        r.asked = True
+        time.sleep(1.0)
+    time.sleep(0.3)
+    s, oe, ne = case.span
+    cur = r.change(uri, 2, case.before, s, oe, case.edited[s:ne])
+    t_last = time.perf_counter()
+    time.sleep(PAUSE_S)
+    res = r.ask(uri, 2, cur, ne)
+    first_ms = (time.perf_counter() - t_last) * 1000
+    offers = [(position_to_offset(cur, e["range"]["start"]["line"], e["range"]["start"]["character"], "utf-16"), "edit")
+              for e in res.get("edits", [])]
+    offers += [(position_to_offset(cur, j["range"]["start"]["line"], j["range"]["start"]["character"], "utf-16"), "jump")
+               for j in res.get("jumps", [])]
+    hit = [next((i for i, t in enumerate(case.truth) if t.start <= off <= t.end), None) for off, _ in offers]
+    out = {"case": f"{case.pair} {case.module} {case.qualname}", "split": case.split, "kind": case.kind,
+           "truth_changed": sum(t.changed for t in case.truth), "offered": len(offers),
+           "offered_right": sum(i is not None and case.truth[i].changed for i in hit),
+           "found": len({i for i in hit if i is not None and case.truth[i].changed}),
+           "first_answer_ms": round(first_ms, 1), "steps": []}
+    shifts: list[tuple[int, int]] = []  # (offset in the edited text, length added there)
+    v = 2
+    for _ in range(MAX_STEPS):
+        offer = (res.get("edits") or res.get("jumps") or [None])[0]
+        if offer is None:
+            break
+        a = position_to_offset(cur, offer["range"]["start"]["line"], offer["range"]["start"]["character"], "utf-16")
+        b = position_to_offset(cur, offer["range"]["end"]["line"], offer["range"]["end"]["character"], "utf-16")
+        base = a - sum(d for o, d in shifts if o < a)  # back into the edited text's offsets
+        i = next((i for i, t in enumerate(case.truth) if t.start <= base <= t.end), None)
+        jump = "note" in offer
+        new = offer.get("newText") or (_placeholder(cur, a) if jump else "")
+        step = {"jump": jump, "text": offer.get("newText"), "confidence": offer.get("confidence"),
+                "truth": None if i is None else case.truth[i].changed}
+        t = case.truth[i] if i is not None else None
+        v += 1
+        cur = r.change(uri, v, cur, a, b, new)
+        shifts.append((base, len(new) - (b - a)))
+        if t is not None and t.changed and offer.get("newText") is not None:
+            lo = t.start + sum(d for o, d in shifts if o < t.start)
+            hi = t.end + sum(d for o, d in shifts if o <= t.end)
+            step["call_exact"] = _expr(cur[lo:hi]) == _expr(t.new_call)
+            if jump:
+                step["argument_exact"] = _body(_argument_of(offer["newText"])) in _new_args(t.new_call)
+        out["steps"].append(step)
+        t0 = time.perf_counter()
+        res = r.ask(uri, v, cur, a + len(new))
+        step["next_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+    r.w.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    return out
+
+
+def summary(rows: list[dict]) -> dict:
+    jumps = [st for r in rows for st in r["steps"] if st["jump"] and st["truth"]]
+    shown = [st for st in jumps if st["text"]]
+    edits = [st for r in rows for st in r["steps"] if not st["jump"] and st["truth"]]
+    offered, right = sum(r["offered"] for r in rows), sum(r["offered_right"] for r in rows)
+    truth, found = sum(r["truth_changed"] for r in rows), sum(r["found"] for r in rows)
+    return {"cases": len(rows), "calls_changed": truth, "locations_offered": offered,
+            "location_precision": ratio(right, offered), "location_recall": ratio(found, truth),
+            "edits_taken": len(edits), "edits_call_exact": sum(bool(st.get("call_exact")) for st in edits),
+            "jumps_taken": len(jumps), "jumps_with_text": len(shown),
+            "argument_exact": sum(bool(st.get("argument_exact")) for st in shown),
+            "argument_exact_of_shown": ratio(sum(bool(st.get("argument_exact")) for st in shown), len(shown)),
+            "argument_exact_of_all": ratio(sum(bool(st.get("argument_exact")) for st in shown), len(jumps)),
+            "first_answer": lat_summary([r["first_answer_ms"] for r in rows]),
+            "next_answer": lat_summary([st["next_ms"] for r in rows for st in r["steps"] if "next_ms" in st])}
+
+
+def report(result: dict) -> str:
+    lines = ["# Next edits after a signature change, on real version pairs (issue 50)", "",
+             f"`scripts/bench_next_edit_signatures.py`, commit {result['commit']}, {result['cpu']}, "
+             f"model {result['model']}, {result['date']}. What it measures: the script's docstring.", "",
+             "| pair | split | signatures changed | cases (added/removed/renamed) | calls changed |",
+             "| --- | --- | --- | --- | --- |"]
+    for pair, c in result["pairs"].items():
+        k = c["by_kind"]
+        lines.append(f"| {pair} | {c['split']} | {c['signatures_changed']} | {c['cases']} "
+                     f"({k['added']}/{k['removed']}/{k['renamed']}) | {c['calls_changed']} |")
+    lines += ["", "| split | cases | calls changed | locations offered | precision | recall | edits taken (call "
+              "exact) | jumps taken | with text | argument exact (of shown / of all) | first answer p50 / p95 ms |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for split, m in result["splits"].items():
+        lines.append(f"| {split} | {m['cases']} | {m['calls_changed']} | {m['locations_offered']} | "
+                     f"{m['location_precision']} | {m['location_recall']} | {m['edits_taken']} "
+                     f"({m['edits_call_exact']}) | {m['jumps_taken']} | {m['jumps_with_text']} | "
+                     f"{m['argument_exact']} ({m['argument_exact_of_shown']} / {m['argument_exact_of_all']}) | "
+                     f"{m['first_answer']['p50_ms']} / {m['first_answer']['p95_ms']} |")
+    if result.get("floors"):
+        lines += ["", "Floor sweep (`--sweep`: the model at every true jump target, in process, no floor; "
+                  "shown / exact of all true jump targets):", "",
+                  "| floor | " + " | ".join(result["floors"]) + " |", "| --- | --- | --- |"]
+        for fl in FLOORS:
+            cells = [f"{v[str(fl)]['shown']} / {v[str(fl)]['exact']} of {v[str(fl)]['of']}"
+                     for v in result["floors"].values()]
+            lines.append(f"| {fl} | " + " | ".join(cells) + " |")
+    lines += ["", "Per case (offered / right / changed calls found of all; each jump taken: its text, "
+              "confidence, argument exact):", ""]
+    for r in result["rows"]:
+        js = "; ".join(f"{st['text']!r} p={st['confidence']} {'exact' if st.get('argument_exact') else 'wrong'}"
+                       for st in r["steps"] if st["jump"] and st["text"])
+        lines.append(f"- {r['split']}, {r['kind']}: {r['case']}: {r['offered']} / {r['offered_right']} / "
+                     f"{r['found']} of {r['truth_changed']}" + (f"; {js}" if js else ""))
+    return "\n".join(lines) + "\n"
+
+
+FLOORS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def sweep(cases: list[Case], model: str, log) -> list[dict]:
+    """The model's argument at every true jump target of the ``added`` cases, in process (engine_fill, the
+    same prompt and cut as the server's, no floor): its confidence and whether it is exact. What the floor
+    would show at each value (chosen on the tuning half only)."""
+    from engine.config import EngineConfig, resolve_model_dir
+    from engine.edits.fill import engine_fill, header
+    from engine.edits.signature import call_edits, calls
+    from engine.engine import Engine
+
+    eng = Engine.load(resolve_model_dir(model), config=EngineConfig(threads=2))
+    out = []
+    for c in cases:
+        if c.kind != "added":
+            continue
+        s, oe, ne = c.span
+        ch = signature_change(c.before, c.edited, s, oe, ne)
+        assert ch is not None
+        offs = [i for i in range(len(c.edited)) if c.edited.startswith(ch.name + "(", i)]
+        sig, def_at = header(c.edited, ch.name_at), c.edited.rfind("\n", 0, ch.name_at) + 1
+        for j in call_edits(c.edited, ch, calls(c.edited, offs)):
+            t = next((t for t in c.truth if t.start <= j.range_start <= t.end and t.changed), None)
+            if not j.jump or t is None:
+                continue
+            t0 = time.perf_counter()
+            done, raw = engine_fill(eng, c.edited, j, sig, def_at=def_at, floor=0.0)
+            f = done.fill
+            assert f is not None
+            out.append({"split": c.split, "case": f"{c.pair} {c.qualname}", "text": f.text, "raw": raw[:60],
+                        "confidence": f.confidence, "ms": round((time.perf_counter() - t0) * 1000, 1),
+                        "exact": bool(f.text) and _body(f.text) in _new_args(t.new_call)})
+            log(f"  sweep {c.qualname}: {f.text!r} p={f.confidence} exact={out[-1]['exact']}")
+    return out
+
+
+def floors(rows: list[dict]) -> dict:
+    return {s: {str(fl): {"shown": sum(r["confidence"] >= fl and bool(r["text"]) for r in rows if r["split"] == s),
+                          "exact": sum(r["confidence"] >= fl and r["exact"] for r in rows if r["split"] == s),
+                          "of": sum(r["split"] == s for r in rows)} for fl in FLOORS}
+            for s in ("tuning", "validation")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cache", type=Path, default=Path("/tmp/flint-bench-signatures-cache"))
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b")
+    ap.add_argument("--scan", action="store_true", help="list the cases only (no server)")
+    ap.add_argument("--sweep", action="store_true", help="also the floor sweep (the model in process, no floor)")
+    args = ap.parse_args()
+    log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    cases, counts = all_cases(args.cache, log)
+    if args.scan:
+        for c in cases:
+            print(c.split, c.kind, c.pair, c.module, c.qualname, sum(t.changed for t in c.truth), len(c.truth))
+        return
+    swept = sweep(cases, args.model, log) if args.sweep else []
+    r = Replay(args.model)
+    time.sleep(2.0)
+    try:
+        rows = []
+        for k, c in enumerate(cases):
+            rows.append(replay(r, c, k))
+            log(f"  {rows[-1]['case']}: {rows[-1]['offered']} offered, {rows[-1]['found']} of "
+                f"{rows[-1]['truth_changed']} found")
+    finally:
+        r.close()
+    result = {"commit": _commit(), "cpu": lscpu_model(), "model": args.model,
+              "date": time.strftime("%Y-%m-%d"), "pairs": counts,
+              "splits": {s: summary([x for x in rows if x["split"] == s]) for s in ("tuning", "validation")},
+              "rows": rows, "sweep": swept, "floors": floors(swept) if swept else None}
+    OUT.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    OUT.with_suffix(".md").write_text(report(result))
+    log(json.dumps(result["splits"], indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+"""The model's argument at jump targets in the server (issue 50, lsp_server/nextedit/fills.py): the prompt goes
+through the completion worker (the scripted FakeEngine on its own engine thread), the answer's jumps carry
+it as newText, applying one leaves the next offered with its own, and nothing is computed again. jedi is
+real. The real model: tests/test_edits_fill_model.py."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator
+
+import pytest
+
+from engine.types import GenParams
+from lsp_server.documents import Change
+from lsp_server.session import Session
+from lsp_server.settings import Settings
+from tests.fakes import Done, FakeEngine, Step
+
+URI = "file:///tmp/ne/fill.py"
+CALLS = ("def total(values, factor, scale):\n"
+         "    return sum(values) * factor * scale\n"
+         "\n"
+         "\n"
+         "a = total([1], 2, 3)\n"
+         "b = total([4], 5, scale=6)\n")
+
+
+def arguments(prefix: str, suffix: str, params: GenParams) -> Generator[Step, None, Done]:
+    """An argument for the fill prompts (they end in ", " or "offset="), "pass" for anything else."""
+    if prefix.endswith("offset="):
+        yield Step("0.5)\n")
+    elif prefix.endswith(", "):
+        yield Step("len(values)")
+    else:
+        yield Step("pass")
+    return Done("eos")
+
+
+@pytest.fixture
+async def started(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+    eng = FakeEngine(arguments)
+    s = Session(lambda _settings: eng, Settings(cache_size_mb=0))
+    s.attach_loop(asyncio.get_running_loop())
+    s.start()
+    assert s.worker.loaded.wait(5)
+    s.next_edits.quiet_s = 0.05
+    yield s, eng
+    s.shutdown()
+
+
+async def test_each_jump_carries_the_models_argument_and_applying_it_offers_the_next(started):
+    s, eng = started
+    s.did_open(URI, CALLS, 1, "python")
+    s.did_edit(URI, 2, [Change(", offset", (0, 31, 0, 31))])
+    res = await s.next_edit(URI, 2, 0, 39)
+    assert res["edits"] == []
+    first = res["jumps"][0]
+    assert first["range"]["start"] == {"line": 4, "character": 19} and first["note"] == "offset"
+    assert (first["newText"], first["confidence"]) == (", len(values)", 1.0)
+    fills = [c for c in eng.calls if c.prefix.endswith("a = total([1], 2, 3, ")]
+    assert len(fills) == 1 and "def total(values, factor, scale, offset):" in fills[0].prefix
+    assert fills[0].suffix.startswith(")\nb = total(")
+    computed = s.next_edits.computed
+    # the client applies it (Tab): the next jump is offered at once, with its own argument, by keyword
+    s.did_edit(URI, 3, [Change(first["newText"], (4, 19, 4, 19))])
+    res = await s.next_edit(URI, 3, 4, 32)
+    assert [(j["range"]["start"], j["newText"]) for j in res["jumps"]] == [
+        ({"line": 5, "character": 25}, ", offset=0.5")]
+    s.did_edit(URI, 4, [Change(res["jumps"][0]["newText"], (5, 25, 5, 25))])
+    res = await s.next_edit(URI, 4, 5, 37)
+    assert "jumps" not in res and res["edits"] == []
+    assert s.documents.get(URI).text.endswith("a = total([1], 2, 3, len(values))\n"
+                                              "b = total([4], 5, scale=6, offset=0.5)\n")
+    assert s.next_edits.computed == computed  # the plan carried both, arguments and all
+
+
+async def test_what_is_no_single_argument_leaves_the_jump_alone(started):
+    s, eng = started
+    s.did_open(URI, CALLS.replace("a = total([1], 2, 3)\n", ""), 1, "python")
+    s.did_edit(URI, 2, [Change(", *, ok", (0, 31, 0, 31))])  # keyword-only: the prompt ends in "ok="
+    res = await s.next_edit(URI, 2, 0, 38)
+    assert [j["note"] for j in res["jumps"]] == ["ok"]
+    assert "newText" not in res["jumps"][0]  # "pass" is no expression: the jump alone
+    assert any(c.prefix.endswith("scale=6, ok=") for c in eng.calls)
+
+
+async def test_without_a_model_the_jumps_come_alone_and_at_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+    s = Session(lambda _settings: (_ for _ in ()).throw(RuntimeError("no model")), Settings(cache_size_mb=0))
+    s.attach_loop(asyncio.get_running_loop())
+    s.start()
+    s.next_edits.quiet_s = 0.05
+    try:
+        assert s.worker.loaded.wait(5)
+        s.did_open(URI, CALLS, 1, "python")
+        s.did_edit(URI, 2, [Change(", offset", (0, 31, 0, 31))])
+        t0 = asyncio.get_running_loop().time()
+        res = await s.next_edit(URI, 2, 0, 39)
+        assert [j["note"] for j in res["jumps"]] == ["offset", "offset"]
+        assert all("newText" not in j for j in res["jumps"])
+        assert asyncio.get_running_loop().time() - t0 < 1.5  # no wait for an argument that cannot come
+    finally:
+        s.shutdown()
