@@ -165,7 +165,7 @@ async def test_a_settings_change_never_waits_on_a_dripping_remote(make, hostile)
 async def test_a_dropped_remote_job_is_no_remote_failure_in_the_status(make, hostile):
     """The user types something else while the remote writes: its job is stopped and dropped (the document
     changed). That is no failure of the remote: the status must not say so."""
-    from tests.test_session import type_chars
+    from tests.test_session_typing import type_chars
 
     hostile.routes[("", "completions")] = stream("a", " +", " b", delay=0.3)
     s = make(routing="hybrid", remote_url=hostile.url(), remote_timeout_ms=5000)

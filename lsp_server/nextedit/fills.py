@@ -150,23 +150,26 @@ class WorkerFiller:
         self.service = service
 
     async def __call__(self, uri: str, revision: int, prefix: str, suffix: str) -> tuple[str, Doubts, str] | None:
-        from lsp_server.completion.jobs import USER, State
+        from lsp_server.completion.jobs import State, Work
+        from lsp_server.completion.policy.planner import Waiting
 
-        worker, store = self.service.worker, self.service.store
+        store = self.service.store
         state = State(uri, revision, -1, prefix, suffix, "single", FILL_PARAMS, route="local")
         since = time.monotonic()
         # a request's priority: speculation's is stopped 1.5 s after the user's last keystroke (the worker's
         # idle watchdog), and a cold prompt pass can take longer; a completion the user asks for in this
         # document still replaces it (one job per document), in another it waits at most FILL_BUDGET_S
-        worker.submit(state, USER, budget_s=FILL_BUDGET_S)
+        ticket = store.submit(state, Work(budget_s=FILL_BUDGET_S))
         try:
-            waited = await store.wait(state, since + FILL_BUDGET_S + 2.0, None, since=since, tier="local")
+            waited = await ticket.wait(Waiting(since + FILL_BUDGET_S + 2.0, None, since))
         except asyncio.CancelledError:
-            worker.abandon(state)
+            ticket.release()
             raise
         except Exception as e:  # dropped: stale, superseded by the user's own request, no engine
             log.debug("argument for %s not written: %r", uri, e)
             return None
+        finally:
+            ticket.detach()
         ans = waited.answer
         if ans is None or not ans.comps:
             return None
