@@ -219,7 +219,7 @@ def main() -> int:
         f"({n_eval} FIM and prefix-only eval prompts, engine/data/eval_prompts.json; {n - n_eval} cursors in pygls and "
         "lsprotocol code, at the start of a line's code, 1,500 characters before and 300 after) · greedy, {MAX_NEW} new tokens, token healing off, "
         "plain PSM prompts: every engine gets the same token ids, so this table is about the weights alone.\n\n"
-        "fp32 is the dequantised GGUF (its ONNX greedy text equals transformers' — tests/test_reference.py). "
+        "fp32 is the dequantised GGUF, built by the same builder (its ONNX greedy text equals an independent numpy forward's — tests/test_reference.py). "
         "The GGUF itself is mixed Q5_0/Q6_K/Q4_K/Q8_0, so llama.cpp's text is the quality users get today.\n\n"
         f"Reproduce: `python {' '.join(['scripts/bench_quality.py', *sys.argv[1:]])}`\n\n{table}\n\n"
         "## Prompt layout: PSM vs anchored\n\n"
