@@ -15,9 +15,7 @@ torch, transformers and onnxruntime-genai live in the ``export`` extra and are i
 
 from __future__ import annotations
 
-import errno
 import logging
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -33,7 +31,7 @@ from engine.model.export import (
 from engine.model.gguf_build import GGUF_RECIPES, build_from_gguf
 from engine.model.manifest import Manifest
 from engine.model.presets import PRESETS, FimTemplate
-from engine.model.publish import _atomic_replace_dir, _build_tmp, _progress
+from engine.model.publish import _atomic_replace_dir, _progress, building
 from engine.model.recipes import ALL_PRECISIONS, is_current, read_manifest, weight_recipe
 
 log = logging.getLogger("flint.build")
@@ -84,7 +82,6 @@ def build_gguf_dir(gguf_path: Path, *, name: str, source: dict[str, Any], fim: F
     final = paths.models_dir() / f"{name}-{precision}"
     if not force and is_current(final, precision):
         return final
-    tmp = _build_tmp(final)
     bar = _progress(2, f"flint: building {name} ({precision})")
     started: list[str] = []
 
@@ -94,7 +91,7 @@ def build_gguf_dir(gguf_path: Path, *, name: str, source: dict[str, Any], fim: F
         started.append(what)
         bar.set_description_str(f"flint {name}: {what}")
 
-    try:
+    with building(final, bar) as tmp:
         info = build_from_gguf(gguf_path, tmp, precision, step)
         stop_ids = special_ids(tmp / "tokenizer.json", extra_stop_tokens)
         eos = [] if info["eos"] is None else [info["eos"]]
@@ -111,19 +108,7 @@ def build_gguf_dir(gguf_path: Path, *, name: str, source: dict[str, Any], fim: F
         manifest.write(tmp)
         _atomic_replace_dir(tmp, final)
         bar.update(1)
-        bar.close()
-        return final
-    except OSError as e:
-        bar.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-        if e.errno == errno.ENOSPC:
-            raise BuildError(f"no space left on the device holding {final.parent} while building {final.name}: "
-                             "nothing was kept; free some space and run the build again") from e
-        raise
-    except BaseException:
-        bar.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    return final
 
 
 def disk_bytes(model_dir: Path) -> int:

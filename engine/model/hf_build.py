@@ -6,7 +6,6 @@ extra (torch, transformers, onnxruntime-genai), imported inside functions only.
 
 from __future__ import annotations
 
-import errno
 import json
 import shutil
 import time
@@ -24,7 +23,7 @@ from engine.model.export import (
 )
 from engine.model.manifest import Manifest
 from engine.model.presets import FimTemplate
-from engine.model.publish import _atomic_replace_dir, _build_tmp, _progress
+from engine.model.publish import _atomic_replace_dir, _progress, building
 from engine.model.recipes import DYNAMIC_QUANT, PRECISIONS, is_current, weight_recipe
 
 
@@ -49,9 +48,8 @@ def build_model_dir(
     final = paths.models_dir() / f"{name}-{precision}"
     if not force and is_current(final, precision):
         return final
-    tmp = _build_tmp(final)
     bar = _progress(4 + (precision in DYNAMIC_QUANT), f"flint: building {name} ({precision})")
-    try:
+    with building(final, bar) as tmp:
         work = tmp / "_work"
         hf_dir = work / "hf"
         heads = _export(tmp, hf_dir, name, precision, hf_dir_factory, extra_builder_options or {}, bar)
@@ -66,19 +64,7 @@ def build_model_dir(
         manifest.write(tmp)
         _atomic_replace_dir(tmp, final)
         bar.update(1)
-        bar.close()
-        return final
-    except OSError as e:
-        bar.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-        if e.errno == errno.ENOSPC:
-            raise BuildError(f"no space left on the device holding {final.parent} while building {final.name}: "
-                             "nothing was kept; free some space and run the build again") from e
-        raise
-    except BaseException:
-        bar.close()
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    return final
 
 
 def _export(tmp: Path, hf_dir: Path, name: str, precision: str, hf_dir_factory: Callable[[Path], None],

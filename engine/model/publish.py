@@ -3,14 +3,19 @@ bar on stderr, and one rename into place."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from engine.model.export import BuildError
 
 log = logging.getLogger("flint.build")
 
@@ -60,3 +65,23 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+@contextmanager
+def building(final: Path, bar: Any) -> Iterator[Path]:
+    """A temporary directory to build ``final`` in (``_build_tmp``): removed, whatever ends the build early, a
+    full disk said plainly; the progress bar closed either way. The caller publishes it (``_atomic_replace_dir``)."""
+    tmp = _build_tmp(final)
+    try:
+        yield tmp
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if e.errno == errno.ENOSPC:
+            raise BuildError(f"no space left on the device holding {final.parent} while building {final.name}: "
+                             "nothing was kept; free some space and run the build again") from e
+        raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        bar.close()
