@@ -319,6 +319,12 @@ class LlamaWorker:
             self.llms[key] = llm
         return self.llms[key]
 
+    def build(self) -> dict:
+        """How the llama.cpp this worker loaded was built (the driver may see another one)."""
+        from llama_build import build_info
+
+        return build_info()
+
     def drop(self, fa: bool, pld: int = 0) -> dict:
         """Free an instance the driver will not use (a prompt-lookup one holds n_ctx x vocab logits)."""
         llm = self.llms.pop((bool(fa), int(pld)), None)
@@ -392,8 +398,10 @@ def worker_main(kind: str, model: str, threads: int) -> None:
 
 
 class Proc:
-    def __init__(self, kind: str, model: str, threads: int) -> None:
+    def __init__(self, kind: str, model: str, threads: int, pythonpath: str | None = None) -> None:
         env = dict(os.environ, FLINT_BENCH_T0=str(time.time()))
+        if pythonpath:  # the native llama.cpp build comes before the environment's portable one
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
         self.p = subprocess.Popen([sys.executable, __file__, "--worker", kind, "--model", model,
                                    "--threads", str(threads)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True, env=env, cwd=str(ROOT))
@@ -452,6 +460,9 @@ def main() -> int:
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--decode-prompts", type=int, default=0, help="use only the first N decode prompts (0: all)")
     ap.add_argument("--no-llamacpp", action="store_true")
+    ap.add_argument("--llama-build", choices=["native", "portable"], default="native",
+                    help="llama.cpp built for this CPU (scripts/llama_wheel.sh native: its instruction sets, AMX "
+                         "off), or the environment's portable AVX2 build the tests use")
     ap.add_argument("--llama-fa", choices=["auto", "on", "off"], default="auto",
                     help="llama.cpp flash attention (auto: measure both, keep the faster, per prompt pass / decode)")
     ap.add_argument("--pld-tokens", default="2,10",
@@ -480,7 +491,8 @@ def main() -> int:
         try:
             import llama_cpp  # noqa: F401
 
-            engines["llamacpp"] = Proc("llamacpp", gguf, args.threads)
+            site = native_llama() if args.llama_build == "native" else None
+            engines["llamacpp"] = Proc("llamacpp", gguf, args.threads, pythonpath=site)
         except ImportError:  # the yardstick is the point: its absence is an error, not a quieter report
             print("llama-cpp-python is not installed: scripts/setup.sh export,dev,bench (or --no-llamacpp)",
                   file=sys.stderr)
@@ -613,7 +625,7 @@ def main() -> int:
             ratios[f"{k}_vs_llamacpp" if lk == f"llamacpp_{k}" else f"{k}_vs_{lk}"] = round(summary[k] / summary[lk], 2)
     from llama_build import describe as describe_build
 
-    build = _llamacpp_build() if "llamacpp" in engines else {}
+    build = engines["llamacpp"]("build") if "llamacpp" in engines else {}
     meta = {"model": man.model_id if man else str(mdir), "threads": args.threads, "rounds": args.rounds,
             "command": "python scripts/bench_engine.py " + " ".join(sys.argv[1:]), "commit": commit,
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "cpu": _cpu(), "decode_prompts": len(dprompts),
@@ -661,8 +673,10 @@ def main() -> int:
           f"{args.rounds} rounds, engines alternated (A B A B), one at a time · CPU: {meta['cpu']} · load average "
           f"{meta['load_avg_start'][0]} at start, {meta['load_avg_end'][0]} at the end (2 cores: anything above ~0.2 "
           "is other work sharing them; llama.cpp, whose threads busy-wait, loses more to it)\n",
-          f"Command: `{meta['command']}` at commit {meta['commit']} (llama.cpp via `scripts/setup.sh "
-          "export,dev,bench`, which installs scripts/llama_wheel.sh's build).\n",
+          f"Command: `{meta['command']}` at commit {meta['commit']} (llama.cpp: "
+          + ("built for this CPU by `scripts/llama_wheel.sh native`, its instruction sets with AMX off"
+             if args.llama_build == "native" else "the environment's portable AVX2 build, scripts/llama_wheel.sh")
+          + ").\n",
           *([f"llama.cpp build: {describe_build(build)}\n"] if build else []),
           *([fa_line] if fa_line else []),
           "Medians, then (mean, min–max, number of samples) where a metric has more than one. Each row is measured against llama.cpp doing the "
@@ -731,12 +745,14 @@ def calibrate(w: Proc, p1000: str, dprompts: list[list[int]], decode_tokens: int
             "samples": samples}
 
 
-def _llamacpp_build() -> dict:
-    """How the installed llama-cpp-python was built: its version, llama.cpp's own account of the instruction
-    sets it was compiled for, and scripts/llama_wheel.sh's CMake flags when the installed build is that wheel."""
-    from llama_build import build_info
-
-    return build_info()
+def native_llama() -> str:
+    """The directory holding llama-cpp-python built for this CPU (scripts/llama_wheel.sh native: its
+    instruction sets, AMX off), built on first use (~8 min on 2 cores)."""
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "llama_wheel.sh"), "native"], capture_output=True,
+                       text=True, env=dict(os.environ, PYTHON=sys.executable))
+    if r.returncode != 0:
+        raise RuntimeError(f"scripts/llama_wheel.sh native failed:\n{r.stderr[-3000:]}")
+    return r.stdout.strip().splitlines()[-1]
 
 
 def _commit(tree: Path) -> str:

@@ -3,6 +3,11 @@
 #   scripts/llama_wheel.sh build    build the wheel unless it is kept already; print its path
 #   scripts/llama_wheel.sh ensure   build it if needed, and (re)install it into $PYTHON's environment unless
 #                                   the installed llama_cpp is already this wheel's, byte for byte
+#   scripts/llama_wheel.sh native   the yardstick for this machine (issue 47): every instruction set this CPU
+#                                   reports (AVX-512, VNNI, BF16), AMX always off; unpacked into its own
+#                                   directory (never the environment's), whose path is printed: bench_engine's
+#                                   llama.cpp worker puts it first on its PYTHONPATH
+#   scripts/llama_wheel.sh native-flags   print the CMake flags `native` builds with here
 # Why: by default llama.cpp compiles with -march=native, and on a VM whose CPU advertises AMX without granting
 # it the library dies with SIGILL at its first request (ggml's runtime dispatch reads cpuid only, so
 # GGML_CPU_ALL_VARIANTS would pick AMX there too). pip's wheel cache is keyed by the sdist, not by CMAKE_ARGS,
@@ -16,14 +21,31 @@ flags="-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGM
 -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF \
 -DGGML_AMX_BF16=OFF"
 py="${PYTHON:-python3}"
+
+# ON where /proc/cpuinfo reports the flag. AMX stays off: a VM may advertise it in cpuid without granting it,
+# and ggml reads cpuid alone, so such a build dies by SIGILL at its first request.
+native_flags() {
+  local have; have="$(grep -m1 '^flags' /proc/cpuinfo)"
+  on() { [[ " $have " == *" $1 "* ]] && echo ON || echo OFF; }
+  echo "-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=OFF -DGGML_CPU_ALL_VARIANTS=OFF -DGGML_SSE42=$(on sse4_2) \
+-DGGML_AVX=$(on avx) -DGGML_AVX2=$(on avx2) -DGGML_FMA=$(on fma) -DGGML_F16C=$(on f16c) -DGGML_BMI2=$(on bmi2) \
+-DGGML_AVX_VNNI=$(on avx_vnni) -DGGML_AVX512=$(on avx512f) -DGGML_AVX512_VBMI=$(on avx512vbmi) \
+-DGGML_AVX512_VNNI=$(on avx512_vnni) -DGGML_AVX512_BF16=$(on avx512_bf16) -DGGML_AMX_TILE=OFF \
+-DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+}
+kind=avx2
+if [ "${1:-build}" = native ] || [ "${1:-build}" = native-flags ]; then
+  flags="$(native_flags)"
+  kind=native
+fi
 tag="$(printf %s "$flags" | sha256sum | cut -c1-8)"
-dir="${FLINT_HOME:-$HOME/.cache/flint}/wheels/llama-cpp-python-$version-avx2-$tag"
+dir="${FLINT_HOME:-$HOME/.cache/flint}/wheels/llama-cpp-python-$version-$kind-$tag"
 
 build() {
   local whl
   whl="$(ls "$dir"/llama_cpp_python-"$version"-*.whl 2>/dev/null | head -1 || true)"
   if [ -z "$whl" ]; then
-    echo "building llama-cpp-python $version (portable AVX2 baseline; ~8 min on 2 cores) into $dir" >&2
+    echo "building llama-cpp-python $version ($kind: $flags; ~8 min on 2 cores) into $dir" >&2
     mkdir -p "$(dirname "$dir")"
     local tmp
     tmp="$(mktemp -d "$dir.tmp.XXXXXX")"
@@ -67,5 +89,15 @@ case "${1:-build}" in
       "$py" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$whl" >&2
     fi
     printf '%s\n' "$whl" ;;
-  *) echo "usage: $0 [build|ensure]" >&2; exit 2 ;;
+  native-flags) printf '%s\n' "$flags" ;;
+  native)
+    whl="$(build)"
+    site="$dir/site"
+    if [ ! -d "$site/llama_cpp" ]; then
+      tmp="$(mktemp -d "$dir/site.tmp.XXXXXX")"
+      "$py" -m pip install -q --disable-pip-version-check --no-deps --target "$tmp" "$whl" >&2
+      mv "$tmp" "$site"
+    fi
+    printf '%s\n' "$site" ;;
+  *) echo "usage: $0 [build|ensure|native|native-flags]" >&2; exit 2 ;;
 esac

@@ -4,6 +4,9 @@ post-processing rules). No model, no server."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from engine.decoding.prompt import Fim
@@ -13,6 +16,7 @@ from tests.scripts import load_script
 
 engine_bench = load_script("bench_engine")
 served = load_script("bench_served")
+ROOT = Path(__file__).resolve().parent.parent
 
 FIM = Fim("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
 SPECIAL = {FIM.prefix: 1000, FIM.suffix: 1001, FIM.middle: 1002}
@@ -315,3 +319,18 @@ def test_spread_follows_the_median_only_with_several_samples():
     detail = {"a": {"n": 3, "mean": 40.5, "min": 20.35, "max": 62.0}, "b": {"n": 1, "mean": 1.0, "min": 1.0, "max": 1.0}}
     assert engine_bench.spread(detail, "a") == " (mean 40.5, 20.35–62.0, n 3)"
     assert engine_bench.spread(detail, "b") == "" and engine_bench.spread(detail, "") == ""
+
+
+def test_native_llama_build_follows_this_cpu_with_amx_off():
+    """The yardstick build (issue 47) turns on exactly the instruction sets /proc/cpuinfo reports, and never
+    AMX (a VM may advertise it in cpuid without granting it: ggml would die by SIGILL)."""
+    r = subprocess.run(["bash", str(ROOT / "scripts" / "llama_wheel.sh"), "native-flags"], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    flags = dict(f[2:].split("=", 1) for f in r.stdout.split())
+    have = next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")).split()
+    for cpu_flag, cmake in [("avx2", "GGML_AVX2"), ("avx512f", "GGML_AVX512"), ("avx512_vnni", "GGML_AVX512_VNNI"),
+                            ("avx512_bf16", "GGML_AVX512_BF16"), ("avx_vnni", "GGML_AVX_VNNI"), ("fma", "GGML_FMA")]:
+        assert flags[cmake] == ("ON" if cpu_flag in have else "OFF"), (cmake, flags)
+    assert flags["GGML_NATIVE"] == "OFF"
+    assert {flags[k] for k in ("GGML_AMX_TILE", "GGML_AMX_INT8", "GGML_AMX_BF16")} == {"OFF"}, flags
