@@ -108,6 +108,13 @@ YARDSTICK = {
     "ttft_keystroke_psm_ms": "llamacpp_ttft_keystroke_psm_ms",
     "cold_start_s": "llamacpp_cold_start_s",
 }
+# the same rows against llama.cpp's own server (llama-server built for this CPU): its speculative decoding
+# without a draft model is the yardstick for Flint's drafted decoding
+SERVER_YARDSTICK = {
+    "decode_tok_s": "llamaserver_decode_tok_s",
+    "decode_spec_tok_s": "llamaserver_decode_spec_tok_s",
+    "decode_fast_tok_s": "llamaserver_decode_spec_tok_s",
+}
 ROWS = ("prefill_tok_s_200", "prefill_tok_s_1000", "decode_tok_s", "decode_spec_tok_s", "decode_fast_tok_s",
         "ttft_cold_ms_1000", "ttft_reuse_ms_1000", "ttft_keystroke_fim_ms", "ttft_keystroke_psm_ms",
         "variants3_over_1", "rss_mb", "rss_peak_mb", "cold_start_s")
@@ -460,6 +467,9 @@ def main() -> int:
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--decode-prompts", type=int, default=0, help="use only the first N decode prompts (0: all)")
     ap.add_argument("--no-llamacpp", action="store_true")
+    ap.add_argument("--server-spec", default="ngram-simple:2:8,ngram-simple:3:16,ngram-mod",
+                    help="llama-server's speculative settings without a draft model to measure (the fastest is "
+                         "kept); 'none' runs no llama-server")
     ap.add_argument("--llama-build", choices=["native", "portable"], default="native",
                     help="llama.cpp built for this CPU (scripts/llama_wheel.sh native: its instruction sets, AMX "
                          "off), or the environment's portable AVX2 build the tests use")
@@ -498,6 +508,13 @@ def main() -> int:
                   file=sys.stderr)
             flint.close()
             return 2
+
+    servers: dict[str, object] = {}  # llama.cpp's own server: "plain" and the kept speculative setting
+    if "llamacpp" in engines and args.server_spec != "none":
+        import llama_server
+
+        server_bin = llama_server.build()
+        servers["plain"] = llama_server.LlamaServer(server_bin, gguf, args.threads)
 
     text = code_text()
     import tokenizers  # noqa: F401
@@ -541,6 +558,11 @@ def main() -> int:
         llama = calibrate(engines["llamacpp"], p1000, dids[:2], args.decode_tokens, args.llama_fa,
                           [int(x) for x in args.pld_tokens.split(",") if x.strip()], args.calibration_samples)
         print(f"llama.cpp at its best here: {json.dumps(llama)}", file=sys.stderr)
+    if servers:
+        servers["spec"], llama["server_spec"], llama["server_measured"] = calibrate_server(
+            server_bin, gguf, args.threads, [x.strip() for x in args.server_spec.split(",") if x.strip()],
+            dids[:2], args.decode_tokens, args.calibration_samples)
+        print(f"llama-server's fastest drafting here: {llama['server_spec']}", file=sys.stderr)
     fa_p, fa_d, pld = llama.get("flash_attn_prompt", False), llama.get("flash_attn_decode", False), \
         llama.get("pld_tokens", 0)
 
@@ -594,6 +616,15 @@ def main() -> int:
             if name == "flint":
                 o = w("variants", prompt=dprompts[0], max_tokens=32)
                 add(name, "variants3_over_1", o["ms3"] / o["ms1"])
+            if name == "llamacpp" and servers:  # llama.cpp's own server, right after its library
+                res.setdefault("llamaserver", {})
+                for dp, di in zip(dprompts, dids, strict=True):
+                    o = servers["plain"].decode(di, args.decode_tokens)
+                    add("llamaserver", "decode_tok_s", o["tok_s"])
+                    o2 = servers["spec"].decode(di, args.decode_tokens)
+                    add("llamaserver", "decode_spec_tok_s", o2["tok_s"])
+                    add("llamaserver", "spec_same_text", float(o2["text"] == o["text"]))
+                    add("llamaserver", "spec_accepted", o2["draft_accepted"] / max(1, o2["draft_n"]))
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
 
     rss = flint("rss")
@@ -601,7 +632,7 @@ def main() -> int:
     detail: dict[str, dict[str, float]] = {}
     for name, d in res.items():
         for k, xs in d.items():
-            key = k if name == "flint" else f"llamacpp_{k}"
+            key = k if name == "flint" else f"{name}_{k}"
             summary[key] = round(statistics.median(xs), 2)
             detail[key] = {"median": round(statistics.median(xs), 2), "p95": round(pct(xs, 95), 2),
                            "p99": round(pct(xs, 99), 2), "n": len(xs), "mean": round(statistics.mean(xs), 2),
@@ -615,12 +646,12 @@ def main() -> int:
         if best is not None:
             summary["llamacpp_decode_drafted_best_tok_s"] = best
             llama["drafted_best"] = which
-    for w in engines.values():
+    for w in [*engines.values(), *servers.values()]:
         w.close()
 
     ratios = {}
     for k, lk in [*YARDSTICK.items(), ("decode_spec_tok_s", "llamacpp_decode_pld_tok_s"),
-                  ("decode_fast_tok_s", "llamacpp_decode_pld_tok_s")]:
+                  ("decode_fast_tok_s", "llamacpp_decode_pld_tok_s"), *SERVER_YARDSTICK.items()]:
         if k != "cold_start_s" and summary.get(lk) and k in summary:
             ratios[f"{k}_vs_llamacpp" if lk == f"llamacpp_{k}" else f"{k}_vs_{lk}"] = round(summary[k] / summary[lk], 2)
     from llama_build import describe as describe_build
@@ -650,6 +681,19 @@ def main() -> int:
             lname = (f"{lv} ({llama.get('drafted_best')}; prompt lookup {summary.get(pk)}{spread(detail, pk)}, "
                      f"plain {summary.get('llamacpp_decode_tok_s')}{spread(detail, 'llamacpp_decode_tok_s')})")
         rows.append((k, f"{fv}{spread(detail, k)}", lname, ratio, row_gets(k, llama)))
+    if servers:  # llama.cpp's own server: plain against plain, drafted against its own drafting
+        spec = llama.get("server_spec")
+        for k, lk in SERVER_YARDSTICK.items():
+            fv, lv = summary.get(k, ""), summary.get(lk, "")
+            ratio = f"{fv / lv:.2f}" if isinstance(fv, float | int) and isinstance(lv, float | int) and lv else ""
+            gets = ("both: plain greedy decoding of the same prompt token ids; llama.cpp: its own server "
+                    "(llama-server), no speculation" if k == "decode_tok_s" else
+                    f"both: the same prompt token ids; Flint: {'prompt-lookup drafts' if k == 'decode_spec_tok_s' else 'prompt-lookup drafts + trimmed LM head'}; "
+                    f"llama.cpp: its own server's speculative decoding without a draft model (--spec-type {spec}; "
+                    f"drafts accepted {summary.get('llamaserver_spec_accepted')}, text equal to its plain "
+                    f"decoding in {summary.get('llamaserver_spec_same_text')} of runs)")
+            rows.append((f"{k} (llama-server)", f"{fv}{spread(detail, k)}", f"{lv}{spread(detail, lk)}", ratio,
+                         gets))
     table = "\n".join(f"| {' | '.join(r)} |" if i else f"| {' | '.join(r)} |\n|---|---|---|---|---|"
                       for i, r in enumerate(rows))
     print(table)
@@ -743,6 +787,25 @@ def calibrate(w: Proc, p1000: str, dprompts: list[list[int]], decode_tokens: int
     return {"flash_attn_prompt": fa_p, "flash_attn_decode": fa_d, "pld_tokens": best, "pld_ngram": PLD_NGRAM,
             "measured": {"prompt_ms": med(prompt_ms), "decode_tok_s": med(decode), "pld_tok_s": med(pld)},
             "samples": samples}
+
+
+def calibrate_server(binary: str, gguf: str, threads: int, specs: list[str], dprompts: list[list[int]],
+                     decode_tokens: int, samples: int):
+    """llama-server's fastest speculative setting here (median tokens/s over the calibration prompts, settings
+    alternated); returns the kept server (the others are stopped), its setting, and what each measured."""
+    import llama_server
+
+    running = {sp: llama_server.LlamaServer(binary, gguf, threads, sp) for sp in specs}
+    tok_s: dict[str, list[float]] = {sp: [] for sp in specs}
+    for _ in range(samples):
+        for sp, srv in running.items():
+            for dp in dprompts:
+                tok_s[sp].append(srv.decode(dp, decode_tokens)["tok_s"])
+    best = pick_faster(tok_s, False)
+    for sp, srv in running.items():
+        if sp != best:
+            srv.close()
+    return running[best], best, {sp: round(statistics.median(v), 2) for sp, v in tok_s.items()}
 
 
 def native_llama() -> str:
