@@ -334,3 +334,20 @@ def test_native_llama_build_follows_this_cpu_with_amx_off():
         assert flags[cmake] == ("ON" if cpu_flag in have else "OFF"), (cmake, flags)
     assert flags["GGML_NATIVE"] == "OFF"
     assert {flags[k] for k in ("GGML_AMX_TILE", "GGML_AMX_INT8", "GGML_AMX_BF16")} == {"OFF"}, flags
+
+
+def test_llama_server_spec_arguments():
+    """The speculative settings bench_engine measures on llama-server become its own flags; plain has none."""
+    ls = load_script("llama_server")
+    assert ls.spec_args("") == []
+    assert ls.spec_args("ngram-simple:2:8") == ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", "2",
+                                                "--spec-ngram-simple-size-m", "8"]
+    assert ls.spec_args("ngram-simple:4")[-3:] == ["4", "--spec-ngram-simple-size-m", "10"]
+    assert ls.spec_args("ngram-mod") == ["--spec-type", "ngram-mod"]
+    with pytest.raises(ValueError):
+        ls.spec_args("draft-simple")
+
+
+def test_every_llama_server_row_has_a_flint_row():
+    assert set(engine_bench.SERVER_YARDSTICK) <= set(engine_bench.ROWS)
+    assert all(v.startswith("llamaserver_") for v in engine_bench.SERVER_YARDSTICK.values())
