@@ -646,6 +646,7 @@ def main() -> int:
         if best is not None:
             summary["llamacpp_decode_drafted_best_tok_s"] = best
             llama["drafted_best"] = which
+    build = engines["llamacpp"]("build") if "llamacpp" in engines else {}  # asked before the worker ends
     for w in [*engines.values(), *servers.values()]:
         w.close()
 
@@ -656,7 +657,6 @@ def main() -> int:
             ratios[f"{k}_vs_llamacpp" if lk == f"llamacpp_{k}" else f"{k}_vs_{lk}"] = round(summary[k] / summary[lk], 2)
     from llama_build import describe as describe_build
 
-    build = engines["llamacpp"]("build") if "llamacpp" in engines else {}
     meta = {"model": man.model_id if man else str(mdir), "threads": args.threads, "rounds": args.rounds,
             "command": "python scripts/bench_engine.py " + " ".join(sys.argv[1:]), "commit": commit,
             "date": time.strftime("%Y-%m-%d %H:%M:%S"), "cpu": _cpu(), "decode_prompts": len(dprompts),
