@@ -35,7 +35,7 @@ from engine.decoding.tokenizer import HFTokenizer
 from engine.guidance.service import Guidance
 from engine.model.kv_cache import Anchor, KVRows, common_prefix
 from engine.model.manifest import Manifest, load_manifest
-from engine.model.memory import check_fits
+from engine.model.memory import check_fits, release_free_heap
 from engine.model.runtime import OnnxDecoder
 from engine.text.window import clip_window, from_line_start, line_start, sticky_cut
 from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
@@ -80,6 +80,7 @@ class Engine:
         self._context_labels: tuple[str, ...] = ()
         self.last_context: tuple[str, ...] = ()  # the block's labels if the last prompt run carried it
         self.guidance: Guidance | None = None  # the monitor (enable_guidance; built on first guided request)
+        release_free_heap()  # what loading freed (the tokenizer's parse, the sessions' graphs) leaves the RSS
         self.load_s = time.perf_counter() - t0
         self.warm_s = 0.0
 
