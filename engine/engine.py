@@ -130,9 +130,11 @@ class Engine:
         """Run the shapes a session will use (prefill chunk, decode, draft verify, variant batch)
         so onnxruntime has planned its memory and packed weights before the first real request."""
         t0 = time.perf_counter()
-        text = "import os\nimport sys\n\n\ndef main(argv):\n    for arg in argv:\n        print(arg)\n" * 3
-        self.complete(text, "\n", GenParams(max_tokens=4))
-        self.complete(text + "\n# x", "\n", GenParams(max_tokens=3, n=min(3, self.config.batch_max)))
+        # short: every path runs once (a longer text and more tokens only ran the same shapes again, and the
+        # warm-up is most of the cold start)
+        text = "import os\nimport sys\n\n\ndef main(argv):\n    for arg in argv:\n        print(arg)\n"
+        self.complete(text, "\n", GenParams(max_tokens=2))
+        self.complete(text + "\n# x", "\n", GenParams(max_tokens=2, n=min(3, self.config.batch_max)))
         self._measure_costs()
         self.reset()
         self.warm_s = time.perf_counter() - t0

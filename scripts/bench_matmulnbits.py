@@ -4,12 +4,15 @@
     python scripts/bench_matmulnbits.py [--m 1,9] [--repeats 200]
 
 Each configuration is a tiny graph (the decoder's shapes: qkv, o, gate, gate+up, down) with random weights;
-configurations are alternated over the rounds. Prints median microseconds per call.
+configurations are alternated over the rounds. Prints median microseconds per call and writes
+docs/benchmarks/matmulnbits.md (``--out``). A configuration is ``<bits>b<block>a<accuracy_level>``, plus
+``off`` for Q4_K's block-offset correction beside it (qwen2_graph.linear) or ``zp`` for uint8 zero points.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -65,6 +68,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--configs", default="8b128a4,8b64a4,8b32a4,8b16a4,4b32a4,4b32a4off,8b32a0")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
     ap.add_argument("--no-prepack", action="store_true", help="session.disable_prepacking=1")
     args = ap.parse_args()
     ms = [int(x) for x in args.m.split(",")]
@@ -88,8 +92,9 @@ def main() -> int:
             sess[(shape, c)] = ort.InferenceSession(str(p), so, providers=["CPUExecutionProvider"])
     res: dict = {}
     rng = np.random.default_rng(1)
-    for _ in range(args.rounds):
-        for (shape, c), s in sess.items():
+    load_start = os.getloadavg()[0]
+    for r in range(args.rounds):
+        for (shape, c), s in (list(sess.items()) if r % 2 == 0 else list(sess.items())[::-1]):
             for m in ms:
                 x = rng.standard_normal((1, m, SHAPES[shape][1]), dtype=np.float32)
                 s.run(None, {"x": x})
@@ -100,12 +105,27 @@ def main() -> int:
                     xs.append(time.perf_counter() - t0)
                 res.setdefault((shape, c, m), []).extend(xs)
     configs = args.configs.split(",")
-    print("| shape | m | " + " | ".join(configs) + " |")
-    print("|---|---|" + "---|" * len(configs))
+    lines = ["| shape (N x K) | m | " + " | ".join(configs) + " |", "|---|---|" + "---|" * len(configs)]
     for shape in args.shapes.split(","):
         for m in ms:
-            print(f"| {shape} | {m} | " + " | ".join(f"{statistics.median(res[(shape, c, m)]) * 1e6:.0f}"
-                                                    for c in configs) + " |")
+            lines.append(f"| {shape} ({SHAPES[shape][0]} x {SHAPES[shape][1]}) | {m} | "
+                         + " | ".join(f"{statistics.median(res[(shape, c, m)]) * 1e6:.0f}" for c in configs) + " |")
+    table = "\n".join(lines)
+    print(table)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_replay import cpu_model
+
+    cmd = " ".join(["python scripts/bench_matmulnbits.py", *sys.argv[1:]])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "matmulnbits.md").write_text(
+        f"# One MatMulNBits node per block layout\n\n{time.strftime('%Y-%m-%d %H:%M')} · {cpu_model()} · "
+        f"onnxruntime {ort.__version__} · 2 threads · {args.rounds} rounds × {args.repeats} calls, configurations "
+        f"alternated · load average {load_start:.2f} at start, {os.getloadavg()[0]:.2f} at the end"
+        f"{' · prepacking off' if args.no_prepack else ''}\n\nReproduce: `{cmd}`\n\n"
+        "Median µs per call of one node with the decoder's shapes (random weights). `8b32a4` is how the `gguf` "
+        "precision stores Q5_0 and Q8_0 matrices, `8b16a4` Q6_K, `4b32a4off` Q4_K; `8b128a4` is the `int8` "
+        "precision.\n\n" + table + "\n")
     return 0
 
 
