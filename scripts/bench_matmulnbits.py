@@ -118,14 +118,16 @@ def main() -> int:
     cmd = " ".join(["python scripts/bench_matmulnbits.py", *sys.argv[1:]])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "matmulnbits.md").write_text(
+    md = out / "matmulnbits.md"
+    rest = md.read_text().partition("\n## ")[2] if md.exists() else ""  # notes written under the table stay
+    md.write_text(
         f"# One MatMulNBits node per block layout\n\n{time.strftime('%Y-%m-%d %H:%M')} · {cpu_model()} · "
         f"onnxruntime {ort.__version__} · 2 threads · {args.rounds} rounds × {args.repeats} calls, configurations "
         f"alternated · load average {load_start:.2f} at start, {os.getloadavg()[0]:.2f} at the end"
         f"{' · prepacking off' if args.no_prepack else ''}\n\nReproduce: `{cmd}`\n\n"
         "Median µs per call of one node with the decoder's shapes (random weights). `8b32a4` is how the `gguf` "
         "precision stores Q5_0 and Q8_0 matrices, `8b16a4` Q6_K, `4b32a4off` Q4_K; `8b128a4` is the `int8` "
-        "precision.\n\n" + table + "\n")
+        "precision.\n\n" + table + "\n" + (f"\n## {rest}" if rest else ""))
     return 0
 
 
