@@ -48,8 +48,7 @@ QUICK_SLACK, QUICK_HEAD_CHARS = 512, 160
 
 
 def _load_tokenizer(path: Path) -> HFTokenizer:
-    t = HFTokenizer(str(path))
-    t.prefix_index  # noqa: B018 - builds and caches the token byte table too
+    (t := HFTokenizer(str(path))).prefix_index  # noqa: B018 - builds and caches the token byte table too
     return t
 
 
@@ -127,11 +126,9 @@ class Engine:
         return self.config.fast
 
     def warmup(self) -> None:
-        """Run the shapes a session will use (prefill chunk, decode, draft verify, variant batch)
-        so onnxruntime has planned its memory and packed weights before the first real request."""
+        """Run each path once, briefly (prefill, decode, draft verify, variant batch: more text and tokens only
+        ran the same shapes again, in the cold start) before the first real request."""
         t0 = time.perf_counter()
-        # short: every path runs once (a longer text and more tokens only ran the same shapes again, and the
-        # warm-up is most of the cold start)
         text = "import os\nimport sys\n\n\ndef main(argv):\n    for arg in argv:\n        print(arg)\n"
         self.complete(text, "\n", GenParams(max_tokens=2))
         self.complete(text + "\n# x", "\n", GenParams(max_tokens=2, n=min(3, self.config.batch_max)))

@@ -76,9 +76,10 @@ def release_free_heap() -> int:
     import ctypes.util
 
     name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-        trim = getattr(libc, "malloc_trim", None)
-    except OSError:
+    if not name:
         return 0
-    return int(trim(0)) if trim is not None else 0
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):  # no C library to load, or one without malloc_trim (not glibc)
+        return 0
+    return int(trim(0))
