@@ -35,7 +35,7 @@ from engine.decoding.tokenizer import HFTokenizer
 from engine.guidance.service import Guidance
 from engine.model.kv_cache import Anchor, KVRows, common_prefix
 from engine.model.manifest import Manifest, load_manifest
-from engine.model.memory import check_fits
+from engine.model.memory import check_fits, release_free_heap
 from engine.model.runtime import OnnxDecoder
 from engine.text.window import clip_window, from_line_start, line_start, sticky_cut
 from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
@@ -48,8 +48,7 @@ QUICK_SLACK, QUICK_HEAD_CHARS = 512, 160
 
 
 def _load_tokenizer(path: Path) -> HFTokenizer:
-    t = HFTokenizer(str(path))
-    t.prefix_index  # noqa: B018 - builds and caches the token byte table too
+    (t := HFTokenizer(str(path))).prefix_index  # noqa: B018 - builds and caches the token byte table too
     return t
 
 
@@ -80,6 +79,7 @@ class Engine:
         self._context_labels: tuple[str, ...] = ()
         self.last_context: tuple[str, ...] = ()  # the block's labels if the last prompt run carried it
         self.guidance: Guidance | None = None  # the monitor (enable_guidance; built on first guided request)
+        release_free_heap()  # what loading freed (the tokenizer's parse, the sessions' graphs) leaves the RSS
         self.load_s = time.perf_counter() - t0
         self.warm_s = 0.0
 
@@ -126,12 +126,12 @@ class Engine:
         return self.config.fast
 
     def warmup(self) -> None:
-        """Run the shapes a session will use (prefill chunk, decode, draft verify, variant batch)
-        so onnxruntime has planned its memory and packed weights before the first real request."""
+        """Run each path once, briefly (prefill, decode, draft verify, variant batch: more text and tokens only
+        ran the same shapes again, in the cold start) before the first real request."""
         t0 = time.perf_counter()
-        text = "import os\nimport sys\n\n\ndef main(argv):\n    for arg in argv:\n        print(arg)\n" * 3
-        self.complete(text, "\n", GenParams(max_tokens=4))
-        self.complete(text + "\n# x", "\n", GenParams(max_tokens=3, n=min(3, self.config.batch_max)))
+        text = "import os\nimport sys\n\n\ndef main(argv):\n    for arg in argv:\n        print(arg)\n"
+        self.complete(text, "\n", GenParams(max_tokens=2))
+        self.complete(text + "\n# x", "\n", GenParams(max_tokens=2, n=min(3, self.config.batch_max)))
         self._measure_costs()
         self.reset()
         self.warm_s = time.perf_counter() - t0

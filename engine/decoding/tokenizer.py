@@ -23,13 +23,13 @@ class PrefixIndex:
 
     def __init__(self, token_bytes: list[bytes], skip: set[int] | None = None) -> None:
         skip = skip or set()
+        # (built on the cold start's loader thread, holding the GIL: C-level key and dict building)
         order = sorted((i for i in range(len(token_bytes)) if token_bytes[i] and i not in skip),
-                       key=lambda i: token_bytes[i])
+                       key=token_bytes.__getitem__)
         self._keys = [token_bytes[i] for i in order]
         self._ids = order
-        self._exact: dict[bytes, int] = {}
-        for i in order:
-            self._exact.setdefault(token_bytes[i], i)
+        # the first id in sorted order for each byte string: written last when the pairs run backwards
+        self._exact: dict[bytes, int] = dict(zip(reversed(self._keys), reversed(order), strict=True))
 
     def starting_with(self, prefix: bytes) -> list[int]:
         lo = bisect.bisect_left(self._keys, prefix)

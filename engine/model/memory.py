@@ -64,3 +64,22 @@ def check_fits(model_dir: Path, manifest: Manifest, capacity: int, batch_max: in
         raise NotEnoughMemory(f"not enough memory to load {Path(model_dir).name}: it needs about {need // mb} MB "
                               f"and {max(0, min(limits)) // mb} MB are available; close other programs or use a "
                               "smaller model")
+
+
+def release_free_heap() -> int:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``); returns 1 if any were.
+
+    Parsing the tokenizer's JSON and building onnxruntime's sessions free most of what they allocate, but glibc
+    keeps those pages (in the arenas of the threads that loaded them) and the process's RSS counts them until
+    something reuses them. Elsewhere (musl, macOS) there is nothing to do: 0."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return 0
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):  # no C library to load, or one without malloc_trim (not glibc)
+        return 0
+    return int(trim(0))
