@@ -142,7 +142,6 @@ class Job:
     submitted: float = field(default_factory=time.monotonic)
     handle: Any = None  # the hooks' own state for this job (the type-through entry)
     started: float | None = None
-    first_line: float | None = None  # when its first complete line streamed
 
     @property
     def uri(self) -> str:

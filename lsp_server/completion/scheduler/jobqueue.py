@@ -19,11 +19,6 @@ class JobQueue:
         """Jobs waiting or running."""
         return len(self.waiting()) + (self.running is not None)
 
-    def job_for(self, state: State) -> Job | None:
-        """The job (running or waiting) whose result answers ``state``."""
-        return next((j for j in (self.running, *self.pending.values())
-                     if j is not None and j.life is not Life.ENDED and j.state.serves(state)), None)
-
     def joinable(self, state: State) -> Job | None:
         """A job still to finish that does ``state``'s work (running, or the document's pending one)."""
         candidates = (self.running, self.pending.get(state.uri))

@@ -27,11 +27,9 @@ from engine.backends import Backend, as_backend
 from engine.remote.wire import RemoteError
 from engine.types import Doubts
 from lsp_server.completion.events import Events, Status, Worked
-from lsp_server.completion.jobs import SPECULATIVE, Hooks, Job, Result, Stale, WarmUp, reason_exc, stop_job
+from lsp_server.completion.jobs import Hooks, Job, Result, Stale, WarmUp, reason_exc, stop_job
 
 log = logging.getLogger(__name__)
-
-LATENCY_EWMA = 0.3
 
 # what a loader returns: a Backend, or a bare engine (a test's stand-in) that as_backend wraps as a local one
 Loader = Callable[[], object]
@@ -68,9 +66,7 @@ class Runner:
         self.engine: Backend | None = None
         self.load_error: str | None = None
         self.loaded = threading.Event()  # set once the first load attempt finished (ok or not)
-        self.jobs_run = 0  # engine calls (generations and warm-ups)
-        self.model_calls = 0  # generations only
-        self.latency_s: float | None = None  # EWMA: job start to its first complete line (or its end)
+        self.model_calls = 0  # generations (tests count them)
         self._context_uri: str | None = None  # the document the backend's context block was gathered for
         self._busy = False  # the last status said "busy" (a "ready" must follow)
 
@@ -163,11 +159,13 @@ class Runner:
             log.warning("%s: %s", type(e).__name__, e) if _quiet(e) else log.exception("engine.complete failed")
             return Ran(error=e, ms=(time.perf_counter() - t0) * 1000)
         finally:
-            self.jobs_run += 1
             self.model_calls += 1
             self._worked(job, t0, c0)
             self._safely(self.hooks.finished, job, result, (time.perf_counter() - t0) * 1000)
-        self._observe(job, result, (time.perf_counter() - t0) * 1000)
+        t = result[1]
+        log.debug("job %d done in %.0f ms (%s): %s window, %d of %d prompt tokens run in %.0f ms, %d generated",
+                  job.seq, (time.perf_counter() - t0) * 1000, job.cancel.reason or "complete", t.window,
+                  t.prompt_tokens - t.reused_tokens, t.prompt_tokens, t.prefill_ms, t.decode_tokens)
         if self.tier == "remote":  # a server that did not name its model at load has named it now
             self._safely(self.hooks.identify, engine)
         return Ran(result, ms=(time.perf_counter() - t0) * 1000)
@@ -182,19 +180,7 @@ class Runner:
             log.debug("job %d answered without the model", job.seq)
         return cached
 
-    def _observe(self, job: Job, result: Result, ms: float) -> None:
-        t = result[1]
-        log.debug("job %d done in %.0f ms (%s): %s window, %d of %d prompt tokens run in %.0f ms, %d generated",
-                  job.seq, ms, job.cancel.reason or "complete", t.window, t.prompt_tokens - t.reused_tokens,
-                  t.prompt_tokens, t.prefill_ms, t.decode_tokens)
-        if not job.cancel.cancelled and job.priority <= SPECULATIVE and job.started is not None:
-            first = (job.first_line or time.monotonic()) - job.started
-            self.latency_s = first if self.latency_s is None else \
-                (1 - LATENCY_EWMA) * self.latency_s + LATENCY_EWMA * first
-
     def _on_token(self, job: Job, keeps: Callable[[Job], bool], index: int, text: str, doubts: Doubts = ()) -> None:
-        if job.first_line is None and "\n" in text.lstrip("\n"):
-            job.first_line = time.monotonic()
         if job.cancel.cancelled:
             return
         self._safely(self.hooks.token, job, index, text, doubts)
@@ -229,7 +215,6 @@ class Runner:
         except Exception:
             log.exception("warm-up failed")
             return
-        self.jobs_run += 1
         self._worked(job, t0, c0)
         log.debug("warmed %s in %.0f ms%s", job.uri, (time.perf_counter() - t0) * 1000,
                   " (interrupted)" if job.cancel.cancelled else "")

@@ -287,14 +287,6 @@ class Store:
         return any(hit.live and not lookahead_for_block(hit.entry, state)
                    for hit in self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n))
 
-    def covered(self, state: State) -> bool:
-        """A generation (finished or still streaming, agreeing so far) or a disk entry serves ``state``."""
-        for hit in self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n):
-            if (hit.live or hit.variants) and not lookahead_for_block(hit.entry, state):
-                return True
-        tier = "remote" if state.route == routing.REMOTE else "local"
-        return self.disk.get(state.prefix, state.suffix, state.params, tier) is not None
-
     def shows(self, c: Completion, state: State, mode: Mode, live: bool, partial: bool,
               settings: Settings | None = None) -> bool:
         """Would this (raw, possibly still streaming) text give a suggestion worth showing now?"""
