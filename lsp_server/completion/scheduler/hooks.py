@@ -11,13 +11,14 @@ from __future__ import annotations
 import time
 
 from engine.backends import Backend
+from engine.cache.front import Identity
 from engine.cache.typethrough import Entry
 from engine.policy import routing
 from engine.types import Doubts, Timings
 from lsp_server.completion.events import Events, RemoteDone
 from lsp_server.completion.jobs import USER, Job, Result, State
+from lsp_server.completion.policy import knobs
 from lsp_server.completion.store.answers import hidden_entry
-from lsp_server.completion.store.ondisk import identity_of
 from lsp_server.completion.store.store import Store
 
 
@@ -103,3 +104,15 @@ class StoreHooks:
                 self.store.finish(entry, comps, result[1].window if result is not None else "full")
         if comps and result is not None and result[1].window != "quick":  # not what the full window says
             self.store.disk.save(job.prefix, job.suffix, job.params, self.tier, comps, ms)
+
+
+def identity_of(engine: Backend | None) -> Identity | None:
+    """The disk cache's identity of a backend's answers: its model, context block and prompt windows (None:
+    not loaded). A suggestion made with another context block is another entry."""
+    if engine is None or not engine.model_id:
+        return None
+    cfg = engine.config
+    windows = (cfg.max_prefix_chars, cfg.max_suffix_chars) if cfg is not None else \
+        (knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS)
+    digest = engine.context_digest
+    return (f"{engine.model_id}+context:{digest}" if digest else engine.model_id, *windows)

@@ -1,7 +1,7 @@
 """The store: every answer that exists, and the one way a result travels from a scheduler to its requests.
 
 It owns the type-through store (generations finished or still streaming, engine/cache/typethrough.py),
-the exact-repeat memory that store gives, the disk cache (ondisk.py), and one record per unit of work
+the exact-repeat memory that store gives, the disk cache (engine/cache/front.py), and one record per unit of work
 (``Record``): which job serves it now and how that job ended (a result, or Stale / Superseded / Cancelled
 / an error). Requests submit work here (``submit``: the tier's scheduler queues or joins a job, the
 request holds a tickets.Ticket). The schedulers write (through hooks.StoreHooks, on their engine threads):
@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from engine.cache.disk import is_complete
+from engine.cache.front import DiskAnswers
 from engine.cache.typethrough import Entry, Hit, TypeThrough
 from engine.policy import routing
 from engine.text.postprocess import CUT_OFF_REASONS, Mode, postprocess, split_cursor
@@ -31,7 +32,6 @@ from lsp_server.completion.events import Changed, Events
 from lsp_server.completion.jobs import Ask, Job, Result, Scheduling, State, Work, WorkKey
 from lsp_server.completion.policy.planner import is_lookahead, lookahead_for_block
 from lsp_server.completion.store.answers import Answer, Record, entry_backend
-from lsp_server.completion.store.ondisk import DiskAnswers
 from lsp_server.completion.store.tickets import Alarm, Ticket
 from lsp_server.settings import Settings
 

@@ -1,37 +1,25 @@
-"""The store's disk part: the on-disk cache shared by every server on the machine (engine/cache/disk.py),
-its keys (the backend's model id, context block and prompt windows are part of them), and a short memory
-of keys just looked up in vain (the didChange and the request for one keystroke ask for the same key).
+"""The disk cache as a server uses it (lsp_server/completion/store/store.py holds one): the on-disk cache
+shared by every server on the machine (disk.py), keyed per backend tier by that backend's identity (its model
+id, context block and prompt windows: entries.cache_key), and a short memory of keys just looked up in vain
+(the didChange and the request for one keystroke ask for the same key).
 
 Each tier's identity arrives as data (``identify``), from its engine thread when it changes (a model
-loaded, another context block admitted): nobody asks the service for it per lookup."""
+loaded, another context block admitted): nobody asks for it per lookup."""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
 
-from engine.backends import Backend
 from engine.cache.disk import CompletionCache, is_complete
 from engine.cache.entries import cache_key
 from engine.types import Completion, GenParams
-from lsp_server.completion.policy import knobs
 
 DISK_MISS_MEMORY = 64  # recent disk misses not asked again (this server fills the entries it misses)
 
-# (model id with its context block's digest, max prefix chars, max suffix chars) of a backend tier
+# (model id with its context block's digest, max prefix chars, max suffix chars) of a backend tier (its
+# engine thread says: lsp_server/completion/scheduler/hooks.py identity_of)
 Identity = tuple[str, int, int]
-
-
-def identity_of(engine: Backend | None) -> Identity | None:
-    """The disk cache's identity of a backend's answers: its model, context block and prompt windows (None:
-    not loaded). A suggestion made with another context block is another entry."""
-    if engine is None or not engine.model_id:
-        return None
-    cfg = engine.config
-    windows = (cfg.max_prefix_chars, cfg.max_suffix_chars) if cfg is not None else \
-        (knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS)
-    digest = engine.context_digest
-    return (f"{engine.model_id}+context:{digest}" if digest else engine.model_id, *windows)
 
 
 class DiskAnswers:
