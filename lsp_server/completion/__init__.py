@@ -16,7 +16,7 @@ from lsp_server.completion.policy import planner
 from lsp_server.completion.requests.items import Item, Suggestions, build_items, stamp_latency
 from lsp_server.completion.requests.service import CompletionService, Load
 from lsp_server.completion.scheduler.worker import Worker
-from lsp_server.completion.store.answers import Answer
+from lsp_server.completion.store.tickets import Answer
 
 __all__ = ["Answer", "CompletionService", "Item", "Load", "State", "Suggestions", "Worked", "Worker", "build_items",
            "planner", "stamp_latency"]

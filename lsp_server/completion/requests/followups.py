@@ -18,8 +18,8 @@ from lsp_server.completion.requests.pause import Pauses
 from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.requests.refresh import Refresher
 from lsp_server.completion.requests.tiers import Tiers
-from lsp_server.completion.store.answers import Answer
 from lsp_server.completion.store.store import Store
+from lsp_server.completion.store.tickets import Answer
 from lsp_server.settings import Settings
 
 log = logging.getLogger(__name__)

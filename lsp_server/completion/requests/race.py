@@ -19,8 +19,8 @@ from engine.policy import routing
 from engine.types import Completion
 from lsp_server.completion.jobs import State, Work
 from lsp_server.completion.requests.records import DocRecords
-from lsp_server.completion.store.answers import Answer
 from lsp_server.completion.store.store import Store
+from lsp_server.completion.store.tickets import Answer
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 from lsp_server.completion.jobs import State
 from lsp_server.completion.requests.records import DocRecords
-from lsp_server.completion.store.answers import Answer
 from lsp_server.completion.store.store import Store
+from lsp_server.completion.store.tickets import Answer
 
 
 class Refresher:

@@ -32,9 +32,8 @@ from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.requests.refresh import Refresher
 from lsp_server.completion.requests.tiers import Load, Tiers
 from lsp_server.completion.scheduler.worker import Worker
-from lsp_server.completion.store.answers import Answer, settle_rule
 from lsp_server.completion.store.store import Store
-from lsp_server.completion.store.tickets import Ticket
+from lsp_server.completion.store.tickets import Answer, Ticket
 from lsp_server.documents import uri_path
 from lsp_server.settings import Settings
 
@@ -304,7 +303,7 @@ class CompletionService:
         """Wait in the store for the job just submitted (or joined); let it go when the answer is there."""
         state = ticket.state
         backend = "remote" if ticket.tier == "remote" else None
-        settle = settle_rule(state, self._settings().max_lines) if invoked and state.params.n > 1 else None
+        settle = explicit.settle_rule(state, self._settings().max_lines) if invoked and state.params.n > 1 else None
         accept = (lambda: explicit.settled_first(self.store, state, plan.since, settle, backend)) if settle else None
         try:
             while True:

@@ -12,13 +12,12 @@ import time
 
 from engine.backends import Backend
 from engine.cache.front import Identity
-from engine.cache.typethrough import Entry
+from engine.cache.typethrough import Entry, anchor_of
 from engine.policy import routing
 from engine.types import Doubts, Timings
 from lsp_server.completion.events import Events, RemoteDone
 from lsp_server.completion.jobs import USER, Job, Result, State
 from lsp_server.completion.policy import knobs
-from lsp_server.completion.store.answers import hidden_entry
 from lsp_server.completion.store.store import Store
 
 
@@ -85,7 +84,7 @@ class StoreHooks:
         if self.tier == "remote" and job.settings.routing in (routing.RACE, routing.PAUSE):
             # a race's (or a pause's) remote generation stays out of sight until it wins (race.py,
             # pause.py); its entry is kept aside only to tell whether the user's typing agrees with it
-            job.handle = hidden_entry(job.prefix, job.suffix, job.params.n, key)
+            job.handle = Entry(*anchor_of(job.prefix), job.suffix, job.params.n, key)  # (answers nothing)
             return
         job.handle = self.store.open(job.prefix, job.suffix, job.params.n, key, work=job.account)
 

@@ -31,8 +31,7 @@ from engine.types import Completion, Doubts
 from lsp_server.completion.events import Changed, Events
 from lsp_server.completion.jobs import Ask, Job, Result, Scheduling, State, Work, WorkKey
 from lsp_server.completion.policy.planner import is_lookahead, lookahead_for_block
-from lsp_server.completion.store.answers import Answer, Record, entry_backend
-from lsp_server.completion.store.tickets import Alarm, Ticket
+from lsp_server.completion.store.tickets import Alarm, Answer, Record, Ticket
 from lsp_server.settings import Settings
 
 WORK_KEPT = 512  # records of units of work kept (a request waits on the newest few)
@@ -307,3 +306,9 @@ class Store:
             if not line_suffix.strip():
                 return "multi"
         return state.mode
+
+
+def entry_backend(entry: Entry) -> str:
+    """Which backend wrote a type-through entry (its key ends with the backend's tier)."""
+    tail = entry.key[-1] if entry.key else None
+    return tail if tail in ("local", "remote") else "local"

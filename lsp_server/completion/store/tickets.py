@@ -1,4 +1,5 @@
-"""A request's handle on the work it submitted (``Store.submit``): one ticket per submission.
+"""A request's handle on the work it submitted (``Store.submit``): one ticket per submission, what it waits
+for (the ``Record`` of how its unit of work ended) and what it gets (an ``Answer``).
 
 ``await ticket.wait(plan)`` waits in the store for the answer; then the request lets go of its job:
 ``release`` (the request is gone: the job stops unless it goes on anyway) or ``detach`` (it goes on, its
@@ -13,13 +14,43 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from lsp_server.completion.jobs import Job, Life, Scheduling, State, Superseded
+from engine.cache.typethrough import Entry
+from engine.text.postprocess import Mode
+from engine.types import Completion
+from lsp_server.completion.jobs import Job, Life, Result, Scheduling, State, Superseded
 from lsp_server.completion.policy.planner import Waiting
-from lsp_server.completion.store.answers import Answer, Record
 
 R = TypeVar("R")
 # what wakes a waiter besides the store's changes: a time (time.monotonic()), or something to await
 Alarm = float | Awaitable[object] | None
+
+
+@dataclass
+class Answer:
+    comps: list[Completion]  # raw text at the state's cursor
+    source: str
+    mode: Mode
+    complete: bool  # nothing more is coming for it
+    origin: str = "model"
+    backend: str = "local"
+    note: str = ""  # said in the status message (a fallback, a race outcome)
+    # an empty answer made from the engine's quick first window: the whole window may have a line there
+    # (a request that may wait asks again with GenParams.quick_start off: planner.whole_window)
+    quick: bool = False
+    entry: Entry | None = None  # the generation it was made from (the work accounting: Entry.served)
+
+
+@dataclass
+class Record:
+    """One unit of work for one scheduler tier: the job serving it now (``seq``) and how it ended."""
+
+    seq: int
+    state: State  # the job's own state (whether it may run the quick window)
+    ended: bool = False
+    result: Result | None = None
+    error: BaseException | None = None
+    at: float = 0.0  # when it ended (time.monotonic())
+    entry: Entry | None = None  # the type-through entry its job wrote (None: speculation off, remote hidden)
 
 
 @dataclass
