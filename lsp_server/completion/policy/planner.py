@@ -22,7 +22,7 @@ from engine.text.budget import decide_mode
 from engine.text.postprocess import split_cursor
 from engine.types import DocRef, GenParams
 from lsp_server import convert
-from lsp_server.completion.jobs import State
+from lsp_server.completion.jobs import Job, State
 from lsp_server.completion.policy import knobs
 from lsp_server.settings import Settings
 
@@ -37,6 +37,19 @@ def lookahead_for_block(entry: Entry, state: State) -> bool:
     """A look-ahead line serving a state that wants a block (after Enter): shown at once, but it does not
     stand for the block a generation there would write."""
     return state.mode == "multi" and len(entry.key) > 1 and is_lookahead(entry.key[0], entry.key[1])
+
+
+def kept_through_edit(tier: str, job: Job, current: State, agrees: bool) -> bool:
+    """Does a job made for an older revision still serve the document's new state ``current``? ``agrees``:
+    it runs and what it streamed so far agrees with the text typed since (TypeThrough.consistent)."""
+    if tier == "remote" and job.settings.routing == routing.PAUSE:
+        return False  # the pause is over: the capable model leaves both cores to the keystrokes
+    if not agrees or not isinstance(job.handle, Entry):
+        return False
+    # a local one still in its prompt pass has written nothing the typing could agree with: the newest state
+    # starts instead, on the KV this one computed (a keystroke appends to it). A remote one is kept: starting
+    # again there costs a whole round trip
+    return tier != "local" or job.handle.max_len > 0 or (current.prefix, current.suffix) == (job.prefix, job.suffix)
 
 
 def reasks_refresh(mark: tuple[int, float, bool] | None, version: int, now: float) -> bool:

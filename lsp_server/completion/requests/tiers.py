@@ -9,7 +9,6 @@ from collections.abc import Callable
 from engine.backends import Backend
 from lsp_server.completion.events import Events
 from lsp_server.completion.policy import knobs
-from lsp_server.completion.scheduler.hooks import StoreHooks
 from lsp_server.completion.scheduler.runner import Loader
 from lsp_server.completion.scheduler.worker import Worker
 from lsp_server.completion.store.store import Store
@@ -33,7 +32,7 @@ class Tiers:
         self._started = False
 
     def _worker(self, tier: str, load: Loader) -> Worker:
-        worker = Worker(load, StoreHooks(self._store, tier, self._events), self._events, tier)
+        worker = Worker(load, self._store, self._events, tier)
         self._store.attach(worker)  # the store's tickets submit this tier's work to it
         return worker
 

@@ -1,5 +1,6 @@
 """What one scheduler holds, and which job runs next (the worker's lock guards it; worker.py moves jobs
-through it): the pending job per document (its current state), the idle warm-up, and the job running."""
+through it): the pending job per document (its current state), the idle warm-up, the job running, and per
+document its newest revision and where the user is (what a job kept through an edit must agree with)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,18 @@ class JobQueue:
         self.pending: dict[str, Job] = {}  # the current state's job, per document
         self.warm: Job | None = None  # idle time: the active spot's warm-up
         self.running: Job | None = None
+        self.revisions: dict[str, int] = {}  # each document's newest revision, as the loop said
+        self.current: dict[str, State] = {}  # where the user is in each document (keeps tracking jobs)
+
+    def heard(self, state: State) -> None:
+        """Work for ``state``: its document is at its revision at least."""
+        self.revisions[state.uri] = max(self.revisions.get(state.uri, 0), state.revision)
+
+    def follow(self, uri: str, current: State | None) -> None:
+        if current is None:
+            self.current.pop(uri, None)
+        else:
+            self.current[uri] = current
 
     def waiting(self) -> list[Job]:
         return [*self.pending.values(), *([self.warm] if self.warm else [])]

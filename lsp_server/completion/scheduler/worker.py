@@ -1,29 +1,20 @@
 """The scheduler: one thread per backend owns its engine; the event loop posts jobs to it, and every job's
 outcome goes into the store (the llama.cpp server / ruff_server shape: handlers post tasks, one loop owns
-the model, results travel one way).
+the model, results travel one way). Its rules (docs/architecture.md draws them):
 
-- At most one pending job per document, for its current state: a newer request for the document answers
-  the older one with ``Superseded`` at once, and stops it if it is running.
-- A document change stops every job of an older revision (``Stale``), unless ``Hooks.keep`` says it still
-  serves the new state: a generation the user is typing through (*tracking*: it moves to the new
-  revision).
-- Identical work is computed once: a second request joins the first (speculation becomes a user job that
-  way); work just done is not done again (``Hooks.repeat``: the store holds its result).
-- Priorities: user requests, speculation for a document's current state, idle warm-up; among
-  equals, oldest first. A better job pre-empts a worse one running (jobqueue.JobQueue.outranked).
-  Stopping sets the engine's CancelToken, checked every model step.
-- Work no request waits for stops ``knobs.IDLE_WORK_S`` after the user's last action (a watchdog thread), so
-  the CPU goes idle soon after the user does; what it computed stays (KV chunks, streamed text).
-- A job starts at once (newest wins: a keystroke appends a token or two to the KV cache), not before its
-  ``not_before`` (the planner's: a pause, a burst of edits).
-- Every job ends exactly once in the store (``Hooks.ended``): a result, or one of jobs.py's exceptions. A
-  request may *detach* from its job (answered from elsewhere, or at its deadline): it goes on as
-  speculation. A job's ``Life`` is the one value that says what becomes of it.
-- Idle ``knobs.IDLE_WARM_S`` with nothing new: the worker says so (events.Idle); the service may hand it one
-  warm-up (``warm``: the active spot and its context block).
+- At most one pending job per document, for its current state: a newer request answers the older one
+  with ``Superseded`` at once, and stops it if it is running. Identical work is computed once: a second
+  request joins the first, work just done is answered from its record in the store.
+- A document change stops every job of an older revision (``Stale``), unless it still serves the new state
+  (``still_serves``: a generation the user is typing through moves to the new revision, ``Life.TRACKING``).
+- Priorities: user requests, speculation, idle warm-up; among equals, oldest first; a better job
+  pre-empts a worse one running (jobqueue.JobQueue.outranked). Stopping sets the engine's CancelToken.
+- Work no request waits for stops ``knobs.IDLE_WORK_S`` after the user's last action (a watchdog thread);
+  a job starts at once, not before its ``not_before`` (the planner's: a pause, a burst of edits).
+- Every job ends exactly once in the store (``_end``); a request may detach from its job, which goes on as
+  speculation. Idle ``knobs.IDLE_WARM_S``: the worker says so (events.Idle) and may get one warm-up.
 
-Data comes down with each call (the document's revision and current state, the job's context block);
-the engine thread calls nothing above the store. Running a job on the engine is runner.py's.
+Data comes down with each call; the engine thread calls nothing above the store (runner.py runs the jobs).
 """
 
 from __future__ import annotations
@@ -34,13 +25,13 @@ import threading
 import time
 
 from engine.backends import Backend
-from lsp_server.completion.events import Events, Idle
+from engine.cache.typethrough import Entry
+from lsp_server.completion.events import Events, Idle, RemoteDone
 from lsp_server.completion.jobs import (
     USER,
     WARM,
     Ask,
     EngineUnavailable,
-    Hooks,
     Job,
     Life,
     Result,
@@ -52,9 +43,10 @@ from lsp_server.completion.jobs import (
     reason_exc,
     stop_job,
 )
-from lsp_server.completion.policy import knobs
+from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.scheduler.jobqueue import JobQueue
 from lsp_server.completion.scheduler.runner import Loader, Ran, Runner
+from lsp_server.completion.store.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -62,15 +54,13 @@ CLOSED = 1 << 62  # the revision of a closed document: every job for it is stale
 
 
 class Worker:
-    def __init__(self, load: Loader, hooks: Hooks, events: Events, tier: str = "local") -> None:
-        self.hooks = hooks
+    def __init__(self, load: Loader, store: Store, events: Events, tier: str = "local") -> None:
+        self._store = store
         self._events = events
         self.tier = tier
-        self.runner = Runner(tier, hooks, events)
+        self.runner = Runner(tier, store, events)
         self._cond = threading.Condition()
         self._q = JobQueue()
-        self._revisions: dict[str, int] = {}  # each document's newest revision, as the loop said
-        self._current: dict[str, State] = {}  # where the user is in each document (keeps tracking jobs)
         self._reload: Loader | None = None
         self._stopping = False
         self._seq = itertools.count()
@@ -95,16 +85,15 @@ class Worker:
         return self.runner.loaded
 
     def submit(self, state: State, work: Work | None = None) -> Job | None:
-        """Queue work for a document's state; its outcome goes into the store (``Ticket.wait``). A request's
-        job (``Ask.REQUEST``) counts one more request waiting for it, until it leaves (``leave``); the
-        background modes are a request's at submission (they join and pre-empt as one) and let go at once.
-        The job queued or joined; None when the store's record of this very work answers it."""
+        """Queue work for a document's state (its outcome goes into the store); a request's job waits for it
+        until it leaves (``leave``); the background modes join and pre-empt as a request, then let go at
+        once. The job queued or joined; None when the store's record of this very work answers it."""
         work = work or Work()
         job = Job(state, work.priority, next(self._seq), work,
                   life=Life.BACKGROUND if work.mode is Ask.SPECULATE else Life.ASKED, not_before=work.not_before)
         with self._cond:
             self._touch()
-            self._heard(state)
+            self._q.heard(state)
             target = self._place(job)
             if work.mode in (Ask.BACKGROUND, Ask.AWAITED):
                 self._leave(target, Life.AWAITED if work.mode is Ask.AWAITED else Life.BACKGROUND)
@@ -114,11 +103,14 @@ class Worker:
         """Queue ``job``, or join the same work queued or running (lock held)."""
         refused = self._refusal()
         if refused is not None:
-            self.hooks.queued(job)
+            self._store.queued(self.tier, job)
             self._end(job, None, refused)
             return job
-        if not job.anew and self.hooks.repeat(job):
-            return None  # asked again for what was just computed: the store answers from its record
+        done = None if job.anew else self._store.repeat(self.tier, job)
+        if done is not None:  # asked again for what was just computed: the store answers from its record
+            if job.priority == USER:
+                self._remote_done(job, done.result)  # a race or a pause hears the answer again
+            return None
         same = self._q.joinable(job.state)
         if same is None:
             self._queue(job)
@@ -126,7 +118,7 @@ class Worker:
         same.join(job)  # the same work: its request waits for that job
         if same is not self._q.running:
             self._preempt(same)  # now a user's request: it may outrank what is running
-        self.hooks.queued(same)
+        self._store.queued(self.tier, same)
         return same
 
     def _refusal(self) -> EngineUnavailable | None:
@@ -148,22 +140,21 @@ class Worker:
         if job.priority == USER:
             job.waiters = 1
         self._q.pending[uri] = job
-        self.hooks.queued(job)
+        self._store.queued(self.tier, job)
         self._cond.notify()
 
     def document_changed(self, uri: str, revision: int, current: State | None = None) -> None:
         """The document is at ``revision`` now, the user at ``current`` in it (None: not known, or nothing
-        is kept). Work on older revisions stops, except what ``Hooks.keep`` says still serves ``current``:
+        is kept). Work on older revisions stops, except what still serves ``current`` (``still_serves``):
         such a job moves to ``revision`` (its waiters, who asked about the old text, hear ``Stale``; the work
         goes on)."""
         with self._cond:
             self._touch()
-            self._revisions[uri] = revision
-            self._follow(uri, current)
-
+            self._q.revisions[uri] = revision
+            self._q.follow(uri, current)
             for job in self._q.older(uri, revision):
                 running = job is self._q.running
-                if current is not None and self.hooks.keep(job, running, current):
+                if current is not None and self.still_serves(job, running, current):
                     self._rebase(job, revision, running)
                 elif running:
                     stop_job(job, "stale")
@@ -174,17 +165,14 @@ class Worker:
     def moved(self, uri: str, current: State) -> None:
         """The user is at ``current`` now (a cursor moved, a request): what tracking jobs must agree with."""
         with self._cond:
-            self._follow(uri, current)
+            self._q.follow(uri, current)
 
     def document_closed(self, uri: str) -> None:
         self.document_changed(uri, CLOSED)
 
     def leave(self, job: Job | None, seq: int, detach: Life | None = None) -> None:
-        """A request stops waiting for ``job`` (its ticket: Ticket.release, Ticket.detach): ``detach`` lets
-        the job go on (BACKGROUND: its result lands in the store for the next ask; AWAITED: the request got
-        nothing and the user still waits at that spot, so it is not idle work: it runs to its end and the
-        client hears a refresh); without, the job stops unless it goes on anyway (speculation a request had
-        joined, a job let go before). A job rebased since (``seq`` moved on) serves other text: not theirs."""
+        """A request stops waiting for ``job`` (Ticket.release, Ticket.detach: ``detach`` lets it go on, as
+        Job.leave says). A job rebased since (``seq`` moved on) serves other text: not theirs."""
         with self._cond:
             self._leave(job if job is not None and job.seq == seq else None, detach)
 
@@ -241,16 +229,6 @@ class Worker:
         if self._q.running is not None and self._q.running.priority == WARM:
             stop_job(self._q.running, "superseded")
 
-    def _heard(self, state: State) -> None:
-        """Work for ``state``: its document is at its revision at least."""
-        self._revisions[state.uri] = max(self._revisions.get(state.uri, 0), state.revision)
-
-    def _follow(self, uri: str, current: State | None) -> None:
-        if current is None:
-            self._current.pop(uri, None)
-        else:
-            self._current[uri] = current
-
     def _leave(self, job: Job | None, detach: Life | None) -> None:
         """A request stopped waiting for ``job``."""
         self._last_active = time.monotonic()  # a request's deadline passed, or it went: the user acted
@@ -267,10 +245,17 @@ class Worker:
         if reason is not None and self._q.running is not None:
             stop_job(self._q.running, reason)
 
+    def still_serves(self, job: Job, running: bool, current: State) -> bool:
+        """Does a job made for an older revision still serve the document's new state ``current``? (The
+        planner's rule, on what the running generation streamed so far.)"""
+        entry = job.handle
+        agrees = running and isinstance(entry, Entry) and self._store.consistent(entry, current.prefix, current.suffix)
+        return planner.kept_through_edit(self.tier, job, current, agrees)
+
     def _rebase(self, job: Job, revision: int, running: bool) -> None:
-        self.hooks.ended(job, None, Stale("the document changed"))  # its requests asked about the old text
+        self._store.ended(self.tier, job, None, Stale("the document changed"))  # its requests asked about the old text
         job.rebase(revision, next(self._seq), running)
-        self.hooks.queued(job)
+        self._store.queued(self.tier, job)
 
     def _end(self, job: Job, result: Result | None, error: BaseException | None) -> None:
         """The job's outcome into the store, once."""
@@ -278,7 +263,14 @@ class Worker:
             return
         job.life = Life.ENDED
         job.waiters = 0
-        self.hooks.ended(job, result, error)
+        self._store.ended(self.tier, job, result, error)
+        self._remote_done(job, result)
+
+    def _remote_done(self, job: Job, result: Result | None) -> None:
+        """A capable-tier job's text goes up as an event (a race's or a pause's), never as a call."""
+        comps = result[0] if result is not None else None
+        if self.tier == "remote" and comps and any(c.text for c in comps):
+            self._events.put(RemoteDone(job.state, comps, time.monotonic()))
 
     def _drop(self, job: Job, error: BaseException) -> None:
         stop_job(job, type(error).__name__.lower())
@@ -340,15 +332,15 @@ class Worker:
 
     def revision(self, uri: str) -> int | None:
         """The document's newest revision this worker heard of (CLOSED once closed)."""
-        return self._revisions.get(uri)
+        return self._q.revisions.get(uri)
 
     def keeps(self, job: Job) -> bool:
         """(engine thread) Does a job kept through an edit still serve where the user is?"""
         if job.life is not Life.TRACKING:
             return True
         with self._cond:
-            current = self._current.get(job.uri)
-            return current is not None and self.hooks.keep(job, True, current)
+            current = self._q.current.get(job.uri)
+            return current is not None and self.still_serves(job, True, current)
 
     # ---- the idle watchdog's thread --------------------------------------------------------------
     def _watch(self) -> None:
