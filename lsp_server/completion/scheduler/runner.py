@@ -7,9 +7,8 @@ and when, and writes how it ended into the store). What a generation makes goes 
   ``engine.complete`` runs (the job's budget becomes its deadline) into a type-through entry the store
   opened (``open_entry``): tokens stream into it (``_on_token``), ``close_entry`` closes it and saves the result on
   disk. A job the user stopped typing toward stops at its next token.
-- ``warm``: an idle job (WARM) puts its repository context block in front of prompts and prefills the KV
-  cache for the active spot, unless the KV holds that prompt already.
-- A job for another document than the one the context block was gathered for drops the block first.
+- An idle job (WARM) is idle.IdleWork's; a job for another document than the one the context block was
+  gathered for drops the block first.
 
 Status goes up as events (events.Status); nothing here calls into the service or the session. Nothing
 here imports pygls: the engine is seen through the facade in engine/engine_api.md.
@@ -34,6 +33,7 @@ from engine.types import Doubts, Timings
 from lsp_server.completion.events import Events, Status, Worked
 from lsp_server.completion.jobs import Job, Result, Stale, WarmUp, reason_exc, stop_job
 from lsp_server.completion.policy import knobs
+from lsp_server.completion.scheduler.idle import IdleWork
 from lsp_server.completion.store.store import Store
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ class Runner:
         self.load_error: str | None = None
         self.loaded = threading.Event()  # set once the first load attempt finished (ok or not)
         self.model_calls = 0  # generations (tests count them)
-        self._context_uri: str | None = None  # the document the backend's context block was gathered for
+        self.idle = IdleWork(lambda engine: self._safely(self.identify, engine), self._worked)
         self._busy = False  # the last status said "busy" (a "ready" must follow)
 
     def serve(self, load: Loader, scheduler: Scheduler) -> None:
@@ -101,7 +101,8 @@ class Runner:
         """Run one job: a warm-up, or a generation unless its document moved on or it was stopped."""
         try:
             if isinstance(job.work, WarmUp):
-                self.warm(job, job.work)
+                assert self.engine is not None
+                self.idle.warm(self.engine, job, job.work)
                 return Ran()
             if scheduler.revision(job.uri) != job.revision:
                 return Ran(error=Stale("the document changed"))
@@ -142,7 +143,8 @@ class Runner:
         user's text? Asked at each token)."""
         engine = self.engine
         assert engine is not None
-        self._drop_foreign_context(engine, job.uri)
+        if self.idle.context_uri not in (None, job.uri) and engine.context_digest:
+            self.idle.drop_context(engine, job.uri)  # the block was gathered for another document
         if not job.anew:
             cached = self._from_store(job)
             if cached is not None:
@@ -233,45 +235,11 @@ class Runner:
         except Exception:  # a broken hook must not kill the engine thread
             log.exception("%s hook failed", hook.__name__)
 
-    def warm(self, job: Job, warm_up: WarmUp) -> None:
-        """An idle job: its context block first (the KV holds no prompt with a new block), then the active
-        spot's full window, unless the KV holds (almost all of) it already."""
-        engine = self.engine
-        assert engine is not None
-        try:
-            if engine.set_context(warm_up.context):  # (the engine tells a new block from the one it holds)
-                log.debug("context block %s admitted", engine.context_digest or "(none)")
-                self._safely(self.identify, engine)  # another block: other disk entries
-            self._context_uri = job.uri if engine.context_digest else None
-        except Exception:
-            log.exception("admitting the context block failed")
-        if not warm_up.prefill:
-            return
-        t0, c0 = time.perf_counter(), time.process_time()
-        try:
-            if not engine.prefill(job.prefix, job.suffix, job.cancel):
-                return  # nothing to warm (a remote server, or the KV holds the window already)
-        except Exception:
-            log.exception("warm-up failed")
-            return
-        self._worked(job, t0, c0)
-        log.debug("warmed %s in %.0f ms%s", job.uri, (time.perf_counter() - t0) * 1000,
-                  " (interrupted)" if job.cancel.cancelled else "")
-
     def _worked(self, job: Job, t0: float, c0: float) -> None:
         """The accounting (events.Worked): this job's wall time and the process's CPU time meanwhile (the
         engine's own threads do nearly all of it)."""
         self._events.put(Worked(self.tier, job.account, (time.perf_counter() - t0) * 1000,
                                 (time.process_time() - c0) * 1000))
-
-    def _drop_foreign_context(self, engine: Backend, uri: str) -> None:
-        if self._context_uri is not None and uri != self._context_uri and engine.context_digest:
-            # the block was gathered for another document (it names that file as the current one, its
-            # chunks were chosen for that file's code): none until idle time gathers one for this one
-            engine.set_context(None)
-            self._context_uri = None
-            self._safely(self.identify, engine)
-            log.debug("context block dropped: %s is not the document it was gathered for", uri)
 
     def report(self, ran: Ran, job: Job, idle: bool) -> None:
         """The status after a job: an engine error says so at once; a generation, once nothing is queued."""

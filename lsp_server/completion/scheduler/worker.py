@@ -1,20 +1,11 @@
-"""The scheduler: one thread per backend owns its engine; the event loop posts jobs to it, and every job's
-outcome goes into the store (the llama.cpp server / ruff_server shape: handlers post tasks, one loop owns
-the model, results travel one way). Its rules (docs/architecture.md draws them):
-
-- At most one pending job per document, for its current state: a newer request answers the older one
-  with ``Superseded`` at once, and stops it if it is running. Identical work is computed once: a second
-  request joins the first, work just done is answered from its record in the store.
-- A document change stops every job of an older revision (``Stale``), unless it still serves the new state
-  (``still_serves``: a generation the user is typing through moves to the new revision, ``Life.TRACKING``).
-- Priorities: user requests, speculation, idle warm-up; among equals, oldest first; a better job
-  pre-empts a worse one running (jobqueue.JobQueue.outranked). Stopping sets the engine's CancelToken.
-- Work no request waits for stops ``knobs.IDLE_WORK_S`` after the user's last action (a watchdog thread);
-  a job starts at once, not before its ``not_before`` (the planner's: a pause, a burst of edits).
-- Every job ends exactly once in the store (``_end``); a request may detach from its job, which goes on as
-  speculation. Idle ``knobs.IDLE_WARM_S``: the worker says so (events.Idle) and may get one warm-up.
-
-Data comes down with each call; the engine thread calls nothing above the store (runner.py runs the jobs).
+"""The scheduler: one thread per backend owns its engine (runner.py); the event loop posts jobs to it and
+every job's outcome goes into the store, once (the llama.cpp server / ruff_server shape: handlers post tasks,
+one loop owns the model, results travel one way). docs/architecture.md draws its rules: one pending job per
+document (a newer request answers the older one ``Superseded``); identical work joined, work just done
+answered from its record; an edit stops older work (``Stale``) unless it still serves the new text (a
+generation the user types through, ``Life.TRACKING``); priorities and pre-emption (jobqueue.py); background
+work stops once the user has gone (idle.Watchdog); idle a while, it says so (events.Idle) and may get a
+warm-up. Data comes down with each call; the engine thread calls nothing above the store.
 """
 
 from __future__ import annotations
@@ -43,7 +34,8 @@ from lsp_server.completion.jobs import (
     reason_exc,
     stop_job,
 )
-from lsp_server.completion.policy import knobs, planner
+from lsp_server.completion.policy import planner
+from lsp_server.completion.scheduler.idle import Watchdog
 from lsp_server.completion.scheduler.jobqueue import JobQueue
 from lsp_server.completion.scheduler.runner import Loader, Ran, Runner
 from lsp_server.completion.store.store import Store
@@ -64,12 +56,10 @@ class Worker:
         self._reload: Loader | None = None
         self._stopping = False
         self._seq = itertools.count()
-        self._idle_asked = False  # idle work is asked for once per quiet period
-        self._last_active = time.monotonic()  # the user's last action this worker heard of
         self._wake_watchdog = threading.Event()
         self._thread = threading.Thread(target=self.runner.serve, args=(load, self), name=f"flint-engine-{tier}",
                                         daemon=True)
-        self._watchdog = threading.Thread(target=self._watch, name="flint-idle-watchdog", daemon=True)
+        self._watchdog = Watchdog(self._cond, self._q, self._wake_watchdog, lambda: self._stopping)
 
     # ---- event loop side ------------------------------------------------------------------------
     def start(self) -> None:
@@ -85,9 +75,8 @@ class Worker:
         return self.runner.loaded
 
     def submit(self, state: State, work: Work | None = None) -> Job | None:
-        """Queue work for a document's state (its outcome goes into the store); a request's job waits for it
-        until it leaves (``leave``); the background modes join and pre-empt as a request, then let go at
-        once. The job queued or joined; None when the store's record of this very work answers it."""
+        """Queue or join work for a state (jobs.Ask says how a submission holds it); the job, or None when the
+        store's record of this very work answers it. Its outcome goes into the store."""
         work = work or Work()
         job = Job(state, work.priority, next(self._seq), work,
                   life=Life.BACKGROUND if work.mode is Ask.SPECULATE else Life.ASKED, not_before=work.not_before)
@@ -101,10 +90,10 @@ class Worker:
 
     def _place(self, job: Job) -> Job | None:
         """Queue ``job``, or join the same work queued or running (lock held)."""
-        refused = self._refusal()
-        if refused is not None:
+        if self._stopping or self.runner.load_error is not None and self.runner.engine is None and not self._reload:
+            why = "the server is shutting down" if self._stopping else str(self.runner.load_error)
             self._store.queued(self.tier, job)
-            self._end(job, None, refused)
+            self._end(job, None, EngineUnavailable(why))
             return job
         done = None if job.anew else self._store.repeat(self.tier, job)
         if done is not None:  # asked again for what was just computed: the store answers from its record
@@ -121,33 +110,16 @@ class Worker:
         self._store.queued(self.tier, same)
         return same
 
-    def _refusal(self) -> EngineUnavailable | None:
-        if self._stopping or self.runner.load_error is not None and self.runner.engine is None and not self._reload:
-            return EngineUnavailable("the server is shutting down" if self._stopping else str(self.runner.load_error))
-        return None
-
     def _queue(self, job: Job) -> None:
-        uri = job.uri
-        old = self._q.pending.pop(uri, None)
-        if old is not None:
+        for old in self._q.put(job):
             self._drop(old, Superseded("a newer request for this document replaced it"))
-        r = self._q.running
-        if job.priority == USER and r is not None and r.uri == uri and r.waiters and not r.cancel.cancelled:
-            # a newer request for this document replaces the one running (an explicit request, then the
-            # editor asks again at once): its waiters hear Superseded, the model moves on at once
-            self._drop(r, Superseded("a newer request for this document replaced it"))
         self._preempt(job)
-        if job.priority == USER:
-            job.waiters = 1
-        self._q.pending[uri] = job
         self._store.queued(self.tier, job)
         self._cond.notify()
 
     def document_changed(self, uri: str, revision: int, current: State | None = None) -> None:
-        """The document is at ``revision`` now, the user at ``current`` in it (None: not known, or nothing
-        is kept). Work on older revisions stops, except what still serves ``current`` (``still_serves``):
-        such a job moves to ``revision`` (its waiters, who asked about the old text, hear ``Stale``; the work
-        goes on)."""
+        """The document is at ``revision`` now, the user at ``current`` in it (None: nothing is kept). Older
+        work stops, except what still serves ``current``: it moves to ``revision`` (its waiters hear Stale)."""
         with self._cond:
             self._touch()
             self._q.revisions[uri] = revision
@@ -177,10 +149,9 @@ class Worker:
             self._leave(job if job is not None and job.seq == seq else None, detach)
 
     def warm(self, state: State | None, warm_up: WarmUp) -> None:
-        """(after events.Idle) Idle work for ``state``: its repository context block and, with
-        ``WarmUp.prefill``, the KV cache. Nothing if the user acted since."""
+        """(after events.Idle) Idle work for ``state`` (idle.IdleWork); nothing if the user acted since."""
         with self._cond:
-            if self._stopping or not self._idle_asked or state is None:
+            if self._stopping or not self._q.idle_asked or state is None:
                 return
             self._q.warm = Job(state, WARM, next(self._seq), warm_up, life=Life.BACKGROUND)
             self._cond.notify()
@@ -205,11 +176,10 @@ class Worker:
             self._thread.join(timeout)
 
     def poke(self) -> None:
-        """Look for idle work again (KV warming) once it is quiet: the caller routed work elsewhere (the
-        capable tier) and the next keystrokes will be this worker's."""
+        """Look for idle work again once it is quiet: the work went to another tier, the next keystrokes are
+        this worker's (warm its KV)."""
         with self._cond:
-            self._idle_asked = False
-            self._last_active = time.monotonic()  # the user just acted (asked another tier)
+            self._q.touch()  # the user just acted (asked another tier)
             self._cond.notify()
 
     def backlog(self) -> int:
@@ -222,16 +192,13 @@ class Worker:
 
     # ---- internals (lock held) ------------------------------------------------------------------
     def _touch(self) -> None:
-        """New activity: a pending warm-up is pointless now."""
-        self._last_active = time.monotonic()
-        self._idle_asked = False
-        self._q.warm = None
-        if self._q.running is not None and self._q.running.priority == WARM:
-            stop_job(self._q.running, "superseded")
+        warming = self._q.touch()
+        if warming is not None:
+            stop_job(warming, "superseded")
 
     def _leave(self, job: Job | None, detach: Life | None) -> None:
         """A request stopped waiting for ``job``."""
-        self._last_active = time.monotonic()  # a request's deadline passed, or it went: the user acted
+        self._q.last_active = time.monotonic()  # a request's deadline passed, or it went: the user acted
         self._wake_watchdog.set()
         if job is not None and job.leave(detach):
             stop_job(job, "client cancelled")
@@ -295,10 +262,11 @@ class Worker:
             if self.runner.engine is None:
                 self._cond.wait()
                 continue
-            now = time.monotonic()
-            job, wait = self._q.next_job(now, user_gone=now >= self._last_active + knobs.IDLE_WORK_S)
+            job, wait = self._q.next_job(time.monotonic())
             if job is None and wait < 0:
-                wait = self._maybe_idle()
+                wait, idle = self._q.idle_wait()
+                if idle:
+                    self._events.put(Idle(self.tier))
             if job is None:
                 self._cond.wait(wait if wait > 0 else None)
                 continue
@@ -306,17 +274,6 @@ class Worker:
             job.started = time.monotonic()
             self._wake_watchdog.set()
             return job, None
-
-    def _maybe_idle(self) -> float:
-        """Nothing queued: say so once per quiet period. How long to sleep (negative: until woken)."""
-        if self._idle_asked:
-            return -1.0
-        left = self._last_active + knobs.IDLE_WARM_S - time.monotonic()
-        if left > 0:
-            return left
-        self._idle_asked = True
-        self._events.put(Idle(self.tier))
-        return -1.0
 
     # ---- the engine thread's side (runner.Runner.serve) -------------------------------------------
     def done(self, job: Job, ran: Ran) -> bool:
@@ -341,23 +298,3 @@ class Worker:
         with self._cond:
             current = self._q.current.get(job.uri)
             return current is not None and self.still_serves(job, True, current)
-
-    # ---- the idle watchdog's thread --------------------------------------------------------------
-    def _watch(self) -> None:
-        """Stop background work ``knobs.IDLE_WORK_S`` after the user's last action (its own thread: the engine
-        thread is inside the model then). Sleeps while nothing runs."""
-        while True:
-            with self._cond:
-                if self._stopping:
-                    return
-                r = self._q.running
-                due = self._last_active + knobs.IDLE_WORK_S
-                if r is not None and r.idle_work and not r.cancel.cancelled and time.monotonic() >= due:
-                    log.debug("job %d stopped: the user is idle", r.seq)
-                    stop_job(r, "idle")
-                    r = None
-                self._wake_watchdog.clear()
-            if r is None or r.cancel.cancelled or not r.idle_work:  # woken: a job starts, a waiter leaves
-                self._wake_watchdog.wait()
-            else:
-                self._wake_watchdog.wait(max(0.01, due - time.monotonic()))
