@@ -114,20 +114,6 @@ class Store:
         """A ticket for work nobody submitted here: it waits for what the store gets for ``state``."""
         return Ticket(self, state, None, None, None)
 
-    def final(self, state: State, since: float, done: Record, tier: str, backend: str | None) -> Answer:
-        """The answer a finished unit of work gives ``state``: its result (made before the request came:
-        from memory), or "nothing yet" from the quick first window (the whole window may have a line)."""
-        comps, timings = done.result or ([], None)
-        if state.params.quick_start and timings is not None and timings.window == "quick":
-            again = self.lookup(state, since, partial=False, disk=False, backend=backend)
-            if again is not None and again.quick:
-                return again
-        if done.at < since:  # asked again for what was just computed
-            comps = [replace(c, source="memory", ttft_ms=0.0, total_ms=0.0) for c in comps]
-        source = comps[0].source if comps else "model"
-        return Answer(comps, source, self.mode_for(state, None), complete=True,
-                      origin="disk" if source == "disk" else "model", backend=tier, entry=done.entry)
-
     # ---- units of work (a scheduler's lock held) ------------------------------------------------
     def queued(self, tier: str, job: Job) -> None:
         """``job`` serves its state's work now (a new job, or one a request joined)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from engine.cache.typethrough import Entry
@@ -67,7 +67,7 @@ class Reads(Protocol):
 
     def outcome(self, tier: str, state: State) -> Record | None: ...
 
-    def final(self, state: State, since: float, done: Record, tier: str, backend: str | None) -> Answer: ...
+    def mode_for(self, state: State, entry: Entry | None) -> Mode: ...
 
     def lookup(self, state: State, since: float | None, *, partial: bool, disk: bool = True,
                backend: str | None = None) -> Answer | None: ...
@@ -109,7 +109,7 @@ class Ticket:
             if done is not None:
                 if done.error is not None:
                     raise done.error
-                return Waited(self._store.final(state, since, done, tier or "local", backend), "ended")
+                return Waited(self._final(since, done, backend), "ended")
             if show_at is not None:
                 late = now >= show_at or now >= plan.deadline
                 found = self._store.lookup(state, since, partial=late and not plan.whole_lines, disk=False,
@@ -125,6 +125,21 @@ class Ticket:
 
         alarms: list[Alarm] = [show_at, stop.wait() if stop is not None else None]
         return await self._store.wait(look, plan.deadline, alarms) or Waited(None, "deadline")
+
+    def _final(self, since: float, done: Record, backend: str | None) -> Answer:
+        """The answer the finished unit of work gives the state: its result (made before the request came:
+        from memory), or "nothing yet" from the quick first window (the whole window may have a line)."""
+        state = self.state
+        comps, timings = done.result or ([], None)
+        if state.params.quick_start and timings is not None and timings.window == "quick":
+            again = self._store.lookup(state, since, partial=False, disk=False, backend=backend)
+            if again is not None and again.quick:
+                return again
+        if done.at < since:  # asked again for what was just computed
+            comps = [replace(c, source="memory", ttft_ms=0.0, total_ms=0.0) for c in comps]
+        source = comps[0].source if comps else "model"
+        return Answer(comps, source, self._store.mode_for(state, None), complete=True,
+                      origin="disk" if source == "disk" else "model", backend=self.tier or "local", entry=done.entry)
 
     def release(self) -> None:
         """The request is gone (the client cancelled it): its job stops unless it goes on anyway."""
