@@ -115,15 +115,16 @@ class Session:
 
     def start(self) -> None:
         """Start loading the model now (process start), before the client even says hello."""
-        self.service.start()
+        self.service.tiers.start()
 
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.service.attach_loop(loop)
+        self.service.events.attach_loop(loop)
         self.next_edits.attach_loop(loop)
 
     def shutdown(self) -> None:
         self.next_edits.shutdown()
-        self.service.shutdown()
+        self.service.tiers.shutdown()
+        self.service.store.disk.close()
         self.stats.flush()
         self.gate.flush()
 
@@ -147,11 +148,11 @@ class Session:
         self.settings = new
         if new.cache_size_mb != old_cache:
             self.service.store.disk.open(new.cache_size_mb)
-        if not self.service.sync_remote():
+        if not self.service.tiers.sync_remote():
             self.board.remote(None)
         if new.engine_key() != old_key:
             self._loaded_key = new.engine_key()
-            self.service.reload()
+            self.service.tiers.reload()
             return True
         return False
 

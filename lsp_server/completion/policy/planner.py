@@ -182,6 +182,18 @@ def follow_ups(settings: Settings, *, invoked: bool, speculate: bool, shown: boo
     return FollowUps(pause=pause)
 
 
+def speculation_tiers(settings: Settings, state: State, *, remote: bool) -> list[tuple[str, float]]:
+    """Where a state's speculative generation runs, with its budget: the local model, the capable tier
+    (``remote``: there is one; routed there), or both (race: the local answer is shown at once, the remote
+    one may replace it)."""
+    remote_budget = max(settings.remote_timeout_ms / 1000, knobs.JOB_BUDGET_S if state.route == routing.REMOTE else 0.0)
+    if state.route == routing.REMOTE and remote:
+        return [("remote", remote_budget)]
+    if state.route == routing.RACE and remote:
+        return [("local", knobs.JOB_BUDGET_S), ("remote", remote_budget)]
+    return [("local", knobs.JOB_BUDGET_S)]
+
+
 def debounce_s(settings: Settings, invoked: bool) -> float:
     """How long an automatic request waits before it asks (``debounceMs``; 0: newest wins at once)."""
     return settings.debounce_ms / 1000 if settings.debounce_ms and not invoked else 0.0

@@ -1,17 +1,20 @@
-"""After an answer went out: the work that follows it, as the planner's plan says (planner.follow_ups):
-a flint/refresh when the whole suggestion is there, the
-whole window where the quick one had nothing, the capable tier at the user's pause. It also remembers the
-refreshes it sent: VS Code asks again with an explicit trigger, which is that automatic request again
-(planner.reasks_refresh)."""
+"""What follows: after an answer went out, the work its plan names (planner.follow_ups): a flint/refresh when
+the whole suggestion is there, the whole window where the quick one had nothing, the capable tier at the
+user's pause; and once the local model is idle (events.Idle), the warm-up of the spot the user is at. It
+also remembers the refreshes it sent: VS Code asks again with an explicit trigger, which is that automatic
+request again (planner.reasks_refresh)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from engine.policy import routing
-from lsp_server.completion.jobs import Ask, State, Work
+from lsp_server.completion.events import Idle
+from lsp_server.completion.jobs import Ask, State, WarmUp, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.requests import explicit
 from lsp_server.completion.requests.pause import Pauses
@@ -28,7 +31,7 @@ log = logging.getLogger(__name__)
 class FollowUps:
     def __init__(self, store: Store, tiers: Tiers, docs: DocRecords, pauses: Pauses, refresher: Refresher,
                  settings: Callable[[], Settings], on_refresh: Callable[[str, int], None],
-                 version_of: Callable[[str], int]) -> None:
+                 version_of: Callable[[str], int], context: Callable[[State], Any] | None = None) -> None:
         self._store = store
         self._tiers = tiers
         self._docs = docs  # each document's typing rhythm, refresh watch and last refresh (DocRecord)
@@ -37,6 +40,8 @@ class FollowUps:
         self._settings = settings
         self._on_refresh = on_refresh
         self._version_of = version_of
+        self._context = context  # (a worker thread) the repository context block for a spot
+        self._warming: asyncio.Task | None = None
 
     def carry_out(self, plan: planner.FollowUps, state: State, version: int, answer: Answer | None, *,
                   invoked: bool) -> None:
@@ -72,7 +77,7 @@ class FollowUps:
         if rw is None or not self._pausing() or answer is None or answer.backend != "local":
             return
         self._pauses.plan(state, planner.pause_starts(self._docs[state.uri].keystrokes, time.monotonic()),
-                          own_window=self._tiers.backend_name("remote") == "capable")
+                          own_window=self._tiers.remote_name() == "capable")
 
     def _pausing(self) -> bool:
         """Routing ``pause`` with its capable tier ready."""
@@ -103,3 +108,18 @@ class FollowUps:
     def replaced(self, uri: str) -> None:
         """The capable tier's answer replaced the one on screen: the client asks again."""
         self.refreshed(uri, self._version_of(uri))
+
+    def idle(self, event: Idle) -> None:
+        """The local worker went idle: warm the spot the user is at, its context block gathered first
+        (file reads and parsing: on a thread, not on the event loop)."""
+        st = self._docs.active_state()
+        if event.tier != "local" or st is None or (self._warming is not None and not self._warming.done()):
+            return
+        self._warming = asyncio.get_running_loop().create_task(self._warm(st))
+
+    async def _warm(self, st: State) -> None:
+        block = await asyncio.to_thread(self._context, st) if self._context is not None else None
+        now = time.monotonic()
+        window = self._docs[st.uri].window
+        stayed = now - (window[1] if window is not None else now)
+        self._tiers.local.warm(st, WarmUp(block, prefill=planner.warms(self._settings(), stayed)))
