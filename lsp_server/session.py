@@ -2,9 +2,8 @@
 
 After ruff_server's ``Session``: the event loop mutates documents and settings; each request takes a
 read-only snapshot (an immutable ``str`` plus its revision). The session keeps documents (documents.py),
-settings, the status board (status.py), telemetry (stats.py), the repository context it feeds
-(context.py) and item building; what runs when is the completion service's
-(lsp_server/completion/requests/service.py: store, schedulers, planner, race; docs/architecture.md).
+settings, the status board (status.py), telemetry (stats.py), the repository context it feeds when on
+(context.py) and item building; what runs when is the completion service's (docs/architecture.md).
 
 Where an answer comes from, cheapest first (the ``source`` reported on items and in flint/status):
 
@@ -16,9 +15,9 @@ Where an answer comes from, cheapest first (the ``source`` reported on items and
 
 Each request has a deadline: at the deadline it gets what exists (possibly a partial suggestion, or
 none) and the generation goes on, so the next ask (the next keystroke) is answered from it. After a
-suggestion is shown the states the user may reach next are pre-generated (engine/policy/speculation.py),
-and idle time warms the KV cache for the active document. The ``speculation`` setting switches all of
-that off (every request is then its own model call, with only the exact-repeat memory and the disk cache).
+suggestion is shown, its generation's look-ahead line serves the next one, and idle time warms the KV
+cache for the active document. The ``speculation`` setting switches all of that off (every request is then
+its own model call, with only the exact-repeat memory and the disk cache).
 """
 
 from __future__ import annotations
@@ -145,6 +144,8 @@ class Session:
         old_tier = self.service.engine("remote")
         if tier_key(new) != tier_key(self.settings) and isinstance(old_tier, RemoteBackend):
             old_tier.shut()
+        if new.context_budget > 0 >= self.settings.context_budget:  # turned on: what is open now
+            self.context.opened(self.documents.documents(), self.service.docs.active)
         self.settings = new
         if new.cache_size_mb != old_cache:
             self.service.store.disk.open(new.cache_size_mb)
@@ -191,7 +192,8 @@ class Session:
         if rev is None:
             return
         doc = self.documents.get(uri)
-        self.context.changed(uri, doc.text, cursor is not None, self.service.docs.active)
+        if self.settings.context_budget > 0:  # off (the default): nothing per keystroke
+            self.context.changed(uri, doc.text, cursor is not None, self.service.docs.active)
         if cursor is not None and (self.settings.learned_gate or self.gate.records is not None):  # off: nothing per keystroke
             self.gate.edited(uri, doc.text, cursor, time.monotonic())
         state = None
@@ -214,7 +216,8 @@ class Session:
             return False  # typing put it there (clients also report the moves an edit makes)
         if not self.settings.enable or doc.problem():
             return False
-        self.context.focus(uri)  # the context is gathered for the document the user is in
+        if self.settings.context_budget > 0:
+            self.context.focus(uri)  # the context is gathered for the document the user is in
         self.gate.moved(uri)
         state = self.service.state(uri, doc.revision, doc.text, offset, invoked=False, language=doc.language_id)
         self.service.did_move(uri, state)
@@ -298,7 +301,8 @@ class Session:
         if invoked and n is None and not variants and self.service.follow.reasked(uri, doc.version):
             invoked = False  # the client asking again on flint/refresh: the automatic answer, from the store
         self.speculate = self.speculate or not invoked  # a client that asks as the user types: start early
-        self.context.focus(uri)  # asked here: the context is gathered for this document
+        if self.settings.context_budget > 0:
+            self.context.focus(uri)  # asked here: the context is gathered for this document
         revision, text, version = doc.revision, doc.text, doc.version
         state = self.service.request_state(uri, revision, text, offset, invoked=invoked, n=n, variants=variants,
                                            language=doc.language_id)

@@ -93,7 +93,8 @@ def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: s
     params = gen_params(settings, mode, invoked=invoked, n=n, lookahead=not line_suffix.strip(), language=language,
                         doc=doc)
     skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked)
-    route = routing.route(settings.route_config(), invoked=invoked, variants=variants,
+    routes = routing.RouteConfig(settings.routing, frozenset(settings.remote_for), settings.race_budget_ms / 1000)
+    route = routing.route(routes, invoked=invoked, variants=variants,
                           multiline=mode == "multi", remote_ready=remote_ready)
     if params.n > 1 and route != routing.REMOTE:
         # the local model's variants after item 1 are branches (engine/decoding/batch.py): alternatives
