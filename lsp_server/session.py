@@ -360,11 +360,11 @@ class Session:
                                 answer.note if answer else "")
 
     def _follow_up(self, state: State, answer: Answer | None, items: list[Item], version: int, invoked: bool) -> None:
-        """What follows the answer (planner.follow_ups), carried out by the service."""
+        """What follows the answer (planner.follow_ups: often nothing), carried out by the service."""
         plan = planner.follow_ups(self.settings, invoked=invoked, speculate=self.speculate, shown=bool(items),
-                                  complete=answer is not None and answer.complete,
-                                  quick=answer is not None and answer.quick)
-        self.service.follow.carry_out(plan, state, version, answer, invoked=invoked)
+                                  complete=answer is not None and answer.complete, quick=answer is not None and answer.quick)
+        if plan != planner.FollowUps():
+            self.service.follow.carry_out(plan, state, version, answer, invoked=invoked)
 
     async def _answer(self, state: State, since: float, invoked: bool) -> Answer | None:
         try:

@@ -88,7 +88,12 @@ def test_a_request_waits_by_the_planners_plan():
 def test_what_follows_an_answer_is_the_planners_plan():
     s = Settings()
     shown = planner.follow_ups(s, invoked=False, speculate=True, shown=True, complete=False, quick=False)
-    assert shown.watch_s == knobs.REFRESH_WITHIN_S and shown.pause and not shown.whole
+    assert shown.watch_s == knobs.REFRESH_WITHIN_S and not shown.pause and not shown.whole  # (routing "local")
+    paused = planner.follow_ups(Settings(routing="pause"), invoked=False, speculate=True, shown=True, complete=True,
+                                quick=False)
+    assert paused == planner.FollowUps(pause=True)  # routing "pause": the capable tier where the user pauses
+    assert planner.follow_ups(s, invoked=False, speculate=True, shown=True, complete=True, quick=False) == \
+        planner.FollowUps()  # a whole suggestion shown, routing "local": nothing follows
     picked = planner.follow_ups(s, invoked=True, speculate=True, shown=True, complete=True, quick=False)
     assert picked == planner.FollowUps() and picked.watch_s is None and not picked.pause  # an explicit request's answer
     quick = planner.follow_ups(s, invoked=False, speculate=True, shown=False, complete=True, quick=True)

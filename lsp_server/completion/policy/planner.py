@@ -162,14 +162,14 @@ def follow_ups(settings: Settings, *, invoked: bool, speculate: bool, shown: boo
                quick: bool) -> FollowUps:
     """The follow-ups of an answer: ``shown`` (it had a suggestion), ``complete`` (nothing more is coming
     for it), ``quick`` (an empty answer from the quick window). ``speculate``: the client asks on its own
-    as the user types (pauses serve such a client). None with speculation off.
+    as the user types (routing "pause" serves such a client). None with speculation off.
 
     Nothing is pre-generated where accepting the suggestion leads: an automatic generation's look-ahead
     line covers it (type-through), and after automatic answers such futures served almost nothing
     (docs/benchmarks/archive/replay.nofut-val-s30.md)."""
     if not settings.speculation:
         return FollowUps()
-    pause = not invoked and speculate
+    pause = not invoked and speculate and settings.routing == routing.PAUSE
     if shown:
         # an explicit request's other variants may need the whole prompt pass: refreshed when done
         watch = None if complete else knobs.JOB_BUDGET_S if invoked else knobs.REFRESH_WITHIN_S
