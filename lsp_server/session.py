@@ -13,11 +13,10 @@ Where an answer comes from, cheapest first (the ``source`` reported on items and
 3. ``model``: the engine. Usually already running: ``did_change`` starts the work for the cursor before
    the editor asks, and a request joins it.
 
-Each request has a deadline: at the deadline it gets what exists (possibly a partial suggestion, or
-none) and the generation goes on, so the next ask (the next keystroke) is answered from it. After a
-suggestion is shown, its generation's look-ahead line serves the next one, and idle time warms the KV
-cache for the active document. The ``speculation`` setting switches all of that off (every request is then
-its own model call, with only the exact-repeat memory and the disk cache).
+Each request has a deadline: then it gets what exists (possibly a partial suggestion, or none) and the
+generation goes on, so the next ask (the next keystroke) is answered from it; idle time warms the KV cache
+for the active document. The ``speculation`` setting switches all of that off (every request is then its
+own model call, with only the exact-repeat memory and the disk cache).
 """
 
 from __future__ import annotations
@@ -182,7 +181,8 @@ class Session:
             return
         edited = self.documents.edit(uri, version, changes, self.encoding)
         self.did_change(uri, self.cursor_offset(uri) if edited.same else edited.cursor)
-        self.next_edits.changed(uri)
+        if self.next_edits.asked:  # (a client that never asks for next edits costs nothing per keystroke)
+            self.next_edits.changed(uri)
 
     def did_change(self, uri: str, cursor: int | None = None) -> None:
         """After an edit (or didOpen, ``cursor`` None): the service stops stale work and, when the client

@@ -384,7 +384,7 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
 # The direct arm asks llama.cpp what the server asks its engine, with the server's rules (issue 32):
 #
 # - window: the state's text as lsp_server.completion.policy.planner.window cuts it for a freshly opened document
-#   (engine.policy.speculation.window_start: at most max_prefix_chars before the cursor, from a line start on
+#   (engine.text.window.window_start: at most max_prefix_chars before the cursor, from a line start on
 #   the quantum grid; the suffix up to knobs.WINDOW_SUFFIX_CHARS), and the prompt's text as the engine
 #   clips that (engine.decoding.prompt.clip_window to EngineConfig's max_prefix_chars / max_suffix_chars);
 # - stop: the request kind's GenParams (planner.state_at: automatic or invoked, with the server's default
@@ -779,7 +779,7 @@ def fmt(v) -> str:
 # What each arm gets (the report says it above the table, and each row's ``gets`` column in short).
 ARMS_TEXT = (
     "What each arm gets. Both arms are given the server's window (a freshly opened document: "
-    "speculation.window_start, at most 6,000 characters before the cursor from a line start, the prompt's suffix "
+    "window.window_start, at most 6,000 characters before the cursor from a line start, the prompt's suffix "
     "clipped to 600 at a line end: engine.decoding.prompt.clip_window with EngineConfig's windows); only the "
     "served engine may answer a cold spot from its quick first window instead (below).",
     "- **served** (`flint serve`, onnxruntime): Flint's anchored FIM layout with token healing; a cold spot may be "

@@ -56,7 +56,7 @@ class State:
     uri: str
     revision: int
     offset: int
-    prefix: str  # LF line breaks, windowed (engine.policy.speculation.window_start)
+    prefix: str  # LF line breaks, windowed (engine.text.window.window_start)
     suffix: str
     mode: Mode
     params: GenParams

@@ -17,9 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from engine.cache.typethrough import Entry
-from engine.policy import routing, speculation
-from engine.text.budget import decide_mode
+from engine.policy import routing
+from engine.text.budget import decide_mode, skip_reason
 from engine.text.postprocess import split_cursor
+from engine.text.window import window_start
 from engine.types import DocRef, GenParams
 from lsp_server import convert
 from lsp_server.completion.jobs import Job, State
@@ -92,7 +93,7 @@ def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: s
     mode = decide_mode(line_prefix, line_suffix, settings.multiline)
     params = gen_params(settings, mode, invoked=invoked, n=n, lookahead=not line_suffix.strip(), language=language,
                         doc=doc)
-    skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked)
+    skip = skip_reason(line_prefix, line_suffix, invoked=invoked)
     routes = routing.RouteConfig(settings.routing, frozenset(settings.remote_for), settings.race_budget_ms / 1000)
     route = routing.route(routes, invoked=invoked, variants=variants,
                           multiline=mode == "multi", remote_ready=remote_ready)
@@ -240,7 +241,7 @@ def warms(settings: Settings, stayed_s: float) -> bool:
 
 def window(text: str, offset: int, max_prefix: int, previous: int | None) -> tuple[int, str, str]:
     """(window start, prefix, suffix) for a cursor: the start stays put while the user types (KV reuse)."""
-    start = speculation.window_start(text, offset, max_prefix, previous=previous)
+    start = window_start(text, offset, max_prefix, previous=previous)
     prefix = convert.normalize_eol(text[start: offset])
     suffix = convert.normalize_eol(text[offset: offset + knobs.WINDOW_SUFFIX_CHARS])
     return start, prefix, suffix

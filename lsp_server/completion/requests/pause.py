@@ -16,8 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from engine.policy import routing
-from engine.policy.speculation import window_start
-from engine.text.window import clip_window
+from engine.text.window import clip_window, window_start
 from engine.types import Completion
 from lsp_server.completion.jobs import Ask, State, Work
 from lsp_server.completion.policy import knobs
