@@ -94,9 +94,10 @@ def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: s
     params = gen_params(settings, mode, invoked=invoked, n=n, lookahead=not line_suffix.strip(), language=language,
                         doc=doc)
     skip = skip_reason(line_prefix, line_suffix, invoked=invoked)
-    routes = routing.RouteConfig(settings.routing, frozenset(settings.remote_for), settings.race_budget_ms / 1000)
-    route = routing.route(routes, invoked=invoked, variants=variants,
-                          multiline=mode == "multi", remote_ready=remote_ready)
+    route = routing.LOCAL  # no capable tier ready: nothing to route
+    if remote_ready:
+        routes = routing.RouteConfig(settings.routing, frozenset(settings.remote_for), settings.race_budget_ms / 1000)
+        route = routing.route(routes, invoked=invoked, variants=variants, multiline=mode == "multi", remote_ready=True)
     if params.n > 1 and route != routing.REMOTE:
         # the local model's variants after item 1 are branches (engine/decoding/batch.py): alternatives
         # that differ from it where its code starts (sampled ones mostly repeated it: issue 34)

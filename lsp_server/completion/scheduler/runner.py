@@ -25,7 +25,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from engine.backends import Backend, as_backend
-from engine.cache.front import Identity
+from engine.cache.entries import Identity
 from engine.cache.typethrough import Entry, anchor_of
 from engine.policy import routing
 from engine.remote.wire import RemoteError

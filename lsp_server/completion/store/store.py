@@ -1,7 +1,7 @@
 """The store: every answer that exists, and the one way a result travels from a scheduler to its requests.
 
 It owns the type-through store (generations finished or still streaming, engine/cache/typethrough.py),
-the exact-repeat memory that store gives, the disk cache (engine/cache/front.py), and one record per unit of work
+the exact-repeat memory that store gives, the disk cache (engine/cache/entries.py DiskAnswers), and one record per unit of work
 (``Record``): which job serves it now and how that job ended (a result, or Stale / Superseded / Cancelled
 / an error). Requests submit work here (``submit``: the tier's scheduler queues or joins a job, the
 request holds a tickets.Ticket). The schedulers write (through hooks.StoreHooks, on their engine threads):
@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from engine.cache.disk import is_complete
-from engine.cache.front import DiskAnswers
+from engine.cache.disk import CompletionCache
+from engine.cache.entries import DiskAnswers, is_complete
 from engine.cache.typethrough import Entry, Hit, TypeThrough
 from engine.policy import routing
 from engine.text.postprocess import CUT_OFF_REASONS, Mode, postprocess, split_cursor
@@ -44,7 +44,7 @@ class Store:
     def __init__(self, settings: Callable[[], Settings], events: Events | None = None) -> None:
         self._settings = settings  # (event loop) the live settings; a job's lookups use its own snapshot
         self.typethrough = TypeThrough()
-        self.disk = DiskAnswers()
+        self.disk = DiskAnswers(lambda size_mb: CompletionCache(size_mb=size_mb))
         self._work: OrderedDict[tuple[str, WorkKey], Record] = OrderedDict()
         self._schedulers: dict[str, Scheduling] = {}  # tier -> its scheduler (Tiers attaches them)
         self._lock = threading.Lock()  # the records: written under a scheduler's lock, read on the loop
