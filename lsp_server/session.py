@@ -34,23 +34,12 @@ from engine.remote.client import RemoteBackend
 from engine.remote.connection import Until
 from lsp_server import convert
 from lsp_server.capable import load_remote, tier_key
-from lsp_server.completion import (
-    Answer,
-    CompletionService,
-    Item,
-    Load,
-    State,
-    Suggestions,
-    Worked,
-    Worker,
-    build_items,
-    planner,
-    stamp_latency,
-)
+from lsp_server.completion import Answer, CompletionService, Load, State, Worked, Worker, planner
 from lsp_server.context import RepoContext
 from lsp_server.documents import Change, Document, DocumentError, DocumentStore, uri_path
 from lsp_server.errors import RequestError, request_error
 from lsp_server.gatekeeper import GateKeeper
+from lsp_server.items import Item, Suggestions, build_items, stamp_latency
 from lsp_server.logs import register_secret
 from lsp_server.nextedit.fills import WorkerFiller
 from lsp_server.nextedit.service import Found, NextEdits, to_json

@@ -390,7 +390,7 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
 # - stop: the request kind's GenParams (planner.state_at: automatic or invoked, with the server's default
 #   settings), sized by the engine's budget (engine.decoding.stops.budgeted) and stopped by its rule
 #   (stops.stop_rule: stop strings, max_lines, a settled block; max_tokens; an end token);
-# - post-processing: lsp_server.completion.requests.items.build_items, as the session calls it for that request kind
+# - post-processing: lsp_server.items.build_items, as the session calls it for that request kind
 #   (engine.text.postprocess.postprocess with the state's mode and max_lines; automatic requests also
 #   cut where the model doubted, settings.confidence_cut, from llama.cpp's own token probabilities);
 # - automatic requests on blocks go on for up to --tab-rounds Tabs, as the served arm's do.
@@ -494,7 +494,7 @@ def doubts_in(starts: list[int], probs: list[float], shown: int) -> tuple[tuple[
 def served_insert(rule: DirectRule, text: str, offset: int, raw: str, reason: str,
                   doubts: tuple[tuple[int, float], ...] = ()) -> tuple[str, int]:
     """(inserted text, code points right of the cursor it replaces): item 1 of what the session sends for
-    this raw text (lsp_server.completion.requests.items.build_items with the request kind's settings), or the raw
+    this raw text (lsp_server.items.build_items with the request kind's settings), or the raw
     text right-stripped for the raw rule; ("", 0) when nothing is shown."""
     if rule.state is None:
         return raw.rstrip(), 0
@@ -502,7 +502,7 @@ def served_insert(rule: DirectRule, text: str, offset: int, raw: str, reason: st
         return "", 0
     from engine.types import Completion
     from lsp_server import convert
-    from lsp_server.completion.requests.items import build_items
+    from lsp_server.items import build_items
     from lsp_server.settings import Settings
 
     settings = Settings()

@@ -48,7 +48,7 @@ ON_THE_LOOP = [
     ("lsp_server/completion/store/store.py", "Store.lookup"),
     ("lsp_server/completion/store/store.py", "Store.submit"),  # joins the keystroke's job
     ("lsp_server/completion/store/tickets.py", "Ticket.wait"),
-    ("lsp_server/completion/requests/items.py", "build_items"),
+    ("lsp_server/items.py", "build_items"),
     ("lsp_server/completion/policy/planner.py", "follow_ups"),
 ]
 ON_THE_ENGINE_THREAD = [
