@@ -25,11 +25,9 @@ from lsp_server.completion.events import Events, Idle, RemoteDone, Status
 from lsp_server.completion.jobs import Ask, JobDropped, Stale, State, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.requests import explicit
+from lsp_server.completion.requests.capable import Pauses, Races
 from lsp_server.completion.requests.followups import FollowUps
-from lsp_server.completion.requests.pause import Pauses
-from lsp_server.completion.requests.race import Races
 from lsp_server.completion.requests.records import DocRecords
-from lsp_server.completion.requests.refresh import Refresher
 from lsp_server.completion.requests.tiers import Load, Tiers
 from lsp_server.completion.scheduler.worker import Worker
 from lsp_server.completion.store.store import Store
@@ -54,10 +52,8 @@ class CompletionService:
         self.docs = DocRecords()  # one record per open document: everything kept about it here
         self.races = Races(self.store, self.docs, revision_of, self._late_win)
         self.pauses = Pauses(self.store, self.docs, revision_of, self._late_win)
-        self.refresher = Refresher(self.store, self.docs, revision_of,
-                                   lambda uri, version: self.follow.refreshed(uri, version))
-        self.follow = FollowUps(self.store, self.tiers, self.docs, self.pauses, self.refresher, settings,
-                                on_refresh, version_of, context)
+        self.follow = FollowUps(self.store, self.tiers, self.docs, self.pauses, settings, on_refresh, version_of,
+                                revision_of, context)
         self.events.on(Idle, self.follow.idle)
         self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
 
