@@ -138,7 +138,7 @@ class Job:
     cancel: CancelToken = field(default_factory=CancelToken)
     waiters: int = 0  # requests waiting for it (their answers come from the store)
     submitted: float = field(default_factory=time.monotonic)
-    handle: Any = None  # the hooks' own state for this job (the type-through entry)
+    handle: Any = None  # the type-through entry its generation streams into (runner.Runner.open_entry)
     started: float | None = None
 
     @property

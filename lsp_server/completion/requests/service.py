@@ -1,12 +1,10 @@
-"""The completion service: the store, one scheduler (worker) per backend, the planner and the race.
+"""The completion service: the store, one scheduler (worker) per backend tier, the planner's plans carried out.
 
 One keystroke's path reads top to bottom (docs/architecture.md): the session hands the service a
 document's new state (``did_change``); the service asks the store whether an answer exists, else submits
-the state to the scheduler, which runs the model and writes what it streams, and how the job ended, into
-the store (hooks.StoreHooks). A request (``answer``) looks the state up in the store and waits there
-(``Ticket.wait``) until its deadline; an explicit request's item 1 (the automatic request's line first) is
-explicit.py's; what happens after an answer went out is followups.py's. The engine threads reach the
-service only through events.Events, drained on the event loop.
+the state to the scheduler, which runs the model and writes into the store. A request (``answer``) looks
+the state up in the store and waits there (``Ticket.wait``) until its deadline; an explicit request's item 1
+is explicit.py's, what follows an answer followups.py's. The engine threads reach it only through events.
 """
 
 from __future__ import annotations

@@ -1,14 +1,13 @@
 """The store: every answer that exists, and the one way a result travels from a scheduler to its requests.
 
-It owns the type-through store (generations finished or still streaming, engine/cache/typethrough.py),
-the exact-repeat memory that store gives, the disk cache (engine/cache/entries.py DiskAnswers), and one record per unit of work
-(``Record``): which job serves it now and how that job ended (a result, or Stale / Superseded / Cancelled
-/ an error). Requests submit work here (``submit``: the tier's scheduler queues or joins a job, the
-request holds a tickets.Ticket). The schedulers write (through hooks.StoreHooks, on their engine threads):
-``open`` an entry when a generation starts, ``stream`` its text, ``finish`` or ``discard`` it, and
-``ended`` for every job. Requests read, on the event loop: ``lookup`` a state, or ``wait`` (one loop for
-every waiter, each steering it with its own look: a ticket, a race, a refresh watch). A generation cancelled
-or crashed is finished with what it had as a cut-off entry (never one that reads as complete) or discarded.
+It owns the type-through store (generations finished or still streaming, engine/cache/typethrough.py, and
+the exact-repeat memory it gives), the disk cache's front (engine/cache/entries.py DiskAnswers), and one
+``Record`` per unit of work: which job serves it now and how that job ended (a result, or an error).
+Requests ``submit`` work here and hold a tickets.Ticket; the schedulers write (worker.py: ``queued``,
+``ended``; runner.py on the engine thread: ``open``, ``stream``, ``finish`` or ``discard`` an entry).
+Requests read on the event loop: ``lookup`` a state, or ``wait`` (one loop for every waiter, each steering
+it with its own look). A generation cut short is finished as a cut-off entry (never one that reads as
+complete) or discarded.
 """
 
 from __future__ import annotations
