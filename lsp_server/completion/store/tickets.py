@@ -109,7 +109,7 @@ class Ticket:
             if done is not None:
                 if done.error is not None:
                     raise done.error
-                return Waited(self._final(since, done, backend), "ended")
+                return Waited(self.final(since, done, backend), "ended")
             if show_at is not None:
                 late = now >= show_at or now >= plan.deadline
                 found = self._store.lookup(state, since, partial=late and not plan.whole_lines, disk=False,
@@ -126,7 +126,7 @@ class Ticket:
         alarms: list[Alarm] = [show_at, stop.wait() if stop is not None else None]
         return await self._store.wait(look, plan.deadline, alarms) or Waited(None, "deadline")
 
-    def _final(self, since: float, done: Record, backend: str | None) -> Answer:
+    def final(self, since: float, done: Record, backend: str | None = None) -> Answer:
         """The answer the finished unit of work gives the state: its result (made before the request came:
         from memory), or "nothing yet" from the quick first window (the whole window may have a line)."""
         state = self.state
