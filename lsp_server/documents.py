@@ -100,8 +100,9 @@ class DocumentStore:
         self._docs: dict[str, Document] = {}
         # the recent edits of each open document (next edits, issue 37); on the event loop, like the texts
         self._history = EditHistory()
-        # changes applied since the history last heard (uri, version, text after, change, when), in order
-        self._unheard: list[tuple[str, int, str, tuple[int, int, str] | None, float]] = []
+        # changes applied since the history last heard (uri, version, text after, change, when), in order; a
+        # text too large for the history is not kept (None: the document drops out of it)
+        self._unheard: list[tuple[str, int, str | None, tuple[int, int, str] | None, float]] = []
         self._lock = threading.Lock()  # guards the dict against reads from other threads
         self._revision = 0
         self.lost: dict[str, str] = {}  # uri -> why Flint's copy of it can no longer be trusted
@@ -212,7 +213,8 @@ class DocumentStore:
                   change: tuple[int, int, str] | None = None) -> None:
         """One applied change (offsets in the text before it; None: a whole new text) for the history, with
         its time; handed over HISTORY_BATCH at a time, or all of them when it is read."""
-        self._unheard.append((uri, version, text, change, self._history.clock()))
+        kept = text if len(text) <= MAX_HISTORY_CHARS else None
+        self._unheard.append((uri, version, kept, change, self._history.clock()))
         if len(self._unheard) >= HISTORY_BATCH:
             self._tell_history()
 
@@ -222,7 +224,7 @@ class DocumentStore:
         unheard, self._unheard = self._unheard, []
         h = self._history
         for uri, version, text, change, now in unheard:
-            if len(text) > MAX_HISTORY_CHARS:
+            if text is None:
                 h.close(uri)
             elif uri not in h:
                 h.open(uri, text, version)  # (no edits yet: what came before it is unknown)
