@@ -40,6 +40,16 @@ class RepoContext:
                 self.workspace.checkpoint(old)
         self.workspace.change(path, text)
 
+    def opened(self, documents: list, active: str | None) -> None:
+        """The context was turned on: the open documents (documents.Document) are its documents now (while it
+        is off the session feeds it nothing), the one the user is in (``active``) focused last."""
+        for doc in documents:
+            path = uri_path(doc.uri)
+            if path is not None:
+                self.workspace.open(path, doc.text)
+        if active is not None:
+            self.focus(active)
+
     def focus(self, uri: str) -> None:
         """The user is in this document: the context is gathered for it."""
         path = uri_path(uri)

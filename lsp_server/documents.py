@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 MAX_DOCUMENT_CHARS = 8 * 1024 * 1024
 # ... and one larger than this keeps no edit history (next edits: jedi reads at most 400,000 characters)
 MAX_HISTORY_CHARS = 400_000
+# Applied changes the edit history is handed at once (a keystroke costs it nothing; reading it hands it the rest)
+HISTORY_BATCH = 16
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON decoding pairs the valid ones: what is left is lone
 
 
@@ -97,7 +99,10 @@ class DocumentStore:
     def __init__(self) -> None:
         self._docs: dict[str, Document] = {}
         # the recent edits of each open document (next edits, issue 37); on the event loop, like the texts
-        self.history = EditHistory()
+        self._history = EditHistory()
+        # changes applied since the history last heard (uri, version, text after, change, when), in order; a
+        # text too large for the history is not kept (None: the document drops out of it)
+        self._unheard: list[tuple[str, int, str | None, tuple[int, int, str] | None, float]] = []
         self._lock = threading.Lock()  # guards the dict against reads from other threads
         self._revision = 0
         self.lost: dict[str, str] = {}  # uri -> why Flint's copy of it can no longer be trusted
@@ -198,23 +203,39 @@ class DocumentStore:
             return Edited(doc, end, same=end is None)
         return Edited(doc, None)
 
+    @property
+    def history(self) -> EditHistory:
+        """The recent edits of each open document, every change applied so far heard."""
+        self._tell_history()
+        return self._history
+
     def _remember(self, uri: str, version: int, text: str,
                   change: tuple[int, int, str] | None = None) -> None:
-        """Feed one applied change (offsets in the text before it; None: a whole new text) to the history;
-        a document grown past MAX_HISTORY_CHARS drops out of it, one shrunk under it comes back."""
-        h = self.history
-        if len(text) > MAX_HISTORY_CHARS:
-            h.close(uri)
-        elif uri not in h:
-            h.open(uri, text, version)  # (no edits yet: what came before it is unknown)
-        elif change is None:
-            h.replace(uri, text, version)
-        else:
-            try:
-                h.change(uri, change[0], change[1], change[2], version, after=text)
-            except ValueError:  # the history's copy disagrees (cannot happen in order): start it again
-                log.warning("edit history of %s out of step: restarted", uri)
-                h.open(uri, text, version)
+        """One applied change (offsets in the text before it; None: a whole new text) for the history, with
+        its time; handed over HISTORY_BATCH at a time, or all of them when it is read."""
+        kept = text if len(text) <= MAX_HISTORY_CHARS else None
+        self._unheard.append((uri, version, kept, change, self._history.clock()))
+        if len(self._unheard) >= HISTORY_BATCH:
+            self._tell_history()
+
+    def _tell_history(self) -> None:
+        """Feed the changes not heard yet to the history, in order; a document grown past MAX_HISTORY_CHARS
+        drops out of it, one shrunk under it comes back."""
+        unheard, self._unheard = self._unheard, []
+        h = self._history
+        for uri, version, text, change, now in unheard:
+            if text is None:
+                h.close(uri)
+            elif uri not in h:
+                h.open(uri, text, version)  # (no edits yet: what came before it is unknown)
+            elif change is None:
+                h.replace(uri, text, version, now=now)
+            else:
+                try:
+                    h.change(uri, change[0], change[1], change[2], version, now=now, after=text)
+                except ValueError:  # the history's copy disagrees (cannot happen in order): start it again
+                    log.warning("edit history of %s out of step: restarted", uri)
+                    h.open(uri, text, version)
 
     def lose(self, uri: str, why: str) -> bool:
         """An edit of ``uri`` could not be applied: Flint's copy differs from the editor's. Forget it until

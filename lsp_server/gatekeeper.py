@@ -24,8 +24,8 @@ from pathlib import Path
 
 from engine.policy import gate
 from engine.types import Completion
-from lsp_server.completion import Item
 from lsp_server.gate_user import UserGate, context_class
+from lsp_server.items import Item
 
 log = logging.getLogger(__name__)
 

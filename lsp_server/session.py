@@ -2,9 +2,8 @@
 
 After ruff_server's ``Session``: the event loop mutates documents and settings; each request takes a
 read-only snapshot (an immutable ``str`` plus its revision). The session keeps documents (documents.py),
-settings, the status board (status.py), telemetry (stats.py), the repository context it feeds
-(context.py) and item building; what runs when is the completion service's
-(lsp_server/completion/requests/service.py: store, schedulers, planner, race; docs/architecture.md).
+settings, the status board (status.py), telemetry (stats.py), the repository context it feeds when on
+(context.py) and item building; what runs when is the completion service's (docs/architecture.md).
 
 Where an answer comes from, cheapest first (the ``source`` reported on items and in flint/status):
 
@@ -14,11 +13,10 @@ Where an answer comes from, cheapest first (the ``source`` reported on items and
 3. ``model``: the engine. Usually already running: ``did_change`` starts the work for the cursor before
    the editor asks, and a request joins it.
 
-Each request has a deadline: at the deadline it gets what exists (possibly a partial suggestion, or
-none) and the generation goes on, so the next ask (the next keystroke) is answered from it. After a
-suggestion is shown the states the user may reach next are pre-generated (engine/policy/speculation.py),
-and idle time warms the KV cache for the active document. The ``speculation`` setting switches all of
-that off (every request is then its own model call, with only the exact-repeat memory and the disk cache).
+Each request has a deadline: then it gets what exists (possibly a partial suggestion, or none) and the
+generation goes on, so the next ask (the next keystroke) is answered from it; idle time warms the KV cache
+for the active document. The ``speculation`` setting switches all of that off (every request is then its
+own model call, with only the exact-repeat memory and the disk cache).
 """
 
 from __future__ import annotations
@@ -36,23 +34,12 @@ from engine.remote.client import RemoteBackend
 from engine.remote.connection import Until
 from lsp_server import convert
 from lsp_server.capable import load_remote, tier_key
-from lsp_server.completion import (
-    Answer,
-    CompletionService,
-    Item,
-    Load,
-    State,
-    Suggestions,
-    Worked,
-    Worker,
-    build_items,
-    planner,
-    stamp_latency,
-)
+from lsp_server.completion import Answer, CompletionService, Load, State, Worked, Worker, planner
 from lsp_server.context import RepoContext
 from lsp_server.documents import Change, Document, DocumentError, DocumentStore, uri_path
 from lsp_server.errors import RequestError, request_error
 from lsp_server.gatekeeper import GateKeeper
+from lsp_server.items import Item, Suggestions, build_items, stamp_latency
 from lsp_server.logs import register_secret
 from lsp_server.nextedit.fills import WorkerFiller
 from lsp_server.nextedit.service import Found, NextEdits, to_json
@@ -115,15 +102,16 @@ class Session:
 
     def start(self) -> None:
         """Start loading the model now (process start), before the client even says hello."""
-        self.service.start()
+        self.service.tiers.start()
 
     def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.service.attach_loop(loop)
+        self.service.events.attach_loop(loop)
         self.next_edits.attach_loop(loop)
 
     def shutdown(self) -> None:
         self.next_edits.shutdown()
-        self.service.shutdown()
+        self.service.tiers.shutdown()
+        self.service.store.disk.close()
         self.stats.flush()
         self.gate.flush()
 
@@ -144,14 +132,16 @@ class Session:
         old_tier = self.service.engine("remote")
         if tier_key(new) != tier_key(self.settings) and isinstance(old_tier, RemoteBackend):
             old_tier.shut()
+        if new.context_budget > 0 >= self.settings.context_budget:  # turned on: what is open now
+            self.context.opened(self.documents.documents(), self.service.docs.active)
         self.settings = new
         if new.cache_size_mb != old_cache:
             self.service.store.disk.open(new.cache_size_mb)
-        if not self.service.sync_remote():
+        if not self.service.tiers.sync_remote():
             self.board.remote(None)
         if new.engine_key() != old_key:
             self._loaded_key = new.engine_key()
-            self.service.reload()
+            self.service.tiers.reload()
             return True
         return False
 
@@ -180,7 +170,8 @@ class Session:
             return
         edited = self.documents.edit(uri, version, changes, self.encoding)
         self.did_change(uri, self.cursor_offset(uri) if edited.same else edited.cursor)
-        self.next_edits.changed(uri)
+        if self.next_edits.asked:  # (a client that never asks for next edits costs nothing per keystroke)
+            self.next_edits.changed(uri)
 
     def did_change(self, uri: str, cursor: int | None = None) -> None:
         """After an edit (or didOpen, ``cursor`` None): the service stops stale work and, when the client
@@ -190,7 +181,8 @@ class Session:
         if rev is None:
             return
         doc = self.documents.get(uri)
-        self.context.changed(uri, doc.text, cursor is not None, self.service.docs.active)
+        if self.settings.context_budget > 0:  # off (the default): nothing per keystroke
+            self.context.changed(uri, doc.text, cursor is not None, self.service.docs.active)
         if cursor is not None and (self.settings.learned_gate or self.gate.records is not None):  # off: nothing per keystroke
             self.gate.edited(uri, doc.text, cursor, time.monotonic())
         state = None
@@ -213,7 +205,8 @@ class Session:
             return False  # typing put it there (clients also report the moves an edit makes)
         if not self.settings.enable or doc.problem():
             return False
-        self.context.focus(uri)  # the context is gathered for the document the user is in
+        if self.settings.context_budget > 0:
+            self.context.focus(uri)  # the context is gathered for the document the user is in
         self.gate.moved(uri)
         state = self.service.state(uri, doc.revision, doc.text, offset, invoked=False, language=doc.language_id)
         self.service.did_move(uri, state)
@@ -297,7 +290,8 @@ class Session:
         if invoked and n is None and not variants and self.service.follow.reasked(uri, doc.version):
             invoked = False  # the client asking again on flint/refresh: the automatic answer, from the store
         self.speculate = self.speculate or not invoked  # a client that asks as the user types: start early
-        self.context.focus(uri)  # asked here: the context is gathered for this document
+        if self.settings.context_budget > 0:
+            self.context.focus(uri)  # asked here: the context is gathered for this document
         revision, text, version = doc.revision, doc.text, doc.version
         state = self.service.request_state(uri, revision, text, offset, invoked=invoked, n=n, variants=variants,
                                            language=doc.language_id)
@@ -355,11 +349,11 @@ class Session:
                                 answer.note if answer else "")
 
     def _follow_up(self, state: State, answer: Answer | None, items: list[Item], version: int, invoked: bool) -> None:
-        """What follows the answer (planner.follow_ups), carried out by the service."""
+        """What follows the answer (planner.follow_ups: often nothing), carried out by the service."""
         plan = planner.follow_ups(self.settings, invoked=invoked, speculate=self.speculate, shown=bool(items),
-                                  complete=answer is not None and answer.complete,
-                                  quick=answer is not None and answer.quick)
-        self.service.follow.carry_out(plan, state, version, answer, invoked=invoked)
+                                  complete=answer is not None and answer.complete, quick=answer is not None and answer.quick)
+        if plan != planner.FollowUps():
+            self.service.follow.carry_out(plan, state, version, answer, invoked=invoked)
 
     async def _answer(self, state: State, since: float, invoked: bool) -> Answer | None:
         try:

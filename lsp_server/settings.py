@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
 from engine.model.presets import DEFAULT_MODEL
-from engine.policy.routing import REMOTE_KINDS, ROUTING_MODES, RouteConfig
+from engine.policy.routing import REMOTE_KINDS, ROUTING_MODES
 from engine.remote.wire import FIM_MODES, QWEN_FIM_TEMPLATE, RemoteConfig, parse_endpoint
 
 # definitions (imports, then the file's own beyond the prompt window) beside the other files and edits
@@ -103,9 +103,6 @@ class Settings:
         return RemoteConfig(url=self.remote_url, model=self.remote_model, api_key=self.remote_api_key,
                             fim=self.remote_fim, fim_template=self.remote_fim_template,
                             allow_insecure_http=self.remote_allow_insecure_http)
-
-    def route_config(self) -> RouteConfig:
-        return RouteConfig(self.routing, frozenset(self.remote_for), self.race_budget_ms / 1000)
 
 
 # camelCase name -> (field name, checker). Each checker returns the parsed value or raises ValueError

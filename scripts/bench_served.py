@@ -384,13 +384,13 @@ async def run_config(name: str, tree: str, spots: list[Spot], args, work: Path) 
 # The direct arm asks llama.cpp what the server asks its engine, with the server's rules (issue 32):
 #
 # - window: the state's text as lsp_server.completion.policy.planner.window cuts it for a freshly opened document
-#   (engine.policy.speculation.window_start: at most max_prefix_chars before the cursor, from a line start on
+#   (engine.text.window.window_start: at most max_prefix_chars before the cursor, from a line start on
 #   the quantum grid; the suffix up to knobs.WINDOW_SUFFIX_CHARS), and the prompt's text as the engine
 #   clips that (engine.decoding.prompt.clip_window to EngineConfig's max_prefix_chars / max_suffix_chars);
 # - stop: the request kind's GenParams (planner.state_at: automatic or invoked, with the server's default
 #   settings), sized by the engine's budget (engine.decoding.stops.budgeted) and stopped by its rule
 #   (stops.stop_rule: stop strings, max_lines, a settled block; max_tokens; an end token);
-# - post-processing: lsp_server.completion.requests.items.build_items, as the session calls it for that request kind
+# - post-processing: lsp_server.items.build_items, as the session calls it for that request kind
 #   (engine.text.postprocess.postprocess with the state's mode and max_lines; automatic requests also
 #   cut where the model doubted, settings.confidence_cut, from llama.cpp's own token probabilities);
 # - automatic requests on blocks go on for up to --tab-rounds Tabs, as the served arm's do.
@@ -494,7 +494,7 @@ def doubts_in(starts: list[int], probs: list[float], shown: int) -> tuple[tuple[
 def served_insert(rule: DirectRule, text: str, offset: int, raw: str, reason: str,
                   doubts: tuple[tuple[int, float], ...] = ()) -> tuple[str, int]:
     """(inserted text, code points right of the cursor it replaces): item 1 of what the session sends for
-    this raw text (lsp_server.completion.requests.items.build_items with the request kind's settings), or the raw
+    this raw text (lsp_server.items.build_items with the request kind's settings), or the raw
     text right-stripped for the raw rule; ("", 0) when nothing is shown."""
     if rule.state is None:
         return raw.rstrip(), 0
@@ -502,7 +502,7 @@ def served_insert(rule: DirectRule, text: str, offset: int, raw: str, reason: st
         return "", 0
     from engine.types import Completion
     from lsp_server import convert
-    from lsp_server.completion.requests.items import build_items
+    from lsp_server.items import build_items
     from lsp_server.settings import Settings
 
     settings = Settings()
@@ -779,7 +779,7 @@ def fmt(v) -> str:
 # What each arm gets (the report says it above the table, and each row's ``gets`` column in short).
 ARMS_TEXT = (
     "What each arm gets. Both arms are given the server's window (a freshly opened document: "
-    "speculation.window_start, at most 6,000 characters before the cursor from a line start, the prompt's suffix "
+    "window.window_start, at most 6,000 characters before the cursor from a line start, the prompt's suffix "
     "clipped to 600 at a line end: engine.decoding.prompt.clip_window with EngineConfig's windows); only the "
     "served engine may answer a cold spot from its quick first window instead (below).",
     "- **served** (`flint serve`, onnxruntime): Flint's anchored FIM layout with token healing; a cold spot may be "

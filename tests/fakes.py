@@ -162,12 +162,11 @@ def oracle(target: str, step_s: float = 0.005) -> Script:
 # ---- the scheduler on a fake engine, without an event loop --------------------------------------------
 
 class Rig:
-    """A local worker writing into a real store through the real hooks; ``idle`` answers the worker's
+    """A local worker writing into a real store; ``idle`` answers the worker's
     events.Idle the way the service does (a warm-up for ``idle_plan``, when set)."""
 
     def __init__(self, engine: FakeEngine | None = None, load=None, settings=None, tier: str = "local") -> None:
         from lsp_server.completion.events import Events, Idle, Status
-        from lsp_server.completion.scheduler.hooks import StoreHooks
         from lsp_server.completion.scheduler.worker import Worker
         from lsp_server.completion.store.store import Store
         from lsp_server.settings import Settings
@@ -181,8 +180,7 @@ class Rig:
         self.events.on(Status, lambda e: self.statuses.append(e.state))
         self.events.on(Idle, self._idle)
         self.store = Store(lambda: self.settings, self.events)
-        self.hooks = StoreHooks(self.store, tier, self.events)
-        self.worker = Worker(load or (lambda: engine), self.hooks, self.events, tier)
+        self.worker = Worker(load or (lambda: engine), self.store, self.events, tier)
         self.store.attach(self.worker)  # (Store.submit's tickets reach it)
         self.tier = tier
 

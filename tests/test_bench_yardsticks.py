@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.decoding.prompt import Fim
-from engine.policy.speculation import window_start
-from engine.text.window import clip_window
+from engine.text.window import clip_window, window_start
 from tests.scripts import load_script
 
 engine_bench = load_script("bench_engine")

@@ -115,3 +115,17 @@ def test_a_job_kept_through_an_edit_tracks_the_typing_and_an_ended_one_stays_end
     ended = _job()
     ended.life = Life.ENDED
     assert ended.leave() is False and ended.life is Life.ENDED and not ended.serves(ended.state)
+
+
+# lsp_server/completion's size: no module over 300 lines (a module is the size of one idea), and the whole no
+# larger than today (2,971 lines, from 3,433); issue 48 asks for 2,500
+MAX_COMPLETION_LINES, MAX_COMPLETION_MODULE = 2_975, 300
+
+
+def test_the_completion_core_stays_small_and_each_module_one_idea():
+    sizes = {f.relative_to(ROOT).as_posix(): len(f.read_text(encoding="utf-8").splitlines())
+             for f in py_files("lsp_server/completion")}
+    assert len(sizes) > 10, sizes
+    assert sum(sizes.values()) <= MAX_COMPLETION_LINES, sum(sizes.values())
+    too_long = {f: n for f, n in sizes.items() if n > MAX_COMPLETION_MODULE}
+    assert not too_long, too_long

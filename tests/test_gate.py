@@ -11,9 +11,9 @@ import pytest
 
 from engine.policy import gate
 from engine.types import Completion
-from lsp_server.completion import Item
 from lsp_server.gate_user import UserGate
 from lsp_server.gatekeeper import GateKeeper
+from lsp_server.items import Item
 
 PY_PREFIX = "def area(r):\n    # the area of a circle of "
 CODE_PREFIX = "def area(r):\n    return math."

@@ -1,7 +1,7 @@
 """Item building: post-processed, deduplicated, and ordered by what each variant is worth to insert."""
 
 from engine.types import Completion
-from lsp_server.completion.requests.items import build_items
+from lsp_server.items import build_items
 
 
 def _items(texts: list[str], prefix: str, suffix: str = "\n"):

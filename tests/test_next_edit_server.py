@@ -402,3 +402,20 @@ async def test_an_added_parameter_answers_jump_targets_that_typing_there_consume
     res = await s.next_edit(URI, v - 1, 4, 22)
     assert [j["range"]["start"] for j in res["jumps"]] == [{"line": 5, "character": 25}]
     assert s.next_edits.computed == computed
+
+
+def test_keystrokes_reach_the_history_in_batches_and_a_document_too_large_drops_out(monkeypatch):
+    import lsp_server.documents as documents
+
+    monkeypatch.setattr(documents, "MAX_HISTORY_CHARS", 50)
+    st = documents.DocumentStore()
+    st.open("file:///a.py", "x = 1\n", 1)
+    st.edit("file:///a.py", 2, [Change("2", (0, 4, 0, 5))], "utf-16")
+    assert st._unheard and st.history.last("file:///a.py").new_text == "2"  # read: it heard the keystroke
+    assert not st._unheard
+    for i in range(documents.HISTORY_BATCH):  # a batch is handed over without a read
+        st.edit("file:///a.py", 3 + i, [Change("#", (1, 0, 1, 0))], "utf-16")
+    assert len(st._unheard) < documents.HISTORY_BATCH
+    st.edit("file:///a.py", 99, [Change("y" * 60, (1, 0, 1, 0))], "utf-16")  # past the limit: out of it
+    assert all(text is None for uri, _, text, _, _ in st._unheard if uri == "file:///a.py")
+    assert "file:///a.py" not in st.history

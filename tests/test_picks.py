@@ -3,29 +3,30 @@ deduplicated by substance, and the planner asking the local model for branches."
 
 from __future__ import annotations
 
+from engine.text import rank
 from engine.types import Completion
+from lsp_server import items as picks
 from lsp_server.completion.policy import knobs, planner
-from lsp_server.completion.requests import picks
-from lsp_server.completion.requests.items import build_items
+from lsp_server.items import build_items
 from lsp_server.settings import Settings
 
 
 def test_whitespace_comments_and_one_more_trailing_line_are_the_same_suggestion():
     a = "result = []\n    for x in xs:\n        result.append(x)"
-    assert picks.same_substance(a, "result  =  []\n\n    for x in xs:\n        result.append(x)  ")
-    assert picks.same_substance(a, "# collect\n    " + a)
-    assert picks.same_substance(a, a + "\n    return result")  # one line further: the same choice
-    assert not picks.same_substance(a, a + "\n    result.sort()\n    return result")  # two more lines
-    assert not picks.same_substance(a, "return list(xs)")
-    assert not picks.same_substance("return a + b", "return a - b")
+    assert rank.same_substance(a, "result  =  []\n\n    for x in xs:\n        result.append(x)  ")
+    assert rank.same_substance(a, "# collect\n    " + a)
+    assert rank.same_substance(a, a + "\n    return result")  # one line further: the same choice
+    assert not rank.same_substance(a, a + "\n    result.sort()\n    return result")  # two more lines
+    assert not rank.same_substance(a, "return list(xs)")
+    assert not rank.same_substance("return a + b", "return a - b")
 
 
 def test_distinct_keeps_the_first_of_each_kind():
     texts = ["return a + b", "return a + b\n", "return sum((a, b))", "return  sum((a, b))", "return b + a"]
-    assert picks.distinct(texts) == [0, 2, 4]
-    assert picks.distinct([]) == []
-    assert picks.distinct(["# compute it", "return a + b", "  "]) == [1]  # no code: no alternative
-    assert picks.distinct(["# compute it", "# or this"]) == [0]  # neither has code: one suggestion
+    assert rank.distinct(texts) == [0, 2, 4]
+    assert rank.distinct([]) == []
+    assert rank.distinct(["# compute it", "return a + b", "  "]) == [1]  # no code: no alternative
+    assert rank.distinct(["# compute it", "# or this"]) == [0]  # neither has code: one suggestion
 
 
 def test_the_note_says_whether_alternatives_are_coming_or_the_model_agrees():

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from engine.decoding.picks import BRANCH_MIN_TOKENS, branch_limit, branch_pick
+from engine.text.rank import same_substance
 from engine.types import GenParams
-from lsp_server.completion.requests.picks import same_substance
 
 pytestmark = pytest.mark.model
 

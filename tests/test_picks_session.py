@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from lsp_server.completion.requests import picks
+from lsp_server import items as picks
 from tests.fakes import Done, FakeEngine, Step, until
 
 TEXT = "def add(a, b):\n    \n    print(a)\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from lsp_server.completion.policy import knobs, planner
-from lsp_server.completion.requests.records import DocRecords
+from lsp_server.completion.requests.service import CompletionService
 from lsp_server.settings import Settings
 
 
@@ -38,11 +38,14 @@ def test_a_pause_starts_a_rhythm_after_the_last_keystroke_never_in_the_past():
 
 
 async def test_one_record_per_document_follows_the_document_typed_in_and_goes_in_one_close():
-    docs = DocRecords()
-    st = planner.state_at(Settings(), "file:///b.py", 3, 2, "x ", "", invoked=False, remote_ready=False)
-    docs.at("file:///b.py", st)
+    settings = Settings()
+    service = CompletionService(lambda: settings, lambda s: None, lambda s: None, lambda uri: 3, lambda e: None,
+                                lambda uri, v: None, lambda uri: 1)  # (its workers never started)
+    docs = service.docs
+    st = planner.state_at(settings, "file:///b.py", 3, 2, "x ", "", invoked=False, remote_ready=False)
+    service.at("file:///b.py", st)
     assert docs.active == "file:///b.py" and docs.active_state() is st
-    docs.at("file:///c.py", None)  # a didOpen without a cursor does not move the user
+    service.did_change("file:///c.py", 1, None, speculate=False)  # a didOpen without a cursor does not move the user
     assert docs.active == "file:///b.py"
     record = docs["file:///b.py"]
     record.asked = asyncio.Event()
@@ -85,7 +88,12 @@ def test_a_request_waits_by_the_planners_plan():
 def test_what_follows_an_answer_is_the_planners_plan():
     s = Settings()
     shown = planner.follow_ups(s, invoked=False, speculate=True, shown=True, complete=False, quick=False)
-    assert shown.watch_s == knobs.REFRESH_WITHIN_S and shown.pause and not shown.whole
+    assert shown.watch_s == knobs.REFRESH_WITHIN_S and not shown.pause and not shown.whole  # (routing "local")
+    paused = planner.follow_ups(Settings(routing="pause"), invoked=False, speculate=True, shown=True, complete=True,
+                                quick=False)
+    assert paused == planner.FollowUps(pause=True)  # routing "pause": the capable tier where the user pauses
+    assert planner.follow_ups(s, invoked=False, speculate=True, shown=True, complete=True, quick=False) == \
+        planner.FollowUps()  # a whole suggestion shown, routing "local": nothing follows
     picked = planner.follow_ups(s, invoked=True, speculate=True, shown=True, complete=True, quick=False)
     assert picked == planner.FollowUps() and picked.watch_s is None and not picked.pause  # an explicit request's answer
     quick = planner.follow_ups(s, invoked=False, speculate=True, shown=False, complete=True, quick=True)

@@ -257,14 +257,14 @@ async def test_pause_routing_sends_no_request_kind_to_the_capable_tier(make, fak
 def test_the_capable_window_is_short_and_keeps_its_start_while_the_user_types():
     from lsp_server.completion.policy import knobs
     from lsp_server.completion.policy.planner import state_at
-    from lsp_server.completion.requests import pause
+    from lsp_server.completion.requests import capable
 
     body = "".join(f"    value_{i} = compute({i})\n" for i in range(300))  # ~8,000 characters
     suffix = "".join(f"    after_{i}()\n" for i in range(100))
     st = state_at(Settings(), URI, 1, len(body), body, suffix, invoked=False, remote_ready=False)
-    cut, start = pause.short_window(st, None)
+    cut, start = capable.short_window(st, None)
     assert len(cut.prefix) <= knobs.PAUSE_PREFIX_CHARS and body.endswith(cut.prefix) and cut.prefix.startswith("    value_")
     assert len(cut.suffix) <= knobs.PAUSE_SUFFIX_CHARS and cut.suffix.endswith("\n") and suffix.startswith(cut.suffix)
     typed = state_at(Settings(), URI, 2, len(body) + 5, body + "    x", suffix, invoked=False, remote_ready=False)
-    again, start2 = pause.short_window(typed, start)
+    again, start2 = capable.short_window(typed, start)
     assert start2 == start and again.prefix == cut.prefix + "    x"  # typing appends: the KV is reused

@@ -121,3 +121,17 @@ async def test_show_accept_and_stats_file(make_session, tmp_path):
 # speculation and caches, against the stand-in as an "oracle" that knows the file being typed and predicts
 # it perfectly, two characters per step (tests/fakes.py: oracle). The real model runs in
 # tests/test_speculation_e2e.py.
+
+
+async def test_the_repository_context_is_fed_nothing_while_off_and_reads_the_open_documents_when_on(start_session):
+    from dataclasses import replace
+    from pathlib import Path
+
+    s = start_session(FakeEngine(text("")))
+    s.did_open("file:///tmp/ctx.py", "x = 1\n", 1)
+    s.did_edit("file:///tmp/ctx.py", 2, [Change("2", (0, 4, 0, 5))])
+    assert s.context.workspace.text(Path("/tmp/ctx.py")) is None  # contextBudget 0 (the default): off
+    s.apply_settings(replace(s.settings, context_budget=256))
+    assert s.context.workspace.text(Path("/tmp/ctx.py")) == "x = 2\n"  # turned on: what is open now
+    s.did_edit("file:///tmp/ctx.py", 3, [Change("3", (0, 4, 0, 5))])
+    assert s.context.workspace.text(Path("/tmp/ctx.py")) == "x = 3\n"  # and every edit from then on

@@ -1,14 +1,13 @@
-"""Speculation planning (engine/policy/speculation.py): pure functions, checked alone."""
+"""Speculation planning (engine/text/budget.py skip_reason, engine/text/window.py window_start): pure
+functions, checked alone."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.policy.speculation import (
-    skip_reason,
-    window_start,
-)
+from engine.text.budget import skip_reason
+from engine.text.window import window_start
 
 # ---------------------------------------------------------------------------------------------- skip
 

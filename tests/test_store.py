@@ -1,6 +1,6 @@
 """The store alone (no model, no scheduler thread): the records of units of work, the ticket's ``wait``
-every request uses (on the store's one ``wait`` loop), and the hooks' rule for which running generation
-outlives an edit."""
+every request uses (on the store's one ``wait`` loop), what the engine thread writes into it (runner.Runner),
+and the scheduler's rule for which running generation outlives an edit (Worker.still_serves)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from engine.types import Completion, GenParams, Timings
 from lsp_server.completion.events import Events
 from lsp_server.completion.jobs import SPECULATIVE, USER, Job, Stale, State, Superseded
 from lsp_server.completion.policy import planner
-from lsp_server.completion.scheduler.hooks import StoreHooks
+from lsp_server.completion.scheduler.runner import Runner
+from lsp_server.completion.scheduler.worker import Worker
 from lsp_server.completion.store.store import Store
 from lsp_server.completion.store.tickets import Ticket
 from lsp_server.settings import Settings
@@ -21,11 +22,16 @@ from lsp_server.settings import Settings
 URI = "file:///a.py"
 
 
-def _store() -> tuple[Store, StoreHooks, Events]:
+def _store() -> tuple[Store, Runner, Events]:
+    """A store and the local tier's engine-thread side writing into it (no thread, no engine)."""
     settings = Settings()
     events = Events()
     store = Store(lambda: settings, events)
-    return store, StoreHooks(store, "local", events), events
+    return store, Runner("local", store, events), events
+
+
+def _worker(store: Store, tier: str = "local") -> Worker:
+    return Worker(lambda: None, store, Events(), tier)  # (never started: only its rules are asked)
 
 
 def _state(revision: int, prefix: str, suffix: str = "\n", invoked: bool = False) -> State:
@@ -47,42 +53,42 @@ def _job(st: State, seq: int = 1, priority: int = SPECULATIVE) -> Job:
 
 
 def test_a_generation_still_reading_its_prompt_is_not_kept_through_typing():
-    _, hooks, _ = _store()
+    store, runner, _ = _store()
+    local = _worker(store)
     job = _job(_state(1, "def add(a, b):\n    ret"))
-    hooks.started(job)
-    assert hooks.keep(job, True, _state(1, job.prefix))  # the same text: it still serves it
-    assert not hooks.keep(job, True, _state(2, job.prefix + "u"))  # nothing streamed: the newest state starts
-    store = hooks.store
-    remote = StoreHooks(store, "remote")  # a remote generation is kept: a round trip
-    remote.started(job)
-    assert remote.keep(job, True, _state(2, job.prefix + "u"))
+    runner.open_entry(job)
+    assert local.still_serves(job, True, _state(1, job.prefix))  # the same text: it still serves it
+    assert not local.still_serves(job, True, _state(2, job.prefix + "u"))  # nothing streamed: the newest state starts
+    Runner("remote", store, Events()).open_entry(job)
+    assert _worker(store, "remote").still_serves(job, True, _state(2, job.prefix + "u"))  # a round trip: kept
 
 
 def test_a_streaming_generation_is_kept_while_the_typing_agrees_with_it():
-    _, hooks, _ = _store()
+    store, runner, _ = _store()
+    local = _worker(store)
     job = _job(_state(1, "def add(a, b):\n    ret"))
-    hooks.started(job)
-    hooks.token(job, 0, "urn a + b")
-    assert hooks.keep(job, True, _state(2, job.prefix + "ur"))
-    assert not hooks.keep(job, True, _state(3, job.prefix + "ux"))
+    runner.open_entry(job)
+    store.stream(job.handle, 0, "urn a + b")
+    assert local.still_serves(job, True, _state(2, job.prefix + "ur"))
+    assert not local.still_serves(job, True, _state(3, job.prefix + "ux"))
 
 
 def test_nothing_from_the_quick_window_is_not_the_whole_windows_answer():
     """A quick first window whose line was dropped answers "nothing" to a request that cannot wait, not
     to one asking for the whole window (an explicit request asks that next: planner.whole_window)."""
-    _, hooks, _ = _store()
+    store, runner, _ = _store()
     prefix, suffix = "def f(xs):\n    ", "\n        return xs[0]\n"
     state = _state(1, prefix, suffix, invoked=True)
     assert state.params.quick_start
     nothing = [Completion(text="", token_ids=[], finish_reason="eos")]
     for window, whole_answers in (("quick", False), ("full", True)):
         job = _job(state)
-        hooks.started(job)
-        hooks.finished(job, (nothing, Timings(window=window)), 10.0)
-        found = hooks.store.lookup(state, None, partial=False, disk=False)
+        runner.open_entry(job)
+        runner.close_entry(job, (nothing, Timings(window=window)), 10.0)
+        found = store.lookup(state, None, partial=False, disk=False)
         assert found is not None and found.complete and not found.comps
         assert found.quick == (window == "quick")
-        whole = hooks.store.lookup(planner.whole_window(state), None, partial=False, disk=False)
+        whole = store.lookup(planner.whole_window(state), None, partial=False, disk=False)
         assert (whole is not None) == whole_answers
     whole = planner.whole_window(state)
     assert not whole.params.quick_start and whole.params.key() == state.params.key()
@@ -91,53 +97,53 @@ def test_nothing_from_the_quick_window_is_not_the_whole_windows_answer():
 
 
 def test_a_unit_of_work_ends_once_for_the_job_serving_it_and_a_repeat_needs_no_job():
-    store, hooks, _ = _store()
+    store, _, _ = _store()
     st = _state(1, "x = ")
     first, second = _job(st, 1, USER), _job(st, 2, USER)
-    hooks.queued(first)
+    store.queued("local", first)
     assert store.outcome("local", st) is None
-    hooks.queued(second)  # a newer job serves the same work: the old one's end is nobody's answer now
-    hooks.ended(first, None, Superseded("replaced"))
+    store.queued("local", second)  # a newer job serves the same work: the old one's end is nobody's answer now
+    store.ended("local", first, None, Superseded("replaced"))
     assert store.outcome("local", st) is None
-    hooks.forget()  # a model swapped meanwhile: work still queued waits for the new one, its record stays
+    store.forget("local")  # a model swapped meanwhile: work still queued waits for the new one, its record stays
     result = ([Completion("1", [1], "eos")], Timings())
-    hooks.ended(second, result, None)
+    store.ended("local", second, result, None)
     done = store.outcome("local", st)
     assert done is not None and done.result == result and done.error is None
-    assert hooks.repeat(_job(st, 3, USER))  # the same work asked again: its record answers
-    assert not hooks.repeat(_job(_state(2, "x = "), 4, USER))  # another revision is other work
+    assert store.repeat("local", _job(st, 3, USER))  # the same work asked again: its record answers
+    assert not store.repeat("local", _job(_state(2, "x = "), 4, USER))  # another revision is other work
     assert store.outcome("remote", st) is None  # each tier keeps its own records
     store.forget("local")  # a new model: nothing it made is a repeat
     assert store.outcome("local", st) is None
 
 
 async def test_wait_answers_a_finished_line_at_once_and_what_streamed_after_partial_after():
-    store, hooks, events = _store()
+    store, runner, events = _store()
     events.attach_loop(asyncio.get_running_loop())
     st = _state(1, "total = a")
     job = _job(st, 1, USER)
-    hooks.queued(job)
-    hooks.started(job)
-    hooks.token(job, 0, " + b")  # the line, still being written
+    store.queued("local", job)
+    runner.open_entry(job)
+    store.stream(job.handle, 0, " + b")  # the line, still being written
     since = time.monotonic()
     waited = await _ticket(store, st).wait(_waiting(since + 1.0, 0.05, since))
     assert waited.why == "found" and waited.answer.comps[0].text == " + b" and not waited.answer.complete
     assert time.monotonic() - since >= 0.05  # not before partial_after
-    hooks.token(job, 0, " + b\n    ")
+    store.stream(job.handle, 0, " + b\n    ")
     waited = await _ticket(store, st).wait(_waiting(time.monotonic() + 1.0, 0.5))
     assert waited.why == "found" and waited.answer.complete  # a whole line: at once
 
 
 async def test_wait_hears_how_the_work_ended_and_stops_at_its_deadline_or_a_newer_request():
-    store, hooks, events = _store()
+    store, _, events = _store()
     events.attach_loop(asyncio.get_running_loop())
     st = _state(1, "x = ")
     job = _job(st, 1, USER)
-    hooks.queued(job)
+    store.queued("local", job)
     since = time.monotonic()
     waited = await _ticket(store, st).wait(_waiting(since + 0.05, None, since))  # nothing before the work ends
     assert waited.why == "deadline" and waited.answer is None
-    asyncio.get_running_loop().call_later(0.02, hooks.ended, job, None, Stale("the document changed"))
+    asyncio.get_running_loop().call_later(0.02, store.ended, "local", job, None, Stale("the document changed"))
     with pytest.raises(Stale):
         await _ticket(store, st).wait(_waiting(time.monotonic() + 1.0))
     newer = asyncio.Event()
@@ -145,8 +151,8 @@ async def test_wait_hears_how_the_work_ended_and_stops_at_its_deadline_or_a_newe
     with pytest.raises(Superseded):
         await store.reading(_state(1, "y = ")).wait(_waiting(time.monotonic() + 1.0), stop=newer)
     ended = _job(_state(1, "z = "), 2, USER)
-    hooks.queued(ended)
-    hooks.ended(ended, ([Completion("0", [1], "eos")], Timings()), None)
+    store.queued("local", ended)
+    store.ended("local", ended, ([Completion("0", [1], "eos")], Timings()), None)
     waited = await _ticket(store, ended.state).wait(_waiting(time.monotonic() + 1.0))
     assert waited.why == "ended" and waited.answer.comps[0].text == "0" and waited.answer.source == "memory"
     early = await store.reading(_state(1, "w = ")).wait(_waiting(time.monotonic() + 1.0), accept=lambda: waited.answer)

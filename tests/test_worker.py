@@ -11,6 +11,7 @@ import pytest
 
 from engine.types import Completion
 from lsp_server.completion.jobs import Ask, Cancelled, EngineUnavailable, Stale, Superseded, Work
+from lsp_server.completion.store.tickets import Ticket
 from tests.fakes import Done, FakeEngine, Rig, Step, state, steps
 
 STEP = 0.01
@@ -248,7 +249,7 @@ def test_same_work_again_is_answered_from_the_store_not_the_model():
     r.result(st)
     asked = time.monotonic()
     r.worker.submit(st)  # no job: the store's record of this very work answers it
-    answer = r.store.final(st, asked, r.outcome(st), "local", None)
+    answer = Ticket(r.store, st, "local", None, None).final(asked, r.outcome(st))
     assert answer.source == "memory" and answer.comps[0].text == "pxxxxx" and len(r.engine.calls) == 1
     newer = state("a", 2, "p", "s")  # a new revision is new work: the store's entry for its text answers
     r.worker.submit(newer)
@@ -345,7 +346,7 @@ def test_released_request_lets_the_generation_finish_for_the_next_ask():
     assert r.result(st)[0][0].finish_reason == "length"
     asked = time.monotonic()
     r.worker.submit(st)  # the next ask: from the store
-    assert r.store.final(st, asked, r.outcome(st), "local", None).source == "memory"
+    assert Ticket(r.store, st, "local", None, None).final(asked, r.outcome(st)).source == "memory"
     assert len(r.engine.calls) == 1
     r.stop()
 

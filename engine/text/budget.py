@@ -1,6 +1,7 @@
 """Budgets: how much to generate at a cursor, and when a streaming generation has written enough.
 
-``decide_mode(line_prefix, line_suffix, policy)`` says whether a position wants one line or a block.
+``decide_mode(line_prefix, line_suffix, policy)`` says whether a position wants one line or a block, and
+``skip_reason`` why an automatic suggestion there is not worth a model call (text right of the cursor).
 ``budget_for(prefix, suffix, language)`` sizes a generation by the context (one line, one statement, the
 rest of a body, the statement after a finished line); ``cut_to_budget`` / ``stop_reached`` say what of a
 streaming text that budget shows and when generating more is wasted; ``settled`` whether a variant's
@@ -47,6 +48,28 @@ def decide_mode(line_prefix: str, line_suffix: str, policy: str = "auto") -> Mod
     if not line_prefix.strip() or opens_block(line_prefix):
         return "multi"
     return "single"
+
+
+MAX_RIGHT_CHARS = 8  # more code than this right of the cursor: an inline suggestion cannot fit there
+
+
+def skip_reason(line_prefix: str, line_suffix: str, *, invoked: bool) -> str | None:
+    """Why an automatic suggestion here is not worth a model call (None: go ahead). Explicit requests
+    are always served."""
+    if invoked:
+        return None
+    if line_suffix[:1].isalnum() or line_suffix[:1] == "_":
+        return "inside a word"
+    code = line_suffix
+    for marker in (" #", "\t#", " //", "\t//"):  # a trailing comment does not block a suggestion
+        j = code.find(marker)
+        if j >= 0:
+            code = code[:j]
+    code = code.strip()
+    closers = sum(c in ")]}\"'`;," for c in code)
+    if len(code) - closers > MAX_RIGHT_CHARS:
+        return "text right of the cursor"
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -11,6 +11,12 @@ implements the code. Inserting those saves the user nothing, so:
 
 A comment stays first when no code variant exists (the user may be writing one), and nothing is dropped:
 variants are only reordered.
+
+Which variants are alternatives at all (``distinct``): two suggestions are the same in substance when they
+differ only in whitespace, in comment-only or blank lines, or by one more line at the end (a variant that
+wrote the same code and then one line further is not an alternative a user would choose between). The
+server keeps the first of each kind (lsp_server/items.py, for explicit requests) and the benchmark
+(scripts/bench_picks.py) counts distinct items the same way.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ _PLACEHOLDER_LINE = re.compile(
 _DOCSTRING_LINE = re.compile(r"^\s*(?:[rRuUbBfF]{0,2})(?:\"\"\"|''')")
 _ORDER: dict[Kind, int] = {"code": 0, "comment": 1, "placeholder": 2}
 _PYTHON_IDS = frozenset({"python", "py", "python3"})
+_SPACE = re.compile(r"\s+")
+_COMMENT = ("#", "//")
 
 
 def _lines(text: str) -> list[str]:
@@ -93,3 +101,30 @@ def order_at_cursor(texts: Sequence[str], prefix: str, suffix: str, language: st
     _, line_suffix = split_cursor(prefix, suffix)
     return rank(texts, incomplete=lambda t: ends_mid_statement(t, prefix, line_suffix, language),
                 language=language)
+
+
+def substance(text: str) -> tuple[str, ...]:
+    """A suggestion's code lines, whitespace collapsed, blank and comment-only lines left out."""
+    lines = (_SPACE.sub(" ", ln).strip() for ln in text.split("\n"))
+    return tuple(ln for ln in lines if ln and not ln.startswith(_COMMENT))
+
+
+def same_substance(a: str, b: str) -> bool:
+    sa, sb = substance(a), substance(b)
+    if sa == sb:
+        return True
+    short, long_ = (sa, sb) if len(sa) <= len(sb) else (sb, sa)
+    return bool(short) and len(long_) == len(short) + 1 and long_[: len(short)] == short
+
+
+def distinct(texts: Sequence[str]) -> list[int]:
+    """The indices of the texts that differ in substance from every earlier one kept (the first of each);
+    one without code (a comment, blank lines) is no alternative to one with code."""
+    coded = [bool(substance(t)) for t in texts]
+    kept: list[int] = []
+    for i, t in enumerate(texts):
+        if any(coded) and not coded[i]:
+            continue
+        if not any(same_substance(t, texts[k]) for k in kept):
+            kept.append(i)
+    return kept

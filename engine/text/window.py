@@ -2,7 +2,8 @@
 cursor, cut at line bounds (the engine's windows, and the disk cache's keys, which must window exactly as
 the engine does); ``sticky_cut`` and ``header_start`` place the start of a short window so that it stays
 put while the user types and keeps the line that opens the definition the cursor is in; ``from_line_start``
-asks for a line of whitespace only from its start."""
+asks for a line of whitespace only from its start; ``window_start`` is where the server's prefix window
+begins, moving as rarely as possible while the user types (the engine's KV cache survives typing)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,34 @@ def clip_window(prefix: str, suffix: str, max_prefix_chars: int, max_suffix_char
         nl = suffix.rfind("\n", 0, max_suffix_chars)
         suffix = suffix[: nl + 1] if nl > 0 else suffix[:max_suffix_chars]
     return prefix, suffix
+
+
+WINDOW_QUANTUM = 1024
+
+
+def window_start(text: str, offset: int, max_chars: int, quantum: int = WINDOW_QUANTUM,
+                 previous: int | None = None) -> int:
+    """Start of the prefix window for a cursor at ``offset``: at most ``max_chars`` before it, at a line
+    start, and moving as rarely as possible while the user types.
+
+    The engine keeps the KV cache of the previous prompt and reuses its longest common token prefix. A
+    window that starts ``max_chars`` before the cursor would move with every keystroke once the file is
+    long enough, and nothing could be reused. So: the whole text while it fits; else the ``previous``
+    start while it is still valid (a line start, the window within ``max_chars``); else a new start on a
+    ``quantum`` grid that leaves at least ``quantum`` characters to type before the next move (the
+    window is then ``max_chars - 2*quantum`` to ``max_chars - quantum`` long). Without ``previous`` the
+    result depends only on the text and the offset, so reopening a file at a spot gives the same window
+    (and the same disk key)."""
+    if offset <= max_chars:
+        return 0
+    if previous is not None and 0 <= previous <= offset and offset - previous <= max_chars and \
+            (previous == 0 or text[previous - 1: previous] == "\n"):
+        return previous
+    quantum = max(1, min(quantum, max_chars // 3))
+    room = max_chars - quantum  # the new window's longest length: a quantum of headroom to type into
+    q = -(-(offset - room) // quantum) * quantum  # round up to the grid: within ``room``
+    nl = text.find("\n", q, offset)
+    return nl + 1 if nl >= 0 else q
 
 
 _HEADER = re.compile(r"\s*(?:export\s+|pub(?:\([^)]*\))?\s+|async\s+|static\s+)*"

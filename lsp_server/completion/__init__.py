@@ -13,10 +13,8 @@ Below is what the session uses. Never imports pygls or lsprotocol.
 from lsp_server.completion.events import Worked
 from lsp_server.completion.jobs import State
 from lsp_server.completion.policy import planner
-from lsp_server.completion.requests.items import Item, Suggestions, build_items, stamp_latency
 from lsp_server.completion.requests.service import CompletionService, Load
 from lsp_server.completion.scheduler.worker import Worker
-from lsp_server.completion.store.answers import Answer
+from lsp_server.completion.store.tickets import Answer
 
-__all__ = ["Answer", "CompletionService", "Item", "Load", "State", "Suggestions", "Worked", "Worker", "build_items",
-           "planner", "stamp_latency"]
+__all__ = ["Answer", "CompletionService", "Load", "State", "Worked", "Worker", "planner"]

@@ -2,7 +2,7 @@
 ``Job`` the scheduler (worker.py) runs for it (the state plus priority and budget), and how a job can end.
 
 A request submits ``Work`` through the store (``Store.submit``) and holds a ticket; a job's outcome
-travels one way: the scheduler writes it into the store (store.py, through ``Hooks``): the tokens as they
+travels one way: the scheduler writes it into the store (worker.py and runner.py call store.py): the tokens as they
 stream, then how it ended (finished with a result, or dropped: one of the exceptions below). Requests wait
 on the store (``Ticket.wait``), never on the job.
 """
@@ -10,14 +10,12 @@ on the store (``Ticket.wait``), never on the job.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Protocol
 
-from engine.backends import Backend
 from engine.text.postprocess import Mode
-from engine.types import CancelToken, Completion, Doubts, GenParams, Timings
+from engine.types import CancelToken, Completion, GenParams, Timings
 from lsp_server.settings import Settings
 
 DEFAULTS = Settings()
@@ -58,7 +56,7 @@ class State:
     uri: str
     revision: int
     offset: int
-    prefix: str  # LF line breaks, windowed (engine.policy.speculation.window_start)
+    prefix: str  # LF line breaks, windowed (engine.text.window.window_start)
     suffix: str
     mode: Mode
     params: GenParams
@@ -140,9 +138,8 @@ class Job:
     cancel: CancelToken = field(default_factory=CancelToken)
     waiters: int = 0  # requests waiting for it (their answers come from the store)
     submitted: float = field(default_factory=time.monotonic)
-    handle: Any = None  # the hooks' own state for this job (the type-through entry)
+    handle: Any = None  # the type-through entry its generation streams into (runner.Runner.open_entry)
     started: float | None = None
-    first_line: float | None = None  # when its first complete line streamed
 
     @property
     def uri(self) -> str:
@@ -237,34 +234,6 @@ class Job:
 
 
 Result = tuple[list[Completion], Timings]
-# keep(job, running, current) -> bool: does this job of an older revision still serve the document's new
-# state ``current``?
-Keep = Callable[[Job, bool, State], bool]
-
-
-class Hooks(Protocol):
-    """What the scheduler writes through (hooks.StoreHooks). ``queued`` and ``ended`` are called with the
-    scheduler's lock held; the others on its engine thread."""
-
-    def queued(self, job: Job) -> None: ...
-
-    def repeat(self, job: Job) -> bool: ...
-
-    def answer(self, job: Job) -> Result | None: ...
-
-    def started(self, job: Job) -> None: ...
-
-    def token(self, job: Job, index: int, text: str, doubts: Doubts = ()) -> None: ...
-
-    def finished(self, job: Job, result: Result | None, ms: float) -> None: ...
-
-    def ended(self, job: Job, result: Result | None, error: BaseException | None) -> None: ...
-
-    def keep(self, job: Job, running: bool, current: State) -> bool: ...
-
-    def forget(self) -> None: ...
-
-    def identify(self, engine: Backend | None) -> None: ...
 
 
 class Scheduling(Protocol):

@@ -17,10 +17,10 @@ from cattrs import transform_error
 from lsprotocol import types
 
 from lsp_server import convert
-from lsp_server.completion.requests import picks
-from lsp_server.completion.requests.items import Item, Suggestions
+from lsp_server import items as picks
 from lsp_server.documents import Change, DocumentError
 from lsp_server.errors import RequestError
+from lsp_server.items import Item, Suggestions
 from lsp_server.protocol.jsonrpc import FlintRequestError
 from lsp_server.protocol.server import FlintServer, load_engine
 from lsp_server.settings import Settings, parse_settings

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.completion.requests.picks import AGREE, PENDING
+from lsp_server.items import AGREE, PENDING
 
 from .conftest import HERE, ROOT
 

@@ -31,7 +31,7 @@ IDLE_WORK_S = 1.5
 # A generation still streaming is shown once the request has waited this long: what it has written so far
 # (the rest of the word, of the line) while the user types, typed through and extended as it goes on.
 # Before that the request waits for a complete line. A client that handles flint/refresh is told when
-# the whole suggestion is there (refresh.Refresher). A keystroke comes every ~0.1 s while typing and a
+# the whole suggestion is there (followups.FollowUps.watch). A keystroke comes every ~0.1 s while typing and a
 # line's first tokens sooner: waiting longer leaves the next key with nothing on screen
 # (docs/benchmarks/replay.partial.md).
 PARTIAL_AFTER_S = 0.04

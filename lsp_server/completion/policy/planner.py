@@ -17,12 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from engine.cache.typethrough import Entry
-from engine.policy import routing, speculation
-from engine.text.budget import decide_mode
+from engine.policy import routing
+from engine.text.budget import decide_mode, skip_reason
 from engine.text.postprocess import split_cursor
+from engine.text.window import window_start
 from engine.types import DocRef, GenParams
 from lsp_server import convert
-from lsp_server.completion.jobs import State
+from lsp_server.completion.jobs import Job, State
 from lsp_server.completion.policy import knobs
 from lsp_server.settings import Settings
 
@@ -37,6 +38,19 @@ def lookahead_for_block(entry: Entry, state: State) -> bool:
     """A look-ahead line serving a state that wants a block (after Enter): shown at once, but it does not
     stand for the block a generation there would write."""
     return state.mode == "multi" and len(entry.key) > 1 and is_lookahead(entry.key[0], entry.key[1])
+
+
+def kept_through_edit(tier: str, job: Job, current: State, agrees: bool) -> bool:
+    """Does a job made for an older revision still serve the document's new state ``current``? ``agrees``:
+    it runs and what it streamed so far agrees with the text typed since (TypeThrough.consistent)."""
+    if tier == "remote" and job.settings.routing == routing.PAUSE:
+        return False  # the pause is over: the capable model leaves both cores to the keystrokes
+    if not agrees or not isinstance(job.handle, Entry):
+        return False
+    # a local one still in its prompt pass has written nothing the typing could agree with: the newest state
+    # starts instead, on the KV this one computed (a keystroke appends to it). A remote one is kept: starting
+    # again there costs a whole round trip
+    return tier != "local" or job.handle.max_len > 0 or (current.prefix, current.suffix) == (job.prefix, job.suffix)
 
 
 def reasks_refresh(mark: tuple[int, float, bool] | None, version: int, now: float) -> bool:
@@ -79,9 +93,11 @@ def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: s
     mode = decide_mode(line_prefix, line_suffix, settings.multiline)
     params = gen_params(settings, mode, invoked=invoked, n=n, lookahead=not line_suffix.strip(), language=language,
                         doc=doc)
-    skip = speculation.skip_reason(line_prefix, line_suffix, invoked=invoked)
-    route = routing.route(settings.route_config(), invoked=invoked, variants=variants,
-                          multiline=mode == "multi", remote_ready=remote_ready)
+    skip = skip_reason(line_prefix, line_suffix, invoked=invoked)
+    route = routing.LOCAL  # no capable tier ready: nothing to route
+    if remote_ready:
+        routes = routing.RouteConfig(settings.routing, frozenset(settings.remote_for), settings.race_budget_ms / 1000)
+        route = routing.route(routes, invoked=invoked, variants=variants, multiline=mode == "multi", remote_ready=True)
     if params.n > 1 and route != routing.REMOTE:
         # the local model's variants after item 1 are branches (engine/decoding/batch.py): alternatives
         # that differ from it where its code starts (sampled ones mostly repeated it: issue 34)
@@ -148,14 +164,14 @@ def follow_ups(settings: Settings, *, invoked: bool, speculate: bool, shown: boo
                quick: bool) -> FollowUps:
     """The follow-ups of an answer: ``shown`` (it had a suggestion), ``complete`` (nothing more is coming
     for it), ``quick`` (an empty answer from the quick window). ``speculate``: the client asks on its own
-    as the user types (pauses serve such a client). None with speculation off.
+    as the user types (routing "pause" serves such a client). None with speculation off.
 
     Nothing is pre-generated where accepting the suggestion leads: an automatic generation's look-ahead
     line covers it (type-through), and after automatic answers such futures served almost nothing
     (docs/benchmarks/archive/replay.nofut-val-s30.md)."""
     if not settings.speculation:
         return FollowUps()
-    pause = not invoked and speculate
+    pause = not invoked and speculate and settings.routing == routing.PAUSE
     if shown:
         # an explicit request's other variants may need the whole prompt pass: refreshed when done
         watch = None if complete else knobs.JOB_BUDGET_S if invoked else knobs.REFRESH_WITHIN_S
@@ -167,6 +183,18 @@ def follow_ups(settings: Settings, *, invoked: bool, speculate: bool, shown: boo
         # client hears flint/refresh when it has something
         return FollowUps(watch_s=knobs.JOB_BUDGET_S, greedy=invoked, pause=pause)
     return FollowUps(pause=pause)
+
+
+def speculation_tiers(settings: Settings, state: State, *, remote: bool) -> list[tuple[str, float]]:
+    """Where a state's speculative generation runs, with its budget: the local model, the capable tier
+    (``remote``: there is one; routed there), or both (race: the local answer is shown at once, the remote
+    one may replace it)."""
+    remote_budget = max(settings.remote_timeout_ms / 1000, knobs.JOB_BUDGET_S if state.route == routing.REMOTE else 0.0)
+    if state.route == routing.REMOTE and remote:
+        return [("remote", remote_budget)]
+    if state.route == routing.RACE and remote:
+        return [("local", knobs.JOB_BUDGET_S), ("remote", remote_budget)]
+    return [("local", knobs.JOB_BUDGET_S)]
 
 
 def debounce_s(settings: Settings, invoked: bool) -> float:
@@ -214,7 +242,7 @@ def warms(settings: Settings, stayed_s: float) -> bool:
 
 def window(text: str, offset: int, max_prefix: int, previous: int | None) -> tuple[int, str, str]:
     """(window start, prefix, suffix) for a cursor: the start stays put while the user types (KV reuse)."""
-    start = speculation.window_start(text, offset, max_prefix, previous=previous)
+    start = window_start(text, offset, max_prefix, previous=previous)
     prefix = convert.normalize_eol(text[start: offset])
     suffix = convert.normalize_eol(text[offset: offset + knobs.WINDOW_SUFFIX_CHARS])
     return start, prefix, suffix

@@ -13,19 +13,34 @@ from __future__ import annotations
 import asyncio
 import time
 
-from engine.text.budget import Budget
-from engine.text.postprocess import CUT_OFF_REASONS
+from engine.text.budget import Budget, settled
+from engine.text.postprocess import CUT_OFF_REASONS, budget_for, split_cursor
+from engine.types import Completion
 from lsp_server.completion.jobs import State, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.scheduler.worker import Worker
-from lsp_server.completion.store.answers import Answer, settle_rule, settled_variants
 from lsp_server.completion.store.store import Store
+from lsp_server.completion.store.tickets import Answer
 from lsp_server.settings import Settings
 
 # what the store's complete answer for the automatic state means for item 1: its line; a generation the
 # user cut off before its line was whole (write it again), or whose line is longer than a line's budget;
 # nothing from the quick window (ask the whole one); nothing
 LINE, CUT, LONG, WHOLE, NOTHING = "line", "cut", "long", "whole", "nothing"
+
+
+def settle_rule(state: State, max_lines: int) -> tuple[str, Budget]:
+    """The cursor's line prefix and the context's budget (engine.postprocess.budget_for): what makes a
+    streaming variant final. Computed once per request, not per streamed token."""
+    line_prefix, _ = split_cursor(state.prefix, state.suffix)
+    return line_prefix, budget_for(state.prefix, state.suffix, state.params.language, max_lines=max_lines)
+
+
+def settled_variants(answer: Answer, line_prefix: str, budget: Budget) -> list[Completion]:
+    """The variants of a (still streaming) answer that are final: their generation ended them, or they
+    went past what the budget shows (engine.postprocess.settled)."""
+    return [c for c in answer.comps if c.text.strip() and
+            settled(c.text, c.finish_reason not in CUT_OFF_REASONS, line_prefix, budget)]
 
 
 def auto_twin(settings: Settings, state: State, remote_ready: bool) -> State:

@@ -1,42 +1,51 @@
-"""After an answer went out: the work that follows it, as the planner's plan says (planner.follow_ups):
-a flint/refresh when the whole suggestion is there, the
-whole window where the quick one had nothing, the capable tier at the user's pause. It also remembers the
-refreshes it sent: VS Code asks again with an explicit trigger, which is that automatic request again
-(planner.reasks_refresh)."""
+"""What follows: after an answer went out, the work its plan names (planner.follow_ups): a flint/refresh when
+the whole suggestion is there, the whole window where the quick one had nothing, the capable tier at the
+user's pause; and once the local model is idle (events.Idle), the warm-up of the spot the user is at.
+
+flint/refresh: an answer went out partial or empty while a generation for that state still runs (a line
+still streaming, an explicit request's variants, the whole window after the quick one had nothing). One
+watcher per document waits on the store's changes and, once a whole suggestion for a watched state is there
+with the document still at it, tells the client once (``on_refresh``); the store answers its new request at
+once. A newer watch for the document replaces the older one. VS Code asks again with an explicit trigger,
+which is that automatic request again (planner.reasks_refresh)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from engine.policy import routing
-from lsp_server.completion.jobs import Ask, State, Work
+from lsp_server.completion.events import Idle
+from lsp_server.completion.jobs import Ask, State, WarmUp, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.requests import explicit
-from lsp_server.completion.requests.pause import Pauses
+from lsp_server.completion.requests.capable import Pauses
 from lsp_server.completion.requests.records import DocRecords
-from lsp_server.completion.requests.refresh import Refresher
 from lsp_server.completion.requests.tiers import Tiers
-from lsp_server.completion.store.answers import Answer
 from lsp_server.completion.store.store import Store
+from lsp_server.completion.store.tickets import Answer
 from lsp_server.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
 class FollowUps:
-    def __init__(self, store: Store, tiers: Tiers, docs: DocRecords, pauses: Pauses, refresher: Refresher,
-                 settings: Callable[[], Settings], on_refresh: Callable[[str, int], None],
-                 version_of: Callable[[str], int]) -> None:
+    def __init__(self, store: Store, tiers: Tiers, docs: DocRecords, pauses: Pauses, settings: Callable[[], Settings],
+                 on_refresh: Callable[[str, int], None], version_of: Callable[[str], int],
+                 revision_of: Callable[[str], int | None], context: Callable[[State], Any] | None = None) -> None:
         self._store = store
         self._tiers = tiers
         self._docs = docs  # each document's typing rhythm, refresh watch and last refresh (DocRecord)
         self._pauses = pauses
-        self._refresher = refresher
         self._settings = settings
         self._on_refresh = on_refresh
         self._version_of = version_of
+        self._revision_of = revision_of
+        self._context = context  # (a worker thread) the repository context block for a spot
+        self._warming: asyncio.Task | None = None
 
     def carry_out(self, plan: planner.FollowUps, state: State, version: int, answer: Answer | None, *,
                   invoked: bool) -> None:
@@ -51,7 +60,7 @@ class FollowUps:
             self.pause(state, answer)
 
     def refreshed(self, uri: str, version: int) -> None:
-        """A whole suggestion is there (refresh.Refresher), or the capable tier's replaced the one shown."""
+        """A whole suggestion is there (``watch``), or the capable tier's replaced the one shown."""
         record = self._docs.get(uri)
         if record is not None:
             record.refreshed = (version, time.monotonic(), record.watch_auto)
@@ -67,12 +76,12 @@ class FollowUps:
 
     def pause(self, state: State, answer: Answer | None) -> None:
         """An automatic answer from the local model went out (routing ``pause``): the capable tier writes
-        this spot's suggestion if the user pauses here (pause.py)."""
+        this spot's suggestion if the user pauses here (capable.Pauses)."""
         rw = self._tiers.remote
         if rw is None or not self._pausing() or answer is None or answer.backend != "local":
             return
         self._pauses.plan(state, planner.pause_starts(self._docs[state.uri].keystrokes, time.monotonic()),
-                          own_window=self._tiers.backend_name("remote") == "capable")
+                          own_window=self._tiers.remote_name() == "capable")
 
     def _pausing(self) -> bool:
         """Routing ``pause`` with its capable tier ready."""
@@ -98,8 +107,45 @@ class FollowUps:
         of the next ask: explicit.greedy_first)."""
         twin = explicit.auto_twin(self._settings(), state, self._tiers.remote_ready())
         watched = [state] + ([twin] if greedy and state.params.n > 1 else [])
-        self._refresher.watch(watched, version, within)
+        record = self._docs[state.uri]
+        if record.watcher is not None:
+            record.watcher.cancel()
+        record.watcher = asyncio.get_running_loop().create_task(self._when_done(watched, version, within))
+
+    async def _when_done(self, watched: list[State], version: int, within: float) -> None:
+        """Refresh when any of ``watched`` has a whole suggestion within ``within`` seconds; stop when all of
+        them finished with nothing, or the document moved on."""
+        state = watched[0]
+        gone = Answer([], "memory", state.mode, complete=True)  # moved on, or finished with nothing to show
+
+        def done() -> Answer | None:
+            if self._revision_of(state.uri) != state.revision:
+                return gone
+            found = [self._store.lookup(st, None, partial=False, disk=False) for st in watched]
+            whole = next((f for f in found if f is not None and f.complete and f.comps), None)
+            if whole is not None:
+                return whole
+            return gone if all(f is not None and f.complete for f in found) else None
+
+        found = await self._store.wait(lambda now: done(), time.monotonic() + within)
+        if found is not None and found is not gone:
+            self.refreshed(state.uri, version)
 
     def replaced(self, uri: str) -> None:
         """The capable tier's answer replaced the one on screen: the client asks again."""
         self.refreshed(uri, self._version_of(uri))
+
+    def idle(self, event: Idle) -> None:
+        """The local worker went idle: warm the spot the user is at, its context block gathered first
+        (file reads and parsing: on a thread, not on the event loop)."""
+        st = self._docs.active_state()
+        if event.tier != "local" or st is None or (self._warming is not None and not self._warming.done()):
+            return
+        self._warming = asyncio.get_running_loop().create_task(self._warm(st))
+
+    async def _warm(self, st: State) -> None:
+        block = await asyncio.to_thread(self._context, st) if self._context is not None else None
+        now = time.monotonic()
+        window = self._docs[st.uri].window
+        stayed = now - (window[1] if window is not None else now)
+        self._tiers.local.warm(st, WarmUp(block, prefill=planner.warms(self._settings(), stayed)))

@@ -25,9 +25,9 @@ class DocRecord:
     asked: asyncio.Event | None = None  # set when a newer request for the document comes (Superseded)
     watch_auto: bool = True  # the answer watched for a refresh was an automatic request's
     refreshed: tuple[int, float, bool] | None = None  # the last refresh sent: (version, when, watch_auto)
-    watcher: asyncio.Task | None = None  # the refresh watch (refresh.Refresher)
-    pause_start: int | None = None  # the capable tier's window start in the state's prefix (pause.py)
-    # pause.py's planned capable-tier jobs: (prefix, suffix) -> (the state, when planned)
+    watcher: asyncio.Task | None = None  # the refresh watch (followups.FollowUps.watch)
+    pause_start: int | None = None  # the capable tier's window start in the state's prefix (capable.Pauses)
+    # capable.Pauses' planned capable-tier jobs: (prefix, suffix) -> (the state, when planned)
     pauses: dict[tuple[str, str], tuple[State, float]] = field(default_factory=dict)
 
     def close(self) -> None:
@@ -38,39 +38,28 @@ class DocRecord:
             self.watcher.cancel()
 
 
-class DocRecords:
-    """The records of the open documents, and the one the user typed or moved in last (``active``)."""
+class DocRecords(dict[str, DocRecord]):
+    """The records of the open documents, each made at its first use, and the one the user typed or moved
+    in last (``active``)."""
 
     def __init__(self) -> None:
-        self._records: dict[str, DocRecord] = {}
+        super().__init__()
         self.active: str | None = None
 
-    def __getitem__(self, uri: str) -> DocRecord:
-        """The document's record (made at its first use)."""
-        record = self._records.get(uri)
-        if record is None:
-            record = self._records[uri] = DocRecord()
+    def __missing__(self, uri: str) -> DocRecord:
+        record = self[uri] = DocRecord()
         return record
-
-    def get(self, uri: str) -> DocRecord | None:
-        return self._records.get(uri)
 
     def state(self, uri: str) -> State | None:
         """Where the user is in ``uri`` (None: not known)."""
-        record = self._records.get(uri)
+        record = self.get(uri)
         return record.state if record is not None else None
-
-    def at(self, uri: str, state: State | None) -> None:
-        """The user is at ``state`` in ``uri`` now (None: a didOpen without a cursor; it does not move them)."""
-        self[uri].state = state
-        if state is not None:
-            self.active = uri
 
     def active_state(self) -> State | None:
         return self.state(self.active) if self.active is not None else None
 
     def close(self, uri: str) -> None:
-        record = self._records.pop(uri, None)
+        record = self.pop(uri, None)
         if record is not None:
             record.close()
         if self.active == uri:

@@ -1,12 +1,10 @@
-"""The completion service: the store, one scheduler (worker) per backend, the planner and the race.
+"""The completion service: the store, one scheduler (worker) per backend tier, the planner's plans carried out.
 
 One keystroke's path reads top to bottom (docs/architecture.md): the session hands the service a
 document's new state (``did_change``); the service asks the store whether an answer exists, else submits
-the state to the scheduler, which runs the model and writes what it streams, and how the job ended, into
-the store (hooks.StoreHooks). A request (``answer``) looks the state up in the store and waits there
-(``Ticket.wait``) until its deadline; an explicit request's item 1 (the automatic request's line first) is
-explicit.py's; what happens after an answer went out is followups.py's. The engine threads reach the
-service only through events.Events, drained on the event loop.
+the state to the scheduler, which runs the model and writes into the store. A request (``answer``) looks
+the state up in the store and waits there (``Ticket.wait``) until its deadline; an explicit request's item 1
+is explicit.py's, what follows an answer followups.py's. The engine threads reach it only through events.
 """
 
 from __future__ import annotations
@@ -22,19 +20,16 @@ from engine.backends import Backend
 from engine.policy import routing
 from engine.types import DocRef
 from lsp_server.completion.events import Events, Idle, RemoteDone, Status
-from lsp_server.completion.jobs import Ask, JobDropped, Stale, State, WarmUp, Work
+from lsp_server.completion.jobs import Ask, JobDropped, Stale, State, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.requests import explicit
+from lsp_server.completion.requests.capable import Pauses, Races
 from lsp_server.completion.requests.followups import FollowUps
-from lsp_server.completion.requests.pause import Pauses
-from lsp_server.completion.requests.race import Races
 from lsp_server.completion.requests.records import DocRecords
-from lsp_server.completion.requests.refresh import Refresher
 from lsp_server.completion.requests.tiers import Load, Tiers
 from lsp_server.completion.scheduler.worker import Worker
-from lsp_server.completion.store.answers import Answer, settle_rule
 from lsp_server.completion.store.store import Store
-from lsp_server.completion.store.tickets import Ticket
+from lsp_server.completion.store.tickets import Answer, Ticket
 from lsp_server.documents import uri_path
 from lsp_server.settings import Settings
 
@@ -46,23 +41,19 @@ class CompletionService:
                  on_refresh: Callable[[str, int], None], version_of: Callable[[str], int],
                  context: Callable[[State], Any] | None = None) -> None:
         self._settings = settings
-        self._context = context  # (a worker thread) the repository context block for a spot
         self._revision_of = revision_of
         self.events = Events()
         self.events.on(Status, on_status)
-        self.events.on(Idle, self._idle)
         self.events.on(RemoteDone, self._remote_done)
         self.store = Store(settings, self.events)
         self.tiers = Tiers(self.store, settings, self.events, load, load_remote)
         self.docs = DocRecords()  # one record per open document: everything kept about it here
         self.races = Races(self.store, self.docs, revision_of, self._late_win)
         self.pauses = Pauses(self.store, self.docs, revision_of, self._late_win)
-        self.refresher = Refresher(self.store, self.docs, revision_of,
-                                   lambda uri, version: self.follow.refreshed(uri, version))
-        self.follow = FollowUps(self.store, self.tiers, self.docs, self.pauses, self.refresher, settings,
-                                on_refresh, version_of)
+        self.follow = FollowUps(self.store, self.tiers, self.docs, self.pauses, settings, on_refresh, version_of,
+                                revision_of, context)
+        self.events.on(Idle, self.follow.idle)
         self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
-        self._warming: asyncio.Task | None = None
 
     @property
     def worker(self) -> Worker:  # the local model's scheduler
@@ -72,55 +63,31 @@ class CompletionService:
     def remote_worker(self) -> Worker | None:  # the capable tier's, when the settings name one
         return self.tiers.remote
 
-    # ---- lifecycle ------------------------------------------------------------------------------
-    def start(self) -> None:
-        self.tiers.start()
-
-    def attach_loop(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.events.attach_loop(loop)
-
-    def reload(self) -> None:
-        self.tiers.reload()
-
-    def sync_remote(self) -> bool:
-        return self.tiers.sync_remote()
-
-    def shutdown(self) -> None:
-        self.tiers.shutdown()
-        self.store.disk.close()
+    # ---- the tiers (tiers.py starts, replaces and stops them) ---------------------------------------
+    def remote_ready(self) -> bool:
+        """A capable tier configured, loaded and not backing off (none configured: nothing to ask)."""
+        return self.tiers.remote is not None and self.tiers.remote_ready()
 
     def engine(self, tier: str = "local") -> Backend | None:
-        return self.tiers.engine(tier)
-
-    def remote_ready(self) -> bool:
-        return self.tiers.remote_ready()
+        w = self.tiers.remote if tier == "remote" else self.tiers.local
+        return w.engine if w is not None else None
 
     def backend_name(self, tier: str) -> str:
-        return self.tiers.backend_name(tier)
+        """What an answer's backend is called: ``local`` (the fast model), or the capable tier's name."""
+        return "local" if tier != "remote" else self.tiers.remote_name()
 
-    def windows(self, tier: str = "local") -> tuple[int, int]:
-        return self.tiers.windows(tier)
+    def windows(self) -> tuple[int, int]:
+        """The local model's prompt windows (its config; the engine's defaults while none is loaded)."""
+        eng = self.worker.engine
+        cfg = eng.config if eng is not None else None
+        return (cfg.max_prefix_chars, cfg.max_suffix_chars) if cfg is not None else \
+            (knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS)
 
     # ---- events from the engine threads (event loop) --------------------------------------------
     def _remote_done(self, event: RemoteDone) -> None:
         """A capable-tier job ended with text: a race's or a pause's."""
         self.races.remote_done(event.state, event.comps, event.arrived)
         self.pauses.remote_done(event.state, event.comps, event.arrived)
-
-    def _idle(self, event: Idle) -> None:
-        """The local worker went idle: warm the spot the user is at, its context block gathered first
-        (file reads and parsing: on a thread, not on the event loop)."""
-        st = self.docs.active_state()
-        if event.tier != "local" or st is None or (self._warming is not None and not self._warming.done()):
-            return
-        self._warming = asyncio.get_running_loop().create_task(self._warm(st))
-
-    async def _warm(self, st: State) -> None:
-        block = await asyncio.to_thread(self._context, st) if self._context is not None else None
-        now = time.monotonic()
-        window = self.docs[st.uri].window
-        stayed = now - (window[1] if window is not None else now)
-        self.worker.warm(st, WarmUp(block, prefill=planner.warms(self._settings(), stayed)))
 
     # ---- states ---------------------------------------------------------------------------------
     def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,
@@ -142,7 +109,7 @@ class CompletionService:
                       variants: bool, language: str | None) -> State:
         """A request's state: an automatic one at the spot the didChange before it prepared is that very
         state (it joins that work), and the user is there now."""
-        old = self.docs.state(uri)
+        old = self.docs[uri].state
         auto = not invoked and n is None and not variants
         if auto and old is not None and old.revision == revision and old.offset == offset:
             state = old
@@ -156,9 +123,15 @@ class CompletionService:
     def at(self, uri: str, state: State) -> None:
         """The user is at ``state`` (an automatic request there): what a generation kept through typing
         must agree with."""
-        self.docs.at(uri, state)
-        for w in self.tiers.all():
+        self._here(uri, state)
+        for w in self.tiers.workers:
             w.moved(uri, state)
+
+    def _here(self, uri: str, state: State | None) -> None:
+        """The user is at ``state`` in ``uri`` (None: a didOpen without a cursor; it does not move them)."""
+        self.docs[uri].state = state
+        if state is not None:
+            self.docs.active = uri
 
     # ---- keystrokes -----------------------------------------------------------------------------
     def did_change(self, uri: str, revision: int, state: State | None, *, speculate: bool) -> None:
@@ -168,8 +141,8 @@ class CompletionService:
         burst = planner.burst(record.keystrokes, now)
         record.keystrokes.append(now)
         plan = planner.keystroke(self._settings(), state, speculate=speculate, burst=burst, now=now)
-        self.docs.at(uri, state)
-        for w in self.tiers.all():
+        self._here(uri, state)
+        for w in self.tiers.workers:
             w.document_changed(uri, revision, plan.current)
         if plan.start and plan.current is not None and not (plan.ask_store and self._in_store(plan.current)):
             self._speculate(plan.current, plan.not_before)  # (typed through, or on disk: no model call)
@@ -193,25 +166,15 @@ class CompletionService:
 
     def _speculate(self, state: State, not_before: float = 0.0) -> None:
         """Start the state's generation on the tier(s) it is routed to, nobody waiting for it yet."""
-        for w, budget in self._speculation_workers(state):
-            self.store.submit(state, Work(Ask.SPECULATE, budget, not_before, tier=w.tier))
+        remote = self.remote_worker is not None
+        if state.route == routing.REMOTE and remote:
+            self.worker.poke()  # the keystrokes after this one are local: warm its KV meanwhile
+        for tier, budget in planner.speculation_tiers(self._settings(), state, remote=remote):
+            self.store.submit(state, Work(Ask.SPECULATE, budget, not_before, tier=tier))
 
     def did_close(self, uri: str) -> None:
         self.docs.close(uri)  # (a request still waiting there hears Superseded now)
         self.tiers.document_closed(uri)
-
-    def _speculation_workers(self, state: State) -> list[tuple[Worker, float]]:
-        """Where a state's speculative generation runs: the local model, the remote (routed there), or
-        both (race: the local answer is shown at once, the remote one may replace it)."""
-        rw = self.remote_worker
-        remote_budget = max(self._settings().remote_timeout_ms / 1000,
-                            knobs.JOB_BUDGET_S if state.route == routing.REMOTE else 0.0)
-        if state.route == routing.REMOTE and rw is not None:
-            self.worker.poke()  # the keystrokes after this one are local: warm its KV meanwhile
-            return [(rw, remote_budget)]
-        if state.route == routing.RACE and rw is not None:
-            return [(self.worker, knobs.JOB_BUDGET_S), (rw, remote_budget)]
-        return [(self.worker, knobs.JOB_BUDGET_S)]
 
     # ---- answers --------------------------------------------------------------------------------
     async def answer(self, state: State, since: float, invoked: bool) -> Answer | None:
@@ -278,8 +241,14 @@ class CompletionService:
         if found is not None and (found.complete or plan.partial_after is None):
             return found
         if plan.item_one and not self.store.streaming(state):
-            first = await self._item_one(state, plan)
-            if first is not None or self.store.streaming(self.auto_twin(state)):
+            # an explicit request: the automatic suggestion here (made, or made now: one greedy row with its
+            # drafts is the fastest line) is item 1; the variants' job runs on the KV it left, to its end
+            # (then flint/refresh). Where the variants' own generation already runs: its settled item 1
+            first = await explicit.greedy_first(self.store, self.worker, self._auto_twin(state), plan,
+                                                self.docs[state.uri].asked or asyncio.Event(), self._settings().max_lines)
+            if first is not None:
+                self.store.submit(state, Work(Ask.AWAITED, plan.job_budget))
+            if first is not None or self.store.streaming(self._auto_twin(state)):
                 return first  # (None: the line is still coming: flint/refresh when it is there)
         work = Work(budget_s=plan.job_budget, tier=tier)
         if found is not None and found.comps and found.source in ("type-through", "disk"):
@@ -288,23 +257,11 @@ class CompletionService:
             return found
         return await self._wait(self.store.submit(state, work), invoked, plan)
 
-    async def _item_one(self, state: State, plan: planner.Waiting) -> Answer | None:
-        """An explicit request: the automatic suggestion for this state (made, or made now: one greedy row
-        with its drafts is the fastest line) is item 1; the other variants follow (their job runs to its
-        end on the KV the line left, then flint/refresh). Where the variants' own generation already runs,
-        its item 1 is shown once settled (``_wait``)."""
-        first = await explicit.greedy_first(self.store, self.worker, self.auto_twin(state), plan,
-                                            self._asked(state.uri),
-                                            self._settings().max_lines)
-        if first is not None:
-            self.store.submit(state, Work(Ask.AWAITED, plan.job_budget))
-        return first
-
     async def _wait(self, ticket: Ticket, invoked: bool, plan: planner.Waiting) -> Answer | None:
         """Wait in the store for the job just submitted (or joined); let it go when the answer is there."""
         state = ticket.state
         backend = "remote" if ticket.tier == "remote" else None
-        settle = settle_rule(state, self._settings().max_lines) if invoked and state.params.n > 1 else None
+        settle = explicit.settle_rule(state, self._settings().max_lines) if invoked and state.params.n > 1 else None
         accept = (lambda: explicit.settled_first(self.store, state, plan.since, settle, backend)) if settle else None
         try:
             while True:
@@ -326,14 +283,7 @@ class CompletionService:
             ticket.detach() if plan.detachable else ticket.release()
             raise
 
-    def _asked(self, uri: str) -> asyncio.Event:
-        """Set when a newer request for the document comes."""
-        record = self.docs[uri]
-        if record.asked is None:
-            record.asked = asyncio.Event()
-        return record.asked
-
-    def auto_twin(self, state: State) -> State:
+    def _auto_twin(self, state: State) -> State:
         return explicit.auto_twin(self._settings(), state, self.remote_ready())
 
     def _late_win(self, uri: str, ms: float) -> None:

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from engine.backends import Backend
 from lsp_server.completion.events import Events
-from lsp_server.completion.policy import knobs
-from lsp_server.completion.scheduler.hooks import StoreHooks
 from lsp_server.completion.scheduler.runner import Loader
 from lsp_server.completion.scheduler.worker import Worker
 from lsp_server.completion.store.store import Store
@@ -29,11 +26,12 @@ class Tiers:
         self._load_remote = load_remote
         self.local = self._worker("local", self._loader(load))
         self.remote: Worker | None = None  # the capable tier: its own thread, never holds the local model
+        self.workers = [self.local]  # both (the capable tier's last), as data: a keystroke reads it
         self._remote_key: tuple | None = None
         self._started = False
 
     def _worker(self, tier: str, load: Loader) -> Worker:
-        worker = Worker(load, StoreHooks(self._store, tier, self._events), self._events, tier)
+        worker = Worker(load, self._store, self._events, tier)
         self._store.attach(worker)  # the store's tickets submit this tier's work to it
         return worker
 
@@ -57,12 +55,14 @@ class Tiers:
         if key == self._remote_key and (key is None) == (self.remote is None):
             return self.remote is not None
         old, self.remote = self.remote, None
+        self.workers = [self.local]
         self._remote_key = key
         if old is not None:
             _stop_worker(old)
         if key is None or not self._started:
             return False
         self.remote = self._worker("remote", self._loader(self._load_remote))
+        self.workers = [self.local, self.remote]
         self.remote.start()
         return True
 
@@ -72,36 +72,19 @@ class Tiers:
             _stop_worker(self.remote)
 
     def document_closed(self, uri: str) -> None:
-        for w in self.all():
+        for w in self.workers:
             w.document_closed(uri)
-
-    def all(self) -> list[Worker]:
-        return [self.local] if self.remote is None else [self.local, self.remote]
-
-    def engine(self, tier: str = "local") -> Backend | None:
-        w = self.remote if tier == "remote" else self.local
-        return w.engine if w is not None else None
 
     def remote_ready(self) -> bool:
         """Is a capable tier configured, loaded and not backing off after a failure?"""
-        eng = self.engine("remote")
+        eng = self.remote.engine if self.remote is not None else None
         return eng is not None and eng.ready()
 
-    def backend_name(self, tier: str) -> str:
-        """What an answer's backend is called on items and in the status: ``local`` (the fast model),
-        ``remote`` (a server) or ``capable`` (a second local model)."""
-        if tier != "remote":
-            return "local"
-        eng = self.engine("remote")
+    def remote_name(self) -> str:
+        """What the capable tier's answers are called on items and in the status: ``remote`` (a server) or
+        ``capable`` (a second local model)."""
+        eng = self.remote.engine if self.remote is not None else None
         return eng.kind if eng is not None else self._settings().capable_tier() or "remote"
-
-    def windows(self, tier: str = "local") -> tuple[int, int]:
-        """The backend's prompt windows (its config; the engine's defaults while none is loaded)."""
-        eng = self.engine(tier)
-        cfg = eng.config if eng is not None else None
-        if cfg is None:
-            return knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS
-        return cfg.max_prefix_chars, cfg.max_suffix_chars
 
 
 def _stop_worker(w: Worker) -> None:

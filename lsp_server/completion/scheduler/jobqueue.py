@@ -1,9 +1,13 @@
 """What one scheduler holds, and which job runs next (the worker's lock guards it; worker.py moves jobs
-through it): the pending job per document (its current state), the idle warm-up, and the job running."""
+through it): the pending job per document (its current state), the idle warm-up, the job running, and per
+document its newest revision and where the user is (what a job kept through an edit must agree with)."""
 
 from __future__ import annotations
 
-from lsp_server.completion.jobs import SPECULATIVE, USER, Job, Life, State
+import time
+
+from lsp_server.completion.jobs import SPECULATIVE, USER, WARM, Job, Life, State
+from lsp_server.completion.policy import knobs
 
 
 class JobQueue:
@@ -11,6 +15,38 @@ class JobQueue:
         self.pending: dict[str, Job] = {}  # the current state's job, per document
         self.warm: Job | None = None  # idle time: the active spot's warm-up
         self.running: Job | None = None
+        self.revisions: dict[str, int] = {}  # each document's newest revision, as the loop said
+        self.current: dict[str, State] = {}  # where the user is in each document (keeps tracking jobs)
+        self.last_active = time.monotonic()  # the user's last action the worker heard of
+        self.idle_asked = False  # idle work is asked for once per quiet period
+
+    def touch(self) -> Job | None:
+        """The user acted: a pending warm-up is pointless now, and the one running (returned) stops."""
+        self.last_active = time.monotonic()
+        self.idle_asked = False
+        self.warm = None
+        return self.running if self.running is not None and self.running.priority == WARM else None
+
+    def idle_wait(self) -> tuple[float, bool]:
+        """Nothing queued: how long to sleep (negative: until woken), and whether the worker says now that it
+        is idle (once per quiet period, ``knobs.IDLE_WARM_S`` after the user's last action)."""
+        if self.idle_asked:
+            return -1.0, False
+        left = self.last_active + knobs.IDLE_WARM_S - time.monotonic()
+        if left > 0:
+            return left, False
+        self.idle_asked = True
+        return -1.0, True
+
+    def heard(self, state: State) -> None:
+        """Work for ``state``: its document is at its revision at least."""
+        self.revisions[state.uri] = max(self.revisions.get(state.uri, 0), state.revision)
+
+    def follow(self, uri: str, current: State | None) -> None:
+        if current is None:
+            self.current.pop(uri, None)
+        else:
+            self.current[uri] = current
 
     def waiting(self) -> list[Job]:
         return [*self.pending.values(), *([self.warm] if self.warm else [])]
@@ -19,21 +55,16 @@ class JobQueue:
         """Jobs waiting or running."""
         return len(self.waiting()) + (self.running is not None)
 
-    def job_for(self, state: State) -> Job | None:
-        """The job (running or waiting) whose result answers ``state``."""
-        return next((j for j in (self.running, *self.pending.values())
-                     if j is not None and j.life is not Life.ENDED and j.state.serves(state)), None)
-
     def joinable(self, state: State) -> Job | None:
         """A job still to finish that does ``state``'s work (running, or the document's pending one)."""
         candidates = (self.running, self.pending.get(state.uri))
         return next((j for j in candidates if j is not None and j.serves(state)), None)
 
-    def next_job(self, now: float, user_gone: bool) -> tuple[Job | None, float]:
+    def next_job(self, now: float) -> tuple[Job | None, float]:
         """The job to run now, or None and how long until one may start (negative: nothing waits). Once
-        the user has gone (``user_gone``) only what a request waits for runs."""
+        the user has gone (``knobs.IDLE_WORK_S`` after their last action) only what a request waits for runs."""
         jobs = self.waiting()
-        if user_gone:
+        if now >= self.last_active + knobs.IDLE_WORK_S:
             jobs = [j for j in jobs if not j.idle_work]
         ready = [j for j in jobs if j.not_before <= now]
         if ready:
@@ -41,6 +72,20 @@ class JobQueue:
         if jobs:
             return None, min(j.not_before for j in jobs) - now
         return None, -1.0
+
+    def put(self, job: Job) -> list[Job]:
+        """``job`` is its document's pending job now (a request's: one waiter); what it replaces is returned
+        (dropped: Superseded): the document's pending job, and the one running for it when a newer request
+        replaces a request's (an explicit request, then the editor asks again at once: the model moves on)."""
+        old = self.pending.pop(job.uri, None)
+        replaced = [old] if old is not None else []
+        r = self.running
+        if job.priority == USER and r is not None and r.uri == job.uri and r.waiters and not r.cancel.cancelled:
+            replaced.append(r)
+        if job.priority == USER:
+            job.waiters = 1
+        self.pending[job.uri] = job
+        return replaced
 
     def take(self, job: Job) -> None:
         """``job`` starts: out of the waiting ones."""

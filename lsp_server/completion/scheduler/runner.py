@@ -1,13 +1,14 @@
 """Running one scheduler's jobs on its engine: the engine thread's side (worker.py decides which job runs
-and when, and writes how it ended into the store).
+and when, and writes how it ended into the store). What a generation makes goes into the store from here.
 
-- ``load``: the model loads on the engine thread (status events "loading", then "ready" or "error").
-- ``run``: a job the store answers since it was queued needs no model (``Hooks.answer``); else
-  ``engine.complete`` runs (the job's budget becomes its deadline), tokens stream to ``Hooks.token`` and
-  ``Hooks.finished`` stores the generation. A job the user stopped typing toward stops at its next token.
-- ``warm``: an idle job (WARM) puts its repository context block in front of prompts and prefills the KV
-  cache for the active spot, unless the KV holds that prompt already.
-- A job for another document than the one the context block was gathered for drops the block first.
+- ``load``: the model loads on the engine thread (status events "loading", then "ready" or "error"); the
+  disk cache keys this tier's answers by what it is now (``identify``: model, context block, windows).
+- ``run``: a job the store answers since it was queued needs no model (``_from_store``); else
+  ``engine.complete`` runs (the job's budget becomes its deadline) into a type-through entry the store
+  opened (``open_entry``): tokens stream into it (``_on_token``), ``close_entry`` closes it and saves the result on
+  disk. A job the user stopped typing toward stops at its next token.
+- An idle job (WARM) is idle.IdleWork's; a job for another document than the one the context block was
+  gathered for drops the block first.
 
 Status goes up as events (events.Status); nothing here calls into the service or the session. Nothing
 here imports pygls: the engine is seen through the facade in engine/engine_api.md.
@@ -24,14 +25,18 @@ from functools import partial
 from typing import Any, Protocol
 
 from engine.backends import Backend, as_backend
+from engine.cache.entries import Identity
+from engine.cache.typethrough import Entry, anchor_of
+from engine.policy import routing
 from engine.remote.wire import RemoteError
-from engine.types import Doubts
+from engine.types import Doubts, Timings
 from lsp_server.completion.events import Events, Status, Worked
-from lsp_server.completion.jobs import SPECULATIVE, Hooks, Job, Result, Stale, WarmUp, reason_exc, stop_job
+from lsp_server.completion.jobs import Job, Result, Stale, WarmUp, reason_exc, stop_job
+from lsp_server.completion.policy import knobs
+from lsp_server.completion.scheduler.idle import IdleWork
+from lsp_server.completion.store.store import Store
 
 log = logging.getLogger(__name__)
-
-LATENCY_EWMA = 0.3
 
 # what a loader returns: a Backend, or a bare engine (a test's stand-in) that as_backend wraps as a local one
 Loader = Callable[[], object]
@@ -61,17 +66,15 @@ class Scheduler(Protocol):
 
 
 class Runner:
-    def __init__(self, tier: str, hooks: Hooks, events: Events) -> None:
+    def __init__(self, tier: str, store: Store, events: Events) -> None:
         self.tier = tier
-        self.hooks = hooks
+        self.store = store
         self._events = events
         self.engine: Backend | None = None
         self.load_error: str | None = None
         self.loaded = threading.Event()  # set once the first load attempt finished (ok or not)
-        self.jobs_run = 0  # engine calls (generations and warm-ups)
-        self.model_calls = 0  # generations only
-        self.latency_s: float | None = None  # EWMA: job start to its first complete line (or its end)
-        self._context_uri: str | None = None  # the document the backend's context block was gathered for
+        self.model_calls = 0  # generations (tests count them)
+        self.idle = IdleWork(lambda engine: self._safely(self.identify, engine), self._worked)
         self._busy = False  # the last status said "busy" (a "ready" must follow)
 
     def serve(self, load: Loader, scheduler: Scheduler) -> None:
@@ -82,9 +85,9 @@ class Runner:
         while True:
             job, reload = scheduler.next_work()
             if reload is not None:
-                self.unload()
-                self.hooks.forget()
-                self.hooks.identify(None)
+                self.engine = None
+                self.store.forget(self.tier)  # what the old model made is no repeat of the new one's work
+                self.identify(None)
                 error = self.load(reload)
                 if error is not None:
                     scheduler.load_failed(error)
@@ -98,7 +101,8 @@ class Runner:
         """Run one job: a warm-up, or a generation unless its document moved on or it was stopped."""
         try:
             if isinstance(job.work, WarmUp):
-                self.warm(job, job.work)
+                assert self.engine is not None
+                self.idle.warm(self.engine, job, job.work)
                 return Ran()
             if scheduler.revision(job.uri) != job.revision:
                 return Ran(error=Stale("the document changed"))
@@ -123,26 +127,24 @@ class Runner:
         except Exception as e:
             log.error("model load failed: %s", e)
             self.engine, self.load_error = None, str(e)
-            self._safely(self.hooks.identify, None)
+            self._safely(self.identify, None)
             self.emit("error", message=str(e))
             self.loaded.set()
             return str(e)
         self.engine, self.load_error = engine, None
-        self._safely(self.hooks.identify, engine)  # what the disk cache keys this tier's answers by
+        self._safely(self.identify, engine)  # what the disk cache keys this tier's answers by
         log.info("model %s ready in %.1f s", engine.model_id, time.perf_counter() - t0)
         self.emit("ready", model=engine.model_id, load_s=time.perf_counter() - t0)
         self.loaded.set()
         return None
-
-    def unload(self) -> None:
-        self.engine = None
 
     def run(self, job: Job, keeps: Callable[[Job], bool]) -> Ran:
         """Run a generation (``keeps(job)``: does a job kept through an edit, or a future, still serve the
         user's text? Asked at each token)."""
         engine = self.engine
         assert engine is not None
-        self._drop_foreign_context(engine, job.uri)
+        if self.idle.context_uri not in (None, job.uri) and engine.context_digest:
+            self.idle.drop_context(engine, job.uri)  # the block was gathered for another document
         if not job.anew:
             cached = self._from_store(job)
             if cached is not None:
@@ -154,7 +156,7 @@ class Runner:
                   (time.monotonic() - job.submitted) * 1000)
         params = job.params if job.budget_s is None else \
             replace(job.params, deadline=time.monotonic() + job.budget_s)
-        self._safely(self.hooks.started, job)
+        self._safely(self.open_entry, job)
         result: Result | None = None
         try:
             result = engine.complete(job.prefix, job.suffix, params, cancel=job.cancel,
@@ -163,43 +165,68 @@ class Runner:
             log.warning("%s: %s", type(e).__name__, e) if _quiet(e) else log.exception("engine.complete failed")
             return Ran(error=e, ms=(time.perf_counter() - t0) * 1000)
         finally:
-            self.jobs_run += 1
             self.model_calls += 1
             self._worked(job, t0, c0)
-            self._safely(self.hooks.finished, job, result, (time.perf_counter() - t0) * 1000)
-        self._observe(job, result, (time.perf_counter() - t0) * 1000)
-        if self.tier == "remote":  # a server that did not name its model at load has named it now
-            self._safely(self.hooks.identify, engine)
-        return Ran(result, ms=(time.perf_counter() - t0) * 1000)
-
-    def _from_store(self, job: Job) -> Result | None:
-        try:
-            cached = self.hooks.answer(job)
-        except Exception:
-            log.exception("answer hook failed")
-            return None
-        if cached is not None:  # filled since the job was queued (a generation typed through, disk)
-            log.debug("job %d answered without the model", job.seq)
-        return cached
-
-    def _observe(self, job: Job, result: Result, ms: float) -> None:
+            self._safely(self.close_entry, job, result, (time.perf_counter() - t0) * 1000)
         t = result[1]
         log.debug("job %d done in %.0f ms (%s): %s window, %d of %d prompt tokens run in %.0f ms, %d generated",
-                  job.seq, ms, job.cancel.reason or "complete", t.window, t.prompt_tokens - t.reused_tokens,
-                  t.prompt_tokens, t.prefill_ms, t.decode_tokens)
-        if not job.cancel.cancelled and job.priority <= SPECULATIVE and job.started is not None:
-            first = (job.first_line or time.monotonic()) - job.started
-            self.latency_s = first if self.latency_s is None else \
-                (1 - LATENCY_EWMA) * self.latency_s + LATENCY_EWMA * first
+                  job.seq, (time.perf_counter() - t0) * 1000, job.cancel.reason or "complete", t.window,
+                  t.prompt_tokens - t.reused_tokens, t.prompt_tokens, t.prefill_ms, t.decode_tokens)
+        if self.tier == "remote":  # a server that did not name its model at load has named it now
+            self._safely(self.identify, engine)
+        return Ran(result, ms=(time.perf_counter() - t0) * 1000)
+
+    def identify(self, engine: Backend | None) -> None:
+        """The tier's engine changed (loaded, unloaded, another context block): the disk cache keys its
+        answers by what it is now."""
+        self.store.disk.identify(self.tier, identity_of(engine))
+
+    def _from_store(self, job: Job) -> Result | None:
+        """The store's complete answer for the job's state, filled since it was queued (typed through,
+        disk): then no model call."""
+        try:
+            found = self.store.lookup(job.state, since=None, partial=False, backend=self.tier, settings=job.settings)
+        except Exception:
+            log.exception("looking the job up in the store failed")
+            return None
+        if found is None or not found.complete:
+            return None
+        log.debug("job %d answered without the model", job.seq)
+        return found.comps, Timings()
+
+    def open_entry(self, job: Job) -> None:
+        """The type-through entry the generation streams into (none with speculation off: nothing is
+        typed through)."""
+        if not job.settings.speculation:
+            return
+        key = (*job.params.key(), self.tier)
+        if self.tier == "remote" and job.settings.routing in (routing.RACE, routing.PAUSE):
+            # a race's (or a pause's) remote generation stays out of sight until it wins
+            # (capable.py); its entry, outside the store, only tells whether the typing agrees with it
+            job.handle = Entry(*anchor_of(job.prefix), job.suffix, job.params.n, key)
+            return
+        job.handle = self.store.open(job.prefix, job.suffix, job.params.n, key, work=job.account)
 
     def _on_token(self, job: Job, keeps: Callable[[Job], bool], index: int, text: str, doubts: Doubts = ()) -> None:
-        if job.first_line is None and "\n" in text.lstrip("\n"):
-            job.first_line = time.monotonic()
         if job.cancel.cancelled:
             return
-        self._safely(self.hooks.token, job, index, text, doubts)
+        if isinstance(job.handle, Entry):
+            self._safely(self.store.stream, job.handle, index, text, doubts)
         if not keeps(job):
             stop_job(job, "diverged")  # the user typed something else: the text is useless now
+
+    def close_entry(self, job: Job, result: Result | None, ms: float) -> None:
+        """The generation ended: its entry closed (a failed remote stream's dropped: the local fallback
+        answers instead), a whole-window result saved on disk."""
+        entry = job.handle
+        comps = result[0] if result is not None else None
+        if isinstance(entry, Entry):
+            if comps is None and self.tier == "remote":
+                self.store.discard(entry)
+            else:
+                self.store.finish(entry, comps, result[1].window if result is not None else "full")
+        if comps and result is not None and result[1].window != "quick":  # not what the full window says
+            self.store.disk.save(job.prefix, job.suffix, job.params, self.tier, comps, ms)
 
     @staticmethod
     def _safely(hook: Callable[..., object], *args: Any) -> None:
@@ -208,46 +235,11 @@ class Runner:
         except Exception:  # a broken hook must not kill the engine thread
             log.exception("%s hook failed", hook.__name__)
 
-    def warm(self, job: Job, warm_up: WarmUp) -> None:
-        """An idle job: its context block first (the KV holds no prompt with a new block), then the active
-        spot's full window, unless the KV holds (almost all of) it already."""
-        engine = self.engine
-        assert engine is not None
-        try:
-            if engine.set_context(warm_up.context):  # (the engine tells a new block from the one it holds)
-                log.debug("context block %s admitted", engine.context_digest or "(none)")
-                self._safely(self.hooks.identify, engine)  # another block: other disk entries
-            self._context_uri = job.uri if engine.context_digest else None
-        except Exception:
-            log.exception("admitting the context block failed")
-        if not warm_up.prefill:
-            return
-        t0, c0 = time.perf_counter(), time.process_time()
-        try:
-            if not engine.prefill(job.prefix, job.suffix, job.cancel):
-                return  # nothing to warm (a remote server, or the KV holds the window already)
-        except Exception:
-            log.exception("warm-up failed")
-            return
-        self.jobs_run += 1
-        self._worked(job, t0, c0)
-        log.debug("warmed %s in %.0f ms%s", job.uri, (time.perf_counter() - t0) * 1000,
-                  " (interrupted)" if job.cancel.cancelled else "")
-
     def _worked(self, job: Job, t0: float, c0: float) -> None:
         """The accounting (events.Worked): this job's wall time and the process's CPU time meanwhile (the
         engine's own threads do nearly all of it)."""
         self._events.put(Worked(self.tier, job.account, (time.perf_counter() - t0) * 1000,
                                 (time.process_time() - c0) * 1000))
-
-    def _drop_foreign_context(self, engine: Backend, uri: str) -> None:
-        if self._context_uri is not None and uri != self._context_uri and engine.context_digest:
-            # the block was gathered for another document (it names that file as the current one, its
-            # chunks were chosen for that file's code): none until idle time gathers one for this one
-            engine.set_context(None)
-            self._context_uri = None
-            self._safely(self.hooks.identify, engine)
-            log.debug("context block dropped: %s is not the document it was gathered for", uri)
 
     def report(self, ran: Ran, job: Job, idle: bool) -> None:
         """The status after a job: an engine error says so at once; a generation, once nothing is queued."""
@@ -263,6 +255,18 @@ class Runner:
     def emit(self, state: str, **info: Any) -> None:
         self._busy = state == "busy"
         self._events.put(Status(self.tier, state, info))
+
+
+def identity_of(engine: Backend | None) -> Identity | None:
+    """The disk cache's identity of a backend's answers: its model, context block and prompt windows (None:
+    not loaded). A suggestion made with another context block is another entry."""
+    if engine is None or not engine.model_id:
+        return None
+    cfg = engine.config
+    windows = (cfg.max_prefix_chars, cfg.max_suffix_chars) if cfg is not None else \
+        (knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS)
+    digest = engine.context_digest
+    return (f"{engine.model_id}+context:{digest}" if digest else engine.model_id, *windows)
 
 
 def _quiet(e: Exception) -> bool:

@@ -1,29 +1,11 @@
-"""The scheduler: one thread per backend owns its engine; the event loop posts jobs to it, and every job's
-outcome goes into the store (the llama.cpp server / ruff_server shape: handlers post tasks, one loop owns
-the model, results travel one way).
-
-- At most one pending job per document, for its current state: a newer request for the document answers
-  the older one with ``Superseded`` at once, and stops it if it is running.
-- A document change stops every job of an older revision (``Stale``), unless ``Hooks.keep`` says it still
-  serves the new state: a generation the user is typing through (*tracking*: it moves to the new
-  revision).
-- Identical work is computed once: a second request joins the first (speculation becomes a user job that
-  way); work just done is not done again (``Hooks.repeat``: the store holds its result).
-- Priorities: user requests, speculation for a document's current state, idle warm-up; among
-  equals, oldest first. A better job pre-empts a worse one running (jobqueue.JobQueue.outranked).
-  Stopping sets the engine's CancelToken, checked every model step.
-- Work no request waits for stops ``knobs.IDLE_WORK_S`` after the user's last action (a watchdog thread), so
-  the CPU goes idle soon after the user does; what it computed stays (KV chunks, streamed text).
-- A job starts at once (newest wins: a keystroke appends a token or two to the KV cache), not before its
-  ``not_before`` (the planner's: a pause, a burst of edits).
-- Every job ends exactly once in the store (``Hooks.ended``): a result, or one of jobs.py's exceptions. A
-  request may *detach* from its job (answered from elsewhere, or at its deadline): it goes on as
-  speculation. A job's ``Life`` is the one value that says what becomes of it.
-- Idle ``knobs.IDLE_WARM_S`` with nothing new: the worker says so (events.Idle); the service may hand it one
-  warm-up (``warm``: the active spot and its context block).
-
-Data comes down with each call (the document's revision and current state, the job's context block);
-the engine thread calls nothing above the store. Running a job on the engine is runner.py's.
+"""The scheduler: one thread per backend owns its engine (runner.py); the event loop posts jobs to it and
+every job's outcome goes into the store, once (the llama.cpp server / ruff_server shape: handlers post tasks,
+one loop owns the model, results travel one way). docs/architecture.md draws its rules: one pending job per
+document (a newer request answers the older one ``Superseded``); identical work joined, work just done
+answered from its record; an edit stops older work (``Stale``) unless it still serves the new text (a
+generation the user types through, ``Life.TRACKING``); priorities and pre-emption (jobqueue.py); background
+work stops once the user has gone (idle.Watchdog); idle a while, it says so (events.Idle) and may get a
+warm-up. Data comes down with each call; the engine thread calls nothing above the store.
 """
 
 from __future__ import annotations
@@ -34,13 +16,13 @@ import threading
 import time
 
 from engine.backends import Backend
-from lsp_server.completion.events import Events, Idle
+from engine.cache.typethrough import Entry
+from lsp_server.completion.events import Events, Idle, RemoteDone
 from lsp_server.completion.jobs import (
     USER,
     WARM,
     Ask,
     EngineUnavailable,
-    Hooks,
     Job,
     Life,
     Result,
@@ -52,9 +34,11 @@ from lsp_server.completion.jobs import (
     reason_exc,
     stop_job,
 )
-from lsp_server.completion.policy import knobs
+from lsp_server.completion.policy import planner
+from lsp_server.completion.scheduler.idle import Watchdog
 from lsp_server.completion.scheduler.jobqueue import JobQueue
 from lsp_server.completion.scheduler.runner import Loader, Ran, Runner
+from lsp_server.completion.store.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -62,24 +46,20 @@ CLOSED = 1 << 62  # the revision of a closed document: every job for it is stale
 
 
 class Worker:
-    def __init__(self, load: Loader, hooks: Hooks, events: Events, tier: str = "local") -> None:
-        self.hooks = hooks
+    def __init__(self, load: Loader, store: Store, events: Events, tier: str = "local") -> None:
+        self._store = store
         self._events = events
         self.tier = tier
-        self.runner = Runner(tier, hooks, events)
+        self.runner = Runner(tier, store, events)
         self._cond = threading.Condition()
         self._q = JobQueue()
-        self._revisions: dict[str, int] = {}  # each document's newest revision, as the loop said
-        self._current: dict[str, State] = {}  # where the user is in each document (keeps tracking jobs)
         self._reload: Loader | None = None
         self._stopping = False
         self._seq = itertools.count()
-        self._idle_asked = False  # idle work is asked for once per quiet period
-        self._last_active = time.monotonic()  # the user's last action this worker heard of
         self._wake_watchdog = threading.Event()
         self._thread = threading.Thread(target=self.runner.serve, args=(load, self), name=f"flint-engine-{tier}",
                                         daemon=True)
-        self._watchdog = threading.Thread(target=self._watch, name="flint-idle-watchdog", daemon=True)
+        self._watchdog = Watchdog(self._cond, self._q, self._wake_watchdog, lambda: self._stopping)
 
     # ---- event loop side ------------------------------------------------------------------------
     def start(self) -> None:
@@ -95,16 +75,14 @@ class Worker:
         return self.runner.loaded
 
     def submit(self, state: State, work: Work | None = None) -> Job | None:
-        """Queue work for a document's state; its outcome goes into the store (``Ticket.wait``). A request's
-        job (``Ask.REQUEST``) counts one more request waiting for it, until it leaves (``leave``); the
-        background modes are a request's at submission (they join and pre-empt as one) and let go at once.
-        The job queued or joined; None when the store's record of this very work answers it."""
+        """Queue or join work for a state (jobs.Ask says how a submission holds it); the job, or None when the
+        store's record of this very work answers it. Its outcome goes into the store."""
         work = work or Work()
         job = Job(state, work.priority, next(self._seq), work,
                   life=Life.BACKGROUND if work.mode is Ask.SPECULATE else Life.ASKED, not_before=work.not_before)
         with self._cond:
             self._touch()
-            self._heard(state)
+            self._q.heard(state)
             target = self._place(job)
             if work.mode in (Ask.BACKGROUND, Ask.AWAITED):
                 self._leave(target, Life.AWAITED if work.mode is Ask.AWAITED else Life.BACKGROUND)
@@ -112,13 +90,16 @@ class Worker:
 
     def _place(self, job: Job) -> Job | None:
         """Queue ``job``, or join the same work queued or running (lock held)."""
-        refused = self._refusal()
-        if refused is not None:
-            self.hooks.queued(job)
-            self._end(job, None, refused)
+        if self._stopping or self.runner.load_error is not None and self.runner.engine is None and not self._reload:
+            why = "the server is shutting down" if self._stopping else str(self.runner.load_error)
+            self._store.queued(self.tier, job)
+            self._end(job, None, EngineUnavailable(why))
             return job
-        if not job.anew and self.hooks.repeat(job):
-            return None  # asked again for what was just computed: the store answers from its record
+        done = None if job.anew else self._store.repeat(self.tier, job)
+        if done is not None:  # asked again for what was just computed: the store answers from its record
+            if job.priority == USER:
+                self._remote_done(job, done.result)  # a race or a pause hears the answer again
+            return None
         same = self._q.joinable(job.state)
         if same is None:
             self._queue(job)
@@ -126,44 +107,26 @@ class Worker:
         same.join(job)  # the same work: its request waits for that job
         if same is not self._q.running:
             self._preempt(same)  # now a user's request: it may outrank what is running
-        self.hooks.queued(same)
+        self._store.queued(self.tier, same)
         return same
 
-    def _refusal(self) -> EngineUnavailable | None:
-        if self._stopping or self.runner.load_error is not None and self.runner.engine is None and not self._reload:
-            return EngineUnavailable("the server is shutting down" if self._stopping else str(self.runner.load_error))
-        return None
-
     def _queue(self, job: Job) -> None:
-        uri = job.uri
-        old = self._q.pending.pop(uri, None)
-        if old is not None:
+        for old in self._q.put(job):
             self._drop(old, Superseded("a newer request for this document replaced it"))
-        r = self._q.running
-        if job.priority == USER and r is not None and r.uri == uri and r.waiters and not r.cancel.cancelled:
-            # a newer request for this document replaces the one running (an explicit request, then the
-            # editor asks again at once): its waiters hear Superseded, the model moves on at once
-            self._drop(r, Superseded("a newer request for this document replaced it"))
         self._preempt(job)
-        if job.priority == USER:
-            job.waiters = 1
-        self._q.pending[uri] = job
-        self.hooks.queued(job)
+        self._store.queued(self.tier, job)
         self._cond.notify()
 
     def document_changed(self, uri: str, revision: int, current: State | None = None) -> None:
-        """The document is at ``revision`` now, the user at ``current`` in it (None: not known, or nothing
-        is kept). Work on older revisions stops, except what ``Hooks.keep`` says still serves ``current``:
-        such a job moves to ``revision`` (its waiters, who asked about the old text, hear ``Stale``; the work
-        goes on)."""
+        """The document is at ``revision`` now, the user at ``current`` in it (None: nothing is kept). Older
+        work stops, except what still serves ``current``: it moves to ``revision`` (its waiters hear Stale)."""
         with self._cond:
             self._touch()
-            self._revisions[uri] = revision
-            self._follow(uri, current)
-
+            self._q.revisions[uri] = revision
+            self._q.follow(uri, current)
             for job in self._q.older(uri, revision):
                 running = job is self._q.running
-                if current is not None and self.hooks.keep(job, running, current):
+                if current is not None and self.still_serves(job, running, current):
                     self._rebase(job, revision, running)
                 elif running:
                     stop_job(job, "stale")
@@ -174,25 +137,21 @@ class Worker:
     def moved(self, uri: str, current: State) -> None:
         """The user is at ``current`` now (a cursor moved, a request): what tracking jobs must agree with."""
         with self._cond:
-            self._follow(uri, current)
+            self._q.follow(uri, current)
 
     def document_closed(self, uri: str) -> None:
         self.document_changed(uri, CLOSED)
 
     def leave(self, job: Job | None, seq: int, detach: Life | None = None) -> None:
-        """A request stops waiting for ``job`` (its ticket: Ticket.release, Ticket.detach): ``detach`` lets
-        the job go on (BACKGROUND: its result lands in the store for the next ask; AWAITED: the request got
-        nothing and the user still waits at that spot, so it is not idle work: it runs to its end and the
-        client hears a refresh); without, the job stops unless it goes on anyway (speculation a request had
-        joined, a job let go before). A job rebased since (``seq`` moved on) serves other text: not theirs."""
+        """A request stops waiting for ``job`` (Ticket.release, Ticket.detach: ``detach`` lets it go on, as
+        Job.leave says). A job rebased since (``seq`` moved on) serves other text: not theirs."""
         with self._cond:
             self._leave(job if job is not None and job.seq == seq else None, detach)
 
     def warm(self, state: State | None, warm_up: WarmUp) -> None:
-        """(after events.Idle) Idle work for ``state``: its repository context block and, with
-        ``WarmUp.prefill``, the KV cache. Nothing if the user acted since."""
+        """(after events.Idle) Idle work for ``state`` (idle.IdleWork); nothing if the user acted since."""
         with self._cond:
-            if self._stopping or not self._idle_asked or state is None:
+            if self._stopping or not self._q.idle_asked or state is None:
                 return
             self._q.warm = Job(state, WARM, next(self._seq), warm_up, life=Life.BACKGROUND)
             self._cond.notify()
@@ -217,11 +176,10 @@ class Worker:
             self._thread.join(timeout)
 
     def poke(self) -> None:
-        """Look for idle work again (KV warming) once it is quiet: the caller routed work elsewhere (the
-        capable tier) and the next keystrokes will be this worker's."""
+        """Look for idle work again once it is quiet: the work went to another tier, the next keystrokes are
+        this worker's (warm its KV)."""
         with self._cond:
-            self._idle_asked = False
-            self._last_active = time.monotonic()  # the user just acted (asked another tier)
+            self._q.touch()  # the user just acted (asked another tier)
             self._cond.notify()
 
     def backlog(self) -> int:
@@ -234,26 +192,13 @@ class Worker:
 
     # ---- internals (lock held) ------------------------------------------------------------------
     def _touch(self) -> None:
-        """New activity: a pending warm-up is pointless now."""
-        self._last_active = time.monotonic()
-        self._idle_asked = False
-        self._q.warm = None
-        if self._q.running is not None and self._q.running.priority == WARM:
-            stop_job(self._q.running, "superseded")
-
-    def _heard(self, state: State) -> None:
-        """Work for ``state``: its document is at its revision at least."""
-        self._revisions[state.uri] = max(self._revisions.get(state.uri, 0), state.revision)
-
-    def _follow(self, uri: str, current: State | None) -> None:
-        if current is None:
-            self._current.pop(uri, None)
-        else:
-            self._current[uri] = current
+        warming = self._q.touch()
+        if warming is not None:
+            stop_job(warming, "superseded")
 
     def _leave(self, job: Job | None, detach: Life | None) -> None:
         """A request stopped waiting for ``job``."""
-        self._last_active = time.monotonic()  # a request's deadline passed, or it went: the user acted
+        self._q.last_active = time.monotonic()  # a request's deadline passed, or it went: the user acted
         self._wake_watchdog.set()
         if job is not None and job.leave(detach):
             stop_job(job, "client cancelled")
@@ -267,10 +212,17 @@ class Worker:
         if reason is not None and self._q.running is not None:
             stop_job(self._q.running, reason)
 
+    def still_serves(self, job: Job, running: bool, current: State) -> bool:
+        """Does a job made for an older revision still serve the document's new state ``current``? (The
+        planner's rule, on what the running generation streamed so far.)"""
+        entry = job.handle
+        agrees = running and isinstance(entry, Entry) and self._store.consistent(entry, current.prefix, current.suffix)
+        return planner.kept_through_edit(self.tier, job, current, agrees)
+
     def _rebase(self, job: Job, revision: int, running: bool) -> None:
-        self.hooks.ended(job, None, Stale("the document changed"))  # its requests asked about the old text
+        self._store.ended(self.tier, job, None, Stale("the document changed"))  # its requests asked about the old text
         job.rebase(revision, next(self._seq), running)
-        self.hooks.queued(job)
+        self._store.queued(self.tier, job)
 
     def _end(self, job: Job, result: Result | None, error: BaseException | None) -> None:
         """The job's outcome into the store, once."""
@@ -278,7 +230,14 @@ class Worker:
             return
         job.life = Life.ENDED
         job.waiters = 0
-        self.hooks.ended(job, result, error)
+        self._store.ended(self.tier, job, result, error)
+        self._remote_done(job, result)
+
+    def _remote_done(self, job: Job, result: Result | None) -> None:
+        """A capable-tier job's text goes up as an event (a race's or a pause's), never as a call."""
+        comps = result[0] if result is not None else None
+        if self.tier == "remote" and comps and any(c.text for c in comps):
+            self._events.put(RemoteDone(job.state, comps, time.monotonic()))
 
     def _drop(self, job: Job, error: BaseException) -> None:
         stop_job(job, type(error).__name__.lower())
@@ -303,10 +262,11 @@ class Worker:
             if self.runner.engine is None:
                 self._cond.wait()
                 continue
-            now = time.monotonic()
-            job, wait = self._q.next_job(now, user_gone=now >= self._last_active + knobs.IDLE_WORK_S)
+            job, wait = self._q.next_job(time.monotonic())
             if job is None and wait < 0:
-                wait = self._maybe_idle()
+                wait, idle = self._q.idle_wait()
+                if idle:
+                    self._events.put(Idle(self.tier))
             if job is None:
                 self._cond.wait(wait if wait > 0 else None)
                 continue
@@ -314,17 +274,6 @@ class Worker:
             job.started = time.monotonic()
             self._wake_watchdog.set()
             return job, None
-
-    def _maybe_idle(self) -> float:
-        """Nothing queued: say so once per quiet period. How long to sleep (negative: until woken)."""
-        if self._idle_asked:
-            return -1.0
-        left = self._last_active + knobs.IDLE_WARM_S - time.monotonic()
-        if left > 0:
-            return left
-        self._idle_asked = True
-        self._events.put(Idle(self.tier))
-        return -1.0
 
     # ---- the engine thread's side (runner.Runner.serve) -------------------------------------------
     def done(self, job: Job, ran: Ran) -> bool:
@@ -340,32 +289,12 @@ class Worker:
 
     def revision(self, uri: str) -> int | None:
         """The document's newest revision this worker heard of (CLOSED once closed)."""
-        return self._revisions.get(uri)
+        return self._q.revisions.get(uri)
 
     def keeps(self, job: Job) -> bool:
         """(engine thread) Does a job kept through an edit still serve where the user is?"""
         if job.life is not Life.TRACKING:
             return True
         with self._cond:
-            current = self._current.get(job.uri)
-            return current is not None and self.hooks.keep(job, True, current)
-
-    # ---- the idle watchdog's thread --------------------------------------------------------------
-    def _watch(self) -> None:
-        """Stop background work ``knobs.IDLE_WORK_S`` after the user's last action (its own thread: the engine
-        thread is inside the model then). Sleeps while nothing runs."""
-        while True:
-            with self._cond:
-                if self._stopping:
-                    return
-                r = self._q.running
-                due = self._last_active + knobs.IDLE_WORK_S
-                if r is not None and r.idle_work and not r.cancel.cancelled and time.monotonic() >= due:
-                    log.debug("job %d stopped: the user is idle", r.seq)
-                    stop_job(r, "idle")
-                    r = None
-                self._wake_watchdog.clear()
-            if r is None or r.cancel.cancelled or not r.idle_work:  # woken: a job starts, a waiter leaves
-                self._wake_watchdog.wait()
-            else:
-                self._wake_watchdog.wait(max(0.01, due - time.monotonic()))
+            current = self._q.current.get(job.uri)
+            return current is not None and self.still_serves(job, True, current)

@@ -1,2 +1,2 @@
-"""The store: every answer that exists (store.py), the disk cache's part (ondisk.py), what a request gets
-(answers.py). The one channel from the schedulers to the requests."""
+"""The store: every answer that exists (store.py, with the disk cache's front: engine/cache/entries.py) and
+what a request holds and gets (tickets.py). The one channel from the schedulers to the requests."""

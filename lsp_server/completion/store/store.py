@@ -1,14 +1,13 @@
 """The store: every answer that exists, and the one way a result travels from a scheduler to its requests.
 
-It owns the type-through store (generations finished or still streaming, engine/cache/typethrough.py),
-the exact-repeat memory that store gives, the disk cache (ondisk.py), and one record per unit of work
-(``Record``): which job serves it now and how that job ended (a result, or Stale / Superseded / Cancelled
-/ an error). Requests submit work here (``submit``: the tier's scheduler queues or joins a job, the
-request holds a tickets.Ticket). The schedulers write (through hooks.StoreHooks, on their engine threads):
-``open`` an entry when a generation starts, ``stream`` its text, ``finish`` or ``discard`` it, and
-``ended`` for every job. Requests read, on the event loop: ``lookup`` a state, or ``wait`` (one loop for
-every waiter, each steering it with its own look: a ticket, a race, a refresh watch). A generation cancelled
-or crashed is finished with what it had as a cut-off entry (never one that reads as complete) or discarded.
+It owns the type-through store (generations finished or still streaming, engine/cache/typethrough.py, and
+the exact-repeat memory it gives), the disk cache's front (engine/cache/entries.py DiskAnswers), and one
+``Record`` per unit of work: which job serves it now and how that job ended (a result, or an error).
+Requests ``submit`` work here and hold a tickets.Ticket; the schedulers write (worker.py: ``queued``,
+``ended``; runner.py on the engine thread: ``open``, ``stream``, ``finish`` or ``discard`` an entry).
+Requests read on the event loop: ``lookup`` a state, or ``wait`` (one loop for every waiter, each steering
+it with its own look). A generation cut short is finished as a cut-off entry (never one that reads as
+complete) or discarded.
 """
 
 from __future__ import annotations
@@ -22,7 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from engine.cache.disk import is_complete
+from engine.cache.disk import CompletionCache
+from engine.cache.entries import DiskAnswers, is_complete
 from engine.cache.typethrough import Entry, Hit, TypeThrough
 from engine.policy import routing
 from engine.text.postprocess import CUT_OFF_REASONS, Mode, postprocess, split_cursor
@@ -30,9 +30,7 @@ from engine.types import Completion, Doubts
 from lsp_server.completion.events import Changed, Events
 from lsp_server.completion.jobs import Ask, Job, Result, Scheduling, State, Work, WorkKey
 from lsp_server.completion.policy.planner import is_lookahead, lookahead_for_block
-from lsp_server.completion.store.answers import Answer, Record, entry_backend
-from lsp_server.completion.store.ondisk import DiskAnswers
-from lsp_server.completion.store.tickets import Alarm, Ticket
+from lsp_server.completion.store.tickets import Alarm, Answer, Record, Ticket
 from lsp_server.settings import Settings
 
 WORK_KEPT = 512  # records of units of work kept (a request waits on the newest few)
@@ -45,7 +43,7 @@ class Store:
     def __init__(self, settings: Callable[[], Settings], events: Events | None = None) -> None:
         self._settings = settings  # (event loop) the live settings; a job's lookups use its own snapshot
         self.typethrough = TypeThrough()
-        self.disk = DiskAnswers()
+        self.disk = DiskAnswers(lambda size_mb: CompletionCache(size_mb=size_mb))
         self._work: OrderedDict[tuple[str, WorkKey], Record] = OrderedDict()
         self._schedulers: dict[str, Scheduling] = {}  # tier -> its scheduler (Tiers attaches them)
         self._lock = threading.Lock()  # the records: written under a scheduler's lock, read on the loop
@@ -114,20 +112,6 @@ class Store:
     def reading(self, state: State) -> Ticket:
         """A ticket for work nobody submitted here: it waits for what the store gets for ``state``."""
         return Ticket(self, state, None, None, None)
-
-    def final(self, state: State, since: float, done: Record, tier: str, backend: str | None) -> Answer:
-        """The answer a finished unit of work gives ``state``: its result (made before the request came:
-        from memory), or "nothing yet" from the quick first window (the whole window may have a line)."""
-        comps, timings = done.result or ([], None)
-        if state.params.quick_start and timings is not None and timings.window == "quick":
-            again = self.lookup(state, since, partial=False, disk=False, backend=backend)
-            if again is not None and again.quick:
-                return again
-        if done.at < since:  # asked again for what was just computed
-            comps = [replace(c, source="memory", ttft_ms=0.0, total_ms=0.0) for c in comps]
-        source = comps[0].source if comps else "model"
-        return Answer(comps, source, self.mode_for(state, None), complete=True,
-                      origin="disk" if source == "disk" else "model", backend=tier, entry=done.entry)
 
     # ---- units of work (a scheduler's lock held) ------------------------------------------------
     def queued(self, tier: str, job: Job) -> None:
@@ -287,14 +271,6 @@ class Store:
         return any(hit.live and not lookahead_for_block(hit.entry, state)
                    for hit in self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n))
 
-    def covered(self, state: State) -> bool:
-        """A generation (finished or still streaming, agreeing so far) or a disk entry serves ``state``."""
-        for hit in self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n):
-            if (hit.live or hit.variants) and not lookahead_for_block(hit.entry, state):
-                return True
-        tier = "remote" if state.route == routing.REMOTE else "local"
-        return self.disk.get(state.prefix, state.suffix, state.params, tier) is not None
-
     def shows(self, c: Completion, state: State, mode: Mode, live: bool, partial: bool,
               settings: Settings | None = None) -> bool:
         """Would this (raw, possibly still streaming) text give a suggestion worth showing now?"""
@@ -315,3 +291,9 @@ class Store:
             if not line_suffix.strip():
                 return "multi"
         return state.mode
+
+
+def entry_backend(entry: Entry) -> str:
+    """Which backend wrote a type-through entry (its key ends with the backend's tier)."""
+    tail = entry.key[-1] if entry.key else None
+    return tail if tail in ("local", "remote") else "local"

@@ -1,4 +1,5 @@
-"""A request's handle on the work it submitted (``Store.submit``): one ticket per submission.
+"""A request's handle on the work it submitted (``Store.submit``): one ticket per submission, what it waits
+for (the ``Record`` of how its unit of work ended) and what it gets (an ``Answer``).
 
 ``await ticket.wait(plan)`` waits in the store for the answer; then the request lets go of its job:
 ``release`` (the request is gone: the job stops unless it goes on anyway) or ``detach`` (it goes on, its
@@ -10,16 +11,46 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
-from lsp_server.completion.jobs import Job, Life, Scheduling, State, Superseded
+from engine.cache.typethrough import Entry
+from engine.text.postprocess import Mode
+from engine.types import Completion
+from lsp_server.completion.jobs import Job, Life, Result, Scheduling, State, Superseded
 from lsp_server.completion.policy.planner import Waiting
-from lsp_server.completion.store.answers import Answer, Record
 
 R = TypeVar("R")
 # what wakes a waiter besides the store's changes: a time (time.monotonic()), or something to await
 Alarm = float | Awaitable[object] | None
+
+
+@dataclass
+class Answer:
+    comps: list[Completion]  # raw text at the state's cursor
+    source: str
+    mode: Mode
+    complete: bool  # nothing more is coming for it
+    origin: str = "model"
+    backend: str = "local"
+    note: str = ""  # said in the status message (a fallback, a race outcome)
+    # an empty answer made from the engine's quick first window: the whole window may have a line there
+    # (a request that may wait asks again with GenParams.quick_start off: planner.whole_window)
+    quick: bool = False
+    entry: Entry | None = None  # the generation it was made from (the work accounting: Entry.served)
+
+
+@dataclass
+class Record:
+    """One unit of work for one scheduler tier: the job serving it now (``seq``) and how it ended."""
+
+    seq: int
+    state: State  # the job's own state (whether it may run the quick window)
+    ended: bool = False
+    result: Result | None = None
+    error: BaseException | None = None
+    at: float = 0.0  # when it ended (time.monotonic())
+    entry: Entry | None = None  # the type-through entry its job wrote (None: speculation off, remote hidden)
 
 
 @dataclass
@@ -36,7 +67,7 @@ class Reads(Protocol):
 
     def outcome(self, tier: str, state: State) -> Record | None: ...
 
-    def final(self, state: State, since: float, done: Record, tier: str, backend: str | None) -> Answer: ...
+    def mode_for(self, state: State, entry: Entry | None) -> Mode: ...
 
     def lookup(self, state: State, since: float | None, *, partial: bool, disk: bool = True,
                backend: str | None = None) -> Answer | None: ...
@@ -78,7 +109,7 @@ class Ticket:
             if done is not None:
                 if done.error is not None:
                     raise done.error
-                return Waited(self._store.final(state, since, done, tier or "local", backend), "ended")
+                return Waited(self.final(since, done, backend), "ended")
             if show_at is not None:
                 late = now >= show_at or now >= plan.deadline
                 found = self._store.lookup(state, since, partial=late and not plan.whole_lines, disk=False,
@@ -94,6 +125,21 @@ class Ticket:
 
         alarms: list[Alarm] = [show_at, stop.wait() if stop is not None else None]
         return await self._store.wait(look, plan.deadline, alarms) or Waited(None, "deadline")
+
+    def final(self, since: float, done: Record, backend: str | None = None) -> Answer:
+        """The answer the finished unit of work gives the state: its result (made before the request came:
+        from memory), or "nothing yet" from the quick first window (the whole window may have a line)."""
+        state = self.state
+        comps, timings = done.result or ([], None)
+        if state.params.quick_start and timings is not None and timings.window == "quick":
+            again = self._store.lookup(state, since, partial=False, disk=False, backend=backend)
+            if again is not None and again.quick:
+                return again
+        if done.at < since:  # asked again for what was just computed
+            comps = [replace(c, source="memory", ttft_ms=0.0, total_ms=0.0) for c in comps]
+        source = comps[0].source if comps else "model"
+        return Answer(comps, source, self._store.mode_for(state, None), complete=True,
+                      origin="disk" if source == "disk" else "model", backend=self.tier or "local", entry=done.entry)
 
     def release(self) -> None:
         """The request is gone (the client cancelled it): its job stops unless it goes on anyway."""

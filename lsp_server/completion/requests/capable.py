@@ -1,30 +1,46 @@
-"""The race between the local model and the capable tier (routing ``race``, docs/remote.md).
+"""The capable tier's answers that take the local one's place (docs/remote.md): it becomes the newest answer
+for the spot in the store (the next ask, or a keystroke typed through it, gets it) and the client hears
+flint/refresh (``on_replace``) when it replaced a suggestion on screen.
 
-Local and remote generate side by side. The remote answer wins if it arrives within the race budget
-while nothing is shown yet, or arrives within the budget after the local one went out and extends or
-improves it (routing.race_accepts): then it takes the local one's place in the store (the next ask, or a
-keystroke typed through it, gets it) and the client hears flint/refresh (``on_late_win``). The remote
-generation keeps running while the user types what agrees with it, so it can still win for the text
-typed since, within the budget.
+- routing ``race`` (``Races``): local and capable generate side by side. The capable answer wins if it
+  arrives within the race budget while nothing is shown yet, or within the budget after the local one went
+  out and extends or improves it (routing.race_accepts). Its generation keeps running while the user types
+  what agrees with it, so it can still win for the text typed since.
+- routing ``pause`` (``Pauses``): the fast local model answers every keystroke; after an automatic answer
+  went out, the capable tier is asked for the same spot once the user pauses (planner.pause_starts), from
+  its own short window. A keystroke stops it (planner.kept_through_edit), so it never takes the CPU from
+  the keystrokes. Finished at that spot with a suggestion that differs from the one shown
+  (routing.pause_accepts), it replaces it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.policy import routing
+from engine.text.window import clip_window, window_start
 from engine.types import Completion
-from lsp_server.completion.jobs import State, Work
+from lsp_server.completion.jobs import Ask, State, Work
+from lsp_server.completion.policy import knobs
+from lsp_server.completion.policy.planner import whole_window
 from lsp_server.completion.requests.records import DocRecords
-from lsp_server.completion.store.answers import Answer
 from lsp_server.completion.store.store import Store
+from lsp_server.completion.store.tickets import Answer
 
 log = logging.getLogger(__name__)
 
 RACES_KEPT = 16  # races whose remote generation may still finish and win
+PAUSES_KEPT = 4  # planned pause jobs remembered per document (one, in practice)
+
+
+def shows(store: Store, state: State, comps: list[Completion]) -> bool:
+    """Does any of the capable tier's (finished) texts give a suggestion worth showing at ``state``?"""
+    mode = store.mode_for(state, None)
+    return any(store.shows(c, state, mode, False, True) for c in comps)
 
 
 @dataclass
@@ -115,10 +131,9 @@ class Races:
         if not routing.race_accepts(shown, comps[0].text):
             return None
         state = race.state
-        mode = self._store.mode_for(state, None)
-        if not any(self._store.shows(c, state, mode, False, True) for c in comps):
+        if not shows(self._store, state, comps):
             return None
-        return Answer(comps, "model", mode, complete=True, backend="remote",
+        return Answer(comps, "model", self._store.mode_for(state, None), complete=True, backend="remote",
                       note=" (race: remote replaced local)" if shown else " (race: remote first)")
 
     def _finished(self, race: Race, comps: list[Completion], arrived: float) -> None:
@@ -145,3 +160,70 @@ class Races:
         if now is None or now.backend != "remote":
             return  # typed past it in another direction: nothing to replace
         self._on_late_win(uri, (arrived - race.since) * 1000)
+
+
+class Pauses:
+    def __init__(self, store: Store, docs: DocRecords, revision_of: Callable[[str], int | None],
+                 on_replace: Callable[[str, float], None]) -> None:
+        self._store = store
+        self._docs = docs  # each document's capable window start and planned jobs (DocRecord.pauses)
+        self._revision_of = revision_of
+        self._on_replace = on_replace  # (uri, ms from the pause job's plan): the shown suggestion was replaced
+
+    def plan(self, state: State, not_before: float, own_window: bool = True) -> None:
+        """An automatic answer for ``state`` went out: the capable tier writes this spot's suggestion once
+        the user has paused (``not_before``, time.monotonic()); ``own_window``: from its own window (a
+        model on this machine's CPU; a remote server reads the whole one). The same work planned again
+        joins the job already queued or running (Worker.submit)."""
+        if state.skip:
+            return
+        whole = whole_window(state)
+        record = self._docs[state.uri]
+        st = whole
+        if own_window:
+            st, record.pause_start = short_window(whole, record.pause_start)
+        planned = record.pauses
+        planned.pop((st.prefix, st.suffix), None)
+        planned[(st.prefix, st.suffix)] = (whole, time.monotonic())
+        while len(planned) > PAUSES_KEPT:
+            planned.pop(next(iter(planned)))
+        # nobody waits on it (its outcome comes back as an event: remote_done): it stops at a keystroke, and
+        # as idle work once the user has gone (knobs.IDLE_WORK_S); a prompt pass cut short keeps its KV for the
+        # next pause
+        self._store.submit(st, Work(Ask.BACKGROUND, knobs.JOB_BUDGET_S, not_before, tier="remote"))
+
+    def remote_done(self, state: State, comps: list[Completion], arrived: float) -> None:
+        """(event loop) A capable-tier job ended with text: if a pause planned it, decide."""
+        record = self._docs.get(state.uri)
+        planned = record.pauses.pop((state.prefix, state.suffix), None) if record is not None else None
+        if planned is not None:
+            self._finished(planned, comps)
+
+    def _finished(self, planned: tuple[State, float], comps: list[Completion]) -> None:
+        """(event loop) The pause's generation finished: promote it if the user is still at its spot."""
+        if not comps or comps[0].finish_reason == "cancelled":
+            return
+        state, at = planned
+        if self._revision_of(state.uri) != state.revision:
+            log.debug("pause: %s moved on before the capable line came", state.uri)
+            return  # the user went on (the job was stopped; a cut-off text is never shown)
+        if not shows(self._store, state, comps):
+            log.debug("pause: the capable line for %s has nothing to show (%r)", state.uri, comps[0].text[:40])
+            return
+        before = self._store.lookup(state, None, partial=False, disk=False)
+        shown = before.comps[0].text if before is not None and before.comps else None
+        if not routing.pause_accepts(shown, comps[0].text):
+            log.debug("pause: the capable line for %s is the one shown", state.uri)
+            return
+        self._store.add(state, comps, "remote")
+        log.debug("pause: the capable tier's line replaces the local one for %s", state.uri)
+        self._on_replace(state.uri, (time.monotonic() - at) * 1000)
+
+
+def short_window(state: State, previous: int | None) -> tuple[State, int]:
+    """The state cut to the capable model's window (knobs.PAUSE_PREFIX_CHARS before the cursor, knobs.PAUSE_SUFFIX_CHARS after, at
+    line bounds), and the start in ``state.prefix`` it kept: ``previous`` while it is still valid, so a
+    keystroke appends to the capable model's KV instead of moving its window."""
+    start = window_start(state.prefix, len(state.prefix), knobs.PAUSE_PREFIX_CHARS, previous=previous)
+    _, suffix = clip_window("", state.suffix, 0, knobs.PAUSE_SUFFIX_CHARS)
+    return replace(state, prefix=state.prefix[start:], suffix=suffix), start

@@ -1,4 +1,7 @@
-"""Items: raw model text at a cursor -> the suggestions sent to the client (post-processed, positioned)."""
+"""Items: raw model text at a cursor -> the suggestions sent to the client (post-processed, positioned in the
+client's encoding, with the document's line breaks), as the session builds them for an answer (the
+completion service says what the answer is; the learned gate, gatekeeper.py, may drop items after), and what
+Pick Variant's picker is told about a list that holds fewer items than it asked for."""
 
 from __future__ import annotations
 
@@ -6,11 +9,14 @@ from dataclasses import dataclass
 
 from engine.text.budget import Mode, budget_for
 from engine.text.postprocess import CUT_OFF_REASONS, Suggestion, doubt_cut, lead_doubt, postprocess
-from engine.text.rank import order_at_cursor
+from engine.text.rank import distinct, order_at_cursor
 from engine.text.statements import split_cursor
 from engine.types import Completion
 from lsp_server import convert
-from lsp_server.completion.requests.picks import distinct
+
+# what the picker hears (the flint/variants result's ``note``) about a list with fewer items than asked
+AGREE = "the model's variants agree: no other suggestion here"
+PENDING = "item 1 ready; alternatives on their way"
 
 
 @dataclass
@@ -77,7 +83,7 @@ def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *
             continue
         seen.add((sug.text, sug.replace))
         kept.append((c, sug))
-    if len(kept) > 1:  # variants that are the same in substance are one suggestion (picks.same_substance)
+    if len(kept) > 1:  # variants that are the same in substance are one suggestion (rank.same_substance)
         kept = [kept[i] for i in distinct([sug.text for _, sug in kept])]
     # worth to insert first: code before a comment-only or placeholder variant, complete before unfinished
     order = order_at_cursor([sug.text for _, sug in kept], prefix, suffix, language) if len(kept) > 1 \
@@ -142,3 +148,11 @@ def doc_position_after(text: str, offset: int, replace: int, encoding: str,
                        starts: list[int]) -> tuple[int, int]:
     """Position ``replace`` code points right of ``offset`` (on the same line; postprocess guarantees it)."""
     return convert.offset_to_position(text, offset + replace, encoding, starts=starts)
+
+
+def note(items: int, asked: int, complete: bool) -> str:
+    """What the picker shows about a list of ``items`` out of ``asked``: alternatives still coming, or the
+    model agrees with itself (its variants were the same in substance); empty when the list is full."""
+    if items == 0 or items >= asked:
+        return ""
+    return AGREE if complete else PENDING

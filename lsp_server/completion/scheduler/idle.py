@@ -1,0 +1,88 @@
+"""Idle time on one scheduler: the watchdog that stops background work once the user has gone, and the idle
+work itself (a WARM job on the engine thread: the repository context block, then the KV cache for the active
+spot). Neither runs on a keystroke's path: the worker starts the watchdog, the runner hands warm-ups here."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from engine.backends import Backend
+from lsp_server.completion.jobs import Job, WarmUp, stop_job
+from lsp_server.completion.policy import knobs
+from lsp_server.completion.scheduler.jobqueue import JobQueue
+
+log = logging.getLogger(__name__)
+
+
+class Watchdog:
+    """Stops background work ``knobs.IDLE_WORK_S`` after the user's last action, on its own thread (the engine
+    thread is inside the model then), so the CPU goes idle soon after the user does. Sleeps while nothing
+    runs; the worker sets ``wake`` when a job starts or a waiter leaves."""
+
+    def __init__(self, cond: threading.Condition, queue: JobQueue, wake: threading.Event,
+                 stopping: Callable[[], bool]) -> None:
+        self._cond, self._q, self._wake, self._stopping = cond, queue, wake, stopping
+        self._thread = threading.Thread(target=self._watch, name="flint-idle-watchdog", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while True:
+            with self._cond:
+                if self._stopping():
+                    return
+                r = self._q.running
+                due = self._q.last_active + knobs.IDLE_WORK_S
+                if r is not None and r.idle_work and not r.cancel.cancelled and time.monotonic() >= due:
+                    log.debug("job %d stopped: the user is idle", r.seq)
+                    stop_job(r, "idle")
+                    r = None
+                self._wake.clear()
+            if r is None or r.cancel.cancelled or not r.idle_work:  # woken: a job starts, a waiter leaves
+                self._wake.wait()
+            else:
+                self._wake.wait(max(0.01, due - time.monotonic()))
+
+
+class IdleWork:
+    """(engine thread) A warm-up: its context block first (the KV holds no prompt with a new block), then the
+    active spot's full window, unless the KV holds (almost all of) it already. ``identify(engine)``: the disk
+    cache's identity changed (another block); ``worked(job, t0, c0)``: the accounting."""
+
+    def __init__(self, identify: Callable[[Backend], None], worked: Callable[[Job, float, float], None]) -> None:
+        self._identify = identify
+        self._worked = worked
+        self.context_uri: str | None = None  # the document the backend's context block was gathered for
+
+    def warm(self, engine: Backend, job: Job, warm_up: WarmUp) -> None:
+        try:
+            if engine.set_context(warm_up.context):  # (the engine tells a new block from the one it holds)
+                log.debug("context block %s admitted", engine.context_digest or "(none)")
+                self._identify(engine)  # another block: other disk entries
+            self.context_uri = job.uri if engine.context_digest else None
+        except Exception:
+            log.exception("admitting the context block failed")
+        if not warm_up.prefill:
+            return
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            if not engine.prefill(job.prefix, job.suffix, job.cancel):
+                return  # nothing to warm (a remote server, or the KV holds the window already)
+        except Exception:
+            log.exception("warm-up failed")
+            return
+        self._worked(job, t0, c0)
+        log.debug("warmed %s in %.0f ms%s", job.uri, (time.perf_counter() - t0) * 1000,
+                  " (interrupted)" if job.cancel.cancelled else "")
+
+    def drop_context(self, engine: Backend, uri: str) -> None:
+        """A job for ``uri``, not the document the block was gathered for (it names that file as the current
+        one, its chunks were chosen for that file's code): none until idle time gathers one for this one."""
+        engine.set_context(None)
+        self.context_uri = None
+        self._identify(engine)
+        log.debug("context block dropped: %s is not the document it was gathered for", uri)
