@@ -22,17 +22,19 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.edits.common import NextEdit, by_cursor
 from engine.edits.fill import FILL_PARAMS, answer, fill_prompt
 from engine.edits.plan import unapplied
 from engine.types import Doubts
+from lsp_server.nextedit.records import Signature
 
 if TYPE_CHECKING:
     from lsp_server.documents import DocumentStore
     from lsp_server.nextedit.records import Part
+
+__all__ = ["FILL_WAIT_S", "FillRun", "Filler", "Signature", "WorkerFiller", "untried"]
 
 
 class Owner(Protocol):
@@ -55,14 +57,6 @@ MAX_FILLS = 16  # arguments asked for in one plan (many call sites: the nearest 
 Filler = Callable[[str, int, str, str], Awaitable[tuple[str, Doubts, str] | None]]
 
 
-@dataclass(frozen=True)
-class Signature:
-    """The edited def's signature (fill.header) and its offset in the plan's text: the prompt's stub."""
-
-    text: str
-    def_at: int
-
-
 def untried(jump: NextEdit) -> bool:
     """A jump target whose argument the model has not been asked for yet."""
     return jump.jump and jump.fill is not None and jump.fill.confidence is None
@@ -71,8 +65,10 @@ def untried(jump: NextEdit) -> bool:
 class FillRun:
     """The arguments of one plan's jump targets in ``uri`` (the plan's part made from ``base``)."""
 
-    def __init__(self, owner: Owner, filler: Filler, uri: str, base: str, sig: Signature) -> None:
+    def __init__(self, owner: Owner, filler: Filler, uri: str, base: str, sig: Signature,
+                 on_end: Callable[[], None] | None = None) -> None:
         self.owner, self.filler, self.uri, self.base, self.sig = owner, filler, uri, base, sig
+        self.on_end = on_end  # (the service starts the next document's run: one at a time)
         self.pulse = asyncio.Event()  # set after each answer is filed (and when the run ends)
         self.over = False
         self.task: asyncio.Task | None = None
@@ -81,6 +77,7 @@ class FillRun:
         self.task = asyncio.get_running_loop().create_task(self.run())
 
     def cancel(self) -> None:
+        self.on_end = None  # stopped by the service: it says what runs next
         if self.task is not None:
             self.task.cancel()
         self._end()
@@ -94,8 +91,12 @@ class FillRun:
             pass
 
     def _end(self) -> None:
+        if self.over:
+            return
         self.over = True
         self.pulse.set()
+        if self.on_end is not None:
+            asyncio.get_running_loop().call_soon(self.on_end)
 
     def _part(self) -> Any:
         part = self.owner.part(self.uri)
