@@ -7,9 +7,9 @@ before any parsing. The walk is bounded (``MAX_FILES`` Python files, ``MAX_FILE_
 ``MAX_CANDIDATES`` kept), stays inside the workspace folders (symbolic links are not followed), skips
 what is not the user's code (version control, virtual environments, ``node_modules``, caches, build
 output) and the documents that are open (their unsaved text is what counts, and the caller has it), and
-stops at the deadline or when ``cancelled()`` says the user moved on. Files that mention the edited module's
-name (an import of it) come first: a caller imports the function from it, or reaches it through a package
-that re-exports it (kept after them).
+stops at the deadline or when ``cancelled()`` says the user moved on. Files that import the name come
+first, then those that mention the edited module's name, then the rest (a package may re-export it): a
+common name (``decode``) is a word in many files, and jedi has time for only some of them.
 """
 
 from __future__ import annotations
@@ -91,15 +91,22 @@ def python_files(roots: Iterable[str], max_files: int = MAX_FILES) -> Iterator[s
         stack.extend(reversed(dirs))
 
 
-def candidates(search: DiskSearch, name: str, module: str, deadline: float,
-               max_files: int = MAX_FILES) -> tuple[list[tuple[str, str]], Scan]:
-    """The files on disk that hold ``name`` as a word, as (path, text), those that also mention ``module``
-    (the edited file's module name) first, at most ``search.max_candidates``; and what the search did."""
+def candidates(search: DiskSearch, name: str, module: str, deadline: float, max_files: int = MAX_FILES,
+               imported: bool = False) -> tuple[list[tuple[str, str]], Scan]:
+    """The files on disk that hold ``name`` as a word, as (path, text), at most ``search.max_candidates``:
+    first those that import it by name or call it through its module (``module.name``), then those that
+    mention ``module`` (the edited file's module name), then the rest; and what the search did. With
+    ``imported`` only the first: a module-level function is called where it is imported (its name, or its
+    module), while a method's callers hold only ``obj.name``."""
     t0 = time.monotonic()
     scan = Scan()
     word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
     needle, mod = name.encode(), re.compile(rf"(?<!\w){re.escape(module)}(?!\w)") if module else None
+    n, m = re.escape(name), re.escape(module or "\0")
+    # an import naming it (``from m import name``, also in brackets over lines) or ``module.name``
+    imports = re.compile(rf"\bimport\s*\([^)]*(?<!\w){n}(?!\w)|\bimport\b[^\n;(]*(?<!\w){n}(?!\w)|(?<!\w){m}\.{n}(?!\w)")
     first: list[tuple[str, str]] = []
+    second: list[tuple[str, str]] = []
     rest: list[tuple[str, str]] = []
     for path in python_files(search.roots, max_files):
         scan.files += 1
@@ -125,11 +132,16 @@ def candidates(search: DiskSearch, name: str, module: str, deadline: float,
         if not word.search(text):
             continue
         scan.matched += 1
-        (first if mod is not None and mod.search(text) else rest).append((path, text))
+        if imports.search(text):
+            first.append((path, text))
+        elif imported:
+            continue
+        else:
+            (second if mod is not None and mod.search(text) else rest).append((path, text))
     else:
         if scan.files >= max_files:
             scan.stopped = "max_files"
-    out = (first + rest)[:search.max_candidates]
+    out = (first + second + rest)[:search.max_candidates]
     scan.paths = [p for p, _ in out]
     scan.seconds = time.monotonic() - t0
     return out, scan
