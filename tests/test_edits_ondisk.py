@@ -42,6 +42,7 @@ def test_candidates_hold_the_name_as_a_word_importers_of_the_module_first(tmp_pa
         "pkg/a.py": "from pkg import api\napi.scale(1)\n",  # through a package that re-exports it
         "pkg/e.py": "from pkg.util import (\n    other,\n    scale,\n)\n",  # imported by name, over lines
         "pkg/f.py": "from pkg import util\nutil.scale(1)\n",  # through its module
+        "pkg/g.py": "import pkg.util as u\nu.scale(1)\n",  # through its module, renamed
         "pkg/b.py": "from pkg.util import scale\nscale(2)\n",
         "pkg/c.py": "rescale = 1\nscaled = 2\n",  # the name only inside other words
         "pkg/d.py": "x = 1\n",
@@ -49,11 +50,11 @@ def test_candidates_hold_the_name_as_a_word_importers_of_the_module_first(tmp_pa
     })
     s = DiskSearch((str(tmp_path),), exclude=frozenset({str(tmp_path / "pkg" / "util.py")}))
     found, scan = candidates(s, "scale", module_name(str(tmp_path / "pkg" / "util.py")), time.monotonic() + 5)
-    assert rel(tmp_path, [p for p, _ in found]) == ["pkg/b.py", "pkg/e.py", "pkg/f.py", "pkg/a.py"]
+    assert rel(tmp_path, [p for p, _ in found]) == ["pkg/b.py", "pkg/e.py", "pkg/f.py", "pkg/g.py", "pkg/a.py"]
     assert found[0][1] == (tmp_path / "pkg" / "b.py").read_text()
-    assert (scan.files, scan.read, scan.matched, scan.stopped) == (8, 6, 4, "")
+    assert (scan.files, scan.read, scan.matched, scan.stopped) == (9, 7, 5, "")
     imported, _ = candidates(s, "scale", "util", time.monotonic() + 5, imported=True)  # a module's function
-    assert rel(tmp_path, [p for p, _ in imported]) == ["pkg/b.py", "pkg/e.py", "pkg/f.py"]
+    assert rel(tmp_path, [p for p, _ in imported]) == ["pkg/b.py", "pkg/e.py", "pkg/f.py", "pkg/g.py"]
     few, _ = candidates(DiskSearch((str(tmp_path),), max_candidates=1), "scale", "util", time.monotonic() + 5)
     assert rel(tmp_path, [p for p, _ in few]) == ["pkg/b.py"]
 

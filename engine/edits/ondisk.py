@@ -96,8 +96,8 @@ def candidates(search: DiskSearch, name: str, module: str, deadline: float, max_
     """The files on disk that hold ``name`` as a word, as (path, text), at most ``search.max_candidates``:
     first those that import it by name or call it through its module (``module.name``), then those that
     mention ``module`` (the edited file's module name), then the rest; and what the search did. With
-    ``imported`` only the first: a module-level function is called where it is imported (its name, or its
-    module), while a method's callers hold only ``obj.name``."""
+    ``imported`` only the first and those that import the module: a module-level function is called where
+    it is imported (its name, or its module), while a method's callers hold only ``obj.name``."""
     t0 = time.monotonic()
     scan = Scan()
     word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
@@ -105,6 +105,8 @@ def candidates(search: DiskSearch, name: str, module: str, deadline: float, max_
     n, m = re.escape(name), re.escape(module or "\0")
     # an import naming it (``from m import name``, also in brackets over lines) or ``module.name``
     imports = re.compile(rf"\bimport\s*\([^)]*(?<!\w){n}(?!\w)|\bimport\b[^\n;(]*(?<!\w){n}(?!\w)|(?<!\w){m}\.{n}(?!\w)")
+    # an import of the module itself (``import pkg.util as u``: ``u.name`` is a call of it)
+    mod_import = re.compile(rf"\bimport\b[^\n;]*(?<!\w){m}(?!\w)|\bfrom\s+[\w.]*(?<!\w){m}\s+import\b")
     first: list[tuple[str, str]] = []
     second: list[tuple[str, str]] = []
     rest: list[tuple[str, str]] = []
@@ -134,7 +136,7 @@ def candidates(search: DiskSearch, name: str, module: str, deadline: float, max_
         scan.matched += 1
         if imports.search(text):
             first.append((path, text))
-        elif imported:
+        elif imported and not (mod_import.search(text) if module else False):
             continue
         else:
             (second if mod is not None and mod.search(text) else rest).append((path, text))
