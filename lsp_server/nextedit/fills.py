@@ -32,15 +32,17 @@ from lsp_server.nextedit.records import Signature
 
 if TYPE_CHECKING:
     from lsp_server.documents import DocumentStore
-    from lsp_server.nextedit.records import Part
+    from lsp_server.nextedit.records import Part, Plan
 
-__all__ = ["FILL_WAIT_S", "FillRun", "Filler", "Signature", "WorkerFiller", "untried"]
+__all__ = ["FILL_WAIT_S", "FillRun", "FillRuns", "Filler", "Signature", "WorkerFiller", "untried"]
 
 
 class Owner(Protocol):
     """What a fill run reads of the next-edit service that started it (service.py's NextEdits)."""
 
     documents: DocumentStore
+    filler: Filler | None
+    plan: Plan | None
 
     def part(self, uri: str) -> Part | None: ...
 
@@ -142,6 +144,54 @@ class FillRun:
             log.warning("next edit arguments failed on %s: %r", self.uri, e)
         finally:
             self._end()
+
+
+class FillRuns:
+    """The plan's fill runs by document: one under way at a time (the plan's origin first, then the open
+    documents by URI; a file on disk once it is opened), and the document the user asks in at once."""
+
+    def __init__(self, owner: Owner) -> None:
+        self.owner = owner
+        self.runs: dict[str, FillRun] = {}
+
+    def start(self, uri: str) -> None:
+        """Have the model write the arguments at ``uri``'s jump targets (the plan's part there), unless a run
+        for that part is under way or done."""
+        o = self.owner
+        plan, part = o.plan, o.part(uri)
+        if plan is None or part is None or plan.sig is None or o.filler is None or part.on_disk:
+            return
+        run = self.runs.get(uri)
+        if (run is not None and run.base is part.base) or not any(untried(e) for e in part.planned):
+            return
+        self.stop(uri)
+        # another document's window never holds the def: its signature always goes in front as a stub
+        sig = plan.sig if uri == plan.origin else Signature(plan.sig.text, -1)
+        run = self.runs[uri] = FillRun(o, o.filler, uri, part.base, sig, on_end=self.next)
+        run.start()
+
+    def next(self) -> None:
+        """Start the next document's run, if none is under way."""
+        plan = self.owner.plan
+        if plan is None or plan.sig is None or any(not r.over for r in self.runs.values()):
+            return
+        for uri in [plan.origin] + sorted(u for u in plan.parts if u != plan.origin):
+            part = plan.parts.get(uri)
+            if part is None or part.on_disk or self.owner.documents.revision(uri) != part.revision:
+                continue
+            run = self.runs.get(uri)
+            if (run is None or run.base is not part.base) and any(untried(e) for e in part.planned):
+                self.start(uri)
+                return
+
+    def stop(self, uri: str) -> None:
+        run = self.runs.pop(uri, None)
+        if run is not None:
+            run.cancel()
+
+    def stop_all(self) -> None:
+        for uri in list(self.runs):
+            self.stop(uri)
 
 
 class WorkerFiller:

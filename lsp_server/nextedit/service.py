@@ -42,7 +42,7 @@ from engine.edits.history import Edit
 from engine.edits.ondisk import DiskSearch
 from engine.edits.plan import remaining
 from lsp_server.documents import DocumentStore, uri_path
-from lsp_server.nextedit.fills import FILL_WAIT_S, Filler, FillRun, Signature, untried
+from lsp_server.nextedit.fills import FILL_WAIT_S, Filler, FillRuns, Signature, untried
 from lsp_server.nextedit.records import Elsewhere, Found, Job, Part, Plan
 from lsp_server.nextedit.wire import to_json  # noqa: F401  (the session's import)
 
@@ -58,7 +58,7 @@ class NextEdits:
                  quiet_s: float = QUIET_S, filler: Filler | None = None) -> None:
         self.documents = documents
         self.filler = filler  # the model's arguments at jump targets (fills.py); None: the jumps alone
-        self._fills: dict[str, FillRun] = {}
+        self._fills = FillRuns(self)  # the model's arguments, one document at a time
         self._cursors: dict[str, int] = {}  # where each document's last ask put the cursor
         self.enabled = enabled
         self.quiet_s = quiet_s
@@ -135,43 +135,11 @@ class NextEdits:
             return  # the file changed on disk since: what was found there is not for this text
         plan.parts[uri] = Part(doc.revision, doc.version, doc.text, rest, part.base, part.planned)
         if any(untried(e) for e in rest):
-            self._fill(uri)
-
-    def _fill(self, uri: str) -> None:
-        """Have the model write the arguments at ``uri``'s jump targets (the plan's part there), unless a run
-        for that part is under way or done."""
-        plan, part = self.plan, self.part(uri)
-        if plan is None or part is None or plan.sig is None or self.filler is None or part.on_disk:
-            return
-        run = self._fills.get(uri)
-        if run is not None and run.base is part.base:
-            return
-        if not any(untried(e) for e in part.planned):
-            return
-        self._stop_fills(uri)
-        # another document's window never holds the def: its signature always goes in front as a stub
-        sig = plan.sig if uri == plan.origin else Signature(plan.sig.text, -1)
-        run = self._fills[uri] = FillRun(self, self.filler, uri, part.base, sig, on_end=lambda: self._fill_next(uri))
-        run.start()
-
-    def _fill_next(self, after: str) -> None:
-        """The arguments of one document at a time: the plan's origin first, then the open documents by URI
-        (a file on disk waits until it is opened); nothing while a run is under way."""
-        plan = self.plan
-        if plan is None or plan.sig is None or any(not r.over for r in self._fills.values()):
-            return
-        for uri in [plan.origin] + sorted(u for u in plan.parts if u != plan.origin):
-            part = plan.parts.get(uri)
-            if part is None or part.on_disk or self.documents.revision(uri) != part.revision:
-                continue
-            run = self._fills.get(uri)
-            if (run is None or run.base is not part.base) and any(untried(e) for e in part.planned):
-                self._fill(uri)
-                return
+            self._fills.start(uri)
 
     def closed(self, uri: str) -> None:
         self._cancel(uri)
-        self._stop_fills(uri)
+        self._fills.stop(uri)
         self._cursors.pop(uri, None)
         if self.plan is not None:
             self.plan.parts.pop(uri, None)
@@ -181,11 +149,6 @@ class NextEdits:
 
     def cursor(self, uri: str) -> int:
         return self._cursors.get(uri, 0)
-
-    def _stop_fills(self, uri: str) -> None:
-        run = self._fills.pop(uri, None)
-        if run is not None:
-            run.cancel()
 
     def _consumed(self, uri: str) -> bool:
         """Keep the plan in step with an edit of ``uri``: a text that is the part's with some of its edits
@@ -200,8 +163,7 @@ class NextEdits:
         if part is None:
             if uri != plan.origin:
                 self.plan = None
-                for u in list(self._fills):
-                    self._stop_fills(u)
+                self._fills.stop_all()
             return False
         doc = self.documents.get(uri)
         rest = remaining(part.base, part.planned, doc.text)
@@ -213,8 +175,7 @@ class NextEdits:
     def shutdown(self) -> None:
         for uri in list(self._timers):
             self._cancel(uri)
-        for uri in list(self._fills):
-            self._stop_fills(uri)
+        self._fills.stop_all()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _cancel(self, uri: str) -> None:
@@ -285,13 +246,12 @@ class NextEdits:
                 path, text = on_disk[uri]
                 parts[uri] = Part(-1, -1, text, edits, path=path)
         if parts or (self.plan is not None and self.plan.origin == job.uri):
-            for u in list(self._fills):
-                self._stop_fills(u)  # a run for the plan this one replaces
+            self._fills.stop_all()  # a run for the plan this one replaces
         if parts:
             self.plan = Plan(job.uri, parts, sig)
             if sig is not None:
                 self._cursors[job.uri] = self._cursors.get(job.uri, sig.def_at)
-            self._fill_next(job.uri)
+            self._fills.next()
         elif self.plan is not None and self.plan.origin == job.uri:
             self.plan = None
 
@@ -377,10 +337,10 @@ class NextEdits:
                 return Found(uri, job.version, by_cursor(list(edits), offset), round(ready * 1000, 1),
                              elsewhere=self._elsewhere(uri))
         if found.edits and untried(found.edits[0]):
-            self._fill(uri)  # the user is here: this document's arguments first
+            self._fills.start(uri)  # the user is here: this document's arguments first
         end = time.monotonic() + FILL_WAIT_S
         while found.edits and untried(found.edits[0]) and time.monotonic() < end:
-            run = self._fills.get(uri)
+            run = self._fills.runs.get(uri)
             if run is None or run.over:
                 break
             await run.wait(end - time.monotonic())
