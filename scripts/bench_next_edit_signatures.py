@@ -19,10 +19,14 @@ true argument, as the user would), asking again at once, up to ``MAX_STEPS``. Sc
 offered text makes the call what the new version has (``ast`` equal): argument-text exactness, for
 jump targets with text among those offered and among all true ones.
 
-Pairs alternate into tuning and validation halves (``split``); nothing was tuned on either yet (the floor,
-engine/edits/fill.py ``FLOOR``, is the documented first guess). CPU and commit are recorded.
+Pairs alternate into tuning and validation halves (``split``). The floor (engine/edits/fill.py ``FLOOR``)
+and the fill prompt's caller header were chosen on the tuning half's sweep (``--split tuning --sweep-only``,
+``--no-caller`` for the prompt without it); the validation half is run once to confirm (a row in
+docs/benchmarks/ledger.md). The sweep also counts, per floor, the sites where the model's text would be
+wrong and how many of them the floor leaves without text. CPU and commit are recorded.
 
-    python scripts/bench_next_edit_signatures.py [--cache DIR] [--model NAME] [--scan]
+    python scripts/bench_next_edit_signatures.py [--cache DIR] [--model NAME] [--scan] [--split S]
+        [--sweep | --sweep-only] [--no-caller] [--out PATH]
 """
 
 from __future__ import annotations
