@@ -47,7 +47,7 @@ def call_site_edits(text: str, change: Change, *, path: str | None, analyser: An
     here = _checked(text, call_edits(text, change, calls(text, [off for off, _ in refs])))
     elsewhere: dict[str, list[NextEdit]] = {}
     if (others or disk is not None) and path is not None and analyser is not None and _top_level(text, change.name_at):
-        others = with_disk(others, disk, change.name, path, deadline, imported=_indent(text, change.name_at) == 0)
+        others = with_disk(others, disk, change.name, path, deadline)
         found = occurrences_elsewhere(text, change.name_at, change.name, path, others, analyser=analyser,
                                       deadline=deadline)
         texts = {d.key: d.text for d in others}
@@ -58,13 +58,9 @@ def call_site_edits(text: str, change: Change, *, path: str | None, analyser: An
     return here, elsewhere
 
 
-def _indent(text: str, name_at: int) -> int:
-    line_start = text.rfind("\n", 0, name_at) + 1
-    return len(text[line_start:name_at]) - len(text[line_start:name_at].lstrip())
-
-
 def _top_level(text: str, name_at: int) -> bool:
     """Is the def at ``name_at`` a module's function or a class's method (indented at most once)? A nested
     function is no other module's to call."""
     line_start = text.rfind("\n", 0, name_at) + 1
-    return _indent(text, name_at) <= 4 or "\t" in text[line_start:name_at]
+    indent = len(text[line_start:name_at]) - len(text[line_start:name_at].lstrip())
+    return indent <= 4 or "\t" in text[line_start:name_at]

@@ -54,7 +54,7 @@ class OpenDoc:
 
 
 def with_disk(others: Sequence[OpenDoc], disk: DiskSearch | None, name: str, path: str,
-              deadline: float, imported: bool = False) -> list[OpenDoc]:
+              deadline: float, imported: bool = True) -> list[OpenDoc]:
     """``others`` and the workspace files on disk that may refer to ``name`` (ondisk.py: not open, holding
     it as a word; keyed by file URI, their texts kept in ``disk.docs``). The text search gets at most
     ``DISK_SHARE`` of the time left: jedi needs the rest."""
