@@ -31,7 +31,7 @@ OTHER = ("import pkg.geo as g\n"
 
 def arguments(prefix: str, suffix: str, params: GenParams) -> Generator[Step, None, Done]:
     """The argument for the fill prompts (they end in ", "), "pass" for anything else."""
-    yield Step('"cm"' if prefix.endswith(", ") else "pass")
+    yield Step('"cm"' if prefix.endswith(", ") else "pass", 0.2)
     return Done("eos")
 
 
@@ -75,8 +75,11 @@ async def test_a_parameter_added_offers_the_call_sites_in_files_not_open_then_th
     assert at(USE, first["range"]["start"]) == USE.index("r.h)") + 3  # after the last argument
     other = sorted(at(OTHER, x["range"]["start"]) for x in away if x["uri"].endswith("other.py"))
     assert other == [OTHER.index("3)") + 1, OTHER.index("5)") + 1]
-    # the client opens the file at the target and asks there: the model's argument comes with the jump
+    # the client opens the file at the target (and says where its cursor went) and asks there: the model's
+    # argument comes with the jump
     s.did_open(use, USE, 1, "python")
+    await asyncio.sleep(0.05)
+    s.did_move_cursor(use, first["range"]["start"]["line"], first["range"]["start"]["character"], 1)
     res = await s.next_edit(use, 1, first["range"]["start"]["line"], first["range"]["start"]["character"])
     assert res["edits"] == [] and [j["note"] for j in res["jumps"]] == ["unit"]
     assert res["jumps"][0]["newText"] == ', "cm"'

@@ -53,10 +53,17 @@ log = logging.getLogger(__name__)
 FILL_WAIT_S = 2.0  # an ask whose first offer is a jump waits at most this long for its argument
 FILL_BUDGET_S = 4.0  # one argument's generation, from when it starts (a cold prompt pass included)
 MAX_FILLS = 16  # arguments asked for in one plan (many call sites: the nearest ones)
+MAX_DROPS = 4  # a target's generation replaced by other work this often: the run stops
+DROP_PAUSE_S = 0.2  # before asking again (the work that replaced it starts at once)
 
-# (uri, revision, prefix, suffix) -> the model's (text, doubts, finish reason), or None (no model, or the
-# work was dropped: the document changed, a completion pre-empted it)
+# (uri, revision, prefix, suffix) -> the model's (text, doubts, finish reason), or None (no model); Dropped:
+# the document changed, or other work for it replaced the generation (asked again either way)
 Filler = Callable[[str, int, str, str], Awaitable[tuple[str, Doubts, str] | None]]
+
+
+class Dropped(Exception):
+    """The argument's generation was replaced by other work for its document (the spot a cursor move or a
+    file's opening starts): asking again is worth it."""
 
 
 def untried(jump: NextEdit) -> bool:
@@ -115,7 +122,8 @@ class FillRun:
 
     async def run(self) -> None:
         try:
-            for _ in range(2 * MAX_FILLS):  # a dropped generation (the user edited) is asked again
+            drops = 0
+            for _ in range(2 * MAX_FILLS + MAX_DROPS):  # a dropped generation is asked again
                 part = self._part()
                 i = self._next(part) if part is not None else None
                 if i is None or sum(not untried(e) and e.jump for e in part.planned) >= MAX_FILLS:
@@ -124,7 +132,15 @@ class FillRun:
                 prefix, suffix = fill_prompt(self.base, jump, self.sig.text, def_at=self.sig.def_at)
                 revision = self.owner.documents.revision(self.uri)
                 t0 = time.monotonic()
-                got = await self.filler(self.uri, revision or 0, prefix, suffix)
+                try:
+                    got = await self.filler(self.uri, revision or 0, prefix, suffix)
+                except Dropped:
+                    if self.owner.documents.revision(self.uri) == revision:  # replaced, not stale
+                        drops += 1
+                        if drops > MAX_DROPS:
+                            return
+                        await asyncio.sleep(DROP_PAUSE_S)
+                    continue
                 part = self._part()
                 if part is None:
                     return
@@ -201,7 +217,7 @@ class WorkerFiller:
         self.service = service
 
     async def __call__(self, uri: str, revision: int, prefix: str, suffix: str) -> tuple[str, Doubts, str] | None:
-        from lsp_server.completion.jobs import State, Work
+        from lsp_server.completion.jobs import JobDropped, State, Work
         from lsp_server.completion.policy.planner import Waiting
 
         store = self.service.store
@@ -216,7 +232,9 @@ class WorkerFiller:
         except asyncio.CancelledError:
             ticket.release()
             raise
-        except Exception as e:  # dropped: stale, superseded by the user's own request, no engine
+        except JobDropped as e:  # stale, or replaced by other work for the document (the run tells which)
+            raise Dropped from e
+        except Exception as e:  # no engine
             log.debug("argument for %s not written: %r", uri, e)
             return None
         finally:
