@@ -93,6 +93,16 @@ def scan(root: Path) -> tuple[dict[str, list[tuple[Path, ast.FunctionDef]]], dic
     return defs, trees
 
 
+def _dotted(node: ast.expr) -> str:
+    """``a.b.c`` for an attribute chain of names, else ""."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _dotted(node.value)
+        return f"{head}.{node.attr}" if head else ""
+    return ""
+
+
 def callers(name: str, module: str, trees: dict, skip: Path) -> dict[Path, list[ast.Call]]:
     """The calls of ``name`` in the modules that import it by name, or their module (module docstring)."""
     pkg, _, last = module.rpartition(".")
@@ -115,8 +125,9 @@ def callers(name: str, module: str, trees: dict, skip: Path) -> dict[Path, list[
                         aliases.add(a.asname)
         calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and (
             (by_name and isinstance(c.func, ast.Name) and c.func.id == name) or
-            (isinstance(c.func, ast.Attribute) and c.func.attr == name and isinstance(c.func.value, ast.Name)
-             and c.func.value.id in aliases))]
+            (isinstance(c.func, ast.Attribute) and c.func.attr == name and (
+                (isinstance(c.func.value, ast.Name) and c.func.value.id in aliases)
+                or _dotted(c.func.value) == module)))]  # (``import pkg.mod`` then ``pkg.mod.name(...)``)
         if calls:
             out[p] = calls
     return out
