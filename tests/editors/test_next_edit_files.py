@@ -19,7 +19,7 @@ GEO = ("def area(w, h):\n"
        "    return w * h\n")
 USE = ("from {mod} import area\n"
        "\n"
-       "UNIT = \"cm\"\n"
+       "unit = \"cm\"\n"  # a name in scope that fits: the model is sure enough to show an argument
        "print(area(2, 3))\n")
 CALL = "print(area(2, 3"
 
