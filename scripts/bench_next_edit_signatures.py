@@ -19,10 +19,14 @@ true argument, as the user would), asking again at once, up to ``MAX_STEPS``. Sc
 offered text makes the call what the new version has (``ast`` equal): argument-text exactness, for
 jump targets with text among those offered and among all true ones.
 
-Pairs alternate into tuning and validation halves (``split``); nothing was tuned on either yet (the floor,
-engine/edits/fill.py ``FLOOR``, is the documented first guess). CPU and commit are recorded.
+Pairs alternate into tuning and validation halves (``split``). The floor (engine/edits/fill.py ``FLOOR``)
+and the fill prompt's caller header were chosen on the tuning half's sweep (``--split tuning --sweep-only``,
+``--no-caller`` for the prompt without it); the validation half is run once to confirm (a row in
+docs/benchmarks/ledger.md). The sweep also counts, per floor, the sites where the model's text would be
+wrong and how many of them the floor leaves without text. CPU and commit are recorded.
 
-    python scripts/bench_next_edit_signatures.py [--cache DIR] [--model NAME] [--scan]
+    python scripts/bench_next_edit_signatures.py [--cache DIR] [--model NAME] [--scan] [--split S]
+        [--sweep | --sweep-only] [--no-caller] [--out PATH]
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from bench_next_edit import Wire, _commit, lat_summary, lscpu_model, ratio  # noqa: E402
 from replay_corpus import fetch_package, wheel_modules  # noqa: E402
 
+from engine.edits.fill import FLOOR  # noqa: E402
 from engine.edits.signature import signature_change  # noqa: E402
 from lsp_server.convert import offset_to_position, position_to_offset  # noqa: E402
 
@@ -382,9 +387,11 @@ def report(result: dict) -> str:
     if result.get("floors"):
         lines += ["", "Floor sweep (`--sweep`: the model at every true jump target, in process, no floor; "
                   "shown / exact of all true jump targets):", "",
-                  "| floor | " + " | ".join(result["floors"]) + " |", "| --- | --- | --- |"]
+                  "| floor | " + " | ".join(result["floors"]) + " |",
+                  "| --- |" + " --- |" * len(result["floors"])]
         for fl in FLOORS:
             cells = [f"{v[str(fl)]['shown']} / {v[str(fl)]['exact']} of {v[str(fl)]['of']}"
+                     + (f" (wrong hidden {v[str(fl)]['wrong_hidden']} of {v[str(fl)]['wrong']})" if "wrong" in v[str(fl)] else "")
                      for v in result["floors"].values()]
             lines.append(f"| {fl} | " + " | ".join(cells) + " |")
     lines += ["", "Per case (offered / right / changed calls found of all; each jump taken: its text, "
@@ -397,7 +404,7 @@ def report(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-FLOORS = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+FLOORS = (0.0, 0.2, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7, 0.8, 0.9)
 
 
 def sweep(cases: list[Case], model: str, log) -> list[dict]:
@@ -434,11 +441,19 @@ def sweep(cases: list[Case], model: str, log) -> list[dict]:
     return out
 
 
-def floors(rows: list[dict]) -> dict:
-    return {s: {str(fl): {"shown": sum(r["confidence"] >= fl and bool(r["text"]) for r in rows if r["split"] == s),
-                          "exact": sum(r["confidence"] >= fl and r["exact"] for r in rows if r["split"] == s),
-                          "of": sum(r["split"] == s for r in rows)} for fl in FLOORS}
-            for s in ("tuning", "validation")}
+def floors(rows: list[dict], splits: tuple[str, ...] = ("tuning", "validation")) -> dict:
+    """Per split and floor: shown, exact, of all; ``wrong_hidden`` of ``wrong``: the sites where the model's
+    text (no floor) is not the real argument, and how many of them the floor leaves without text."""
+    out = {}
+    for s in splits:
+        rs = [r for r in rows if r["split"] == s]
+        wrong = [r for r in rs if not r["exact"]]
+        out[s] = {str(fl): {"shown": sum(r["confidence"] >= fl and bool(r["text"]) for r in rs),
+                            "exact": sum(r["confidence"] >= fl and r["exact"] for r in rs), "of": len(rs),
+                            "wrong": len(wrong),
+                            "wrong_hidden": sum(not (r["confidence"] >= fl and bool(r["text"])) for r in wrong)}
+                  for fl in FLOORS}
+    return out
 
 
 def main() -> None:
@@ -447,31 +462,44 @@ def main() -> None:
     ap.add_argument("--model", default="qwen2.5-coder-0.5b")
     ap.add_argument("--scan", action="store_true", help="list the cases only (no server)")
     ap.add_argument("--sweep", action="store_true", help="also the floor sweep (the model in process, no floor)")
+    ap.add_argument("--sweep-only", action="store_true", help="the sweep alone (no server replay)")
+    ap.add_argument("--split", choices=("tuning", "validation", "both"), default="both",
+                    help="the cases of one half only (tune on tuning; validation once)")
+    ap.add_argument("--no-caller", action="store_true", help="the fill prompt without the caller's header")
+    ap.add_argument("--out", type=Path, default=OUT, help="the report's path without its suffix")
     args = ap.parse_args()
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    if args.no_caller:
+        import engine.edits.fill
+
+        engine.edits.fill.CALLER_HEADER = False
     cases, counts = all_cases(args.cache, log)
+    splits = ("tuning", "validation") if args.split == "both" else (args.split,)
+    cases = [c for c in cases if c.split in splits]
     if args.scan:
         for c in cases:
             print(c.split, c.kind, c.pair, c.module, c.qualname, sum(t.changed for t in c.truth), len(c.truth))
         return
-    swept = sweep(cases, args.model, log) if args.sweep else []
-    r = Replay(args.model)
-    time.sleep(2.0)
-    try:
-        rows = []
-        for k, c in enumerate(cases):
-            rows.append(replay(r, c, k))
-            log(f"  {rows[-1]['case']}: {rows[-1]['offered']} offered, {rows[-1]['found']} of "
-                f"{rows[-1]['truth_changed']} found")
-    finally:
-        r.close()
+    swept = sweep(cases, args.model, log) if args.sweep or args.sweep_only else []
+    rows = []
+    if not args.sweep_only:
+        r = Replay(args.model)
+        time.sleep(2.0)
+        try:
+            for k, c in enumerate(cases):
+                rows.append(replay(r, c, k))
+                log(f"  {rows[-1]['case']}: {rows[-1]['offered']} offered, {rows[-1]['found']} of "
+                    f"{rows[-1]['truth_changed']} found")
+        finally:
+            r.close()
     result = {"commit": _commit(), "cpu": lscpu_model(), "model": args.model,
               "date": time.strftime("%Y-%m-%d"), "pairs": counts,
-              "splits": {s: summary([x for x in rows if x["split"] == s]) for s in ("tuning", "validation")},
-              "rows": rows, "sweep": swept, "floors": floors(swept) if swept else None}
-    OUT.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-    OUT.with_suffix(".md").write_text(report(result))
-    log(json.dumps(result["splits"], indent=1))
+              "splits": {s: summary([x for x in rows if x["split"] == s]) for s in splits} if rows else {},
+              "rows": rows, "sweep": swept, "floors": floors(swept, splits) if swept else None,
+              "fill_prompt": {"caller_header": not args.no_caller}, "floor": FLOOR}
+    args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    args.out.with_suffix(".md").write_text(report(result))
+    log(json.dumps({"splits": result["splits"], "floors": result["floors"]}, indent=1))
 
 
 if __name__ == "__main__":

@@ -164,3 +164,23 @@ def test_an_argument_that_repeats_the_one_after_the_target_is_none():
     assert copy.fill is not None and copy.fill.text == "" and copy.fill.confidence == 0.0
     assert answer(before, "highlighter", after="verbose)\n").fill.text == "highlighter"  # type: ignore[union-attr]
     assert answer(before, "verbose_level", after="verbose)\n").fill.text == "verbose_level"  # type: ignore[union-attr]
+
+
+def test_the_calling_functions_header_goes_before_a_window_that_starts_inside_it():
+    caller = ("def determine_setup(\n    inifile,\n    invocation_dir,\n) -> str:\n" + "    x = 1\n" * 60 +
+              "    if x:\n        return locate(x, \n")
+    src = "def locate(invocation_dir, args):\n    return args\n\n\n" + caller
+    at = len(src) - 1
+    j = NextEdit(at, at, "", "", "signature", 0.9, "invocation_dir", Fill("", ", "))
+    sig = "def locate(invocation_dir, args):"
+    prefix, _ = fill_prompt(src, j, sig, max_prefix=100, def_at=0)
+    assert prefix.startswith(sig + "\n    ...\n\n\ndef determine_setup(\n    inifile,\n    invocation_dir,\n) -> str:\n"
+                             "    ...\n    x = 1\n")
+    assert prefix.endswith("return locate(x, ")
+    plain, _ = fill_prompt(src, j, sig, max_prefix=100, def_at=0, caller=False)
+    assert "determine_setup" not in plain
+    whole, _ = fill_prompt(src, j, sig, max_prefix=len(src), def_at=0)  # the window holds it: nothing added
+    assert whole.count("def determine_setup(") == 1
+    module = "x = 1\n" * 100 + "y = locate(x, \n"  # a call at module level: no header
+    j2 = NextEdit(len(module) - 1, len(module) - 1, "", "", "signature", 0.9, "invocation_dir", Fill("", ", "))
+    assert fill_prompt(module, j2, "", max_prefix=50)[0].startswith("x = 1\n")

@@ -4,7 +4,8 @@ signature.py says what changed (``signature_change``) and what each call needs (
 module finds the calls: jedi's references to the function's name in this document
 (``Script.get_references``, through the analyser's worker thread) and, for a function the other open
 documents can import (not a nested one), its references there (workspace.py's ``goto``: the unsaved texts
-count). Each reference that is a call's callee is a call site. A document's edits are offered only when
+count) and in the workspace's Python files on disk that are not open (ondisk.py finds the few that hold
+the name; jedi asks them as it asks the open ones). Each reference that is a call's callee is a call site. A document's edits are offered only when
 the text with them applied parses.
 """
 
@@ -16,9 +17,10 @@ from typing import Any
 
 from engine.edits.common import JEDI_BUDGET_S, NextEdit, apply_all, parses
 from engine.edits.history import Edit
+from engine.edits.ondisk import DiskSearch
 from engine.edits.rename import jedi_references
 from engine.edits.signature import Change, call_edits, calls, signature_change
-from engine.edits.workspace import OpenDoc, occurrences_elsewhere
+from engine.edits.workspace import OpenDoc, occurrences_elsewhere, with_disk
 
 
 def last_signature_change(text: str, edits: Sequence[Edit]) -> Change | None:
@@ -34,15 +36,18 @@ def _checked(text: str, edits: list[NextEdit]) -> list[NextEdit]:
 
 
 def call_site_edits(text: str, change: Change, *, path: str | None, analyser: Any, deadline: float | None = None,
-                    others: Sequence[OpenDoc] = ()) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
-    """The call sites' edits after ``change`` of the current ``text``: here, and in ``others`` by key."""
+                    others: Sequence[OpenDoc] = (), disk: DiskSearch | None = None
+                    ) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
+    """The call sites' edits after ``change`` of the current ``text``: here, and in ``others`` (and, with
+    ``disk``, the workspace's files on disk: ondisk.py) by key."""
     deadline = deadline if deadline is not None else time.monotonic() + JEDI_BUDGET_S
     refs = jedi_references(text, change.name_at, path=path, analyser=analyser, deadline=deadline)
     if not refs or all(off != change.name_at for off, _ in refs):
         return [], {}  # jedi does not know the function: no opinion
     here = _checked(text, call_edits(text, change, calls(text, [off for off, _ in refs])))
     elsewhere: dict[str, list[NextEdit]] = {}
-    if others and path is not None and analyser is not None and _top_level(text, change.name_at):
+    if (others or disk is not None) and path is not None and analyser is not None and _top_level(text, change.name_at):
+        others = with_disk(others, disk, change.name, path, deadline)
         found = occurrences_elsewhere(text, change.name_at, change.name, path, others, analyser=analyser,
                                       deadline=deadline)
         texts = {d.key: d.text for d in others}

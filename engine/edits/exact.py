@@ -63,6 +63,7 @@ from engine.edits.common import (  # noqa: F401  (re-exported: the package's one
     parses,
 )
 from engine.edits.history import Edit
+from engine.edits.ondisk import DiskSearch
 from engine.edits.rename import (  # noqa: F401
     Rename,
     Renamed,
@@ -85,9 +86,11 @@ def exact_next_edits(text: str, edits: Sequence[Edit], *, path: str | None = Non
 
 def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, language: str | None = None,
                          analyser: Any = None, deadline: float | None = None, cursor: int | None = None,
-                         others: Sequence[OpenDoc] = ()) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
-    """``exact_next_edits`` here, and a rename's references in the ``others`` (the other open Python
-    documents, workspace.py) by their key."""
+                         others: Sequence[OpenDoc] = (), disk: DiskSearch | None = None
+                         ) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
+    """``exact_next_edits`` here, and a rename's references or the call sites' edits in the ``others`` (the
+    other open Python documents, workspace.py) and, with ``disk``, the workspace's files on disk
+    (ondisk.py; their texts in ``disk.docs``), by their key."""
     if not edits:
         return [], {}
     python = is_python(path, language)
@@ -100,15 +103,15 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
             r = find_rename(text, edits, path=path, analyser=analyser, deadline=deadline, cursor=cursor)
             if r is not None:
                 here = r.edits
-                if others and path is not None and analyser is not None:
+                if (others or disk is not None) and path is not None and analyser is not None:
                     elsewhere = references_elsewhere(
                         r, path, others, analyser=analyser,
-                        deadline=deadline if deadline is not None else time.monotonic() + JEDI_BUDGET_S)
+                        deadline=deadline if deadline is not None else time.monotonic() + JEDI_BUDGET_S, disk=disk)
             elif change is not None:
                 change = None  # a parameter rename jedi does not vouch for in the body: nothing at the calls
         if change is not None:
             calls_here, calls_elsewhere = call_site_edits(text, change, path=path, analyser=analyser,
-                                                          deadline=deadline, others=others)
+                                                          deadline=deadline, others=others, disk=disk)
             here, elsewhere = _joined(text, here, calls_here), {**elsewhere, **calls_elsewhere}
         if here or elsewhere:
             return by_cursor(here, edits[-1].new_end if cursor is None else cursor), elsewhere

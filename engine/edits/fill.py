@@ -23,7 +23,8 @@ from typing import Any
 from engine.edits.common import NextEdit
 from engine.types import Doubts, GenParams
 
-FLOOR = 0.3  # the lowest token probability of an argument that is still shown (below: the jump alone)
+FLOOR = 0.4  # the lowest token probability of an argument that is still shown (below: the jump alone; tuned:
+# docs/benchmarks/next_edit_signatures.md)
 # the fill's window: a cold prompt pass of 2,000 characters took 1.6-4 s on the shared 2-core machine
 # (docs/benchmarks/next_edit_signatures.md), past the ask's wait; its start is aligned to ALIGN_CHARS so
 # that nearby call sites share it and the engine reuses the KV computed for the one before
@@ -32,6 +33,7 @@ MAX_SUFFIX_CHARS = 200
 ALIGN_CHARS = 512
 MAX_HEADER_LINES = 12
 MAX_ARGUMENT_CHARS = 120
+CALLER_HEADER = True  # the calling function's header before a window that starts inside it (fill_prompt)
 FILL_PARAMS = GenParams(max_tokens=16, max_lines=1, language="python")
 _CLOSE = {")": "(", "]": "[", "}": "{"}
 
@@ -90,22 +92,58 @@ def _string_end(text: str, i: int) -> int:
 
 
 def fill_prompt(text: str, jump: NextEdit, signature: str, *, max_prefix: int = MAX_PREFIX_CHARS,
-                max_suffix: int = MAX_SUFFIX_CHARS, def_at: int = -1) -> tuple[str, str]:
+                max_suffix: int = MAX_SUFFIX_CHARS, def_at: int = -1, caller: bool | None = None
+                ) -> tuple[str, str]:
     """(prefix, suffix) of the model's prompt for ``jump``'s argument: the text before the target (from a
     line start at most ``max_prefix`` back) with the lead separator and ``name=`` written, and the trail
     separator with the text after it. ``signature`` (the edited def's, ``header``) goes in front, as a
-    stub, unless the prefix holds it (``def_at``: the def's offset in ``text``, -1 unknown)."""
+    stub, unless the prefix holds it (``def_at``: the def's offset in ``text``, -1 unknown); with
+    ``caller`` (None: ``CALLER_HEADER``), the header of the function holding the call goes before the
+    window when the window starts below it."""
     at, f = jump.range_start, jump.fill
+    caller = CALLER_HEADER if caller is None else caller
     assert f is not None
     aligned = max(0, at - max_prefix) // ALIGN_CHARS * ALIGN_CHARS
     start = text.find("\n", aligned)
     start = 0 if aligned == 0 or start < 0 or start >= at else start + 1
     prefix = text[start:at] + f.lead + (f.keyword + "=" if f.keyword else "")
+    if caller:
+        # the function the call is in, when the window starts inside it below its def: its parameters
+        # are the names most often passed on (the window's first lines stand for the elided rest)
+        enclosing = _enclosing_def(text, at)
+        if enclosing is not None and enclosing < start and not (enclosing <= def_at < start + 1):
+            head = header(text, text.find("def", enclosing) + 4)
+            if head:
+                indent = len(head) - len(head.lstrip())
+                prefix = head + "\n" + " " * (indent + 4) + "...\n" + prefix
     if signature and not (start <= def_at < at):
         stub = textwrap.dedent(signature)
         prefix = stub + "\n" + " " * 4 + "...\n\n\n" + prefix
     suffix = f.trail + text[at:at + max_suffix]
     return prefix.replace("\r\n", "\n"), suffix.replace("\r\n", "\n")
+
+
+def _enclosing_def(text: str, at: int) -> int | None:
+    """The offset of the line of the innermost ``def`` holding offset ``at`` (by indentation: the nearest
+    def line above indented less than every non-blank line between it and ``at``); None at module level."""
+    line_start = text.rfind("\n", 0, at) + 1
+    line = text[line_start:at]
+    least = len(line) - len(line.lstrip()) if line.strip() else None
+    end = line_start
+    while end > 0:
+        start = text.rfind("\n", 0, end - 1) + 1
+        ln = text[start:end - 1] if end - 1 >= start else ""
+        body = ln.lstrip()
+        if body and not body.startswith(("#", ")", "]", "}")):  # (a closing bracket: a def's last line)
+            indent = len(ln) - len(body)
+            if least is None or indent < least:
+                if body.startswith(("def ", "async def ")):
+                    return start
+                if indent == 0:
+                    return None  # a class or module-level statement holds it, no function
+                least = indent
+        end = start
+    return None
 
 
 def _cut(raw: str) -> tuple[int, bool]:

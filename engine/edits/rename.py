@@ -86,13 +86,19 @@ class _Outline:
         self.text, self.tree, self.lines = text, tree, lines
         self.imports: set[int] = set()
         self.functions: list[tuple[int, int]] = []
+        self.own_names: dict[tuple[int, int], int] = {}  # a def's span -> the offset of its name
         for node in ast.walk(tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 self.imports.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
                 end_line = node.end_lineno or node.lineno
-                self.functions.append((lines.starts[node.lineno - 1],
-                                       lines.starts[end_line] if end_line < len(lines.starts) else len(text)))
+                span = (lines.starts[node.lineno - 1],
+                        lines.starts[end_line] if end_line < len(lines.starts) else len(text))
+                self.functions.append(span)
+                if not isinstance(node, ast.Lambda):
+                    m = re.compile(rf"def\s+({re.escape(node.name)})\b").search(text, span[0])
+                    if m is not None:
+                        self.own_names[span] = m.start(1)
 
     @classmethod
     def of(cls, text: str) -> _Outline | None:
@@ -124,7 +130,8 @@ class _Outline:
         if not offsets:
             return None
         lo, hi = min(offsets), max(offsets)
-        inside = [f for f in self.functions if f[0] <= lo and hi < f[1]]
+        # a def's own name is its enclosing scope's (a function used only in other modules is no local)
+        inside = [f for f in self.functions if f[0] <= lo and hi < f[1] and self.own_names.get(f) not in offsets]
         return min(inside, key=lambda f: f[1] - f[0]) if inside else None
 
 

@@ -29,22 +29,49 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from engine.edits.common import MAX_SUGGESTIONS, RENAME_CONFIDENCE, NextEdit, apply_all, parses
 from engine.edits.lexer import NAME, tokens
+from engine.edits.ondisk import DiskSearch, candidates, module_name
 from engine.edits.rename import Rename, new_script
 
 log = logging.getLogger(__name__)
 
+DISK_SHARE = 0.5  # of a computation's time left, what the text search over the files on disk may take
+GRACE_S = 0.25  # the wait for jedi past the deadline: the references found by then come back
+
 
 @dataclass(frozen=True)
 class OpenDoc:
-    """Another open document: the caller's ``key`` for it (a URI), its file and its current text."""
+    """Another open document: the caller's ``key`` for it (a URI), its file and its current text (or a file
+    on disk that is not open: ``with_disk``)."""
 
     key: str
     path: str
     text: str
+
+
+def with_disk(others: Sequence[OpenDoc], disk: DiskSearch | None, name: str, path: str,
+              deadline: float, imported: bool = True) -> list[OpenDoc]:
+    """``others`` and the workspace files on disk that may refer to ``name`` (ondisk.py: not open, holding
+    it as a word; keyed by file URI, their texts kept in ``disk.docs``). The text search gets at most
+    ``DISK_SHARE`` of the time left: jedi needs the rest."""
+    if disk is None or not disk.roots:
+        return list(others)
+    now = time.monotonic()
+    exclude = disk.exclude | {os.path.abspath(d.path) for d in others} | {os.path.abspath(path)}
+    found, disk.scan = candidates(DiskSearch(disk.roots, frozenset(exclude), disk.cancelled, disk.max_candidates),
+                                  name, module_name(path), now + DISK_SHARE * max(0.0, deadline - now),
+                                  imported=imported)
+    out = list(others)
+    for p, text in found:
+        key = Path(p).as_uri()
+        disk.docs[key] = (p, text)
+        out.append(OpenDoc(key, p, text))
+    log.debug("disk search for %s: %s", name, disk.scan)
+    return out
 
 
 def _word(name: str) -> re.Pattern[str]:
@@ -52,11 +79,13 @@ def _word(name: str) -> re.Pattern[str]:
 
 
 def references_elsewhere(rename: Rename, path: str, others: Sequence[OpenDoc], *, analyser: Any,
-                         deadline: float) -> dict[str, list[NextEdit]]:
-    """The rename's references in ``others`` (module docstring), by key, each list in document order; {}
-    past the deadline, for a local name, or when jedi knows no definition in the user's documents."""
+                         deadline: float, disk: DiskSearch | None = None) -> dict[str, list[NextEdit]]:
+    """The rename's references in ``others`` (module docstring) and, with ``disk``, in the workspace's files
+    on disk, by key, each list in document order; {} past the deadline, for a local name, or when jedi
+    knows no definition in the user's documents."""
     if rename.local:
         return {}
+    others = with_disk(others, disk, rename.old, path, deadline)
     new_re = _word(rename.new)
     found = occurrences_elsewhere(rename.base, rename.site, rename.old, path, others, analyser=analyser,
                                   deadline=deadline, keep=lambda d: not new_re.search(d.text))
@@ -82,7 +111,7 @@ def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Se
              and old_re.search(d.text) and keep(d)]
     if not cands:
         return {}
-    mine = {path} | {os.path.abspath(d.path) for d in others}
+    mine = {path} | {os.path.abspath(d.path) for d in others}  # (the files on disk found count as the user's)
 
     def run() -> dict[str, list[int]]:
         from engine.guidance.jedi_analyser import line_col
@@ -104,14 +133,15 @@ def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Se
         for d in cands:
             if time.monotonic() > deadline:
                 break
-            offs = _references_in(scripts[d.key], d, name, defs)
+            offs = _references_in(scripts[d.key], d, name, defs, deadline)
             if offs:
                 out[d.key] = offs
         return out
 
     fut = analyser.submit(run)  # jedi only ever runs on the analyser's worker thread
     try:
-        result: dict[str, list[int]] = fut.result(timeout=max(0.0, deadline - time.monotonic()))
+        # (a little past the deadline: what was found by then comes back, the rest is left)
+        result: dict[str, list[int]] = fut.result(timeout=max(0.0, deadline - time.monotonic()) + GRACE_S)
     except FutureTimeout:
         fut.cancel()
         return {}
@@ -120,17 +150,22 @@ def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Se
     return result
 
 
-def _references_in(script: Any, d: OpenDoc, name: str, defs: set[tuple[str, int, int]]) -> list[int]:
-    """The occurrences of ``name`` in ``d`` whose jedi ``goto`` reaches one of ``defs``; [] when there are
-    too many or jedi fails (worker thread only)."""
+def _references_in(script: Any, d: OpenDoc, name: str, defs: set[tuple[str, int, int]],
+                   deadline: float = float("inf")) -> list[int]:
+    """The occurrences of ``name`` in ``d`` whose jedi ``goto`` reaches one of ``defs`` (those asked before
+    the deadline: a bare name first, then after a dot, which jedi must infer the object of); [] when there
+    are too many or jedi fails (worker thread only)."""
     from engine.guidance.jedi_analyser import line_col
 
     occ = [t.start for t in tokens(d.text) if t.kind == NAME and t.text == name]
     if script is None or not occ or len(occ) > MAX_SUGGESTIONS:
         return []
+    occ.sort(key=lambda off: d.text[:off].rstrip().endswith("."))
     refs = []
     try:
         for off in occ:
+            if time.monotonic() > deadline:
+                break
             ln, c = line_col(d.text, off)
             if any((os.path.abspath(str(g.module_path)), g.line, g.column) in defs
                    for g in script.goto(ln, c, follow_imports=True) if g.module_path is not None):
@@ -138,4 +173,4 @@ def _references_in(script: Any, d: OpenDoc, name: str, defs: set[tuple[str, int,
     except Exception as e:  # jedi on arbitrary text: any failure is "no opinion"
         log.debug("jedi goto failed in %s: %r", d.path, e)
         return []
-    return refs
+    return sorted(refs)

@@ -22,23 +22,27 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.edits.common import NextEdit, by_cursor
 from engine.edits.fill import FILL_PARAMS, answer, fill_prompt
 from engine.edits.plan import unapplied
 from engine.types import Doubts
+from lsp_server.nextedit.records import Signature
 
 if TYPE_CHECKING:
     from lsp_server.documents import DocumentStore
-    from lsp_server.nextedit.records import Part
+    from lsp_server.nextedit.records import Part, Plan
+
+__all__ = ["FILL_WAIT_S", "FillRun", "FillRuns", "Filler", "Signature", "WorkerFiller", "untried"]
 
 
 class Owner(Protocol):
     """What a fill run reads of the next-edit service that started it (service.py's NextEdits)."""
 
     documents: DocumentStore
+    filler: Filler | None
+    plan: Plan | None
 
     def part(self, uri: str) -> Part | None: ...
 
@@ -49,18 +53,17 @@ log = logging.getLogger(__name__)
 FILL_WAIT_S = 2.0  # an ask whose first offer is a jump waits at most this long for its argument
 FILL_BUDGET_S = 4.0  # one argument's generation, from when it starts (a cold prompt pass included)
 MAX_FILLS = 16  # arguments asked for in one plan (many call sites: the nearest ones)
+MAX_DROPS = 4  # a target's generation replaced by other work this often: the run stops
+DROP_PAUSE_S = 0.2  # before asking again (the work that replaced it starts at once)
 
-# (uri, revision, prefix, suffix) -> the model's (text, doubts, finish reason), or None (no model, or the
-# work was dropped: the document changed, a completion pre-empted it)
+# (uri, revision, prefix, suffix) -> the model's (text, doubts, finish reason), or None (no model); Dropped:
+# the document changed, or other work for it replaced the generation (asked again either way)
 Filler = Callable[[str, int, str, str], Awaitable[tuple[str, Doubts, str] | None]]
 
 
-@dataclass(frozen=True)
-class Signature:
-    """The edited def's signature (fill.header) and its offset in the plan's text: the prompt's stub."""
-
-    text: str
-    def_at: int
+class Dropped(Exception):
+    """The argument's generation was replaced by other work for its document (the spot a cursor move or a
+    file's opening starts): asking again is worth it."""
 
 
 def untried(jump: NextEdit) -> bool:
@@ -71,8 +74,10 @@ def untried(jump: NextEdit) -> bool:
 class FillRun:
     """The arguments of one plan's jump targets in ``uri`` (the plan's part made from ``base``)."""
 
-    def __init__(self, owner: Owner, filler: Filler, uri: str, base: str, sig: Signature) -> None:
+    def __init__(self, owner: Owner, filler: Filler, uri: str, base: str, sig: Signature,
+                 on_end: Callable[[], None] | None = None) -> None:
         self.owner, self.filler, self.uri, self.base, self.sig = owner, filler, uri, base, sig
+        self.on_end = on_end  # (the service starts the next document's run: one at a time)
         self.pulse = asyncio.Event()  # set after each answer is filed (and when the run ends)
         self.over = False
         self.task: asyncio.Task | None = None
@@ -81,6 +86,7 @@ class FillRun:
         self.task = asyncio.get_running_loop().create_task(self.run())
 
     def cancel(self) -> None:
+        self.on_end = None  # stopped by the service: it says what runs next
         if self.task is not None:
             self.task.cancel()
         self._end()
@@ -94,8 +100,12 @@ class FillRun:
             pass
 
     def _end(self) -> None:
+        if self.over:
+            return
         self.over = True
         self.pulse.set()
+        if self.on_end is not None:
+            asyncio.get_running_loop().call_soon(self.on_end)
 
     def _part(self) -> Any:
         part = self.owner.part(self.uri)
@@ -112,7 +122,8 @@ class FillRun:
 
     async def run(self) -> None:
         try:
-            for _ in range(2 * MAX_FILLS):  # a dropped generation (the user edited) is asked again
+            drops = 0
+            for _ in range(2 * MAX_FILLS + MAX_DROPS):  # a dropped generation is asked again
                 part = self._part()
                 i = self._next(part) if part is not None else None
                 if i is None or sum(not untried(e) and e.jump for e in part.planned) >= MAX_FILLS:
@@ -121,7 +132,15 @@ class FillRun:
                 prefix, suffix = fill_prompt(self.base, jump, self.sig.text, def_at=self.sig.def_at)
                 revision = self.owner.documents.revision(self.uri)
                 t0 = time.monotonic()
-                got = await self.filler(self.uri, revision or 0, prefix, suffix)
+                try:
+                    got = await self.filler(self.uri, revision or 0, prefix, suffix)
+                except Dropped:
+                    if self.owner.documents.revision(self.uri) == revision:  # replaced, not stale
+                        drops += 1
+                        if drops > MAX_DROPS:
+                            return
+                        await asyncio.sleep(DROP_PAUSE_S)
+                    continue
                 part = self._part()
                 if part is None:
                     return
@@ -143,6 +162,54 @@ class FillRun:
             self._end()
 
 
+class FillRuns:
+    """The plan's fill runs by document: one under way at a time (the plan's origin first, then the open
+    documents by URI; a file on disk once it is opened), and the document the user asks in at once."""
+
+    def __init__(self, owner: Owner) -> None:
+        self.owner = owner
+        self.runs: dict[str, FillRun] = {}
+
+    def start(self, uri: str) -> None:
+        """Have the model write the arguments at ``uri``'s jump targets (the plan's part there), unless a run
+        for that part is under way or done."""
+        o = self.owner
+        plan, part = o.plan, o.part(uri)
+        if plan is None or part is None or plan.sig is None or o.filler is None or part.on_disk:
+            return
+        run = self.runs.get(uri)
+        if (run is not None and run.base is part.base) or not any(untried(e) for e in part.planned):
+            return
+        self.stop(uri)
+        # another document's window never holds the def: its signature always goes in front as a stub
+        sig = plan.sig if uri == plan.origin else Signature(plan.sig.text, -1)
+        run = self.runs[uri] = FillRun(o, o.filler, uri, part.base, sig, on_end=self.next)
+        run.start()
+
+    def next(self) -> None:
+        """Start the next document's run, if none is under way."""
+        plan = self.owner.plan
+        if plan is None or plan.sig is None or any(not r.over for r in self.runs.values()):
+            return
+        for uri in [plan.origin] + sorted(u for u in plan.parts if u != plan.origin):
+            part = plan.parts.get(uri)
+            if part is None or part.on_disk or self.owner.documents.revision(uri) != part.revision:
+                continue
+            run = self.runs.get(uri)
+            if (run is None or run.base is not part.base) and any(untried(e) for e in part.planned):
+                self.start(uri)
+                return
+
+    def stop(self, uri: str) -> None:
+        run = self.runs.pop(uri, None)
+        if run is not None:
+            run.cancel()
+
+    def stop_all(self) -> None:
+        for uri in list(self.runs):
+            self.stop(uri)
+
+
 class WorkerFiller:
     """A ``Filler`` on the completion service's local worker (module docstring)."""
 
@@ -150,7 +217,7 @@ class WorkerFiller:
         self.service = service
 
     async def __call__(self, uri: str, revision: int, prefix: str, suffix: str) -> tuple[str, Doubts, str] | None:
-        from lsp_server.completion.jobs import State, Work
+        from lsp_server.completion.jobs import JobDropped, State, Work
         from lsp_server.completion.policy.planner import Waiting
 
         store = self.service.store
@@ -165,7 +232,9 @@ class WorkerFiller:
         except asyncio.CancelledError:
             ticket.release()
             raise
-        except Exception as e:  # dropped: stale, superseded by the user's own request, no engine
+        except JobDropped as e:  # stale, or replaced by other work for the document (the run tells which)
+            raise Dropped from e
+        except Exception as e:  # no engine
             log.debug("argument for %s not written: %r", uri, e)
             return None
         finally:

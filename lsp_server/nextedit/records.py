@@ -9,6 +9,15 @@ from dataclasses import dataclass, field
 from engine.edits.common import NextEdit
 
 
+@dataclass(frozen=True)
+class Signature:
+    """The edited def's signature (fill.header) and its offset in the plan's text (-1: another document's):
+    the fill prompt's stub."""
+
+    text: str
+    def_at: int
+
+
 @dataclass
 class Job:
     uri: str
@@ -33,28 +42,37 @@ class Part:
     edits: list[NextEdit]
     base: str = ""
     planned: list[NextEdit] = field(default_factory=list)
+    path: str = ""  # a file on disk that is not open (revision and version -1: its text is the file's)
 
     def __post_init__(self) -> None:
         if not self.base:
             self.base, self.planned = self.text, list(self.edits)
 
+    @property
+    def on_disk(self) -> bool:
+        return bool(self.path)
+
 
 @dataclass
 class Plan:
     """The next edits found after an edit of ``origin``: its own (its part, when it has some) and a
-    rename's references in the other open documents."""
+    rename's references or the call sites' edits in the other open documents and the workspace's files on
+    disk."""
 
     origin: str
     parts: dict[str, Part]
+    sig: Signature | None = None  # the edited def's signature, when there are jump targets to fill
 
 
 @dataclass(frozen=True)
 class Elsewhere:
-    """A next edit in another document, at its version ``version``."""
+    """A next edit in another document, at its version ``version`` (None: a file on disk that is not open,
+    whose text, ``text``, the edit's offsets belong to)."""
 
     uri: str
-    version: int
+    version: int | None
     edit: NextEdit
+    text: str | None = None
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -38,9 +39,10 @@ from engine.edits.callsites import last_signature_change
 from engine.edits.exact import NextEdit, OpenDoc, by_cursor, is_python, workspace_next_edits
 from engine.edits.fill import header
 from engine.edits.history import Edit
+from engine.edits.ondisk import DiskSearch
 from engine.edits.plan import remaining
 from lsp_server.documents import DocumentStore, uri_path
-from lsp_server.nextedit.fills import FILL_WAIT_S, Filler, FillRun, Signature, untried
+from lsp_server.nextedit.fills import FILL_WAIT_S, Filler, FillRuns, Signature, untried
 from lsp_server.nextedit.records import Elsewhere, Found, Job, Part, Plan
 from lsp_server.nextedit.wire import to_json  # noqa: F401  (the session's import)
 
@@ -56,7 +58,7 @@ class NextEdits:
                  quiet_s: float = QUIET_S, filler: Filler | None = None) -> None:
         self.documents = documents
         self.filler = filler  # the model's arguments at jump targets (fills.py); None: the jumps alone
-        self._fills: dict[str, FillRun] = {}
+        self._fills = FillRuns(self)  # the model's arguments, one document at a time
         self._cursors: dict[str, int] = {}  # where each document's last ask put the cursor
         self.enabled = enabled
         self.quiet_s = quiet_s
@@ -103,21 +105,41 @@ class NextEdits:
             self._timers[uri] = self._loop.call_later(self.quiet_s, self._settled, uri, rev)
 
     def opened(self, uri: str) -> None:
-        """A document opened: once next edits are asked for, jedi parses a Python file now, in idle time
-        (a rename there later asks about nearly this text)."""
-        if not self.asked or not self.enabled():
-            return
+        """A document opened: a file on disk the plan reaches becomes an open part (its edits at this
+        version, when its text is the one they were found in); once next edits are asked for, jedi parses
+        a Python file now, in idle time (a rename there later asks about nearly this text)."""
         try:
             doc = self.documents.get(uri)
         except Exception:
+            return
+        self._adopt(uri, doc)
+        if not self.asked or not self.enabled():
             return
         path = uri_path(uri)
         if is_python(str(path) if path else None, doc.language_id or None) and not doc.problem():
             self._warm(doc.text, str(path) if path else None)
 
+    def _adopt(self, uri: str, doc: Any) -> None:
+        """``uri`` was opened: the plan's part for its file on disk becomes the document's (its edits left
+        in the opened text: ``remaining``, as after an applied edit), and its arguments are asked for."""
+        plan, path = self.plan, uri_path(uri)
+        if plan is None or path is None:
+            return
+        key = next((k for k, p in plan.parts.items() if p.on_disk and os.path.abspath(p.path) == os.path.abspath(path)),
+                   None)
+        if key is None:
+            return
+        part = plan.parts.pop(key)
+        rest = remaining(part.base, part.planned, doc.text)
+        if rest is None:
+            return  # the file changed on disk since: what was found there is not for this text
+        plan.parts[uri] = Part(doc.revision, doc.version, doc.text, rest, part.base, part.planned)
+        if any(untried(e) for e in rest):
+            self._fills.start(uri)
+
     def closed(self, uri: str) -> None:
         self._cancel(uri)
-        self._stop_fills(uri)
+        self._fills.stop(uri)
         self._cursors.pop(uri, None)
         if self.plan is not None:
             self.plan.parts.pop(uri, None)
@@ -127,11 +149,6 @@ class NextEdits:
 
     def cursor(self, uri: str) -> int:
         return self._cursors.get(uri, 0)
-
-    def _stop_fills(self, uri: str) -> None:
-        run = self._fills.pop(uri, None)
-        if run is not None:
-            run.cancel()
 
     def _consumed(self, uri: str) -> bool:
         """Keep the plan in step with an edit of ``uri``: a text that is the part's with some of its edits
@@ -146,6 +163,7 @@ class NextEdits:
         if part is None:
             if uri != plan.origin:
                 self.plan = None
+                self._fills.stop_all()
             return False
         doc = self.documents.get(uri)
         rest = remaining(part.base, part.planned, doc.text)
@@ -157,8 +175,7 @@ class NextEdits:
     def shutdown(self) -> None:
         for uri in list(self._timers):
             self._cancel(uri)
-        for uri in list(self._fills):
-            self._stop_fills(uri)
+        self._fills.stop_all()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _cancel(self, uri: str) -> None:
@@ -182,13 +199,18 @@ class NextEdits:
         others = self._others(uri)
         if not edits or doc.problem():
             fut = self._loop.create_future()
-            fut.set_result(([], {}, None))
+            fut.set_result(([], {}, None, {}))
         else:
             path = uri_path(uri)
             self.computed += 1
+            rev = doc.revision
+            # the workspace's files on disk (not the open ones: their unsaved text counts); the search
+            # stops once the user edits this document again (the answer would be for a text they left)
+            disk = DiskSearch(self._roots, frozenset(os.path.abspath(p) for *_, p in others.values()),
+                              lambda: self.documents.revision(uri) != rev) if self._roots else None
             fut = self._loop.run_in_executor(self._pool, self._compute, uri, doc.revision, doc.text, edits,
                                              str(path) if path else None, doc.language_id or None,
-                                             [OpenDoc(u, p, t) for u, (_r, _v, t, p) in others.items()])
+                                             [OpenDoc(u, p, t) for u, (_r, _v, t, p) in others.items()], disk)
         job = Job(uri, doc.revision, doc.version, last_t, fut, doc.text,
                   others={u: (r, v, t) for u, (r, v, t, _p) in others.items()})
         fut.add_done_callback(lambda f: self._done(job, f))
@@ -210,43 +232,55 @@ class NextEdits:
         job.ready_t = time.monotonic()
         if fut.cancelled() or fut.exception() is not None or self._jobs.get(job.uri) is not job:
             return
-        here, elsewhere, sig = fut.result()
+        here, elsewhere, sig, on_disk = fut.result()
         parts = {job.uri: Part(job.revision, job.version, job.text, here)} if here else {}
-        self._stop_fills(job.uri)
-        if here and sig is not None and self.filler is not None and any(untried(e) for e in here):
-            self._cursors[job.uri] = self._cursors.get(job.uri, sig.def_at)
-            run = self._fills[job.uri] = FillRun(self, self.filler, job.uri, parts[job.uri].base, sig)
-            run.start()
+        open_paths = {str(p) for p in (uri_path(d.uri) for d in self.documents.documents()) if p is not None}
         for uri, edits in elsewhere.items():
-            rev, version, text = job.others[uri]
-            if self.documents.revision(uri) == rev and edits:
-                parts[uri] = Part(rev, version, text, edits)
+            if not edits:
+                continue
+            if uri in job.others:
+                rev, version, text = job.others[uri]
+                if self.documents.revision(uri) == rev:
+                    parts[uri] = Part(rev, version, text, edits)
+            elif uri in on_disk and on_disk[uri][0] not in open_paths:  # opened since: its text may differ
+                path, text = on_disk[uri]
+                parts[uri] = Part(-1, -1, text, edits, path=path)
+        if parts or (self.plan is not None and self.plan.origin == job.uri):
+            self._fills.stop_all()  # a run for the plan this one replaces
         if parts:
-            self.plan = Plan(job.uri, parts)
+            self.plan = Plan(job.uri, parts, sig)
+            if sig is not None:
+                self._cursors[job.uri] = self._cursors.get(job.uri, sig.def_at)
+            self._fills.next()
         elif self.plan is not None and self.plan.origin == job.uri:
             self.plan = None
 
     # ---- the computation (its own thread) ----
     def _compute(self, uri: str, revision: int, text: str, edits: list[Edit], path: str | None,
-                 language: str | None, others: list[OpenDoc]
-                 ) -> tuple[list[NextEdit], dict[str, list[NextEdit]], Signature | None]:
+                 language: str | None, others: list[OpenDoc], disk: DiskSearch | None = None
+                 ) -> tuple[list[NextEdit], dict[str, list[NextEdit]], Signature | None, dict[str, tuple[str, str]]]:
+        """(edits here, edits elsewhere by URI, the edited signature when there are jump targets, the texts
+        of the files on disk among elsewhere's: URI -> (path, text))."""
         if self.documents.revision(uri) != revision:
             log.debug("next edits of %s rev %d: left behind", uri, revision)
-            return [], {}, None  # left behind while it waited: nobody can use it
+            return [], {}, None, {}  # left behind while it waited: nobody can use it
         python = is_python(path, language)
         try:
             found, elsewhere = workspace_next_edits(text, edits, path=path, language=language,
                                                     analyser=self.analyser() if python else None,
                                                     deadline=time.monotonic() + JEDI_BUDGET_S,
-                                                    others=others if python else ())
+                                                    others=others if python else (),
+                                                    disk=disk if python else None)
         except Exception as e:  # a bug here must not cost the user their completions
             log.warning("next edits failed on %s: %r", uri, e)
-            return [], {}, None
-        log.debug("next edits of %s rev %d: %d here, %d elsewhere", uri, revision, len(found),
-                  sum(len(v) for v in elsewhere.values()))
+            return [], {}, None, {}
+        log.debug("next edits of %s rev %d: %d here, %d elsewhere (disk: %s)", uri, revision, len(found),
+                  sum(len(v) for v in elsewhere.values()), disk.scan if disk is not None else None)
         if not found and not elsewhere and python:
             self._warm(text, path)
-        return found, elsewhere, _signature(text, edits) if any(untried(e) for e in found) else None
+        jumps = any(untried(e) for e in found) or any(untried(e) for v in elsewhere.values() for e in v)
+        return (found, elsewhere, _signature(text, edits) if jumps else None,
+                {k: v for k, v in (disk.docs.items() if disk is not None else ()) if k in elsewhere})
 
     def _warm(self, text: str, path: str | None) -> None:
         """Have jedi parse ``text`` now, in idle time: a rename that comes next asks about nearly this text,
@@ -291,7 +325,7 @@ class NextEdits:
                     t.cancel()
                 job = self._start(uri)
             try:
-                edits, _, _ = await asyncio.wait_for(asyncio.shield(job.future), WAIT_S)
+                edits, *_ = await asyncio.wait_for(asyncio.shield(job.future), WAIT_S)
             except TimeoutError:
                 log.info("next edits for %s not ready after %.1f s", uri, WAIT_S)
                 return Found(uri, job.version, [])
@@ -302,9 +336,11 @@ class NextEdits:
                 ready = (job.ready_t or time.monotonic()) - job.last_edit_t
                 return Found(uri, job.version, by_cursor(list(edits), offset), round(ready * 1000, 1),
                              elsewhere=self._elsewhere(uri))
+        if found.edits and untried(found.edits[0]):
+            self._fills.start(uri)  # the user is here: this document's arguments first
         end = time.monotonic() + FILL_WAIT_S
         while found.edits and untried(found.edits[0]) and time.monotonic() < end:
-            run = self._fills.get(uri)
+            run = self._fills.runs.get(uri)
             if run is None or run.over:
                 break
             await run.wait(end - time.monotonic())
@@ -332,8 +368,14 @@ class NextEdits:
         out = []
         for other in [plan.origin] + sorted(u for u in plan.parts if u != plan.origin):
             part = plan.parts.get(other)
-            if other != uri and part is not None and self.documents.revision(other) == part.revision:
-                out += [Elsewhere(other, part.version, e) for e in sorted(part.edits, key=lambda e: e.range_start)]
+            if other == uri or part is None:
+                continue
+            edits = sorted(part.edits, key=lambda e: e.range_start)
+            if part.on_disk:
+                if self.documents.revision(other) is None:  # still not open: the file's text counts
+                    out += [Elsewhere(other, None, e, part.text) for e in edits]
+            elif self.documents.revision(other) == part.revision:
+                out += [Elsewhere(other, part.version, e) for e in edits]
         return out
 
 

@@ -1,5 +1,5 @@
 """flint/nextEdit's answer as JSON (docs/protocol.md): the edits, the jump targets (with the model's
-argument when there is one), the other documents' edits."""
+argument when there is one), the other documents' edits and jump targets (open, or files on disk)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from engine.edits.common import NextEdit
+from lsp_server.convert import line_starts, offset_to_position
 from lsp_server.documents import Document
 
 if TYPE_CHECKING:
@@ -42,10 +43,20 @@ def to_json(found: Found, position_at: Callable[[int], tuple[int, int]],
         out["stale"] = True
     elsewhere = []
     for x in found.elsewhere:
-        doc = document(x.uri)
-        if doc is None or doc.version != x.version or x.edit.jump:  # jump targets: asked in that document
-            continue
-        elsewhere.append({"uri": x.uri, "version": x.version, **edit_json(x.edit, _positions(doc, encoding))})
+        if x.text is not None:  # a file on disk that is not open: positions in its text, no version
+            at: Callable[[int], tuple[int, int]] = _text_positions(x.text, encoding)
+        else:
+            doc = document(x.uri)
+            if doc is None or doc.version != x.version:
+                continue
+            at = _positions(doc, encoding)
+        if x.edit.jump:  # where a call needs an argument: the client opens it and asks there
+            (line, ch) = at(x.edit.range_start)
+            pos = {"line": line, "character": ch}
+            elsewhere.append({"uri": x.uri, "version": x.version, "range": {"start": pos, "end": pos},
+                              "source": x.edit.source, "note": x.edit.note})
+        else:
+            elsewhere.append({"uri": x.uri, "version": x.version, **edit_json(x.edit, at)})
     if elsewhere:
         out["elsewhere"] = elsewhere
     return out
@@ -53,3 +64,8 @@ def to_json(found: Found, position_at: Callable[[int], tuple[int, int]],
 
 def _positions(doc: Document, encoding: str) -> Callable[[int], tuple[int, int]]:
     return lambda off: doc.position_at(off, encoding)
+
+
+def _text_positions(text: str, encoding: str) -> Callable[[int], tuple[int, int]]:
+    starts = line_starts(text)
+    return lambda off: offset_to_position(text, off, encoding, starts=starts)

@@ -286,6 +286,41 @@ async function nextEditJumpFlow(page) {
   await shot(page, 'nej-2-done');
 }
 
+// Issue 50 across files: a parameter added in geo.py; its call is in use.py, which is not open (on disk
+// only): the status bar names use.py, Tab opens it at the call's jump target with the model's argument as
+// ghost text, Tab writes it. (What the model writes is its own: the test checks the place and the parse.)
+async function nextEditFilesFlow(page) {
+  await openFile(page, 'geo.py');
+  await page.keyboard.press('Control+Home');
+  await page.keyboard.press('End');
+  for (let i = 0; i < 2; i++) await page.keyboard.press('ArrowLeft'); // before `):`
+  await page.keyboard.type(', unit', { delay: 60 });
+  out.filesStatus = await waitFor(async () => {
+    const it = page.locator('.statusbar-item', { hasText: /next edit: use\.py/i });
+    return (await it.count()) ? norm(await it.first().innerText()).trim() : null;
+  }, 30000, 'the status bar naming use.py', page);
+  await shot(page, 'nef-1-away');
+  await page.keyboard.press('Tab'); // open use.py at the jump target
+  out.filesTab = await waitFor(async () => {
+    const t = await activeTab(page);
+    return /use\.py/.test(t) ? t : null;
+  }, 10000, 'use.py opened', page);
+  out.filesMarks = await waitFor(async () => {
+    const m = await nextEditMarks(page);
+    return m.added.length && m.gutter >= 1 ? m : null;
+  }, 30000, 'the jump target in use.py', page);
+  await sleep(300);
+  out.filesMarks = await nextEditMarks(page);
+  out.filesCursor = await cursorLnCol(page);
+  await shot(page, 'nef-2-target');
+  const ghost = out.filesMarks.added.find((a) => !a.startsWith('\u2038'));
+  if (ghost) {
+    await page.keyboard.press('Tab'); // write the argument
+    out.filesAfter = await save(page, path.join(cfg.workspace, 'use.py'), (t) => t.includes('print(area(2, 3, '));
+  }
+  await shot(page, 'nef-3-done');
+}
+
 async function activeTab(page) {
   return page.evaluate(() => [...document.querySelectorAll('.tab.active')]
     .map((t) => t.getAttribute('data-resource-name') || t.getAttribute('aria-label') || t.textContent).join(' '));
@@ -376,6 +411,11 @@ async function nextEditTwoFilesFlow(page) {
     }
     if (cfg.scenario === 'nextEditJump') {
       await nextEditJumpFlow(page);
+      out.ok = true;
+      return;
+    }
+    if (cfg.scenario === 'nextEditFiles') {
+      await nextEditFilesFlow(page);
       out.ok = true;
       return;
     }

@@ -4,9 +4,11 @@
 // a gutter mark. Tab jumps there, Tab again applies it (and the next one is asked for at once), Escape
 // dismisses. Any edit drops what is shown; an edit is applied only to the document version it was made
 // for. The inline suggestion at the cursor wins: Tab is ours only when none is visible.
-// Other documents (the answer's `elsewhere`: a rename's references in other open files): when nothing is
-// left here, the status bar names the file, Tab opens it at the edit (shown there) and Tab again applies it;
-// the server then answers for that document, so its own next reference follows.
+// Other documents (the answer's `elsewhere`: a rename's references, a changed function's call sites, in
+// other files, open or only on disk): when nothing is left here, the status bar names the file, Tab opens it
+// at the edit (shown there) and Tab again applies it; the server then answers for that document, so its own
+// next one follows. A jump target there, or anything in a file that was not open, is shown by asking the
+// server in that document once it is open (the model's argument comes with the jump then).
 // Jump targets (the answer's `jumps`: where a call needs the argument of a parameter added without a
 // default): when no edit is offered, the first is marked at its place with the parameter's name; Tab moves
 // the cursor there. When the server sends the model's argument (`newText`), it is shown there as ghost
@@ -34,9 +36,18 @@ interface WireEdit {
   confidence: number;
 }
 
-interface WireElsewhere extends WireEdit {
+/** An edit in another document, or (with `note`, no text) a jump target there; `version` null: a file that
+ * was not open (its text on disk). Those two are not applied from here: the document is opened at the
+ * place and the server asked there. */
+interface WireElsewhere {
   uri: string;
-  version: number;
+  version: number | null;
+  range: proto.Range;
+  newText?: string;
+  oldText?: string;
+  note?: string;
+  source: string;
+  confidence?: number;
 }
 
 /** A jump target: a place that needs an edit; `newText` (optional): the model's text for it. */
@@ -127,10 +138,11 @@ export class NextEdits implements vscode.Disposable {
     }, delay);
   }
 
-  private async ask(ed: vscode.TextEditor): Promise<void> {
+  /** Ask for `ed`'s next edit and show it; false when the request failed (the document not open yet). */
+  private async ask(ed: vscode.TextEditor): Promise<boolean> {
     const client = this.server.running();
     const doc = ed.document;
-    if (!client || doc.isClosed || !this.settings.suggestsIn(doc)) return; // (enabled, not snoozed, wanted)
+    if (!client || doc.isClosed || !this.settings.suggestsIn(doc)) return true; // (enabled, not snoozed, wanted)
     const seq = ++this.asked;
     const version = doc.version;
     let res: WireResult | null;
@@ -141,10 +153,10 @@ export class NextEdits implements vscode.Disposable {
       });
     } catch (err) {
       this.log.warn(`${NEXT_EDIT_METHOD} failed: ${String(err)}`);
-      return;
+      return false;
     }
-    if (seq !== this.asked || !res || res.stale || doc.version !== version || res.version !== version) return;
-    if (vscode.window.activeTextEditor !== ed) return;
+    if (seq !== this.asked || !res || res.stale || doc.version !== version || res.version !== version) return true;
+    if (vscode.window.activeTextEditor !== ed) return true;
     const first = res.edits[0];
     const jump = res.jumps?.[0];
     if (!first && jump) {
@@ -153,18 +165,19 @@ export class NextEdits implements vscode.Disposable {
         source: jump.source, jumped: false, jump: { note: jump.note } });
       this.log.info(`next edit: jump target (${jump.source}) line ${at.start.line + 1} for ${jump.note}` +
         (jump.newText ? ` with ${JSON.stringify(jump.newText)} (p ${jump.confidence ?? '?'})` : ''));
-      return;
+      return true;
     }
     if (!first) {
       const other = res.elsewhere?.[0];
       if (other) this.offerAway({ uri: client.protocol2CodeConverter.asUri(other.uri), edit: other });
-      return;
+      return true;
     }
     const range = client.protocol2CodeConverter.asRange(first.range);
-    if (doc.getText(range) !== first.oldText) return; // not the text it was made for: never guess
+    if (doc.getText(range) !== first.oldText) return true; // not the text it was made for: never guess
     this.show({ editor: ed, version, range, newText: first.newText, source: first.source, jumped: false });
     this.log.info(`next edit (${first.source}, ready ${res.readyMs ?? '?'} ms after the edit): ` +
       `line ${range.start.line + 1} ${JSON.stringify(first.oldText)} -> ${JSON.stringify(first.newText)}`);
+    return true;
   }
 
   private show(p: Pending): void {
@@ -206,8 +219,9 @@ export class NextEdits implements vscode.Disposable {
     this.away = a;
     const name = a.uri.path.split('/').pop() ?? a.uri.toString();
     this.status.text = `$(arrow-right) Next edit: ${name} (Tab)`;
-    this.status.tooltip = `${a.edit.source}: line ${a.edit.range.start.line + 1} ` +
-      `${JSON.stringify(a.edit.oldText)} -> ${JSON.stringify(a.edit.newText)}; Tab to open it, Escape to dismiss`;
+    this.status.tooltip = `${a.edit.source}: line ${a.edit.range.start.line + 1} ` + (a.edit.note !== undefined
+      ? `${a.edit.note} goes here` : `${JSON.stringify(a.edit.oldText)} -> ${JSON.stringify(a.edit.newText)}`) +
+      '; Tab to open it, Escape to dismiss';
     this.status.command = TAB_CMD;
     this.status.show();
     void vscode.commands.executeCommand('setContext', CONTEXT_KEY, true);
@@ -227,6 +241,18 @@ export class NextEdits implements vscode.Disposable {
       return;
     }
     const range = client.protocol2CodeConverter.asRange(a.edit.range);
+    if (a.edit.note !== undefined || a.edit.version === null) {
+      // a jump target, or a file that was not open: open it at the place and ask the server there (it
+      // matches the opened text against what it found, and writes the argument at a jump target)
+      const at = new vscode.Range(range.start, range.start);
+      const ed = await vscode.window.showTextDocument(doc, { preview: false, selection: at });
+      if (!ed.selection.isEqual(at)) ed.selection = new vscode.Selection(range.start, range.start);
+      ed.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+      for (let i = 0; i < 5 && !(await this.ask(ed)); i++) {
+        await new Promise((r) => setTimeout(r, 200)); // (its didOpen may not have reached the server yet)
+      }
+      return;
+    }
     // not the text it was made for (changed since): never guess
     if (doc.version !== a.edit.version || doc.getText(range) !== a.edit.oldText) return;
     // The cursor goes in with the open: set afterwards, the editor's restored view state (the cursor where
@@ -236,7 +262,8 @@ export class NextEdits implements vscode.Disposable {
     if (ed.document.version !== a.edit.version) return;
     if (!ed.selection.isEqual(at)) ed.selection = new vscode.Selection(range.start, range.start);
     ed.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
-    this.show({ editor: ed, version: a.edit.version, range, newText: a.edit.newText, source: a.edit.source, jumped: true });
+    this.show({ editor: ed, version: a.edit.version, range, newText: a.edit.newText ?? '', source: a.edit.source,
+      jumped: true });
   }
 
   /** Tab: jump to the pending edit; at it, apply it (then ask for the next at once). */

@@ -5,9 +5,11 @@
 -- ghost text is shown) jumps there, <Tab> again applies it and asks for the next at once; <Esc> in normal
 -- mode dismisses. Any edit drops what is shown; an edit is applied only to the buffer version it was made
 -- for, and only where the buffer still holds the text it replaces.
--- Other buffers (the answer's `elsewhere`: a rename's references in other open files): when nothing is left
--- here, a message names the file; <Tab> opens that buffer at the edit (shown there), <Tab> again applies it,
--- and the server then answers for that buffer.
+-- Other buffers (the answer's `elsewhere`: a rename's references, a changed function's call sites, in other
+-- files, open or only on disk): when nothing is left here, a message names the file; <Tab> opens that buffer
+-- at the edit (shown there), <Tab> again applies it, and the server then answers for that buffer. A jump
+-- target there (`note`), or anything in a file that was not open (`version` null), is shown by asking the
+-- server in that buffer once it is open (the model's argument comes with the jump then).
 -- Jump targets (the answer's `jumps`: where a call needs the argument of a parameter added without a
 -- default): when no edit is offered, the first is marked at its place (`‸name`, or the model's argument as
 -- ghost text when the server sent one); <Tab> moves the cursor there, <Tab> again writes the argument (a
@@ -137,11 +139,39 @@ function M.ask()
   end, bufnr)
 end
 
+--- A jump target in another file, or a file that was not open: open it at the place and ask there (once
+--- Flint's client is attached to it: its didOpen carries the text the server matches).
+local function open_and_ask(x, client)
+  if not pcall(vim.cmd.edit, vim.fn.fnameescape(vim.uri_to_fname(x.uri))) then
+    return
+  end
+  local bufnr = vim.api.nvim_get_current_buf()
+  local row, col = span(bufnr, x.range, util.encoding(client))
+  pcall(vim.api.nvim_win_set_cursor, 0, { row + 1, col })
+  local tries = 0
+  local function go()
+    if vim.api.nvim_get_current_buf() ~= bufnr then
+      return
+    end
+    if vim.lsp.buf_is_attached(bufnr, client.id) then
+      M.ask()
+    elseif tries < 40 then
+      tries = tries + 1
+      vim.defer_fn(go, 50)
+    end
+  end
+  go()
+end
+
 --- <Tab> with an edit in another buffer: open it at the edit, shown (<Tab> again applies it).
 local function jump_away()
   local x, client = away, get_client and get_client()
   M.clear()
   if not x or not client then
+    return
+  end
+  if x.note or x.version == nil or x.version == vim.NIL then
+    open_and_ask(x, client)
     return
   end
   local bufnr = vim.uri_to_bufnr(x.uri)

@@ -1,0 +1,66 @@
+"""End-to-end, issue 50, in real editors against the real server and model: a parameter added at a def in
+one file; its call is in another file of the workspace that is not open (on disk only). The client names
+that file, Tab opens it at the call's jump target with the model's argument shown, Tab writes it. What the
+model writes is its own: the tests check the place, that an argument was written there, and that the file
+with it parses."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from .test_neovim import Nvim
+from .test_vscode import run_vscode
+
+pytestmark = [pytest.mark.e2e, pytest.mark.editor]
+
+GEO = ("def area(w, h):\n"
+       "    return w * h\n")
+USE = ("from {mod} import area\n"
+       "\n"
+       "unit = \"cm\"\n"  # a name in scope that fits: the model is sure enough to show an argument
+       "print(area(2, 3))\n")
+CALL = "print(area(2, 3"
+
+
+def test_vscode_argument_at_a_call_in_a_file_not_open(vscode_env, vsix, real_server, tmp_path, artifacts):
+    seen = run_vscode(vscode_env, vsix, real_server, tmp_path, artifacts, timeout_ms=180000, scenario="nextEditFiles",
+                      files={"geo.py": GEO, "use.py": USE.format(mod="geo")},
+                      settings={"editor.inlineSuggest.enabled": False})
+    assert "use.py" in seen["filesStatus"], seen
+    assert seen["filesCursor"] == [4, len(CALL) + 1], seen  # 1-based: at the jump target in use.py
+    ghost = [a for a in seen["filesMarks"]["added"] if not a.startswith("\u2038")]
+    assert ghost and ghost[0].startswith(", "), seen["filesMarks"]  # the model's argument, shown
+    after = seen["filesAfter"]
+    ast.parse(after)
+    assert after.splitlines()[3] == CALL + ghost[0] + "))", after
+    assert after.splitlines()[:3] == USE.format(mod="geo").splitlines()[:3]
+
+
+def test_neovim_argument_at_a_call_in_a_file_not_open(neovim_env, real_server, tmp_path, artifacts):
+    (tmp_path / "pyproject.toml").write_text("")  # the workspace root the plugin finds
+    (tmp_path / "sample.py").write_text(GEO)
+    (tmp_path / "use.py").write_text(USE.format(mod="sample"))
+    nv = Nvim(neovim_env["FLINT_NVIM"], tmp_path, real_server, artifacts)
+    try:
+        nv.wait(lambda p: p["ready"] and p["attached"], 60, "the Flint client to attach")
+        nv.send("gg0f)i, unit<Esc>")
+        p = nv.wait(lambda p: (p["next_edit"] or {}).get("away") is not None, 60, "the call in use.py named")
+        assert p["next_edit"]["away"]["uri"].endswith("/use.py") and p["next_edit"]["away"]["row"] == 3, p
+        nv.snapshot("1-away")
+        nv.send("<Tab>")  # open use.py at the jump target; the server answers there with the argument
+        p = nv.wait(lambda p: p["buffer"] == "use.py" and (p["next_edit"] or {}).get("note") == "unit", 30,
+                    "the jump target in use.py")
+        nv.snapshot("2-target")
+        ne = p["next_edit"]
+        assert (ne["row"], ne["col"], ne["source"], ne["marks"]) == (3, len(CALL), "signature", 1), ne
+        assert p["cursor"] == [4, len(CALL)], p
+        ghost = ne["new_text"]
+        assert ghost.startswith(", ") and "\n" not in ghost, ne  # the model's argument, shown
+        nv.send("<Tab>")  # write it
+        p = nv.wait(lambda p: p["lines"][3] == CALL + ghost + "))", 10, "the argument written")
+        ast.parse("\n".join(p["lines"]))
+        assert p["lines"][:3] == USE.format(mod="sample").splitlines()[:3]
+    finally:
+        nv.close()
