@@ -99,7 +99,8 @@ def _cut_where_unsure(c: Completion, sug: Suggestion, prefix: str, suffix: str, 
     cut = doubt_cut(c.text, c.doubts, below)
     if cut == c.text:
         return sug
-    short = postprocess(cut, prefix, suffix, mode=mode, max_lines=max_lines, truncated=False, language=language)
+    short = postprocess(cut, prefix, suffix, mode=mode, max_lines=max_lines, truncated=False, language=language,
+                        open_line=open_line_shown(c.finish_reason, before_doubt=True))
     if short is None or len(short.text) >= len(sug.text) or not sug.text.startswith(short.text):
         return sug
     return short
