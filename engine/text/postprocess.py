@@ -15,7 +15,9 @@ with golden tests (tests/test_postprocess.py):
 7. ``fit_line_suffix``           text right of the cursor: cut what duplicates it, replace auto-closed
                                  brackets/quotes when the text supplies them, never leave a stray closer.
 8. ``cut_to_complete``           a line a limit cut is cut back to a complete statement (Python: parsed
-                                 with ``ast``; others: brackets and the last token), or nothing;
+                                 with ``ast``; others: brackets and the last token), or nothing; not a
+                                 one-line text that may stay open (``open_line``: a streaming head, the
+                                 part before the first doubt);
    ``cut_block_to_complete``     a block whose last line leaves its statement open loses lines until not.
    ``misses_block_opener``       Python: a text where a block header is due (the next line is indented
                                  deeper) that does not end on one is nothing;
