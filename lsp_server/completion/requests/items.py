@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.text.budget import Mode, budget_for
-from engine.text.postprocess import CUT_OFF_REASONS, Suggestion, doubt_cut, lead_doubt, open_line_shown, postprocess
+from engine.text.postprocess import (
+    CUT_OFF_REASONS,
+    Suggestion,
+    doubt_cut,
+    lead_doubt,
+    open_line_shown,
+    postprocess,
+)
 from engine.text.rank import order_at_cursor
 from engine.text.statements import split_cursor
 from engine.types import Completion
