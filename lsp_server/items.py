@@ -8,7 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.text.budget import Mode, budget_for
-from engine.text.postprocess import CUT_OFF_REASONS, Suggestion, doubt_cut, lead_doubt, postprocess
+from engine.text.postprocess import (
+    CUT_OFF_REASONS,
+    Suggestion,
+    doubt_cut,
+    lead_doubt,
+    open_line_shown,
+    postprocess,
+)
 from engine.text.rank import distinct, order_at_cursor
 from engine.text.statements import split_cursor
 from engine.types import Completion
@@ -74,7 +81,7 @@ def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *
             continue  # wrong from its first character more often than not (docs/benchmarks/doubt.md)
         truncated = c.finish_reason in CUT_OFF_REASONS
         sug = postprocess(c.text, prefix, suffix, mode=mode, max_lines=max_lines, truncated=truncated,
-                          language=language)
+                          language=language, open_line=open_line_shown(c.finish_reason))
         if sug is not None and cut_below > 0 and c.doubts and mid_line:
             sug = _cut_where_unsure(c, sug, prefix, suffix, mode, max_lines, language, cut_below)
         if sug is not None and cut_below > 0 and line_end:
@@ -105,7 +112,8 @@ def _cut_where_unsure(c: Completion, sug: Suggestion, prefix: str, suffix: str, 
     cut = doubt_cut(c.text, c.doubts, below)
     if cut == c.text:
         return sug
-    short = postprocess(cut, prefix, suffix, mode=mode, max_lines=max_lines, truncated=False, language=language)
+    short = postprocess(cut, prefix, suffix, mode=mode, max_lines=max_lines, truncated=False, language=language,
+                        open_line=open_line_shown(c.finish_reason, before_doubt=True))
     if short is None or len(short.text) >= len(sug.text) or not sug.text.startswith(short.text):
         return sug
     return short

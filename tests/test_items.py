@@ -135,3 +135,26 @@ def test_at_the_end_of_a_typed_line_a_sure_next_line_comes_with_it():
     assert build(still_writing) == "a + b"
     assert build(sure, cut_below=0.0) == "a + b"
     assert build(Completion("a + b", [1] * 3, "stop"), suffix=")\n") == "a + b"
+
+
+def _js_items(c: Completion, prefix: str, suffix: str = "\n}\n", cut_below: float = 0.8) -> list[str]:
+    text = prefix + suffix
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+    line = prefix.count("\n")
+    return [it.text for it in build_items([c], "single", prefix, suffix, text=text, offset=len(prefix),
+                                          cursor=(line, len(prefix) - prefix.rfind("\n") - 1), eol="\n",
+                                          starts=starts, encoding="utf-16", max_lines=8, backend="local",
+                                          language="javascript", cut_below=cut_below)]
+
+
+def test_a_streaming_head_inside_a_condition_is_shown_and_a_cut_off_one_is_not():
+    prefix = "function f(obj) {\n  if (!t"
+    assert _js_items(Completion("his._listeners)", [1] * 4, "partial"), prefix) == ["his._listeners)"]
+    assert _js_items(Completion("his._listeners)", [1] * 4, "length"), prefix) == []
+
+
+def test_a_brace_language_line_is_cut_where_the_model_doubted_as_a_python_one_is():
+    prefix = "function f(value) {\n  if (value == "
+    c = Completion("null) return '';", [1] * 5, "eos", doubts=((5, 0.3),))
+    assert _js_items(c, prefix) == ["null)"]
+    assert _js_items(c, prefix, cut_below=0.0) == ["null) return '';"]

@@ -14,6 +14,7 @@ from engine.text.postprocess import (
     Suggestion,
     limit_scope,
     normalize,
+    open_line_shown,
     postprocess,
 )
 from engine.text.statements import opens_block, prefix_state, scan
@@ -305,6 +306,19 @@ def test_complete_statements_can_be_switched_off():
     prefix = PY_FN
     sug = postprocess("for b in", prefix, "\n", mode="single", truncated=True, complete_statements=False)
     assert sug == Suggestion("for b in")
+
+
+def test_a_streaming_line_is_shown_mid_statement_and_a_finished_one_is_not():
+    # the head of an `if (` condition a generation is still writing: shown, typed through as it grows
+    js = "function f(value) {\n  if (!"
+    assert postprocess("this", js, "\n}\n", truncated=True, language="javascript") is None
+    assert postprocess("this", js, "\n}\n", truncated=True, language="javascript", open_line=True) == \
+        Suggestion("this")
+    # a block is still cut back to its complete statements
+    assert postprocess("a = 1;\n  foo(a,", "function f() {\n  ", "\n}\n", mode="multi", truncated=True,
+                       language="javascript", open_line=True) == Suggestion("a = 1;")
+    assert open_line_shown("partial") and open_line_shown("eos", before_doubt=True)
+    assert not any(open_line_shown(r) for r in ("eos", "length", "deadline", "cancelled", "lines"))
 
 
 # budgets: how much to ask for by context, and when a stream has written enough

@@ -15,7 +15,9 @@ with golden tests (tests/test_postprocess.py):
 7. ``fit_line_suffix``           text right of the cursor: cut what duplicates it, replace auto-closed
                                  brackets/quotes when the text supplies them, never leave a stray closer.
 8. ``cut_to_complete``           a line a limit cut is cut back to a complete statement (Python: parsed
-                                 with ``ast``; others: brackets and the last token), or nothing;
+                                 with ``ast``; others: brackets and the last token), or nothing; not a
+                                 one-line text that may stay open (``open_line``: a streaming head, the
+                                 part before the first doubt);
    ``cut_block_to_complete``     a block whose last line leaves its statement open loses lines until not.
    ``misses_block_opener``       Python: a text where a block header is due (the next line is indented
                                  deeper) that does not end on one is nothing;
@@ -272,9 +274,24 @@ def lead_doubt(text: str, doubts: tuple[tuple[int, float], ...]) -> float:
     return lowest
 
 
+# the finish reason of a generation still streaming: what it wrote so far is the head of its text
+STREAMING = "partial"
+
+
+def open_line_shown(finish_reason: str | None, *, before_doubt: bool = False) -> bool:
+    """May a one-line text end mid-statement on screen (``postprocess``'s ``open_line``)? Yes for a generation
+    still streaming (``partial``: the head of the statement it is writing, typed through and extended as it
+    goes on; a refresh brings the rest) and for the part of a line before the model's first doubt
+    (``before_doubt``: the sure part, as a Python line is cut). Cut back to a complete statement, a line inside
+    `if (`, a call's arguments or a ternary showed nothing until the generation ended it, and a doubted line
+    was shown whole, wrong tail and all (docs/benchmarks/replay_languages.md, session 49)."""
+    return before_doubt or finish_reason == STREAMING
+
+
 def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", max_lines: int = 8,
                 truncated: bool = False, language: str | None = None, complete_statements: bool = True,
-                offer_next_line: bool = True, one_statement_in_code: bool = True) -> Suggestion | None:
+                offer_next_line: bool = True, one_statement_in_code: bool = True,
+                open_line: bool = False) -> Suggestion | None:
     """Raw model text at the cursor -> the suggestion to show, or None when nothing useful is left.
 
     ``prefix``/``suffix`` are the document text before/after the cursor (LF line breaks). ``truncated``:
@@ -286,7 +303,8 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
     line (after the break) instead of nothing. ``one_statement_in_code``: a block asked for in the middle of
     code (the next line is at the cursor's indentation) shows one statement (``budget_for``'s
     ``statement``), a compound one with its body; on an empty line whose next line is indented deeper, only
-    the line that opens that block (``header``: its body is there).
+    the line that opens that block (``header``: its body is there). ``open_line`` (``open_line_shown``): a
+    text of one line is not cut back to a complete statement (a block still is).
     """
     line_prefix, line_suffix = split_cursor(prefix, suffix)
     text = normalize(raw)
@@ -308,7 +326,7 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
         return None
     sug = fit_line_suffix(text, line_prefix, line_suffix, prefix, language)
     text, replace = sug.text.rstrip(), sug.replace
-    if complete_statements:
+    if complete_statements and not (open_line and "\n" not in text):
         text, replace = _to_complete(text, replace, prefix, line_suffix, language,
                                      line_cut=cut_mid_line or (mode == "single" and len(raw_lines) > 1) or
                                      (replace == 0 and ends_open(text, prefix, language)),
