@@ -108,8 +108,7 @@ class FakeEngine:
             return None  # as the engine: the KV holds this window already
         self.prefills.append((prefix, suffix))
         if prefix in self.slow_prefill:  # a long window on a slow CPU: one chunk at a time until stopped
-            while cancel is None or not cancel.cancelled:
-                time.sleep(0.01)
+            wait_for(lambda: cancel is not None and cancel.cancelled, float("inf"))
         if cancel is None or not cancel.cancelled:
             self.held = (prefix, suffix)
         return Timings()
@@ -203,14 +202,9 @@ class Rig:
 
     def outcome(self, state, timeout: float = 5.0):
         """How the work for ``state`` ended (its record in the store), waiting up to ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.pump()
-            done = self.store.outcome(self.tier, state)
-            if done is not None:
-                return done
-            time.sleep(0.002)
-        raise TimeoutError(f"no outcome for {state.prefix!r}")
+        if not self.until(lambda: self.store.outcome(self.tier, state) is not None, timeout):
+            raise TimeoutError(f"no outcome for {state.prefix!r}")
+        return self.store.outcome(self.tier, state)
 
     def result(self, state, timeout: float = 5.0) -> tuple[list[Completion], Timings]:
         """The work's result; its error raised."""
@@ -220,11 +214,8 @@ class Rig:
         return done.result
 
     def until(self, cond, timeout: float = 5.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while not cond() and time.monotonic() < deadline:
-            self.pump()
-            time.sleep(0.002)
-        return bool(cond())
+        """Handle the worker's events until ``cond()`` holds (True) or ``timeout`` passes (False)."""
+        return wait_for(lambda: (self.pump(), cond())[1], timeout, every=0.002)
 
     def stop(self) -> None:
         self.worker.stop()
@@ -244,3 +235,14 @@ async def until(cond: Callable[[], object], timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while not cond() and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
+
+
+def wait_for(cond: Callable[[], object], timeout: float = 5.0, every: float = 0.01) -> bool:
+    """Wait (blocking this thread) until ``cond()`` holds, checking every ``every`` seconds: True, or False
+    once ``timeout`` passed (the caller asserts it). The one polling loop of the tests that run no event loop."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() >= deadline:
+            return bool(cond())
+        time.sleep(every)
+    return True
