@@ -13,20 +13,17 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.fakes import wait_for
+
 from .conftest import HERE, ROOT
 
 
 def poll(read, done, timeout: float, every: float = 0.1):
     """``read()`` again every ``every`` seconds until ``done(value)`` holds; returns (value, True), or
     (the last value, False) once ``timeout`` passed."""
-    deadline = time.time() + timeout
-    value = read()
-    while not done(value):
-        if time.time() > deadline:
-            return value, False
-        time.sleep(every)
-        value = read()
-    return value, True
+    seen: list = []
+    ok = wait_for(lambda: done(seen.append(read()) or seen[-1]), timeout, every)
+    return seen[-1], ok
 
 
 class Nvim:
