@@ -246,3 +246,16 @@ def wait_for(cond: Callable[[], object], timeout: float = 5.0, every: float = 0.
             return bool(cond())
         time.sleep(every)
     return True
+
+
+class Clock:
+    """A clock the test moves by hand, for code that takes a ``clock`` (time.monotonic's stand-in)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

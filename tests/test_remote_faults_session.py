@@ -20,7 +20,7 @@ import pytest
 
 from lsp_server.session import Session
 from lsp_server.settings import Settings
-from tests.fakes import FakeEngine, text
+from tests.fakes import FakeEngine, text, until
 from tests.test_reliability_server import Server, inline, open_doc
 from tests.test_remote_faults import KEY, LEAKS, Hostile, drip, event, models, stream
 
@@ -153,7 +153,7 @@ async def test_a_settings_change_never_waits_on_a_dripping_remote(make, hostile)
     hostile.routes[("drip", "completions")] = drip(stream("slow"), every_s=1.0)
     hostile.routes[("ok", "completions")] = stream("healthy")
     s = make(routing="hybrid", remote_url=hostile.url("drip"), remote_timeout_ms=3000)
-    await asyncio.sleep(0.5)  # its load is checking GET /models, a byte a second
+    await until(lambda: ("drip", "models") in hostile.seen)  # its load is checking GET /models, a byte a second
     res = await ask(s, 2)  # and a completion job of it on the same drip
     assert res.backend == "local"
     took = []
@@ -178,15 +178,15 @@ async def test_a_dropped_remote_job_is_no_remote_failure_in_the_status(make, hos
     hostile.routes[("", "completions")] = stream("a", " +", " b", delay=0.3)
     s = make(routing="hybrid", remote_url=hostile.url(), remote_timeout_ms=5000)
     task = asyncio.ensure_future(s.suggest(URI, 1, len("    total = "), invoked=True))
-    deadline = time.monotonic() + 5
-    while getattr(s.remote_worker.running(), "handle", None) is None and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.1)  # "a" streamed
+    def streamed() -> bool:
+        job = s.remote_worker.running()
+        return job is not None and job.handle is not None and any(job.handle.raw)
+
+    await until(streamed)  # "a" streamed
+    assert streamed()
     type_chars(s, URI, "x", 1, len("    total = "), 1)  # disagrees with the remote's text: stopped
     await asyncio.gather(task, return_exceptions=True)  # (refused or answered: the document changed)
-    deadline = time.monotonic() + 5
-    while (s.remote_worker.backlog() or s.remote_worker.running()) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
+    await until(lambda: not (s.remote_worker.backlog() or s.remote_worker.running()))
     await asyncio.sleep(0.2)  # its status event reaches the board
     assert hostile.seen.count(("", "completions")) >= 1 and s.remote_worker.engine.backoff.failures == 0
     remote = [st["remote"] for st in s.statuses if st.get("remote")]

@@ -367,7 +367,7 @@ async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
         return results, time.monotonic() - t_last
 
     await burst(50)  # warm up whatever allocates on first use
-    await asyncio.sleep(0.5)  # its last status notification lands before counting
+    await wait_idle(client)  # its last status notification lands before counting
     rss0 = proc.memory_info().rss
     n_status = len(client.statuses)
     results, last_latency = await burst(200)
@@ -384,7 +384,7 @@ async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
     dropped = sum(isinstance(r, JsonRpcException) for r in results)
     # what the last generation itself took, as the engine thread measured it (flint/status)
     await until(lambda: [s for s in client.statuses[n_status:] if s["lastLatencyMs"]], 5)
-    await asyncio.sleep(0.3)
+    await wait_idle(client, 10)  # the last generation's own status is in
     gen_s = [s for s in client.statuses[n_status:] if s["lastLatencyMs"]][-1]["lastLatencyMs"] / 1000
     print(f"rapid typing: last answer {last_latency:.2f}s after the last keystroke, its generation {gen_s:.2f}s, "
           f"{dropped}/200 dropped, server RSS {rss0 / 2**20:.0f} -> {rss1 / 2**20:.0f} MiB")
