@@ -228,23 +228,31 @@ def state(uri: str, revision: int, prefix: str, suffix: str = "", params: GenPar
     return State(uri, revision, len(prefix), prefix, suffix, "single", params or GenParams())
 
 
-async def until(cond: Callable[[], object], timeout: float = 5.0) -> None:
-    """Wait (on the event loop) until ``cond()`` holds or ``timeout`` passes; the caller asserts what it needs."""
+async def until(cond: Callable[[], object], timeout: float = 5.0, every: float = 0.02, poke=None) -> None:
+    """Wait (on the event loop) until ``cond()`` holds or ``timeout`` passes, checking every ``every`` seconds
+    (``poke``: a coroutine function awaited after each wait, e.g. asking again); the caller asserts what it
+    needs."""
     import asyncio
 
     deadline = time.monotonic() + timeout
     while not cond() and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(every)
+        if poke is not None:
+            await poke()
 
 
-def wait_for(cond: Callable[[], object], timeout: float = 5.0, every: float = 0.01) -> bool:
-    """Wait (blocking this thread) until ``cond()`` holds, checking every ``every`` seconds: True, or False
-    once ``timeout`` passed (the caller asserts it). The one polling loop of the tests that run no event loop."""
+def wait_for(cond: Callable[[], object], timeout: float = 5.0, every: float = 0.01,
+             poke: Callable[[], object] | None = None) -> bool:
+    """Wait (blocking this thread) until ``cond()`` holds, checking every ``every`` seconds (``poke``: called
+    after each wait, e.g. asking again): True, or False once ``timeout`` passed (the caller asserts it). The one
+    polling loop of the tests that run no event loop."""
     deadline = time.monotonic() + timeout
     while not cond():
         if time.monotonic() >= deadline:
             return bool(cond())
         time.sleep(every)
+        if poke is not None:
+            poke()
     return True
 
 

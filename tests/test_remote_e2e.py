@@ -20,7 +20,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -103,7 +102,8 @@ class LlamaServer:
             with urllib.request.urlopen(req, timeout=120) as r:
                 out = json.loads(r.read())
         except OSError as e:
-            time.sleep(0.5)  # the process may be on its way down: name its end rather than the socket's
+            wait_for(lambda: self.proc.poll() is not None, 0.5)  # the process may be on its way down: name its
+            # end rather than the socket's
             self.check("at its first completion")
             pytest.fail(f"the llama.cpp server's first completion failed: {e}; its stderr ends:\n{self.tail()}",
                         pytrace=False)
