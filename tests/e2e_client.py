@@ -7,7 +7,6 @@ import asyncio
 import os
 import sys
 import tempfile
-import time
 import uuid
 from concurrent.futures import Future
 from pathlib import Path
@@ -17,6 +16,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCRequestMessage
 from pytest_lsp import LanguageClient
+
+from tests.fakes import until
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = [sys.executable, "-m", "lsp_server", "--threads", "2", *(["-v"] if os.environ.get("FLINT_E2E_VERBOSE") else [])]
@@ -124,20 +125,22 @@ async def error_code(awaitable) -> int:
 
 
 async def wait_ready(client: LanguageClient, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not any(s["state"] == "ready" for s in client.statuses):
-        await asyncio.sleep(0.1)
+    await until(lambda: any(s["state"] == "ready" for s in client.statuses), timeout)
     assert any(s["state"] == "ready" for s in client.statuses), client.statuses
+
+
+def busy(client: LanguageClient, since: int = 0) -> bool:
+    """Whether a flint/status after the first ``since`` said "busy" (a generation started)."""
+    return any(s["state"] == "busy" for s in client.statuses[since:])
 
 
 async def wait_idle(client: LanguageClient, timeout: float = 60) -> None:
     """Until the engine thread's own last word (flint/status) is "ready": nothing running or queued."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def idle() -> bool:
         said = [s["message"] for s in client.statuses if s["message"] in ("generating", "ready")]
-        if said and said[-1] == "ready":
-            return
-        await asyncio.sleep(0.1)
+        return bool(said) and said[-1] == "ready"
+
+    await until(idle, timeout)
 
 
 def meaningful(text: str) -> bool:

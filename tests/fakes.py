@@ -108,8 +108,7 @@ class FakeEngine:
             return None  # as the engine: the KV holds this window already
         self.prefills.append((prefix, suffix))
         if prefix in self.slow_prefill:  # a long window on a slow CPU: one chunk at a time until stopped
-            while cancel is None or not cancel.cancelled:
-                time.sleep(0.01)
+            wait_for(lambda: cancel is not None and cancel.cancelled, float("inf"))
         if cancel is None or not cancel.cancelled:
             self.held = (prefix, suffix)
         return Timings()
@@ -201,14 +200,9 @@ class Rig:
 
     def outcome(self, state, timeout: float = 5.0):
         """How the work for ``state`` ended (its record in the store), waiting up to ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.pump()
-            done = self.store.outcome(self.tier, state)
-            if done is not None:
-                return done
-            time.sleep(0.002)
-        raise TimeoutError(f"no outcome for {state.prefix!r}")
+        if not self.until(lambda: self.store.outcome(self.tier, state) is not None, timeout):
+            raise TimeoutError(f"no outcome for {state.prefix!r}")
+        return self.store.outcome(self.tier, state)
 
     def result(self, state, timeout: float = 5.0) -> tuple[list[Completion], Timings]:
         """The work's result; its error raised."""
@@ -218,11 +212,8 @@ class Rig:
         return done.result
 
     def until(self, cond, timeout: float = 5.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while not cond() and time.monotonic() < deadline:
-            self.pump()
-            time.sleep(0.002)
-        return bool(cond())
+        """Handle the worker's events until ``cond()`` holds (True) or ``timeout`` passes (False)."""
+        return wait_for(lambda: (self.pump(), cond())[1], timeout, every=0.002)
 
     def stop(self) -> None:
         self.worker.stop()
@@ -235,10 +226,42 @@ def state(uri: str, revision: int, prefix: str, suffix: str = "", params: GenPar
     return State(uri, revision, len(prefix), prefix, suffix, "single", params or GenParams())
 
 
-async def until(cond: Callable[[], object], timeout: float = 5.0) -> None:
-    """Wait (on the event loop) until ``cond()`` holds or ``timeout`` passes; the caller asserts what it needs."""
+async def until(cond: Callable[[], object], timeout: float = 5.0, every: float = 0.02, poke=None) -> None:
+    """Wait (on the event loop) until ``cond()`` holds or ``timeout`` passes, checking every ``every`` seconds
+    (``poke``: a coroutine function awaited after each wait, e.g. asking again); the caller asserts what it
+    needs."""
     import asyncio
 
     deadline = time.monotonic() + timeout
     while not cond() and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(every)
+        if poke is not None:
+            await poke()
+
+
+def wait_for(cond: Callable[[], object], timeout: float = 5.0, every: float = 0.01,
+             poke: Callable[[], object] | None = None) -> bool:
+    """Wait (blocking this thread) until ``cond()`` holds, checking every ``every`` seconds (``poke``: called
+    after each wait, e.g. asking again): True, or False once ``timeout`` passed (the caller asserts it). The one
+    polling loop of the tests that run no event loop."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() >= deadline:
+            return bool(cond())
+        time.sleep(every)
+        if poke is not None:
+            poke()
+    return True
+
+
+class Clock:
+    """A clock the test moves by hand, for code that takes a ``clock`` (time.monotonic's stand-in)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

@@ -16,6 +16,7 @@ import pytest
 
 from engine.model.manifest import MANIFEST_NAME, load_manifest
 from engine.model.presets import DEFAULT_MODEL
+from tests.fakes import wait_for
 
 pytestmark = [pytest.mark.model, pytest.mark.export]  # the built default model's tokenizer; the export extra
 
@@ -91,10 +92,8 @@ def test_killed_build_leaves_nothing_that_looks_complete(tiny_hf, home):
     p = subprocess.Popen([sys.executable, "-m", "lsp_server.cli", "model", "build", "--from-hf", str(tiny_hf),
                           "--name", "killed", "-p", "fp32"], env=env, stderr=subprocess.PIPE, text=True)
     # wait until the build has started writing, then kill -9 it mid-way
-    deadline = time.time() + 120
     models = home / "models"
-    while time.time() < deadline and not (models.exists() and any(models.glob(".build-*"))):
-        time.sleep(0.05)
+    assert wait_for(lambda: models.exists() and any(models.glob(".build-*")), 120, every=0.05)
     time.sleep(0.5)
     p.send_signal(signal.SIGKILL)
     p.wait()

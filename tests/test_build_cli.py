@@ -17,6 +17,7 @@ import pytest
 from engine import paths
 from engine.model.manifest import MANIFEST_NAME
 from engine.model.presets import DEFAULT_MODEL, PRESETS
+from tests.fakes import wait_for
 
 
 def _flint(home: Path, *args: str, **kw) -> subprocess.CompletedProcess:
@@ -66,9 +67,7 @@ def test_killed_build_leaves_nothing_that_looks_complete_and_the_next_succeeds(h
     p = subprocess.Popen([sys.executable, "-m", "lsp_server.cli", "model", "build", "-p", "int4", "--keep-gguf"],
                          env=dict(os.environ, FLINT_HOME=str(home)), stderr=subprocess.PIPE, text=True)
     models = home / "models"
-    deadline = time.time() + 120
-    while time.time() < deadline and not (models.exists() and any(models.glob(".build-*"))):
-        time.sleep(0.05)
+    assert wait_for(lambda: models.exists() and any(models.glob(".build-*")), 120, every=0.05)
     time.sleep(1.0)  # mid-way through writing the decoder
     p.send_signal(signal.SIGKILL)
     p.wait()

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.cache.disk import CompletionCache
+from engine.cache.disk import INODE_CHECK_S, CompletionCache
 from engine.cache.entries import cache_key, decode, encode
 from engine.types import Completion, GenParams
+from tests.fakes import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -274,8 +275,8 @@ def test_another_process_rebuilding_is_followed(tmp_path):
     a._cache = a._rebuild("test", a._inode)
     old.close()
     a.put(key("q"), comps("new"))
-    time.sleep(1.1)
-    assert b.get(key("q")) is not None and b.get(key("p")) is None
+    assert wait_for(lambda: b.get(key("q")) is not None, INODE_CHECK_S + 0.5)
+    assert b.get(key("p")) is None
 
 
 @pytest.mark.parametrize("size_mb", [0, -5])
@@ -349,9 +350,7 @@ def test_a_locked_database_opens_later_without_stalling_the_caller(tmp_path, mon
     assert "slow to open" in caplog.text
     holder.execute("ROLLBACK")
     holder.close()
-    deadline = time.monotonic() + 30
-    while not c.put(key("p"), comps("v")) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: c.put(key("p"), comps("v")), 30, every=0.05)
     assert c.get(key("p"))[0].text == "v#0" and c.stats["rebuilds"] == 0
 
 

@@ -19,7 +19,7 @@ from engine.cache.disk import CompletionCache
 from engine.types import Completion
 from lsp_server.session import Session
 from lsp_server.settings import Settings
-from tests.fakes import FakeEngine, text
+from tests.fakes import FakeEngine, text, until
 
 
 def comps(t: str) -> list[Completion]:
@@ -116,10 +116,7 @@ def test_a_session_on_a_read_only_cache_answers_from_it(tmp_path, read_only, mon
             assert s.worker.loaded.wait(5)
             s.documents.open(uri, doc, 1)
             res = await s.suggest(uri, 1, len("    return "), invoked=True)
-            for _ in range(100):  # the generation lands on disk after the answer
-                if s.worker.backlog() == 0:
-                    break
-                await asyncio.sleep(0.02)
+            await until(lambda: s.worker.backlog() == 0, 2)  # the generation lands on disk after the answer
             await asyncio.sleep(0.1)
             return res.source, res.items[0].text
         finally:

@@ -5,18 +5,18 @@ flint/status names the chunk (its labels come from the prompt the engine ran, no
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
+
+from tests.fakes import until
 
 pytestmark = [pytest.mark.model, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -99,10 +99,7 @@ async def test_sibling_definition_reaches_the_prompt_and_the_status(client: Lang
     # the user looks at the spot: idle time admits the block and prefills it with the window. Asking again
     # at the same spot is answered from memory (no work for the engine) and reports the chunks of the last
     # prompt whose KV is complete
-    deadline = time.monotonic() + 120
-    while not context_now().get("chunks") and time.monotonic() < deadline:
-        await asyncio.sleep(2.0)
-        await ask(client, uri, line, col)
+    await until(lambda: context_now().get("chunks"), 120, every=2.0, poke=lambda: ask(client, uri, line, col))
     # a keystroke the suggestion did not foresee: a new generation, its prompt behind the block (its KV warm)
     client.text_document_did_change(types.DidChangeTextDocumentParams(
         types.VersionedTextDocumentIdentifier(uri=uri, version=2),

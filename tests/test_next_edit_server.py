@@ -12,7 +12,7 @@ import pytest
 from lsp_server.documents import Change
 from lsp_server.session import Session
 from lsp_server.settings import Settings
-from tests.fakes import FakeEngine, text
+from tests.fakes import FakeEngine, text, until, wait_for
 from tests.test_reliability_server import Server, open_doc
 
 SRC = ("def total(values, factor):\n"
@@ -158,10 +158,11 @@ async def test_after_a_first_ask_the_next_edit_is_computed_before_the_request(se
     before = s.next_edits.computed
     v = type_over(s, URI, 1, 4, "out", "acc", 2)
     t_edit = time.monotonic()
-    deadline = time.monotonic() + 20
-    while s.next_edits.computed == before or not s.next_edits._jobs[URI].future.done():
-        assert time.monotonic() < deadline, "nothing was computed after the edit settled"
-        await asyncio.sleep(0.01)
+    def computed() -> bool:
+        return s.next_edits.computed != before and s.next_edits._jobs[URI].future.done()
+
+    await until(computed, 20)
+    assert computed(), "nothing was computed after the edit settled"
     assert s.next_edits.computed == before + 1  # once, after the burst settled (not per keystroke)
     assert s.next_edits._jobs[URI].ready_t is not None and s.next_edits._jobs[URI].ready_t >= t_edit
     t0 = time.monotonic()
@@ -230,13 +231,15 @@ def test_flint_next_edit_over_the_wire_without_a_model(tmp_path):
             v += 1
         # jedi's first questions in a cold server can outlast one computation's budget on a loaded machine (the
         # answer is then empty: nothing rather than something wrong); a client asks again, as this does
-        deadline = time.monotonic() + 60
-        while True:
-            res = s.wire.call("flint/nextEdit", {"textDocument": {"uri": uri, "version": v - 1},
-                                                 "position": {"line": 0, "character": 15}}, timeout=60)
-            if "result" not in res or res["result"]["edits"] or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
+        asked: list[dict] = []
+
+        def answered() -> bool:
+            asked.append(s.wire.call("flint/nextEdit", {"textDocument": {"uri": uri, "version": v - 1},
+                                                        "position": {"line": 0, "character": 15}}, timeout=60))
+            return "result" not in asked[-1] or bool(asked[-1]["result"]["edits"])
+
+        wait_for(answered, 60, every=0.5)
+        res = asked[-1]
         assert "result" in res, res
         edits = res["result"]["edits"]
         assert res["result"]["version"] == v - 1

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes import wait_for
+
 pytestmark = [pytest.mark.e2e]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,12 +120,14 @@ class Wire:
         return [m.get("params") for m in list(self.seen) if m.get("method") == method and "id" not in m]
 
     def wait_note(self, method: str, pred=lambda p: True, timeout: float = 120) -> Any:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for p in self.notes(method):
-                if pred(p):
-                    return p
-            time.sleep(0.05)
+        found: list[Any] = []
+
+        def match() -> list[Any]:
+            found[:] = [p for p in self.notes(method) if pred(p)]
+            return found
+
+        if wait_for(match, timeout, 0.05):
+            return found[0]
         raise TimeoutError(f"no {method} matching; seen {self.seen[-8:]}")
 
 
@@ -210,10 +214,8 @@ def test_malformed_json_rpc_gets_invalid_request(bare):
         err = w.answer(msg_id, timeout=10)["error"]
         assert err["code"] == INVALID_REQUEST, err
     assert w.answer(None, timeout=10)["error"]["code"] == INVALID_REQUEST  # the batch: "id": null
-    deadline = time.monotonic() + 10
-    while not [m for m in w.seen if "id" in m and m["id"] is None and m["error"]["code"] == -32700]:
-        assert time.monotonic() < deadline, w.seen[-3:]
-        time.sleep(0.05)
+    assert wait_for(lambda: [m for m in w.seen if "id" in m and m["id"] is None and m["error"]["code"] == -32700],
+                    10, 0.05), w.seen[-3:]
     assert not [ln for ln in bare.stderr if "Traceback" in ln]  # each of them one log line
     # and the server goes on: an unknown method still gets its answer
     assert w.call("flint/noSuchThing", {}, timeout=10)["error"]["code"] == -32601
@@ -293,14 +295,18 @@ def test_tcp_serves_one_client_and_a_second_connection_is_refused_clearly():
                              "no-such-model"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env={**os.environ, "FLINT_CACHE_DIR": cache})
     try:
-        deadline = time.monotonic() + 60
-        while True:
+        connected: list = []
+
+        def listening() -> bool:
             try:
-                first, a = _connect(port)
-                break
+                connected.append(_connect(port))
+                return True
             except OSError:
-                assert time.monotonic() < deadline and proc.poll() is None, "the server never listened"
-                time.sleep(0.1)
+                assert proc.poll() is None, "the server never listened"
+                return False
+
+        assert wait_for(listening, 60, 0.1), "the server never listened"
+        first, a = connected[0]
         assert "capabilities" in a.call("initialize", {"processId": None, "capabilities": CAPS})["result"]
         a.notify("initialized", {})
         second, b = _connect(port)
@@ -356,11 +362,7 @@ def _generating(server: Server, uri: str) -> int:
     w.notify("workspace/didChangeConfiguration", {"settings": {"flint": {"maxVariants": 4, "maxLines": 64}}})
     open_doc(w, uri, "# a long module\n" * 200 + "class Matrix:\n    ")
     rid = inline(w, uri, 201, 4)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if any(p.get("message") == "generating" for p in w.notes("flint/status")[n:]):
-            break
-        time.sleep(0.01)
+    wait_for(lambda: any(p.get("message") == "generating" for p in w.notes("flint/status")[n:]), 60)
     return rid
 
 

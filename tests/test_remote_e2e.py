@@ -20,7 +20,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from engine.policy.routing import race_accepts
 from lsp_server.completion.events import RemoteDone
 from lsp_server.session import Session
 from lsp_server.settings import Settings
+from tests.fakes import until, wait_for
 
 pytestmark = [pytest.mark.model, pytest.mark.e2e]
 
@@ -77,19 +77,19 @@ class LlamaServer:
                "--port", str(self.port), "--n_ctx", "2048", "--n_threads", "1", "--verbose", "False"]
         with open(self.log, "wb") as err:  # a file, not a pipe: nothing blocks on a full pipe, the tail stays
             self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-        deadline = time.monotonic() + 180
-        while True:
+
+        def healthy() -> bool:
             self.check("while starting")
             try:
                 with urllib.request.urlopen(f"{self.url}/models", timeout=2) as r:
-                    if r.status == 200:
-                        break
+                    return r.status == 200
             except OSError:
-                time.sleep(0.3)
-            if time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"the llama.cpp server did not become healthy in 180 s; its stderr ends:\n"
-                            f"{self.tail()}", pytrace=False)
+                return False
+
+        if not wait_for(healthy, 180, every=0.3):
+            self.stop()
+            pytest.fail(f"the llama.cpp server did not become healthy in 180 s; its stderr ends:\n"
+                        f"{self.tail()}", pytrace=False)
         self.first_completion()
         LIVE[self.url] = self
 
@@ -102,7 +102,8 @@ class LlamaServer:
             with urllib.request.urlopen(req, timeout=120) as r:
                 out = json.loads(r.read())
         except OSError as e:
-            time.sleep(0.5)  # the process may be on its way down: name its end rather than the socket's
+            wait_for(lambda: self.proc.poll() is not None, 0.5)  # the process may be on its way down: name its
+            # end rather than the socket's
             self.check("at its first completion")
             pytest.fail(f"the llama.cpp server's first completion failed: {e}; its stderr ends:\n{self.tail()}",
                         pytrace=False)
@@ -186,12 +187,11 @@ async def make_session(engine, tmp_path, monkeypatch):
 
 async def idle(s: Session, timeout: float = 120.0) -> None:
     """Both workers finished what they were doing (a race's remote generation included)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if s.worker.backlog() == 0 and (s.remote_worker is None or s.remote_worker.backlog() == 0):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("the workers did not go idle")
+    def done() -> bool:
+        return s.worker.backlog() == 0 and (s.remote_worker is None or s.remote_worker.backlog() == 0)
+
+    await until(done, timeout)
+    assert done(), "the workers did not go idle"
 
 
 def completion_requests(s: Session) -> int:
@@ -224,9 +224,7 @@ async def test_race_obeys_its_budget(server, make_session, budget_ms):
     s = make_session(routing="race", remote_url=server.url, race_budget_ms=budget_ms, max_variants=1)
     first = await s.suggest(URI, *BLOCK, invoked=True)
     await idle(s)  # the remote generation ran to its end
-    deadline = time.monotonic() + 10  # its RemoteDone reaches the loop through the event queue, after the job ends
-    while not s.remote_texts and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
+    await until(lambda: s.remote_texts, 10)  # its RemoteDone reaches the loop through the event queue, after the job ends
     assert s.remote_texts, "the remote never answered"
     remote_text = s.remote_texts[-1]
     again = await s.suggest(URI, *BLOCK, invoked=True)
@@ -269,15 +267,13 @@ async def test_killing_the_server_mid_stream_falls_back_to_local(make_session, t
     try:
         s = make_session(routing="hybrid", remote_url=srv.url, max_lines=8, remote_timeout_ms=60_000)
         task = asyncio.ensure_future(s.suggest(URI, *BLOCK, invoked=True))
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # wait until the remote is streaming its answer
+        def streaming() -> bool:
             job = s.remote_worker.running()
             entry = job.handle if job is not None else None
-            if entry is not None and any(entry.raw):
-                break
-            await asyncio.sleep(0.005)
-        else:
-            raise AssertionError("the remote never streamed")
+            return entry is not None and any(entry.raw)
+
+        await until(streaming, 60)  # wait until the remote is streaming its answer
+        assert streaming(), "the remote never streamed"
         srv.kill()
         res = await asyncio.wait_for(task, 120)
         assert res.items and res.backend == "local"  # the local model answered instead
@@ -324,9 +320,7 @@ async def test_pause_routing_runs_the_second_local_model_where_the_user_pauses(m
     line = CODE.split("\n").index("        ")
     auto = await s.suggest(URI + "4", line, len("        if name."), invoked=False)
     assert auto.items and auto.backend == "local" and s.remote_worker.runner.model_calls == 0
-    deadline = time.monotonic() + 60
-    while not (s.remote_worker.runner.model_calls >= 1 and s.remote_worker.backlog() == 0) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
+    await until(lambda: s.remote_worker.runner.model_calls >= 1 and s.remote_worker.backlog() == 0, 60)
     assert s.remote_worker.runner.model_calls >= 1  # the pause ran the capable model, with nothing asked
     again = await s.suggest(URI + "4", line, len("        if name."), invoked=False)
     replaced = any("pause: replaces local" in st.get("message", "") for st in s.statuses)

@@ -20,6 +20,7 @@ from engine.remote import secrets
 from engine.remote.client import RemoteBackend
 from engine.remote.wire import MAX_STREAM_BYTES, RemoteConfig, RemoteError
 from engine.types import GenParams
+from tests.fakes import Clock, wait_for
 
 # a key no shape rule knows (no "sk-", no "key …" before it): only its registration can hide it
 KEY = "Zq" + pysecrets.token_hex(12) + "Vx"
@@ -270,7 +271,7 @@ def test_close_from_another_thread_ends_a_blocked_check_at_once(hostile):
     done: list[float] = []
     t = threading.Thread(target=lambda: (be.probe(timeout_s=30), done.append(time.monotonic())))
     t.start()
-    time.sleep(0.3)
+    assert wait_for(lambda: ("", "models") in hostile.seen)  # the check is blocked on the drip
     t0 = time.monotonic()
     be.shut()  # a settings change replaced this client
     t.join(5)
@@ -281,7 +282,8 @@ def test_close_from_another_thread_ends_a_blocked_check_at_once(hostile):
 
 def test_jobs_queued_behind_a_failure_fail_at_once_and_a_recovered_server_answers_after_the_pause(hostile):
     hostile.routes[("", "completions")] = drip(stream("x"), every_s=0.5)
-    be = client(hostile, model="m")
+    clock = Clock()  # the backoff's time: moved by hand
+    be = RemoteBackend(RemoteConfig(url=hostile.url(), model="m"), clock=clock)
     with pytest.raises(RemoteError):
         be.complete("p", "", params(0.5))
     asked = len(hostile.seen)
@@ -290,6 +292,14 @@ def test_jobs_queued_behind_a_failure_fail_at_once_and_a_recovered_server_answer
         be.complete("p", "", params(5.0))
     assert time.monotonic() - t0 < 0.1 and len(hostile.seen) == asked  # no request: the pause is on
     hostile.routes[("", "completions")] = stream("back")
-    time.sleep(max(0.0, be.backoff.retry_at - time.monotonic()))
+    pause = be.backoff.retry_at - clock()
+    assert pause == be.backoff.base_s  # the first failure's pause
+    clock.advance(0.9 * pause)
+    assert not be.ready()  # not before it ends
+    with pytest.raises(RemoteError, match="backing off"):
+        be.complete("p", "", params(5.0))
+    assert len(hostile.seen) == asked
+    clock.advance(0.1 * pause)
+    assert be.ready()  # the pause is over
     comps, _ = be.complete("p", "", params())
     assert comps[0].text == "back" and be.backoff.failures == 0

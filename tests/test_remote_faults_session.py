@@ -20,7 +20,7 @@ import pytest
 
 from lsp_server.session import Session
 from lsp_server.settings import Settings
-from tests.fakes import FakeEngine, text
+from tests.fakes import FakeEngine, text, until, wait_for
 from tests.test_reliability_server import Server, inline, open_doc
 from tests.test_remote_faults import KEY, LEAKS, Hostile, drip, event, models, stream
 
@@ -67,6 +67,20 @@ async def ask(s: Session, version: int):
 # ------------------------------------------------------------------------------------ the key, end to end
 
 
+def ask_until_seen(w, hostile: Hostile, i: int, tries: int = 5) -> None:
+    """Ask again at a new document, every half second and at most ``tries`` times, until the server of case
+    ``i`` has seen a completion request."""
+    again: list[int] = []
+
+    def ask_again() -> None:
+        again.append(len(again) + 1)
+        open_doc(w, f"file:///k/case{i}-{again[-1]}.py", "x = \n")
+        w.answer(inline(w, f"file:///k/case{i}-{again[-1]}.py", 0, 4), timeout=30)
+
+    wait_for(lambda: (f"c{i}", "completions") in hostile.seen or len(again) == tries, 40 * tries, every=0.5,
+             poke=ask_again)
+
+
 @pytest.mark.parametrize("source", ["settings", "env"])
 def test_the_key_reaches_no_log_message_status_or_cache_of_a_real_server(hostile, source, tmp_path):
     """Every leak of tests/test_remote_faults.py, and a completion echoing the key, through `flint serve -v`:
@@ -94,12 +108,7 @@ def test_the_key_reaches_no_log_message_status_or_cache_of_a_real_server(hostile
             w.answer(inline(w, uri, 0, 4), timeout=30)
             # the tier may still be asking the server for its model's name when the first request comes (then
             # the request is answered without it): ask again until this server has seen a completion request
-            for again in range(1, 6):
-                if (f"c{i}", "completions") in hostile.seen:
-                    break
-                time.sleep(0.5)
-                open_doc(w, f"file:///k/case{i}-{again}.py", "x = \n")
-                w.answer(inline(w, f"file:///k/case{i}-{again}.py", 0, 4), timeout=30)
+            ask_until_seen(w, hostile, i)
         assert w.call("flint/noSuchThing", {}, timeout=10)  # a round trip: everything before it went out
         time.sleep(0.3)
         assert {c for c, k in hostile.seen if k == "completions"} == {f"c{i}" for i in range(len(cases))}
@@ -136,13 +145,14 @@ async def test_a_dripping_remote_gives_the_tier_back_within_the_backoff_once_it_
     assert be.backoff.failures >= 2
     hostile.routes[("", "completions")] = stream("remote")
     healthy = time.monotonic()
-    while True:
-        res = await ask(s, v)
-        v += 1
-        if res.backend == "remote":
-            break
-        assert time.monotonic() - healthy < 30.0, "the capable tier never came back"
-        await asyncio.sleep(0.25)
+    answers = []
+
+    async def ask_again() -> None:
+        answers.append(await ask(s, v + len(answers)))
+
+    await ask_again()
+    await until(lambda: answers[-1].backend == "remote", 30.0, every=0.25, poke=ask_again)
+    assert answers[-1].backend == "remote", "the capable tier never came back"
     took = time.monotonic() - healthy
     assert took < be.backoff.cap_s
     print(f"capable tier back {took:.1f} s after the remote recovered")
@@ -153,7 +163,7 @@ async def test_a_settings_change_never_waits_on_a_dripping_remote(make, hostile)
     hostile.routes[("drip", "completions")] = drip(stream("slow"), every_s=1.0)
     hostile.routes[("ok", "completions")] = stream("healthy")
     s = make(routing="hybrid", remote_url=hostile.url("drip"), remote_timeout_ms=3000)
-    await asyncio.sleep(0.5)  # its load is checking GET /models, a byte a second
+    await until(lambda: ("drip", "models") in hostile.seen)  # its load is checking GET /models, a byte a second
     res = await ask(s, 2)  # and a completion job of it on the same drip
     assert res.backend == "local"
     took = []
@@ -178,16 +188,16 @@ async def test_a_dropped_remote_job_is_no_remote_failure_in_the_status(make, hos
     hostile.routes[("", "completions")] = stream("a", " +", " b", delay=0.3)
     s = make(routing="hybrid", remote_url=hostile.url(), remote_timeout_ms=5000)
     task = asyncio.ensure_future(s.suggest(URI, 1, len("    total = "), invoked=True))
-    deadline = time.monotonic() + 5
-    while getattr(s.remote_worker.running(), "handle", None) is None and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.1)  # "a" streamed
+    def streamed() -> bool:
+        job = s.remote_worker.running()
+        return job is not None and job.handle is not None and any(job.handle.raw)
+
+    await until(streamed)  # "a" streamed
+    assert streamed()
     type_chars(s, URI, "x", 1, len("    total = "), 1)  # disagrees with the remote's text: stopped
     await asyncio.gather(task, return_exceptions=True)  # (refused or answered: the document changed)
-    deadline = time.monotonic() + 5
-    while (s.remote_worker.backlog() or s.remote_worker.running()) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.2)  # its status event reaches the board
+    await until(lambda: not (s.remote_worker.backlog() or s.remote_worker.running()))
+    s.service.events.drain()  # its status event reaches the board
     assert hostile.seen.count(("", "completions")) >= 1 and s.remote_worker.engine.backoff.failures == 0
     remote = [st["remote"] for st in s.statuses if st.get("remote")]
     assert remote and not [r for r in remote if "remote failed" in r["message"] or r["state"] == "error"], remote

@@ -13,7 +13,7 @@ import pytest
 
 from lsp_server.session import Session
 from lsp_server.settings import Settings, parse_settings, to_camel
-from tests.fakes import FakeEngine, text
+from tests.fakes import FakeEngine, text, until
 from tests.test_remote_client import FakeRemote
 
 DOC = "def add(a, b):\n    total = \n    return total\n"
@@ -57,12 +57,13 @@ async def make(tmp_path, monkeypatch):
 
 
 async def wait_for(cond, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("condition not reached")
+    await until(cond, timeout)
+    assert cond(), "condition not reached"
+
+
+def handled(s: Session) -> None:
+    """The events the workers sent so far handled (on this loop, as its scheduled drain would)."""
+    s.service.events.drain()
 
 
 def remote_done(s: Session) -> bool:
@@ -94,7 +95,7 @@ async def test_race_replaces_the_local_answer_only_in_time_and_when_it_extends(m
     res = await s.suggest(URI, *POS, invoked=True)
     assert res.backend == "local" and res.items[0].text == "a"  # the local answer, at once
     await wait_for(lambda: remote_done(s) and fake.requests)
-    await asyncio.sleep(0.05)  # the late-arrival callback runs on the loop
+    handled(s)  # the late arrival's callback
     assert s.refreshed == ([(URI, 1)] if replaced else [])
     again = await s.suggest(URI, *POS, invoked=True)
     assert (again.backend, again.items[0].text) == (("remote", remote_text) if replaced else ("local", "a"))
@@ -223,7 +224,7 @@ async def test_pause_routing_replaces_the_local_line_once_the_user_pauses(make, 
     res = await s.suggest(URI, *POS, invoked=False)
     assert res.backend == "local" and res.items[0].text == "a"  # every keystroke: the fast model, at once
     await wait_for(lambda: len(fake.requests) == 1 and remote_done(s))
-    await asyncio.sleep(0.05)  # the finished callback runs on the loop
+    handled(s)  # the finished callback
     assert s.refreshed == ([(URI, 1)] if replaced else [])
     again = await s.suggest(URI, *POS, invoked=False)
     assert (again.backend, again.items[0].text) == (("remote", remote_text) if replaced else ("local", "a"))
@@ -240,7 +241,7 @@ async def test_pause_routing_a_keystroke_stops_the_capable_line(make, fake):
     await wait_for(lambda: s.remote_worker.running() is not None, 5)  # the pause began: it runs
     type_chars(s, URI, "x", POS[0], POS[1], 1)
     await wait_for(lambda: s.remote_worker.running() is None, 5)  # stopped at the keystroke, not 1.5 s later
-    await asyncio.sleep(0.1)
+    handled(s)
     assert s.refreshed == []
 
 

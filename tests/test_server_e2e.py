@@ -34,6 +34,7 @@ from tests.e2e_client import (
     REQUEST_FAILED,
     SERVER,
     SERVER_CANCELLED,
+    busy,
     capabilities,
     change,
     end_of,
@@ -49,6 +50,7 @@ from tests.e2e_client import (
     wait_ready,
     watch_status,
 )
+from tests.fakes import until
 
 pytestmark = [pytest.mark.model, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -104,17 +106,14 @@ async def test_capabilities_and_encoding(client: LanguageClient):
 
 
 async def test_loading_progress_and_ready_status(client: LanguageClient):
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and not any(s["state"] == "ready" for s in client.statuses):
-        await asyncio.sleep(0.2)
+    await until(lambda: any(s["state"] == "ready" for s in client.statuses), 180)
     assert any(s["state"] == "ready" for s in client.statuses), client.statuses
     st = client.statuses[-1]
     assert set(st) == {"state", "model", "lastLatencyMs", "source", "message", "backend", "remote"}
     assert st["model"].startswith("qwen2.5-coder-0.5b")
     # $/progress: begin while loading, end once ready
-    while time.monotonic() < deadline and not any(
-            isinstance(r, types.WorkDoneProgressEnd) for reps in client.progress_reports.values() for r in reps):
-        await asyncio.sleep(0.2)
+    await until(lambda: any(isinstance(r, types.WorkDoneProgressEnd)
+                            for reps in client.progress_reports.values() for r in reps), 180)
     reports = [r for reps in client.progress_reports.values() for r in reps]
     assert isinstance(reports[0], types.WorkDoneProgressBegin) and "loading" in reports[0].message
     assert isinstance(reports[-1], types.WorkDoneProgressEnd) and "ready" in reports[-1].message
@@ -234,9 +233,11 @@ async def test_stale_version_is_dropped_and_didchange_runs_during_generation(cli
     await wait_idle(client)
     uri = open_doc(client, text + "\n")
     line, col = end_of(text)
+    n_status = len(client.statuses)
     t0 = time.monotonic()
     pending = send_inline(client, inline_params(uri, line, col, invoked=True))
-    await asyncio.sleep(0.3)  # the generation is running now
+    await until(lambda: busy(client, n_status), 30)  # the generation is running now
+    assert busy(client, n_status), client.statuses[n_status:]
     # the event loop is free while the model works: a command round trip is quick
     t1 = time.monotonic()
     await client.workspace_execute_command_async(types.ExecuteCommandParams(
@@ -257,17 +258,18 @@ async def test_cancel_request_stops_the_generation(client: LanguageClient):
     uri = open_doc(client, text + "\n")
     line, col = end_of(text)
     msg_id = f"cancel-{uuid.uuid4()}"
+    n_busy = len(client.statuses)
     pending = raw_request(client, "textDocument/inlineCompletion", {
         "context": {"triggerKind": 1}, "textDocument": {"uri": uri},
         "position": {"line": line, "character": col}}, msg_id=msg_id)
-    await asyncio.sleep(0.4)
+    await until(lambda: busy(client, n_busy), 30)  # the generation is running now
+    assert busy(client, n_busy), client.statuses[n_busy:]
     n_status = len(client.statuses)
     t0 = time.monotonic()
     client.protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
     assert await error_code(pending) == REQUEST_CANCELLED
     # the engine itself stops: it reports idle ("ready") within a token step, not at the end of the text
-    while time.monotonic() - t0 < 3 and not any(s["state"] == "ready" for s in client.statuses[n_status:]):
-        await asyncio.sleep(0.05)
+    await until(lambda: any(s["state"] == "ready" for s in client.statuses[n_status:]), 3)
     assert any(s["state"] == "ready" for s in client.statuses[n_status:])
     assert time.monotonic() - t0 < 1.5
 
@@ -281,8 +283,9 @@ async def test_newer_request_supersedes_older_one(client: LanguageClient):
     await wait_idle(client)
     uri = open_doc(client, text + "\n")
     line, col = end_of(text)
+    n_status = len(client.statuses)
     first = send_inline(client, inline_params(uri, line, col, invoked=True))
-    await asyncio.sleep(0.2)
+    await until(lambda: busy(client, n_status), 30)  # the first one is running
     second = send_inline(client, inline_params(uri, line, col, invoked=False))
     assert await error_code(first) == SERVER_CANCELLED
     res = await second
@@ -330,9 +333,7 @@ async def test_bad_inputs_get_clear_errors_and_the_server_stays_up(client: Langu
 
     def cursor_warnings() -> list[str]:
         return [m.message for m in client.log_messages[n_logs:] if "flint/didMoveCursor ignored" in m.message]
-    deadline = time.monotonic() + 10
-    while len(cursor_warnings()) < 4 and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
+    await until(lambda: len(cursor_warnings()) >= 4, 10)
     assert len(cursor_warnings()) == 4, cursor_warnings()  # each bad one said why; the good one started work
     assert await error_code(client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="flint.accept", arguments=["not an object"]))) == INVALID_PARAMS
@@ -366,7 +367,7 @@ async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
         return results, time.monotonic() - t_last
 
     await burst(50)  # warm up whatever allocates on first use
-    await asyncio.sleep(0.5)  # its last status notification lands before counting
+    await wait_idle(client)  # its last status notification lands before counting
     rss0 = proc.memory_info().rss
     n_status = len(client.statuses)
     results, last_latency = await burst(200)
@@ -382,10 +383,8 @@ async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
             assert not isinstance(r, BaseException), r
     dropped = sum(isinstance(r, JsonRpcException) for r in results)
     # what the last generation itself took, as the engine thread measured it (flint/status)
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 5 and not [s for s in client.statuses[n_status:] if s["lastLatencyMs"]]:
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)
+    await until(lambda: [s for s in client.statuses[n_status:] if s["lastLatencyMs"]], 5)
+    await wait_idle(client, 10)  # the last generation's own status is in
     gen_s = [s for s in client.statuses[n_status:] if s["lastLatencyMs"]][-1]["lastLatencyMs"] / 1000
     print(f"rapid typing: last answer {last_latency:.2f}s after the last keystroke, its generation {gen_s:.2f}s, "
           f"{dropped}/200 dropped, server RSS {rss0 / 2**20:.0f} -> {rss1 / 2**20:.0f} MiB")

@@ -4,9 +4,7 @@ UTF-8 positions and the ``textDocument/completion`` fallback; ``broken_client`` 
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import time
 
 import pytest
 import pytest_lsp
@@ -29,6 +27,7 @@ from tests.e2e_client import (
     wait_ready,
     watch_status,
 )
+from tests.fakes import until
 
 pytestmark = [pytest.mark.model, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -49,9 +48,7 @@ async def old_client(lsp_client: LanguageClient):
 
 async def test_old_client_gets_utf8_and_a_settings_warning(old_client: LanguageClient):
     assert old_client.init_result.capabilities.position_encoding == types.PositionEncodingKind.Utf8
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not old_client.messages:
-        await asyncio.sleep(0.1)
+    await until(lambda: old_client.messages, 10)
     warnings = [m for m in old_client.messages if m.type == types.MessageType.Warning]
     assert any("maxVariants" in m.message for m in warnings), old_client.messages
 
@@ -125,9 +122,7 @@ async def broken_client(lsp_client: LanguageClient):
 
 
 async def test_missing_model_is_reported_and_requests_fail_clearly(broken_client: LanguageClient):
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not any(s["state"] == "error" for s in broken_client.statuses):
-        await asyncio.sleep(0.1)
+    await until(lambda: any(s["state"] == "error" for s in broken_client.statuses), 60)
     assert any(s["state"] == "error" for s in broken_client.statuses), broken_client.statuses
     errors = [m for m in broken_client.messages if m.type == types.MessageType.Error]
     assert errors and "flint model build" in errors[0].message

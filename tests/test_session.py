@@ -6,8 +6,6 @@ server's own work: positions in each encoding, line breaks, replacement ranges, 
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from lsp_server import convert
@@ -15,7 +13,7 @@ from lsp_server.documents import Change
 from lsp_server.errors import RequestError
 from lsp_server.session import Session
 from lsp_server.settings import Settings
-from tests.fakes import FakeEngine, text
+from tests.fakes import FakeEngine, text, until
 
 
 @pytest.fixture
@@ -90,7 +88,7 @@ async def test_speculation_on_did_change_is_joined_by_the_request(make_session):
     s.documents.change(uri, 2, [Change(" ", (0, 8, 0, 8))], s.encoding)
     s.did_change(uri, cursor=len("answer ="))
     # the edit already started the model for the spot after the new text
-    await asyncio.sleep(0.05)
+    await until(lambda: eng.calls)
     assert len(eng.calls) == 1
     s.documents.change(uri, 3, [Change("=", (0, 8, 0, 9))], s.encoding)  # replaced: stale
     s.did_change(uri, cursor=len("answer ="))

@@ -47,9 +47,7 @@ def type_chars(s: Session, uri: str, text: str, line: int, col: int, version: in
 
 async def settle(s: Session, timeout: float = 5.0) -> None:
     """Wait until the engine thread has nothing left to do."""
-    deadline = time.monotonic() + timeout
-    while s.worker.backlog() and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
+    await until(lambda: not s.worker.backlog(), timeout)
 
 
 async def test_a_repeat_is_answered_from_memory(oracle_session):
@@ -178,14 +176,14 @@ async def test_a_streaming_generation_is_read_not_restarted(oracle_session):
     s.documents.open(uri, "def score(values, weights):\n\n", 1)
     s.documents.change(uri, 2, [Change("    ", (1, 0, 1, 0))], s.encoding)
     s.did_change(uri, cursor=len("def score(values, weights):\n    "))
-    await asyncio.sleep(0.15)  # streaming now
     col, version = 4, 2
     answers = []
-    for ch in "total = su":
+    for i, ch in enumerate("total = su"):
+        # the typist stays behind the stream (two characters a step): the i-th key once 3 + i steps are out
+        await until(lambda i=i: eng.steps_run >= 3 + i)
         col, version = type_chars(s, uri, ch, 1, col, version)
         res = await s.suggest(uri, 1, col, invoked=False)
         answers.append(res.source)
-        await asyncio.sleep(0.05)
     # one generation served every keystroke (later calls are futures: states after the whole line)
     here = [c[0] for c in eng.calls if len(c[0]) <= len("def score(values, weights):\n    total = su")]
     assert here == ["def score(values, weights):\n    "], here
@@ -215,10 +213,10 @@ async def test_typing_something_else_stops_the_generation(oracle_session):
     s.documents.open(uri, "\n", 1)
     s.documents.change(uri, 2, [Change("x = ", (0, 0, 0, 0))], s.encoding)
     s.did_change(uri, cursor=4)
-    await asyncio.sleep(0.2)
+    await until(lambda: eng.steps_run >= 3)  # streaming now
     assert len(eng.calls) == 1
     type_chars(s, uri, "None", 0, 4, 2)  # not what the model writes
-    await asyncio.sleep(0.1)
+    await until(lambda: len(eng.calls) >= 2)
     assert s.worker.running() is None or s.worker.running().prefix.endswith("None")
     assert len(eng.calls) == 2 and eng.calls[-1][0] == "x = None"
 
@@ -267,7 +265,7 @@ async def test_restart_answers_from_the_start_a_cut_off_generation_left_on_disk(
     uri = "file:///p.py"
     s1.documents.open(uri, "value = \n", 1)
     s1.did_change(uri, cursor=8)  # the cursor arrives: a generation starts
-    await asyncio.sleep(0.4)
+    await until(lambda: eng1.steps_run >= 12)  # some of the line written (about 0.4 s of it)
     type_chars(s1, uri, "z", 0, 8, 1)  # the user types something else: the generation stops, cut off
     await settle(s1)
     s1.shutdown()
@@ -373,9 +371,7 @@ async def test_a_slow_line_is_shown_as_it_streams_and_refreshed_when_whole(tmp_p
         assert time.monotonic() - t0 < 0.35  # not the whole line's time
         assert first.items and "a + b".startswith(first.items[0].text) and first.items[0].text != "a + b"
         assert first.items[0].total_ms > 0 and first.items[0].ttft_ms > 0
-        deadline = time.monotonic() + 3
-        while not refreshed and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+        await until(lambda: refreshed, 3)
         assert refreshed == [(uri, 1)]
         calls = len(eng.calls)
         # VS Code asks again with an explicit trigger: still the automatic answer, from the store

@@ -23,7 +23,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.e2e_client import capabilities, change, end_of, inline_params, send_inline
+from tests.e2e_client import capabilities, change, end_of, inline_params, send_inline, wait_ready
 
 pytestmark = [pytest.mark.model, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -55,10 +55,7 @@ async def _init(client: LanguageClient, name: str) -> None:
     await client.initialize_session(types.InitializeParams(
         capabilities=capabilities(inline=True, encodings=None),
         client_info=types.ClientInfo(name=name, version="1"), initialization_options=INIT))
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and not any(s["state"] == "ready" for s in client.statuses):
-        await asyncio.sleep(0.1)
-    assert any(s["state"] == "ready" for s in client.statuses), client.statuses
+    await wait_ready(client, 240)
 
 
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=SERVER, server_env=ENV))

@@ -12,7 +12,7 @@ import pytest
 from engine.types import Completion
 from lsp_server.completion.jobs import Ask, Cancelled, EngineUnavailable, Stale, Superseded, Work
 from lsp_server.completion.store.tickets import Ticket
-from tests.fakes import Done, FakeEngine, Rig, Step, state, steps
+from tests.fakes import Done, FakeEngine, Rig, Step, state, steps, wait_for
 
 STEP = 0.01
 
@@ -196,7 +196,7 @@ def test_requests_wait_for_the_model_to_load():
     r.worker.start()
     st = state("a", 1, "p")
     r.worker.submit(st)
-    time.sleep(0.05)
+    assert wait_for(lambda: r.worker.backlog() == 1)  # queued while the model loads
     assert r.store.outcome("local", st) is None
     gate.set()
     assert text_of(r, st) == "pxx"
@@ -226,7 +226,7 @@ def test_job_nobody_waits_for_is_stopped():
     assert r.engine.running.wait(5)
     for t in tickets:
         t.release()
-    time.sleep(20 * STEP)
+    wait_for(lambda: not r.engine.running.is_set() and r.worker.backlog() == 0, 20 * STEP)
     assert not r.engine.running.is_set() and r.engine.steps_run < 50 and r.worker.backlog() == 0
     r.stop()
 
@@ -267,7 +267,7 @@ def test_user_requests_run_before_speculation():
     user = state("b", 1, "user")
     r.worker.submit(user)
     r.result(user)
-    time.sleep(10 * STEP)
+    wait_for(lambda: len(prefixes(r)) >= 3, 10 * STEP)
     assert prefixes(r)[:3] == ["busy", "user", "spec"]
     r.stop()
 

@@ -10,7 +10,7 @@ import pytest
 from engine.types import GenParams
 from lsp_server.completion.jobs import Ask, Superseded, WarmUp, Work
 from lsp_server.completion.policy import knobs
-from tests.fakes import FakeEngine, Rig, state, steps
+from tests.fakes import FakeEngine, Rig, state, steps, wait_for
 
 STEP = 0.01
 
@@ -36,7 +36,7 @@ def test_a_job_held_back_waits_for_its_time_and_a_newer_keystroke_replaces_it():
     r.worker.submit(state("a", 2, "p2"), Work(Ask.SPECULATE, not_before=time.monotonic() + 0.2))
     time.sleep(0.15)
     assert r.engine.calls == []  # still holding the newest keystroke's work back
-    time.sleep(0.2)
+    assert r.until(lambda: r.engine.calls, 1.0)
     assert prefixes(r) == ["p2"]
     r.stop()
 
@@ -126,8 +126,7 @@ def test_background_work_stops_soon_after_the_user_goes_idle_but_not_what_a_user
         t0 = time.monotonic()
         r.worker.submit(state("file:///a.py", 1, "spec"), Work(Ask.SPECULATE))
         assert r.engine.running.wait(2)
-        while r.engine.running.is_set() and time.monotonic() - t0 < knobs.IDLE_WORK_S + 2:
-            time.sleep(0.01)
+        wait_for(lambda: not r.engine.running.is_set(), knobs.IDLE_WORK_S + 2)
         # stopped, not run for its 10 s
         assert knobs.IDLE_WORK_S <= time.monotonic() - t0 < knobs.IDLE_WORK_S + 1.0 and not r.engine.running.is_set()
         # a request that got nothing at its deadline lets go of its job: the user still waits there

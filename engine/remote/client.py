@@ -36,6 +36,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from engine.policy.routing import Backoff
@@ -66,8 +67,9 @@ class RemoteBackend:
 
     kind = "remote"
 
-    def __init__(self, cfg: RemoteConfig) -> None:
+    def __init__(self, cfg: RemoteConfig, clock: Callable[[], float] = time.monotonic) -> None:
         self.cfg = cfg
+        self._clock = clock  # the backoff's time (tests move it by hand)
         if cfg.fim not in FIM_MODES:
             raise ValueError(f"remote FIM mode must be one of {', '.join(FIM_MODES)}, got {cfg.fim!r}")
         if cfg.fim == "template":
@@ -100,7 +102,7 @@ class RemoteBackend:
 
     def ready(self, now: float | None = None) -> bool:
         """May a request try the remote now (not backing off after a failure)?"""
-        return self.backoff.ready(time.monotonic() if now is None else now)
+        return self.backoff.ready(self._clock() if now is None else now)
 
     def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> bool:
         """Nothing to warm here (the server keeps its own caches)."""
@@ -183,7 +185,7 @@ class RemoteBackend:
             if self._closed:  # shut under it (a settings change): not the server's failure
                 raise RemoteError("the remote settings changed: this client is closed") from None
             self.failures += 1
-            pause = self.backoff.failed(time.monotonic(), str(e))
+            pause = self.backoff.failed(self._clock(), str(e))
             log.warning("remote %s failed: %s (next try in %.1f s)", self.endpoint.label, e, pause)
             self.close()
             raise

@@ -10,7 +10,7 @@ import ast
 
 import pytest
 
-from .test_neovim import Nvim
+from .nvim_driver import Nvim
 from .test_vscode import run_vscode
 
 pytestmark = [pytest.mark.e2e, pytest.mark.editor]

@@ -9,11 +9,12 @@ import json
 import os
 import socket
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.fakes import wait_for
 
 from .conftest import HERE
 
@@ -93,17 +94,15 @@ class CodeServer:
              "--bind-addr", f"127.0.0.1:{self.port}", "--auth", "none", str(tmp / "ws")],
             env=self.env, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
             start_new_session=True)
-        deadline = time.time() + 90
-        while True:
+        def healthy() -> bool:
             assert self.proc.poll() is None, (artifacts / "code-server.log").read_text()[-3000:]
             try:
                 with urllib.request.urlopen(self.url + "/healthz", timeout=2) as r:
-                    if r.status == 200:
-                        break
+                    return r.status == 200
             except OSError:
-                pass
-            assert time.time() < deadline, "code-server did not come up"
-            time.sleep(0.3)
+                return False
+
+        assert wait_for(healthy, 90, every=0.3), "code-server did not come up"
 
     def close(self) -> None:
         if self.proc.poll() is None:
