@@ -51,12 +51,30 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# settings whose n-gram pool outlives a request (ngram-mod hashes every token the slot has seen into one pool,
+# reset only when it fills or stops paying): a benchmark that sends the same prompts again would feed it the
+# answers, so such a server is started afresh before each request
+STATEFUL = ("ngram-mod", "ngram-map-k", "ngram-map-k4v", "ngram-cache")
+
+
+def fresh_per_request(spec: str) -> bool:
+    return spec.split(":")[0] in STATEFUL
+
+
 class LlamaServer:
     """One llama-server process: ``threads`` threads, one slot, a 2,048-token context (as the Python
-    yardstick), no web UI; ``spec`` as spec_args takes it."""
+    yardstick), no web UI; ``spec`` as spec_args takes it. A setting that keeps n-grams across requests
+    (fresh_per_request) is restarted before each request, so every request starts from what it is sent."""
 
     def __init__(self, binary: str, gguf: str, threads: int, spec: str = "", start_timeout: float = 120) -> None:
-        self.spec, self.port = spec, _free_port()
+        self.binary, self.gguf, self.threads, self.start_timeout = binary, gguf, threads, start_timeout
+        self.spec, self.used = spec, False
+        self._start()
+
+    def _start(self) -> None:
+        spec, start_timeout = self.spec, self.start_timeout
+        binary, gguf, threads = self.binary, self.gguf, self.threads
+        self.port = _free_port()
         t0 = time.time()
         self.p = subprocess.Popen(
             [binary, "-m", gguf, "--host", "127.0.0.1", "--port", str(self.port), "-t", str(threads), "-tb",
@@ -80,6 +98,10 @@ class LlamaServer:
 
     def decode(self, ids: list[int], max_tokens: int) -> dict:
         """Greedy completion of the token ids: tokens/s after the prompt pass, the text, the drafts."""
+        if self.used and fresh_per_request(self.spec):
+            self.close()
+            self._start()
+        self.used = True
         body = json.dumps({"prompt": ids, "n_predict": max_tokens, "temperature": 0.0, "top_k": 1,
                            "repeat_penalty": 1.0, "cache_prompt": False, "stream": False}).encode()
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}/completion", data=body,

@@ -350,3 +350,11 @@ def test_llama_server_spec_arguments():
 def test_every_llama_server_row_has_a_flint_row():
     assert set(engine_bench.SERVER_YARDSTICK) <= set(engine_bench.ROWS)
     assert all(v.startswith("llamaserver_") for v in engine_bench.SERVER_YARDSTICK.values())
+
+
+def test_llama_server_settings_that_remember_across_requests_start_afresh():
+    """ngram-mod keeps one n-gram pool for every token its slot has seen: a benchmark repeating its prompts
+    would hand it the answers, so such a server is restarted before each request; prompt lookup is not."""
+    ls = load_script("llama_server")
+    assert ls.fresh_per_request("ngram-mod")
+    assert not ls.fresh_per_request("ngram-simple:3:16") and not ls.fresh_per_request("")
