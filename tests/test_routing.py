@@ -20,7 +20,7 @@ def test_an_automatic_keystroke_stays_local(mode):
 
 @pytest.mark.parametrize("kind", ["invoked", "variants", "multiline"])
 def test_pause_routes_every_request_kind_local(kind):
-    assert r("pause", **{kind: True}) == "local"  # its capable tier works after the answer (lsp_server/completion/requests/pause.py)
+    assert r("pause", **{kind: True}) == "local"  # its capable tier works after the answer (lsp_server/completion/requests/capable.py)
 
 
 def test_remote_mode_sends_everything_there_unless_it_is_backing_off():

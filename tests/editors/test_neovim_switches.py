@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from lsp_server.completion.requests.picks import AGREE, PENDING
+from lsp_server.items import AGREE, PENDING
 
 from .nvim_driver import Nvim, fake_variants, flint_config, poll, selects, stub_log, wait_select, write_sample
 
