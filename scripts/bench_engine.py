@@ -618,7 +618,7 @@ def main() -> int:
                 add(name, "variants3_over_1", o["ms3"] / o["ms1"])
             if name == "llamacpp" and servers:  # llama.cpp's own server, right after its library
                 res.setdefault("llamaserver", {})
-                for dp, di in zip(dprompts, dids, strict=True):
+                for di in dids:
                     o = servers["plain"].decode(di, args.decode_tokens)
                     add("llamaserver", "decode_tok_s", o["tok_s"])
                     o2 = servers["spec"].decode(di, args.decode_tokens)
