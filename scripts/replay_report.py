@@ -287,6 +287,8 @@ def detail(summaries: list[dict]) -> list[str]:
          [mean_sd((s.get("over_seeds") or {}).get("cpu_s_per_typing_min"), lambda v: f"{v:.1f}") for s in summaries]),
         ("**pauses shown within 150 ms, mean ± sd over seeds**",
          [mean_sd((s.get("over_seeds") or {}).get("pauses_share"), share) for s in summaries]),
+        ("**keystrokes under a wrong ghost, mean ± sd over seeds**",
+         [mean_sd((s.get("over_seeds") or {}).get("wrong_ghost_share"), share) for s in summaries]),
         ("keystrokes (chars, Enter, Tab)", [str(s["keystrokes"]) for s in summaries]),
         ("**answered before the next key**", [f"{s['with_suggestion']} ({share(answered_share(s))})"
                                               for s in summaries]),

@@ -226,7 +226,8 @@ def summarize(runs: list[Run]) -> dict:
     }
 
 
-ROUND_METRICS = ("chars_saved_share", "answered_share", "pauses_share", "latency_p50_ms", "cpu_s_per_typing_min")
+ROUND_METRICS = ("chars_saved_share", "answered_share", "pauses_share", "wrong_ghost_share", "latency_p50_ms",
+                 "cpu_s_per_typing_min")
 
 
 def summarize_round(run: Run) -> dict:
@@ -237,6 +238,7 @@ def summarize_round(run: Run) -> dict:
     return {"chars_saved_share": saved_share(sum(k.saved for k in run.keys), typed_chars(run.keys)),
             "answered_share": ratio(sum(k.outcome == "suggestion" for k in run.keys), len(run.keys)),
             "pauses_share": ratio(n_shown, n_pauses),
+            "wrong_ghost_share": ratio(wrong_ghost_keys(run.keys), len(run.keys)),
             "latency_p50_ms": round(pct(lat, 50), 1) if lat else None,
             "cpu_s_per_typing_min": round(sum(s.typing_cpu_s for s in run.segments) / (typing_s / 60), 1)
             if typing_s else None}
@@ -340,6 +342,24 @@ def figure_row(sm: dict) -> dict[str, str]:
         "cpu per minute": f"{sm['cpu_s_per_typing_min']}",
         "cpu per accepted character": f"{sm['cpu_ms_per_accepted_char']:.0f}" if sm["cpu_ms_per_accepted_char"] else "–",
     }
+
+
+SEED_COLUMNS = {"characters saved": "chars_saved_share", "answered": "answered_share",
+                "pauses": "pauses_share", "wrong ghost": "wrong_ghost_share", "cpu per minute": "cpu_s_per_typing_min"}
+
+
+def seed_row(sm: dict) -> dict[str, str]:
+    """A summary's per-seed figures as README's held-out table prints them: the mean over the rounds (each its
+    own seed) ± their sample standard deviation; shares in percent."""
+    def cell(metric: str) -> str:
+        s = sm["over_seeds"].get(metric)
+        if not s:
+            return "–"
+        k = 1 if metric == "cpu_s_per_typing_min" else 100
+        unit = "" if k == 1 else "%"
+        return f"{k * s['mean']:.1f}{unit} ± {k * (s['sd'] or 0):.1f}"
+
+    return {col: cell(m) for col, m in SEED_COLUMNS.items()}
 
 
 if __name__ == "__main__":  # python scripts/replay_stats.py REPLAY_JSON [SPLIT]: figures on the common functions

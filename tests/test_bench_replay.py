@@ -348,6 +348,11 @@ def test_summarize_reports_rounds_costs_and_the_median_plainly():
     assert s["chars_saved_share"] == round(6 / 8, 3)
     assert s["over_seeds"]["chars_saved_share"]["n"] == 2
     assert s["over_seeds"]["chars_saved_share"]["mean"] == pytest.approx((0.8 + 0.667) / 2)
+    # the one keystroke in each round with a ghost is not under a wrong one (no ghost_right False)
+    assert s["over_seeds"]["wrong_ghost_share"]["mean"] == 0.0
+    row = st.seed_row(s)
+    assert row["characters saved"] == f"{100 * (0.8 + 0.667) / 2:.1f}% ± {100 * 0.0937 :.1f}"
+    assert row["cpu per minute"] == "8.0 ± 2.8" and row["pauses"] == "100.0% ± 0.0"
     assert s["short_ghosts"] == {"shown": 4, "at_most_chars": 3, "count": 2, "share": 0.5}
     # 3 + 5 s while typing, and 0.5 cores for two 0.25 s steps after each round, over 5 + 3 accepted characters
     assert s["cpu_ms_per_accepted_char"] == pytest.approx(1000 * 8.5 / 8, abs=0.1)
