@@ -39,14 +39,13 @@ class Settings:
     # type-through answers (off: every request is its own model call, as a plain server would do it)
     speculation: bool = True
     # hybrid routing (docs/remote.md): a remote OpenAI-compatible server beside the local model
-    routing: str = "local"  # local | hybrid | race | remote (engine/policy/routing.py)
+    routing: str = "local"  # local | hybrid | remote | pause (engine/policy/routing.py)
     remote_url: str = ""  # base URL, e.g. http://127.0.0.1:8080/v1
     remote_model: str = ""  # "" = the model the server lists first
     remote_api_key: str = field(default="", repr=False)  # "" = $FLINT_REMOTE_API_KEY; never logged
     remote_fim: str = "template"  # template | suffix | none
     remote_fim_template: str = QWEN_FIM_TEMPLATE
-    remote_for: tuple[str, ...] = REMOTE_KINDS  # what hybrid / race send to the remote
-    race_budget_ms: int = 600  # race: a remote answer later than this (from the request) is not shown
+    remote_for: tuple[str, ...] = REMOTE_KINDS  # what hybrid sends to the remote
     remote_timeout_ms: int = 5000  # a remote answer the user waits for: after this, the local model
     remote_allow_insecure_http: bool = False  # plain http:// to a non-loopback host
     # the capable tier on this machine when there is no remote: a second local model (a preset name or a
@@ -201,7 +200,6 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "remoteFim": ("remote_fim", _choice(*FIM_MODES)),
     "remoteFimTemplate": ("remote_fim_template", _template),
     "remoteFor": ("remote_for", _kinds),
-    "raceBudgetMs": ("race_budget_ms", _int_in(0, 60_000)),
     "remoteTimeoutMs": ("remote_timeout_ms", _int_in(100, 600_000)),
     "remoteAllowInsecureHttp": ("remote_allow_insecure_http", _bool),
     "capableModel": ("capable_model", _str),

@@ -98,7 +98,7 @@ class StatusBoard:
                       guidance=self.guidance() if backend == "local" and source == "model" else None)
 
     def replaced(self, name: str, ms: float) -> None:
-        """The capable tier's answer (a race's, a pause's: ``name`` its backend) replaced the local one."""
+        """The capable tier's answer (a pause's: ``name`` its backend) replaced the local one."""
         self._publish(source="model", backend=name,
                       message=f"model in {ms:.0f} ms · {name} ({self._settings().routing}: replaces local)")
 

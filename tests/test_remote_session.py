@@ -1,7 +1,6 @@
 """Routing inside the session, with a scripted local engine and the fault-injecting remote of
-tests/test_remote_client.py (127.0.0.1): the race's choice between given texts and timings, fallbacks on
-5xx / malformed / stalled remotes, the disk cache keeping local and remote entries apart, and settings
-that must not leak the API key. The same paths against the real llama.cpp server: test_remote_e2e.py."""
+tests/test_remote_client.py (127.0.0.1): fallbacks on 5xx / malformed / stalled remotes, the disk cache keeping
+local and remote entries apart, routing "pause", and settings that must not leak the API key. The same paths against the real llama.cpp server: test_remote_e2e.py."""
 
 from __future__ import annotations
 
@@ -68,43 +67,6 @@ def handled(s: Session) -> None:
 
 def remote_done(s: Session) -> bool:
     return s.remote_worker.backlog() == 0
-
-
-# ----------------------------------------------------------------------------------------------- race
-
-
-async def test_race_remote_first_within_budget_is_shown_at_once(make, fake):
-    fake.default = {"stream": ["a + b"], "end": "done"}
-    s = make(local("a", delay=1.5), routing="race", remote_url=fake.url, race_budget_ms=1000)
-    t0 = time.monotonic()
-    res = await s.suggest(URI, *POS, invoked=True)
-    assert res.backend == "remote" and res.items[0].text == "a + b"
-    assert time.monotonic() - t0 < 1.4  # did not wait for the slower local model
-    assert "race: remote first" in s.status["message"]
-
-
-@pytest.mark.parametrize("remote_text,delay,budget_ms,replaced", [
-    ("a + b", 0.3, 3000, True),  # extends what is shown, in time: replaces it
-    ("b - a", 0.3, 3000, False),  # unrelated: the local suggestion stays (no flicker)
-    ("a + b", 0.6, 200, False),  # extends it, but after the budget: stays
-])
-async def test_race_replaces_the_local_answer_only_in_time_and_when_it_extends(make, fake, remote_text, delay,
-                                                                               budget_ms, replaced):
-    fake.default = {"stream": ["", remote_text], "delay": delay}
-    s = make(local("a"), routing="race", remote_url=fake.url, race_budget_ms=budget_ms)
-    res = await s.suggest(URI, *POS, invoked=True)
-    assert res.backend == "local" and res.items[0].text == "a"  # the local answer, at once
-    await wait_for(lambda: remote_done(s) and fake.requests)
-    handled(s)  # the late arrival's callback
-    assert s.refreshed == ([(URI, 1)] if replaced else [])
-    again = await s.suggest(URI, *POS, invoked=True)
-    assert (again.backend, again.items[0].text) == (("remote", remote_text) if replaced else ("local", "a"))
-
-
-async def test_race_never_sends_single_keystrokes_remote(make, fake):
-    s = make(local("a"), routing="race", remote_url=fake.url)
-    res = await s.suggest(URI, *POS, invoked=False)
-    assert res.backend == "local" and fake.requests == []
 
 
 # ------------------------------------------------------------------------------------------ fallbacks
@@ -184,31 +146,14 @@ def test_settings_check_the_url_and_hide_the_key():
     assert w == [] and s.remote_config().url == "http://gpu.example.com:8000/v1"
     assert "sk-SECRET" not in repr(s) and "sk-SECRET" not in str(to_camel(s))
     assert to_camel(s)["remoteApiKey"] == "***"
-    s, w = parse_settings({"routing": "race"})
+    s, w = parse_settings({"routing": "pause"})
     assert any("needs remoteUrl" in x for x in w) and s.remote_config() is None
+    s, w = parse_settings({"routing": "race"})  # a mode since removed: answered locally, with a warning
+    assert s.routing == "local" and "routing" in w[0]
     s, w = parse_settings({"remoteApiKey": 12345})
     assert w and "12345" not in w[0]
     s, w = parse_settings({"remoteFor": ["invoked", "tabs"]})
     assert s.remote_for == Settings().remote_for and "tabs" in w[0]
-
-
-async def test_a_race_survives_typing_that_agrees_with_it(make, fake):
-    """The remote generation of a race keeps running while the user types what it is writing, and wins
-    for the typed spot when it finishes within the budget (type-through of the remote's text)."""
-    from tests.test_session_typing import type_chars
-
-    fake.default = {"stream": ["a", " +", " b"], "delay": 0.4}
-    s = make(local("a"), routing="race", remote_url=fake.url, race_budget_ms=5000)
-    res = await s.suggest(URI, *POS, invoked=True)
-    assert res.backend == "local" and res.items[0].text == "a"
-    # a keystroke comes ~150 ms later: the remote generation has started (and opened its hidden entry)
-    await wait_for(lambda: getattr(s.remote_worker.running(), "handle", None) is not None, 15)
-    col, version = type_chars(s, URI, "a", POS[0], POS[1], 1)  # the user types on, as the remote streams "a"
-    await wait_for(lambda: remote_done(s) and len(fake.requests) >= 1 and s.refreshed, 15)
-    assert s.refreshed == [(URI, version)]
-    got = await s.suggest(URI, POS[0], col, invoked=False)
-    assert (got.source, got.backend, got.items[0].text) == ("type-through", "remote", " + b")
-    assert len(fake.requests) == 1  # one remote generation served both spots
 
 
 # ---------------------------------------------------------------------------------------------- pause

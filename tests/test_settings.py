@@ -18,18 +18,18 @@ def test_defaults_when_nothing_sent():
 def test_all_fields_camel_case():
     raw = {"model": "/models/mine", "maxVariants": 5, "maxLines": 3, "multiline": "never", "debounceMs": 50,
            "cacheSizeMb": 64, "enable": False, "threads": 4, "speculation": False,
-           "routing": "race", "remoteUrl": "https://gpu.example/v1", "remoteModel": "qwen", "remoteApiKey": "",
+           "routing": "hybrid", "remoteUrl": "https://gpu.example/v1", "remoteModel": "qwen", "remoteApiKey": "",
            "remoteFim": "suffix", "remoteFimTemplate": "<p>{prefix}<s>{suffix}<m>", "remoteFor": ["invoked"],
-           "raceBudgetMs": 900, "remoteTimeoutMs": 3000, "remoteAllowInsecureHttp": True,
+           "remoteTimeoutMs": 3000, "remoteAllowInsecureHttp": True,
            "capableModel": "qwen2.5-coder-1.5b", "contextBudget": 256, "contextSources": ["open"],
            "confidenceCut": 0.4, "confidenceGate": 0.3, "learnedGate": False, "guidance": True}
     s, warnings = parse_settings(raw)
     assert warnings == []
     assert s == Settings(model="/models/mine", max_variants=5, max_lines=3, multiline="never", debounce_ms=50,
-                         cache_size_mb=64, enable=False, threads=4, speculation=False, routing="race",
+                         cache_size_mb=64, enable=False, threads=4, speculation=False, routing="hybrid",
                          remote_url="https://gpu.example/v1", remote_model="qwen", remote_fim="suffix",
                          remote_fim_template="<p>{prefix}<s>{suffix}<m>", remote_for=("invoked",),
-                         race_budget_ms=900, remote_timeout_ms=3000, remote_allow_insecure_http=True,
+                         remote_timeout_ms=3000, remote_allow_insecure_http=True,
                          capable_model="qwen2.5-coder-1.5b", context_budget=256, context_sources=("open",),
                          confidence_cut=0.4, confidence_gate=0.3, learned_gate=False, guidance=True)
     assert to_camel(s) == raw

@@ -37,11 +37,10 @@ class Status:
 
 @dataclass(frozen=True)
 class RemoteDone:
-    """A capable-tier job ended with text (generated, or answered from the store): a race's or a pause's."""
+    """A capable-tier job ended with text (generated, or answered from the store): a pause's, maybe."""
 
     state: State
     comps: list[Completion]
-    arrived: float
 
 
 @dataclass(frozen=True)

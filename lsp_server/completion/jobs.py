@@ -61,7 +61,7 @@ class State:
     mode: Mode
     params: GenParams
     skip: str | None = None  # why no automatic work is done here
-    route: str = "local"  # local | remote | race (engine/policy/routing.py)
+    route: str = "local"  # local | remote (engine/policy/routing.py)
 
     def key(self) -> WorkKey:
         return self.uri, self.revision, self.prefix, self.suffix, self.params.key()

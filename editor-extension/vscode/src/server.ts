@@ -138,7 +138,7 @@ export class Server implements vscode.Disposable {
     this.updateContext();
   }
 
-  /** flint/refresh: more variants for an open Pick Variant list, or (routing `race`) a capable answer
+  /** flint/refresh: more variants for an open Pick Variant list, or (routing `pause`) a capable answer
    * replaced the suggestion on screen: asking again shows it. */
   private refreshed(client: LanguageClient, p: RefreshParams): void {
     const ed = vscode.window.activeTextEditor;

@@ -96,7 +96,7 @@ def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: s
     skip = skip_reason(line_prefix, line_suffix, invoked=invoked)
     route = routing.LOCAL  # no capable tier ready: nothing to route
     if remote_ready:
-        routes = routing.RouteConfig(settings.routing, frozenset(settings.remote_for), settings.race_budget_ms / 1000)
+        routes = routing.RouteConfig(settings.routing, frozenset(settings.remote_for))
         route = routing.route(routes, invoked=invoked, variants=variants, multiline=mode == "multi", remote_ready=True)
     if params.n > 1 and route != routing.REMOTE:
         # the local model's variants after item 1 are branches (engine/decoding/batch.py): alternatives
@@ -185,16 +185,12 @@ def follow_ups(settings: Settings, *, invoked: bool, speculate: bool, shown: boo
     return FollowUps(pause=pause)
 
 
-def speculation_tiers(settings: Settings, state: State, *, remote: bool) -> list[tuple[str, float]]:
-    """Where a state's speculative generation runs, with its budget: the local model, the capable tier
-    (``remote``: there is one; routed there), or both (race: the local answer is shown at once, the remote
-    one may replace it)."""
-    remote_budget = max(settings.remote_timeout_ms / 1000, knobs.JOB_BUDGET_S if state.route == routing.REMOTE else 0.0)
+def speculation_tier(settings: Settings, state: State, *, remote: bool) -> tuple[str, float]:
+    """Where a state's speculative generation runs, with its budget: the capable tier when routed there
+    (``remote``: there is one), else the local model."""
     if state.route == routing.REMOTE and remote:
-        return [("remote", remote_budget)]
-    if state.route == routing.RACE and remote:
-        return [("local", knobs.JOB_BUDGET_S), ("remote", remote_budget)]
-    return [("local", knobs.JOB_BUDGET_S)]
+        return "remote", max(settings.remote_timeout_ms / 1000, knobs.JOB_BUDGET_S)
+    return "local", knobs.JOB_BUDGET_S
 
 
 def debounce_s(settings: Settings, invoked: bool) -> float:

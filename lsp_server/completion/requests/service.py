@@ -23,7 +23,7 @@ from lsp_server.completion.events import Events, Idle, RemoteDone, Status
 from lsp_server.completion.jobs import Ask, JobDropped, Stale, State, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.requests import explicit
-from lsp_server.completion.requests.capable import Pauses, Races
+from lsp_server.completion.requests.capable import Pauses
 from lsp_server.completion.requests.followups import FollowUps
 from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.requests.tiers import Load, Tiers
@@ -44,12 +44,11 @@ class CompletionService:
         self._revision_of = revision_of
         self.events = Events()
         self.events.on(Status, on_status)
-        self.events.on(RemoteDone, self._remote_done)
         self.store = Store(settings, self.events)
         self.tiers = Tiers(self.store, settings, self.events, load, load_remote)
         self.docs = DocRecords()  # one record per open document: everything kept about it here
-        self.races = Races(self.store, self.docs, revision_of, self._late_win)
         self.pauses = Pauses(self.store, self.docs, revision_of, self._late_win)
+        self.events.on(RemoteDone, lambda e: self.pauses.remote_done(e.state, e.comps))
         self.follow = FollowUps(self.store, self.tiers, self.docs, self.pauses, settings, on_refresh, version_of,
                                 revision_of, context)
         self.events.on(Idle, self.follow.idle)
@@ -82,12 +81,6 @@ class CompletionService:
         cfg = eng.config if eng is not None else None
         return (cfg.max_prefix_chars, cfg.max_suffix_chars) if cfg is not None else \
             (knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS)
-
-    # ---- events from the engine threads (event loop) --------------------------------------------
-    def _remote_done(self, event: RemoteDone) -> None:
-        """A capable-tier job ended with text: a race's or a pause's."""
-        self.races.remote_done(event.state, event.comps, event.arrived)
-        self.pauses.remote_done(event.state, event.comps, event.arrived)
 
     # ---- states ---------------------------------------------------------------------------------
     def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,
@@ -169,8 +162,8 @@ class CompletionService:
         remote = self.remote_worker is not None
         if state.route == routing.REMOTE and remote:
             self.worker.poke()  # the keystrokes after this one are local: warm its KV meanwhile
-        for tier, budget in planner.speculation_tiers(self._settings(), state, remote=remote):
-            self.store.submit(state, Work(Ask.SPECULATE, budget, not_before, tier=tier))
+        tier, budget = planner.speculation_tier(self._settings(), state, remote=remote)
+        self.store.submit(state, Work(Ask.SPECULATE, budget, not_before, tier=tier))
 
     def did_close(self, uri: str) -> None:
         self.docs.close(uri)  # (a request still waiting there hears Superseded now)
@@ -180,8 +173,7 @@ class CompletionService:
     async def answer(self, state: State, since: float, invoked: bool) -> Answer | None:
         """The best answer for a state within its deadline, from the backend its route names (engine/
         routing.py): the store, else the model (joined or started). A remote that fails, is slow or is
-        backing off leaves the answer to the local model; a race shows the local answer unless the remote
-        one is there first within the race budget. Raises the workers' exceptions."""
+        backing off leaves the answer to the local model. Raises the workers' exceptions."""
         delay = planner.debounce_s(self._settings(), invoked)
         if delay:
             await asyncio.sleep(delay)
@@ -191,15 +183,8 @@ class CompletionService:
         if record.asked is not None:
             record.asked.set()  # a request still waiting outside the worker (explicit.greedy_first) is superseded
         record.asked = asyncio.Event()
-        route = state.route
-        if route != routing.LOCAL and not self.remote_ready():
-            route = routing.LOCAL
-        if route == routing.REMOTE:
+        if state.route == routing.REMOTE and self.remote_ready():
             return await self._answer_remote(state, since, invoked)
-        if route == routing.RACE and self.remote_worker is not None:
-            s = self._settings()
-            return await self.races.answer(state, since, s.race_budget_ms / 1000, s.remote_timeout_ms / 1000,
-                                           lambda: self._answer_on(self.worker, state, since, invoked))
         return await self._answer_on(self.worker, state, since, invoked)
 
     async def _answer_remote(self, state: State, since: float, invoked: bool) -> Answer | None:

@@ -200,9 +200,9 @@ class Runner:
         if not job.settings.speculation:
             return
         key = (*job.params.key(), self.tier)
-        if self.tier == "remote" and job.settings.routing in (routing.RACE, routing.PAUSE):
-            # a race's (or a pause's) remote generation stays out of sight until it wins
-            # (capable.py); its entry, outside the store, only tells whether the typing agrees with it
+        if self.tier == "remote" and job.settings.routing == routing.PAUSE:
+            # a pause's generation stays out of sight until it wins (capable.py); its entry, outside the
+            # store, only tells whether the typing agrees with it
             job.handle = Entry(*anchor_of(job.prefix), job.suffix, job.params.n, key)
             return
         job.handle = self.store.open(job.prefix, job.suffix, job.params.n, key, work=job.account)

@@ -98,7 +98,7 @@ class Worker:
         done = None if job.anew else self._store.repeat(self.tier, job)
         if done is not None:  # asked again for what was just computed: the store answers from its record
             if job.priority == USER:
-                self._remote_done(job, done.result)  # a race or a pause hears the answer again
+                self._remote_done(job, done.result)  # a pause hears the answer again
             return None
         same = self._q.joinable(job.state)
         if same is None:
@@ -234,10 +234,10 @@ class Worker:
         self._remote_done(job, result)
 
     def _remote_done(self, job: Job, result: Result | None) -> None:
-        """A capable-tier job's text goes up as an event (a race's or a pause's), never as a call."""
+        """A capable-tier job's text goes up as an event (a pause's), never as a call."""
         comps = result[0] if result is not None else None
         if self.tier == "remote" and comps and any(c.text for c in comps):
-            self._events.put(RemoteDone(job.state, comps, time.monotonic()))
+            self._events.put(RemoteDone(job.state, comps))
 
     def _drop(self, job: Job, error: BaseException) -> None:
         stop_job(job, type(error).__name__.lower())

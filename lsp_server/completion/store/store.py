@@ -74,7 +74,7 @@ class Store:
     async def wait(self, look: Callable[[float], R | None], deadline: float, alarms: Sequence[Alarm] = ()) -> R | None:
         """(event loop) ``look(now)`` at once, then at every change of the store and at each alarm (a time,
         or an awaitable done: ``look`` tells what it means), until it gives something, or None at
-        ``deadline``. Each waiter steers its own loop through ``look`` (tickets.Ticket.wait, a race, a
+        ``deadline``. Each waiter steers its own loop through ``look`` (tickets.Ticket.wait, a
         refresh watch)."""
         owned = [asyncio.ensure_future(a) for a in alarms if inspect.iscoroutine(a)]
         futures = owned + [a for a in alarms if isinstance(a, asyncio.Future)]
@@ -156,7 +156,7 @@ class Store:
             for key in [k for k, w in self._work.items() if k[0] == tier and w.ended]:
                 del self._work[key]
 
-    # ---- entries (engine threads, and a race's winner) ------------------------------------------
+    # ---- entries (engine threads, and a pause's winner) -----------------------------------------
     def open(self, prefix: str, suffix: str, n: int, key: tuple, work: str = "") -> Entry:
         entry = self.typethrough.open(prefix, suffix, n=n, key=key, work=work)
         self.changed()
@@ -176,7 +176,7 @@ class Store:
         self.changed()
 
     def add(self, state: State, comps: list[Completion], tier: str, origin: str = "model") -> None:
-        """A whole answer for ``state`` (a race's winner, a disk entry read): the newest for it."""
+        """A whole answer for ``state`` (a pause's winner, a disk entry read): the newest for it."""
         if self.speculating:
             self.typethrough.add(state.prefix, state.suffix, comps, n=state.params.n,
                                  key=(*state.params.key(), tier), origin=origin)

@@ -33,7 +33,7 @@ class Answer:
     complete: bool  # nothing more is coming for it
     origin: str = "model"
     backend: str = "local"
-    note: str = ""  # said in the status message (a fallback, a race outcome)
+    note: str = ""  # said in the status message (a fallback)
     # an empty answer made from the engine's quick first window: the whole window may have a line there
     # (a request that may wait asks again with GenParams.quick_start off: planner.whole_window)
     quick: bool = False
