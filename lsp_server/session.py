@@ -146,7 +146,7 @@ class Session:
         return False
 
     def remote_ready(self) -> bool:
-        return self.service.remote_ready()
+        return self.service.tiers.remote_ready()
 
     def set_workspace_folders(self, uris: list[str]) -> None:
         self.context.set_folders(uris)

@@ -1,13 +1,6 @@
-"""What follows: after an answer went out, the work its plan names (planner.follow_ups): a flint/refresh when
-the whole suggestion is there, the whole window where the quick one had nothing, the capable tier at the
-user's pause; and once the local model is idle (events.Idle), the warm-up of the spot the user is at.
-
-flint/refresh: an answer went out partial or empty while a generation for that state still runs (a line
-still streaming, an explicit request's variants, the whole window after the quick one had nothing). One
-watcher per document waits on the store's changes and, once a whole suggestion for a watched state is there
-with the document still at it, tells the client once (``on_refresh``); the store answers its new request at
-once. A newer watch for the document replaces the older one. VS Code asks again with an explicit trigger,
-which is that automatic request again (planner.reasks_refresh)."""
+"""What follows an answer (planner.follow_ups): flint/refresh once the whole suggestion is there (one watch per
+document, on the store's changes), the whole window where the quick one had nothing, the capable tier at the
+user's pause; and once the local model is idle (events.Idle), the warm-up of the spot the user is at."""
 
 from __future__ import annotations
 
@@ -75,8 +68,7 @@ class FollowUps:
         return planner.reasks_refresh(mark, version, time.monotonic())
 
     def pause(self, state: State, answer: Answer | None) -> None:
-        """An automatic answer from the local model went out (routing ``pause``): the capable tier writes
-        this spot's suggestion if the user pauses here (capable.Pauses)."""
+        """(routing ``pause``) The capable tier writes the spot of a local automatic answer at the pause."""
         rw = self._tiers.remote
         if rw is None or not self._pausing() or answer is None or answer.backend != "local":
             return
@@ -88,10 +80,8 @@ class FollowUps:
         return self._settings().routing == routing.PAUSE and self._tiers.remote_ready()
 
     def whole(self, state: State, version: int) -> None:
-        """The quick first window had nothing to show at this spot (its lines were dropped: a short window
-        misses the code that decides them). The user is here: the whole window runs now, to its end unless
-        the user moves on, and the client hears flint/refresh if it has a line (the store then answers the
-        automatic state from that newer entry). It waits for a pause (planner.pause_delay): a typist who goes on
+        """The quick first window had nothing here: the whole window runs to its end unless the user moves on
+        (then flint/refresh if it has a line). It waits for a pause (planner.pause_delay): a typist who goes on
         makes it stale before its prompt pass holds up the next keystroke."""
         whole = planner.whole_window(state)
         if whole is state or state.route == routing.REMOTE or whole.skip:
@@ -101,10 +91,8 @@ class FollowUps:
         self.watch(whole, version, within=knobs.JOB_BUDGET_S)
 
     def watch(self, state: State, version: int, within: float = knobs.REFRESH_WITHIN_S, greedy: bool = False) -> None:
-        """A partial answer went out: once its generation has the whole suggestion (the document still at
-        that state), the client hears flint/refresh and asks again (the store answers at once).
-        ``greedy``: an explicit request got nothing yet; its automatic twin's line is enough (it is item 1
-        of the next ask: explicit.greedy_first)."""
+        """A partial answer went out: flint/refresh once its generation has the whole suggestion (``greedy``:
+        or the automatic twin's line, item 1 of the next ask: explicit.greedy_first). A newer watch replaces it."""
         twin = explicit.auto_twin(self._settings(), state, self._tiers.remote_ready())
         watched = [state] + ([twin] if greedy and state.params.n > 1 else [])
         record = self._docs[state.uri]
@@ -113,8 +101,8 @@ class FollowUps:
         record.watcher = asyncio.get_running_loop().create_task(self._when_done(watched, version, within))
 
     async def _when_done(self, watched: list[State], version: int, within: float) -> None:
-        """Refresh when any of ``watched`` has a whole suggestion within ``within`` seconds; stop when all of
-        them finished with nothing, or the document moved on."""
+        """Refresh when any of ``watched`` has a whole suggestion in time; stop when all finished with nothing,
+        or the document moved on."""
         state = watched[0]
         gone = Answer([], "memory", state.mode, complete=True)  # moved on, or finished with nothing to show
 
@@ -136,8 +124,8 @@ class FollowUps:
         self.refreshed(uri, self._version_of(uri))
 
     def idle(self, event: Idle) -> None:
-        """The local worker went idle: warm the spot the user is at, its context block gathered first
-        (file reads and parsing: on a thread, not on the event loop)."""
+        """The local worker went idle: warm the user's spot, its context block gathered first (on a thread:
+        file reads and parsing)."""
         st = self._docs.active_state()
         if event.tier != "local" or st is None or (self._warming is not None and not self._warming.done()):
             return

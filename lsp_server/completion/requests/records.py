@@ -1,10 +1,5 @@
-"""One record per open document (after ruff_server's one controller per document): everything the
-completion service keeps about a document on the event loop, in one place, dropped by one ``close``.
-
-The schedulers keep their own copy of what they need (each document's newest revision and current state:
-data down, read on their threads); the session keeps the text (documents.py). What is here is the service's:
-where the user is, the prompt window and the stay in it, the typing rhythm, the newest request, the refresh
-watch and the last refresh sent, the capable tier's window and its planned pause jobs.
+"""One record per open document (ruff_server's one controller per document): everything the service keeps
+about it on the event loop, dropped by one ``close``. The schedulers keep their own copy of what they need.
 """
 
 from __future__ import annotations
@@ -39,8 +34,7 @@ class DocRecord:
 
 
 class DocRecords(dict[str, DocRecord]):
-    """The records of the open documents, each made at its first use, and the one the user typed or moved
-    in last (``active``)."""
+    """The open documents' records, each made at its first use; ``active``: where the user typed or moved last."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -1,10 +1,5 @@
-"""The completion service: the store, one scheduler (worker) per backend tier, the planner's plans carried out.
-
-One keystroke's path reads top to bottom (docs/architecture.md): the session hands the service a
-document's new state (``did_change``); the service asks the store whether an answer exists, else submits
-the state to the scheduler, which runs the model and writes into the store. A request (``answer``) looks
-the state up in the store and waits there (``Ticket.wait``) until its deadline; an explicit request's item 1
-is explicit.py's, what follows an answer followups.py's. The engine threads reach it only through events.
+"""The completion service: the store, one scheduler per backend tier, the planner's plans carried out. A
+keystroke's path reads top to bottom (docs/architecture.md); the engine threads reach it only through events.
 """
 
 from __future__ import annotations
@@ -27,6 +22,7 @@ from lsp_server.completion.requests.capable import Pauses
 from lsp_server.completion.requests.followups import FollowUps
 from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.requests.tiers import Load, Tiers
+from lsp_server.completion.scheduler.runner import windows_of
 from lsp_server.completion.scheduler.worker import Worker
 from lsp_server.completion.store.store import Store
 from lsp_server.completion.store.tickets import Answer, Ticket
@@ -63,10 +59,6 @@ class CompletionService:
         return self.tiers.remote
 
     # ---- the tiers (tiers.py starts, replaces and stops them) ---------------------------------------
-    def remote_ready(self) -> bool:
-        """A capable tier configured, loaded and not backing off (none configured: nothing to ask)."""
-        return self.tiers.remote is not None and self.tiers.remote_ready()
-
     def engine(self, tier: str = "local") -> Backend | None:
         w = self.tiers.remote if tier == "remote" else self.tiers.local
         return w.engine if w is not None else None
@@ -76,17 +68,13 @@ class CompletionService:
         return "local" if tier != "remote" else self.tiers.remote_name()
 
     def windows(self) -> tuple[int, int]:
-        """The local model's prompt windows (its config; the engine's defaults while none is loaded)."""
-        eng = self.worker.engine
-        cfg = eng.config if eng is not None else None
-        return (cfg.max_prefix_chars, cfg.max_suffix_chars) if cfg is not None else \
-            (knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS)
+        return windows_of(self.worker.engine)  # the local model's
 
     # ---- states ---------------------------------------------------------------------------------
     def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,
               variants: bool = False, language: str | None = None) -> State:
-        """The engine's work for a cursor. Requests and speculation share it, so a request for the spot a
-        didChange already started joins that generation."""
+        """The engine's work for a cursor, shared by requests and speculation (a request joins the work a
+        didChange started)."""
         record = self.docs[uri]
         kept = record.window
         start, prefix, suffix = planner.window(text, offset, self.windows()[0], kept[0] if kept else None)
@@ -95,13 +83,12 @@ class CompletionService:
         path = uri_path(uri)  # the monitor's analyser reads the whole document, not the window
         doc = DocRef(str(path) if path is not None else None, revision, text, start)
         return planner.state_at(self._settings(), uri, revision, offset, prefix, suffix, invoked=invoked,
-                                remote_ready=self.remote_ready(), n=n, variants=variants, language=language,
+                                remote_ready=self.tiers.remote_ready(), n=n, variants=variants, language=language,
                                 doc=doc)
 
     def request_state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None,
                       variants: bool, language: str | None) -> State:
-        """A request's state: an automatic one at the spot the didChange before it prepared is that very
-        state (it joins that work), and the user is there now."""
+        """A request's state: an automatic one at the spot the didChange prepared is that very state."""
         old = self.docs[uri].state
         auto = not invoked and n is None and not variants
         if auto and old is not None and old.revision == revision and old.offset == offset:
@@ -114,8 +101,7 @@ class CompletionService:
         return state
 
     def at(self, uri: str, state: State) -> None:
-        """The user is at ``state`` (an automatic request there): what a generation kept through typing
-        must agree with."""
+        """The user is at ``state``: what a generation kept through typing must agree with."""
         self._here(uri, state)
         for w in self.tiers.workers:
             w.moved(uri, state)
@@ -128,8 +114,8 @@ class CompletionService:
 
     # ---- keystrokes -----------------------------------------------------------------------------
     def did_change(self, uri: str, revision: int, state: State | None, *, speculate: bool) -> None:
-        """After an edit: stop stale work (but keep a generation the user is typing through), and start
-        the newest state's generation now (newest wins, no debounce), unless the store answers it."""
+        """After an edit: stale work stops (a generation typed through goes on) and the newest state's starts
+        now, unless the store answers it."""
         now, record = time.monotonic(), self.docs[uri]
         burst = planner.burst(record.keystrokes, now)
         record.keystrokes.append(now)
@@ -141,9 +127,8 @@ class CompletionService:
             self._speculate(plan.current, plan.not_before)  # (typed through, or on disk: no model call)
 
     def did_move(self, uri: str, state: State) -> None:
-        """The cursor moved without an edit: a generation for the old spot stops as the new one starts, and the new spot's generation starts now, in the
-        moment before the user types there, unless the store answers it. Not a keystroke: the typing
-        clock is left alone."""
+        """The cursor moved without an edit: the new spot's generation starts now, before the user types there,
+        unless the store answers it (not a keystroke: the typing clock is left alone)."""
         self.at(uri, state)
         if not planner.moved(self._settings(), state).start:
             return
@@ -153,12 +138,11 @@ class CompletionService:
         self._speculate(state)
 
     def _in_store(self, state: State) -> bool:
-        """Does the store answer this state without a model call (typed through, memory, disk)?"""
         return self.store.lookup(state, since=None, partial=True,
                                  backend="remote" if state.route == routing.REMOTE else None) is not None
 
     def _speculate(self, state: State, not_before: float = 0.0) -> None:
-        """Start the state's generation on the tier(s) it is routed to, nobody waiting for it yet."""
+        """Start the state's generation on the tier it is routed to, nobody waiting for it yet."""
         remote = self.remote_worker is not None
         if state.route == routing.REMOTE and remote:
             self.worker.poke()  # the keystrokes after this one are local: warm its KV meanwhile
@@ -183,7 +167,7 @@ class CompletionService:
         if record.asked is not None:
             record.asked.set()  # a request still waiting outside the worker (explicit.greedy_first) is superseded
         record.asked = asyncio.Event()
-        if state.route == routing.REMOTE and self.remote_ready():
+        if state.route == routing.REMOTE and self.tiers.remote_ready():
             return await self._answer_remote(state, since, invoked)
         return await self._answer_on(self.worker, state, since, invoked)
 
@@ -212,8 +196,8 @@ class CompletionService:
 
     async def _answer_on(self, worker: Worker, state: State, since: float, invoked: bool,
                          budget: float | None = None) -> Answer | None:
-        """The answer from one backend's worker: the store (a remote worker: only its own entries), else
-        its model. The request keeps its deadline even while the model (re)loads (issue 14.8)."""
+        """From one backend: the store (a remote worker: only its own entries), else its model, within the
+        request's deadline even while the model (re)loads (issue 14.8)."""
         tier = worker.tier
         backend = "remote" if tier == "remote" else None
         plan = planner.waiting(self._settings(), state, since, invoked=invoked, remote=tier == "remote",
@@ -269,7 +253,7 @@ class CompletionService:
             raise
 
     def _auto_twin(self, state: State) -> State:
-        return explicit.auto_twin(self._settings(), state, self.remote_ready())
+        return explicit.auto_twin(self._settings(), state, self.tiers.remote_ready())
 
     def _late_win(self, uri: str, ms: float) -> None:
         self.on_late_win(uri, ms)

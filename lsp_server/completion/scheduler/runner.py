@@ -1,17 +1,6 @@
-"""Running one scheduler's jobs on its engine: the engine thread's side (worker.py decides which job runs
-and when, and writes how it ended into the store). What a generation makes goes into the store from here.
-
-- ``load``: the model loads on the engine thread (status events "loading", then "ready" or "error"); the
-  disk cache keys this tier's answers by what it is now (``identify``: model, context block, windows).
-- ``run``: a job the store answers since it was queued needs no model (``_from_store``); else
-  ``engine.complete`` runs (the job's budget becomes its deadline) into a type-through entry the store
-  opened (``open_entry``): tokens stream into it (``_on_token``), ``close_entry`` closes it and saves the result on
-  disk. A job the user stopped typing toward stops at its next token.
-- An idle job (WARM) is idle.IdleWork's; a job for another document than the one the context block was
-  gathered for drops the block first.
-
-Status goes up as events (events.Status); nothing here calls into the service or the session. Nothing
-here imports pygls: the engine is seen through the facade in engine/engine_api.md.
+"""The engine thread of one scheduler (worker.py decides what runs): it loads the model, runs each job into a
+type-through entry the store opened (the job's budget its deadline; a job the typing left stops at its next
+token) and saves whole-window results on disk. Status goes up as events; nothing here calls the service.
 """
 
 from __future__ import annotations
@@ -98,7 +87,7 @@ class Runner:
             self.report(ran, job, idle=scheduler.done(job, ran))
 
     def execute(self, job: Job, scheduler: Scheduler) -> Ran:
-        """Run one job: a warm-up, or a generation unless its document moved on or it was stopped."""
+        """A warm-up, or a generation unless its document moved on or it was stopped."""
         try:
             if isinstance(job.work, WarmUp):
                 assert self.engine is not None
@@ -139,8 +128,7 @@ class Runner:
         return None
 
     def run(self, job: Job, keeps: Callable[[Job], bool]) -> Ran:
-        """Run a generation (``keeps(job)``: does a job kept through an edit, or a future, still serve the
-        user's text? Asked at each token)."""
+        """A generation; ``keeps(job)``, asked at each token: does a job kept through an edit still serve?"""
         engine = self.engine
         assert engine is not None
         if self.idle.context_uri not in (None, job.uri) and engine.context_digest:
@@ -162,7 +150,10 @@ class Runner:
             result = engine.complete(job.prefix, job.suffix, params, cancel=job.cancel,
                                      on_token=partial(self._on_token, job, keeps))
         except Exception as e:
-            log.warning("%s: %s", type(e).__name__, e) if _quiet(e) else log.exception("engine.complete failed")
+            if isinstance(e, RemoteError):  # expected (a remote server down): one line, no traceback
+                log.warning("%s: %s", type(e).__name__, e)
+            else:
+                log.exception("engine.complete failed")
             return Ran(error=e, ms=(time.perf_counter() - t0) * 1000)
         finally:
             self.model_calls += 1
@@ -177,13 +168,11 @@ class Runner:
         return Ran(result, ms=(time.perf_counter() - t0) * 1000)
 
     def identify(self, engine: Backend | None) -> None:
-        """The tier's engine changed (loaded, unloaded, another context block): the disk cache keys its
-        answers by what it is now."""
+        """The disk cache keys this tier's answers by what its engine is now (model, context block)."""
         self.store.disk.identify(self.tier, identity_of(engine))
 
     def _from_store(self, job: Job) -> Result | None:
-        """The store's complete answer for the job's state, filled since it was queued (typed through,
-        disk): then no model call."""
+        """The store's complete answer, filled since the job was queued (typed through, disk): no model call."""
         try:
             found = self.store.lookup(job.state, since=None, partial=False, backend=self.tier, settings=job.settings)
         except Exception:
@@ -195,8 +184,7 @@ class Runner:
         return found.comps, Timings()
 
     def open_entry(self, job: Job) -> None:
-        """The type-through entry the generation streams into (none with speculation off: nothing is
-        typed through)."""
+        """The type-through entry the generation streams into (none with speculation off)."""
         if not job.settings.speculation:
             return
         key = (*job.params.key(), self.tier)
@@ -216,8 +204,8 @@ class Runner:
             stop_job(job, "diverged")  # the user typed something else: the text is useless now
 
     def close_entry(self, job: Job, result: Result | None, ms: float) -> None:
-        """The generation ended: its entry closed (a failed remote stream's dropped: the local fallback
-        answers instead), a whole-window result saved on disk."""
+        """Its entry closed (a failed remote stream's dropped: the local fallback answers), a whole-window
+        result saved on disk."""
         entry = job.handle
         comps = result[0] if result is not None else None
         if isinstance(entry, Entry):
@@ -236,8 +224,7 @@ class Runner:
             log.exception("%s hook failed", hook.__name__)
 
     def _worked(self, job: Job, t0: float, c0: float) -> None:
-        """The accounting (events.Worked): this job's wall time and the process's CPU time meanwhile (the
-        engine's own threads do nearly all of it)."""
+        """Its wall time and the process's CPU time meanwhile (the engine's threads do nearly all of it)."""
         self._events.put(Worked(self.tier, job.account, (time.perf_counter() - t0) * 1000,
                                 (time.process_time() - c0) * 1000))
 
@@ -258,17 +245,16 @@ class Runner:
 
 
 def identity_of(engine: Backend | None) -> Identity | None:
-    """The disk cache's identity of a backend's answers: its model, context block and prompt windows (None:
-    not loaded). A suggestion made with another context block is another entry."""
+    """The disk cache's identity of a backend's answers (None: not loaded): another context block or prompt
+    window makes other suggestions."""
     if engine is None or not engine.model_id:
         return None
-    cfg = engine.config
-    windows = (cfg.max_prefix_chars, cfg.max_suffix_chars) if cfg is not None else \
-        (knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS)
     digest = engine.context_digest
-    return (f"{engine.model_id}+context:{digest}" if digest else engine.model_id, *windows)
+    return (f"{engine.model_id}+context:{digest}" if digest else engine.model_id, *windows_of(engine))
 
 
-def _quiet(e: Exception) -> bool:
-    """An expected failure (a remote server down): one log line, no traceback."""
-    return isinstance(e, RemoteError)
+def windows_of(engine: Backend | None) -> tuple[int, int]:
+    """A backend's prompt windows (the engine's defaults while none is loaded)."""
+    cfg = engine.config if engine is not None else None
+    return (cfg.max_prefix_chars, cfg.max_suffix_chars) if cfg is not None else \
+        (knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS)

@@ -1,11 +1,5 @@
-"""The scheduler: one thread per backend owns its engine (runner.py); the event loop posts jobs to it and
-every job's outcome goes into the store, once (the llama.cpp server / ruff_server shape: handlers post tasks,
-one loop owns the model, results travel one way). docs/architecture.md draws its rules: one pending job per
-document (a newer request answers the older one ``Superseded``); identical work joined, work just done
-answered from its record; an edit stops older work (``Stale``) unless it still serves the new text (a
-generation the user types through, ``Life.TRACKING``); priorities and pre-emption (jobqueue.py); background
-work stops once the user has gone (idle.Watchdog); idle a while, it says so (events.Idle) and may get a
-warm-up. Data comes down with each call; the engine thread calls nothing above the store.
+"""The scheduler: the event loop posts jobs, one engine thread per backend runs them (runner.py), and every
+job's outcome goes into the store once (the llama.cpp server shape). Its rules: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -75,8 +69,7 @@ class Worker:
         return self.runner.loaded
 
     def submit(self, state: State, work: Work | None = None) -> Job | None:
-        """Queue or join work for a state (jobs.Ask says how a submission holds it); the job, or None when the
-        store's record of this very work answers it. Its outcome goes into the store."""
+        """Queue or join work for a state; the job, or None when the store's record of it answers."""
         work = work or Work()
         job = Job(state, work.priority, next(self._seq), work,
                   life=Life.BACKGROUND if work.mode is Ask.SPECULATE else Life.ASKED, not_before=work.not_before)
@@ -118,8 +111,8 @@ class Worker:
         self._cond.notify()
 
     def document_changed(self, uri: str, revision: int, current: State | None = None) -> None:
-        """The document is at ``revision`` now, the user at ``current`` in it (None: nothing is kept). Older
-        work stops, except what still serves ``current``: it moves to ``revision`` (its waiters hear Stale)."""
+        """Older work stops, except what still serves the user's state ``current``: it moves to ``revision``
+        (its waiters hear Stale)."""
         with self._cond:
             self._touch()
             self._q.revisions[uri] = revision
@@ -135,7 +128,7 @@ class Worker:
                     self._drop(job, Stale("the document changed"))
 
     def moved(self, uri: str, current: State) -> None:
-        """The user is at ``current`` now (a cursor moved, a request): what tracking jobs must agree with."""
+        """What tracking jobs must agree with now (a cursor moved, a request)."""
         with self._cond:
             self._q.follow(uri, current)
 
@@ -143,13 +136,12 @@ class Worker:
         self.document_changed(uri, CLOSED)
 
     def leave(self, job: Job | None, seq: int, detach: Life | None = None) -> None:
-        """A request stops waiting for ``job`` (Ticket.release, Ticket.detach: ``detach`` lets it go on, as
-        Job.leave says). A job rebased since (``seq`` moved on) serves other text: not theirs."""
+        """A request stops waiting for ``job`` (Job.leave); one rebased since (``seq`` moved on) is not theirs."""
         with self._cond:
             self._leave(job if job is not None and job.seq == seq else None, detach)
 
     def warm(self, state: State | None, warm_up: WarmUp) -> None:
-        """(after events.Idle) Idle work for ``state`` (idle.IdleWork); nothing if the user acted since."""
+        """(after events.Idle) Idle work for ``state``; nothing if the user acted since."""
         with self._cond:
             if self._stopping or not self._q.idle_asked or state is None:
                 return
@@ -176,14 +168,14 @@ class Worker:
             self._thread.join(timeout)
 
     def poke(self) -> None:
-        """Look for idle work again once it is quiet: the work went to another tier, the next keystrokes are
-        this worker's (warm its KV)."""
+        """The user acted where this worker has nothing to run (another tier, the store answered): idle work
+        is looked for again once it is quiet."""
         with self._cond:
-            self._q.touch()  # the user just acted (asked another tier)
+            self._q.touch()
             self._cond.notify()
 
     def backlog(self) -> int:
-        """Jobs waiting or running (for tests and the status line)."""
+        """Jobs waiting or running (tests)."""
         with self._cond:
             return len(self._q)
 
@@ -213,8 +205,7 @@ class Worker:
             stop_job(self._q.running, reason)
 
     def still_serves(self, job: Job, running: bool, current: State) -> bool:
-        """Does a job made for an older revision still serve the document's new state ``current``? (The
-        planner's rule, on what the running generation streamed so far.)"""
+        """The planner's rule (kept_through_edit), on what the running generation streamed so far."""
         entry = job.handle
         agrees = running and isinstance(entry, Entry) and self._store.consistent(entry, current.prefix, current.suffix)
         return planner.kept_through_edit(self.tier, job, current, agrees)
@@ -234,7 +225,7 @@ class Worker:
         self._remote_done(job, result)
 
     def _remote_done(self, job: Job, result: Result | None) -> None:
-        """A capable-tier job's text goes up as an event (a pause's), never as a call."""
+        """A capable-tier job's text goes up as an event, never as a call."""
         comps = result[0] if result is not None else None
         if self.tier == "remote" and comps and any(c.text for c in comps):
             self._events.put(RemoteDone(job.state, comps))
@@ -252,7 +243,7 @@ class Worker:
         with self._cond:
             return self._wait_for_work()
 
-    def _wait_for_work(self) -> tuple[Job | None, Loader | None]:
+    def _wait_for_work(self) -> tuple[Job | None, Loader | None]:  # (lock held)
         while True:
             if self._stopping:
                 return None, None
