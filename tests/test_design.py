@@ -107,7 +107,7 @@ def test_a_job_kept_through_an_edit_tracks_the_typing_and_an_ended_one_stays_end
     running, queued = _job(), _job()
     running.rebase(2, 5, running=True)
     queued.rebase(2, 6, running=False)
-    assert running.life is Life.TRACKING and running.revision == 2 and running.waiters == 0
+    assert running.life is Life.TRACKING and running.state.revision == 2 and running.waiters == 0
     assert queued.life is Life.BACKGROUND  # its requests asked about the old text: it is speculation now
     running.waiters = 1
     running.leave(Life.AWAITED)

@@ -1,8 +1,5 @@
-"""The one way up from the engine threads: events put on one queue, drained in order on the event loop.
-
-Data goes down (a job carries its state, revision and context block); what happens on an engine thread
-comes back up only as an event here: the store changed, a scheduler's status, a capable-tier generation
-finished, a scheduler went idle. Nothing on an engine thread calls into the session or the service.
+"""The one way up from the engine threads: events on one queue, drained in order on the event loop. Nothing
+on an engine thread calls into the session or the service.
 """
 
 from __future__ import annotations
@@ -45,15 +42,14 @@ class RemoteDone:
 
 @dataclass(frozen=True)
 class Idle:
-    """A scheduler has been idle a while: the service may give it idle work (the active spot's warm-up)."""
+    """A scheduler has been idle a while: the service may give it a warm-up."""
 
     tier: str
 
 
 @dataclass(frozen=True)
 class Worked:
-    """A scheduler ran a job on its engine: what kind of work (Job.account) and what it cost (wall and
-    process CPU time, ms): the work accounting in the stats."""
+    """A scheduler ran a job (Job.account) at this cost, ms: the stats' work accounting."""
 
     tier: str
     work: str

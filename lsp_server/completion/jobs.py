@@ -131,26 +131,6 @@ class Job:
     started: float | None = None
 
     @property
-    def uri(self) -> str:
-        return self.state.uri
-
-    @property
-    def revision(self) -> int:
-        return self.state.revision
-
-    @property
-    def prefix(self) -> str:
-        return self.state.prefix
-
-    @property
-    def suffix(self) -> str:
-        return self.state.suffix
-
-    @property
-    def params(self) -> GenParams:
-        return self.state.params
-
-    @property
     def anew(self) -> bool:
         return isinstance(self.work, Work) and self.work.anew
 
@@ -172,7 +152,7 @@ class Job:
     @property
     def account(self) -> str:
         """What its engine time is accounted to (stats ``engine_*``, ``served.*``)."""
-        return "variants" if self.params.n > 1 and self.priority != WARM else self.kind
+        return "variants" if self.state.params.n > 1 and self.priority != WARM else self.kind
 
     @property
     def idle_work(self) -> bool:

@@ -43,7 +43,8 @@ def kept_through_edit(tier: str, job: Job, current: State, agrees: bool) -> bool
     # a local one still in its prompt pass has written nothing the typing could agree with: the newest state
     # starts instead, on the KV this one computed (a keystroke appends to it). A remote one is kept: starting
     # again there costs a whole round trip
-    return tier != "local" or job.handle.max_len > 0 or (current.prefix, current.suffix) == (job.prefix, job.suffix)
+    return tier != "local" or job.handle.max_len > 0 or (current.prefix, current.suffix) == \
+        (job.state.prefix, job.state.suffix)
 
 
 def reasks_refresh(mark: tuple[int, float, bool] | None, version: int, now: float) -> bool:

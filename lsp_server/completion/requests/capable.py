@@ -35,10 +35,8 @@ class Pauses:
         self._on_replace = on_replace  # (uri, ms from the pause job's plan): the shown suggestion was replaced
 
     def plan(self, state: State, not_before: float, own_window: bool = True) -> None:
-        """An automatic answer for ``state`` went out: the capable tier writes this spot's suggestion once
-        the user has paused (``not_before``, time.monotonic()); ``own_window``: from its own window (a
-        model on this machine's CPU; a remote server reads the whole one). The same work planned again
-        joins the job already queued or running (Worker.submit)."""
+        """The capable tier writes ``state``'s spot once the user has paused (``not_before``); ``own_window``: a
+        model on this CPU reads its own short window (a remote server the whole one)."""
         if state.skip:
             return
         whole = whole_window(state)
@@ -78,9 +76,8 @@ class Pauses:
 
 
 def short_window(state: State, previous: int | None) -> tuple[State, int]:
-    """The state cut to the capable model's window (knobs.PAUSE_PREFIX_CHARS before the cursor, knobs.PAUSE_SUFFIX_CHARS after, at
-    line bounds), and the start in ``state.prefix`` it kept: ``previous`` while it is still valid, so a
-    keystroke appends to the capable model's KV instead of moving its window."""
+    """The state cut to the capable model's window at line bounds, and its start in ``state.prefix``:
+    ``previous`` while valid, so a keystroke appends to that model's KV instead of moving its window."""
     start = window_start(state.prefix, len(state.prefix), knobs.PAUSE_PREFIX_CHARS, previous=previous)
     _, suffix = clip_window("", state.suffix, 0, knobs.PAUSE_SUFFIX_CHARS)
     return replace(state, prefix=state.prefix[start:], suffix=suffix), start

@@ -93,18 +93,18 @@ class Runner:
                 assert self.engine is not None
                 self.idle.warm(self.engine, job, job.work)
                 return Ran()
-            if scheduler.revision(job.uri) != job.revision:
+            if scheduler.revision(job.state.uri) != job.state.revision:
                 return Ran(error=Stale("the document changed"))
             if job.cancel.cancelled:
                 return Ran(error=reason_exc(job.cancel.reason))
             ran = self.run(job, scheduler.keeps)
-            if ran.error is None and scheduler.revision(job.uri) != job.revision:
+            if ran.error is None and scheduler.revision(job.state.uri) != job.state.revision:
                 return Ran(ran.result, Stale("the document changed"), ran.ms)
             if ran.error is None and job.cancel.cancelled:
                 return Ran(ran.result, reason_exc(job.cancel.reason), ran.ms)
             return ran
         except Exception as e:  # never leave a request waiting, whatever happened
-            log.exception("job for %s failed", job.uri)
+            log.exception("job for %s failed", job.state.uri)
             return Ran(error=e)
 
     def load(self, load: Loader) -> str | None:
@@ -131,23 +131,23 @@ class Runner:
         """A generation; ``keeps(job)``, asked at each token: does a job kept through an edit still serve?"""
         engine = self.engine
         assert engine is not None
-        if self.idle.context_uri not in (None, job.uri) and engine.context_digest:
-            self.idle.drop_context(engine, job.uri)  # the block was gathered for another document
+        if self.idle.context_uri not in (None, job.state.uri) and engine.context_digest:
+            self.idle.drop_context(engine, job.state.uri)  # the block was gathered for another document
         if not job.anew:
             cached = self._from_store(job)
             if cached is not None:
                 return Ran(cached)
-        self.emit("busy", uri=job.uri)
+        self.emit("busy", uri=job.state.uri)
         t0, c0 = time.perf_counter(), time.process_time()
         job.started = time.monotonic()
-        log.debug("job %d start (%s): %s rev %d, waited %.0f ms", job.seq, job.kind, job.uri, job.revision,
+        log.debug("job %d start (%s): %s rev %d, waited %.0f ms", job.seq, job.kind, job.state.uri, job.state.revision,
                   (time.monotonic() - job.submitted) * 1000)
-        params = job.params if job.budget_s is None else \
-            replace(job.params, deadline=time.monotonic() + job.budget_s)
+        params = job.state.params if job.budget_s is None else \
+            replace(job.state.params, deadline=time.monotonic() + job.budget_s)
         self._safely(self.open_entry, job)
         result: Result | None = None
         try:
-            result = engine.complete(job.prefix, job.suffix, params, cancel=job.cancel,
+            result = engine.complete(job.state.prefix, job.state.suffix, params, cancel=job.cancel,
                                      on_token=partial(self._on_token, job, keeps))
         except Exception as e:
             if isinstance(e, RemoteError):  # expected (a remote server down): one line, no traceback
@@ -187,13 +187,13 @@ class Runner:
         """The type-through entry the generation streams into (none with speculation off)."""
         if not job.settings.speculation:
             return
-        key = (*job.params.key(), self.tier)
+        key = (*job.state.params.key(), self.tier)
         if self.tier == "remote" and job.settings.routing == routing.PAUSE:
             # a pause's generation stays out of sight until it wins (capable.py); its entry, outside the
             # store, only tells whether the typing agrees with it
-            job.handle = Entry(*anchor_of(job.prefix), job.suffix, job.params.n, key)
+            job.handle = Entry(*anchor_of(job.state.prefix), job.state.suffix, job.state.params.n, key)
             return
-        job.handle = self.store.open(job.prefix, job.suffix, job.params.n, key, work=job.account)
+        job.handle = self.store.open(job.state.prefix, job.state.suffix, job.state.params.n, key, work=job.account)
 
     def _on_token(self, job: Job, keeps: Callable[[Job], bool], index: int, text: str, doubts: Doubts = ()) -> None:
         if job.cancel.cancelled:
@@ -214,7 +214,7 @@ class Runner:
             else:
                 self.store.finish(entry, comps, result[1].window if result is not None else "full")
         if comps and result is not None and result[1].window != "quick":  # not what the full window says
-            self.store.disk.save(job.prefix, job.suffix, job.params, self.tier, comps, ms)
+            self.store.disk.save(job.state.prefix, job.state.suffix, job.state.params, self.tier, comps, ms)
 
     @staticmethod
     def _safely(hook: Callable[..., object], *args: Any) -> None:

@@ -194,8 +194,8 @@ class Worker:
         self._wake_watchdog.set()
         if job is not None and job.leave(detach):
             stop_job(job, "client cancelled")
-            if self._q.pending.get(job.uri) is job:
-                del self._q.pending[job.uri]
+            if self._q.pending.get(job.state.uri) is job:
+                del self._q.pending[job.state.uri]
                 self._end(job, None, reason_exc("client cancelled"))
 
     def _preempt(self, job: Job) -> None:
@@ -287,5 +287,5 @@ class Worker:
         if job.life is not Life.TRACKING:
             return True
         with self._cond:
-            current = self._q.current.get(job.uri)
+            current = self._q.current.get(job.state.uri)
             return current is not None and self.still_serves(job, True, current)
