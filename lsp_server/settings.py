@@ -30,13 +30,10 @@ class Settings:
     max_variants: int = 3  # ranked inline items per request (one batched pass)
     max_lines: int = 8  # longest multi-line suggestion
     multiline: Multiline = "auto"
-    # 0: Flint answers at once; its own cancellation and newest-wins scheduling replace a debounce
-    debounce_ms: int = 0
     cache_size_mb: int = 256  # the on-disk completion cache's cap (0: no disk cache)
     enable: bool = True
     threads: int = 2
-    # pre-generation on didChange, futures after an explicit request's suggestion, idle KV warming and
-    # type-through answers (off: every request is its own model call, as a plain server would do it)
+    # generation on didChange, idle KV warming and type-through answers (off: every request is its own model call, as a plain server would do it)
     speculation: bool = True
     # hybrid routing (docs/remote.md): a remote OpenAI-compatible server beside the local model
     routing: str = "local"  # local | hybrid | remote | pause (engine/policy/routing.py)
@@ -188,7 +185,6 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "maxVariants": ("max_variants", _int_in(1, 8)),
     "maxLines": ("max_lines", _int_in(1, 64)),
     "multiline": ("multiline", _choice(*MULTILINE_CHOICES)),
-    "debounceMs": ("debounce_ms", _int_in(0, 5000)),
     "cacheSizeMb": ("cache_size_mb", _int_in(0, 1 << 20)),
     "enable": ("enable", _bool),
     "threads": ("threads", _int_in(1, 256)),

@@ -175,11 +175,6 @@ def speculation_tier(settings: Settings, state: State, *, remote: bool) -> tuple
     return "local", knobs.JOB_BUDGET_S
 
 
-def debounce_s(settings: Settings, invoked: bool) -> float:
-    """(``debounceMs``; 0: newest wins at once)"""
-    return settings.debounce_ms / 1000 if settings.debounce_ms and not invoked else 0.0
-
-
 @dataclass(frozen=True)
 class Keystroke:
     """What an edit or a cursor move starts: the state work is kept for (``current``; None with speculation

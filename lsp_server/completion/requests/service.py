@@ -15,7 +15,7 @@ from engine.backends import Backend
 from engine.policy import routing
 from engine.types import DocRef
 from lsp_server.completion.events import Events, Idle, RemoteDone, Status
-from lsp_server.completion.jobs import Ask, JobDropped, Stale, State, Work
+from lsp_server.completion.jobs import Ask, JobDropped, State, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.requests import explicit
 from lsp_server.completion.requests.capable import Pauses
@@ -158,11 +158,6 @@ class CompletionService:
         """The best answer for a state within its deadline, from the backend its route names (engine/
         routing.py): the store, else the model (joined or started). A remote that fails, is slow or is
         backing off leaves the answer to the local model. Raises the workers' exceptions."""
-        delay = planner.debounce_s(self._settings(), invoked)
-        if delay:
-            await asyncio.sleep(delay)
-            if self._revision_of(state.uri) != state.revision:
-                raise Stale("the document changed")
         record = self.docs[state.uri]
         if record.asked is not None:
             record.asked.set()  # a request still waiting outside the worker (explicit.greedy_first) is superseded
