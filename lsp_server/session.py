@@ -90,11 +90,11 @@ class Session:
 
     @property
     def worker(self) -> Worker:  # the local model's scheduler (tests and the status line look at it)
-        return self.service.worker
+        return self.service.tiers.local
 
     @property
     def remote_worker(self) -> Worker | None:
-        return self.service.remote_worker
+        return self.service.tiers.remote
 
     @property
     def disk(self):

@@ -95,7 +95,6 @@ class Events:
             pass
 
     def drain(self) -> None:
-        """(event loop) Handle every queued event, in order."""
         with self._lock:
             self._scheduled = False
         changed = False

@@ -146,13 +146,9 @@ class Job:
         return self.work.budget_s if isinstance(self.work, Work) else None
 
     @property
-    def kind(self) -> str:
-        return {USER: "now", SPECULATIVE: "now", WARM: "warm"}[self.priority]
-
-    @property
     def account(self) -> str:
         """What its engine time is accounted to (stats ``engine_*``, ``served.*``)."""
-        return "variants" if self.state.params.n > 1 and self.priority != WARM else self.kind
+        return "warm" if self.priority == WARM else "variants" if self.state.params.n > 1 else "now"
 
     @property
     def idle_work(self) -> bool:

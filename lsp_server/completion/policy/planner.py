@@ -78,7 +78,6 @@ def gen_params(settings: Settings, mode: str, *, invoked: bool, n: int | None = 
 def state_at(settings: Settings, uri: str, revision: int, offset: int, prefix: str, suffix: str, *,
              invoked: bool, remote_ready: bool, n: int | None = None, variants: bool = False,
              language: str | None = None, doc: DocRef | None = None) -> State:
-    """The work for a cursor given its (windowed) text before and after."""
     line_prefix, line_suffix = split_cursor(prefix, suffix)
     mode = decide_mode(line_prefix, line_suffix, settings.multiline)
     params = gen_params(settings, mode, invoked=invoked, n=n, lookahead=not line_suffix.strip(), language=language,

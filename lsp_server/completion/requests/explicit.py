@@ -37,7 +37,6 @@ def settled_variants(answer: Answer, line_prefix: str, budget: Budget) -> list[C
 
 
 def auto_twin(settings: Settings, state: State, remote_ready: bool) -> State:
-    """The automatic request's state at the same text (one greedy variant)."""
     auto = planner.state_at(settings, state.uri, state.revision, state.offset, state.prefix, state.suffix,
                             invoked=False, remote_ready=remote_ready, language=state.params.language)
     return auto if state.params.quick_start else planner.whole_window(auto)

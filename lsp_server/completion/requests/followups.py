@@ -42,7 +42,6 @@ class FollowUps:
 
     def carry_out(self, plan: planner.FollowUps, state: State, version: int, answer: Answer | None, *,
                   invoked: bool) -> None:
-        """Do what the planner's follow-up plan says."""
         if plan.watch_s is not None or plan.whole:
             self._docs[state.uri].watch_auto = not invoked
         if plan.whole:
@@ -68,16 +67,10 @@ class FollowUps:
         return planner.reasks_refresh(mark, version, time.monotonic())
 
     def pause(self, state: State, answer: Answer | None) -> None:
-        """(routing ``pause``) The capable tier writes the spot of a local automatic answer at the pause."""
-        rw = self._tiers.remote
-        if rw is None or not self._pausing() or answer is None or answer.backend != "local":
-            return
-        self._pauses.plan(state, planner.pause_starts(self._docs[state.uri].keystrokes, time.monotonic()),
-                          own_window=self._tiers.remote_name() == "capable")
-
-    def _pausing(self) -> bool:
-        """Routing ``pause`` with its capable tier ready."""
-        return self._settings().routing == routing.PAUSE and self._tiers.remote_ready()
+        """(routing ``pause``: planner.follow_ups) The capable tier writes a local answer's spot at the pause."""
+        if self._tiers.remote_ready() and answer is not None and answer.backend == "local":
+            self._pauses.plan(state, planner.pause_starts(self._docs[state.uri].keystrokes, time.monotonic()),
+                              own_window=self._tiers.remote_name() == "capable")
 
     def whole(self, state: State, version: int) -> None:
         """The quick first window had nothing here: the whole window runs to its end unless the user moves on

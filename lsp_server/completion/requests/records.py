@@ -45,7 +45,6 @@ class DocRecords(dict[str, DocRecord]):
         return record
 
     def state(self, uri: str) -> State | None:
-        """Where the user is in ``uri`` (None: not known)."""
         record = self.get(uri)
         return record.state if record is not None else None
 

@@ -50,14 +50,6 @@ class CompletionService:
         self.events.on(Idle, self.follow.idle)
         self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
 
-    @property
-    def worker(self) -> Worker:  # the local model's scheduler
-        return self.tiers.local
-
-    @property
-    def remote_worker(self) -> Worker | None:  # the capable tier's, when the settings name one
-        return self.tiers.remote
-
     # ---- the tiers (tiers.py starts, replaces and stops them) ---------------------------------------
     def engine(self, tier: str = "local") -> Backend | None:
         w = self.tiers.remote if tier == "remote" else self.tiers.local
@@ -68,7 +60,7 @@ class CompletionService:
         return "local" if tier != "remote" else self.tiers.remote_name()
 
     def windows(self) -> tuple[int, int]:
-        return windows_of(self.worker.engine)  # the local model's
+        return windows_of(self.tiers.local.engine)  # the local model's
 
     # ---- states ---------------------------------------------------------------------------------
     def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,
@@ -133,7 +125,7 @@ class CompletionService:
         if not planner.moved(self._settings(), state).start:
             return
         if self._in_store(state):
-            self.worker.poke()  # answered already: idle time warms the spot's whole window
+            self.tiers.local.poke()  # answered already: idle time warms the spot's whole window
             return
         self._speculate(state)
 
@@ -143,15 +135,16 @@ class CompletionService:
 
     def _speculate(self, state: State, not_before: float = 0.0) -> None:
         """Start the state's generation on the tier it is routed to, nobody waiting for it yet."""
-        remote = self.remote_worker is not None
+        remote = self.tiers.remote is not None
         if state.route == routing.REMOTE and remote:
-            self.worker.poke()  # the keystrokes after this one are local: warm its KV meanwhile
+            self.tiers.local.poke()  # the keystrokes after this one are local: warm its KV meanwhile
         tier, budget = planner.speculation_tier(self._settings(), state, remote=remote)
         self.store.submit(state, Work(Ask.SPECULATE, budget, not_before, tier=tier))
 
     def did_close(self, uri: str) -> None:
         self.docs.close(uri)  # (a request still waiting there hears Superseded now)
-        self.tiers.document_closed(uri)
+        for w in self.tiers.workers:
+            w.document_closed(uri)
 
     # ---- answers --------------------------------------------------------------------------------
     async def answer(self, state: State, since: float, invoked: bool) -> Answer | None:
@@ -164,15 +157,15 @@ class CompletionService:
         record.asked = asyncio.Event()
         if state.route == routing.REMOTE and self.tiers.remote_ready():
             return await self._answer_remote(state, since, invoked)
-        return await self._answer_on(self.worker, state, since, invoked)
+        return await self._answer_on(self.tiers.local, state, since, invoked)
 
     async def _answer_remote(self, state: State, since: float, invoked: bool) -> Answer | None:
-        rw = self.remote_worker
+        rw = self.tiers.remote
         assert rw is not None
         # an explicit request waits for the remote up to remoteTimeoutMs, then asks the local model; one
         # made as the user types has its usual deadline (and the generation goes on for the next ask)
         limit = self._settings().remote_timeout_ms / 1000 if invoked else knobs.AUTOMATIC_BUDGET_S
-        self.worker.poke()  # the local model warms its KV for this spot meanwhile (the next keystrokes)
+        self.tiers.local.poke()  # the local model warms its KV for this spot meanwhile (the next keystrokes)
         try:
             ans = await self._answer_on(rw, state, since, invoked, budget=limit)
         except (JobDropped, asyncio.CancelledError):
@@ -184,7 +177,7 @@ class CompletionService:
                 return ans
             reason = f"no remote answer within {limit * 1000:.0f} ms"
         log.info("remote answer unavailable for %s: %s; asking the local model", state.uri, reason)
-        ans = await self._answer_on(self.worker, state, time.monotonic(), invoked)
+        ans = await self._answer_on(self.tiers.local, state, time.monotonic(), invoked)
         if ans is not None:
             ans.note = f" (local fallback: {reason})"
         return ans
@@ -208,7 +201,7 @@ class CompletionService:
             # an explicit request: the automatic suggestion here (made, or made now: one greedy row with its
             # drafts is the fastest line) is item 1; the variants' job runs on the KV it left, to its end
             # (then flint/refresh). Where the variants' own generation already runs: its settled item 1
-            first = await explicit.greedy_first(self.store, self.worker, self._auto_twin(state), plan,
+            first = await explicit.greedy_first(self.store, self.tiers.local, self._auto_twin(state), plan,
                                                 self.docs[state.uri].asked or asyncio.Event(), self._settings().max_lines)
             if first is not None:
                 self.store.submit(state, Work(Ask.AWAITED, plan.job_budget))

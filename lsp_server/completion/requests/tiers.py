@@ -70,10 +70,6 @@ class Tiers:
         if self.remote is not None:
             _stop_worker(self.remote)
 
-    def document_closed(self, uri: str) -> None:
-        for w in self.workers:
-            w.document_closed(uri)
-
     def remote_ready(self) -> bool:
         """Is a capable tier configured, loaded and not backing off after a failure?"""
         eng = self.remote.engine if self.remote is not None else None

@@ -50,8 +50,7 @@ class JobQueue:
     def waiting(self) -> list[Job]:
         return [*self.pending.values(), *([self.warm] if self.warm else [])]
 
-    def __len__(self) -> int:
-        """Jobs waiting or running."""
+    def __len__(self) -> int:  # waiting or running
         return len(self.waiting()) + (self.running is not None)
 
     def joinable(self, state: State) -> Job | None:
@@ -87,10 +86,7 @@ class JobQueue:
         return replaced
 
     def take(self, job: Job) -> None:
-        """``job`` starts: out of the waiting ones."""
-        if self.pending.get(job.state.uri) is job:
-            del self.pending[job.state.uri]
-        elif job is self.warm:
+        if not self.remove(job) and job is self.warm:
             self.warm = None
         self.running = job
 
@@ -102,13 +98,14 @@ class JobQueue:
             jobs.append(r)
         return jobs
 
-    def remove(self, job: Job) -> None:
-        """A waiting job out (it is dropped)."""
-        if self.pending.get(job.state.uri) is job:
-            del self.pending[job.state.uri]
+    def remove(self, job: Job) -> bool:
+        """A pending job out; False when it was not pending."""
+        if self.pending.get(job.state.uri) is not job:
+            return False
+        del self.pending[job.state.uri]
+        return True
 
     def clear(self) -> list[Job]:
-        """Every waiting job out (they are dropped)."""
         jobs = self.waiting()
         self.pending.clear()
         self.warm = None

@@ -68,18 +68,15 @@ class Runner:
 
     def serve(self, load: Loader, scheduler: Scheduler) -> None:
         """The engine thread: load the model, then run what the scheduler hands over until it says stop."""
-        error = self.load(load)
-        if error is not None:
-            scheduler.load_failed(error)
+        reload: Loader | None = load
         while True:
+            if reload is not None and (error := self.load(reload)) is not None:
+                scheduler.load_failed(error)
             job, reload = scheduler.next_work()
             if reload is not None:
                 self.engine = None
                 self.store.forget(self.tier)  # what the old model made is no repeat of the new one's work
                 self.identify(None)
-                error = self.load(reload)
-                if error is not None:
-                    scheduler.load_failed(error)
                 continue
             if job is None:
                 return
@@ -107,8 +104,7 @@ class Runner:
             log.exception("job for %s failed", job.state.uri)
             return Ran(error=e)
 
-    def load(self, load: Loader) -> str | None:
-        """Load the model; the error message when it failed."""
+    def load(self, load: Loader) -> str | None:  # the error message when it failed
         self.emit("loading")
         t0 = time.perf_counter()
         try:
@@ -140,7 +136,7 @@ class Runner:
         self.emit("busy", uri=job.state.uri)
         t0, c0 = time.perf_counter(), time.process_time()
         job.started = time.monotonic()
-        log.debug("job %d start (%s): %s rev %d, waited %.0f ms", job.seq, job.kind, job.state.uri, job.state.revision,
+        log.debug("job %d start (%s): %s rev %d, waited %.0f ms", job.seq, job.account, job.state.uri, job.state.revision,
                   (time.monotonic() - job.submitted) * 1000)
         params = job.state.params if job.budget_s is None else \
             replace(job.state.params, deadline=time.monotonic() + job.budget_s)

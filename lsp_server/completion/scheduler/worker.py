@@ -95,20 +95,17 @@ class Worker:
             return None
         same = self._q.joinable(job.state)
         if same is None:
-            self._queue(job)
+            for old in self._q.put(job):
+                self._drop(old, Superseded("a newer request for this document replaced it"))
+            self._preempt(job)
+            self._store.queued(self.tier, job)
+            self._cond.notify()
             return job
         same.join(job)  # the same work: its request waits for that job
         if same is not self._q.running:
             self._preempt(same)  # now a user's request: it may outrank what is running
         self._store.queued(self.tier, same)
         return same
-
-    def _queue(self, job: Job) -> None:
-        for old in self._q.put(job):
-            self._drop(old, Superseded("a newer request for this document replaced it"))
-        self._preempt(job)
-        self._store.queued(self.tier, job)
-        self._cond.notify()
 
     def document_changed(self, uri: str, revision: int, current: State | None = None) -> None:
         """Older work stops, except what still serves the user's state ``current``: it moves to ``revision``
@@ -175,7 +172,6 @@ class Worker:
             self._cond.notify()
 
     def backlog(self) -> int:
-        """Jobs waiting or running (tests)."""
         with self._cond:
             return len(self._q)
 
@@ -189,17 +185,14 @@ class Worker:
             stop_job(warming, "superseded")
 
     def _leave(self, job: Job | None, detach: Life | None) -> None:
-        """A request stopped waiting for ``job``."""
         self._q.last_active = time.monotonic()  # a request's deadline passed, or it went: the user acted
         self._wake_watchdog.set()
         if job is not None and job.leave(detach):
             stop_job(job, "client cancelled")
-            if self._q.pending.get(job.state.uri) is job:
-                del self._q.pending[job.state.uri]
+            if self._q.remove(job):
                 self._end(job, None, reason_exc("client cancelled"))
 
     def _preempt(self, job: Job) -> None:
-        """Stop the running job if ``job`` replaces or outranks it."""
         reason = self._q.outranked(job)
         if reason is not None and self._q.running is not None:
             stop_job(self._q.running, reason)
@@ -207,7 +200,7 @@ class Worker:
     def still_serves(self, job: Job, running: bool, current: State) -> bool:
         """The planner's rule (kept_through_edit), on what the running generation streamed so far."""
         entry = job.handle
-        agrees = running and isinstance(entry, Entry) and self._store.consistent(entry, current.prefix, current.suffix)
+        agrees = running and isinstance(entry, Entry) and self._store.typethrough.consistent(entry, current.prefix, current.suffix)
         return planner.kept_through_edit(self.tier, job, current, agrees)
 
     def _rebase(self, job: Job, revision: int, running: bool) -> None:
@@ -215,8 +208,7 @@ class Worker:
         job.rebase(revision, next(self._seq), running)
         self._store.queued(self.tier, job)
 
-    def _end(self, job: Job, result: Result | None, error: BaseException | None) -> None:
-        """The job's outcome into the store, once."""
+    def _end(self, job: Job, result: Result | None, error: BaseException | None) -> None:  # into the store, once
         if job.life is Life.ENDED:
             return
         job.life = Life.ENDED

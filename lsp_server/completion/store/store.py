@@ -46,13 +46,11 @@ class Store:
 
     # ---- waiting --------------------------------------------------------------------------------
     def next_change(self) -> asyncio.Future:
-        """(event loop) A future resolved at the store's next change."""
         if self._tick is None or self._tick.done():
             self._tick = asyncio.get_running_loop().create_future()
         return self._tick
 
-    def changed(self) -> None:
-        """(any thread) Wake whoever waits for a change."""
+    def changed(self) -> None:  # (any thread) waiters look again
         self._events.put(Changed())
 
     def _pulse(self, _: Changed) -> None:
@@ -82,7 +80,6 @@ class Store:
 
     # ---- submitting (event loop) ----------------------------------------------------------------
     def attach(self, scheduler: Scheduling) -> None:
-        """(setup) ``scheduler`` runs its tier's work from now on."""
         self._schedulers[scheduler.tier] = scheduler
 
     def submit(self, state: State, work: Work) -> Ticket:
@@ -129,7 +126,6 @@ class Store:
         self.changed()
 
     def outcome(self, tier: str, state: State) -> Record | None:
-        """The record of ``state``'s work on ``tier``, once it ended."""
         with self._lock:
             work = self._work.get((tier, state.key()))
         return work if work is not None and work.ended and work.state.serves(state) else None
@@ -166,9 +162,6 @@ class Store:
             self.typethrough.add(state.prefix, state.suffix, comps, n=state.params.n,
                                  key=(*state.params.key(), tier), origin=origin)
             self.changed()
-
-    def consistent(self, entry: Entry, prefix: str, suffix: str) -> bool:
-        return self.typethrough.consistent(entry, prefix, suffix)
 
     # ---- reading --------------------------------------------------------------------------------
     def lookup(self, state: State, since: float | None, *, partial: bool, disk: bool = True,
