@@ -36,7 +36,7 @@ class Settings:
     # generation on didChange, idle KV warming and type-through answers (off: every request is its own model call, as a plain server would do it)
     speculation: bool = True
     # hybrid routing (docs/remote.md): a remote OpenAI-compatible server beside the local model
-    routing: str = "local"  # local | hybrid | remote | pause (engine/policy/routing.py)
+    routing: str = "local"  # local | hybrid | remote (engine/policy/routing.py)
     remote_url: str = ""  # base URL, e.g. http://127.0.0.1:8080/v1
     remote_model: str = ""  # "" = the model the server lists first
     remote_api_key: str = field(default="", repr=False)  # "" = $FLINT_REMOTE_API_KEY; never logged

@@ -271,27 +271,6 @@ async def test_a_second_local_model_as_the_capable_tier(make_session):
     assert inv.items and inv.backend == "capable" and s.status["message"].endswith("· capable")
 
 
-async def test_pause_routing_runs_the_second_local_model_where_the_user_pauses(make_session):
-    """routing "pause" with a second local model: the keystroke is the fast model's; once the user pauses,
-    the capable one (its smaller prefill chunks) writes that spot, and the spot's answer is then a line from
-    one of the two (the capable one's only if it differs: it replaced the local one)."""
-    from engine.backends import CAPABLE_CHUNK
-    from engine.config import resolve_model_dir
-
-    s = make_session(routing="pause", capable_model=str(resolve_model_dir(FP32)))
-    assert s.remote_worker is not None and s.remote_worker.engine.config.prefill_chunk == CAPABLE_CHUNK
-    text = CODE.replace("        \n    return", "        if name.\n    return")
-    s.documents.open(URI + "4", text, 1)
-    line = CODE.split("\n").index("        ")
-    auto = await s.suggest(URI + "4", line, len("        if name."), invoked=False)
-    assert auto.items and auto.backend == "local" and s.remote_worker.runner.model_calls == 0
-    await until(lambda: s.remote_worker.runner.model_calls >= 1 and s.remote_worker.backlog() == 0, 60)
-    assert s.remote_worker.runner.model_calls >= 1  # the pause ran the capable model, with nothing asked
-    again = await s.suggest(URI + "4", line, len("        if name."), invoked=False)
-    replaced = any("pause: replaces local" in st.get("message", "") for st in s.statuses)
-    assert again.items and again.backend == ("capable" if replaced else "local")
-
-
 async def test_the_backend_is_on_the_wire(server, tmp_path):
     """Through the real `flint serve` (stdio): flint/variants items, the inline items' accept command and
     flint/status name the backend that wrote the answer."""

@@ -1,10 +1,10 @@
-"""Routing decisions, the pause rule and the remote's backoff (engine/policy/routing.py): pure logic."""
+"""Routing decisions and the remote's backoff (engine/policy/routing.py): pure logic."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine.policy.routing import Backoff, RouteConfig, pause_accepts, route
+from engine.policy.routing import Backoff, RouteConfig, route
 
 ALL = dict(invoked=False, variants=False, multiline=False)
 
@@ -13,14 +13,9 @@ def r(mode: str, remote_for=("invoked", "variants", "multiline"), ready=True, **
     return route(RouteConfig(mode, frozenset(remote_for)), **{**ALL, **kind}, remote_ready=ready)
 
 
-@pytest.mark.parametrize("mode", ["local", "hybrid", "pause"])
+@pytest.mark.parametrize("mode", ["local", "hybrid"])
 def test_an_automatic_keystroke_stays_local(mode):
     assert r(mode) == "local"
-
-
-@pytest.mark.parametrize("kind", ["invoked", "variants", "multiline"])
-def test_pause_routes_every_request_kind_local(kind):
-    assert r("pause", **{kind: True}) == "local"  # its capable tier works after the answer (lsp_server/completion/requests/capable.py)
 
 
 def test_remote_mode_sends_everything_there_unless_it_is_backing_off():
@@ -36,18 +31,6 @@ def test_hybrid_routes_the_kinds_named(kind):
     others = tuple(k for k in ("invoked", "variants", "multiline") if k != kind)
     assert r("hybrid", remote_for=others, **{kind: True}) == "local"
     assert r("hybrid", ready=False, **{kind: True}) == "local"
-
-
-@pytest.mark.parametrize("shown,capable,ok", [
-    (None, "x = 1", True),  # nothing shown
-    ("x = 1", "y = 2", True),  # says something else: at a pause the capable model is trusted
-    ("total = a", "total = a + b", True),
-    ("x = 1", "x = 1\n", False),  # what is already on screen: no refresh
-    ("x = 1", "", False),
-    ("x = 1", "  \n", False),
-])
-def test_pause_accepts_any_other_suggestion_with_something_to_show(shown, capable, ok):
-    assert pause_accepts(shown, capable) is ok
 
 
 def test_backoff_doubles_to_a_cap_and_resets_on_success():

@@ -1,5 +1,5 @@
-"""Which backend answers a request, when a capable answer may replace a local one, and when to retry a
-remote that failed. Pure functions and one small state machine (the clock is passed in): no I/O.
+"""Which backend answers a request, and when to retry a remote that failed. Pure functions and one small
+state machine (the clock is passed in): no I/O.
 
 Routing modes (setting ``routing``):
 
@@ -8,10 +8,6 @@ Routing modes (setting ``routing``):
   (``invoked``: an explicit request; ``variants``: a pick among several suggestions; ``multiline``: a
   block) go to the remote, and fall back to the local model when it fails, is slow or is backing off.
 - ``remote``: everything goes to the remote (the local model is the fallback).
-- ``pause``: the local model answers every request; where the user pauses (about twice their usual
-  keystroke interval after an automatic answer went out), the capable tier writes the suggestion for
-  that spot, and it takes the local one's place when it has something to show (``pause_accepts``). A
-  keystroke stops that work: the capable model never runs while the user types.
 
 A single keystroke (an automatic, single-line request) is never routed remote except in ``remote``.
 """
@@ -20,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ROUTING_MODES: tuple[str, ...] = ("local", "hybrid", "remote", "pause")
+ROUTING_MODES: tuple[str, ...] = ("local", "hybrid", "remote")
 REMOTE_KINDS: tuple[str, ...] = ("invoked", "variants", "multiline")
 
-LOCAL, REMOTE, PAUSE = "local", "remote", "pause"
+LOCAL, REMOTE = "local", "remote"
 
 
 @dataclass(frozen=True)
@@ -35,24 +31,13 @@ class RouteConfig:
 def route(cfg: RouteConfig, *, invoked: bool, variants: bool, multiline: bool, remote_ready: bool) -> str:
     """``local`` | ``remote`` for one request. ``remote_ready``: a remote is configured and not
     backing off after a failure (otherwise everything is local)."""
-    if cfg.mode in (LOCAL, PAUSE) or not remote_ready:
-        return LOCAL  # (pause: the capable tier works after the answer, lsp_server/completion/requests/capable.py)
+    if cfg.mode == LOCAL or not remote_ready:
+        return LOCAL
     if cfg.mode == REMOTE:
         return REMOTE
     wants = (invoked and "invoked" in cfg.remote_for) or (variants and "variants" in cfg.remote_for) or \
         (multiline and "multiline" in cfg.remote_for)
     return REMOTE if wants else LOCAL
-
-
-def pause_accepts(shown: str | None, capable: str | None) -> bool:
-    """May the capable tier's suggestion, written at a pause, replace the one on screen?
-
-    Yes also when it says something else: the user has stopped, the capable model is the better judge of
-    what comes next, and the pause is where a suggestion is read.
-    No when it has nothing to show, or when it is what the user already sees."""
-    if not capable or not capable.strip():
-        return False
-    return shown is None or capable.rstrip() != shown.rstrip()
 
 
 @dataclass

@@ -12,9 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.types import Completion
-from lsp_server.completion.jobs import State
-
 log = logging.getLogger(__name__)
 
 
@@ -30,14 +27,6 @@ class Status:
     tier: str
     state: str
     info: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class RemoteDone:
-    """A capable-tier job ended with text (generated, or answered from the store): a pause's, maybe."""
-
-    state: State
-    comps: list[Completion]
 
 
 @dataclass(frozen=True)
@@ -57,7 +46,7 @@ class Worked:
     cpu_ms: float
 
 
-Event = Changed | Status | RemoteDone | Idle | Worked
+Event = Changed | Status | Idle | Worked
 
 
 class Events:

@@ -36,8 +36,6 @@ def lookahead_for_block(entry: Entry, state: State) -> bool:
 def kept_through_edit(tier: str, job: Job, current: State, agrees: bool) -> bool:
     """Does a job made for an older revision still serve the new state ``current``? ``agrees``: it runs and
     what it streamed agrees with the text typed since."""
-    if tier == "remote" and job.settings.routing == routing.PAUSE:
-        return False  # the pause is over: the capable model leaves both cores to the keystrokes
     if not agrees or not isinstance(job.handle, Entry):
         return False
     # a local one still in its prompt pass has written nothing the typing could agree with: the newest state
@@ -136,34 +134,31 @@ def waiting(settings: Settings, state: State, since: float, *, invoked: bool, re
 class FollowUps:
     """What follows an answer: a flint/refresh once the whole suggestion is there, watched ``watch_s`` s
     (``greedy``: the automatic line is enough); ``whole``: the whole window runs where the quick one had
-    nothing; ``pause``: routing "pause" asks the capable tier once the user pauses."""
+    nothing."""
 
     watch_s: float | None = None
     greedy: bool = False
     whole: bool = False
-    pause: bool = False
 
 
-def follow_ups(settings: Settings, *, invoked: bool, speculate: bool, shown: bool, complete: bool,
-               quick: bool) -> FollowUps:
+def follow_ups(settings: Settings, *, invoked: bool, shown: bool, complete: bool, quick: bool) -> FollowUps:
     """The follow-ups of an answer: ``shown`` (a suggestion), ``complete`` (nothing more coming), ``quick``
-    (empty from the quick window); ``speculate``: the client asks as the user types. Nothing is generated
+    (empty from the quick window). Nothing is generated
     ahead where accepting leads: the look-ahead line covers it, and such futures served almost nothing
     (docs/benchmarks/archive/replay.nofut-val-s30.md)."""
     if not settings.speculation:
         return FollowUps()
-    pause = not invoked and speculate and settings.routing == routing.PAUSE
     if shown:
         # an explicit request's other variants may need the whole prompt pass: refreshed when done
         watch = None if complete else knobs.JOB_BUDGET_S if invoked else knobs.REFRESH_WITHIN_S
-        return FollowUps(watch_s=watch, pause=pause)
+        return FollowUps(watch_s=watch)
     if quick:
-        return FollowUps(whole=True, pause=pause)
+        return FollowUps(whole=True)
     if not complete:
         # nothing yet at a fresh spot (the prompt is still being read): the generation goes on and the
         # client hears flint/refresh when it has something
-        return FollowUps(watch_s=knobs.JOB_BUDGET_S, greedy=invoked, pause=pause)
-    return FollowUps(pause=pause)
+        return FollowUps(watch_s=knobs.JOB_BUDGET_S, greedy=invoked)
+    return FollowUps()
 
 
 def speculation_tier(settings: Settings, state: State, *, remote: bool) -> tuple[str, float]:
@@ -229,7 +224,3 @@ def pause_delay(keystrokes: Sequence[float]) -> float:
         return knobs.PAUSE_DELAY_S
     return max(knobs.PAUSE_DELAY_S, knobs.PAUSE_FACTOR * statistics.median(intervals))
 
-
-def pause_starts(keystrokes: Sequence[float], now: float) -> float:
-    """When a pause after the last of ``keystrokes`` begins (never before ``now``)."""
-    return max(now, (keystrokes[-1] if keystrokes else now) + pause_delay(keystrokes))

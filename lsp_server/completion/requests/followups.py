@@ -1,6 +1,6 @@
 """What follows an answer (planner.follow_ups): flint/refresh once the whole suggestion is there (one watch per
-document, on the store's changes), the whole window where the quick one had nothing, the capable tier at the
-user's pause; and once the local model is idle (events.Idle), the warm-up of the spot the user is at."""
+document, on the store's changes), the whole window where the quick one had nothing; and once the local model
+is idle (events.Idle), the warm-up of the spot the user is at."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from lsp_server.completion.events import Idle
 from lsp_server.completion.jobs import Ask, State, WarmUp, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.requests import explicit
-from lsp_server.completion.requests.capable import Pauses
 from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.requests.tiers import Tiers
 from lsp_server.completion.store.store import Store
@@ -26,33 +25,28 @@ log = logging.getLogger(__name__)
 
 
 class FollowUps:
-    def __init__(self, store: Store, tiers: Tiers, docs: DocRecords, pauses: Pauses, settings: Callable[[], Settings],
-                 on_refresh: Callable[[str, int], None], version_of: Callable[[str], int],
-                 revision_of: Callable[[str], int | None], context: Callable[[State], Any] | None = None) -> None:
+    def __init__(self, store: Store, tiers: Tiers, docs: DocRecords, settings: Callable[[], Settings],
+                 on_refresh: Callable[[str, int], None], revision_of: Callable[[str], int | None],
+                 context: Callable[[State], Any] | None = None) -> None:
         self._store = store
         self._tiers = tiers
         self._docs = docs  # each document's typing rhythm, refresh watch and last refresh (DocRecord)
-        self._pauses = pauses
         self._settings = settings
         self._on_refresh = on_refresh
-        self._version_of = version_of
         self._revision_of = revision_of
         self._context = context  # (a worker thread) the repository context block for a spot
         self._warming: asyncio.Task | None = None
 
-    def carry_out(self, plan: planner.FollowUps, state: State, version: int, answer: Answer | None, *,
-                  invoked: bool) -> None:
+    def carry_out(self, plan: planner.FollowUps, state: State, version: int, *, invoked: bool) -> None:
         if plan.watch_s is not None or plan.whole:
             self._docs[state.uri].watch_auto = not invoked
         if plan.whole:
             self.whole(state, version)
         elif plan.watch_s is not None:
             self.watch(state, version, within=plan.watch_s, greedy=plan.greedy)
-        if plan.pause:
-            self.pause(state, answer)
 
     def refreshed(self, uri: str, version: int) -> None:
-        """A whole suggestion is there (``watch``), or the capable tier's replaced the one shown."""
+        """A whole suggestion is there (``watch``): the client asks again."""
         record = self._docs.get(uri)
         if record is not None:
             record.refreshed = (version, time.monotonic(), record.watch_auto)
@@ -65,12 +59,6 @@ class FollowUps:
             return False
         mark, record.refreshed = record.refreshed, None
         return planner.reasks_refresh(mark, version, time.monotonic())
-
-    def pause(self, state: State, answer: Answer | None) -> None:
-        """(routing ``pause``: planner.follow_ups) The capable tier writes a local answer's spot at the pause."""
-        if self._tiers.remote_ready() and answer is not None and answer.backend == "local":
-            self._pauses.plan(state, planner.pause_starts(self._docs[state.uri].keystrokes, time.monotonic()),
-                              own_window=self._tiers.remote_name() == "capable")
 
     def whole(self, state: State, version: int) -> None:
         """The quick first window had nothing here: the whole window runs to its end unless the user moves on
@@ -111,10 +99,6 @@ class FollowUps:
         found = await self._store.wait(lambda now: done(), time.monotonic() + within)
         if found is not None and found is not gone:
             self.refreshed(state.uri, version)
-
-    def replaced(self, uri: str) -> None:
-        """The capable tier's answer replaced the one on screen: the client asks again."""
-        self.refreshed(uri, self._version_of(uri))
 
     def idle(self, event: Idle) -> None:
         """The local worker went idle: warm the user's spot, its context block gathered first (on a thread:

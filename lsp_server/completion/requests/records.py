@@ -21,9 +21,6 @@ class DocRecord:
     watch_auto: bool = True  # the answer watched for a refresh was an automatic request's
     refreshed: tuple[int, float, bool] | None = None  # the last refresh sent: (version, when, watch_auto)
     watcher: asyncio.Task | None = None  # the refresh watch (followups.FollowUps.watch)
-    pause_start: int | None = None  # the capable tier's window start in the state's prefix (capable.Pauses)
-    # capable.Pauses' planned capable-tier jobs: (prefix, suffix) -> (the state, when planned)
-    pauses: dict[tuple[str, str], tuple[State, float]] = field(default_factory=dict)
 
     def close(self) -> None:
         """The document closed: a request still waiting there is answered (Superseded), the watch stops."""

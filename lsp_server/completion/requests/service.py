@@ -14,11 +14,10 @@ from typing import Any
 from engine.backends import Backend
 from engine.policy import routing
 from engine.types import DocRef
-from lsp_server.completion.events import Events, Idle, RemoteDone, Status
+from lsp_server.completion.events import Events, Idle, Status
 from lsp_server.completion.jobs import Ask, JobDropped, State, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.requests import explicit
-from lsp_server.completion.requests.capable import Pauses
 from lsp_server.completion.requests.followups import FollowUps
 from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.requests.tiers import Load, Tiers
@@ -34,8 +33,7 @@ log = logging.getLogger(__name__)
 class CompletionService:
     def __init__(self, settings: Callable[[], Settings], load: Load, load_remote: Load,
                  revision_of: Callable[[str], int | None], on_status: Callable[[Status], None],
-                 on_refresh: Callable[[str, int], None], version_of: Callable[[str], int],
-                 context: Callable[[State], Any] | None = None) -> None:
+                 on_refresh: Callable[[str, int], None], context: Callable[[State], Any] | None = None) -> None:
         self._settings = settings
         self._revision_of = revision_of
         self.events = Events()
@@ -43,12 +41,8 @@ class CompletionService:
         self.store = Store(settings, self.events)
         self.tiers = Tiers(self.store, settings, self.events, load, load_remote)
         self.docs = DocRecords()  # one record per open document: everything kept about it here
-        self.pauses = Pauses(self.store, self.docs, revision_of, self._late_win)
-        self.events.on(RemoteDone, lambda e: self.pauses.remote_done(e.state, e.comps))
-        self.follow = FollowUps(self.store, self.tiers, self.docs, self.pauses, settings, on_refresh, version_of,
-                                revision_of, context)
+        self.follow = FollowUps(self.store, self.tiers, self.docs, settings, on_refresh, revision_of, context)
         self.events.on(Idle, self.follow.idle)
-        self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
 
     # ---- the tiers (tiers.py starts, replaces and stops them) ---------------------------------------
     def engine(self, tier: str = "local") -> Backend | None:
@@ -242,8 +236,4 @@ class CompletionService:
 
     def _auto_twin(self, state: State) -> State:
         return explicit.auto_twin(self._settings(), state, self.tiers.remote_ready())
-
-    def _late_win(self, uri: str, ms: float) -> None:
-        self.on_late_win(uri, ms)
-        self.follow.replaced(uri)
 

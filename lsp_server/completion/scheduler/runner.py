@@ -15,8 +15,7 @@ from typing import Any, Protocol
 
 from engine.backends import Backend, as_backend
 from engine.cache.entries import Identity
-from engine.cache.typethrough import Entry, anchor_of
-from engine.policy import routing
+from engine.cache.typethrough import Entry
 from engine.remote.wire import RemoteError
 from engine.types import Doubts, Timings
 from lsp_server.completion.events import Events, Status, Worked
@@ -184,11 +183,6 @@ class Runner:
         if not job.settings.speculation:
             return
         key = (*job.state.params.key(), self.tier)
-        if self.tier == "remote" and job.settings.routing == routing.PAUSE:
-            # a pause's generation stays out of sight until it wins (capable.py); its entry, outside the
-            # store, only tells whether the typing agrees with it
-            job.handle = Entry(*anchor_of(job.state.prefix), job.state.suffix, job.state.params.n, key)
-            return
         job.handle = self.store.open(job.state.prefix, job.state.suffix, job.state.params.n, key, work=job.account)
 
     def _on_token(self, job: Job, keeps: Callable[[Job], bool], index: int, text: str, doubts: Doubts = ()) -> None:

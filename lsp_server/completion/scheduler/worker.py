@@ -11,9 +11,8 @@ import time
 
 from engine.backends import Backend
 from engine.cache.typethrough import Entry
-from lsp_server.completion.events import Events, Idle, RemoteDone
+from lsp_server.completion.events import Events, Idle
 from lsp_server.completion.jobs import (
-    USER,
     WARM,
     Ask,
     EngineUnavailable,
@@ -90,8 +89,6 @@ class Worker:
             return job
         done = None if job.anew else self._store.repeat(self.tier, job)
         if done is not None:  # asked again for what was just computed: the store answers from its record
-            if job.priority == USER:
-                self._remote_done(job, done.result)  # a pause hears the answer again
             return None
         same = self._q.joinable(job.state)
         if same is None:
@@ -214,13 +211,6 @@ class Worker:
         job.life = Life.ENDED
         job.waiters = 0
         self._store.ended(self.tier, job, result, error)
-        self._remote_done(job, result)
-
-    def _remote_done(self, job: Job, result: Result | None) -> None:
-        """A capable-tier job's text goes up as an event, never as a call."""
-        comps = result[0] if result is not None else None
-        if self.tier == "remote" and comps and any(c.text for c in comps):
-            self._events.put(RemoteDone(job.state, comps))
 
     def _drop(self, job: Job, error: BaseException) -> None:
         stop_job(job, type(error).__name__.lower())

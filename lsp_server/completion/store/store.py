@@ -137,7 +137,7 @@ class Store:
             for key in [k for k, w in self._work.items() if k[0] == tier and w.ended]:
                 del self._work[key]
 
-    # ---- entries (engine threads, and a pause's winner) -----------------------------------------
+    # ---- entries (engine threads) ----------------------------------------------------------------
     def open(self, prefix: str, suffix: str, n: int, key: tuple, work: str = "") -> Entry:
         entry = self.typethrough.open(prefix, suffix, n=n, key=key, work=work)
         self.changed()
@@ -155,13 +155,6 @@ class Store:
     def discard(self, entry: Entry) -> None:
         self.typethrough.discard(entry)
         self.changed()
-
-    def add(self, state: State, comps: list[Completion], tier: str, origin: str = "model") -> None:
-        """A whole answer for ``state`` (a pause's winner, a disk entry read): the newest for it."""
-        if self._settings().speculation:
-            self.typethrough.add(state.prefix, state.suffix, comps, n=state.params.n,
-                                 key=(*state.params.key(), tier), origin=origin)
-            self.changed()
 
     # ---- reading --------------------------------------------------------------------------------
     def lookup(self, state: State, since: float | None, *, partial: bool, disk: bool = True,
