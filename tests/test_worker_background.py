@@ -55,13 +55,17 @@ def test_idle_time_warms_once_and_new_work_interrupts_it():
     time.sleep(knobs.IDLE_WARM_S + 0.2)
     r.pump()
     assert r.idle_calls == calls + 1 and len(r.engine.prefills) == 1  # once per quiet period, not in a loop
-    # new work arrives while warming: the warm-up is dropped, the request runs
+    # activity that wakes the worker starts another quiet period (Worker.poke, as when the store answered a
+    # cursor move; document_changed alone only resets the clock: the next submit wakes it), so it warms the
+    # new spot; a request arriving while it warms stops the warm-up and runs
+    r.engine.slow_prefill = ("other prefix",)  # runs until it is stopped
     r.idle_plan = (state("a", 1, "other prefix", "x"), WarmUp())
-    r.worker.document_changed("a", 1)
-    time.sleep(knobs.IDLE_WARM_S + 0.05)
+    r.worker.poke()
+    assert r.until(lambda: ("other prefix", "x") in r.engine.prefills, knobs.IDLE_WARM_S + 1)
+    assert r.idle_calls == calls + 2
     q = state("a", 1, "q")
     r.worker.submit(q)
-    assert text_of(r, q).startswith("q")
+    assert text_of(r, q).startswith("q")  # (the warm-up runs until stopped: the request ran, so it was)
     r.stop()
 
 
