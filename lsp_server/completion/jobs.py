@@ -128,7 +128,6 @@ class Job:
     waiters: int = 0  # requests waiting for it (their answers come from the store)
     submitted: float = field(default_factory=time.monotonic)
     handle: Any = None  # the type-through entry its generation streams into (runner.Runner.open_entry)
-    started: float | None = None
 
     @property
     def anew(self) -> bool:

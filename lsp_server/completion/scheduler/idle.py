@@ -35,15 +35,15 @@ class Watchdog:
                     return
                 r = self._q.running
                 due = self._q.last_active + knobs.IDLE_WORK_S
-                if r is not None and r.idle_work and not r.cancel.cancelled and time.monotonic() >= due:
+                if r is not None and r.idle_work and not r.cancel.cancelled and self._q.clock() >= due:
                     log.debug("job %d stopped: the user is idle", r.seq)
                     stop_job(r, "idle")
                     r = None
                 self._wake.clear()
             if r is None or r.cancel.cancelled or not r.idle_work:  # woken: a job starts, a waiter leaves
-                self._wake.wait()
+                self._q.clock.wait(self._wake, None)
             else:
-                self._wake.wait(max(0.01, due - time.monotonic()))
+                self._q.clock.wait(self._wake, max(0.01, due - self._q.clock()))
 
 
 class IdleWork:

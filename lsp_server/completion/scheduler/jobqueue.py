@@ -3,25 +3,25 @@ newest revision and the user's state; the warm-up; the job running."""
 
 from __future__ import annotations
 
-import time
-
 from lsp_server.completion.jobs import SPECULATIVE, USER, WARM, Job, Life, State
 from lsp_server.completion.policy import knobs
+from lsp_server.completion.scheduler.clock import Clock
 
 
 class JobQueue:
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
         self.pending: dict[str, Job] = {}  # the current state's job, per document
         self.warm: Job | None = None  # idle time: the active spot's warm-up
         self.running: Job | None = None
         self.revisions: dict[str, int] = {}  # each document's newest revision, as the loop said
         self.current: dict[str, State] = {}  # where the user is in each document (keeps tracking jobs)
-        self.last_active = time.monotonic()  # the user's last action the worker heard of
+        self.last_active = clock()  # the user's last action the worker heard of
         self.idle_asked = False  # idle work is asked for once per quiet period
 
     def touch(self) -> Job | None:
         """The user acted: a pending warm-up is pointless now, and the one running (returned) stops."""
-        self.last_active = time.monotonic()
+        self.last_active = self.clock()
         self.idle_asked = False
         self.warm = None
         return self.running if self.running is not None and self.running.priority == WARM else None
@@ -31,7 +31,7 @@ class JobQueue:
         per quiet period, ``knobs.IDLE_WARM_S`` after the user's last action)."""
         if self.idle_asked:
             return -1.0, False
-        left = self.last_active + knobs.IDLE_WARM_S - time.monotonic()
+        left = self.last_active + knobs.IDLE_WARM_S - self.clock()
         if left > 0:
             return left, False
         self.idle_asked = True

@@ -134,7 +134,6 @@ class Runner:
                 return Ran(cached)
         self.emit("busy", uri=job.state.uri)
         t0, c0 = time.perf_counter(), time.process_time()
-        job.started = time.monotonic()
         log.debug("job %d start (%s): %s rev %d, waited %.0f ms", job.seq, job.account, job.state.uri, job.state.revision,
                   (time.monotonic() - job.submitted) * 1000)
         params = job.state.params if job.budget_s is None else \

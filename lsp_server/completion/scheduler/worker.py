@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
 
 from engine.backends import Backend
 from engine.cache.typethrough import Entry
@@ -28,6 +27,7 @@ from lsp_server.completion.jobs import (
     stop_job,
 )
 from lsp_server.completion.policy import planner
+from lsp_server.completion.scheduler.clock import Clock
 from lsp_server.completion.scheduler.idle import Watchdog
 from lsp_server.completion.scheduler.jobqueue import JobQueue
 from lsp_server.completion.scheduler.runner import Loader, Ran, Runner
@@ -39,13 +39,15 @@ CLOSED = 1 << 62  # the revision of a closed document: every job for it is stale
 
 
 class Worker:
-    def __init__(self, load: Loader, store: Store, events: Events, tier: str = "local") -> None:
+    def __init__(self, load: Loader, store: Store, events: Events, tier: str = "local",
+                 clock: Clock | None = None) -> None:
         self._store = store
         self._events = events
         self.tier = tier
         self.runner = Runner(tier, store, events)
         self._cond = threading.Condition()
-        self._q = JobQueue()
+        self._clock = clock or Clock()
+        self._q = JobQueue(self._clock)
         self._reload: Loader | None = None
         self._stopping = False
         self._seq = itertools.count()
@@ -182,7 +184,7 @@ class Worker:
             stop_job(warming, "superseded")
 
     def _leave(self, job: Job | None, detach: Life | None) -> None:
-        self._q.last_active = time.monotonic()  # a request's deadline passed, or it went: the user acted
+        self._q.last_active = self._clock()  # a request's deadline passed, or it went: the user acted
         self._wake_watchdog.set()
         if job is not None and job.leave(detach):
             stop_job(job, "client cancelled")
@@ -235,16 +237,15 @@ class Worker:
             if self.runner.engine is None:
                 self._cond.wait()
                 continue
-            job, wait = self._q.next_job(time.monotonic())
+            job, wait = self._q.next_job(self._clock())
             if job is None and wait < 0:
                 wait, idle = self._q.idle_wait()
                 if idle:
                     self._events.put(Idle(self.tier))
             if job is None:
-                self._cond.wait(wait if wait > 0 else None)
+                self._clock.wait(self._cond, wait if wait > 0 else None)
                 continue
             self._q.take(job)
-            job.started = time.monotonic()
             self._wake_watchdog.set()
             return job, None
 
