@@ -71,8 +71,7 @@ class Session:
         self._load_remote = load_remote
         self.service = CompletionService(lambda: self.settings, load, self._load_capable, self.documents.revision,
                                          self.board.scheduler, on_refresh or (lambda uri, version: None),
-                                         lambda uri: self.documents.get(uri).version, context=self.context.block_for)
-        self.service.on_late_win = lambda uri, ms: self.board.replaced(self.service.backend_name("remote"), ms)
+                                         context=self.context.block_for)
         self.service.events.on(Worked, lambda e: self.stats.worked(e.tier, e.work, e.wall_ms, e.cpu_ms))
         self.service.store.disk.open(self.settings.cache_size_mb)
         register_secret(self.settings.remote_api_key)
@@ -90,11 +89,11 @@ class Session:
 
     @property
     def worker(self) -> Worker:  # the local model's scheduler (tests and the status line look at it)
-        return self.service.worker
+        return self.service.tiers.local
 
     @property
     def remote_worker(self) -> Worker | None:
-        return self.service.remote_worker
+        return self.service.tiers.remote
 
     @property
     def disk(self):
@@ -146,7 +145,7 @@ class Session:
         return False
 
     def remote_ready(self) -> bool:
-        return self.service.remote_ready()
+        return self.service.tiers.remote_ready()
 
     def set_workspace_folders(self, uris: list[str]) -> None:
         self.context.set_folders(uris)
@@ -350,10 +349,10 @@ class Session:
 
     def _follow_up(self, state: State, answer: Answer | None, items: list[Item], version: int, invoked: bool) -> None:
         """What follows the answer (planner.follow_ups: often nothing), carried out by the service."""
-        plan = planner.follow_ups(self.settings, invoked=invoked, speculate=self.speculate, shown=bool(items),
+        plan = planner.follow_ups(self.settings, invoked=invoked, shown=bool(items),
                                   complete=answer is not None and answer.complete, quick=answer is not None and answer.quick)
         if plan != planner.FollowUps():
-            self.service.follow.carry_out(plan, state, version, answer, invoked=invoked)
+            self.service.follow.carry_out(plan, state, version, invoked=invoked)
 
     async def _answer(self, state: State, since: float, invoked: bool) -> Answer | None:
         try:

@@ -30,23 +30,19 @@ class Settings:
     max_variants: int = 3  # ranked inline items per request (one batched pass)
     max_lines: int = 8  # longest multi-line suggestion
     multiline: Multiline = "auto"
-    # 0: Flint answers at once; its own cancellation and newest-wins scheduling replace a debounce
-    debounce_ms: int = 0
     cache_size_mb: int = 256  # the on-disk completion cache's cap (0: no disk cache)
     enable: bool = True
     threads: int = 2
-    # pre-generation on didChange, futures after an explicit request's suggestion, idle KV warming and
-    # type-through answers (off: every request is its own model call, as a plain server would do it)
+    # generation on didChange, idle KV warming and type-through answers (off: every request is its own model call, as a plain server would do it)
     speculation: bool = True
     # hybrid routing (docs/remote.md): a remote OpenAI-compatible server beside the local model
-    routing: str = "local"  # local | hybrid | race | remote (engine/policy/routing.py)
+    routing: str = "local"  # local | hybrid | remote (engine/policy/routing.py)
     remote_url: str = ""  # base URL, e.g. http://127.0.0.1:8080/v1
     remote_model: str = ""  # "" = the model the server lists first
     remote_api_key: str = field(default="", repr=False)  # "" = $FLINT_REMOTE_API_KEY; never logged
     remote_fim: str = "template"  # template | suffix | none
     remote_fim_template: str = QWEN_FIM_TEMPLATE
-    remote_for: tuple[str, ...] = REMOTE_KINDS  # what hybrid / race send to the remote
-    race_budget_ms: int = 600  # race: a remote answer later than this (from the request) is not shown
+    remote_for: tuple[str, ...] = REMOTE_KINDS  # what hybrid sends to the remote
     remote_timeout_ms: int = 5000  # a remote answer the user waits for: after this, the local model
     remote_allow_insecure_http: bool = False  # plain http:// to a non-loopback host
     # the capable tier on this machine when there is no remote: a second local model (a preset name or a
@@ -189,7 +185,6 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "maxVariants": ("max_variants", _int_in(1, 8)),
     "maxLines": ("max_lines", _int_in(1, 64)),
     "multiline": ("multiline", _choice(*MULTILINE_CHOICES)),
-    "debounceMs": ("debounce_ms", _int_in(0, 5000)),
     "cacheSizeMb": ("cache_size_mb", _int_in(0, 1 << 20)),
     "enable": ("enable", _bool),
     "threads": ("threads", _int_in(1, 256)),
@@ -201,7 +196,6 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "remoteFim": ("remote_fim", _choice(*FIM_MODES)),
     "remoteFimTemplate": ("remote_fim_template", _template),
     "remoteFor": ("remote_for", _kinds),
-    "raceBudgetMs": ("race_budget_ms", _int_in(0, 60_000)),
     "remoteTimeoutMs": ("remote_timeout_ms", _int_in(100, 600_000)),
     "remoteAllowInsecureHttp": ("remote_allow_insecure_http", _bool),
     "capableModel": ("capable_model", _str),

@@ -97,11 +97,6 @@ class StatusBoard:
                       context=self.context() if backend == "local" else NO_CONTEXT,
                       guidance=self.guidance() if backend == "local" and source == "model" else None)
 
-    def replaced(self, name: str, ms: float) -> None:
-        """The capable tier's answer (a race's, a pause's: ``name`` its backend) replaced the local one."""
-        self._publish(source="model", backend=name,
-                      message=f"model in {ms:.0f} ms · {name} ({self._settings().routing}: replaces local)")
-
     def context(self) -> dict[str, Any]:
         """What fed the local model's last prompt (``context``)."""
         eng = self._engine("local")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Hybrid routing on replayed typing: the fast model only, the capable model only (local 1.5B, and the
-1.5B on llama.cpp's server as the remote), and hybrid / race routing, side by side in one run.
+1.5B on llama.cpp's server as the remote), and hybrid routing, side by side in one run.
 
 The replay is scripts/bench_replay.py's (the real `flint serve` over stdio, a simulated VS Code typist
 sending an automatic inline request per keystroke, Tab on a matching suggestion): keystroke ->
@@ -14,10 +14,10 @@ Configurations:
 - ``capable-local``: Qwen2.5-Coder-1.5B int8 in-process, ``routing: local``;
 - ``capable-remote``: ``routing: remote``: every request to the 1.5B on the llama.cpp server (the local
   0.5B only as the fallback);
-- ``hybrid``: keystrokes on the local 0.5B, blocks (multi-line) on the remote 1.5B;
-- ``race``: as hybrid, but the local answer is shown at once and the remote one replaces it when it
-  arrives within ``raceBudgetMs`` (600 ms) and extends it;
-- ``race-5s``: the same with a 5 s budget (a CPU-bound 1.5B rarely answers within 600 ms here).
+- ``hybrid``: keystrokes on the local 0.5B, blocks (multi-line) on the remote 1.5B.
+
+(Routing ``race``, measured here in docs/benchmarks/routing.md, never had its remote answer shown and was
+removed.)
 
 On this machine the "remote" server shares the same 2 CPU cores with the local model (a real remote
 tier is a GPU box): read the remote rows as "the capable model over the OpenAI API", not as GPU speed.
@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import bench_replay as br  # noqa: E402
 
-CONFIGS = ("fast", "capable-local", "capable-remote", "hybrid", "race", "race-5s")
+CONFIGS = ("fast", "capable-local", "capable-remote", "hybrid")
 FAST, CAPABLE = "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"
 
 
@@ -183,9 +183,7 @@ def tiers(statuses: list[dict]) -> dict:
     capable = [p for p in answers if TIER_RE.search(p["message"])]
     return {"answers": len(answers), "capable_tier": len(capable),
             "capable_share": round(len(capable) / len(answers), 3) if answers else 0.0,
-            "local_fallbacks": sum("local fallback" in p.get("message", "") for p in statuses),
-            "race_replaced": sum("race: replaces local" in p.get("message", "") for p in statuses),
-            "race_remote_first": sum("race: remote first" in p.get("message", "") for p in statuses)}
+            "local_fallbacks": sum("local fallback" in p.get("message", "") for p in statuses)}
 
 
 def ratio(a, b) -> str:
@@ -222,23 +220,14 @@ def report(rows: list[dict], meta: dict) -> str:
         "region. Answers from the capable tier: flint/status messages tagged `· remote` / `· capable` "
         "(type-through of a capable suggestion counts as capable).",
         "",
-        "Race outcomes: " + "; ".join(f"{r['config']}: remote replaced local {r['tiers']['race_replaced']}×, "
-                                      f"remote first {r['tiers']['race_remote_first']}×"
-                                      for r in rows if r["config"].startswith("race")) or "",
-        "",
         "## Reading it",
         "",
         "- The remote server runs on the same two cores as the local model here; on a GPU server its rows "
         "would be faster. What carries over: which requests each routing sends where, and that type-through, "
         "memory and the disk cache serve the remote's suggestions like the local model's.",
         "- `capable-remote` sends every keystroke over HTTP; `hybrid` keeps one-line keystrokes local and "
-        "sends blocks; `race` never makes a keystroke wait for the remote.",
-        "- One run per configuration over one segment: `race` and `race-5s` behave identically when the remote "
-        "never wins (no replacement in either), so the gap between their rows is this benchmark's run-to-run "
-        "noise. Compare rows by more than that.",
-        "- A race's remote answer is only shown when it finishes within the budget *and* extends what the user "
-        "has typed since; a 1.5B writing a block on shared CPU cores takes several seconds, by which time the "
-        "typist has usually typed something else.",
+        "sends blocks.",
+        "- One run per configuration over one segment: compare rows by more than the run-to-run noise.",
         "",
         "Sources per configuration (share of keystrokes): "
         + "; ".join(f"{r['config']}: " + ", ".join(f"{k} {v:.0%}" for k, v in r["share_of_keystrokes"].items() if v)
@@ -260,7 +249,7 @@ async def amain(args) -> int:
     fast_dir = str(resolve_model_dir(FAST))
     capable_dir = str(resolve_model_dir(CAPABLE)) if "capable-local" in wanted else None
     gguf = paths.gguf_dir() / PRESETS[CAPABLE].gguf_name
-    if any(c in wanted for c in ("capable-remote", "hybrid", "race", "race-5s")) and not gguf.exists():
+    if any(c in wanted for c in ("capable-remote", "hybrid")) and not gguf.exists():
         raise SystemExit(f"{gguf} missing: run `flint model build {CAPABLE}` (it fetches the GGUF)")
     corpus = [c for c in br.default_corpus() if Path(c[0]).stem in args.corpus.split(",")]
     if not corpus:
@@ -282,11 +271,10 @@ async def amain(args) -> int:
             model_dir, options = fast_dir, {"routing": "local"}
             if name == "capable-local":
                 model_dir = capable_dir
-            elif name in ("capable-remote", "hybrid", "race", "race-5s"):
+            elif name in ("capable-remote", "hybrid"):
                 llama = LlamaServer(gguf, args.server_threads, logs / f"llama-{name}.log")
-                options = {"routing": name.replace("capable-", "").replace("-5s", ""), "remoteUrl": llama.url,
-                           "remoteTimeoutMs": args.remote_timeout_ms,
-                           "raceBudgetMs": 5000 if name == "race-5s" else args.race_budget_ms}
+                options = {"routing": name.replace("capable-", ""), "remoteUrl": llama.url,
+                           "remoteTimeoutMs": args.remote_timeout_ms}
             print(f"[{name}] replaying {len(segments)} segments, up to {args.keys} keystrokes ...", flush=True)
             try:
                 run, statuses = await run_config(name, model_dir, options, segments, args, env, logs,
@@ -359,7 +347,6 @@ def main() -> int:
     p.add_argument("--remote-timeout-ms", type=int, default=120_000,
                    help="a remote generation's deadline (the first whole-prompt pass of the 1.5B on 2 shared "
                         "CPU cores takes tens of seconds)")
-    p.add_argument("--race-budget-ms", type=int, default=600)
     p.add_argument("--out", default=str(ROOT / "docs" / "benchmarks"))
     p.add_argument("--cold", action="store_true")
     p.add_argument("--keep-logs", action="store_true")

@@ -164,7 +164,8 @@ class Rig:
     """A local worker writing into a real store; ``idle`` answers the worker's
     events.Idle the way the service does (a warm-up for ``idle_plan``, when set)."""
 
-    def __init__(self, engine: FakeEngine | None = None, load=None, settings=None, tier: str = "local") -> None:
+    def __init__(self, engine: FakeEngine | None = None, load=None, settings=None, tier: str = "local",
+                 clock: Clock | None = None) -> None:
         from lsp_server.completion.events import Events, Idle, Status
         from lsp_server.completion.scheduler.worker import Worker
         from lsp_server.completion.store.store import Store
@@ -179,7 +180,7 @@ class Rig:
         self.events.on(Status, lambda e: self.statuses.append(e.state))
         self.events.on(Idle, self._idle)
         self.store = Store(lambda: self.settings, self.events)
-        self.worker = Worker(load or (lambda: engine), self.store, self.events, tier)
+        self.worker = Worker(load or (lambda: engine), self.store, self.events, tier, clock)
         self.store.attach(self.worker)  # (Store.submit's tickets reach it)
         self.tier = tier
 
@@ -255,7 +256,8 @@ def wait_for(cond: Callable[[], object], timeout: float = 5.0, every: float = 0.
 
 
 class Clock:
-    """A clock the test moves by hand, for code that takes a ``clock`` (time.monotonic's stand-in)."""
+    """A clock the test moves by hand, for code that takes a ``clock`` (time.monotonic's stand-in; the
+    scheduler's, lsp_server/completion/scheduler/clock.py, also sleeps on it: ``wait``)."""
 
     def __init__(self, now: float = 1000.0) -> None:
         self.now = now
@@ -265,3 +267,13 @@ class Clock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+    def wait(self, waiter, timeout: float | None) -> None:
+        """A timed sleep ends when its thread is woken or the clock is moved past its end, never by itself."""
+        if timeout is None:
+            waiter.wait()
+            return
+        end = self.now + timeout
+        while self.now < end:  # (polls: a move between the sleeper's check and its sleep is not lost)
+            if waiter.wait(0.002):  # woken (a Condition notified, an Event set)
+                return

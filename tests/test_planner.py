@@ -22,7 +22,7 @@ def test_automatic_and_explicit_requests_may_start_from_the_quick_window():
     assert not planner.gen_params(off, "single", invoked=False).quick_start
 
 
-def test_the_typing_rhythm_tells_a_burst_from_typing_and_when_a_pause_starts():
+def test_the_typing_rhythm_tells_a_burst_from_typing_and_how_long_until_a_pause():
     assert planner.pause_delay([]) == knobs.PAUSE_DELAY_S  # nothing known yet
     assert not planner.burst([], 10.0) and not planner.burst([10.0], 10.3)
     assert abs(planner.pause_delay([10.0, 10.3, 10.6]) - 2 * 0.3) < 1e-9  # twice the usual interval
@@ -30,17 +30,10 @@ def test_the_typing_rhythm_tells_a_burst_from_typing_and_when_a_pause_starts():
     assert planner.pause_delay([10.0]) == knobs.PAUSE_DELAY_S  # one keystroke: no interval yet
 
 
-def test_a_pause_starts_a_rhythm_after_the_last_keystroke_never_in_the_past():
-    assert planner.pause_starts([], 5.0) == 5.0 + knobs.PAUSE_DELAY_S  # nothing typed: the default delay
-    typed = [10.0, 10.2, 10.4]
-    assert abs(planner.pause_starts(typed, 10.45) - (10.4 + 2 * 0.2)) < 1e-9  # twice the usual interval after it
-    assert planner.pause_starts(typed, 11.5) == 11.5  # already paused longer than that: at once
-
-
 async def test_one_record_per_document_follows_the_document_typed_in_and_goes_in_one_close():
     settings = Settings()
     service = CompletionService(lambda: settings, lambda s: None, lambda s: None, lambda uri: 3, lambda e: None,
-                                lambda uri, v: None, lambda uri: 1)  # (its workers never started)
+                                lambda uri, v: None)  # (its workers never started)
     docs = service.docs
     st = planner.state_at(settings, "file:///b.py", 3, 2, "x ", "", invoked=False, remote_ready=False)
     service.at("file:///b.py", st)
@@ -87,20 +80,17 @@ def test_a_request_waits_by_the_planners_plan():
 
 def test_what_follows_an_answer_is_the_planners_plan():
     s = Settings()
-    shown = planner.follow_ups(s, invoked=False, speculate=True, shown=True, complete=False, quick=False)
-    assert shown.watch_s == knobs.REFRESH_WITHIN_S and not shown.pause and not shown.whole  # (routing "local")
-    paused = planner.follow_ups(Settings(routing="pause"), invoked=False, speculate=True, shown=True, complete=True,
-                                quick=False)
-    assert paused == planner.FollowUps(pause=True)  # routing "pause": the capable tier where the user pauses
-    assert planner.follow_ups(s, invoked=False, speculate=True, shown=True, complete=True, quick=False) == \
-        planner.FollowUps()  # a whole suggestion shown, routing "local": nothing follows
-    picked = planner.follow_ups(s, invoked=True, speculate=True, shown=True, complete=True, quick=False)
-    assert picked == planner.FollowUps() and picked.watch_s is None and not picked.pause  # an explicit request's answer
-    quick = planner.follow_ups(s, invoked=False, speculate=True, shown=False, complete=True, quick=True)
+    shown = planner.follow_ups(s, invoked=False, shown=True, complete=False, quick=False)
+    assert shown.watch_s == knobs.REFRESH_WITHIN_S and not shown.whole
+    assert planner.follow_ups(s, invoked=False, shown=True, complete=True, quick=False) == \
+        planner.FollowUps()  # a whole suggestion shown: nothing follows
+    picked = planner.follow_ups(s, invoked=True, shown=True, complete=True, quick=False)
+    assert picked == planner.FollowUps() and picked.watch_s is None  # an explicit request's answer
+    quick = planner.follow_ups(s, invoked=False, shown=False, complete=True, quick=True)
     assert quick.whole and quick.watch_s is None
-    waiting = planner.follow_ups(s, invoked=True, speculate=True, shown=False, complete=False, quick=False)
-    assert waiting.watch_s == knobs.JOB_BUDGET_S and waiting.greedy and not waiting.pause
-    assert planner.follow_ups(Settings(speculation=False), invoked=False, speculate=True, shown=True,
+    waiting = planner.follow_ups(s, invoked=True, shown=False, complete=False, quick=False)
+    assert waiting.watch_s == knobs.JOB_BUDGET_S and waiting.greedy
+    assert planner.follow_ups(Settings(speculation=False), invoked=False, shown=True,
                               complete=False, quick=False) == planner.FollowUps()
 
 

@@ -3,12 +3,10 @@ extra) serving the packaged Qwen2.5-Coder-0.5B GGUF on 127.0.0.1, beside the rea
 
 - hybrid: automatic keystroke requests are answered locally (the remote gets no completion request),
   invoked ones and variant picks by the remote, reported as such on items and in the status;
-- race: a remote answer later than the race budget is never shown; within the budget it replaces
-  the local one exactly when it extends it (engine.routing.race_accepts);
 - killing the server while it streams: the request is answered by the local model, the status says
   what happened, nothing raises; later requests go local at once while the remote backs off.
 
-The race's choice between two given texts, malformed streams, 5xx and stalls are tested on a fault
+Malformed streams, 5xx and stalls are tested on a fault
 injecting server (tests/test_remote_client.py, tests/test_remote_session.py)."""
 
 from __future__ import annotations
@@ -27,8 +25,6 @@ import pytest
 
 from engine import paths
 from engine.model.presets import DEFAULT_MODEL, PRESETS
-from engine.policy.routing import race_accepts
-from lsp_server.completion.events import RemoteDone
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 from tests.fakes import until, wait_for
@@ -165,8 +161,6 @@ async def make_session(engine, tmp_path, monkeypatch):
             assert s.remote_worker.loaded.wait(180)
         s.documents.open(URI, CODE, 1)
         s.statuses = statuses
-        s.remote_texts = []  # what each remote job ended with (events.RemoteDone)
-        s.service.events.on(RemoteDone, lambda e, s=s: s.remote_texts.append(e.comps[0].text))
         srv = LIVE.get(settings.get("remote_url", ""))
         if srv is not None:  # every answer is checked against the server's life before the test reads it
             ask = s.suggest
@@ -186,7 +180,7 @@ async def make_session(engine, tmp_path, monkeypatch):
 
 
 async def idle(s: Session, timeout: float = 120.0) -> None:
-    """Both workers finished what they were doing (a race's remote generation included)."""
+    """Both workers finished what they were doing (the capable tier's generation included)."""
     def done() -> bool:
         return s.worker.backlog() == 0 and (s.remote_worker is None or s.remote_worker.backlog() == 0)
 
@@ -217,35 +211,6 @@ async def test_hybrid_keystrokes_stay_local_invoked_goes_remote(server, make_ses
     picks = await s.suggest(URI, *BLOCK, invoked=True, variants=True)
     assert picks.items and {it.backend for it in picks.items} == {"remote"}
     assert s.stats.counts["remote_answers"] == 2
-
-
-@pytest.mark.parametrize("budget_ms", [0, 60_000])
-async def test_race_obeys_its_budget(server, make_session, budget_ms):
-    s = make_session(routing="race", remote_url=server.url, race_budget_ms=budget_ms, max_variants=1)
-    first = await s.suggest(URI, *BLOCK, invoked=True)
-    await idle(s)  # the remote generation ran to its end
-    await until(lambda: s.remote_texts, 10)  # its RemoteDone reaches the loop through the event queue, after the job ends
-    assert s.remote_texts, "the remote never answered"
-    remote_text = s.remote_texts[-1]
-    again = await s.suggest(URI, *BLOCK, invoked=True)
-    assert again.items
-    if budget_ms == 0:
-        # the remote answered, but later than the budget: the local answer stays, now and on the next ask
-        assert first.backend == "local" and again.backend == "local"
-    else:
-        local_text = next((c.text for c in _local_answers(s)), None)
-        expect = "remote" if race_accepts(local_text, remote_text) or first.backend == "remote" else "local"
-        assert again.backend == expect, (first.backend, local_text, remote_text)
-        print(f"race: first {first.backend}, then {again.backend}; local {local_text!r} remote {remote_text!r}")
-
-
-def _local_answers(s: Session):
-    """The local model's answer the store holds for the block spot."""
-    doc = s.documents.get(URI)
-    offset = doc.offset_at(*BLOCK, s.encoding)
-    st = s.service.state(URI, doc.revision, doc.text, offset, invoked=True, language=doc.language_id)
-    found = s.service.store.lookup(st, None, partial=False, disk=False, backend="local")
-    return found.comps if found is not None else []
 
 
 def test_a_server_that_dies_fails_as_itself(tmp_path):
@@ -304,27 +269,6 @@ async def test_a_second_local_model_as_the_capable_tier(make_session):
     assert auto.items and auto.backend == "local"
     inv = await s.suggest(URI + "3", line, len("        if name."), invoked=True)
     assert inv.items and inv.backend == "capable" and s.status["message"].endswith("· capable")
-
-
-async def test_pause_routing_runs_the_second_local_model_where_the_user_pauses(make_session):
-    """routing "pause" with a second local model: the keystroke is the fast model's; once the user pauses,
-    the capable one (its smaller prefill chunks) writes that spot, and the spot's answer is then a line from
-    one of the two (the capable one's only if it differs: it replaced the local one)."""
-    from engine.backends import CAPABLE_CHUNK
-    from engine.config import resolve_model_dir
-
-    s = make_session(routing="pause", capable_model=str(resolve_model_dir(FP32)))
-    assert s.remote_worker is not None and s.remote_worker.engine.config.prefill_chunk == CAPABLE_CHUNK
-    text = CODE.replace("        \n    return", "        if name.\n    return")
-    s.documents.open(URI + "4", text, 1)
-    line = CODE.split("\n").index("        ")
-    auto = await s.suggest(URI + "4", line, len("        if name."), invoked=False)
-    assert auto.items and auto.backend == "local" and s.remote_worker.runner.model_calls == 0
-    await until(lambda: s.remote_worker.runner.model_calls >= 1 and s.remote_worker.backlog() == 0, 60)
-    assert s.remote_worker.runner.model_calls >= 1  # the pause ran the capable model, with nothing asked
-    again = await s.suggest(URI + "4", line, len("        if name."), invoked=False)
-    replaced = any("pause: replaces local" in st.get("message", "") for st in s.statuses)
-    assert again.items and again.backend == ("capable" if replaced else "local")
 
 
 async def test_the_backend_is_on_the_wire(server, tmp_path):

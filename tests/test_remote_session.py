@@ -1,7 +1,6 @@
 """Routing inside the session, with a scripted local engine and the fault-injecting remote of
-tests/test_remote_client.py (127.0.0.1): the race's choice between given texts and timings, fallbacks on
-5xx / malformed / stalled remotes, the disk cache keeping local and remote entries apart, and settings
-that must not leak the API key. The same paths against the real llama.cpp server: test_remote_e2e.py."""
+tests/test_remote_client.py (127.0.0.1): fallbacks on 5xx / malformed / stalled remotes, the disk cache keeping
+local and remote entries apart, and settings that must not leak the API key. The same paths against the real llama.cpp server: test_remote_e2e.py."""
 
 from __future__ import annotations
 
@@ -68,43 +67,6 @@ def handled(s: Session) -> None:
 
 def remote_done(s: Session) -> bool:
     return s.remote_worker.backlog() == 0
-
-
-# ----------------------------------------------------------------------------------------------- race
-
-
-async def test_race_remote_first_within_budget_is_shown_at_once(make, fake):
-    fake.default = {"stream": ["a + b"], "end": "done"}
-    s = make(local("a", delay=1.5), routing="race", remote_url=fake.url, race_budget_ms=1000)
-    t0 = time.monotonic()
-    res = await s.suggest(URI, *POS, invoked=True)
-    assert res.backend == "remote" and res.items[0].text == "a + b"
-    assert time.monotonic() - t0 < 1.4  # did not wait for the slower local model
-    assert "race: remote first" in s.status["message"]
-
-
-@pytest.mark.parametrize("remote_text,delay,budget_ms,replaced", [
-    ("a + b", 0.3, 3000, True),  # extends what is shown, in time: replaces it
-    ("b - a", 0.3, 3000, False),  # unrelated: the local suggestion stays (no flicker)
-    ("a + b", 0.6, 200, False),  # extends it, but after the budget: stays
-])
-async def test_race_replaces_the_local_answer_only_in_time_and_when_it_extends(make, fake, remote_text, delay,
-                                                                               budget_ms, replaced):
-    fake.default = {"stream": ["", remote_text], "delay": delay}
-    s = make(local("a"), routing="race", remote_url=fake.url, race_budget_ms=budget_ms)
-    res = await s.suggest(URI, *POS, invoked=True)
-    assert res.backend == "local" and res.items[0].text == "a"  # the local answer, at once
-    await wait_for(lambda: remote_done(s) and fake.requests)
-    handled(s)  # the late arrival's callback
-    assert s.refreshed == ([(URI, 1)] if replaced else [])
-    again = await s.suggest(URI, *POS, invoked=True)
-    assert (again.backend, again.items[0].text) == (("remote", remote_text) if replaced else ("local", "a"))
-
-
-async def test_race_never_sends_single_keystrokes_remote(make, fake):
-    s = make(local("a"), routing="race", remote_url=fake.url)
-    res = await s.suggest(URI, *POS, invoked=False)
-    assert res.backend == "local" and fake.requests == []
 
 
 # ------------------------------------------------------------------------------------------ fallbacks
@@ -184,88 +146,12 @@ def test_settings_check_the_url_and_hide_the_key():
     assert w == [] and s.remote_config().url == "http://gpu.example.com:8000/v1"
     assert "sk-SECRET" not in repr(s) and "sk-SECRET" not in str(to_camel(s))
     assert to_camel(s)["remoteApiKey"] == "***"
-    s, w = parse_settings({"routing": "race"})
+    s, w = parse_settings({"routing": "remote"})
     assert any("needs remoteUrl" in x for x in w) and s.remote_config() is None
+    for gone in ("race", "pause"):  # modes since removed: answered locally, with a warning
+        s, w = parse_settings({"routing": gone})
+        assert s.routing == "local" and "routing" in w[0]
     s, w = parse_settings({"remoteApiKey": 12345})
     assert w and "12345" not in w[0]
     s, w = parse_settings({"remoteFor": ["invoked", "tabs"]})
     assert s.remote_for == Settings().remote_for and "tabs" in w[0]
-
-
-async def test_a_race_survives_typing_that_agrees_with_it(make, fake):
-    """The remote generation of a race keeps running while the user types what it is writing, and wins
-    for the typed spot when it finishes within the budget (type-through of the remote's text)."""
-    from tests.test_session_typing import type_chars
-
-    fake.default = {"stream": ["a", " +", " b"], "delay": 0.4}
-    s = make(local("a"), routing="race", remote_url=fake.url, race_budget_ms=5000)
-    res = await s.suggest(URI, *POS, invoked=True)
-    assert res.backend == "local" and res.items[0].text == "a"
-    # a keystroke comes ~150 ms later: the remote generation has started (and opened its hidden entry)
-    await wait_for(lambda: getattr(s.remote_worker.running(), "handle", None) is not None, 15)
-    col, version = type_chars(s, URI, "a", POS[0], POS[1], 1)  # the user types on, as the remote streams "a"
-    await wait_for(lambda: remote_done(s) and len(fake.requests) >= 1 and s.refreshed, 15)
-    assert s.refreshed == [(URI, version)]
-    got = await s.suggest(URI, POS[0], col, invoked=False)
-    assert (got.source, got.backend, got.items[0].text) == ("type-through", "remote", " + b")
-    assert len(fake.requests) == 1  # one remote generation served both spots
-
-
-# ---------------------------------------------------------------------------------------------- pause
-
-
-@pytest.mark.parametrize("remote_text,replaced", [
-    ("a + b", True),  # the capable line differs from the one shown: it replaces it at the pause
-    ("a", False),  # the same line: nothing moves, no refresh
-])
-async def test_pause_routing_replaces_the_local_line_once_the_user_pauses(make, fake, remote_text, replaced):
-    fake.default = {"stream": [remote_text], "delay": 0.05}
-    s = make(local("a"), routing="pause", remote_url=fake.url)
-    res = await s.suggest(URI, *POS, invoked=False)
-    assert res.backend == "local" and res.items[0].text == "a"  # every keystroke: the fast model, at once
-    await wait_for(lambda: len(fake.requests) == 1 and remote_done(s))
-    handled(s)  # the finished callback
-    assert s.refreshed == ([(URI, 1)] if replaced else [])
-    again = await s.suggest(URI, *POS, invoked=False)
-    assert (again.backend, again.items[0].text) == (("remote", remote_text) if replaced else ("local", "a"))
-
-
-async def test_pause_routing_a_keystroke_stops_the_capable_line(make, fake):
-    """The user types on before the capable line is there: it is stopped, nothing replaces what is
-    shown, and no flint/refresh is sent for the old spot."""
-    from tests.test_session_typing import type_chars
-
-    fake.default = {"stream": ["b", " - ", "a"], "delay": 0.5}
-    s = make(local("a"), routing="pause", remote_url=fake.url)
-    await s.suggest(URI, *POS, invoked=False)
-    await wait_for(lambda: s.remote_worker.running() is not None, 5)  # the pause began: it runs
-    type_chars(s, URI, "x", POS[0], POS[1], 1)
-    await wait_for(lambda: s.remote_worker.running() is None, 5)  # stopped at the keystroke, not 1.5 s later
-    handled(s)
-    assert s.refreshed == []
-
-
-async def test_pause_routing_sends_no_request_kind_to_the_capable_tier(make, fake):
-    """Explicit requests and variants stay with the local model in pause routing (its capable tier
-    works only after an automatic answer, at a pause)."""
-    s = make(local("a"), routing="pause", remote_url=fake.url)
-    res = await s.suggest(URI, *POS, invoked=True)
-    assert res.backend == "local"
-    await asyncio.sleep(0.4)
-    assert fake.requests == []
-
-
-def test_the_capable_window_is_short_and_keeps_its_start_while_the_user_types():
-    from lsp_server.completion.policy import knobs
-    from lsp_server.completion.policy.planner import state_at
-    from lsp_server.completion.requests import capable
-
-    body = "".join(f"    value_{i} = compute({i})\n" for i in range(300))  # ~8,000 characters
-    suffix = "".join(f"    after_{i}()\n" for i in range(100))
-    st = state_at(Settings(), URI, 1, len(body), body, suffix, invoked=False, remote_ready=False)
-    cut, start = capable.short_window(st, None)
-    assert len(cut.prefix) <= knobs.PAUSE_PREFIX_CHARS and body.endswith(cut.prefix) and cut.prefix.startswith("    value_")
-    assert len(cut.suffix) <= knobs.PAUSE_SUFFIX_CHARS and cut.suffix.endswith("\n") and suffix.startswith(cut.suffix)
-    typed = state_at(Settings(), URI, 2, len(body) + 5, body + "    x", suffix, invoked=False, remote_ready=False)
-    again, start2 = capable.short_window(typed, start)
-    assert start2 == start and again.prefix == cut.prefix + "    x"  # typing appends: the KV is reused

@@ -1,10 +1,10 @@
-"""Routing decisions, the race rule and the remote's backoff (engine/policy/routing.py): pure logic."""
+"""Routing decisions and the remote's backoff (engine/policy/routing.py): pure logic."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine.policy.routing import Backoff, RouteConfig, pause_accepts, race_accepts, route
+from engine.policy.routing import Backoff, RouteConfig, route
 
 ALL = dict(invoked=False, variants=False, multiline=False)
 
@@ -13,14 +13,9 @@ def r(mode: str, remote_for=("invoked", "variants", "multiline"), ready=True, **
     return route(RouteConfig(mode, frozenset(remote_for)), **{**ALL, **kind}, remote_ready=ready)
 
 
-@pytest.mark.parametrize("mode", ["local", "hybrid", "race", "pause"])
+@pytest.mark.parametrize("mode", ["local", "hybrid"])
 def test_an_automatic_keystroke_stays_local(mode):
     assert r(mode) == "local"
-
-
-@pytest.mark.parametrize("kind", ["invoked", "variants", "multiline"])
-def test_pause_routes_every_request_kind_local(kind):
-    assert r("pause", **{kind: True}) == "local"  # its capable tier works after the answer (lsp_server/completion/requests/capable.py)
 
 
 def test_remote_mode_sends_everything_there_unless_it_is_backing_off():
@@ -30,42 +25,12 @@ def test_remote_mode_sends_everything_there_unless_it_is_backing_off():
 
 
 @pytest.mark.parametrize("kind", ["invoked", "variants", "multiline"])
-def test_hybrid_and_race_route_the_kinds_named(kind):
+def test_hybrid_routes_the_kinds_named(kind):
     assert r("hybrid", **{kind: True}) == "remote"
-    assert r("race", **{kind: True}) == "race"
     assert r("local", **{kind: True}) == "local"
     others = tuple(k for k in ("invoked", "variants", "multiline") if k != kind)
     assert r("hybrid", remote_for=others, **{kind: True}) == "local"
     assert r("hybrid", ready=False, **{kind: True}) == "local"
-
-
-@pytest.mark.parametrize("local,remote,ok", [
-    (None, "x = 1", True),  # nothing shown: anything useful wins
-    ("", "x = 1", True),
-    ("x = 1", "x = 1", True),  # the same text: nothing moves
-    ("total = a", "total = a + b", True),  # extends
-    ("\n    if x:", "\n    if x:\n        return y", True),  # the same first line, more lines
-    ("if x:\n    pass", "if x:\n    return y\n", True),  # same first line, says more
-    ("x = 1", "y = 2", False),  # unrelated: no flicker
-    ("total = a + b", "total = a", False),  # shorter, not an extension
-    ("x = 1", "", False),
-    ("x = 1", "   \n", False),
-    ("if x:\n    return y", "if x:\n    pass", False),  # same first line but says less
-])
-def test_race_accepts_only_extensions_and_improvements(local, remote, ok):
-    assert race_accepts(local, remote) is ok
-
-
-@pytest.mark.parametrize("shown,capable,ok", [
-    (None, "x = 1", True),  # nothing shown
-    ("x = 1", "y = 2", True),  # says something else: at a pause the capable model is trusted
-    ("total = a", "total = a + b", True),
-    ("x = 1", "x = 1\n", False),  # what is already on screen: no refresh
-    ("x = 1", "", False),
-    ("x = 1", "  \n", False),
-])
-def test_pause_accepts_any_other_suggestion_with_something_to_show(shown, capable, ok):
-    assert pause_accepts(shown, capable) is ok
 
 
 def test_backoff_doubles_to_a_cap_and_resets_on_success():

@@ -217,7 +217,7 @@ async def test_typing_something_else_stops_the_generation(oracle_session):
     assert len(eng.calls) == 1
     type_chars(s, uri, "None", 0, 4, 2)  # not what the model writes
     await until(lambda: len(eng.calls) >= 2)
-    assert s.worker.running() is None or s.worker.running().prefix.endswith("None")
+    assert s.worker.running() is None or s.worker.running().state.prefix.endswith("None")
     assert len(eng.calls) == 2 and eng.calls[-1][0] == "x = None"
 
 

@@ -11,25 +11,25 @@ def test_defaults_when_nothing_sent():
     s, warnings = parse_settings(None)
     assert s == Settings() and warnings == []
     assert s.model == "qwen2.5-coder-0.5b" and s.max_variants == 3 and s.max_lines == 8
-    assert s.multiline == "auto" and s.debounce_ms == 0 and s.cache_size_mb == 256
+    assert s.multiline == "auto" and s.cache_size_mb == 256
     assert s.enable is True and s.threads == 2 and s.speculation is True
 
 
 def test_all_fields_camel_case():
-    raw = {"model": "/models/mine", "maxVariants": 5, "maxLines": 3, "multiline": "never", "debounceMs": 50,
+    raw = {"model": "/models/mine", "maxVariants": 5, "maxLines": 3, "multiline": "never",
            "cacheSizeMb": 64, "enable": False, "threads": 4, "speculation": False,
-           "routing": "race", "remoteUrl": "https://gpu.example/v1", "remoteModel": "qwen", "remoteApiKey": "",
+           "routing": "hybrid", "remoteUrl": "https://gpu.example/v1", "remoteModel": "qwen", "remoteApiKey": "",
            "remoteFim": "suffix", "remoteFimTemplate": "<p>{prefix}<s>{suffix}<m>", "remoteFor": ["invoked"],
-           "raceBudgetMs": 900, "remoteTimeoutMs": 3000, "remoteAllowInsecureHttp": True,
+           "remoteTimeoutMs": 3000, "remoteAllowInsecureHttp": True,
            "capableModel": "qwen2.5-coder-1.5b", "contextBudget": 256, "contextSources": ["open"],
            "confidenceCut": 0.4, "confidenceGate": 0.3, "learnedGate": False, "guidance": True}
     s, warnings = parse_settings(raw)
     assert warnings == []
-    assert s == Settings(model="/models/mine", max_variants=5, max_lines=3, multiline="never", debounce_ms=50,
-                         cache_size_mb=64, enable=False, threads=4, speculation=False, routing="race",
+    assert s == Settings(model="/models/mine", max_variants=5, max_lines=3, multiline="never",
+                         cache_size_mb=64, enable=False, threads=4, speculation=False, routing="hybrid",
                          remote_url="https://gpu.example/v1", remote_model="qwen", remote_fim="suffix",
                          remote_fim_template="<p>{prefix}<s>{suffix}<m>", remote_for=("invoked",),
-                         race_budget_ms=900, remote_timeout_ms=3000, remote_allow_insecure_http=True,
+                         remote_timeout_ms=3000, remote_allow_insecure_http=True,
                          capable_model="qwen2.5-coder-1.5b", context_budget=256, context_sources=("open",),
                          confidence_cut=0.4, confidence_gate=0.3, learned_gate=False, guidance=True)
     assert to_camel(s) == raw
@@ -49,13 +49,13 @@ def test_flint_section_is_unwrapped():
     ({"enable": "yes"}, "enable", "enable"),
     ({"threads": -1}, "threads", "threads"),
     ({"model": ""}, "model", "model"),
-    ({"debounceMs": 10 ** 9}, "debounce_ms", "debounceMs"),
+    ({"cacheSizeMb": -1}, "cache_size_mb", "cacheSizeMb"),
     ({"confidenceCut": 1.5}, "confidence_cut", "confidenceCut"),
     ({"confidenceCut": "high"}, "confidence_cut", "confidenceCut"),
 ])
 def test_invalid_field_warns_and_keeps_its_current_value(raw, field, bad):
     current, _ = parse_settings({"model": "/models/mine", "maxVariants": 2, "maxLines": 6, "multiline": "never",
-                                 "enable": False, "threads": 3, "debounceMs": 20, "confidenceCut": 0.25})
+                                 "enable": False, "threads": 3, "cacheSizeMb": 20, "confidenceCut": 0.25})
     s, warnings = parse_settings({**raw, "maxLines": 5} if field != "max_lines" else raw, base=current)
     assert getattr(s, field) == getattr(current, field) != getattr(Settings(), field)
     assert len(warnings) == 1 and bad in warnings[0] and repr(getattr(current, field)) in warnings[0]

@@ -57,10 +57,11 @@ def test_a_generation_still_reading_its_prompt_is_not_kept_through_typing():
     local = _worker(store)
     job = _job(_state(1, "def add(a, b):\n    ret"))
     runner.open_entry(job)
-    assert local.still_serves(job, True, _state(1, job.prefix))  # the same text: it still serves it
-    assert not local.still_serves(job, True, _state(2, job.prefix + "u"))  # nothing streamed: the newest state starts
+    assert local.still_serves(job, True, _state(1, job.state.prefix))  # the same text: it still serves it
+    # nothing streamed: the newest state starts
+    assert not local.still_serves(job, True, _state(2, job.state.prefix + "u"))
     Runner("remote", store, Events()).open_entry(job)
-    assert _worker(store, "remote").still_serves(job, True, _state(2, job.prefix + "u"))  # a round trip: kept
+    assert _worker(store, "remote").still_serves(job, True, _state(2, job.state.prefix + "u"))  # a round trip: kept
 
 
 def test_a_streaming_generation_is_kept_while_the_typing_agrees_with_it():
@@ -69,8 +70,8 @@ def test_a_streaming_generation_is_kept_while_the_typing_agrees_with_it():
     job = _job(_state(1, "def add(a, b):\n    ret"))
     runner.open_entry(job)
     store.stream(job.handle, 0, "urn a + b")
-    assert local.still_serves(job, True, _state(2, job.prefix + "ur"))
-    assert not local.still_serves(job, True, _state(3, job.prefix + "ux"))
+    assert local.still_serves(job, True, _state(2, job.state.prefix + "ur"))
+    assert not local.still_serves(job, True, _state(3, job.state.prefix + "ux"))
 
 
 def test_nothing_from_the_quick_window_is_not_the_whole_windows_answer():

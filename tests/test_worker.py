@@ -330,7 +330,8 @@ def test_a_kept_job_stops_once_the_user_is_somewhere_it_does_not_lead():
 def test_the_store_answers_a_job_filled_since_it_was_queued():
     r = rig()
     st = state("a", 1, "p", "\n")
-    r.store.add(st, [Completion("cached", [1], "eos", source="disk")], "local")
+    r.store.typethrough.add(st.prefix, st.suffix, [Completion("cached", [1], "eos", source="disk")], n=st.params.n,
+                            key=(*st.params.key(), "local"), origin="model")
     r.worker.submit(st)
     comps, _ = r.result(st)
     assert comps[0].text == "cached" and r.engine.calls == []

@@ -10,13 +10,14 @@ import pytest
 from engine.types import GenParams
 from lsp_server.completion.jobs import Ask, Superseded, WarmUp, Work
 from lsp_server.completion.policy import knobs
-from tests.fakes import FakeEngine, Rig, state, steps, wait_for
+from tests.fakes import Clock, FakeEngine, Rig, state, steps, wait_for
 
 STEP = 0.01
 
 
-def rig(n: int = 20, slow: tuple[str, ...] = (), slow_prefill: tuple[str, ...] = ()) -> Rig:
-    return Rig(FakeEngine(steps(n, STEP, slow), slow_prefill=slow_prefill)).start()
+def rig(n: int = 20, slow: tuple[str, ...] = (), slow_prefill: tuple[str, ...] = (),
+        clock: Clock | None = None) -> Rig:
+    return Rig(FakeEngine(steps(n, STEP, slow), slow_prefill=slow_prefill), clock=clock).start()
 
 
 def text_of(r: Rig, st) -> str:
@@ -28,40 +29,49 @@ def prefixes(r: Rig) -> list[str]:
 
 
 def test_a_job_held_back_waits_for_its_time_and_a_newer_keystroke_replaces_it():
-    r = rig(2)
-    r.worker.submit(state("a", 1, "p1"), Work(Ask.SPECULATE, not_before=time.monotonic() + 0.2))
-    time.sleep(0.1)
-    assert r.engine.calls == []
+    clock = Clock()
+    r = rig(2, clock=clock)
+    r.worker.submit(state("a", 1, "p1"), Work(Ask.SPECULATE, not_before=clock() + 0.2))
+    clock.advance(0.1)
+    assert r.engine.calls == []  # (its time has not come: nothing may start it)
     r.worker.document_changed("a", 2)
-    r.worker.submit(state("a", 2, "p2"), Work(Ask.SPECULATE, not_before=time.monotonic() + 0.2))
-    time.sleep(0.15)
+    r.worker.submit(state("a", 2, "p2"), Work(Ask.SPECULATE, not_before=clock() + 0.2))
+    clock.advance(0.15)  # p1's time, but p1 is gone
     assert r.engine.calls == []  # still holding the newest keystroke's work back
+    clock.advance(0.1)  # past its time
     assert r.until(lambda: r.engine.calls, 1.0)
     assert prefixes(r) == ["p2"]
     r.stop()
 
 
 def test_idle_time_warms_once_and_new_work_interrupts_it():
-    r = rig(2)
+    clock = Clock()
+    r = rig(2, clock=clock)
     st = state("a", 1, "p", "s")
     r.worker.submit(st)
     r.result(st)
     r.idle_plan = (state("a", 1, "active prefix", "active suffix"), WarmUp())
     calls = r.idle_calls
     r.worker.document_changed("a", 1)  # activity: the worker says it is idle again after a quiet period
-    assert r.until(lambda: r.engine.prefills, knobs.IDLE_WARM_S + 1)
+    clock.advance(knobs.IDLE_WARM_S)
+    assert r.until(lambda: r.engine.prefills)
     assert r.engine.prefills == [("active prefix", "active suffix")]
     assert r.until(lambda: r.worker.backlog() == 0) and r.engine.held == ("active prefix", "active suffix")
-    time.sleep(knobs.IDLE_WARM_S + 0.2)
-    r.pump()
-    assert r.idle_calls == calls + 1 and len(r.engine.prefills) == 1  # once per quiet period, not in a loop
-    # new work arrives while warming: the warm-up is dropped, the request runs
+    clock.advance(knobs.IDLE_WARM_S + 0.2)
+    assert not r.until(lambda: r.idle_calls > calls + 1, 0.2)  # once per quiet period, not in a loop
+    assert len(r.engine.prefills) == 1
+    # activity that wakes the worker starts another quiet period (Worker.poke, as when the store answered a
+    # cursor move; document_changed alone only resets the clock: the next submit wakes it), so it warms the
+    # new spot; a request arriving while it warms stops the warm-up and runs
+    r.engine.slow_prefill = ("other prefix",)  # runs until it is stopped
     r.idle_plan = (state("a", 1, "other prefix", "x"), WarmUp())
-    r.worker.document_changed("a", 1)
-    time.sleep(knobs.IDLE_WARM_S + 0.05)
+    r.worker.poke()
+    clock.advance(knobs.IDLE_WARM_S)
+    assert r.until(lambda: ("other prefix", "x") in r.engine.prefills)
+    assert r.idle_calls == calls + 2
     q = state("a", 1, "q")
     r.worker.submit(q)
-    assert text_of(r, q).startswith("q")
+    assert text_of(r, q).startswith("q")  # (the warm-up runs until stopped: the request ran, so it was)
     r.stop()
 
 
@@ -121,34 +131,37 @@ def test_a_request_joining_queued_speculation_preempts_other_speculation():
 
 
 def test_background_work_stops_soon_after_the_user_goes_idle_but_not_what_a_user_waits_for():
-    r = rig(slow=("spec", "asked"))
+    clock = Clock()
+    r = rig(slow=("spec", "asked"), clock=clock)
     try:
-        t0 = time.monotonic()
         r.worker.submit(state("file:///a.py", 1, "spec"), Work(Ask.SPECULATE))
         assert r.engine.running.wait(2)
-        wait_for(lambda: not r.engine.running.is_set(), knobs.IDLE_WORK_S + 2)
-        # stopped, not run for its 10 s
-        assert knobs.IDLE_WORK_S <= time.monotonic() - t0 < knobs.IDLE_WORK_S + 1.0 and not r.engine.running.is_set()
+        clock.advance(knobs.IDLE_WORK_S - 0.1)
+        assert not wait_for(lambda: not r.engine.running.is_set(), 0.2)  # not yet
+        clock.advance(0.1)
+        assert wait_for(lambda: not r.engine.running.is_set(), 2)  # stopped, not run for its 10 s
         # a request that got nothing at its deadline lets go of its job: the user still waits there
         asked = state("file:///b.py", 1, "asked")
         ticket = r.store.submit(asked, Work())
         assert r.engine.running.wait(2)
         ticket.detach(awaited=True)
-        time.sleep(knobs.IDLE_WORK_S + 0.5)
-        assert r.worker.running() is not None and not r.worker.running().cancel.cancelled
+        clock.advance(knobs.IDLE_WORK_S + 0.5)
+        assert not wait_for(lambda: r.worker.running() is None or r.worker.running().cancel.cancelled, 0.2)
     finally:
         r.stop()
 
 
 def test_the_idle_warm_up_stops_with_the_rest_of_the_background_work():
-    r = rig(2, slow_prefill=("a long window",))
+    clock = Clock()
+    r = rig(2, slow_prefill=("a long window",), clock=clock)
     try:
         r.idle_plan = (state("a", 1, "a long window", "s"), WarmUp())
-        t0 = time.monotonic()
         r.worker.document_changed("a", 1)  # the user's last action
-        assert r.until(lambda: r.engine.prefills and r.worker.running() is None, knobs.IDLE_WORK_S + 3)
-        assert r.engine.prefills == [("a long window", "s")]  # it warmed ...
-        assert time.monotonic() - t0 < knobs.IDLE_WORK_S + 1.0  # ... and stopped with the rest
+        clock.advance(knobs.IDLE_WARM_S)
+        assert r.until(lambda: r.engine.prefills and r.worker.running() is not None)  # it warms ...
+        clock.advance(knobs.IDLE_WORK_S - knobs.IDLE_WARM_S)
+        assert r.until(lambda: r.worker.running() is None)  # ... and stops with the rest
+        assert r.engine.prefills == [("a long window", "s")]
     finally:
         r.stop()
 

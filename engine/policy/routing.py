@@ -1,5 +1,5 @@
-"""Which backend answers a request, when a remote answer may replace a local one, and when to retry a
-remote that failed. Pure functions and one small state machine (the clock is passed in): no I/O.
+"""Which backend answers a request, and when to retry a remote that failed. Pure functions and one small
+state machine (the clock is passed in): no I/O.
 
 Routing modes (setting ``routing``):
 
@@ -7,15 +7,7 @@ Routing modes (setting ``routing``):
 - ``hybrid``: automatic keystroke requests stay local; the request kinds named in ``remoteFor``
   (``invoked``: an explicit request; ``variants``: a pick among several suggestions; ``multiline``: a
   block) go to the remote, and fall back to the local model when it fails, is slow or is backing off.
-- ``race``: like ``hybrid``, but a routed request is answered by the local model at once while the
-  remote one works beside it; the remote answer replaces the local one only if it arrives within
-  ``raceBudgetMs`` of the request and extends or improves what the local one showed
-  (``race_accepts``): never a flicker to something unrelated.
 - ``remote``: everything goes to the remote (the local model is the fallback).
-- ``pause``: the local model answers every request; where the user pauses (about twice their usual
-  keystroke interval after an automatic answer went out), the capable tier writes the suggestion for
-  that spot, and it takes the local one's place when it has something to show (``pause_accepts``). A
-  keystroke stops that work: the capable model never runs while the user types.
 
 A single keystroke (an automatic, single-line request) is never routed remote except in ``remote``.
 """
@@ -24,66 +16,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ROUTING_MODES: tuple[str, ...] = ("local", "hybrid", "race", "remote", "pause")
+ROUTING_MODES: tuple[str, ...] = ("local", "hybrid", "remote")
 REMOTE_KINDS: tuple[str, ...] = ("invoked", "variants", "multiline")
 
-LOCAL, REMOTE, RACE, PAUSE = "local", "remote", "race", "pause"
+LOCAL, REMOTE = "local", "remote"
 
 
 @dataclass(frozen=True)
 class RouteConfig:
     mode: str = "local"
     remote_for: frozenset[str] = frozenset(REMOTE_KINDS)
-    race_budget_s: float = 0.6
 
 
 def route(cfg: RouteConfig, *, invoked: bool, variants: bool, multiline: bool, remote_ready: bool) -> str:
-    """``local`` | ``remote`` | ``race`` for one request. ``remote_ready``: a remote is configured and not
+    """``local`` | ``remote`` for one request. ``remote_ready``: a remote is configured and not
     backing off after a failure (otherwise everything is local)."""
-    if cfg.mode in (LOCAL, PAUSE) or not remote_ready:
-        return LOCAL  # (pause: the capable tier works after the answer, lsp_server/completion/requests/pause.py)
+    if cfg.mode == LOCAL or not remote_ready:
+        return LOCAL
     if cfg.mode == REMOTE:
         return REMOTE
     wants = (invoked and "invoked" in cfg.remote_for) or (variants and "variants" in cfg.remote_for) or \
         (multiline and "multiline" in cfg.remote_for)
-    if not wants:
-        return LOCAL
-    return RACE if cfg.mode == RACE else REMOTE
-
-
-def _first_line(text: str) -> str:
-    """The first line with something on it (a block opened at the cursor starts with a line break)."""
-    for line in text.split("\n"):
-        if line.strip():
-            return line.rstrip()
-    return ""
-
-
-def race_accepts(local: str | None, remote: str | None) -> bool:
-    """May the remote suggestion replace the local one the user already sees?
-
-    Yes when the local one showed nothing, when the remote one continues it (the same text and more,
-    or exactly the same: nothing moves on screen), or when both start with the same first line and the
-    remote one says more (a block where the local one stopped at a line). No when the remote one is
-    empty or starts differently: the ghost text must not jump to something unrelated."""
-    if not remote or not remote.strip():
-        return False
-    if not local or not local.strip():
-        return True
-    if remote.startswith(local):
-        return True
-    return _first_line(local) == _first_line(remote) and len(remote.rstrip()) > len(local.rstrip())
-
-
-def pause_accepts(shown: str | None, capable: str | None) -> bool:
-    """May the capable tier's suggestion, written at a pause, replace the one on screen?
-
-    Unlike a race (``race_accepts``), yes also when it says something else: the user has stopped, the
-    capable model is the better judge of what comes next, and the pause is where a suggestion is read.
-    No when it has nothing to show, or when it is what the user already sees."""
-    if not capable or not capable.strip():
-        return False
-    return shown is None or capable.rstrip() != shown.rstrip()
+    return REMOTE if wants else LOCAL
 
 
 @dataclass

@@ -1,8 +1,5 @@
-"""The one way up from the engine threads: events put on one queue, drained in order on the event loop.
-
-Data goes down (a job carries its state, revision and context block); what happens on an engine thread
-comes back up only as an event here: the store changed, a scheduler's status, a capable-tier generation
-finished, a scheduler went idle. Nothing on an engine thread calls into the session or the service.
+"""The one way up from the engine threads: events on one queue, drained in order on the event loop. Nothing
+on an engine thread calls into the session or the service.
 """
 
 from __future__ import annotations
@@ -14,9 +11,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-from engine.types import Completion
-from lsp_server.completion.jobs import State
 
 log = logging.getLogger(__name__)
 
@@ -36,25 +30,15 @@ class Status:
 
 
 @dataclass(frozen=True)
-class RemoteDone:
-    """A capable-tier job ended with text (generated, or answered from the store): a race's or a pause's."""
-
-    state: State
-    comps: list[Completion]
-    arrived: float
-
-
-@dataclass(frozen=True)
 class Idle:
-    """A scheduler has been idle a while: the service may give it idle work (the active spot's warm-up)."""
+    """A scheduler has been idle a while: the service may give it a warm-up."""
 
     tier: str
 
 
 @dataclass(frozen=True)
 class Worked:
-    """A scheduler ran a job on its engine: what kind of work (Job.account) and what it cost (wall and
-    process CPU time, ms): the work accounting in the stats."""
+    """A scheduler ran a job (Job.account) at this cost, ms: the stats' work accounting."""
 
     tier: str
     work: str
@@ -62,7 +46,7 @@ class Worked:
     cpu_ms: float
 
 
-Event = Changed | Status | RemoteDone | Idle | Worked
+Event = Changed | Status | Idle | Worked
 
 
 class Events:
@@ -100,7 +84,6 @@ class Events:
             pass
 
     def drain(self) -> None:
-        """(event loop) Handle every queued event, in order."""
         with self._lock:
             self._scheduled = False
         changed = False

@@ -1,10 +1,5 @@
-"""The unit of work: a ``State`` (a document's text around a cursor and what to generate there), the
-``Job`` the scheduler (worker.py) runs for it (the state plus priority and budget), and how a job can end.
-
-A request submits ``Work`` through the store (``Store.submit``) and holds a ticket; a job's outcome
-travels one way: the scheduler writes it into the store (worker.py and runner.py call store.py): the tokens as they
-stream, then how it ended (finished with a result, or dropped: one of the exceptions below). Requests wait
-on the store (``Ticket.wait``), never on the job.
+"""The unit of work: a ``State`` (a cursor's text and what to generate there), the ``Job`` a scheduler runs
+for it, and how a job can end. Its outcome goes one way, into the store; requests wait there, never on a job.
 """
 
 from __future__ import annotations
@@ -61,7 +56,7 @@ class State:
     mode: Mode
     params: GenParams
     skip: str | None = None  # why no automatic work is done here
-    route: str = "local"  # local | remote | race (engine/policy/routing.py)
+    route: str = "local"  # local | remote (engine/policy/routing.py)
 
     def key(self) -> WorkKey:
         return self.uri, self.revision, self.prefix, self.suffix, self.params.key()
@@ -70,9 +65,6 @@ class State:
         """Would this state's result answer ``other``? (A generation that may run the quick first window
         does not answer one that asks for the whole window: planner.whole_window.)"""
         return self.key() == other.key() and (other.params.quick_start or not self.params.quick_start)
-
-    def at(self, prefix: str, suffix: str) -> State:
-        return replace(self, prefix=prefix, suffix=suffix)
 
 
 class Life(Enum):
@@ -97,11 +89,9 @@ class Ask(Enum):
 
 @dataclass(frozen=True)
 class Work:
-    """What a submission asks of a tier's scheduler (Store.submit): how (``mode``), its time budget once it
-    starts (the engine returns what it has by then), not before a time.monotonic() (a pause, a burst), and
-    ``anew``: what the store holds for this state was cut off (the user went on before it was whole and
-    came back): the model runs, neither the store nor the last job's result answers. ``settings``: the
-    snapshot the job runs under (Store.submit takes it; the engine thread reads no live settings)."""
+    """What a submission asks of a tier's scheduler: its time budget once it starts, not before a
+    time.monotonic() (a pause, a burst); ``anew``: what the store holds for it was cut off, so the model runs;
+    ``settings``: the snapshot it runs under (the engine thread reads no live settings)."""
 
     mode: Ask = Ask.REQUEST
     budget_s: float | None = None
@@ -126,8 +116,7 @@ class WarmUp:
 
 @dataclass(eq=False)
 class Job:
-    """A state to run, with its priority and budget, and the scheduler's bookkeeping about it: one
-    lifecycle value (``life``) says what becomes of it."""
+    """A state to run, its priority and budget; one lifecycle value (``life``) says what becomes of it."""
 
     state: State
     priority: int
@@ -139,27 +128,6 @@ class Job:
     waiters: int = 0  # requests waiting for it (their answers come from the store)
     submitted: float = field(default_factory=time.monotonic)
     handle: Any = None  # the type-through entry its generation streams into (runner.Runner.open_entry)
-    started: float | None = None
-
-    @property
-    def uri(self) -> str:
-        return self.state.uri
-
-    @property
-    def revision(self) -> int:
-        return self.state.revision
-
-    @property
-    def prefix(self) -> str:
-        return self.state.prefix
-
-    @property
-    def suffix(self) -> str:
-        return self.state.suffix
-
-    @property
-    def params(self) -> GenParams:
-        return self.state.params
 
     @property
     def anew(self) -> bool:
@@ -167,7 +135,7 @@ class Job:
 
     @property
     def settings(self) -> Settings:
-        """The settings snapshot it runs under (the defaults for work submitted without one: tests)."""
+        """(the defaults for work submitted without a snapshot: tests)"""
         given = self.work.settings if isinstance(self.work, Work) else None
         return given if given is not None else DEFAULTS
 
@@ -177,14 +145,9 @@ class Job:
         return self.work.budget_s if isinstance(self.work, Work) else None
 
     @property
-    def kind(self) -> str:
-        return {USER: "now", SPECULATIVE: "now", WARM: "warm"}[self.priority]
-
-    @property
     def account(self) -> str:
-        """What the engine time goes to, for the accounting (stats ``engine_*`` and ``served.*``): the job
-        kind, or "variants" for a batch of several."""
-        return "variants" if self.params.n > 1 and self.priority != WARM else self.kind
+        """What its engine time is accounted to (stats ``engine_*``, ``served.*``)."""
+        return "warm" if self.priority == WARM else "variants" if self.state.params.n > 1 else "now"
 
     @property
     def idle_work(self) -> bool:
@@ -204,8 +167,8 @@ class Job:
         self.priority = min(self.priority, other.priority)
 
     def rebase(self, revision: int, seq: int, running: bool) -> None:
-        """Kept through an edit: the job serves the document's new revision now, as speculation (its
-        requests asked about the old text); a running one tracks the user's typing from here."""
+        """Kept through an edit: it serves the new revision as speculation (its requests asked about the old
+        text); a running one tracks the typing from here."""
         self.state = replace(self.state, revision=revision)
         self.seq, self.waiters = seq, 0
         self.priority = max(self.priority, SPECULATIVE)
@@ -215,9 +178,8 @@ class Job:
             self.life = Life.BACKGROUND
 
     def leave(self, detach: Life | None = None) -> bool:
-        """A request stops waiting for this job; ``detach`` (BACKGROUND, or AWAITED when it got nothing and
-        the user still waits there) lets the job go on. True when the job should stop: nobody waits any more
-        and it was only ever a request's (speculation a request had joined, or a job let go, goes on)."""
+        """A request stops waiting; ``detach`` (BACKGROUND, or AWAITED: the user waits there) lets the job go
+        on. True when it should stop: nobody waits and it was only ever a request's."""
         if self.life is Life.ENDED:
             return False
         if detach is Life.AWAITED and self.life is not Life.TRACKING:
@@ -237,9 +199,8 @@ Result = tuple[list[Completion], Timings]
 
 
 class Scheduling(Protocol):
-    """What the store asks a tier's scheduler (worker.Worker) for its tickets (store/tickets.py): run work
-    (the job it queued or joined; None when the store's record answers it, or nothing will run), and a
-    request's leaving the job it got (``seq``: the job's number then; a job since rebased is not theirs)."""
+    """What the store asks a tier's scheduler (worker.Worker): run work (None: the store's record answers
+    it), and a request leaving the job it got (``seq``: the job's number then)."""
 
     tier: str
 

@@ -25,12 +25,12 @@ def test_neovim_switches_with_stub(neovim_env, stub_server, tmp_path, artifacts)
     (tmp_path / "other.py").write_text("x = 1\n")
     nv = Nvim(neovim_env["FLINT_NVIM"], tmp_path, stub_server, artifacts,
               opts={"disabled_filetypes": ["markdown"], "trace": "messages",
-                    "settings": {"routing": "hybrid", "raceBudgetMs": 300}})
+                    "settings": {"routing": "hybrid", "remoteTimeoutMs": 3000}})
     try:
         nv.wait(lambda p: p["ready"] and p["status"]["state"] == "ready", 30, "the stub to be ready")
         init = next(e for e in stub_log(stub_server) if e["kind"] == "initialize")["params"]
         assert init["initializationOptions"] == {"maxVariants": 3, "maxLines": 4, "multiline": "auto",
-                                                 "routing": "hybrid", "raceBudgetMs": 300}, init
+                                                 "routing": "hybrid", "remoteTimeoutMs": 3000}, init
         assert init["trace"] == "messages"
 
         # Snooze: no requests, the status line says so, the server is told (enable false).

@@ -138,8 +138,8 @@ export class Server implements vscode.Disposable {
     this.updateContext();
   }
 
-  /** flint/refresh: more variants for an open Pick Variant list, or (routing `race`) a capable answer
-   * replaced the suggestion on screen: asking again shows it. */
+  /** flint/refresh: more variants for an open Pick Variant list, or the suggestion on screen is whole
+   * now: asking again shows it. */
   private refreshed(client: LanguageClient, p: RefreshParams): void {
     const ed = vscode.window.activeTextEditor;
     if (!ed || this.client !== client) return;

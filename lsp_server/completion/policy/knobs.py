@@ -1,7 +1,5 @@
-"""Every timing, budget, window and tier constant of the completion service, in one place (the planner,
-planner.py, decides with them; the service, the schedulers and the requests only carry its plans out).
-tests/test_layout.py checks that no other module of lsp_server/completion (or engine/policy) defines one.
-Tests change them here (``monkeypatch.setattr(knobs, ...)``), so the code reads them as ``knobs.NAME``.
+"""Every timing, budget, window and tier constant of the completion service (tests/test_layout.py: nowhere
+else). Tests change them here (``monkeypatch.setattr``), so the code reads them as ``knobs.NAME``.
 """
 
 from __future__ import annotations
@@ -16,24 +14,16 @@ MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS = window.MAX_PREFIX_CHARS, window.MAX_SUFFIX_
 # the user waits on while typing; an explicit request or a variants pick can take longer.
 AUTOMATIC_BUDGET_S = 2.5
 INVOKED_BUDGET_S = 6.0
-# A generation no request waits for any more goes on this long at most (its result serves the
-# next ask). Any new work pre-empts them, so this bounds idle CPU only; it is
-# long because the engine's deadline counts the prompt pass too, which alone takes 10-20 s for a whole
-# window on a slow 2-core machine (a deadline right after it would throw that work away).
+# A generation no request waits for any more goes on this long at most (its result serves the next ask;
+# new work pre-empts it). Long, because the deadline counts the prompt pass too: 10-20 s for a whole window
+# on a slow 2-core machine.
 JOB_BUDGET_S = 30.0
-# Work no request waits for (speculation, idle warm-up) stops this long after the user's last
-# action (a keystroke, a request, its answer): the CPU is idle again ~2 s after the user stops (issue 13).
-# What it computed stays: the KV cache keeps prefilled chunks, the store keeps what streamed.
+# Work no request waits for (speculation, idle warm-up) stops this long after the user's last action: the
+# CPU is idle again ~2 s after the user stops (issue 13). What it computed stays (KV chunks, what streamed).
 IDLE_WORK_S = 1.5
-# The idle warm-up of the spot's full window obeys it too (64-token chunks: an interrupted warm-up is
-# resumed in the next pause); on a slow CPU the quick window serves until then. A request that got nothing
-# leaves its generation running: the user waits there.
-# A generation still streaming is shown once the request has waited this long: what it has written so far
-# (the rest of the word, of the line) while the user types, typed through and extended as it goes on.
-# Before that the request waits for a complete line. A client that handles flint/refresh is told when
-# the whole suggestion is there (followups.FollowUps.watch). A keystroke comes every ~0.1 s while typing and a
-# line's first tokens sooner: waiting longer leaves the next key with nothing on screen
-# (docs/benchmarks/replay.partial.md).
+# A generation still streaming is shown once the request has waited this long (before: only a complete
+# line). A keystroke comes every ~0.1 s while typing: waiting longer leaves the next key with nothing on
+# screen (docs/benchmarks/replay.partial.md).
 PARTIAL_AFTER_S = 0.04
 # An explicit request's variants after the first: greedy branches (variant temperature 0, engine batch.py).
 BRANCHES = 0.0
@@ -41,10 +31,8 @@ BRANCHES = 0.0
 REFRESH_WITHIN_S = 4.0
 SINGLE_LINE_TOKENS = 48
 TOKENS_PER_LINE = 24
-# A one-line suggestion at the end of a line (nothing right of the cursor) is generated one line further
-# than it is shown: when the user finishes the line by hand and presses Enter, that next line is typed
-# through at once instead of waiting for a new generation (after Enter the server otherwise starts from
-# nothing: the slowest answers of bench_replay). The request is answered as soon as the shown line is done.
+# A one-line suggestion at the end of a line is generated one line further than it is shown: after Enter,
+# that next line is typed through at once (starting from nothing there gave bench_replay's slowest answers).
 LOOKAHEAD_TOKENS = SINGLE_LINE_TOKENS + TOKENS_PER_LINE
 MAX_TOKENS = 256
 TYPING_HISTORY = 9  # keystroke times kept per document
@@ -52,33 +40,20 @@ TYPING_HISTORY = 9  # keystroke times kept per document
 # this pause at least, longer when the user types slower: a typist who keeps going is served by type-through.
 PAUSE_DELAY_S = 0.15
 # Edits closer together than this are a burst (a paste replayed, a client catching up), not typing: the
-# caches are asked by the request for the state the burst ends in, not on every edit of it, and the work
-# for an edit of the burst waits BURST_HOLD_S (the next edit replaces it before it starts) instead of
-# starting a generation per edit that the next one stops. A request never waits for it.
+# caches are not asked on every edit of it, and an edit's work waits BURST_HOLD_S (the next edit replaces
+# it before it starts) instead of starting a generation the next one stops. A request never waits for it.
 BURST_GAP_S = 0.015
 BURST_HOLD_S = 0.06
-
-
 # VS Code asks again on flint/refresh with an explicit trigger (editor.action.inlineSuggest.trigger), the
 # only way its API offers: a re-ask this soon after a refresh that followed an automatic answer is that
 # automatic request again (one variant, from the store), not the user asking for variants.
 REFRESH_ASK_S = 2.0
-
-
-# Idle time prefills a spot's whole window only once the user has stayed in it this long (the same document
-# and window start): that prefill costs seconds of both cores, and on a shorter visit it was mostly cut short
-# and thrown away when the user moved on, while the quick window served the keystrokes anyway
-# (docs/benchmarks/archive/replay.stay-val-s27.md: work per kind). Idle work follows the user's actions
-# (IDLE_WORK_S), so a stay warms in the pauses of the typing that goes on there.
+# Idle time prefills a spot's whole window only once the user has stayed in it this long (the same window
+# start): it costs seconds of both cores, and on a shorter visit it was mostly cut short and thrown away
+# while the quick window served anyway (docs/benchmarks/archive/replay.stay-val-s27.md).
 WARM_AFTER_STAY_S = 20.0
-
-
 # The local worker, idle this long with nothing new, says so once (events.Idle): the service may hand it the
 # active spot's warm-up.
 IDLE_WARM_S = 0.5
 # A gap between keystrokes this many times the usual interval is a pause, not typing.
 PAUSE_FACTOR = 2.0
-# routing "pause": the capable model's window. Its prompt pass must fit in the user's pauses (the fast model's
-# whole window would take the bigger model many pauses to read); its start stays put while the user types.
-PAUSE_PREFIX_CHARS = 2400
-PAUSE_SUFFIX_CHARS = 400

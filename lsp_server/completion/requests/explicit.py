@@ -1,11 +1,6 @@
-"""An explicit (invoked) request's item 1: the automatic request's greedy line for the same state.
-
-The user asked for suggestions (several variants): the automatic request's suggestion at this very text
-is item 1, shown as soon as it is there (made, or made now: one greedy row with its drafts is the fastest
-line), and the variants follow (at a fresh spot, one batch with item 1 in it made item 1 much slower for a
-list complete a little sooner: docs/benchmarks/picks.md). Where the variants' own batch already runs, its
-item 1 is shown once settled. The service (service.py) decides when a request is explicit and passes in
-what these read.
+"""An explicit request's item 1: the automatic request's greedy line at the same text, shown as soon as it is
+there, the variants following (one batch with item 1 in it made item 1 much slower: docs/benchmarks/picks.md).
+Where the variants' own batch already runs, its item 1 is shown once settled.
 """
 
 from __future__ import annotations
@@ -30,21 +25,18 @@ LINE, CUT, LONG, WHOLE, NOTHING = "line", "cut", "long", "whole", "nothing"
 
 
 def settle_rule(state: State, max_lines: int) -> tuple[str, Budget]:
-    """The cursor's line prefix and the context's budget (engine.postprocess.budget_for): what makes a
-    streaming variant final. Computed once per request, not per streamed token."""
+    """What makes a streaming variant final (engine.postprocess.budget_for), once per request."""
     line_prefix, _ = split_cursor(state.prefix, state.suffix)
     return line_prefix, budget_for(state.prefix, state.suffix, state.params.language, max_lines=max_lines)
 
 
 def settled_variants(answer: Answer, line_prefix: str, budget: Budget) -> list[Completion]:
-    """The variants of a (still streaming) answer that are final: their generation ended them, or they
-    went past what the budget shows (engine.postprocess.settled)."""
+    """The variants of a streaming answer that are final (ended, or past what the budget shows)."""
     return [c for c in answer.comps if c.text.strip() and
             settled(c.text, c.finish_reason not in CUT_OFF_REASONS, line_prefix, budget)]
 
 
 def auto_twin(settings: Settings, state: State, remote_ready: bool) -> State:
-    """The automatic request's state at the same text (one greedy variant)."""
     auto = planner.state_at(settings, state.uri, state.revision, state.offset, state.prefix, state.suffix,
                             invoked=False, remote_ready=remote_ready, language=state.params.language)
     return auto if state.params.quick_start else planner.whole_window(auto)
@@ -52,8 +44,8 @@ def auto_twin(settings: Settings, state: State, remote_ready: bool) -> State:
 
 def settled_first(store: Store, state: State, since: float, settle: tuple[str, Budget],
                   backend: str | None) -> Answer | None:
-    """The variants' streaming answer once its item 1 is settled, with only its finished variants (the
-    others follow: flint/refresh when they are done, the client asks again and the store answers)."""
+    """The variants' streaming answer once its item 1 is settled, with its finished variants only (the others
+    follow with flint/refresh)."""
     early = store.lookup(state, since, partial=True, disk=False, backend=backend)
     done = settled_variants(early, *settle) if early else []
     if early is not None and done and done[0].variant == 0:
@@ -77,11 +69,9 @@ def verdict(found: Answer, auto: State, max_lines: int) -> str:
 
 async def greedy_first(store: Store, worker: Worker, auto: State, plan: planner.Waiting, asked: asyncio.Event,
                        max_lines: int) -> Answer | None:
-    """The automatic request's complete answer for this very state (``auto``: auto_twin; memory, typed
-    through, disk; else its generation, started now unless one streams) by ``plan.deadline``, as an
-    incomplete answer: the explicit request's other variants are still to come. A generation the user cut
-    off here (went on before its line was whole, came back) runs again on the KV it left. None: no line
-    (yet). ``asked`` is set when a newer request for the document comes: then Superseded."""
+    """The automatic twin's (``auto``) complete line by ``plan.deadline`` (from the store, else its generation,
+    started unless one streams; one the user cut off runs again), as an incomplete answer; None: no line
+    (yet). ``asked`` set: a newer request came (Superseded)."""
     worker.poke()  # the user is here: the automatic generation is not idle work
     since, deadline = plan.since, plan.deadline
     waiting = planner.Waiting(deadline, None, since)  # the line whole, or nothing

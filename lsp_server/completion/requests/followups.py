@@ -1,13 +1,6 @@
-"""What follows: after an answer went out, the work its plan names (planner.follow_ups): a flint/refresh when
-the whole suggestion is there, the whole window where the quick one had nothing, the capable tier at the
-user's pause; and once the local model is idle (events.Idle), the warm-up of the spot the user is at.
-
-flint/refresh: an answer went out partial or empty while a generation for that state still runs (a line
-still streaming, an explicit request's variants, the whole window after the quick one had nothing). One
-watcher per document waits on the store's changes and, once a whole suggestion for a watched state is there
-with the document still at it, tells the client once (``on_refresh``); the store answers its new request at
-once. A newer watch for the document replaces the older one. VS Code asks again with an explicit trigger,
-which is that automatic request again (planner.reasks_refresh)."""
+"""What follows an answer (planner.follow_ups): flint/refresh once the whole suggestion is there (one watch per
+document, on the store's changes), the whole window where the quick one had nothing; and once the local model
+is idle (events.Idle), the warm-up of the spot the user is at."""
 
 from __future__ import annotations
 
@@ -22,7 +15,6 @@ from lsp_server.completion.events import Idle
 from lsp_server.completion.jobs import Ask, State, WarmUp, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.requests import explicit
-from lsp_server.completion.requests.capable import Pauses
 from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.requests.tiers import Tiers
 from lsp_server.completion.store.store import Store
@@ -33,34 +25,28 @@ log = logging.getLogger(__name__)
 
 
 class FollowUps:
-    def __init__(self, store: Store, tiers: Tiers, docs: DocRecords, pauses: Pauses, settings: Callable[[], Settings],
-                 on_refresh: Callable[[str, int], None], version_of: Callable[[str], int],
-                 revision_of: Callable[[str], int | None], context: Callable[[State], Any] | None = None) -> None:
+    def __init__(self, store: Store, tiers: Tiers, docs: DocRecords, settings: Callable[[], Settings],
+                 on_refresh: Callable[[str, int], None], revision_of: Callable[[str], int | None],
+                 context: Callable[[State], Any] | None = None) -> None:
         self._store = store
         self._tiers = tiers
         self._docs = docs  # each document's typing rhythm, refresh watch and last refresh (DocRecord)
-        self._pauses = pauses
         self._settings = settings
         self._on_refresh = on_refresh
-        self._version_of = version_of
         self._revision_of = revision_of
         self._context = context  # (a worker thread) the repository context block for a spot
         self._warming: asyncio.Task | None = None
 
-    def carry_out(self, plan: planner.FollowUps, state: State, version: int, answer: Answer | None, *,
-                  invoked: bool) -> None:
-        """Do what the planner's follow-up plan says."""
+    def carry_out(self, plan: planner.FollowUps, state: State, version: int, *, invoked: bool) -> None:
         if plan.watch_s is not None or plan.whole:
             self._docs[state.uri].watch_auto = not invoked
         if plan.whole:
             self.whole(state, version)
         elif plan.watch_s is not None:
             self.watch(state, version, within=plan.watch_s, greedy=plan.greedy)
-        if plan.pause:
-            self.pause(state, answer)
 
     def refreshed(self, uri: str, version: int) -> None:
-        """A whole suggestion is there (``watch``), or the capable tier's replaced the one shown."""
+        """A whole suggestion is there (``watch``): the client asks again."""
         record = self._docs.get(uri)
         if record is not None:
             record.refreshed = (version, time.monotonic(), record.watch_auto)
@@ -74,24 +60,9 @@ class FollowUps:
         mark, record.refreshed = record.refreshed, None
         return planner.reasks_refresh(mark, version, time.monotonic())
 
-    def pause(self, state: State, answer: Answer | None) -> None:
-        """An automatic answer from the local model went out (routing ``pause``): the capable tier writes
-        this spot's suggestion if the user pauses here (capable.Pauses)."""
-        rw = self._tiers.remote
-        if rw is None or not self._pausing() or answer is None or answer.backend != "local":
-            return
-        self._pauses.plan(state, planner.pause_starts(self._docs[state.uri].keystrokes, time.monotonic()),
-                          own_window=self._tiers.remote_name() == "capable")
-
-    def _pausing(self) -> bool:
-        """Routing ``pause`` with its capable tier ready."""
-        return self._settings().routing == routing.PAUSE and self._tiers.remote_ready()
-
     def whole(self, state: State, version: int) -> None:
-        """The quick first window had nothing to show at this spot (its lines were dropped: a short window
-        misses the code that decides them). The user is here: the whole window runs now, to its end unless
-        the user moves on, and the client hears flint/refresh if it has a line (the store then answers the
-        automatic state from that newer entry). It waits for a pause (planner.pause_delay): a typist who goes on
+        """The quick first window had nothing here: the whole window runs to its end unless the user moves on
+        (then flint/refresh if it has a line). It waits for a pause (planner.pause_delay): a typist who goes on
         makes it stale before its prompt pass holds up the next keystroke."""
         whole = planner.whole_window(state)
         if whole is state or state.route == routing.REMOTE or whole.skip:
@@ -101,10 +72,8 @@ class FollowUps:
         self.watch(whole, version, within=knobs.JOB_BUDGET_S)
 
     def watch(self, state: State, version: int, within: float = knobs.REFRESH_WITHIN_S, greedy: bool = False) -> None:
-        """A partial answer went out: once its generation has the whole suggestion (the document still at
-        that state), the client hears flint/refresh and asks again (the store answers at once).
-        ``greedy``: an explicit request got nothing yet; its automatic twin's line is enough (it is item 1
-        of the next ask: explicit.greedy_first)."""
+        """A partial answer went out: flint/refresh once its generation has the whole suggestion (``greedy``:
+        or the automatic twin's line, item 1 of the next ask: explicit.greedy_first). A newer watch replaces it."""
         twin = explicit.auto_twin(self._settings(), state, self._tiers.remote_ready())
         watched = [state] + ([twin] if greedy and state.params.n > 1 else [])
         record = self._docs[state.uri]
@@ -113,8 +82,8 @@ class FollowUps:
         record.watcher = asyncio.get_running_loop().create_task(self._when_done(watched, version, within))
 
     async def _when_done(self, watched: list[State], version: int, within: float) -> None:
-        """Refresh when any of ``watched`` has a whole suggestion within ``within`` seconds; stop when all of
-        them finished with nothing, or the document moved on."""
+        """Refresh when any of ``watched`` has a whole suggestion in time; stop when all finished with nothing,
+        or the document moved on."""
         state = watched[0]
         gone = Answer([], "memory", state.mode, complete=True)  # moved on, or finished with nothing to show
 
@@ -131,13 +100,9 @@ class FollowUps:
         if found is not None and found is not gone:
             self.refreshed(state.uri, version)
 
-    def replaced(self, uri: str) -> None:
-        """The capable tier's answer replaced the one on screen: the client asks again."""
-        self.refreshed(uri, self._version_of(uri))
-
     def idle(self, event: Idle) -> None:
-        """The local worker went idle: warm the spot the user is at, its context block gathered first
-        (file reads and parsing: on a thread, not on the event loop)."""
+        """The local worker went idle: warm the user's spot, its context block gathered first (on a thread:
+        file reads and parsing)."""
         st = self._docs.active_state()
         if event.tier != "local" or st is None or (self._warming is not None and not self._warming.done()):
             return

@@ -1,10 +1,5 @@
-"""One record per open document (after ruff_server's one controller per document): everything the
-completion service keeps about a document on the event loop, in one place, dropped by one ``close``.
-
-The schedulers keep their own copy of what they need (each document's newest revision and current state:
-data down, read on their threads); the session keeps the text (documents.py). What is here is the service's:
-where the user is, the prompt window and the stay in it, the typing rhythm, the newest request, the refresh
-watch and the last refresh sent, the capable tier's window and its planned pause jobs.
+"""One record per open document (ruff_server's one controller per document): everything the service keeps
+about it on the event loop, dropped by one ``close``. The schedulers keep their own copy of what they need.
 """
 
 from __future__ import annotations
@@ -26,9 +21,6 @@ class DocRecord:
     watch_auto: bool = True  # the answer watched for a refresh was an automatic request's
     refreshed: tuple[int, float, bool] | None = None  # the last refresh sent: (version, when, watch_auto)
     watcher: asyncio.Task | None = None  # the refresh watch (followups.FollowUps.watch)
-    pause_start: int | None = None  # the capable tier's window start in the state's prefix (capable.Pauses)
-    # capable.Pauses' planned capable-tier jobs: (prefix, suffix) -> (the state, when planned)
-    pauses: dict[tuple[str, str], tuple[State, float]] = field(default_factory=dict)
 
     def close(self) -> None:
         """The document closed: a request still waiting there is answered (Superseded), the watch stops."""
@@ -39,8 +31,7 @@ class DocRecord:
 
 
 class DocRecords(dict[str, DocRecord]):
-    """The records of the open documents, each made at its first use, and the one the user typed or moved
-    in last (``active``)."""
+    """The open documents' records, each made at its first use; ``active``: where the user typed or moved last."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -51,7 +42,6 @@ class DocRecords(dict[str, DocRecord]):
         return record
 
     def state(self, uri: str) -> State | None:
-        """Where the user is in ``uri`` (None: not known)."""
         record = self.get(uri)
         return record.state if record is not None else None
 

@@ -1,10 +1,5 @@
-"""The completion service: the store, one scheduler (worker) per backend tier, the planner's plans carried out.
-
-One keystroke's path reads top to bottom (docs/architecture.md): the session hands the service a
-document's new state (``did_change``); the service asks the store whether an answer exists, else submits
-the state to the scheduler, which runs the model and writes into the store. A request (``answer``) looks
-the state up in the store and waits there (``Ticket.wait``) until its deadline; an explicit request's item 1
-is explicit.py's, what follows an answer followups.py's. The engine threads reach it only through events.
+"""The completion service: the store, one scheduler per backend tier, the planner's plans carried out. A
+keystroke's path reads top to bottom (docs/architecture.md); the engine threads reach it only through events.
 """
 
 from __future__ import annotations
@@ -19,14 +14,14 @@ from typing import Any
 from engine.backends import Backend
 from engine.policy import routing
 from engine.types import DocRef
-from lsp_server.completion.events import Events, Idle, RemoteDone, Status
-from lsp_server.completion.jobs import Ask, JobDropped, Stale, State, Work
+from lsp_server.completion.events import Events, Idle, Status
+from lsp_server.completion.jobs import Ask, JobDropped, State, Work
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.requests import explicit
-from lsp_server.completion.requests.capable import Pauses, Races
 from lsp_server.completion.requests.followups import FollowUps
 from lsp_server.completion.requests.records import DocRecords
 from lsp_server.completion.requests.tiers import Load, Tiers
+from lsp_server.completion.scheduler.runner import windows_of
 from lsp_server.completion.scheduler.worker import Worker
 from lsp_server.completion.store.store import Store
 from lsp_server.completion.store.tickets import Answer, Ticket
@@ -38,36 +33,18 @@ log = logging.getLogger(__name__)
 class CompletionService:
     def __init__(self, settings: Callable[[], Settings], load: Load, load_remote: Load,
                  revision_of: Callable[[str], int | None], on_status: Callable[[Status], None],
-                 on_refresh: Callable[[str, int], None], version_of: Callable[[str], int],
-                 context: Callable[[State], Any] | None = None) -> None:
+                 on_refresh: Callable[[str, int], None], context: Callable[[State], Any] | None = None) -> None:
         self._settings = settings
         self._revision_of = revision_of
         self.events = Events()
         self.events.on(Status, on_status)
-        self.events.on(RemoteDone, self._remote_done)
         self.store = Store(settings, self.events)
         self.tiers = Tiers(self.store, settings, self.events, load, load_remote)
         self.docs = DocRecords()  # one record per open document: everything kept about it here
-        self.races = Races(self.store, self.docs, revision_of, self._late_win)
-        self.pauses = Pauses(self.store, self.docs, revision_of, self._late_win)
-        self.follow = FollowUps(self.store, self.tiers, self.docs, self.pauses, settings, on_refresh, version_of,
-                                revision_of, context)
+        self.follow = FollowUps(self.store, self.tiers, self.docs, settings, on_refresh, revision_of, context)
         self.events.on(Idle, self.follow.idle)
-        self.on_late_win: Callable[[str, float], None] = lambda uri, ms: None  # the session's status line
-
-    @property
-    def worker(self) -> Worker:  # the local model's scheduler
-        return self.tiers.local
-
-    @property
-    def remote_worker(self) -> Worker | None:  # the capable tier's, when the settings name one
-        return self.tiers.remote
 
     # ---- the tiers (tiers.py starts, replaces and stops them) ---------------------------------------
-    def remote_ready(self) -> bool:
-        """A capable tier configured, loaded and not backing off (none configured: nothing to ask)."""
-        return self.tiers.remote is not None and self.tiers.remote_ready()
-
     def engine(self, tier: str = "local") -> Backend | None:
         w = self.tiers.remote if tier == "remote" else self.tiers.local
         return w.engine if w is not None else None
@@ -77,23 +54,13 @@ class CompletionService:
         return "local" if tier != "remote" else self.tiers.remote_name()
 
     def windows(self) -> tuple[int, int]:
-        """The local model's prompt windows (its config; the engine's defaults while none is loaded)."""
-        eng = self.worker.engine
-        cfg = eng.config if eng is not None else None
-        return (cfg.max_prefix_chars, cfg.max_suffix_chars) if cfg is not None else \
-            (knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS)
-
-    # ---- events from the engine threads (event loop) --------------------------------------------
-    def _remote_done(self, event: RemoteDone) -> None:
-        """A capable-tier job ended with text: a race's or a pause's."""
-        self.races.remote_done(event.state, event.comps, event.arrived)
-        self.pauses.remote_done(event.state, event.comps, event.arrived)
+        return windows_of(self.tiers.local.engine)  # the local model's
 
     # ---- states ---------------------------------------------------------------------------------
     def state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None = None,
               variants: bool = False, language: str | None = None) -> State:
-        """The engine's work for a cursor. Requests and speculation share it, so a request for the spot a
-        didChange already started joins that generation."""
+        """The engine's work for a cursor, shared by requests and speculation (a request joins the work a
+        didChange started)."""
         record = self.docs[uri]
         kept = record.window
         start, prefix, suffix = planner.window(text, offset, self.windows()[0], kept[0] if kept else None)
@@ -102,13 +69,12 @@ class CompletionService:
         path = uri_path(uri)  # the monitor's analyser reads the whole document, not the window
         doc = DocRef(str(path) if path is not None else None, revision, text, start)
         return planner.state_at(self._settings(), uri, revision, offset, prefix, suffix, invoked=invoked,
-                                remote_ready=self.remote_ready(), n=n, variants=variants, language=language,
+                                remote_ready=self.tiers.remote_ready(), n=n, variants=variants, language=language,
                                 doc=doc)
 
     def request_state(self, uri: str, revision: int, text: str, offset: int, *, invoked: bool, n: int | None,
                       variants: bool, language: str | None) -> State:
-        """A request's state: an automatic one at the spot the didChange before it prepared is that very
-        state (it joins that work), and the user is there now."""
+        """A request's state: an automatic one at the spot the didChange prepared is that very state."""
         old = self.docs[uri].state
         auto = not invoked and n is None and not variants
         if auto and old is not None and old.revision == revision and old.offset == offset:
@@ -121,8 +87,7 @@ class CompletionService:
         return state
 
     def at(self, uri: str, state: State) -> None:
-        """The user is at ``state`` (an automatic request there): what a generation kept through typing
-        must agree with."""
+        """The user is at ``state``: what a generation kept through typing must agree with."""
         self._here(uri, state)
         for w in self.tiers.workers:
             w.moved(uri, state)
@@ -135,8 +100,8 @@ class CompletionService:
 
     # ---- keystrokes -----------------------------------------------------------------------------
     def did_change(self, uri: str, revision: int, state: State | None, *, speculate: bool) -> None:
-        """After an edit: stop stale work (but keep a generation the user is typing through), and start
-        the newest state's generation now (newest wins, no debounce), unless the store answers it."""
+        """After an edit: stale work stops (a generation typed through goes on) and the newest state's starts
+        now, unless the store answers it."""
         now, record = time.monotonic(), self.docs[uri]
         burst = planner.burst(record.keystrokes, now)
         record.keystrokes.append(now)
@@ -148,67 +113,53 @@ class CompletionService:
             self._speculate(plan.current, plan.not_before)  # (typed through, or on disk: no model call)
 
     def did_move(self, uri: str, state: State) -> None:
-        """The cursor moved without an edit: a generation for the old spot stops as the new one starts, and the new spot's generation starts now, in the
-        moment before the user types there, unless the store answers it. Not a keystroke: the typing
-        clock is left alone."""
+        """The cursor moved without an edit: the new spot's generation starts now, before the user types there,
+        unless the store answers it (not a keystroke: the typing clock is left alone)."""
         self.at(uri, state)
         if not planner.moved(self._settings(), state).start:
             return
         if self._in_store(state):
-            self.worker.poke()  # answered already: idle time warms the spot's whole window
+            self.tiers.local.poke()  # answered already: idle time warms the spot's whole window
             return
         self._speculate(state)
 
     def _in_store(self, state: State) -> bool:
-        """Does the store answer this state without a model call (typed through, memory, disk)?"""
         return self.store.lookup(state, since=None, partial=True,
                                  backend="remote" if state.route == routing.REMOTE else None) is not None
 
     def _speculate(self, state: State, not_before: float = 0.0) -> None:
-        """Start the state's generation on the tier(s) it is routed to, nobody waiting for it yet."""
-        remote = self.remote_worker is not None
+        """Start the state's generation on the tier it is routed to, nobody waiting for it yet."""
+        remote = self.tiers.remote is not None
         if state.route == routing.REMOTE and remote:
-            self.worker.poke()  # the keystrokes after this one are local: warm its KV meanwhile
-        for tier, budget in planner.speculation_tiers(self._settings(), state, remote=remote):
-            self.store.submit(state, Work(Ask.SPECULATE, budget, not_before, tier=tier))
+            self.tiers.local.poke()  # the keystrokes after this one are local: warm its KV meanwhile
+        tier, budget = planner.speculation_tier(self._settings(), state, remote=remote)
+        self.store.submit(state, Work(Ask.SPECULATE, budget, not_before, tier=tier))
 
     def did_close(self, uri: str) -> None:
         self.docs.close(uri)  # (a request still waiting there hears Superseded now)
-        self.tiers.document_closed(uri)
+        for w in self.tiers.workers:
+            w.document_closed(uri)
 
     # ---- answers --------------------------------------------------------------------------------
     async def answer(self, state: State, since: float, invoked: bool) -> Answer | None:
         """The best answer for a state within its deadline, from the backend its route names (engine/
         routing.py): the store, else the model (joined or started). A remote that fails, is slow or is
-        backing off leaves the answer to the local model; a race shows the local answer unless the remote
-        one is there first within the race budget. Raises the workers' exceptions."""
-        delay = planner.debounce_s(self._settings(), invoked)
-        if delay:
-            await asyncio.sleep(delay)
-            if self._revision_of(state.uri) != state.revision:
-                raise Stale("the document changed")
+        backing off leaves the answer to the local model. Raises the workers' exceptions."""
         record = self.docs[state.uri]
         if record.asked is not None:
             record.asked.set()  # a request still waiting outside the worker (explicit.greedy_first) is superseded
         record.asked = asyncio.Event()
-        route = state.route
-        if route != routing.LOCAL and not self.remote_ready():
-            route = routing.LOCAL
-        if route == routing.REMOTE:
+        if state.route == routing.REMOTE and self.tiers.remote_ready():
             return await self._answer_remote(state, since, invoked)
-        if route == routing.RACE and self.remote_worker is not None:
-            s = self._settings()
-            return await self.races.answer(state, since, s.race_budget_ms / 1000, s.remote_timeout_ms / 1000,
-                                           lambda: self._answer_on(self.worker, state, since, invoked))
-        return await self._answer_on(self.worker, state, since, invoked)
+        return await self._answer_on(self.tiers.local, state, since, invoked)
 
     async def _answer_remote(self, state: State, since: float, invoked: bool) -> Answer | None:
-        rw = self.remote_worker
+        rw = self.tiers.remote
         assert rw is not None
         # an explicit request waits for the remote up to remoteTimeoutMs, then asks the local model; one
         # made as the user types has its usual deadline (and the generation goes on for the next ask)
         limit = self._settings().remote_timeout_ms / 1000 if invoked else knobs.AUTOMATIC_BUDGET_S
-        self.worker.poke()  # the local model warms its KV for this spot meanwhile (the next keystrokes)
+        self.tiers.local.poke()  # the local model warms its KV for this spot meanwhile (the next keystrokes)
         try:
             ans = await self._answer_on(rw, state, since, invoked, budget=limit)
         except (JobDropped, asyncio.CancelledError):
@@ -220,15 +171,15 @@ class CompletionService:
                 return ans
             reason = f"no remote answer within {limit * 1000:.0f} ms"
         log.info("remote answer unavailable for %s: %s; asking the local model", state.uri, reason)
-        ans = await self._answer_on(self.worker, state, time.monotonic(), invoked)
+        ans = await self._answer_on(self.tiers.local, state, time.monotonic(), invoked)
         if ans is not None:
             ans.note = f" (local fallback: {reason})"
         return ans
 
     async def _answer_on(self, worker: Worker, state: State, since: float, invoked: bool,
                          budget: float | None = None) -> Answer | None:
-        """The answer from one backend's worker: the store (a remote worker: only its own entries), else
-        its model. The request keeps its deadline even while the model (re)loads (issue 14.8)."""
+        """From one backend: the store (a remote worker: only its own entries), else its model, within the
+        request's deadline even while the model (re)loads (issue 14.8)."""
         tier = worker.tier
         backend = "remote" if tier == "remote" else None
         plan = planner.waiting(self._settings(), state, since, invoked=invoked, remote=tier == "remote",
@@ -244,7 +195,7 @@ class CompletionService:
             # an explicit request: the automatic suggestion here (made, or made now: one greedy row with its
             # drafts is the fastest line) is item 1; the variants' job runs on the KV it left, to its end
             # (then flint/refresh). Where the variants' own generation already runs: its settled item 1
-            first = await explicit.greedy_first(self.store, self.worker, self._auto_twin(state), plan,
+            first = await explicit.greedy_first(self.store, self.tiers.local, self._auto_twin(state), plan,
                                                 self.docs[state.uri].asked or asyncio.Event(), self._settings().max_lines)
             if first is not None:
                 self.store.submit(state, Work(Ask.AWAITED, plan.job_budget))
@@ -284,9 +235,5 @@ class CompletionService:
             raise
 
     def _auto_twin(self, state: State) -> State:
-        return explicit.auto_twin(self._settings(), state, self.remote_ready())
-
-    def _late_win(self, uri: str, ms: float) -> None:
-        self.on_late_win(uri, ms)
-        self.follow.replaced(uri)
+        return explicit.auto_twin(self._settings(), state, self.tiers.remote_ready())
 

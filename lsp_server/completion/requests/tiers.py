@@ -1,6 +1,5 @@
 """The backend tiers: the local model's scheduler, and the capable tier's (a remote server or a second local
-model) when the settings name one, each its own worker thread writing into the one store. What the rest of
-the service asks about them (which engine, its prompt windows, its name) is here."""
+model) when the settings name one, each its own worker writing into the one store."""
 
 from __future__ import annotations
 
@@ -71,18 +70,13 @@ class Tiers:
         if self.remote is not None:
             _stop_worker(self.remote)
 
-    def document_closed(self, uri: str) -> None:
-        for w in self.workers:
-            w.document_closed(uri)
-
     def remote_ready(self) -> bool:
         """Is a capable tier configured, loaded and not backing off after a failure?"""
         eng = self.remote.engine if self.remote is not None else None
         return eng is not None and eng.ready()
 
     def remote_name(self) -> str:
-        """What the capable tier's answers are called on items and in the status: ``remote`` (a server) or
-        ``capable`` (a second local model)."""
+        """The capable tier's name on items and in the status: ``remote`` or ``capable`` (a local model)."""
         eng = self.remote.engine if self.remote is not None else None
         return eng.kind if eng is not None else self._settings().capable_tier() or "remote"
 

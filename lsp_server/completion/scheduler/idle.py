@@ -1,6 +1,5 @@
-"""Idle time on one scheduler: the watchdog that stops background work once the user has gone, and the idle
-work itself (a WARM job on the engine thread: the repository context block, then the KV cache for the active
-spot). Neither runs on a keystroke's path: the worker starts the watchdog, the runner hands warm-ups here."""
+"""Idle time on one scheduler: the watchdog that stops background work once the user has gone, and the
+warm-up (a WARM job: the context block, then the active spot's KV). Neither is on a keystroke's path."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ log = logging.getLogger(__name__)
 
 class Watchdog:
     """Stops background work ``knobs.IDLE_WORK_S`` after the user's last action, on its own thread (the engine
-    thread is inside the model then), so the CPU goes idle soon after the user does. Sleeps while nothing
-    runs; the worker sets ``wake`` when a job starts or a waiter leaves."""
+    thread is inside the model), so the CPU goes idle soon after the user does."""
 
     def __init__(self, cond: threading.Condition, queue: JobQueue, wake: threading.Event,
                  stopping: Callable[[], bool]) -> None:
@@ -37,21 +35,20 @@ class Watchdog:
                     return
                 r = self._q.running
                 due = self._q.last_active + knobs.IDLE_WORK_S
-                if r is not None and r.idle_work and not r.cancel.cancelled and time.monotonic() >= due:
+                if r is not None and r.idle_work and not r.cancel.cancelled and self._q.clock() >= due:
                     log.debug("job %d stopped: the user is idle", r.seq)
                     stop_job(r, "idle")
                     r = None
                 self._wake.clear()
             if r is None or r.cancel.cancelled or not r.idle_work:  # woken: a job starts, a waiter leaves
-                self._wake.wait()
+                self._q.clock.wait(self._wake, None)
             else:
-                self._wake.wait(max(0.01, due - time.monotonic()))
+                self._q.clock.wait(self._wake, max(0.01, due - self._q.clock()))
 
 
 class IdleWork:
-    """(engine thread) A warm-up: its context block first (the KV holds no prompt with a new block), then the
-    active spot's full window, unless the KV holds (almost all of) it already. ``identify(engine)``: the disk
-    cache's identity changed (another block); ``worked(job, t0, c0)``: the accounting."""
+    """(engine thread) A warm-up: its context block first (a new block invalidates the KV), then the spot's
+    full window unless the KV holds it already."""
 
     def __init__(self, identify: Callable[[Backend], None], worked: Callable[[Job, float, float], None]) -> None:
         self._identify = identify
@@ -63,25 +60,25 @@ class IdleWork:
             if engine.set_context(warm_up.context):  # (the engine tells a new block from the one it holds)
                 log.debug("context block %s admitted", engine.context_digest or "(none)")
                 self._identify(engine)  # another block: other disk entries
-            self.context_uri = job.uri if engine.context_digest else None
+            self.context_uri = job.state.uri if engine.context_digest else None
         except Exception:
             log.exception("admitting the context block failed")
         if not warm_up.prefill:
             return
         t0, c0 = time.perf_counter(), time.process_time()
         try:
-            if not engine.prefill(job.prefix, job.suffix, job.cancel):
+            if not engine.prefill(job.state.prefix, job.state.suffix, job.cancel):
                 return  # nothing to warm (a remote server, or the KV holds the window already)
         except Exception:
             log.exception("warm-up failed")
             return
         self._worked(job, t0, c0)
-        log.debug("warmed %s in %.0f ms%s", job.uri, (time.perf_counter() - t0) * 1000,
+        log.debug("warmed %s in %.0f ms%s", job.state.uri, (time.perf_counter() - t0) * 1000,
                   " (interrupted)" if job.cancel.cancelled else "")
 
     def drop_context(self, engine: Backend, uri: str) -> None:
-        """A job for ``uri``, not the document the block was gathered for (it names that file as the current
-        one, its chunks were chosen for that file's code): none until idle time gathers one for this one."""
+        """A job for another document than the block's (chosen for that file's code): none until idle time
+        gathers one for this one."""
         engine.set_context(None)
         self.context_uri = None
         self._identify(engine)

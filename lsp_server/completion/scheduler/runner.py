@@ -1,17 +1,6 @@
-"""Running one scheduler's jobs on its engine: the engine thread's side (worker.py decides which job runs
-and when, and writes how it ended into the store). What a generation makes goes into the store from here.
-
-- ``load``: the model loads on the engine thread (status events "loading", then "ready" or "error"); the
-  disk cache keys this tier's answers by what it is now (``identify``: model, context block, windows).
-- ``run``: a job the store answers since it was queued needs no model (``_from_store``); else
-  ``engine.complete`` runs (the job's budget becomes its deadline) into a type-through entry the store
-  opened (``open_entry``): tokens stream into it (``_on_token``), ``close_entry`` closes it and saves the result on
-  disk. A job the user stopped typing toward stops at its next token.
-- An idle job (WARM) is idle.IdleWork's; a job for another document than the one the context block was
-  gathered for drops the block first.
-
-Status goes up as events (events.Status); nothing here calls into the service or the session. Nothing
-here imports pygls: the engine is seen through the facade in engine/engine_api.md.
+"""The engine thread of one scheduler (worker.py decides what runs): it loads the model, runs each job into a
+type-through entry the store opened (the job's budget its deadline; a job the typing left stops at its next
+token) and saves whole-window results on disk. Status goes up as events; nothing here calls the service.
 """
 
 from __future__ import annotations
@@ -26,8 +15,7 @@ from typing import Any, Protocol
 
 from engine.backends import Backend, as_backend
 from engine.cache.entries import Identity
-from engine.cache.typethrough import Entry, anchor_of
-from engine.policy import routing
+from engine.cache.typethrough import Entry
 from engine.remote.wire import RemoteError
 from engine.types import Doubts, Timings
 from lsp_server.completion.events import Events, Status, Worked
@@ -79,18 +67,15 @@ class Runner:
 
     def serve(self, load: Loader, scheduler: Scheduler) -> None:
         """The engine thread: load the model, then run what the scheduler hands over until it says stop."""
-        error = self.load(load)
-        if error is not None:
-            scheduler.load_failed(error)
+        reload: Loader | None = load
         while True:
+            if reload is not None and (error := self.load(reload)) is not None:
+                scheduler.load_failed(error)
             job, reload = scheduler.next_work()
             if reload is not None:
                 self.engine = None
                 self.store.forget(self.tier)  # what the old model made is no repeat of the new one's work
                 self.identify(None)
-                error = self.load(reload)
-                if error is not None:
-                    scheduler.load_failed(error)
                 continue
             if job is None:
                 return
@@ -98,28 +83,27 @@ class Runner:
             self.report(ran, job, idle=scheduler.done(job, ran))
 
     def execute(self, job: Job, scheduler: Scheduler) -> Ran:
-        """Run one job: a warm-up, or a generation unless its document moved on or it was stopped."""
+        """A warm-up, or a generation unless its document moved on or it was stopped."""
         try:
             if isinstance(job.work, WarmUp):
                 assert self.engine is not None
                 self.idle.warm(self.engine, job, job.work)
                 return Ran()
-            if scheduler.revision(job.uri) != job.revision:
+            if scheduler.revision(job.state.uri) != job.state.revision:
                 return Ran(error=Stale("the document changed"))
             if job.cancel.cancelled:
                 return Ran(error=reason_exc(job.cancel.reason))
             ran = self.run(job, scheduler.keeps)
-            if ran.error is None and scheduler.revision(job.uri) != job.revision:
+            if ran.error is None and scheduler.revision(job.state.uri) != job.state.revision:
                 return Ran(ran.result, Stale("the document changed"), ran.ms)
             if ran.error is None and job.cancel.cancelled:
                 return Ran(ran.result, reason_exc(job.cancel.reason), ran.ms)
             return ran
         except Exception as e:  # never leave a request waiting, whatever happened
-            log.exception("job for %s failed", job.uri)
+            log.exception("job for %s failed", job.state.uri)
             return Ran(error=e)
 
-    def load(self, load: Loader) -> str | None:
-        """Load the model; the error message when it failed."""
+    def load(self, load: Loader) -> str | None:  # the error message when it failed
         self.emit("loading")
         t0 = time.perf_counter()
         try:
@@ -139,30 +123,31 @@ class Runner:
         return None
 
     def run(self, job: Job, keeps: Callable[[Job], bool]) -> Ran:
-        """Run a generation (``keeps(job)``: does a job kept through an edit, or a future, still serve the
-        user's text? Asked at each token)."""
+        """A generation; ``keeps(job)``, asked at each token: does a job kept through an edit still serve?"""
         engine = self.engine
         assert engine is not None
-        if self.idle.context_uri not in (None, job.uri) and engine.context_digest:
-            self.idle.drop_context(engine, job.uri)  # the block was gathered for another document
+        if self.idle.context_uri not in (None, job.state.uri) and engine.context_digest:
+            self.idle.drop_context(engine, job.state.uri)  # the block was gathered for another document
         if not job.anew:
             cached = self._from_store(job)
             if cached is not None:
                 return Ran(cached)
-        self.emit("busy", uri=job.uri)
+        self.emit("busy", uri=job.state.uri)
         t0, c0 = time.perf_counter(), time.process_time()
-        job.started = time.monotonic()
-        log.debug("job %d start (%s): %s rev %d, waited %.0f ms", job.seq, job.kind, job.uri, job.revision,
+        log.debug("job %d start (%s): %s rev %d, waited %.0f ms", job.seq, job.account, job.state.uri, job.state.revision,
                   (time.monotonic() - job.submitted) * 1000)
-        params = job.params if job.budget_s is None else \
-            replace(job.params, deadline=time.monotonic() + job.budget_s)
+        params = job.state.params if job.budget_s is None else \
+            replace(job.state.params, deadline=time.monotonic() + job.budget_s)
         self._safely(self.open_entry, job)
         result: Result | None = None
         try:
-            result = engine.complete(job.prefix, job.suffix, params, cancel=job.cancel,
+            result = engine.complete(job.state.prefix, job.state.suffix, params, cancel=job.cancel,
                                      on_token=partial(self._on_token, job, keeps))
         except Exception as e:
-            log.warning("%s: %s", type(e).__name__, e) if _quiet(e) else log.exception("engine.complete failed")
+            if isinstance(e, RemoteError):  # expected (a remote server down): one line, no traceback
+                log.warning("%s: %s", type(e).__name__, e)
+            else:
+                log.exception("engine.complete failed")
             return Ran(error=e, ms=(time.perf_counter() - t0) * 1000)
         finally:
             self.model_calls += 1
@@ -177,13 +162,11 @@ class Runner:
         return Ran(result, ms=(time.perf_counter() - t0) * 1000)
 
     def identify(self, engine: Backend | None) -> None:
-        """The tier's engine changed (loaded, unloaded, another context block): the disk cache keys its
-        answers by what it is now."""
+        """The disk cache keys this tier's answers by what its engine is now (model, context block)."""
         self.store.disk.identify(self.tier, identity_of(engine))
 
     def _from_store(self, job: Job) -> Result | None:
-        """The store's complete answer for the job's state, filled since it was queued (typed through,
-        disk): then no model call."""
+        """The store's complete answer, filled since the job was queued (typed through, disk): no model call."""
         try:
             found = self.store.lookup(job.state, since=None, partial=False, backend=self.tier, settings=job.settings)
         except Exception:
@@ -195,17 +178,11 @@ class Runner:
         return found.comps, Timings()
 
     def open_entry(self, job: Job) -> None:
-        """The type-through entry the generation streams into (none with speculation off: nothing is
-        typed through)."""
+        """The type-through entry the generation streams into (none with speculation off)."""
         if not job.settings.speculation:
             return
-        key = (*job.params.key(), self.tier)
-        if self.tier == "remote" and job.settings.routing in (routing.RACE, routing.PAUSE):
-            # a race's (or a pause's) remote generation stays out of sight until it wins
-            # (capable.py); its entry, outside the store, only tells whether the typing agrees with it
-            job.handle = Entry(*anchor_of(job.prefix), job.suffix, job.params.n, key)
-            return
-        job.handle = self.store.open(job.prefix, job.suffix, job.params.n, key, work=job.account)
+        key = (*job.state.params.key(), self.tier)
+        job.handle = self.store.open(job.state.prefix, job.state.suffix, job.state.params.n, key, work=job.account)
 
     def _on_token(self, job: Job, keeps: Callable[[Job], bool], index: int, text: str, doubts: Doubts = ()) -> None:
         if job.cancel.cancelled:
@@ -216,8 +193,8 @@ class Runner:
             stop_job(job, "diverged")  # the user typed something else: the text is useless now
 
     def close_entry(self, job: Job, result: Result | None, ms: float) -> None:
-        """The generation ended: its entry closed (a failed remote stream's dropped: the local fallback
-        answers instead), a whole-window result saved on disk."""
+        """Its entry closed (a failed remote stream's dropped: the local fallback answers), a whole-window
+        result saved on disk."""
         entry = job.handle
         comps = result[0] if result is not None else None
         if isinstance(entry, Entry):
@@ -226,7 +203,7 @@ class Runner:
             else:
                 self.store.finish(entry, comps, result[1].window if result is not None else "full")
         if comps and result is not None and result[1].window != "quick":  # not what the full window says
-            self.store.disk.save(job.prefix, job.suffix, job.params, self.tier, comps, ms)
+            self.store.disk.save(job.state.prefix, job.state.suffix, job.state.params, self.tier, comps, ms)
 
     @staticmethod
     def _safely(hook: Callable[..., object], *args: Any) -> None:
@@ -236,8 +213,7 @@ class Runner:
             log.exception("%s hook failed", hook.__name__)
 
     def _worked(self, job: Job, t0: float, c0: float) -> None:
-        """The accounting (events.Worked): this job's wall time and the process's CPU time meanwhile (the
-        engine's own threads do nearly all of it)."""
+        """Its wall time and the process's CPU time meanwhile (the engine's threads do nearly all of it)."""
         self._events.put(Worked(self.tier, job.account, (time.perf_counter() - t0) * 1000,
                                 (time.process_time() - c0) * 1000))
 
@@ -258,17 +234,16 @@ class Runner:
 
 
 def identity_of(engine: Backend | None) -> Identity | None:
-    """The disk cache's identity of a backend's answers: its model, context block and prompt windows (None:
-    not loaded). A suggestion made with another context block is another entry."""
+    """The disk cache's identity of a backend's answers (None: not loaded): another context block or prompt
+    window makes other suggestions."""
     if engine is None or not engine.model_id:
         return None
-    cfg = engine.config
-    windows = (cfg.max_prefix_chars, cfg.max_suffix_chars) if cfg is not None else \
-        (knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS)
     digest = engine.context_digest
-    return (f"{engine.model_id}+context:{digest}" if digest else engine.model_id, *windows)
+    return (f"{engine.model_id}+context:{digest}" if digest else engine.model_id, *windows_of(engine))
 
 
-def _quiet(e: Exception) -> bool:
-    """An expected failure (a remote server down): one log line, no traceback."""
-    return isinstance(e, RemoteError)
+def windows_of(engine: Backend | None) -> tuple[int, int]:
+    """A backend's prompt windows (the engine's defaults while none is loaded)."""
+    cfg = engine.config if engine is not None else None
+    return (cfg.max_prefix_chars, cfg.max_suffix_chars) if cfg is not None else \
+        (knobs.MAX_PREFIX_CHARS, knobs.MAX_SUFFIX_CHARS)

@@ -1,11 +1,5 @@
-"""The scheduler: one thread per backend owns its engine (runner.py); the event loop posts jobs to it and
-every job's outcome goes into the store, once (the llama.cpp server / ruff_server shape: handlers post tasks,
-one loop owns the model, results travel one way). docs/architecture.md draws its rules: one pending job per
-document (a newer request answers the older one ``Superseded``); identical work joined, work just done
-answered from its record; an edit stops older work (``Stale``) unless it still serves the new text (a
-generation the user types through, ``Life.TRACKING``); priorities and pre-emption (jobqueue.py); background
-work stops once the user has gone (idle.Watchdog); idle a while, it says so (events.Idle) and may get a
-warm-up. Data comes down with each call; the engine thread calls nothing above the store.
+"""The scheduler: the event loop posts jobs, one engine thread per backend runs them (runner.py), and every
+job's outcome goes into the store once (the llama.cpp server shape). Its rules: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -13,13 +7,11 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
 
 from engine.backends import Backend
 from engine.cache.typethrough import Entry
-from lsp_server.completion.events import Events, Idle, RemoteDone
+from lsp_server.completion.events import Events, Idle
 from lsp_server.completion.jobs import (
-    USER,
     WARM,
     Ask,
     EngineUnavailable,
@@ -35,6 +27,7 @@ from lsp_server.completion.jobs import (
     stop_job,
 )
 from lsp_server.completion.policy import planner
+from lsp_server.completion.scheduler.clock import Clock
 from lsp_server.completion.scheduler.idle import Watchdog
 from lsp_server.completion.scheduler.jobqueue import JobQueue
 from lsp_server.completion.scheduler.runner import Loader, Ran, Runner
@@ -46,13 +39,15 @@ CLOSED = 1 << 62  # the revision of a closed document: every job for it is stale
 
 
 class Worker:
-    def __init__(self, load: Loader, store: Store, events: Events, tier: str = "local") -> None:
+    def __init__(self, load: Loader, store: Store, events: Events, tier: str = "local",
+                 clock: Clock | None = None) -> None:
         self._store = store
         self._events = events
         self.tier = tier
         self.runner = Runner(tier, store, events)
         self._cond = threading.Condition()
-        self._q = JobQueue()
+        self._clock = clock or Clock()
+        self._q = JobQueue(self._clock)
         self._reload: Loader | None = None
         self._stopping = False
         self._seq = itertools.count()
@@ -75,8 +70,7 @@ class Worker:
         return self.runner.loaded
 
     def submit(self, state: State, work: Work | None = None) -> Job | None:
-        """Queue or join work for a state (jobs.Ask says how a submission holds it); the job, or None when the
-        store's record of this very work answers it. Its outcome goes into the store."""
+        """Queue or join work for a state; the job, or None when the store's record of it answers."""
         work = work or Work()
         job = Job(state, work.priority, next(self._seq), work,
                   life=Life.BACKGROUND if work.mode is Ask.SPECULATE else Life.ASKED, not_before=work.not_before)
@@ -97,12 +91,14 @@ class Worker:
             return job
         done = None if job.anew else self._store.repeat(self.tier, job)
         if done is not None:  # asked again for what was just computed: the store answers from its record
-            if job.priority == USER:
-                self._remote_done(job, done.result)  # a race or a pause hears the answer again
             return None
         same = self._q.joinable(job.state)
         if same is None:
-            self._queue(job)
+            for old in self._q.put(job):
+                self._drop(old, Superseded("a newer request for this document replaced it"))
+            self._preempt(job)
+            self._store.queued(self.tier, job)
+            self._cond.notify()
             return job
         same.join(job)  # the same work: its request waits for that job
         if same is not self._q.running:
@@ -110,16 +106,9 @@ class Worker:
         self._store.queued(self.tier, same)
         return same
 
-    def _queue(self, job: Job) -> None:
-        for old in self._q.put(job):
-            self._drop(old, Superseded("a newer request for this document replaced it"))
-        self._preempt(job)
-        self._store.queued(self.tier, job)
-        self._cond.notify()
-
     def document_changed(self, uri: str, revision: int, current: State | None = None) -> None:
-        """The document is at ``revision`` now, the user at ``current`` in it (None: nothing is kept). Older
-        work stops, except what still serves ``current``: it moves to ``revision`` (its waiters hear Stale)."""
+        """Older work stops, except what still serves the user's state ``current``: it moves to ``revision``
+        (its waiters hear Stale)."""
         with self._cond:
             self._touch()
             self._q.revisions[uri] = revision
@@ -135,7 +124,7 @@ class Worker:
                     self._drop(job, Stale("the document changed"))
 
     def moved(self, uri: str, current: State) -> None:
-        """The user is at ``current`` now (a cursor moved, a request): what tracking jobs must agree with."""
+        """What tracking jobs must agree with now (a cursor moved, a request)."""
         with self._cond:
             self._q.follow(uri, current)
 
@@ -143,13 +132,12 @@ class Worker:
         self.document_changed(uri, CLOSED)
 
     def leave(self, job: Job | None, seq: int, detach: Life | None = None) -> None:
-        """A request stops waiting for ``job`` (Ticket.release, Ticket.detach: ``detach`` lets it go on, as
-        Job.leave says). A job rebased since (``seq`` moved on) serves other text: not theirs."""
+        """A request stops waiting for ``job`` (Job.leave); one rebased since (``seq`` moved on) is not theirs."""
         with self._cond:
             self._leave(job if job is not None and job.seq == seq else None, detach)
 
     def warm(self, state: State | None, warm_up: WarmUp) -> None:
-        """(after events.Idle) Idle work for ``state`` (idle.IdleWork); nothing if the user acted since."""
+        """(after events.Idle) Idle work for ``state``; nothing if the user acted since."""
         with self._cond:
             if self._stopping or not self._q.idle_asked or state is None:
                 return
@@ -176,14 +164,13 @@ class Worker:
             self._thread.join(timeout)
 
     def poke(self) -> None:
-        """Look for idle work again once it is quiet: the work went to another tier, the next keystrokes are
-        this worker's (warm its KV)."""
+        """The user acted where this worker has nothing to run (another tier, the store answered): idle work
+        is looked for again once it is quiet."""
         with self._cond:
-            self._q.touch()  # the user just acted (asked another tier)
+            self._q.touch()
             self._cond.notify()
 
     def backlog(self) -> int:
-        """Jobs waiting or running (for tests and the status line)."""
         with self._cond:
             return len(self._q)
 
@@ -197,26 +184,22 @@ class Worker:
             stop_job(warming, "superseded")
 
     def _leave(self, job: Job | None, detach: Life | None) -> None:
-        """A request stopped waiting for ``job``."""
-        self._q.last_active = time.monotonic()  # a request's deadline passed, or it went: the user acted
+        self._q.last_active = self._clock()  # a request's deadline passed, or it went: the user acted
         self._wake_watchdog.set()
         if job is not None and job.leave(detach):
             stop_job(job, "client cancelled")
-            if self._q.pending.get(job.uri) is job:
-                del self._q.pending[job.uri]
+            if self._q.remove(job):
                 self._end(job, None, reason_exc("client cancelled"))
 
     def _preempt(self, job: Job) -> None:
-        """Stop the running job if ``job`` replaces or outranks it."""
         reason = self._q.outranked(job)
         if reason is not None and self._q.running is not None:
             stop_job(self._q.running, reason)
 
     def still_serves(self, job: Job, running: bool, current: State) -> bool:
-        """Does a job made for an older revision still serve the document's new state ``current``? (The
-        planner's rule, on what the running generation streamed so far.)"""
+        """The planner's rule (kept_through_edit), on what the running generation streamed so far."""
         entry = job.handle
-        agrees = running and isinstance(entry, Entry) and self._store.consistent(entry, current.prefix, current.suffix)
+        agrees = running and isinstance(entry, Entry) and self._store.typethrough.consistent(entry, current.prefix, current.suffix)
         return planner.kept_through_edit(self.tier, job, current, agrees)
 
     def _rebase(self, job: Job, revision: int, running: bool) -> None:
@@ -224,20 +207,12 @@ class Worker:
         job.rebase(revision, next(self._seq), running)
         self._store.queued(self.tier, job)
 
-    def _end(self, job: Job, result: Result | None, error: BaseException | None) -> None:
-        """The job's outcome into the store, once."""
+    def _end(self, job: Job, result: Result | None, error: BaseException | None) -> None:  # into the store, once
         if job.life is Life.ENDED:
             return
         job.life = Life.ENDED
         job.waiters = 0
         self._store.ended(self.tier, job, result, error)
-        self._remote_done(job, result)
-
-    def _remote_done(self, job: Job, result: Result | None) -> None:
-        """A capable-tier job's text goes up as an event (a race's or a pause's), never as a call."""
-        comps = result[0] if result is not None else None
-        if self.tier == "remote" and comps and any(c.text for c in comps):
-            self._events.put(RemoteDone(job.state, comps, time.monotonic()))
 
     def _drop(self, job: Job, error: BaseException) -> None:
         stop_job(job, type(error).__name__.lower())
@@ -252,7 +227,7 @@ class Worker:
         with self._cond:
             return self._wait_for_work()
 
-    def _wait_for_work(self) -> tuple[Job | None, Loader | None]:
+    def _wait_for_work(self) -> tuple[Job | None, Loader | None]:  # (lock held)
         while True:
             if self._stopping:
                 return None, None
@@ -262,16 +237,15 @@ class Worker:
             if self.runner.engine is None:
                 self._cond.wait()
                 continue
-            job, wait = self._q.next_job(time.monotonic())
+            job, wait = self._q.next_job(self._clock())
             if job is None and wait < 0:
                 wait, idle = self._q.idle_wait()
                 if idle:
                     self._events.put(Idle(self.tier))
             if job is None:
-                self._cond.wait(wait if wait > 0 else None)
+                self._clock.wait(self._cond, wait if wait > 0 else None)
                 continue
             self._q.take(job)
-            job.started = time.monotonic()
             self._wake_watchdog.set()
             return job, None
 
@@ -296,5 +270,5 @@ class Worker:
         if job.life is not Life.TRACKING:
             return True
         with self._cond:
-            current = self._q.current.get(job.uri)
+            current = self._q.current.get(job.state.uri)
             return current is not None and self.still_serves(job, True, current)

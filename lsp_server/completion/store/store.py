@@ -1,13 +1,6 @@
-"""The store: every answer that exists, and the one way a result travels from a scheduler to its requests.
-
-It owns the type-through store (generations finished or still streaming, engine/cache/typethrough.py, and
-the exact-repeat memory it gives), the disk cache's front (engine/cache/entries.py DiskAnswers), and one
-``Record`` per unit of work: which job serves it now and how that job ended (a result, or an error).
-Requests ``submit`` work here and hold a tickets.Ticket; the schedulers write (worker.py: ``queued``,
-``ended``; runner.py on the engine thread: ``open``, ``stream``, ``finish`` or ``discard`` an entry).
-Requests read on the event loop: ``lookup`` a state, or ``wait`` (one loop for every waiter, each steering
-it with its own look). A generation cut short is finished as a cut-off entry (never one that reads as
-complete) or discarded.
+"""The store: every answer that exists (type-through entries, finished or streaming; the disk cache's front),
+one ``Record`` per unit of work (the job serving it, how it ended), and the one way a result travels from a
+scheduler to its requests: they ``submit`` here, hold a tickets.Ticket and ``wait`` or ``lookup`` on the loop.
 """
 
 from __future__ import annotations
@@ -51,19 +44,13 @@ class Store:
         self._events.on(Changed, self._pulse)
         self._tick: asyncio.Future | None = None
 
-    @property
-    def speculating(self) -> bool:
-        return self._settings().speculation
-
     # ---- waiting --------------------------------------------------------------------------------
     def next_change(self) -> asyncio.Future:
-        """(event loop) A future resolved at the store's next change."""
         if self._tick is None or self._tick.done():
             self._tick = asyncio.get_running_loop().create_future()
         return self._tick
 
-    def changed(self) -> None:
-        """(any thread) Wake whoever waits for a change."""
+    def changed(self) -> None:  # (any thread) waiters look again
         self._events.put(Changed())
 
     def _pulse(self, _: Changed) -> None:
@@ -73,11 +60,8 @@ class Store:
 
     async def wait(self, look: Callable[[float], R | None], deadline: float, alarms: Sequence[Alarm] = ()) -> R | None:
         """(event loop) ``look(now)`` at once, then at every change of the store and at each alarm (a time,
-        or an awaitable done: ``look`` tells what it means), until it gives something, or None at
-        ``deadline``. Each waiter steers its own loop through ``look`` (tickets.Ticket.wait, a race, a
-        refresh watch)."""
+        or an awaitable done), until it gives something; None at ``deadline``. One loop for every waiter."""
         owned = [asyncio.ensure_future(a) for a in alarms if inspect.iscoroutine(a)]
-        futures = owned + [a for a in alarms if isinstance(a, asyncio.Future)]
         times = [a for a in alarms if isinstance(a, float)]
         try:
             while True:
@@ -88,7 +72,7 @@ class Store:
                 if now >= deadline:
                     return None
                 wake = min([deadline, *(t for t in times if t > now)])
-                await asyncio.wait([self.next_change(), *futures], timeout=max(0.0, wake - now),
+                await asyncio.wait([self.next_change(), *owned], timeout=max(0.0, wake - now),
                                    return_when=asyncio.FIRST_COMPLETED)
         finally:
             for f in owned:
@@ -96,12 +80,11 @@ class Store:
 
     # ---- submitting (event loop) ----------------------------------------------------------------
     def attach(self, scheduler: Scheduling) -> None:
-        """(setup) ``scheduler`` runs its tier's work from now on."""
         self._schedulers[scheduler.tier] = scheduler
 
     def submit(self, state: State, work: Work) -> Ticket:
-        """Ask ``work.tier``'s scheduler for ``state``'s work; the ticket waits for its answer here and lets
-        go of the job (a background mode lets go at once: its ticket only reads)."""
+        """Ask ``work.tier``'s scheduler for ``state``'s work (a background mode lets go at once: its ticket
+        only reads)."""
         scheduler = self._schedulers[work.tier]
         if work.settings is None:
             work = replace(work, settings=self._settings())  # the job runs under the settings of now
@@ -126,8 +109,7 @@ class Store:
                 self._work.popitem(last=False)
 
     def repeat(self, tier: str, job: Job) -> Record | None:
-        """This very work's record, if it was just done (same document revision, text and parameters):
-        its result answers the request again and no job is needed."""
+        """This very work's record, if it was just done: its result answers again, no job needed."""
         with self._lock:
             work = self._work.get((tier, job.state.key()))
         ok = work is not None and work.ended and work.error is None and work.state.serves(job.state)
@@ -144,19 +126,18 @@ class Store:
         self.changed()
 
     def outcome(self, tier: str, state: State) -> Record | None:
-        """The record of ``state``'s work on ``tier``, once it ended."""
         with self._lock:
             work = self._work.get((tier, state.key()))
         return work if work is not None and work.ended and work.state.serves(state) else None
 
     def forget(self, tier: str) -> None:
-        """A model was swapped: what the old one made is no repeat of the new one's work (work still
-        queued keeps its record: its requests wait for the new model)."""
+        """A model was swapped: what the old one made is no repeat of the new one's (queued work keeps its
+        record: its requests wait for the new model)."""
         with self._lock:
             for key in [k for k, w in self._work.items() if k[0] == tier and w.ended]:
                 del self._work[key]
 
-    # ---- entries (engine threads, and a race's winner) ------------------------------------------
+    # ---- entries (engine threads) ----------------------------------------------------------------
     def open(self, prefix: str, suffix: str, n: int, key: tuple, work: str = "") -> Entry:
         entry = self.typethrough.open(prefix, suffix, n=n, key=key, work=work)
         self.changed()
@@ -175,27 +156,12 @@ class Store:
         self.typethrough.discard(entry)
         self.changed()
 
-    def add(self, state: State, comps: list[Completion], tier: str, origin: str = "model") -> None:
-        """A whole answer for ``state`` (a race's winner, a disk entry read): the newest for it."""
-        if self.speculating:
-            self.typethrough.add(state.prefix, state.suffix, comps, n=state.params.n,
-                                 key=(*state.params.key(), tier), origin=origin)
-            self.changed()
-
-    def consistent(self, entry: Entry, prefix: str, suffix: str) -> bool:
-        return self.typethrough.consistent(entry, prefix, suffix)
-
     # ---- reading --------------------------------------------------------------------------------
     def lookup(self, state: State, since: float | None, *, partial: bool, disk: bool = True,
                backend: str | None = None, settings: Settings | None = None) -> Answer | None:
-        """An answer for ``state`` without a model call: type-through / memory, then the disk.
-
-        ``partial``: accept what a generation has streamed so far even if no line of it is complete.
-        ``since``: when the request arrived (a generation finished before it is "memory", one finished
-        while it waited is the "model" it waited for). ``backend``: only that backend's generations and
-        disk entries (None: any generation; the disk of the state's route). A state that asks for the whole
-        window (``params.quick_start`` off) is not answered "nothing" by a quick window's generation.
-        ``settings``: a job's snapshot (on an engine thread); else the settings of now."""
+        """An answer for ``state`` without a model call: type-through / memory, then the disk. ``partial``:
+        what has streamed, even with no line complete; ``since``: when the request came (finished before:
+        "memory"); ``backend``: only that backend's; ``settings``: a job's snapshot (engine thread)."""
         s = settings or self._settings()
         hits = self.typethrough.lookup(state.prefix, state.suffix, n=state.params.n) if s.speculation else []
         if disk and hits and not any(h.exact for h in hits):
@@ -219,10 +185,11 @@ class Store:
         entry = hit.entry
         tier = entry_backend(entry)
         quick = entry.window == "quick"
-        whole = not state.params.quick_start  # nothing from the quick window is no answer for the whole
+        # nothing to add here; but nothing from the quick window is no answer for a state wanting the whole
+        nothing = None if quick and not state.params.quick_start else \
+            Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier, quick=quick)
         if hit.known_empty:  # the model finished here with nothing to add: do not ask again
-            return None if whole and quick else \
-                Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier, quick=quick)
+            return nothing
         if not hit.variants:
             return None
         mode = self.mode_for(state, entry)
@@ -248,8 +215,7 @@ class Store:
                 not lookahead_for_block(entry, state) and (entry.origin != "disk" or entry.complete)
             return Answer(usable, source, mode, complete=done, origin=entry.origin, backend=tier, entry=entry)
         if hit.exact and entry.complete:  # what it wrote repeats the text around: nothing to show
-            return None if whole and quick else \
-                Answer([], "memory", state.mode, complete=True, origin=entry.origin, backend=tier, quick=quick)
+            return nothing
         return None
 
     def _disk_answer(self, state: State, backend: str | None, speculating: bool,
@@ -282,9 +248,8 @@ class Store:
                            truncated=truncated) is not None
 
     def mode_for(self, state: State, entry: Entry | None) -> Mode:
-        """A block being typed through stays a block: once the user types into its first line, that line
-        is no longer empty (a fresh request there would ask for one line), but the rest of the block is
-        what they were shown."""
+        """A block being typed through stays a block, though its first line is no longer empty (a fresh
+        request there would ask for one line)."""
         if entry is not None and state.mode == "single" and (entry.key[1] or 2) > 1 and \
                 not is_lookahead(entry.key[0], entry.key[1]):
             _, line_suffix = split_cursor(state.prefix, state.suffix)

@@ -1,10 +1,5 @@
-"""A request's handle on the work it submitted (``Store.submit``): one ticket per submission, what it waits
-for (the ``Record`` of how its unit of work ended) and what it gets (an ``Answer``).
-
-``await ticket.wait(plan)`` waits in the store for the answer; then the request lets go of its job:
-``release`` (the request is gone: the job stops unless it goes on anyway) or ``detach`` (it goes on, its
-result lands in the store for the next ask; ``awaited``: the user waits at that spot). A ticket lets go
-once; one whose work ended needs no letting go. A background submission's ticket has let go already.
+"""A request's one handle on the work it submitted (``Store.submit``): ``wait``, then ``release`` (the job
+stops unless it goes on anyway) or ``detach`` (it goes on for the next ask), once; and what it gets, an ``Answer``.
 """
 
 from __future__ import annotations
@@ -33,7 +28,7 @@ class Answer:
     complete: bool  # nothing more is coming for it
     origin: str = "model"
     backend: str = "local"
-    note: str = ""  # said in the status message (a fallback, a race outcome)
+    note: str = ""  # said in the status message (a fallback)
     # an empty answer made from the engine's quick first window: the whole window may have a line there
     # (a request that may wait asks again with GenParams.quick_start off: planner.whole_window)
     quick: bool = False
@@ -91,15 +86,9 @@ class Ticket:
 
     async def wait(self, plan: Waiting, accept: Callable[[], Answer | None] | None = None,
                    stop: asyncio.Event | None = None) -> Waited:
-        """Wait for the state's answer until ``plan.deadline``, looking again at every change of the store:
-
-        - the work submitted ended: its answer, or its error raised;
-        - with ``plan.partial_after`` (seconds after ``plan.since``, when the request came): a complete answer,
-          one typed through or read from disk at once; after it whatever has streamed (``plan.whole_lines``:
-          complete lines only);
-        - ``accept()``: the caller's own early answer;
-        - ``stop`` (an asyncio.Event: a newer request for the document) set: ``Superseded``;
-        - at the deadline: nothing."""
+        """The state's answer by ``plan.deadline``: the submitted work's end (or its error raised); with
+        ``plan.partial_after``, a complete, typed-through or disk answer at once, what has streamed after it;
+        ``accept()``, the caller's own early answer; ``stop`` set (a newer request): Superseded."""
         state, since, tier = self.state, plan.since, self.tier
         backend = "remote" if tier == "remote" else None
         show_at = since + plan.partial_after if plan.partial_after is not None else None
@@ -127,8 +116,8 @@ class Ticket:
         return await self._store.wait(look, plan.deadline, alarms) or Waited(None, "deadline")
 
     def final(self, since: float, done: Record, backend: str | None = None) -> Answer:
-        """The answer the finished unit of work gives the state: its result (made before the request came:
-        from memory), or "nothing yet" from the quick first window (the whole window may have a line)."""
+        """The finished work's answer (made before the request came: memory; empty from the quick window: so
+        marked, the whole window may have a line)."""
         state = self.state
         comps, timings = done.result or ([], None)
         if state.params.quick_start and timings is not None and timings.window == "quick":
@@ -146,8 +135,7 @@ class Ticket:
         self._leave(None)
 
     def detach(self, awaited: bool = False) -> None:
-        """The request leaves without stopping its job: it goes on as speculation (``awaited``: the request
-        got nothing and the user still waits there, so it is not idle work)."""
+        """The request leaves, its job goes on (``awaited``: the user still waits there: not idle work)."""
         self._leave(Life.AWAITED if awaited else Life.BACKGROUND)
 
     def _leave(self, detach: Life | None) -> None:

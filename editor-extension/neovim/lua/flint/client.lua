@@ -110,8 +110,8 @@ function M.push_settings()
   state.changed()
 end
 
--- flint/refresh: an open Pick Variant asks again (the other variants are ready); else routing `race`: a
--- capable answer replaced the suggestion on screen, ask again where the cursor still is
+-- flint/refresh: an open Pick Variant asks again (the other variants are ready); else the suggestion on
+-- screen is whole now, ask again where the cursor still is
 local function on_refresh(_, result)
   if type(result) ~= 'table' or type(result.textDocument) ~= 'table' then
     return

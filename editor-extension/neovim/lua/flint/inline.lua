@@ -140,7 +140,7 @@ function M.cycle(count)
 end
 
 --- flint/refresh for the current buffer: the server has more there than what is shown (the other
---- variants of an explicit request; routing `race`: a capable answer; the line of the whole window). Ask
+--- variants of an explicit request; the rest of a line; the line of the whole window). Ask
 --- again as an explicit request, as VS Code does: the server answers the re-ask of an automatic
 --- suggestion as automatic, and counts the user's next explicit request (<M-]>) as a real one. The
 --- variant on screen stays.
