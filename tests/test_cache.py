@@ -282,7 +282,8 @@ def test_another_process_rebuilding_is_followed(tmp_path):
 @pytest.mark.parametrize("size_mb", [0, -5])
 def test_tiny_caps_are_clamped(tmp_path, size_mb):
     c = CompletionCache(tmp_path / "c", size_mb=size_mb)
-    assert c.size_mb == 1 and c.put(key("p"), comps("v"))
+    # (a loaded machine can take longer than OPEN_WAIT_S to open it: the put then waits for the opening)
+    assert c.size_mb == 1 and wait_for(lambda: c.put(key("p"), comps("v")), 10.0)
 
 
 # ------------------------------------------------------------------ only Flint's own files, last resort
