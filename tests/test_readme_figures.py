@@ -18,8 +18,9 @@ stats = load_script("replay_stats")
 
 
 def _section(title: str) -> str:
+    """From a heading to the next heading of level 2 or 3."""
     start = README.index(title)
-    return README[start: README.index("\n## ", start)]
+    return README[start: min(i for h in ("\n## ", "\n### ") if (i := README.find(h, start + 1)) >= 0)]
 
 
 def _table_rows(text: str) -> list[list[str]]:
@@ -57,6 +58,31 @@ def test_the_replay_ratios_and_the_tuning_sentence_follow_from_the_record():
         return " / ".join(f"{100 * tun[(server, t)]['chars_saved_share']:.0f}%" for t in ("steady", "think", "open"))
 
     assert f"({saved('main')} against {saved('base')})" in section
+
+
+def test_the_held_out_table_is_each_test_split_reports_mean_and_spread_over_seeds():
+    """One row per (typist, arm) from docs/benchmarks/replay_test/TYPIST.json: the test split, typed whole by both
+    arms (main and the baseline) over at least three seeds; each cell the mean ± sd over the seeds."""
+    section = _section("### Held-out figures")
+    reports = sorted((BENCH / "replay_test").glob("*.json"))
+    assert reports, "no test-split report"
+    figures, functions = {}, set()
+    for path in reports:
+        data = json.loads(path.read_text())
+        assert f"docs/benchmarks/replay_test/{path.name}" in section
+        sums, names = stats.common_summaries(data, "test")
+        assert {s["server"] for s in sums} == {"main", "base"} and all(s["rounds"] >= 3 for s in sums)
+        assert all(s["functions_typed"] == len(names) for s in sums)  # every function typed whole by both
+        functions.add(len(names))
+        figures |= {(s["typist"], s["server"]): stats.seed_row(s) for s in sums}
+    rows = _table_rows(section)
+    assert len(rows) == len(figures)
+    typist = None
+    for row in rows:
+        typist = row[0].split()[0] if row[0] else typist
+        want = figures[(typist, row[1])]
+        assert row[2:] == [want[k] for k in stats.SEED_COLUMNS], (typist, row[1])
+    assert all(f"{n} functions" in section for n in functions)
 
 
 LANG_SENTENCE = re.compile(r"JavaScript ([\d.]+)%, TypeScript ([\d.]+)%, Go ([\d.]+)%, Rust ([\d.]+)% beside "
