@@ -61,8 +61,8 @@ def test_the_replay_ratios_and_the_tuning_sentence_follow_from_the_record():
 
 
 def test_the_held_out_table_is_each_test_split_reports_mean_and_spread_over_seeds():
-    """One row per (typist, arm) from docs/benchmarks/replay_test/TYPIST.json: the test split, typed whole by both
-    arms (main and the baseline) over at least three seeds; each cell the mean ± sd over the seeds."""
+    """One row per (language, typist, arm) from docs/benchmarks/replay_test/*.json: the test split, typed whole by
+    both arms (main and the baseline) over at least three seeds; each cell the mean ± sd over the seeds."""
     section = _section("### Held-out figures")
     reports = sorted((BENCH / "replay_test").glob("*.json"))
     assert reports, "no test-split report"
@@ -74,14 +74,16 @@ def test_the_held_out_table_is_each_test_split_reports_mean_and_spread_over_seed
         assert {s["server"] for s in sums} == {"main", "base"} and all(s["rounds"] >= 3 for s in sums)
         assert all(s["functions_typed"] == len(names) for s in sums)  # every function typed whole by both
         functions.add(len(names))
-        figures |= {(s["typist"], s["server"]): stats.seed_row(s) for s in sums}
+        lang = data["meta"]["language"]
+        figures |= {(lang, s["typist"], s["server"]): stats.seed_row(s) for s in sums}
     rows = _table_rows(section)
     assert len(rows) == len(figures)
-    typist = None
+    lang = typist = None
     for row in rows:
-        typist = row[0].split()[0] if row[0] else typist
-        want = figures[(typist, row[1])]
-        assert row[2:] == [want[k] for k in stats.SEED_COLUMNS], (typist, row[1])
+        lang = row[0].lower() if row[0] else lang
+        typist = row[1].split()[0] if row[1] else typist
+        want = figures[(lang, typist, row[2])]
+        assert row[3:] == [want[k] for k in stats.SEED_COLUMNS], (lang, typist, row[2])
     assert all(f"{n} functions" in section for n in functions)
 
 
