@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,26 +47,26 @@ GRACE_S = 0.25  # the wait for jedi past the deadline: the references found by t
 @dataclass(frozen=True)
 class OpenDoc:
     """Another open document: the caller's ``key`` for it (a URI), its file and its current text (or a file
-    on disk that is not open: ``with_disk``)."""
+    on disk that is not open: ``on_disk``)."""
 
     key: str
     path: str
     text: str
 
 
-def with_disk(others: Sequence[OpenDoc], disk: DiskSearch | None, name: str, path: str,
-              deadline: float, imported: bool = True) -> list[OpenDoc]:
-    """``others`` and the workspace files on disk that may refer to ``name`` (ondisk.py: not open, holding
-    it as a word; keyed by file URI, their texts kept in ``disk.docs``). The text search gets at most
-    ``DISK_SHARE`` of the time left: jedi needs the rest."""
+def on_disk(others: Sequence[OpenDoc], disk: DiskSearch | None, name: str, path: str,
+            deadline: float, imported: bool = True) -> list[OpenDoc]:
+    """The workspace files on disk that may refer to ``name`` (ondisk.py: not open, not among ``others``,
+    holding it as a word; keyed by file URI, their texts also kept in ``disk.docs``). The text search gets
+    at most ``DISK_SHARE`` of the time left: jedi needs the rest."""
     if disk is None or not disk.roots:
-        return list(others)
+        return []
     now = time.monotonic()
     exclude = disk.exclude | {os.path.abspath(d.path) for d in others} | {os.path.abspath(path)}
     found, disk.scan = candidates(DiskSearch(disk.roots, frozenset(exclude), disk.cancelled, disk.max_candidates),
                                   name, module_name(path), now + DISK_SHARE * max(0.0, deadline - now),
                                   imported=imported)
-    out = list(others)
+    out = []
     for p, text in found:
         key = Path(p).as_uri()
         disk.docs[key] = (p, text)
@@ -79,75 +80,172 @@ def _word(name: str) -> re.Pattern[str]:
 
 
 def references_elsewhere(rename: Rename, path: str, others: Sequence[OpenDoc], *, analyser: Any,
-                         deadline: float, disk: DiskSearch | None = None) -> dict[str, list[NextEdit]]:
+                         deadline: float, disk: DiskSearch | None = None,
+                         each: Callable[[OpenDoc, list[NextEdit]], None] | None = None) -> dict[str, list[NextEdit]]:
     """The rename's references in ``others`` (module docstring) and, with ``disk``, in the workspace's files
-    on disk, by key, each list in document order; {} past the deadline, for a local name, or when jedi
-    knows no definition in the user's documents."""
+    on disk, by key, each list in document order; {} for a local name, or when jedi knows no definition in
+    the user's documents; only the documents done by the deadline. ``each``: as occurrences_elsewhere."""
     if rename.local:
         return {}
-    others = with_disk(others, disk, rename.old, path, deadline)
     new_re = _word(rename.new)
-    found = occurrences_elsewhere(rename.base, rename.site, rename.old, path, others, analyser=analyser,
-                                  deadline=deadline, keep=lambda d: not new_re.search(d.text))
     out = {}
-    texts = {d.key: d.text for d in others}
-    for key, offs in found.items():
+
+    def found(d: OpenDoc, offs: list[int]) -> None:
         edits = [NextEdit(o, o + len(rename.old), rename.old, rename.new, "rename", RENAME_CONFIDENCE) for o in offs]
-        if edits and parses(apply_all(texts[key], edits)):
-            out[key] = edits
+        if edits and parses(apply_all(d.text, edits)):
+            out[d.key] = edits
+            if each is not None:
+                each(d, edits)
+
+    occurrences_elsewhere(rename.base, rename.site, rename.old, path, others, analyser=analyser, deadline=deadline,
+                          keep=lambda d: not new_re.search(d.text), each=found,
+                          more=None if disk is None else lambda: on_disk(others, disk, rename.old, path, deadline))
     return out
 
 
 def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Sequence[OpenDoc], *,
-                          analyser: Any, deadline: float,
-                          keep: Callable[[OpenDoc], bool] = lambda d: True) -> dict[str, list[int]]:
+                          analyser: Any, deadline: float, keep: Callable[[OpenDoc], bool] = lambda d: True,
+                          each: Callable[[OpenDoc, list[int]], None] | None = None,
+                          more: Callable[[], Sequence[OpenDoc]] | None = None) -> dict[str, list[int]]:
     """Where in ``others`` the name at ``site`` of ``base`` (the file ``path``) is referred to: the offsets of
     the occurrences of ``name`` whose jedi ``goto`` reaches its definition (steps 1-3 of the module
-    docstring), by key, in document order; {} past the deadline or when the definition is not in the
-    user's documents. ``keep``: which of ``others`` to search (all of them count as the user's)."""
+    docstring), by key, in document order; {} when the definition is not in the user's documents; only the
+    documents done by the deadline. ``keep``: which of ``others`` to search (all of them count as the
+    user's). ``each(doc, offsets)``: called on the caller's thread as each document is done (the first
+    one's edits are ready long before the last's). ``more()``: more documents (the files on disk), found on
+    a thread of their own while jedi searches ``others``, then searched after them."""
     old_re = _word(name)
     path = os.path.abspath(path)
-    cands = [d for d in others if os.path.abspath(d.path) != path and len(d.text) <= analyser.max_chars
-             and old_re.search(d.text) and keep(d)]
-    if not cands:
-        return {}
-    mine = {path} | {os.path.abspath(d.path) for d in others}  # (the files on disk found count as the user's)
 
-    def run() -> dict[str, list[int]]:
+    def wanted(docs: Sequence[OpenDoc]) -> list[OpenDoc]:
+        return [d for d in docs if os.path.abspath(d.path) != path and len(d.text) <= analyser.max_chars
+                and old_re.search(d.text) and keep(d)]
+
+    cands = wanted(others)
+    if not cands and more is None:
+        return {}
+    later: queue.SimpleQueue[list[OpenDoc]] = queue.SimpleQueue()
+    done: queue.SimpleQueue[tuple[OpenDoc, list[int]] | None] = queue.SimpleQueue()
+    search = _Search(base, site, name, path, analyser, deadline, done)
+    fut = analyser.submit(search.run, cands, {os.path.abspath(d.path) for d in others},
+                          later if more is not None else None)  # jedi only ever runs on its worker thread
+    fut.add_done_callback(lambda _f: done.put(None))
+    if more is not None:
+        def find() -> None:
+            docs: list[OpenDoc] = []
+            try:
+                docs = wanted(more())
+            finally:
+                later.put(docs)
+        threading.Thread(target=find, name="flint-disk-search", daemon=True).start()
+    out: dict[str, list[int]] = {}
+    end = deadline + GRACE_S  # (a little past the deadline: the document under way comes back, the rest is left)
+    while True:
+        try:
+            item = done.get(timeout=max(0.0, end - time.monotonic()))
+        except queue.Empty:
+            fut.cancel()
+            break
+        if item is None:
+            break
+        out[item[0].key] = item[1]
+        if each is not None:
+            each(*item)
+    return out
+
+
+@dataclass
+class _Search:
+    """One search for the references of the name at ``site`` of ``base`` (the file ``path``), on the
+    analyser's worker thread: each document's offsets are put on ``done`` once it is searched."""
+
+    base: str
+    site: int
+    name: str
+    path: str
+    analyser: Any
+    deadline: float
+    done: queue.SimpleQueue
+
+    def run(self, cands: list[OpenDoc], mine: set[str], later: queue.SimpleQueue | None) -> None:
+        """``cands`` first, then what arrives on ``later`` (None: nothing more); ``mine``: the files that count
+        as the user's (the files on disk found count too)."""
+        defs = self._definition(cands)
+        if not defs:
+            return
+        mine = mine | {self.path}
+        more: list[OpenDoc] | None = None
+        if any(p not in mine for p, _, _ in defs):  # not in the open documents: in a file on disk?
+            more = self._later(later)
+            if any(p not in mine | {os.path.abspath(d.path) for d in more} for p, _, _ in defs):
+                return
+        self._search(cands, defs, parsed=True)
+        if later is not None:
+            self._search(more if more is not None else self._later(later), defs, parsed=False)
+
+    def _later(self, later: queue.SimpleQueue | None) -> list[OpenDoc]:
+        try:
+            return later.get(timeout=max(0.0, self.deadline - time.monotonic())) if later is not None else []
+        except queue.Empty:
+            return []
+
+    def _definition(self, cands: list[OpenDoc]) -> set[tuple[str, int, int]]:
+        """Where jedi's ``goto`` at the site leads (path, line, column), after parsing the texts it would not
+        read from parso's cache or the disk (``jedi_reads``), the renamed document's last (its text is then
+        the cached one); an empty set on any failure."""
         from engine.guidance.jedi_analyser import line_col
 
         try:
-            scripts = {d.key: new_script(analyser, d.text, os.path.abspath(d.path)) for d in cands}
-            here = new_script(analyser, base, path)  # after the others: its text is the cached one
+            for d in cands:
+                if not jedi_reads(d):
+                    new_script(self.analyser, d.text, os.path.abspath(d.path))
+            here = new_script(self.analyser, self.base, self.path)
             if here is None:
-                return {}
-            line, col = line_col(base, site)
-            defs = {(os.path.abspath(str(g.module_path)), g.line, g.column)
+                return set()
+            line, col = line_col(self.base, self.site)
+            return {(os.path.abspath(str(g.module_path)), g.line, g.column)
                     for g in here.goto(line, col, follow_imports=True) if g.module_path is not None and g.line}
         except Exception as e:  # jedi on arbitrary text: any failure is "no opinion"
-            log.debug("jedi goto failed at %s:%d: %r", path, site, e)
-            return {}
-        if not defs or any(p not in mine for p, _, _ in defs):
-            return {}
-        out: dict[str, list[int]] = {}
-        for d in cands:
-            if time.monotonic() > deadline:
-                break
-            offs = _references_in(scripts[d.key], d, name, defs, deadline)
-            if offs:
-                out[d.key] = offs
-        return out
+            log.debug("jedi goto failed at %s:%d: %r", self.path, self.site, e)
+            return set()
 
-    fut = analyser.submit(run)  # jedi only ever runs on the analyser's worker thread
+    def _search(self, docs: list[OpenDoc], defs: set[tuple[str, int, int]], parsed: bool) -> None:
+        """Each document in turn (``parsed``: the texts jedi would not read were parsed already)."""
+        if not parsed:
+            for d in docs:
+                if not jedi_reads(d):
+                    _script(self.analyser, d)
+        for d in docs:
+            if time.monotonic() > self.deadline:
+                return
+            offs = _references_in(_script(self.analyser, d), d, self.name, defs, self.deadline)
+            if offs:
+                self.done.put((d, offs))
+
+
+def jedi_reads(d: OpenDoc) -> bool:
+    """Does jedi, following an import into ``d``'s file, read ``d.text``? Yes when the file on disk holds it
+    and parso's cache holds no other text of the file (parso takes its cached tree while the file is no
+    newer; a file saved since is read again)."""
     try:
-        # (a little past the deadline: what was found by then comes back, the rest is left)
-        result: dict[str, list[int]] = fut.result(timeout=max(0.0, deadline - time.monotonic()) + GRACE_S)
-    except FutureTimeout:
-        fut.cancel()
-        return {}
-    except Exception:
-        return {}
-    return result
+        with open(d.path, encoding="utf-8") as f:
+            if f.read() != d.text:
+                return False
+        from parso.cache import parser_cache
+
+        path = Path(os.path.abspath(d.path))  # (jedi's key)
+        return all("".join(g[path].lines) == d.text for g in list(parser_cache.values()) if path in g)
+    except Exception:  # unreadable, or another parso: parse it first
+        return False
+
+
+def _script(analyser: Any, d: OpenDoc) -> Any:
+    """A new jedi Script of ``d``'s text; None when jedi fails on it (worker thread only)."""
+    try:
+        return new_script(analyser, d.text, os.path.abspath(d.path))
+    except Exception as e:  # jedi on arbitrary text: no opinion on this document
+        log.debug("jedi failed on %s: %r", d.path, e)
+        return None
 
 
 def _references_in(script: Any, d: OpenDoc, name: str, defs: set[tuple[str, int, int]],
