@@ -66,19 +66,13 @@ def call_sites_elsewhere(text: str, change: Change, *, path: str | None, analyse
     edits)`` as each document's are found (workspace.occurrences_elsewhere)."""
     if not (others or disk is not None) or path is None or analyser is None or not _top_level(text, change.name_at):
         return {}
-    out = {}
 
-    def found(d: OpenDoc, offs: list[int]) -> None:
-        edits = _checked(d.text, call_edits(d.text, change, calls(d.text, offs)))
-        if edits:
-            out[d.key] = edits
-            if each is not None:
-                each(d, edits)
+    def at_calls(d: OpenDoc, offs: list[int]) -> list[NextEdit]:
+        return _checked(d.text, call_edits(d.text, change, calls(d.text, offs)))
 
-    occurrences_elsewhere(text, change.name_at, change.name, path, others, analyser=analyser, deadline=deadline,
-                          each=found, more=None if disk is None else lambda: on_disk(others, disk, change.name, path,
-                                                                                      deadline))
-    return out
+    return occurrences_elsewhere(text, change.name_at, change.name, path, others, at_calls, analyser=analyser,
+                                 deadline=deadline, each=each,
+                                 more=None if disk is None else lambda: on_disk(others, disk, change.name, path, deadline))
 
 
 def _top_level(text: str, name_at: int) -> bool:

@@ -75,6 +75,10 @@ def on_disk(others: Sequence[OpenDoc], disk: DiskSearch | None, name: str, path:
     return out
 
 
+# a document's references (offsets) as next edits: [] when they are none
+EditsOf = Callable[[OpenDoc, list[int]], list[NextEdit]]
+
+
 def _word(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
 
@@ -88,32 +92,29 @@ def references_elsewhere(rename: Rename, path: str, others: Sequence[OpenDoc], *
     if rename.local:
         return {}
     new_re = _word(rename.new)
-    out = {}
 
-    def found(d: OpenDoc, offs: list[int]) -> None:
+    def renamed(d: OpenDoc, offs: list[int]) -> list[NextEdit]:
         edits = [NextEdit(o, o + len(rename.old), rename.old, rename.new, "rename", RENAME_CONFIDENCE) for o in offs]
-        if edits and parses(apply_all(d.text, edits)):
-            out[d.key] = edits
-            if each is not None:
-                each(d, edits)
+        return edits if parses(apply_all(d.text, edits)) else []
 
-    occurrences_elsewhere(rename.base, rename.site, rename.old, path, others, analyser=analyser, deadline=deadline,
-                          keep=lambda d: not new_re.search(d.text), each=found,
-                          more=None if disk is None else lambda: on_disk(others, disk, rename.old, path, deadline))
-    return out
+    return occurrences_elsewhere(rename.base, rename.site, rename.old, path, others, renamed, analyser=analyser,
+                                 deadline=deadline, keep=lambda d: not new_re.search(d.text), each=each,
+                                 more=None if disk is None else lambda: on_disk(others, disk, rename.old, path, deadline))
 
 
-def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Sequence[OpenDoc], *,
-                          analyser: Any, deadline: float, keep: Callable[[OpenDoc], bool] = lambda d: True,
-                          each: Callable[[OpenDoc, list[int]], None] | None = None,
-                          more: Callable[[], Sequence[OpenDoc]] | None = None) -> dict[str, list[int]]:
-    """Where in ``others`` the name at ``site`` of ``base`` (the file ``path``) is referred to: the offsets of
-    the occurrences of ``name`` whose jedi ``goto`` reaches its definition (steps 1-3 of the module
-    docstring), by key, in document order; {} when the definition is not in the user's documents; only the
-    documents done by the deadline. ``keep``: which of ``others`` to search (all of them count as the
-    user's). ``each(doc, offsets)``: called on the caller's thread as each document is done (the first
-    one's edits are ready long before the last's). ``more()``: more documents (the files on disk), found on
-    a thread of their own while jedi searches ``others``, then searched after them."""
+def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Sequence[OpenDoc],
+                          edits_of: EditsOf, *, analyser: Any, deadline: float,
+                          keep: Callable[[OpenDoc], bool] = lambda d: True,
+                          each: Callable[[OpenDoc, list[NextEdit]], None] | None = None,
+                          more: Callable[[], Sequence[OpenDoc]] | None = None) -> dict[str, list[NextEdit]]:
+    """The edits in ``others`` at the references to the name at ``site`` of ``base`` (the file ``path``): the
+    occurrences of ``name`` whose jedi ``goto`` reaches its definition (steps 1-3 of the module docstring),
+    made edits by ``edits_of(doc, offsets in document order)``, by key (documents with none left out); {}
+    when the definition is not in the user's documents; only the documents done by the deadline. ``keep``:
+    which of ``others`` to search (all of them count as the user's). ``each(doc, edits)``: called on the
+    caller's thread as each document is done (the first one's are ready long before the last's). ``more()``:
+    more documents (the files on disk), found on a thread of their own while jedi searches ``others``, then
+    searched after them."""
     old_re = _word(name)
     path = os.path.abspath(path)
 
@@ -125,8 +126,8 @@ def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Se
     if not cands and more is None:
         return {}
     later: queue.SimpleQueue[list[OpenDoc]] = queue.SimpleQueue()
-    done: queue.SimpleQueue[tuple[OpenDoc, list[int]] | None] = queue.SimpleQueue()
-    search = _Search(base, site, name, path, analyser, deadline, done)
+    done: queue.SimpleQueue[tuple[OpenDoc, list[NextEdit]] | None] = queue.SimpleQueue()
+    search = _Search(base, site, name, path, analyser, deadline, edits_of, done)
     fut = analyser.submit(search.run, cands, {os.path.abspath(d.path) for d in others},
                           later if more is not None else None)  # jedi only ever runs on its worker thread
     fut.add_done_callback(lambda _f: done.put(None))
@@ -138,7 +139,7 @@ def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Se
             finally:
                 later.put(docs)
         threading.Thread(target=find, name="flint-disk-search", daemon=True).start()
-    out: dict[str, list[int]] = {}
+    out: dict[str, list[NextEdit]] = {}
     end = deadline + GRACE_S  # (a little past the deadline: the document under way comes back, the rest is left)
     while True:
         try:
@@ -157,7 +158,10 @@ def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Se
 @dataclass
 class _Search:
     """One search for the references of the name at ``site`` of ``base`` (the file ``path``), on the
-    analyser's worker thread: each document's offsets are put on ``done`` once it is searched."""
+    analyser's worker thread: each document's edits (``edits_of``) are put on ``done`` once it is searched.
+    They are made on this thread too: ``ast`` is not safe beside jedi on another thread (Python 3.11 keeps
+    one recursion depth for every thread's parse, and parso calls ``ast.literal_eval`` on each file it
+    reads)."""
 
     base: str
     site: int
@@ -165,6 +169,7 @@ class _Search:
     path: str
     analyser: Any
     deadline: float
+    edits_of: EditsOf
     done: queue.SimpleQueue
 
     def run(self, cands: list[OpenDoc], mine: set[str], later: queue.SimpleQueue | None) -> None:
@@ -219,8 +224,9 @@ class _Search:
             if time.monotonic() > self.deadline:
                 return
             offs = _references_in(_script(self.analyser, d), d, self.name, defs, self.deadline)
-            if offs:
-                self.done.put((d, offs))
+            edits = self.edits_of(d, offs) if offs else []
+            if edits:
+                self.done.put((d, edits))
 
 
 def jedi_reads(d: OpenDoc) -> bool:
