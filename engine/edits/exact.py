@@ -73,6 +73,7 @@ from engine.edits.rename import (  # noqa: F401
     rename_edits,
 )
 from engine.edits.repeat import repeat_edits
+from engine.edits.signature import Change
 from engine.edits.workspace import OpenDoc, references_elsewhere
 
 
@@ -90,18 +91,22 @@ Emit = Callable[[OpenDoc | None, list[NextEdit]], None]
 
 def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, language: str | None = None,
                          analyser: Any = None, deadline: float | None = None, cursor: int | None = None,
-                         others: Sequence[OpenDoc] = (), disk: DiskSearch | None = None, emit: Emit | None = None
-                         ) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
+                         others: Sequence[OpenDoc] = (), disk: DiskSearch | None = None, emit: Emit | None = None,
+                         change: Change | None = None) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
     """``exact_next_edits`` here, and a rename's references or the call sites' edits in the ``others`` (the
     other open Python documents, workspace.py) and, with ``disk``, the workspace's files on disk
     (ondisk.py; their texts in ``disk.docs``), by their key. ``emit``: each part as soon as it is found (this
-    document's first, when it has some; the others' one document at a time), the same edits as returned."""
+    document's first, when it has some; the others' one document at a time), the same edits as returned.
+    ``change``: the last edit's signature change, when the caller found it already."""
     if not edits:
         return [], {}
     python = is_python(path, language)
     if python:
         before = edits[-1].undo(text)
-        change = last_signature_change(text, edits) if analyser is not None else None
+        if analyser is None:
+            change = None
+        elif change is None:
+            change = last_signature_change(text, edits)
         here: list[NextEdit] = []
         r = None
         if identifier_change(before, edits[-1]) is not None:

@@ -41,6 +41,10 @@ def to_json(found: Found, position_at: Callable[[int], tuple[int, int]],
         out["readyMs"] = found.ready_ms
     if found.stale:
         out["stale"] = True
+    if found.pending:  # the other documents' parts still coming: asking again gets them
+        out["pending"] = True
+    elif found.complete_ms is not None:
+        out["completeMs"] = found.complete_ms
     elsewhere = []
     for x in found.elsewhere:
         if x.text is not None:  # a file on disk that is not open: positions in its text, no version
