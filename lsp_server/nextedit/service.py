@@ -95,9 +95,13 @@ class NextEdits:
     # ---- the document's life (event loop) ----
     def changed(self, uri: str) -> None:
         """After an edit: what was computed for the old text is gone; compute again once it settles (not
-        when the edit was one of the plan's: the rest of the plan is that document's answer)."""
+        when the edit was one of the plan's: the rest of the plan is that document's answer, and the
+        computation still finding its other parts goes on)."""
+        job = self._jobs.get(uri)
         self._cancel(uri)
         if self._consumed(uri):
+            if job is not None and job.done_t is None and job.plan is not None and job.plan is self.plan:
+                self._jobs[uri] = job
             return
         if not self.asked or self._loop is None or not self.enabled():
             return
@@ -207,11 +211,11 @@ class NextEdits:
         else:
             path = uri_path(uri)
             self.computed += 1
-            rev = doc.revision
             # the workspace's files on disk (not the open ones: their unsaved text counts); the search
-            # stops once the user edits this document again (the answer would be for a text they left)
+            # stops once the computation is left behind (the user edited this document other than by
+            # applying its edits: the answer would be for a text they left)
             disk = DiskSearch(self._roots, frozenset(os.path.abspath(p) for *_, p in others.values()),
-                              lambda: self.documents.revision(uri) != rev) if self._roots else None
+                              lambda: self._jobs.get(uri) is not job) if self._roots else None
 
             def emit(d: OpenDoc | None, found: list[NextEdit], sig: Signature | None) -> None:
                 with contextlib.suppress(RuntimeError):  # the loop closed: the server is going
@@ -220,8 +224,8 @@ class NextEdits:
             job.future = loop.run_in_executor(self._pool, self._compute, uri, doc.revision, doc.text, edits,
                                               str(path) if path else None, doc.language_id or None,
                                               [OpenDoc(u, p, t) for u, (_r, _v, t, p) in others.items()], disk, emit)
-        job.future.add_done_callback(lambda f: self._done(job, f))
         self._jobs[uri] = job
+        job.future.add_done_callback(lambda f: self._done(job, f))
         return job
 
     def _others(self, uri: str) -> dict[str, tuple[int, int, str, str]]:
@@ -259,13 +263,14 @@ class NextEdits:
         job.done_t = time.monotonic()
         job.ready_t = job.ready_t or job.done_t
         job.ready.set()
-        if fut.cancelled() or fut.exception() is not None or self._jobs.get(job.uri) is not job:
-            return
         if job.plan is not None:
             job.plan.complete = True
             if self.plan is job.plan:
                 self._fills.next()
-        elif self.plan is not None and self.plan.origin == job.uri:
+            return
+        if fut.cancelled() or fut.exception() is not None or self._jobs.get(job.uri) is not job:
+            return
+        if self.plan is not None and self.plan.origin == job.uri:
             self._fills.stop_all()
             self.plan = None
 
