@@ -7,10 +7,10 @@ import time
 import pytest
 
 from engine.edits.exact import OpenDoc, apply_all, workspace_next_edits
+from engine.edits.history import EditHistory
 from engine.edits.ondisk import DiskSearch
 from engine.edits.rename import new_script
 from engine.edits.workspace import jedi_reads
-from engine.edits.history import EditHistory
 from engine.guidance.jedi_analyser import JediAnalyser
 
 A = '''import os

@@ -4,11 +4,12 @@ A rename in one document (``rename.find_rename``: jedi vouches for it there) of 
 function's own (a function, a class, an attribute, a module-level name) may have references in the other
 open documents. Their texts are what the user sees, saved or not, so they are what counts:
 
-1. each other open Python document that holds the old name as a word gets a jedi Script of its current
-   text first. A Script parses its text into parso's cache under its path, stamped with the file's time on
-   disk, and jedi, following an import into that module, takes the cached tree while the file on disk is no
-   newer: so the unsaved text wins over the disk (the renamed document's text before the rename too, whose
-   Script comes next);
+1. each other open Python document that holds the old name as a word, and whose text jedi would not read
+   by itself (``jedi_reads``: unsaved, or parso's cache holds another text of the file), gets a jedi Script
+   of its current text first. A Script parses its text into parso's cache under its path, stamped with the
+   file's time on disk, and jedi, following an import into that module, takes the cached tree while the
+   file on disk is no newer: so the unsaved text wins over the disk (the renamed document's text before the
+   rename too, whose Script comes next);
 2. jedi's ``goto`` (imports followed) at the renamed site in the text before the rename gives the
    definition; it must lie in the renamed document or in an open one (a library's name is not the user's to
    rename: changing it at a use is switching to another name);
@@ -17,7 +18,10 @@ open documents. Their texts are what the user sees, saved or not, so they are wh
 
 A document is left out when the new name is in it already (a clash, or a switch to that name), when it
 would hold more than ``MAX_SUGGESTIONS`` of them, or when the result would not parse. Everything jedi does
-runs on the analyser's worker thread, one question at a time; the caller waits until its deadline.
+runs on the analyser's worker thread, one question at a time, one document after another, each document's
+edits handed to the caller as soon as it is done (the first offer need not wait for the last file); the
+files on disk are found meanwhile (ondisk.py, on a thread of its own) and asked after the open documents.
+The caller waits until its deadline.
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ revision the user has left is dropped at its start, and its answer is never give
 one revision of one document.
 
 **The plan.** A computation's edits are kept as the workspace's *plan*: per document, the edits and the
-text (revision) they belong to, the renamed document's own among them. A rename of a name that is not one
+text (revision) they belong to, the renamed document's own among them. They join it as they are found,
+one document at a time (parts.py): the computation's first part replaces the plan before, and a request
+answers as soon as there is one (``pending`` while the rest is searched). A rename of a name that is not one
 function's own also finds its references in the other open Python documents (engine/edits/workspace.py),
 which join the plan. Asked in a planned document (unchanged since), its part is the answer's ``edits``;
 asked anywhere, the plan's other documents are its ``elsewhere``. A change of a planned document whose text
@@ -286,7 +288,7 @@ class NextEdits:
             return [], {}  # left behind while it waited: nobody can use it
         python = is_python(path, language)
         try:
-            # (found before jedi runs: ast beside jedi's thread is not safe, workspace.py ``_Search``)
+            # (before jedi works for this computation: ast beside jedi's thread is not safe, workspace.py)
             change = last_signature_change(text, edits) if python else None
             sig = signature_of(text, change)
 
@@ -310,8 +312,6 @@ class NextEdits:
     def _warm(self, text: str, path: str | None) -> None:
         """Have jedi parse ``text`` now, in idle time: a rename that comes next asks about nearly this text,
         and parso's cache of the file then makes its parse incremental."""
-        import os
-
         from engine.edits.rename import new_script
 
         a = self.analyser()
