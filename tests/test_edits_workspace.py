@@ -158,3 +158,15 @@ def test_jedi_reads_a_saved_text_itself_and_an_unsaved_one_is_parsed_first(ws):
     # parso's cache holds another text of the file (an older unsaved one): that is what jedi would read
     analyser.submit(new_script, analyser, B_OPEN, str(root / "b.py")).result()
     assert not jedi_reads(OpenDoc("B", str(root / "b.py"), B_DISK))
+
+
+def test_a_search_for_a_text_the_user_left_stops(ws):
+    root, analyser = ws
+    h = _rename(A, A.index("def helper") + 4, "helper", "assist")
+    text = h.text("a")
+    assert text is not None
+    here, elsewhere = workspace_next_edits(text, h.edits("a"), path=str(root / "a.py"), analyser=analyser,
+                                           deadline=time.monotonic() + 60,
+                                           others=[OpenDoc("B", str(root / "b.py"), B_OPEN)],
+                                           disk=DiskSearch((str(root),), cancelled=lambda: True))
+    assert [e.new_text for e in here] == ["assist"] and elsewhere == {}

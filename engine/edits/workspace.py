@@ -103,14 +103,16 @@ def references_elsewhere(rename: Rename, path: str, others: Sequence[OpenDoc], *
 
     return occurrences_elsewhere(rename.base, rename.site, rename.old, path, others, renamed, analyser=analyser,
                                  deadline=deadline, keep=lambda d: not new_re.search(d.text), each=each,
-                                 more=None if disk is None else lambda: on_disk(others, disk, rename.old, path, deadline))
+                                 more=None if disk is None else lambda: on_disk(others, disk, rename.old, path, deadline),
+                                 cancelled=disk.cancelled if disk is not None else lambda: False)
 
 
 def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Sequence[OpenDoc],
                           edits_of: EditsOf, *, analyser: Any, deadline: float,
                           keep: Callable[[OpenDoc], bool] = lambda d: True,
                           each: Callable[[OpenDoc, list[NextEdit]], None] | None = None,
-                          more: Callable[[], Sequence[OpenDoc]] | None = None) -> dict[str, list[NextEdit]]:
+                          more: Callable[[], Sequence[OpenDoc]] | None = None,
+                          cancelled: Callable[[], bool] = lambda: False) -> dict[str, list[NextEdit]]:
     """The edits in ``others`` at the references to the name at ``site`` of ``base`` (the file ``path``): the
     occurrences of ``name`` whose jedi ``goto`` reaches its definition (steps 1-3 of the module docstring),
     made edits by ``edits_of(doc, offsets in document order)``, by key (documents with none left out); {}
@@ -118,7 +120,8 @@ def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Se
     which of ``others`` to search (all of them count as the user's). ``each(doc, edits)``: called on the
     caller's thread as each document is done (the first one's are ready long before the last's). ``more()``:
     more documents (the files on disk), found on a thread of their own while jedi searches ``others``, then
-    searched after them."""
+    searched after them. ``cancelled()``: true once the answer is for a text the user has left (no more
+    documents are searched)."""
     old_re = _word(name)
     path = os.path.abspath(path)
 
@@ -131,7 +134,7 @@ def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Se
         return {}
     later: queue.SimpleQueue[list[OpenDoc]] = queue.SimpleQueue()
     done: queue.SimpleQueue[tuple[OpenDoc, list[NextEdit]] | None] = queue.SimpleQueue()
-    search = _Search(base, site, name, path, analyser, deadline, edits_of, done)
+    search = _Search(base, site, name, path, analyser, deadline, edits_of, done, cancelled)
     fut = analyser.submit(search.run, cands, {os.path.abspath(d.path) for d in others},
                           later if more is not None else None)  # jedi only ever runs on its worker thread
     fut.add_done_callback(lambda _f: done.put(None))
@@ -175,6 +178,7 @@ class _Search:
     deadline: float
     edits_of: EditsOf
     done: queue.SimpleQueue
+    cancelled: Callable[[], bool]
 
     def run(self, cands: list[OpenDoc], mine: set[str], later: queue.SimpleQueue | None) -> None:
         """``cands`` first, then what arrives on ``later`` (None: nothing more); ``mine``: the files that count
@@ -225,7 +229,7 @@ class _Search:
                 if not jedi_reads(d):
                     _script(self.analyser, d)
         for d in docs:
-            if time.monotonic() > self.deadline:
+            if time.monotonic() > self.deadline or self.cancelled():
                 return
             offs = _references_in(_script(self.analyser, d), d, self.name, defs, self.deadline)
             edits = self.edits_of(d, offs) if offs else []

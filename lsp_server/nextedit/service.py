@@ -267,7 +267,7 @@ class NextEdits:
         job.ready.set()
         if job.plan is not None:
             job.plan.complete = True
-            if self.plan is job.plan:
+            if self.plan is job.plan and self._jobs.get(job.uri) is job:  # (not for a text the user left)
                 self._fills.next()
             return
         if fut.cancelled() or fut.exception() is not None or self._jobs.get(job.uri) is not job:
