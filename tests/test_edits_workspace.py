@@ -10,7 +10,7 @@ from engine.edits.exact import OpenDoc, apply_all, workspace_next_edits
 from engine.edits.history import EditHistory
 from engine.edits.ondisk import DiskSearch
 from engine.edits.rename import new_script
-from engine.edits.workspace import jedi_reads
+from engine.edits.workspace import jedi_reads, occurrences
 from engine.guidance.jedi_analyser import JediAnalyser
 
 A = '''import os
@@ -170,3 +170,9 @@ def test_a_search_for_a_text_the_user_left_stops(ws):
                                            others=[OpenDoc("B", str(root / "b.py"), B_OPEN)],
                                            disk=DiskSearch((str(root),), cancelled=lambda: True))
     assert [e.new_text for e in here] == ["assist"] and elsewhere == {}
+
+
+def test_the_call_sites_ask_jedi_only_where_the_name_is_called():
+    text = "from a import helper\nx = helper\ny = helper (1) + obj.helper(\n2)  # helper(3)\ns = 'helper(4)'\n"
+    assert len(occurrences(text, "helper")) == 4
+    assert [text[o:o + 9] for o in occurrences(text, "helper", calls_only=True)] == ["helper (1", "helper(\n2"]

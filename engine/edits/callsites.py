@@ -73,7 +73,7 @@ def call_sites_elsewhere(text: str, change: Change, *, path: str | None, analyse
     return occurrences_elsewhere(text, change.name_at, change.name, path, others, at_calls, analyser=analyser,
                                  deadline=deadline, each=each,
                                  more=None if disk is None else lambda: on_disk(others, disk, change.name, path, deadline),
-                                 cancelled=disk.cancelled if disk is not None else lambda: False)
+                                 cancelled=disk.cancelled if disk is not None else lambda: False, calls_only=True)
 
 
 def _top_level(text: str, name_at: int) -> bool:

@@ -112,7 +112,8 @@ def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Se
                           keep: Callable[[OpenDoc], bool] = lambda d: True,
                           each: Callable[[OpenDoc, list[NextEdit]], None] | None = None,
                           more: Callable[[], Sequence[OpenDoc]] | None = None,
-                          cancelled: Callable[[], bool] = lambda: False) -> dict[str, list[NextEdit]]:
+                          cancelled: Callable[[], bool] = lambda: False, calls_only: bool = False
+                          ) -> dict[str, list[NextEdit]]:
     """The edits in ``others`` at the references to the name at ``site`` of ``base`` (the file ``path``): the
     occurrences of ``name`` whose jedi ``goto`` reaches its definition (steps 1-3 of the module docstring),
     made edits by ``edits_of(doc, offsets in document order)``, by key (documents with none left out); {}
@@ -121,7 +122,8 @@ def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Se
     caller's thread as each document is done (the first one's are ready long before the last's). ``more()``:
     more documents (the files on disk), found on a thread of their own while jedi searches ``others``, then
     searched after them. ``cancelled()``: true once the answer is for a text the user has left (no more
-    documents are searched)."""
+    documents are searched). ``calls_only``: only the occurrences that are a call's callee are asked (the
+    call sites need no other)."""
     old_re = _word(name)
     path = os.path.abspath(path)
 
@@ -134,7 +136,7 @@ def occurrences_elsewhere(base: str, site: int, name: str, path: str, others: Se
         return {}
     later: queue.SimpleQueue[list[OpenDoc]] = queue.SimpleQueue()
     done: queue.SimpleQueue[tuple[OpenDoc, list[NextEdit]] | None] = queue.SimpleQueue()
-    search = _Search(base, site, name, path, analyser, deadline, edits_of, done, cancelled)
+    search = _Search(base, site, name, path, analyser, deadline, edits_of, done, cancelled, calls_only)
     fut = analyser.submit(search.run, cands, {os.path.abspath(d.path) for d in others},
                           later if more is not None else None)  # jedi only ever runs on its worker thread
     fut.add_done_callback(lambda _f: done.put(None))
@@ -179,6 +181,7 @@ class _Search:
     edits_of: EditsOf
     done: queue.SimpleQueue
     cancelled: Callable[[], bool]
+    calls_only: bool = False
 
     def run(self, cands: list[OpenDoc], mine: set[str], later: queue.SimpleQueue | None) -> None:
         """``cands`` first, then what arrives on ``later`` (None: nothing more); ``mine``: the files that count
@@ -231,7 +234,10 @@ class _Search:
         for d in docs:
             if time.monotonic() > self.deadline or self.cancelled():
                 return
-            offs = _references_in(_script(self.analyser, d), d, self.name, defs, self.deadline)
+            occ = occurrences(d.text, self.name, self.calls_only)
+            if not occ or len(occ) > MAX_SUGGESTIONS:
+                continue  # (none to ask, or too many to ask one by one)
+            offs = _references_in(_script(self.analyser, d), d, occ, defs, self.deadline)
             edits = self.edits_of(d, offs) if offs else []
             if edits:
                 self.done.put((d, edits))
@@ -262,17 +268,26 @@ def _script(analyser: Any, d: OpenDoc) -> Any:
         return None
 
 
-def _references_in(script: Any, d: OpenDoc, name: str, defs: set[tuple[str, int, int]],
+_CALLED = re.compile(r"\s*\(")
+
+
+def occurrences(text: str, name: str, calls_only: bool = False) -> list[int]:
+    """Where ``name`` is a name token of ``text`` (not in strings or comments); with ``calls_only``, only
+    where it is a call's callee (an opening bracket follows)."""
+    occ = [t.start for t in tokens(text) if t.kind == NAME and t.text == name]
+    return [o for o in occ if _CALLED.match(text, o + len(name))] if calls_only else occ
+
+
+def _references_in(script: Any, d: OpenDoc, occ: list[int], defs: set[tuple[str, int, int]],
                    deadline: float = float("inf")) -> list[int]:
-    """The occurrences of ``name`` in ``d`` whose jedi ``goto`` reaches one of ``defs`` (those asked before
-    the deadline: a bare name first, then after a dot, which jedi must infer the object of); [] when there
-    are too many or jedi fails (worker thread only)."""
+    """The offsets among ``occ`` (occurrences of the name in ``d``) whose jedi ``goto`` reaches one of
+    ``defs`` (those asked before the deadline: a bare name first, then after a dot, which jedi must infer
+    the object of); [] when jedi fails (worker thread only)."""
     from engine.guidance.jedi_analyser import line_col
 
-    occ = [t.start for t in tokens(d.text) if t.kind == NAME and t.text == name]
-    if script is None or not occ or len(occ) > MAX_SUGGESTIONS:
+    if script is None:
         return []
-    occ.sort(key=lambda off: d.text[:off].rstrip().endswith("."))
+    occ = sorted(occ, key=lambda off: d.text[:off].rstrip().endswith("."))
     refs = []
     try:
         for off in occ:
