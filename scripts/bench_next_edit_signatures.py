@@ -21,12 +21,13 @@ jump targets with text among those offered and among all true ones.
 
 Pairs alternate into tuning and validation halves (``split``). The floor (engine/edits/fill.py ``FLOOR``)
 and the fill prompt's caller header were chosen on the tuning half's sweep (``--split tuning --sweep-only``,
-``--no-caller`` for the prompt without it); the validation half is run once to confirm (a row in
+``--no-caller`` for the prompt without it; ``--scope on|off`` with or without the caller's names in scope,
+engine/edits/scope.py); the validation half is run once to confirm (a row in
 docs/benchmarks/ledger.md). The sweep also counts, per floor, the sites where the model's text would be
 wrong and how many of them the floor leaves without text. CPU and commit are recorded.
 
     python scripts/bench_next_edit_signatures.py [--cache DIR] [--model NAME] [--scan] [--split S]
-        [--sweep | --sweep-only] [--no-caller] [--out PATH]
+        [--sweep | --sweep-only] [--no-caller] [--scope on|off] [--out PATH]
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from bench_next_edit import Wire, _commit, lat_summary, lscpu_model, ratio  # noqa: E402
 from replay_corpus import fetch_package, wheel_modules  # noqa: E402
 
+from engine.edits import fill as fill_module  # noqa: E402
 from engine.edits.fill import FLOOR  # noqa: E402
 from engine.edits.signature import signature_change  # noqa: E402
 from lsp_server.convert import offset_to_position, position_to_offset  # noqa: E402
@@ -412,11 +414,15 @@ def sweep(cases: list[Case], model: str, log) -> list[dict]:
     same prompt and cut as the server's, no floor): its confidence and whether it is exact. What the floor
     would show at each value (chosen on the tuning half only)."""
     from engine.config import EngineConfig, resolve_model_dir
-    from engine.edits.fill import engine_fill, header
+    from engine.edits import fill
+    from engine.edits.fill import def_line, engine_fill, header
+    from engine.edits.scope import names_in_scope
     from engine.edits.signature import call_edits, calls
     from engine.engine import Engine
+    from engine.guidance.jedi_analyser import JediAnalyser
 
     eng = Engine.load(resolve_model_dir(model), config=EngineConfig(threads=2))
+    jedi = JediAnalyser()
     out = []
     for c in cases:
         if c.kind != "added":
@@ -431,10 +437,15 @@ def sweep(cases: list[Case], model: str, log) -> list[dict]:
             if not j.jump or t is None:
                 continue
             t0 = time.perf_counter()
-            done, raw = engine_fill(eng, c.edited, j, sig, def_at=def_at, floor=0.0)
+            path = str(Path("/tmp/flint-bench-signatures") / "sweep" / c.module)  # (as the server's: no project)
+            names = names_in_scope(c.edited, j.range_start, def_line(c.edited, j.range_start), path=path,
+                                   lead=j.fill.lead if j.fill else "", analyser=jedi, wait_s=10.0
+                                   ) if fill.SCOPE_NAMES else []
+            done, raw = engine_fill(eng, c.edited, j, sig, def_at=def_at, floor=0.0, names=names)
             f = done.fill
             assert f is not None
             out.append({"split": c.split, "case": f"{c.pair} {c.qualname}", "text": f.text, "raw": raw[:60],
+                        "names": names,
                         "confidence": f.confidence, "ms": round((time.perf_counter() - t0) * 1000, 1),
                         "exact": bool(f.text) and _body(f.text) in _new_args(t.new_call)})
             log(f"  sweep {c.qualname}: {f.text!r} p={f.confidence} exact={out[-1]['exact']}")
@@ -466,13 +477,15 @@ def main() -> None:
     ap.add_argument("--split", choices=("tuning", "validation", "both"), default="both",
                     help="the cases of one half only (tune on tuning; validation once)")
     ap.add_argument("--no-caller", action="store_true", help="the fill prompt without the caller's header")
+    ap.add_argument("--scope", choices=("on", "off"), help="the sweep's fill prompt with or without the caller's "
+                    "names in scope (default: engine/edits/fill.py SCOPE_NAMES)")
     ap.add_argument("--out", type=Path, default=OUT, help="the report's path without its suffix")
     args = ap.parse_args()
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     if args.no_caller:
-        import engine.edits.fill
-
-        engine.edits.fill.CALLER_HEADER = False
+        fill_module.CALLER_HEADER = False
+    if args.scope is not None:
+        fill_module.SCOPE_NAMES = args.scope == "on"
     cases, counts = all_cases(args.cache, log)
     splits = ("tuning", "validation") if args.split == "both" else (args.split,)
     cases = [c for c in cases if c.split in splits]
@@ -496,7 +509,8 @@ def main() -> None:
               "date": time.strftime("%Y-%m-%d"), "pairs": counts,
               "splits": {s: summary([x for x in rows if x["split"] == s]) for s in splits} if rows else {},
               "rows": rows, "sweep": swept, "floors": floors(swept, splits) if swept else None,
-              "fill_prompt": {"caller_header": not args.no_caller}, "floor": FLOOR}
+              "fill_prompt": {"caller_header": not args.no_caller, "scope_names": fill_module.SCOPE_NAMES},
+              "floor": FLOOR}
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     args.out.with_suffix(".md").write_text(report(result))
     log(json.dumps({"splits": result["splits"], "floors": result["floors"]}, indent=1))

@@ -9,14 +9,21 @@ the end when the function has no defaults, else its last parameter removed); 200
 asked, as the clients do. Two arms: ``disk`` (only the def's module is open: the callers are found on disk)
 and ``open`` (every module the truth names is opened first: the callers' unsaved texts are searched).
 
-Measured per case: ``readyMs`` (the server's: from the keystroke to the plan being ready, the 150 ms the edit
-takes to settle included), the client's wait from the keystroke to the answer, and the locations offered in
-other files (``elsewhere``) against the truth: the calls of the function by its name in the modules that
+Measured per case: ``readyMs`` (the server's: from the keystroke to the first offer being ready, the 150 ms
+the edit takes to settle included; ``after settle``: the same less those 150 ms), the client's wait from the
+keystroke to the first answer, ``completeMs`` (the server's: from the keystroke to the last location found;
+the client asks again every 100 ms while the answer says ``pending``, as after a first offer elsewhere), and
+the locations offered in other files (``elsewhere``) of the complete answer against the truth: the calls of the function by its name in the modules that
 import it by name, or through their module (``mod.name(...)``), that the change affects (for a removal:
 those that pass the removed parameter). Precision: offered locations that are such a call; recall: such
-calls offered. CPU and commit are recorded.
+calls offered. CPU, load average and commit are recorded. A server that never says ``pending`` (before
+the first offer came early) has its ``readyMs`` as its complete time too.
+
+``--before DIR``: the server of another checkout (``git archive <commit> | tar -x -C DIR``) too, each arm run
+on it and then on this one (``--rounds`` times), for the figures before a change.
 
     python scripts/bench_next_edit_workspace.py [--package cfnlint | --source DIR] [--cases 12] [--arm both]
+        [--before DIR] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -43,6 +50,8 @@ from engine.edits.ondisk import python_files  # noqa: E402
 from lsp_server.convert import offset_to_position, position_to_offset  # noqa: E402
 
 PAUSE_S = 0.2  # the clients ask this long after the last keystroke
+SETTLE_MS = 150.0  # the server's QUIET_S: its computation starts this long after the keystroke
+AGAIN_S = 0.1  # the client asks again this often while the answer is pending
 OUT = ROOT / "docs" / "benchmarks" / "next_edit_workspace"
 
 
@@ -184,10 +193,10 @@ def cases_of(root: Path, n: int) -> list[Case]:
 
 
 class Server:
-    def __init__(self, root: Path, model: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "--model", model], cwd=ROOT,
+    def __init__(self, root: Path, model: str, tree: Path = ROOT) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "--model", model], cwd=tree,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                     env={**os.environ, "PYTHONPATH": str(tree)})
         self.w = Wire(self.proc)
         self.w.call("initialize", {"processId": None, "capabilities": {}, "rootUri": root.as_uri()})
         self.w.notify("initialized", {})
@@ -232,6 +241,10 @@ def run_case(srv: Server, case: Case, arm: str) -> dict:
     time.sleep(PAUSE_S)
     res = srv.ask(uri, 2, cur, s + len(new))
     wait_ms = (time.perf_counter() - t0) * 1000
+    first = res
+    while res.get("pending") and time.perf_counter() - t0 < 5.0:
+        time.sleep(AGAIN_S)
+        res = srv.ask(uri, 2, cur, s + len(new))
     offered, right, hit = 0, 0, set()
     texts: dict[str, str] = {}
     for x in res.get("elsewhere", []):
@@ -249,34 +262,44 @@ def run_case(srv: Server, case: Case, arm: str) -> dict:
     truth_n = sum(len(v) for v in case.truth.values())
     return {"case": f"{case.module}.{case.name}", "kind": case.kind, "arm": arm, "files": len(case.truth),
             "truth": truth_n, "offered": offered, "right": right, "found": len(hit),
-            "ready_ms": res.get("readyMs"), "answer_ms": round(wait_ms, 1),
+            "ready_ms": first.get("readyMs"), "answer_ms": round(wait_ms, 1),
+            "complete_ms": res.get("completeMs", res.get("readyMs")), "pending": bool(res.get("pending")),
             "here": len(res.get("edits", [])) + len(res.get("jumps", []))}
 
 
 def summary(rows: list[dict]) -> dict:
     ready = [r["ready_ms"] for r in rows if r["ready_ms"] is not None]
-    return {"cases": len(rows), "truth": sum(r["truth"] for r in rows), "offered": sum(r["offered"] for r in rows),
+    complete = [r["complete_ms"] for r in rows if r.get("complete_ms") is not None]
+    return {"cases": len(rows), "settled": lat_summary([x - SETTLE_MS for x in ready]),
+            "complete": lat_summary(complete), "still_pending": sum(r.get("pending", False) for r in rows), "truth": sum(r["truth"] for r in rows), "offered": sum(r["offered"] for r in rows),
             "precision": ratio(sum(r["right"] for r in rows), sum(r["offered"] for r in rows)),
             "recall": ratio(sum(r["found"] for r in rows), sum(r["truth"] for r in rows)),
             "ready": lat_summary(ready), "answer": lat_summary([r["answer_ms"] for r in rows]),
             "no_ready": sum(r["ready_ms"] is None for r in rows)}
 
 
+def _lat(x: dict) -> str:
+    return f"{x['p50_ms']} / {x['p95_ms']} / {x['max_ms']}"
+
+
 def report(result: dict) -> str:
     lines = ["# Next edits across a real package's source tree (issue 50)", "",
              f"`scripts/bench_next_edit_workspace.py`, commit {result['commit']}, {result['cpu']}, model "
              f"{result['model']}, {result['date']}. Workspace: {result['workspace']} ({result['files']} `.py` "
-             f"files). What it measures: the script's docstring.", "",
-             "| arm | cases | calls to change | locations offered | precision | recall | ready p50 / p95 / max ms "
-             "| answer p50 / p95 ms |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             f"files). Load average {result.get('load', '?')}. What it measures: the script's docstring.", "",
+             "| arm | cases | calls to change | locations offered | precision | recall | first offer ready p50 / p95 "
+             "/ max ms | after settle p50 / p95 / max ms | complete p50 / p95 / max ms | answer p50 / p95 ms |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for arm, m in result["arms"].items():
         lines.append(f"| {arm} | {m['cases']} | {m['truth']} | {m['offered']} | {m['precision']} | {m['recall']} | "
-                     f"{m['ready']['p50_ms']} / {m['ready']['p95_ms']} / {m['ready']['max_ms']} | "
+                     f"{_lat(m['ready'])} | {_lat(m['settled'])} | {_lat(m['complete'])} | "
                      f"{m['answer']['p50_ms']} / {m['answer']['p95_ms']} |")
-    lines += ["", "Per case (arm, kind, calling files, calls to change, offered / right / found, ready ms):", ""]
+    lines += ["", "Per case (arm, kind, calling files, calls to change, offered / right / found, first offer ready ms, "
+              "complete ms):", ""]
     for r in result["rows"]:
         lines.append(f"- {r['arm']}, {r['kind']}: {r['case']}: {r['files']} files, {r['truth']} calls; "
-                     f"{r['offered']} / {r['right']} / {r['found']}; ready {r['ready_ms']} ms")
+                     f"{r['offered']} / {r['right']} / {r['found']}; ready {r['ready_ms']} ms, "
+                     f"complete {r.get('complete_ms')} ms")
     return "\n".join(lines) + "\n"
 
 
@@ -300,6 +323,8 @@ def main() -> None:
     ap.add_argument("--arm", choices=("disk", "open", "both"), default="both")
     ap.add_argument("--model", default="qwen2.5-coder-0.5b")
     ap.add_argument("--work", type=Path, default=Path("/tmp/flint-bench-workspace"))
+    ap.add_argument("--before", type=Path, help="another checkout's server, each arm run on it first")
+    ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     if args.source is not None:
@@ -312,19 +337,26 @@ def main() -> None:
     files = sum(1 for _ in python_files([str(root)]))
     cases = cases_of(root, args.cases)
     log(f"{files} files, {len(cases)} cases")
-    arms = ("disk", "open") if args.arm == "both" else (args.arm,)
+    trees = [(" (before)", args.before.resolve()), ("", ROOT)] if args.before is not None else [("", ROOT)]
+    runs = [(arm, label, tree) for _ in range(args.rounds)
+            for arm in (("disk", "open") if args.arm == "both" else (args.arm,)) for label, tree in trees]
     rows = []
-    for arm in arms:
-        srv = Server(root, args.model)  # a server per arm: the disk arm's parses do not warm the open one
+    load0 = os.getloadavg()
+    for arm, label, tree in runs:
+        srv = Server(root, args.model, tree)  # a server per arm: the disk arm's parses do not warm the open one
         time.sleep(2.0)
         try:
             for c in cases:
-                rows.append(run_case(srv, c, arm))
-                log(f"  {arm} {rows[-1]}")
+                rows.append({**run_case(srv, c, arm), "arm": arm + label})
+                log(f"  {arm}{label} {rows[-1]}")
         finally:
             srv.close()
+    load1 = os.getloadavg()
+    arms = list(dict.fromkeys(arm + label for arm, label, _ in runs))
     result = {"commit": _commit(), "cpu": lscpu_model(), "model": args.model, "date": time.strftime("%Y-%m-%d"),
               "workspace": f"{name} (from {src})", "files": files,
+              "before": str(args.before) if args.before is not None else None,
+              "load": f"{load0[0]:.2f} at the start, {load1[0]:.2f} at the end (1 min)",
               "arms": {arm: summary([r for r in rows if r["arm"] == arm]) for arm in arms}, "rows": rows}
     OUT.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     OUT.with_suffix(".md").write_text(report(result))

@@ -240,6 +240,20 @@ async def until(cond: Callable[[], object], timeout: float = 5.0, every: float =
             await poke()
 
 
+async def next_edit_whole(s, uri: str, version: int, line: int, character: int, timeout: float = 5.0) -> dict:
+    """A session's ``flint/nextEdit`` answer once its plan is complete: asked again while it says ``pending``
+    (the other documents' parts still coming), as a client does."""
+    import asyncio
+
+    res = await s.next_edit(uri, version, line, character)
+    deadline = time.monotonic() + timeout
+    while res.get("pending") and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+        res = await s.next_edit(uri, version, line, character)
+    assert not res.get("pending"), res
+    return res
+
+
 def wait_for(cond: Callable[[], object], timeout: float = 5.0, every: float = 0.01,
              poke: Callable[[], object] | None = None) -> bool:
     """Wait (blocking this thread) until ``cond()`` holds, checking every ``every`` seconds (``poke``: called

@@ -8,6 +8,9 @@ import pytest
 
 from engine.edits.exact import OpenDoc, apply_all, workspace_next_edits
 from engine.edits.history import EditHistory
+from engine.edits.ondisk import DiskSearch
+from engine.edits.rename import new_script
+from engine.edits.workspace import jedi_reads, occurrences
 from engine.guidance.jedi_analyser import JediAnalyser
 
 A = '''import os
@@ -127,3 +130,49 @@ def test_a_module_level_name_imported_under_another_name_renames_the_import_only
     h = _rename(A, A.index("def helper") + 4, "helper", "assist")
     _, elsewhere = _ask(ws, h, [OpenDoc("B", str(root / "b.py"), b)])
     assert apply_all(b, elsewhere["B"]) == b.replace("import helper as", "import assist as")
+
+
+def test_each_part_is_handed_over_as_found_the_renamed_document_first(ws):
+    root, analyser = ws
+    c = "from a import helper\n\nhelper(2)\n"
+    (root / "c.py").write_text(c)
+    h = _rename(A, A.index("def helper") + 4, "helper", "assist")
+    got: list = []
+    text = h.text("a")
+    assert text is not None
+    here, elsewhere = workspace_next_edits(text, h.edits("a"), path=str(root / "a.py"), analyser=analyser,
+                                           deadline=time.monotonic() + 60,
+                                           others=[OpenDoc("B", str(root / "b.py"), B_OPEN)],
+                                           disk=DiskSearch((str(root),)), emit=lambda d, e: got.append((d, e)))
+    # this document's first, then the open one, then the file on disk: the same edits as returned
+    assert [d.key if d else None for d, _ in got] == [None, "B", (root / "c.py").as_uri()]
+    assert got[0][1] == here and {d.key: e for d, e in got[1:]} == elsewhere
+
+
+def test_jedi_reads_a_saved_text_itself_and_an_unsaved_one_is_parsed_first(ws):
+    root, analyser = ws
+    analyser.submit(new_script, analyser, B_DISK, str(root / "b.py")).result()
+    assert jedi_reads(OpenDoc("B", str(root / "b.py"), B_DISK))
+    assert not jedi_reads(OpenDoc("B", str(root / "b.py"), B_OPEN))  # unsaved
+    assert not jedi_reads(OpenDoc("Z", str(root / "missing.py"), "x = 1\n"))
+    # parso's cache holds another text of the file (an older unsaved one): that is what jedi would read
+    analyser.submit(new_script, analyser, B_OPEN, str(root / "b.py")).result()
+    assert not jedi_reads(OpenDoc("B", str(root / "b.py"), B_DISK))
+
+
+def test_a_search_for_a_text_the_user_left_stops(ws):
+    root, analyser = ws
+    h = _rename(A, A.index("def helper") + 4, "helper", "assist")
+    text = h.text("a")
+    assert text is not None
+    here, elsewhere = workspace_next_edits(text, h.edits("a"), path=str(root / "a.py"), analyser=analyser,
+                                           deadline=time.monotonic() + 60,
+                                           others=[OpenDoc("B", str(root / "b.py"), B_OPEN)],
+                                           disk=DiskSearch((str(root),), cancelled=lambda: True))
+    assert [e.new_text for e in here] == ["assist"] and elsewhere == {}
+
+
+def test_the_call_sites_ask_jedi_only_where_the_name_is_called():
+    text = "from a import helper\nx = helper\ny = helper (1) + obj.helper(\n2)  # helper(3)\ns = 'helper(4)'\n"
+    assert len(occurrences(text, "helper")) == 4
+    assert [text[o:o + 9] for o in occurrences(text, "helper", calls_only=True)] == ["helper (1", "helper(\n2"]

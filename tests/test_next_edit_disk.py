@@ -15,7 +15,7 @@ from engine.types import GenParams
 from lsp_server.documents import Change
 from lsp_server.session import Session
 from lsp_server.settings import Settings
-from tests.fakes import Done, FakeEngine, Step
+from tests.fakes import Done, FakeEngine, Step, next_edit_whole
 
 GEO = ("def area(w, h):\n"
        "    return w * h\n")
@@ -65,10 +65,10 @@ async def test_a_parameter_added_offers_the_call_sites_in_files_not_open_then_th
     s.did_open(geo, GEO, 1, "python")
     await s.next_edit(geo, 1, 0, 0)  # the first ask starts speculation
     s.did_edit(geo, 2, [Change(", unit", (0, 13, 0, 13))])
-    res = await s.next_edit(geo, 2, 0, 19)
+    res = await next_edit_whole(s, geo, 2, 0, 19)
     assert res["edits"] == [] and "jumps" not in res
     away = res["elsewhere"]
-    assert {x["uri"].rsplit("/", 1)[-1] for x in away} == {"use.py", "other.py"}
+    assert {x["uri"].rsplit("/", 1)[-1] for x in away} == {"use.py", "other.py"}, res
     assert all(x["version"] is None and x["note"] == "unit" and "newText" not in x for x in away)
     assert not any(".venv" in x["uri"] for x in away)
     first = next(x for x in away if x["uri"] == use)
@@ -98,7 +98,7 @@ async def test_a_removed_parameter_and_a_rename_reach_files_on_disk_and_a_change
     s.did_open(geo, GEO, 1, "python")
     await s.next_edit(geo, 1, 0, 0)
     s.did_edit(geo, 2, [Change("", (0, 10, 0, 13))])  # def area(w): h removed
-    res = await s.next_edit(geo, 2, 0, 10)
+    res = await next_edit_whole(s, geo, 2, 0, 10)
     removed = [(x["uri"].rsplit("/", 1)[-1], x["oldText"], x["newText"], x["version"]) for x in res["elsewhere"]]
     assert sorted(removed) == [("other.py", ", 3", "", None), ("other.py", ", 5", "", None),
                                ("use.py", ", r.h", "", None)]
@@ -111,7 +111,7 @@ async def test_a_removed_parameter_and_a_rename_reach_files_on_disk_and_a_change
     s.did_close(other)
     # a function renamed at its def: its references in the files on disk
     s.did_edit(geo, 3, [Change("surface", (0, 4, 0, 8))])
-    res = await s.next_edit(geo, 3, 0, 11)
+    res = await next_edit_whole(s, geo, 3, 0, 11)
     renamed = sorted((x["uri"].rsplit("/", 1)[-1], x["oldText"], x["newText"]) for x in res["elsewhere"])
     assert renamed == [("other.py", "area", "surface")] * 2 + [("use.py", "area", "surface")] * 2
     # opened unchanged, the file's own references are its answer, applied one by one

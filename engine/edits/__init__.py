@@ -7,7 +7,8 @@
   literal replaced once (``repeat``), a function's call sites after a parameter was renamed, removed or
   added (``signature``, pure; ``callsites``, jedi); ``common`` holds what they share.
 - ``plan``: which of a computation's edits are left once some are applied (no new computation).
-- ``fill``: the model's argument at a jump target (the prompt, the cut, the floor).
+- ``fill``: the model's argument at a jump target (the prompt, the cut, the floor); ``scope``: the caller's
+  names in scope there (jedi), for the prompt.
 - ``prompt``: the model's next-edit prompt (recent edits as diffs, an editable window with the cursor) for
   the Qwen2.5-Coder Instruct checkpoints, and the parser of its answer.
 

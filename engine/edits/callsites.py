@@ -12,7 +12,7 @@ the text with them applied parses.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.edits.common import JEDI_BUDGET_S, NextEdit, apply_all, parses
@@ -20,7 +20,7 @@ from engine.edits.history import Edit
 from engine.edits.ondisk import DiskSearch
 from engine.edits.rename import jedi_references
 from engine.edits.signature import Change, call_edits, calls, signature_change
-from engine.edits.workspace import OpenDoc, occurrences_elsewhere, with_disk
+from engine.edits.workspace import OpenDoc, occurrences_elsewhere, on_disk
 
 
 def last_signature_change(text: str, edits: Sequence[Edit]) -> Change | None:
@@ -41,21 +41,39 @@ def call_site_edits(text: str, change: Change, *, path: str | None, analyser: An
     """The call sites' edits after ``change`` of the current ``text``: here, and in ``others`` (and, with
     ``disk``, the workspace's files on disk: ondisk.py) by key."""
     deadline = deadline if deadline is not None else time.monotonic() + JEDI_BUDGET_S
+    here = call_sites_here(text, change, path=path, analyser=analyser, deadline=deadline)
+    if here is None:
+        return [], {}
+    return here, call_sites_elsewhere(text, change, path=path, analyser=analyser, deadline=deadline, others=others,
+                                      disk=disk)
+
+
+def call_sites_here(text: str, change: Change, *, path: str | None, analyser: Any, deadline: float
+                    ) -> list[NextEdit] | None:
+    """The edits of the calls in this document (jedi's references); None when jedi does not know the
+    function (then it has no opinion elsewhere either)."""
     refs = jedi_references(text, change.name_at, path=path, analyser=analyser, deadline=deadline)
     if not refs or all(off != change.name_at for off, _ in refs):
-        return [], {}  # jedi does not know the function: no opinion
-    here = _checked(text, call_edits(text, change, calls(text, [off for off, _ in refs])))
-    elsewhere: dict[str, list[NextEdit]] = {}
-    if (others or disk is not None) and path is not None and analyser is not None and _top_level(text, change.name_at):
-        others = with_disk(others, disk, change.name, path, deadline)
-        found = occurrences_elsewhere(text, change.name_at, change.name, path, others, analyser=analyser,
-                                      deadline=deadline)
-        texts = {d.key: d.text for d in others}
-        for key, offs in found.items():
-            edits = _checked(texts[key], call_edits(texts[key], change, calls(texts[key], offs)))
-            if edits:
-                elsewhere[key] = edits
-    return here, elsewhere
+        return None
+    return _checked(text, call_edits(text, change, calls(text, [off for off, _ in refs])))
+
+
+def call_sites_elsewhere(text: str, change: Change, *, path: str | None, analyser: Any, deadline: float,
+                         others: Sequence[OpenDoc] = (), disk: DiskSearch | None = None,
+                         each: Callable[[OpenDoc, list[NextEdit]], None] | None = None
+                         ) -> dict[str, list[NextEdit]]:
+    """The edits of the calls in ``others``, then (with ``disk``) in the files on disk, by key; ``each(doc,
+    edits)`` as each document's are found (workspace.occurrences_elsewhere)."""
+    if not (others or disk is not None) or path is None or analyser is None or not _top_level(text, change.name_at):
+        return {}
+
+    def at_calls(d: OpenDoc, offs: list[int]) -> list[NextEdit]:
+        return _checked(d.text, call_edits(d.text, change, calls(d.text, offs)))
+
+    return occurrences_elsewhere(text, change.name_at, change.name, path, others, at_calls, analyser=analyser,
+                                 deadline=deadline, each=each,
+                                 more=None if disk is None else lambda: on_disk(others, disk, change.name, path, deadline),
+                                 cancelled=disk.cancelled if disk is not None else lambda: False, calls_only=True)
 
 
 def _top_level(text: str, name_at: int) -> bool:

@@ -48,10 +48,10 @@ worker thread), so a question waits at most until its deadline and never raises.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.edits.callsites import call_site_edits, last_signature_change
+from engine.edits.callsites import call_sites_elsewhere, call_sites_here, last_signature_change
 from engine.edits.common import (  # noqa: F401  (re-exported: the package's one entry for callers)
     JEDI_BUDGET_S,
     MAX_SUGGESTIONS,
@@ -73,6 +73,7 @@ from engine.edits.rename import (  # noqa: F401
     rename_edits,
 )
 from engine.edits.repeat import repeat_edits
+from engine.edits.signature import Change
 from engine.edits.workspace import OpenDoc, references_elsewhere
 
 
@@ -84,39 +85,61 @@ def exact_next_edits(text: str, edits: Sequence[Edit], *, path: str | None = Non
                                 cursor=cursor)[0]
 
 
+# found next edits handed over as they come: (None, this document's) first, then (another document, its)
+Emit = Callable[[OpenDoc | None, list[NextEdit]], None]
+
+
 def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, language: str | None = None,
                          analyser: Any = None, deadline: float | None = None, cursor: int | None = None,
-                         others: Sequence[OpenDoc] = (), disk: DiskSearch | None = None
-                         ) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
+                         others: Sequence[OpenDoc] = (), disk: DiskSearch | None = None, emit: Emit | None = None,
+                         change: Change | None = None) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
     """``exact_next_edits`` here, and a rename's references or the call sites' edits in the ``others`` (the
     other open Python documents, workspace.py) and, with ``disk``, the workspace's files on disk
-    (ondisk.py; their texts in ``disk.docs``), by their key."""
+    (ondisk.py; their texts in ``disk.docs``), by their key. ``emit``: each part as soon as it is found (this
+    document's first, when it has some; the others' one document at a time), the same edits as returned.
+    ``change``: the last edit's signature change, when the caller found it already."""
     if not edits:
         return [], {}
     python = is_python(path, language)
     if python:
         before = edits[-1].undo(text)
-        change = last_signature_change(text, edits) if analyser is not None else None
+        if analyser is None:
+            change = None
+        elif change is None:
+            change = last_signature_change(text, edits)
         here: list[NextEdit] = []
-        elsewhere: dict[str, list[NextEdit]] = {}
+        r = None
         if identifier_change(before, edits[-1]) is not None:
             r = find_rename(text, edits, path=path, analyser=analyser, deadline=deadline, cursor=cursor)
             if r is not None:
                 here = r.edits
-                if (others or disk is not None) and path is not None and analyser is not None:
-                    elsewhere = references_elsewhere(
-                        r, path, others, analyser=analyser,
-                        deadline=deadline if deadline is not None else time.monotonic() + JEDI_BUDGET_S, disk=disk)
             elif change is not None:
                 change = None  # a parameter rename jedi does not vouch for in the body: nothing at the calls
+        if deadline is None:
+            deadline = time.monotonic() + JEDI_BUDGET_S
         if change is not None:
-            calls_here, calls_elsewhere = call_site_edits(text, change, path=path, analyser=analyser,
-                                                          deadline=deadline, others=others, disk=disk)
-            here, elsewhere = _joined(text, here, calls_here), {**elsewhere, **calls_elsewhere}
+            calls_here = call_sites_here(text, change, path=path, analyser=analyser, deadline=deadline)
+            if calls_here is None:
+                change = None  # jedi does not know the function: nothing at the calls elsewhere either
+            else:
+                here = _joined(text, here, calls_here)
+        here = by_cursor(here, edits[-1].new_end if cursor is None else cursor)
+        if here and emit is not None:
+            emit(None, here)  # the user's own document first: its edits need no other file
+        elsewhere: dict[str, list[NextEdit]] = {}
+        if r is not None and (others or disk is not None) and path is not None and analyser is not None:
+            elsewhere = references_elsewhere(r, path, others, analyser=analyser, deadline=deadline, disk=disk,
+                                             each=emit)
+        if change is not None:
+            elsewhere |= call_sites_elsewhere(text, change, path=path, analyser=analyser, deadline=deadline,
+                                              others=others, disk=disk, each=emit)
         if here or elsewhere:
-            return by_cursor(here, edits[-1].new_end if cursor is None else cursor), elsewhere
+            return here, elsewhere
         # a word inside a string or comment is no name jedi knows: its repeat (a name in code never is)
-    return repeat_edits(text, edits, language="python" if python else language, cursor=cursor), {}
+    found = repeat_edits(text, edits, language="python" if python else language, cursor=cursor)
+    if found and emit is not None:
+        emit(None, found)
+    return found, {}
 
 
 def _joined(text: str, a: list[NextEdit], b: list[NextEdit]) -> list[NextEdit]:

@@ -16,7 +16,9 @@ the engine).
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -34,6 +36,9 @@ ALIGN_CHARS = 512
 MAX_HEADER_LINES = 12
 MAX_ARGUMENT_CHARS = 120
 CALLER_HEADER = True  # the calling function's header before a window that starts inside it (fill_prompt)
+# the caller's names in scope that the window does not show, as a comment (fill_prompt): off until the tuning
+# half's sweep says otherwise (scripts/bench_next_edit_signatures.py --scope on)
+SCOPE_NAMES = False
 FILL_PARAMS = GenParams(max_tokens=16, max_lines=1, language="python")
 _CLOSE = {")": "(", "]": "[", "}": "{"}
 
@@ -92,14 +97,15 @@ def _string_end(text: str, i: int) -> int:
 
 
 def fill_prompt(text: str, jump: NextEdit, signature: str, *, max_prefix: int = MAX_PREFIX_CHARS,
-                max_suffix: int = MAX_SUFFIX_CHARS, def_at: int = -1, caller: bool | None = None
-                ) -> tuple[str, str]:
+                max_suffix: int = MAX_SUFFIX_CHARS, def_at: int = -1, caller: bool | None = None,
+                names: Sequence[str] = ()) -> tuple[str, str]:
     """(prefix, suffix) of the model's prompt for ``jump``'s argument: the text before the target (from a
     line start at most ``max_prefix`` back) with the lead separator and ``name=`` written, and the trail
     separator with the text after it. ``signature`` (the edited def's, ``header``) goes in front, as a
     stub, unless the prefix holds it (``def_at``: the def's offset in ``text``, -1 unknown); with
     ``caller`` (None: ``CALLER_HEADER``), the header of the function holding the call goes before the
-    window when the window starts below it."""
+    window when the window starts below it; ``names`` (scope.py: the caller's own names bound above the
+    call), those the window does not hold, as a comment line before it."""
     at, f = jump.range_start, jump.fill
     caller = CALLER_HEADER if caller is None else caller
     assert f is not None
@@ -107,6 +113,7 @@ def fill_prompt(text: str, jump: NextEdit, signature: str, *, max_prefix: int = 
     start = text.find("\n", aligned)
     start = 0 if aligned == 0 or start < 0 or start >= at else start + 1
     prefix = text[start:at] + f.lead + (f.keyword + "=" if f.keyword else "")
+    above = ""
     if caller:
         # the function the call is in, when the window starts inside it below its def: its parameters
         # are the names most often passed on (the window's first lines stand for the elided rest)
@@ -115,7 +122,13 @@ def fill_prompt(text: str, jump: NextEdit, signature: str, *, max_prefix: int = 
             head = header(text, text.find("def", enclosing) + 4)
             if head:
                 indent = len(head) - len(head.lstrip())
-                prefix = head + "\n" + " " * (indent + 4) + "...\n" + prefix
+                above = head + "\n" + " " * (indent + 4) + "...\n"
+    # the names bound above the window, where the model can see no other trace of them
+    unseen = [n for n in names if not re.search(rf"(?<!\w){re.escape(n)}(?!\w)", above + text[start:at])]
+    if unseen:
+        line = text[text.rfind("\n", 0, at) + 1:at]
+        above += line[:len(line) - len(line.lstrip())] + "# in scope: " + ", ".join(unseen) + "\n"
+    prefix = above + prefix
     if signature and not (start <= def_at < at):
         stub = textwrap.dedent(signature)
         prefix = stub + "\n" + " " * 4 + "...\n\n\n" + prefix
@@ -226,10 +239,18 @@ def filled(jump: NextEdit, arg: str, confidence: float, floor: float = FLOOR) ->
 
 
 def engine_fill(engine: Any, text: str, jump: NextEdit, signature: str, *, def_at: int = -1,
-                deadline: float | None = None, floor: float = FLOOR) -> tuple[NextEdit, str]:
+                deadline: float | None = None, floor: float = FLOOR, names: Sequence[str] = ()
+                ) -> tuple[NextEdit, str]:
     """``jump`` filled by ``engine`` (the facade of engine/engine_api.md) and the model's raw text. The
     server runs the same prompt through its completion worker instead (lsp_server/nextedit/fills.py)."""
-    prefix, suffix = fill_prompt(text, jump, signature, def_at=def_at)
+    prefix, suffix = fill_prompt(text, jump, signature, def_at=def_at, names=names)
     outs, _ = engine.complete(prefix, suffix, replace(FILL_PARAMS, deadline=deadline))
     c = outs[0]
     return answer(jump, c.text, c.doubts, c.finish_reason, floor, after=text[jump.range_start:]), c.text
+
+
+def def_line(text: str, at: int) -> int:
+    """The 1-based line of the innermost def holding offset ``at`` (1 at module level): where the caller's own
+    names start (scope.py)."""
+    d = _enclosing_def(text, at)
+    return 1 if d is None else text.count("\n", 0, d) + 1

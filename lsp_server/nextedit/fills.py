@@ -24,10 +24,13 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from engine.edits import fill
 from engine.edits.common import NextEdit, by_cursor
 from engine.edits.fill import FILL_PARAMS, answer, fill_prompt
 from engine.edits.plan import unapplied
+from engine.edits.scope import SCOPE_WAIT_S, question
 from engine.types import Doubts
+from lsp_server.documents import uri_path
 from lsp_server.nextedit.records import Signature
 
 if TYPE_CHECKING:
@@ -47,6 +50,8 @@ class Owner(Protocol):
     def part(self, uri: str) -> Part | None: ...
 
     def cursor(self, uri: str) -> int: ...
+
+    def analyser(self) -> Any: ...
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +125,19 @@ class FillRun:
         first = by_cursor(jumps, self.owner.cursor(self.uri))[0]
         return next(i for i, e in left if e is first)
 
+    async def _names(self, jump: NextEdit) -> list[str]:
+        """The caller's own names in scope at ``jump`` (engine/edits/scope.py), from jedi on its thread; []
+        when jedi is slow or fails (the prompt goes without them)."""
+        path, at = uri_path(self.uri), jump.range_start
+        try:
+            a = self.owner.analyser()
+            q = question(self.base, at, fill.def_line(self.base, at), lead=jump.fill.lead if jump.fill else "",
+                         path=str(path) if path else None, analyser=a)
+            names: list[str] = await asyncio.wait_for(asyncio.wrap_future(a.submit(q)), SCOPE_WAIT_S)
+            return names
+        except Exception:  # (a timeout included)
+            return []
+
     async def run(self) -> None:
         try:
             drops = 0
@@ -129,7 +147,8 @@ class FillRun:
                 if i is None or sum(not untried(e) and e.jump for e in part.planned) >= MAX_FILLS:
                     return
                 jump = part.planned[i]
-                prefix, suffix = fill_prompt(self.base, jump, self.sig.text, def_at=self.sig.def_at)
+                names = await self._names(jump) if fill.SCOPE_NAMES else []
+                prefix, suffix = fill_prompt(self.base, jump, self.sig.text, def_at=self.sig.def_at, names=names)
                 revision = self.owner.documents.revision(self.uri)
                 t0 = time.monotonic()
                 try:

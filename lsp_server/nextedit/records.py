@@ -20,14 +20,24 @@ class Signature:
 
 @dataclass
 class Job:
+    """One computation of the next edits of ``uri`` at ``revision``. Its parts reach the plan as they are
+    found (``ready``: set at the first, or when it ends with none); ``future`` ends with the whole."""
+
     uri: str
     revision: int
     version: int
     last_edit_t: float  # time.monotonic() of the last keystroke of the edit it answers
-    future: asyncio.Future = field(repr=False)  # -> (edits here, {uri: edits} elsewhere, Signature | None)
+    future: asyncio.Future | None = field(default=None, repr=False)  # -> (edits here, {uri: edits} elsewhere)
     text: str = field(default="", repr=False)  # the text the edits belong to
-    ready_t: float | None = None
+    ready_t: float | None = None  # its first part reached the plan (or it ended with none)
+    done_t: float | None = None  # it ended
     others: dict[str, tuple[int, int, str]] = field(default_factory=dict, repr=False)  # uri -> (rev, version, text)
+    ready: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    plan: Plan | None = field(default=None, repr=False)  # the plan its parts went to
+
+    def ms(self, t: float | None) -> float | None:
+        """``t`` in ms after the last keystroke."""
+        return None if t is None else round((t - self.last_edit_t) * 1000, 1)
 
 
 @dataclass
@@ -62,6 +72,7 @@ class Plan:
     origin: str
     parts: dict[str, Part]
     sig: Signature | None = None  # the edited def's signature, when there are jump targets to fill
+    complete: bool = True  # False while its computation is still finding parts
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,8 @@ class Found:
     uri: str
     version: int
     edits: list[NextEdit]
-    ready_ms: float | None = None  # from the last keystroke to the edits being ready
+    ready_ms: float | None = None  # from the last keystroke to the first of the edits being ready
     stale: bool = False
     elsewhere: list[Elsewhere] = field(default_factory=list)
+    pending: bool = False  # more are being found (in other documents): asking again gets them
+    complete_ms: float | None = None  # from the last keystroke to the last of them found

@@ -8,7 +8,9 @@ revision the user has left is dropped at its start, and its answer is never give
 one revision of one document.
 
 **The plan.** A computation's edits are kept as the workspace's *plan*: per document, the edits and the
-text (revision) they belong to, the renamed document's own among them. A rename of a name that is not one
+text (revision) they belong to, the renamed document's own among them. They join it as they are found,
+one document at a time (parts.py): the computation's first part replaces the plan before, and a request
+answers as soon as there is one (``pending`` while the rest is searched). A rename of a name that is not one
 function's own also finds its references in the other open Python documents (engine/edits/workspace.py),
 which join the plan. Asked in a planned document (unchanged since), its part is the answer's ``edits``;
 asked anywhere, the plan's other documents are its ``elsewhere``. A change of a planned document whose text
@@ -28,6 +30,7 @@ incrementally then.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -37,12 +40,12 @@ from typing import Any
 
 from engine.edits.callsites import last_signature_change
 from engine.edits.exact import NextEdit, OpenDoc, by_cursor, is_python, workspace_next_edits
-from engine.edits.fill import header
 from engine.edits.history import Edit
 from engine.edits.ondisk import DiskSearch
 from engine.edits.plan import remaining
 from lsp_server.documents import DocumentStore, uri_path
 from lsp_server.nextedit.fills import FILL_WAIT_S, Filler, FillRuns, Signature, untried
+from lsp_server.nextedit.parts import elsewhere, part_of, signature_of
 from lsp_server.nextedit.records import Elsewhere, Found, Job, Part, Plan
 from lsp_server.nextedit.wire import to_json  # noqa: F401  (the session's import)
 
@@ -94,9 +97,13 @@ class NextEdits:
     # ---- the document's life (event loop) ----
     def changed(self, uri: str) -> None:
         """After an edit: what was computed for the old text is gone; compute again once it settles (not
-        when the edit was one of the plan's: the rest of the plan is that document's answer)."""
+        when the edit was one of the plan's: the rest of the plan is that document's answer, and the
+        computation still finding its other parts goes on)."""
+        job = self._jobs.get(uri)
         self._cancel(uri)
         if self._consumed(uri):
+            if job is not None and job.done_t is None and job.plan is not None and job.plan is self.plan:
+                self._jobs[uri] = job
             return
         if not self.asked or self._loop is None or not self.enabled():
             return
@@ -190,31 +197,37 @@ class NextEdits:
             self._start(uri)
 
     def _start(self, uri: str) -> Job:
-        """Compute the next edits of ``uri`` as it stands, off the loop (snapshots taken here, on it)."""
-        assert self._loop is not None
+        """Compute the next edits of ``uri`` as it stands, off the loop (snapshots taken here, on it); each
+        part found reaches the plan at once (``_found``)."""
+        loop = self._loop
+        assert loop is not None
         doc = self.documents.get(uri)
         edits = self.documents.history.edits(uri)
         last_t = edits[-1].t_last if edits else time.monotonic()
-        fut: asyncio.Future
         others = self._others(uri)
+        job = Job(uri, doc.revision, doc.version, last_t, text=doc.text,
+                  others={u: (r, v, t) for u, (r, v, t, _p) in others.items()})
         if not edits or doc.problem():
-            fut = self._loop.create_future()
-            fut.set_result(([], {}, None, {}))
+            job.future = loop.create_future()
+            job.future.set_result(([], {}))
         else:
             path = uri_path(uri)
             self.computed += 1
-            rev = doc.revision
             # the workspace's files on disk (not the open ones: their unsaved text counts); the search
-            # stops once the user edits this document again (the answer would be for a text they left)
+            # stops once the computation is left behind (the user edited this document other than by
+            # applying its edits: the answer would be for a text they left)
             disk = DiskSearch(self._roots, frozenset(os.path.abspath(p) for *_, p in others.values()),
-                              lambda: self.documents.revision(uri) != rev) if self._roots else None
-            fut = self._loop.run_in_executor(self._pool, self._compute, uri, doc.revision, doc.text, edits,
-                                             str(path) if path else None, doc.language_id or None,
-                                             [OpenDoc(u, p, t) for u, (_r, _v, t, p) in others.items()], disk)
-        job = Job(uri, doc.revision, doc.version, last_t, fut, doc.text,
-                  others={u: (r, v, t) for u, (r, v, t, _p) in others.items()})
-        fut.add_done_callback(lambda f: self._done(job, f))
+                              lambda: self._jobs.get(uri) is not job) if self._roots else None
+
+            def emit(d: OpenDoc | None, found: list[NextEdit], sig: Signature | None) -> None:
+                with contextlib.suppress(RuntimeError):  # the loop closed: the server is going
+                    loop.call_soon_threadsafe(self._found, job, d, found, sig)
+
+            job.future = loop.run_in_executor(self._pool, self._compute, uri, doc.revision, doc.text, edits,
+                                              str(path) if path else None, doc.language_id or None,
+                                              [OpenDoc(u, p, t) for u, (_r, _v, t, p) in others.items()], disk, emit)
         self._jobs[uri] = job
+        job.future.add_done_callback(lambda f: self._done(job, f))
         return job
 
     def _others(self, uri: str) -> dict[str, tuple[int, int, str, str]]:
@@ -226,67 +239,79 @@ class NextEdits:
                 out[d.uri] = (d.revision, d.version, d.text, str(path))
         return out
 
+    def _found(self, job: Job, doc: OpenDoc | None, edits: list[NextEdit], sig: Signature | None) -> None:
+        """A part of ``job``'s (event loop): it joins the job's plan, the first one replacing the plan
+        before; the request waiting for it answers."""
+        if self._jobs.get(job.uri) is not job or (job.plan is not None and self.plan is not job.plan):
+            return  # left behind, or the plan was dropped since (the user moved on)
+        open_paths = {os.path.abspath(p) for p in (uri_path(d.uri) for d in self.documents.documents()) if p}
+        got = part_of(job, doc, edits, self.documents.revision, open_paths)
+        if got is None:
+            return
+        if job.plan is None:
+            self._fills.stop_all()  # a run for the plan this one replaces
+            job.plan = self.plan = Plan(job.uri, {}, complete=False)
+        if sig is not None and job.plan.sig is None:
+            job.plan.sig = sig
+            self._cursors[job.uri] = self._cursors.get(job.uri, sig.def_at)
+        job.plan.parts[got[0]] = got[1]
+        if job.ready_t is None:
+            job.ready_t = time.monotonic()
+        job.ready.set()
+
     def _done(self, job: Job, fut: asyncio.Future) -> None:
-        """A computation finished (event loop): its edits elsewhere become the plan, for the documents still
-        at the revision they were found in; the renamed document's computation always replaces the plan."""
-        job.ready_t = time.monotonic()
+        """A computation ended (event loop): its plan is complete (the model writes its arguments now); one
+        that found nothing drops the plan of an earlier computation of the same document."""
+        job.done_t = time.monotonic()
+        job.ready_t = job.ready_t or job.done_t
+        job.ready.set()
+        if job.plan is not None:
+            job.plan.complete = True
+            if self.plan is job.plan and self._jobs.get(job.uri) is job:  # (not for a text the user left)
+                self._fills.next()
+            return
         if fut.cancelled() or fut.exception() is not None or self._jobs.get(job.uri) is not job:
             return
-        here, elsewhere, sig, on_disk = fut.result()
-        parts = {job.uri: Part(job.revision, job.version, job.text, here)} if here else {}
-        open_paths = {str(p) for p in (uri_path(d.uri) for d in self.documents.documents()) if p is not None}
-        for uri, edits in elsewhere.items():
-            if not edits:
-                continue
-            if uri in job.others:
-                rev, version, text = job.others[uri]
-                if self.documents.revision(uri) == rev:
-                    parts[uri] = Part(rev, version, text, edits)
-            elif uri in on_disk and on_disk[uri][0] not in open_paths:  # opened since: its text may differ
-                path, text = on_disk[uri]
-                parts[uri] = Part(-1, -1, text, edits, path=path)
-        if parts or (self.plan is not None and self.plan.origin == job.uri):
-            self._fills.stop_all()  # a run for the plan this one replaces
-        if parts:
-            self.plan = Plan(job.uri, parts, sig)
-            if sig is not None:
-                self._cursors[job.uri] = self._cursors.get(job.uri, sig.def_at)
-            self._fills.next()
-        elif self.plan is not None and self.plan.origin == job.uri:
+        if self.plan is not None and self.plan.origin == job.uri:
+            self._fills.stop_all()
             self.plan = None
 
     # ---- the computation (its own thread) ----
     def _compute(self, uri: str, revision: int, text: str, edits: list[Edit], path: str | None,
-                 language: str | None, others: list[OpenDoc], disk: DiskSearch | None = None
-                 ) -> tuple[list[NextEdit], dict[str, list[NextEdit]], Signature | None, dict[str, tuple[str, str]]]:
-        """(edits here, edits elsewhere by URI, the edited signature when there are jump targets, the texts
-        of the files on disk among elsewhere's: URI -> (path, text))."""
+                 language: str | None, others: list[OpenDoc], disk: DiskSearch | None = None,
+                 emit: Callable[[OpenDoc | None, list[NextEdit], Signature | None], None] = lambda *a: None
+                 ) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
+        """(edits here, edits elsewhere by URI), each part handed to ``emit`` as it is found, with the edited
+        signature when there are jump targets."""
         if self.documents.revision(uri) != revision:
             log.debug("next edits of %s rev %d: left behind", uri, revision)
-            return [], {}, None, {}  # left behind while it waited: nobody can use it
+            return [], {}  # left behind while it waited: nobody can use it
         python = is_python(path, language)
         try:
-            found, elsewhere = workspace_next_edits(text, edits, path=path, language=language,
-                                                    analyser=self.analyser() if python else None,
-                                                    deadline=time.monotonic() + JEDI_BUDGET_S,
-                                                    others=others if python else (),
-                                                    disk=disk if python else None)
+            # (before jedi works for this computation: ast beside jedi's thread is not safe, workspace.py)
+            change = last_signature_change(text, edits) if python else None
+            sig = signature_of(text, change)
+
+            def found(d: OpenDoc | None, part: list[NextEdit]) -> None:
+                emit(d, part, sig if any(untried(e) for e in part) else None)
+
+            here, elsewhere = workspace_next_edits(text, edits, path=path, language=language,
+                                                   analyser=self.analyser() if python else None,
+                                                   deadline=time.monotonic() + JEDI_BUDGET_S,
+                                                   others=others if python else (),
+                                                   disk=disk if python else None, change=change, emit=found)
         except Exception as e:  # a bug here must not cost the user their completions
             log.warning("next edits failed on %s: %r", uri, e)
-            return [], {}, None, {}
-        log.debug("next edits of %s rev %d: %d here, %d elsewhere (disk: %s)", uri, revision, len(found),
+            return [], {}
+        log.debug("next edits of %s rev %d: %d here, %d elsewhere (disk: %s)", uri, revision, len(here),
                   sum(len(v) for v in elsewhere.values()), disk.scan if disk is not None else None)
-        if not found and not elsewhere and python:
+        if not here and not elsewhere and python:
             self._warm(text, path)
-        jumps = any(untried(e) for e in found) or any(untried(e) for v in elsewhere.values() for e in v)
-        return (found, elsewhere, _signature(text, edits) if jumps else None,
-                {k: v for k, v in (disk.docs.items() if disk is not None else ()) if k in elsewhere})
+        return here, elsewhere
 
     def _warm(self, text: str, path: str | None) -> None:
         """Have jedi parse ``text`` now, in idle time: a rename that comes next asks about nearly this text,
         and parso's cache of the file then makes its parse incremental."""
-        import os
-
         from engine.edits.rename import new_script
 
         a = self.analyser()
@@ -304,9 +329,9 @@ class NextEdits:
 
     # ---- the request (event loop) ----
     async def ask(self, uri: str, version: int | None, offset: int) -> Found:
-        """The next edits at this version of ``uri``, nearest after ``offset`` first; a first offer that is
-        a jump target waits (at most FILL_WAIT_S) for the model's argument there. DocumentError: the
-        document is not open."""
+        """The next edits at this version of ``uri``, nearest after ``offset`` first, as far as they are found
+        (``pending``: more may come); a first offer that is a jump target waits (at most FILL_WAIT_S) for
+        the model's argument there. DocumentError: the document is not open."""
         if not self.asked:
             self.asked = True
             self._warm_up(uri)
@@ -325,7 +350,7 @@ class NextEdits:
                     t.cancel()
                 job = self._start(uri)
             try:
-                edits, *_ = await asyncio.wait_for(asyncio.shield(job.future), WAIT_S)
+                await asyncio.wait_for(job.ready.wait(), WAIT_S)  # the first part, or the end
             except TimeoutError:
                 log.info("next edits for %s not ready after %.1f s", uri, WAIT_S)
                 return Found(uri, job.version, [])
@@ -333,9 +358,8 @@ class NextEdits:
                 return Found(uri, job.version, [], stale=True)
             found = self._planned(uri, job.revision, job.version, offset)
             if found is None:  # nothing here became the plan
-                ready = (job.ready_t or time.monotonic()) - job.last_edit_t
-                return Found(uri, job.version, by_cursor(list(edits), offset), round(ready * 1000, 1),
-                             elsewhere=self._elsewhere(uri))
+                return Found(uri, job.version, [], job.ms(job.ready_t), elsewhere=self._elsewhere(uri),
+                             **self._progress())
         if found.edits and untried(found.edits[0]):
             self._fills.start(uri)  # the user is here: this document's arguments first
         end = time.monotonic() + FILL_WAIT_S
@@ -355,35 +379,21 @@ class NextEdits:
         if part is None or part.revision != revision:
             return None
         job, ready = self._jobs.get(uri), None
-        if job is not None and job.revision == revision and job.ready_t is not None:
-            ready = round((job.ready_t - job.last_edit_t) * 1000, 1)
-        return Found(uri, version, by_cursor(list(part.edits), offset), ready, elsewhere=self._elsewhere(uri))
+        if job is not None and job.revision == revision:
+            ready = job.ms(job.ready_t)
+        return Found(uri, version, by_cursor(list(part.edits), offset), ready, elsewhere=self._elsewhere(uri),
+                     **self._progress())
+
+    def _progress(self) -> dict[str, Any]:
+        """Whether the plan's computation is still finding parts, else when it found its last (ms after the
+        keystroke)."""
+        plan = self.plan
+        job = self._jobs.get(plan.origin) if plan is not None else None
+        if plan is None or not plan.complete:
+            return {"pending": plan is not None}
+        return {"complete_ms": job.ms(job.done_t) if job is not None and job.plan is plan else None}
 
     def _elsewhere(self, uri: str) -> list[Elsewhere]:
-        """The plan's edits outside ``uri`` still valid (each part at its document's current revision): the
-        renamed document's own remaining ones first, then the other documents' parts by URI."""
-        plan = self.plan
-        if plan is None:
-            return []
-        out = []
-        for other in [plan.origin] + sorted(u for u in plan.parts if u != plan.origin):
-            part = plan.parts.get(other)
-            if other == uri or part is None:
-                continue
-            edits = sorted(part.edits, key=lambda e: e.range_start)
-            if part.on_disk:
-                if self.documents.revision(other) is None:  # still not open: the file's text counts
-                    out += [Elsewhere(other, None, e, part.text) for e in edits]
-            elif self.documents.revision(other) == part.revision:
-                out += [Elsewhere(other, part.version, e) for e in edits]
-        return out
+        """The plan's edits outside ``uri`` still valid (parts.py)."""
+        return elsewhere(self.plan, uri, self.documents.revision)
 
-
-def _signature(text: str, edits: list[Edit]) -> Signature | None:
-    """The edited def's signature, for the prompts of the arguments at its call sites."""
-    change = last_signature_change(text, edits)
-    if change is None:
-        return None
-    line_start = text.rfind("\n", 0, change.name_at) + 1
-    sig = header(text, change.name_at)
-    return Signature(sig, line_start) if sig else None

@@ -41,10 +41,16 @@ def to_json(found: Found, position_at: Callable[[int], tuple[int, int]],
         out["readyMs"] = found.ready_ms
     if found.stale:
         out["stale"] = True
+    if found.pending:  # the other documents' parts still coming: asking again gets them
+        out["pending"] = True
+    elif found.complete_ms is not None:
+        out["completeMs"] = found.complete_ms
     elsewhere = []
+    texts: dict[str, Callable[[int], tuple[int, int]]] = {}  # (a file's line starts found once per answer)
     for x in found.elsewhere:
         if x.text is not None:  # a file on disk that is not open: positions in its text, no version
-            at: Callable[[int], tuple[int, int]] = _text_positions(x.text, encoding)
+            at: Callable[[int], tuple[int, int]] = texts.get(x.uri) or texts.setdefault(
+                x.uri, _text_positions(x.text, encoding))
         else:
             doc = document(x.uri)
             if doc is None or doc.version != x.version:
