@@ -839,6 +839,15 @@ class Wire:
                 raise TimeoutError(method)
             return self.answers.pop(i)
 
+    def stop(self) -> None:
+        """Shut the server down as a client does (shutdown, exit), killing it if it does not exit in 10 s."""
+        self.call("shutdown", {})
+        self.notify("exit", {})
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
 
 def _cpu_s(pid: int) -> float:
     """The process's user + system CPU seconds (/proc)."""
@@ -912,12 +921,7 @@ def run_server(targets: list[tuple[Target, Path, str]], ask: bool, model: str, k
             time.sleep(pause_ms / 1000 + 0.3)
         w.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
     cpu = _cpu_s(proc.pid) - cpu0
-    w.call("shutdown", {})
-    w.notify("exit", {})
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    w.stop()
     log(f"  server ({'asking' if ask else 'not asking'}): {len(targets)} renames, cpu {cpu:.2f} s")
     return {"samples": len(targets), "shown": shown, "cpu_s": round(cpu, 3),
             "answer_after_last_key": lat_summary(lat) if lat else None,
@@ -1044,12 +1048,7 @@ def run_applied(targets: list[tuple[Target, Path, str]], root: Path, key_ms: flo
         applied += n
         finished += not edits
         w.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
-    w.call("shutdown", {})
-    w.notify("exit", {})
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    w.stop()
     log(f"  applied ({root}): {len(targets)} renames, {applied} edits applied")
     return {"root": str(root), "renames": len(targets), "offered": offered, "applied": applied,
             "finished": finished, "first_offer": lat_summary(first) if first else None,

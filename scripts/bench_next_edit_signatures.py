@@ -284,12 +284,7 @@ class Replay:
         return text[:a] + new + text[b:]
 
     def close(self) -> None:
-        self.w.call("shutdown", {})
-        self.w.notify("exit", {})
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        self.w.stop()
 
 
 def replay(r: Replay, case: Case, k: int) -> dict:

@@ -217,12 +217,7 @@ class Server:
         return res.get("result") or {}
 
     def close(self) -> None:
-        self.w.call("shutdown", {})
-        self.w.notify("exit", {})
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        self.w.stop()
 
 
 def run_case(srv: Server, case: Case, arm: str) -> dict:
