@@ -6,15 +6,9 @@ from __future__ import annotations
 import pytest
 
 from .nvim_driver import Nvim
+from .test_vscode import NEXT_EDIT_LIB, NEXT_EDIT_SRC, NEXT_EDIT_USE  # the same files in both editors
 
 pytestmark = [pytest.mark.e2e, pytest.mark.editor]
-
-
-NEXT_EDIT_SRC = ("def total(values, factor):\n"
-                 "    out = 0\n"
-                 "    for v in values:\n"
-                 "        out += v * factor\n"
-                 "    return out / len(values)\n")
 
 
 def test_neovim_next_edit_after_a_rename(neovim_env, real_server, tmp_path, artifacts):
@@ -46,15 +40,6 @@ def test_neovim_next_edit_after_a_rename(neovim_env, real_server, tmp_path, arti
         assert p["lines"][4] == "    return out / len(values)", p
     finally:
         nv.close()
-
-
-NEXT_EDIT_LIB = ("def scale(values, factor):\n"
-                 "    return [v * factor for v in values]\n"
-                 "\n"
-                 "\n"
-                 "def twice(values):\n"
-                 "    return scale(values, 2)\n")
-NEXT_EDIT_USE = "from lib import scale\n\nprint(scale([1], 3))\n"
 
 
 def test_neovim_next_edit_in_another_file(neovim_env, real_server, tmp_path, artifacts):
