@@ -17,6 +17,7 @@ from engine.syntax.queries import (
     has_error_in,
     in_string_or_comment,
     is_complete,
+    last_cut_point,
     open_brackets,
     outlines,
     repeats_following_lines,
@@ -148,6 +149,18 @@ def test_the_headers_of_a_long_class_come_alone_before_the_window():
     assert is_complete("javascript", before, "this.x;") is True  # a method header parses in its class
     after_method = "class Command extends Base {\n" + members + "  "
     assert is_complete("javascript", after_method, "helpOption(flags, description) {") is True
+
+
+def test_a_generic_class_header_over_several_lines_comes_whole():
+    # `> extends Removable {` closes the type parameters opened above: a window starting there parses as
+    # nothing, and every cut of every completion in the class was judged incomplete (an empty answer)
+    params = "".join(f"  T{i} = unknown,\n" for i in range(5))
+    members = "".join(f"  m{i}() {{\n    return this.#x + {i}\n  }}\n\n" for i in range(20))
+    before = f"export class Mutation<\n{params}> extends Removable {{\n  #x = 1\n\n{members}  run() {{\n    if (!th"
+    window = statement_window(before)
+    assert window.startswith(f"export class Mutation<\n{params}> extends Removable {{\n")
+    assert is_complete("typescript", before, "is.#x) {") is True
+    assert last_cut_point("typescript", before, "is.#x) {\n      return foo(") >= len("is.#x) {")
 
 
 def test_lines_of_a_multi_line_string_are_no_headers():

@@ -27,12 +27,14 @@ def _header_line(line: str, col: int) -> bool:
     """A line above the cursor that opens a block around it or starts the statement it continues:
     indented less than ``col`` and ending in an opener or an operator (a line of a multi-line string or
     comment that happens to sit at a lower indentation rarely does); not a line that only closes
-    brackets, continues a clause (``} else {``, ``except:``) or is a comment."""
+    brackets, continues a clause (``} else {``, ``except:``) or is a comment. A leading ``>`` closes a type
+    parameter list (``> extends Base {`` of a generic class over several lines): its header starts above."""
     s = line.strip()
     return bool(s) and indent_width(line) < col and (_opens(line) or s[-1] in ",=+-*/%&|?.<>!") and \
-        s[0] not in ")]}" and not s.startswith(_CONTINUATION_KEYWORDS) and not s.startswith(("*", "//", "#", "/*"))
+        s[0] not in _CLOSES and not s.startswith(_CONTINUATION_KEYWORDS) and not s.startswith(("*", "//", "#", "/*"))
 
 
+_CLOSES = ")]}>"  # a line starting with one continues a statement begun above
 _GOES_ON = ",([=+-*/%&|?.<>!\\"  # a line ending in one of these continues on the next
 
 
@@ -44,7 +46,7 @@ def _boundary(lines: list[str], i: int, col: int) -> bool:
     """``lines[i]`` starts a statement at column ``col``: the code line above it ends one. (Exactly at
     ``col``: a line of a multi-line string at some other indentation is no statement.)"""
     s = lines[i].strip()
-    if not s or indent_width(lines[i]) != col or s[0] in ")]}" or s.startswith(_CONTINUATION_KEYWORDS) or \
+    if not s or indent_width(lines[i]) != col or s[0] in _CLOSES or s.startswith(_CONTINUATION_KEYWORDS) or \
             _comment_line(s):
         return False
     above = next((ln.strip() for ln in reversed(lines[max(0, i - 20): i])
@@ -55,13 +57,13 @@ def _boundary(lines: list[str], i: int, col: int) -> bool:
 def _far_header(lines: list[str], i: int) -> list[str] | None:
     """The header that ``lines[i]`` starts, whole: the line when it opens a block (with the line above
     for an Allman ``{``), else the lines down to the one that does (a signature over several lines);
-    None when no block opens within 8 lines."""
+    None when no block opens within 16 lines (a generic class's type parameters, one a line)."""
     s = lines[i].strip()
     if s.startswith("{"):
         return lines[_allman_start(lines, i, max(0, i - 8)): i + 1]
     if _opens(lines[i]):
         return [lines[i]]
-    for j in range(i + 1, min(len(lines), i + 8)):
+    for j in range(i + 1, min(len(lines), i + 16)):
         if lines[j].rstrip().endswith("{"):
             return lines[i: j + 1]
     return None
