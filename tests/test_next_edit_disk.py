@@ -129,3 +129,19 @@ async def test_a_removed_parameter_and_a_rename_reach_files_on_disk_and_a_change
         text = text[:a] + e["newText"] + text[b:]
         res = await s.next_edit(use, v, 0, 0)
     assert text == USE.replace("area", "surface") == s.documents.get(use).text
+
+
+async def test_a_rename_with_its_references_only_on_disk_answers_at_once_pending_then_names_them(workspace):
+    """Nothing to offer in the renamed document itself: the request answers as soon as that is known
+    (pending, no readyMs: nothing found yet) instead of waiting for the files on disk; asking again, as the
+    clients do while pending, gets them."""
+    s, root = workspace
+    geo = (root / "pkg/geo.py").as_uri()
+    s.did_open(geo, GEO, 1, "python")
+    await s.next_edit(geo, 1, 0, 0)
+    s.did_edit(geo, 2, [Change("surface", (0, 4, 0, 8))])
+    first = await s.next_edit(geo, 2, 0, 11)
+    assert first["edits"] == [] and first.get("pending") and "readyMs" not in first and "elsewhere" not in first
+    res = await next_edit_whole(s, geo, 2, 0, 11)
+    assert sorted(x["uri"].rsplit("/", 1)[-1] for x in res["elsewhere"]) == ["other.py"] * 2 + ["use.py"] * 2
+    assert res["readyMs"] >= 0 and res["completeMs"] >= res["readyMs"]

@@ -96,7 +96,8 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
     """``exact_next_edits`` here, and a rename's references or the call sites' edits in the ``others`` (the
     other open Python documents, workspace.py) and, with ``disk``, the workspace's files on disk
     (ondisk.py; their texts in ``disk.docs``), by their key. ``emit``: each part as soon as it is found (this
-    document's first, when it has some; the others' one document at a time), the same edits as returned.
+    document's first, empty when it has none but other documents are searched; the others' one document at a
+    time), the same edits as returned.
     ``change``: the last edit's signature change, when the caller found it already."""
     if not edits:
         return [], {}
@@ -124,8 +125,12 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
             else:
                 here = _joined(text, here, calls_here)
         here = by_cursor(here, edits[-1].new_end if cursor is None else cursor)
-        if here and emit is not None:
-            emit(None, here)  # the user's own document first: its edits need no other file
+        away = r is not None and not r.local and (bool(others) or disk is not None) and path is not None \
+            and analyser is not None
+        if emit is not None and (here or away or change is not None):
+            # the user's own document first: its edits need no other file (none: said too, so a request
+            # answers now, pending, instead of waiting for the other documents' first)
+            emit(None, here)
         elsewhere: dict[str, list[NextEdit]] = {}
         if r is not None and (others or disk is not None) and path is not None and analyser is not None:
             elsewhere = references_elsewhere(r, path, others, analyser=analyser, deadline=deadline, disk=disk,

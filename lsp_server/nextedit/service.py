@@ -213,9 +213,8 @@ class NextEdits:
         else:
             path = uri_path(uri)
             self.computed += 1
-            # the workspace's files on disk (not the open ones: their unsaved text counts); the search
-            # stops once the computation is left behind (the user edited this document other than by
-            # applying its edits: the answer would be for a text they left)
+            # the workspace's files on disk (not the open ones: their unsaved text counts); the search stops once
+            # the computation is left behind (the document edited other than by applying its edits)
             disk = DiskSearch(self._roots, frozenset(os.path.abspath(p) for *_, p in others.values()),
                               lambda: self._jobs.get(uri) is not job) if self._roots else None
 
@@ -247,6 +246,8 @@ class NextEdits:
         open_paths = {os.path.abspath(p) for p in (uri_path(d.uri) for d in self.documents.documents()) if p}
         got = part_of(job, doc, edits, self.documents.revision, open_paths)
         if got is None:
+            if doc is None:
+                job.ready.set()  # the asked document has none: a request answers now, pending (no readyMs)
             return
         if job.plan is None:
             self._fills.stop_all()  # a run for the plan this one replaces
@@ -353,13 +354,15 @@ class NextEdits:
                 await asyncio.wait_for(job.ready.wait(), WAIT_S)  # the first part, or the end
             except TimeoutError:
                 log.info("next edits for %s not ready after %.1f s", uri, WAIT_S)
-                return Found(uri, job.version, [])
+                return Found(uri, job.version, [], pending=job.done_t is None)  # (asking again joins it)
             if self.documents.revision(uri) != job.revision:
                 return Found(uri, job.version, [], stale=True)
             found = self._planned(uri, job.revision, job.version, offset)
             if found is None:  # nothing here became the plan
-                return Found(uri, job.version, [], job.ms(job.ready_t), elsewhere=self._elsewhere(uri),
-                             **self._progress())
+                searching = job.done_t is None and job.plan is None  # (the other documents' parts to come)
+                old = searching and self.plan is not None and self.plan.origin == uri  # an earlier text's plan
+                return Found(uri, job.version, [], job.ms(job.ready_t), elsewhere=[] if old else self._elsewhere(uri),
+                             **({"pending": True} if searching else self._progress()))
         if found.edits and untried(found.edits[0]):
             self._fills.start(uri)  # the user is here: this document's arguments first
         end = time.monotonic() + FILL_WAIT_S
@@ -385,15 +388,13 @@ class NextEdits:
                      **self._progress())
 
     def _progress(self) -> dict[str, Any]:
-        """Whether the plan's computation is still finding parts, else when it found its last (ms after the
-        keystroke)."""
+        """Whether the plan's computation is still finding parts, else when it found its last (ms)."""
         plan = self.plan
         job = self._jobs.get(plan.origin) if plan is not None else None
         if plan is None or not plan.complete:
             return {"pending": plan is not None}
         return {"complete_ms": job.ms(job.done_t) if job is not None and job.plan is plan else None}
 
-    def _elsewhere(self, uri: str) -> list[Elsewhere]:
-        """The plan's edits outside ``uri`` still valid (parts.py)."""
+    def _elsewhere(self, uri: str) -> list[Elsewhere]:  # the plan's edits outside ``uri`` still valid (parts.py)
         return elsewhere(self.plan, uri, self.documents.revision)
 
