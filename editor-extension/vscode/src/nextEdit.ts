@@ -13,6 +13,9 @@
 // default): when no edit is offered, the first is marked at its place with the parameter's name; Tab moves
 // the cursor there. When the server sends the model's argument (`newText`), it is shown there as ghost
 // text, and Tab at the target writes it (Escape dismisses). Edits spanning lines are shown and applied whole.
+// An answer that says `pending` (other documents still searched) is asked for again, a little later each
+// time for up to 2 s, while the document, the cursor and the editor stay as they were: what it finds is
+// shown as any answer is when nothing is shown yet; what is shown stays as it is.
 import * as vscode from 'vscode';
 import type * as proto from 'vscode-languageclient/node';
 import { Server } from './server';
@@ -24,6 +27,11 @@ export const DISMISS_CMD = 'flint.nextEdit.dismiss';
 const CONTEXT_KEY = 'flint.nextEditPending';
 // ask this long after the last keystroke (the server has computed it by then: it starts at 150 ms)
 const PAUSE_MS = 200;
+// while an answer is pending, ask again after 120 ms, each wait half as long again (at most 400 ms), until
+// 2 s after the first such answer: the server has searched the workspace's files on disk by then
+const AGAIN_MS = 120;
+const AGAIN_MAX_MS = 400;
+const AGAIN_FOR_MS = 2000;
 const GUTTER_SVG =
   '<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><path d="M3 3l6 5-6 5z" fill="#3794ff"/>' +
   '<rect x="10" y="3" width="3" height="10" fill="#3794ff"/></svg>';
@@ -66,6 +74,14 @@ interface WireResult {
   readyMs?: number;
   stale?: boolean;
   elsewhere?: WireElsewhere[];
+  pending?: boolean;
+  completeMs?: number;
+}
+
+/** A pending answer's re-ask: since when, and its last wait. */
+interface Again {
+  t0: number;
+  delay: number;
 }
 
 /** An edit in another document, offered from the status bar until Tab opens it. */
@@ -87,6 +103,7 @@ interface Pending {
 
 export class NextEdits implements vscode.Disposable {
   private timer: ReturnType<typeof setTimeout> | undefined;
+  private again: ReturnType<typeof setTimeout> | undefined; // the one re-ask while an answer is pending
   private pending: Pending | undefined;
   private away: Away | undefined;
   private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 99);
@@ -138,18 +155,20 @@ export class NextEdits implements vscode.Disposable {
     }, delay);
   }
 
-  /** Ask for `ed`'s next edit and show it; false when the request failed (the document not open yet). */
-  private async ask(ed: vscode.TextEditor): Promise<boolean> {
+  /** Ask for `ed`'s next edit and show it; false when the request failed (the document not open yet).
+   * `again`: a re-ask of a pending answer (what is shown then stays as it is). */
+  private async ask(ed: vscode.TextEditor, again?: Again): Promise<boolean> {
     const client = this.server.running();
     const doc = ed.document;
     if (!client || doc.isClosed || !this.settings.suggestsIn(doc)) return true; // (enabled, not snoozed, wanted)
     const seq = ++this.asked;
     const version = doc.version;
+    const cursor = ed.selection.active;
     let res: WireResult | null;
     try {
       res = await client.sendRequest<WireResult | null>(NEXT_EDIT_METHOD, {
         textDocument: { uri: client.code2ProtocolConverter.asUri(doc.uri), version },
-        position: client.code2ProtocolConverter.asPosition(ed.selection.active),
+        position: client.code2ProtocolConverter.asPosition(cursor),
       });
     } catch (err) {
       this.log.warn(`${NEXT_EDIT_METHOD} failed: ${String(err)}`);
@@ -157,6 +176,15 @@ export class NextEdits implements vscode.Disposable {
     }
     if (seq !== this.asked || !res || res.stale || doc.version !== version || res.version !== version) return true;
     if (vscode.window.activeTextEditor !== ed) return true;
+    if (res.pending && res.completeMs === undefined) this.askAgain(ed, version, cursor, again);
+    if (again && (this.pending || this.away)) {
+      // something is shown: it stays; a newer first edit in the same other file is what Tab opens
+      const other = res.elsewhere?.[0];
+      if (!this.pending && other && this.away?.uri.toString() === client.protocol2CodeConverter.asUri(other.uri).toString()) {
+        this.away = { uri: this.away.uri, edit: other };
+      }
+      return true;
+    }
     const first = res.edits[0];
     const jump = res.jumps?.[0];
     if (!first && jump) {
@@ -178,6 +206,27 @@ export class NextEdits implements vscode.Disposable {
     this.log.info(`next edit (${first.source}, ready ${res.readyMs ?? '?'} ms after the edit): ` +
       `line ${range.start.line + 1} ${JSON.stringify(first.oldText)} -> ${JSON.stringify(first.newText)}`);
     return true;
+  }
+
+  /** Ask `ed` again a little later (`AGAIN_*`), once, while its text, its cursor and the ask are the
+   * pending answer's: an edit, a move, Escape or a newer ask ends it. */
+  private askAgain(ed: vscode.TextEditor, version: number, cursor: vscode.Position, last?: Again): void {
+    const t0 = last?.t0 ?? Date.now();
+    const delay = last ? Math.min(Math.round(last.delay * 1.5), AGAIN_MAX_MS) : AGAIN_MS;
+    if (Date.now() + delay - t0 > AGAIN_FOR_MS) return;
+    this.stopAgain();
+    const seq = this.asked;
+    this.again = setTimeout(() => {
+      this.again = undefined;
+      if (seq !== this.asked || ed.document.isClosed || ed.document.version !== version ||
+          vscode.window.activeTextEditor !== ed || !ed.selection.active.isEqual(cursor)) return;
+      void this.ask(ed, { t0, delay });
+    }, delay);
+  }
+
+  private stopAgain(): void {
+    if (this.again) clearTimeout(this.again);
+    this.again = undefined;
   }
 
   private show(p: Pending): void {
@@ -307,6 +356,7 @@ export class NextEdits implements vscode.Disposable {
     this.pending = undefined;
     this.away = undefined;
     this.status.hide();
+    this.stopAgain();
     this.asked++; // an answer on its way is not shown
     void vscode.commands.executeCommand('setContext', CONTEXT_KEY, false);
   }
