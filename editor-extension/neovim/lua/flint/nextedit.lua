@@ -15,16 +15,23 @@
 -- ghost text when the server sent one); <Tab> moves the cursor there, <Tab> again writes the argument (a
 -- jump without one is done once the cursor is there: the user writes). Edits spanning lines (an argument
 -- removed where they stand one a line) are shown struck through across the lines and applied whole.
+-- An answer that says `pending` (other documents still searched) is asked for again, a little later each
+-- time for up to 2 s, while the buffer, its version and the cursor stay as they were: what it finds is shown
+-- as any answer is when nothing is shown yet; what is shown stays as it is.
 local util = require('flint.util')
 
 local M = {}
 
 local ns = vim.api.nvim_create_namespace('flint_next_edit')
 local PAUSE_MS = 200 -- ask this long after the last change (the server has it ready by then)
+-- while an answer is pending, ask again after 120 ms, each wait half as long again (at most 400 ms), until
+-- 2 s after the first such answer: the server has searched the workspace's files on disk by then
+local AGAIN_MS, AGAIN_MAX_MS, AGAIN_FOR_MS = 120, 400, 2000
 -- { bufnr, version, row, col, end_row, end_col, new_text, old_text, source, jumped, note (a jump target) }
 local pending = nil
 local away = nil -- an `elsewhere` edit offered by name: { uri, version, range, oldText, newText, source }
 local timer = nil
+local again = nil -- the one re-ask while an answer is pending
 local asked = 0
 local get_client = nil
 
@@ -32,7 +39,15 @@ local function buf_version(bufnr)
   return vim.lsp.util.buf_versions[bufnr]
 end
 
+local function stop_again()
+  if again then
+    again:stop()
+    again = nil
+  end
+end
+
 function M.clear()
+  stop_again()
   if pending and vim.api.nvim_buf_is_valid(pending.bufnr) then
     vim.api.nvim_buf_clear_namespace(pending.bufnr, ns, 0, -1)
   end
@@ -86,7 +101,9 @@ local function span(bufnr, range, enc)
   return row, col, end_row, end_col, ok and table.concat(held, '\n') or nil
 end
 
-local function on_result(bufnr, version, seq, client, result)
+local ask_again -- (below: it asks through M.ask's request)
+
+local function on_result(bufnr, version, seq, client, result, cursor, last)
   if seq ~= asked or not result or result.stale or result.version ~= version then
     return
   end
@@ -94,6 +111,17 @@ local function on_result(bufnr, version, seq, client, result)
     return
   end
   if bufnr ~= vim.api.nvim_get_current_buf() then
+    return
+  end
+  if result.pending and result.completeMs == nil then
+    ask_again(bufnr, version, cursor, last)
+  end
+  if last and (pending or away) then
+    -- something is shown: it stays; a newer first edit in the same other file is what <Tab> opens
+    local x = (result.elsewhere or {})[1]
+    if not pending and x and x.uri == away.uri then
+      away = x
+    end
     return
   end
   local e = (result.edits or {})[1]
@@ -121,22 +149,44 @@ local function on_result(bufnr, version, seq, client, result)
          new_text = e.newText, old_text = e.oldText, source = e.source, jumped = false })
 end
 
---- Ask the server now for the current buffer's next edit.
-function M.ask()
+--- Ask the server now for the current buffer's next edit (`last`: a pending answer's re-ask, { t0, delay }).
+function M.ask(last)
   local client = get_client and get_client()
   local bufnr = vim.api.nvim_get_current_buf()
   if not client or not vim.lsp.buf_is_attached(bufnr, client.id) then
     return
   end
   asked = asked + 1
-  local seq, version = asked, buf_version(bufnr)
+  local seq, version, cursor = asked, buf_version(bufnr), vim.api.nvim_win_get_cursor(0)
   local params = vim.lsp.util.make_position_params(0, client.offset_encoding or 'utf-16')
   params.textDocument.version = version
   util.request(client, 'flint/nextEdit', params, function(err, result)
     if not err then
-      on_result(bufnr, version, seq, client, result)
+      on_result(bufnr, version, seq, client, result, cursor, last)
     end
   end, bufnr)
+end
+
+--- Ask again a little later (AGAIN_*), once, while the buffer, its version, the cursor and the ask are the
+--- pending answer's: an edit, a move, <Esc> or a newer ask ends it.
+ask_again = function(bufnr, version, cursor, last)
+  local now = vim.uv.now()
+  local t0 = last and last.t0 or now
+  local delay = last and math.min(math.floor(last.delay * 1.5), AGAIN_MAX_MS) or AGAIN_MS
+  if now + delay - t0 > AGAIN_FOR_MS then
+    return
+  end
+  stop_again()
+  local seq = asked
+  again = vim.defer_fn(function()
+    again = nil
+    local cur = vim.api.nvim_win_get_cursor(0)
+    if seq ~= asked or vim.api.nvim_get_current_buf() ~= bufnr or not vim.api.nvim_buf_is_valid(bufnr)
+        or buf_version(bufnr) ~= version or cur[1] ~= cursor[1] or cur[2] ~= cursor[2] then
+      return
+    end
+    M.ask({ t0 = t0, delay = delay })
+  end, delay)
 end
 
 --- A jump target in another file, or a file that was not open: open it at the place and ask there (once
