@@ -64,3 +64,37 @@ def test_neovim_argument_at_a_call_in_a_file_not_open(neovim_env, real_server, t
         assert p["lines"][:3] == USE.format(mod="sample").splitlines()[:3]
     finally:
         nv.close()
+
+
+# Issue 50, a pending answer: a module-level function renamed at its def; its only references are in a file
+# on disk (not open). The first answer has nothing to show (pending: the files on disk are still searched);
+# the client asks again by itself and names that file, with no key pressed and no ask by the test after the
+# rename. (main's clients showed nothing until the next keystroke.)
+USE_AREA = "from {mod} import area\n\nprint(area(2, 3))\n"
+
+
+def test_vscode_names_a_file_on_disk_once_a_pending_answer_is_asked_again(vscode_env, vsix, real_server, tmp_path,
+                                                                         artifacts):
+    seen = run_vscode(vscode_env, vsix, real_server, tmp_path, artifacts, timeout_ms=180000, scenario="nextEditPending",
+                      files={"geo.py": GEO, "use.py": USE_AREA.format(mod="geo")},
+                      settings={"editor.inlineSuggest.enabled": False})
+    assert "use.py" in seen["pendingStatus"], seen
+    assert "geo.py" in seen["pendingTab"] and seen["pendingCursor"] == [1, 12], seen  # still after `surface`
+
+
+def test_neovim_names_a_file_on_disk_once_a_pending_answer_is_asked_again(neovim_env, real_server, tmp_path,
+                                                                          artifacts):
+    (tmp_path / "pyproject.toml").write_text("")  # the workspace root the plugin finds
+    (tmp_path / "sample.py").write_text(GEO)
+    (tmp_path / "use.py").write_text(USE_AREA.format(mod="sample"))
+    nv = Nvim(neovim_env["FLINT_NVIM"], tmp_path, real_server, artifacts)
+    try:
+        nv.wait(lambda p: p["ready"] and p["attached"], 60, "the Flint client to attach")
+        nv.send("gg0w")  # on `area`
+        nv.send("ciwsurface<Esc>")
+        p = nv.wait(lambda p: (p["next_edit"] or {}).get("away") is not None, 15, "use.py named")
+        nv.snapshot("1-away")
+        assert p["next_edit"]["away"]["uri"].endswith("/use.py") and p["next_edit"]["away"]["row"] == 0, p
+        assert p["buffer"] == "sample.py" and p["cursor"] == [1, 10] and p["lines"][0] == "def surface(w, h):", p
+    finally:
+        nv.close()
