@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import threading
 import time
 
 import pytest
 
+from engine.edits import common
 from engine.edits.exact import OpenDoc, apply_all, workspace_next_edits
 from engine.edits.history import EditHistory
 from engine.edits.ondisk import DiskSearch
@@ -176,3 +179,27 @@ def test_the_call_sites_ask_jedi_only_where_the_name_is_called():
     text = "from a import helper\nx = helper\ny = helper (1) + obj.helper(\n2)  # helper(3)\ns = 'helper(4)'\n"
     assert len(occurrences(text, "helper")) == 4
     assert [text[o:o + 9] for o in occurrences(text, "helper", calls_only=True)] == ["helper (1", "helper(\n2"]
+
+
+def test_every_parse_of_next_edits_runs_on_jedis_thread(monkeypatch):
+    """Python 3.11's ast is not safe beside parso's on another thread: with an analyser set (the server sets
+    its own), a parse asked on any other thread runs on jedi's worker, one asked there runs at once, and a
+    SyntaxError comes back to the caller as it was."""
+    threads: list[str] = []
+    real = ast.parse
+
+    def spy(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    a = JediAnalyser()
+    monkeypatch.setattr(ast, "parse", spy)
+    monkeypatch.setattr(common, "_parser", None)
+    common.parse_on(a)
+    try:
+        assert common.parses("x = 1\n") and not common.parses("def (")
+        assert a.submit(common.parses, "y = 2\n").result(timeout=10)  # already there: no hand-over (no deadlock)
+        assert a.on_worker() is False
+    finally:
+        a.close()
+    assert len(threads) == 3 and all(t.startswith("flint-jedi") for t in threads), threads

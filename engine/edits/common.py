@@ -8,7 +8,7 @@ import keyword
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 Source = Literal["rename", "repeat", "signature", "model"]
 RENAME_CONFIDENCE = 0.95
@@ -83,9 +83,34 @@ def is_python(path: str | None, language: str | None) -> bool:
     return path is None or path.endswith((".py", ".pyi"))
 
 
+# The analyser whose worker thread (jedi's) does every ``ast.parse`` of next edits; None: the caller's thread.
+# Python 3.11's ast keeps one recursion depth for all threads, and parso calls ``ast.literal_eval`` on each
+# file jedi reads: a parse on another thread beside it failed (``SystemError: AST constructor recursion depth
+# mismatch``). The next-edit service sets it (``parse_on``).
+_parser: Any = None
+
+
+def parse_on(analyser: Any) -> None:
+    global _parser
+    _parser = analyser
+
+
+def parse(text: str, mode: str = "exec") -> ast.AST:
+    """``ast.parse(text)`` on jedi's thread: there at once, else handed over and waited for (after the
+    questions jedi has before it). SyntaxError and the others as ``ast.parse`` raises them."""
+    a = _parser
+    if a is None or a.on_worker():
+        return ast.parse(text, mode=mode)
+    try:
+        fut = a.submit(ast.parse, text, "<unknown>", mode)
+    except RuntimeError:  # the analyser closed (the server is going): here, as before
+        return ast.parse(text, mode=mode)
+    return fut.result()
+
+
 def parses(text: str) -> bool:
     try:
-        ast.parse(text)
+        parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
     return True

@@ -29,6 +29,7 @@ from engine.edits.common import (
     _is_word,
     apply_all,
     by_cursor,
+    parse,
     parses,
 )
 from engine.edits.history import Edit
@@ -104,7 +105,7 @@ class _Outline:
     def of(cls, text: str) -> _Outline | None:
         """None when the text does not parse."""
         try:
-            tree = ast.parse(text)
+            tree = parse(text)
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             return None
         return cls(text, tree)

@@ -18,6 +18,7 @@ from engine.edits.common import (
     NextEdit,
     apply_all,
     by_cursor,
+    parse,
     parses,
 )
 from engine.edits.history import Edit
@@ -66,7 +67,7 @@ def _region(text: str, pos: int, python: bool) -> tuple[int, int]:
     lo_line, hi_line = max(0, line - REGION_LINES), min(len(lines.starts) - 1, line + REGION_LINES)
     if python:
         try:
-            tree = ast.parse(text)
+            tree = parse(text)
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             tree = None
         best = None

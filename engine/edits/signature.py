@@ -22,7 +22,7 @@ import ast
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from engine.edits.common import Fill, Lines, NextEdit
+from engine.edits.common import Fill, Lines, NextEdit, parse
 
 KEYWORD_CONFIDENCE = 0.95
 REMOVE_CONFIDENCE = 0.9
@@ -77,7 +77,7 @@ class _Pos:
 
 def _parse(text: str) -> ast.Module | None:
     try:
-        return ast.parse(text)
+        return parse(text)  # type: ignore[return-value]  # (mode exec: a Module)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
 

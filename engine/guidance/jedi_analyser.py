@@ -105,7 +105,8 @@ class JediAnalyser:
         self._cache: OrderedDict[_Key, Candidates | None] = OrderedDict()
         self._pending: dict[_Key, Future[Candidates | None]] = {}
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flint-jedi")
+        self._worker: int | None = None  # the worker thread's ident, once it started
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flint-jedi", initializer=self._started)
         self.stats = {"asked": 0, "cached": 0, "late": 0, "failed": 0, "skipped": 0, "ms_max": 0.0,
                       "ms_last": 0.0}
 
@@ -128,6 +129,13 @@ class JediAnalyser:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _started(self) -> None:
+        self._worker = threading.get_ident()
+
+    def on_worker(self) -> bool:
+        """Whether the caller runs on the analyser's worker thread (what it would submit runs there at once)."""
+        return threading.get_ident() == self._worker
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         """``fn(*args)`` on the analyser's worker thread, after the questions asked before: jedi only ever

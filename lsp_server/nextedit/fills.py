@@ -22,6 +22,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.edits import fill
@@ -167,7 +168,9 @@ class FillRun:
                     if self.owner.documents.revision(self.uri) == revision:
                         return  # no model (or it failed): the jumps stay as they are
                     continue  # the document changed under it: ask again at the new revision
-                done = answer(jump, *got, after=self.base[jump.range_start:jump.range_start + 200])
+                # (on jedi's thread, as every ast.parse of next edits: engine/edits/common.py parse_on)
+                after = self.base[jump.range_start:jump.range_start + 200]
+                done = await asyncio.wrap_future(self.owner.analyser().submit(partial(answer, jump, *got, after=after)))
                 log.debug("argument at %d: %r (p=%.2f) in %.0f ms", jump.range_start, got[0][:40],
                           done.fill.confidence if done.fill else 0.0, (time.monotonic() - t0) * 1000)
                 part.planned[i] = done

@@ -21,10 +21,9 @@ lose the user's own edit). Any other change of the renamed document computes aga
 plan; any other change of another planned document makes its part wait (it is matched again on the next
 change), and an edit in a document outside the plan drops the plan (the user moved on).
 
-Speculation starts once a client has asked for a next edit at least once (a client that never asks costs
-nothing). After a settled edit that offers nothing, the Python text is handed to jedi to parse (its script
-cache by path): if the next edit is a rename, jedi's question is about nearly that text, parsed
-incrementally then.
+Speculation starts once a client has asked for a next edit (a client that never asks costs nothing). After a
+settled edit that offers nothing, jedi parses the Python text (its script cache by path): a rename next asks
+about nearly that text, parsed incrementally then.
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from engine.edits.callsites import last_signature_change
+from engine.edits.common import parse_on
 from engine.edits.exact import NextEdit, OpenDoc, by_cursor, is_python, workspace_next_edits
 from engine.edits.history import Edit
 from engine.edits.ondisk import DiskSearch
@@ -85,6 +85,7 @@ class NextEdits:
             self._analyser = shared_analyser()
             for root in self._roots:
                 self._analyser.add_root(root)
+        parse_on(self._analyser)  # every ast.parse of next edits on jedi's thread (engine/edits/common.py)
         return self._analyser
 
     def set_roots(self, roots: list[str]) -> None:
@@ -289,7 +290,7 @@ class NextEdits:
             return [], {}  # left behind while it waited: nobody can use it
         python = is_python(path, language)
         try:
-            # (before jedi works for this computation: ast beside jedi's thread is not safe, workspace.py)
+            analyser = self.analyser() if python else None  # (its thread parses: engine/edits/common.py)
             change = last_signature_change(text, edits) if python else None
             sig = signature_of(text, change)
 
@@ -297,7 +298,7 @@ class NextEdits:
                 emit(d, part, sig if any(untried(e) for e in part) else None)
 
             here, elsewhere = workspace_next_edits(text, edits, path=path, language=language,
-                                                   analyser=self.analyser() if python else None,
+                                                   analyser=analyser,
                                                    deadline=time.monotonic() + JEDI_BUDGET_S,
                                                    others=others if python else (),
                                                    disk=disk if python else None, change=change, emit=found)
@@ -311,8 +312,7 @@ class NextEdits:
         return here, elsewhere
 
     def _warm(self, text: str, path: str | None) -> None:
-        """Have jedi parse ``text`` now, in idle time: a rename that comes next asks about nearly this text,
-        and parso's cache of the file then makes its parse incremental."""
+        """Have jedi parse ``text`` now, in idle time: a rename next asks about nearly it (parsed incrementally)."""
         from engine.edits.rename import new_script
 
         a = self.analyser()
