@@ -7,19 +7,19 @@ ready, joins the computation under way, or starts it (a request before the edit 
 revision the user has left is dropped at its start, and its answer is never given out: results belong to
 one revision of one document.
 
-**The plan.** A computation's edits are kept as the workspace's *plan*: per document, the edits and the
-text (revision) they belong to, the renamed document's own among them. They join it as they are found,
-one document at a time (parts.py): the computation's first part replaces the plan before, and a request
-answers as soon as there is one (``pending`` while the rest is searched). A rename of a name that is not one
-function's own also finds its references in the other open Python documents (engine/edits/workspace.py),
-which join the plan. Asked in a planned document (unchanged since), its part is the answer's ``edits``;
-asked anywhere, the plan's other documents are its ``elsewhere``. A change of a planned document whose text
-is the part's with some of its edits applied (the client applied one, or the user typed it) leaves the rest
-(engine/edits/plan.py ``remaining``): the next one is ready at once, jedi is not asked again, and a rename
-of any length finishes (the edit history keeps 16 edits, so tracing a long rename back through it would
-lose the user's own edit). Any other change of the renamed document computes again, which replaces the
-plan; any other change of another planned document makes its part wait (it is matched again on the next
-change), and an edit in a document outside the plan drops the plan (the user moved on).
+**The plan.** A computation's edits are kept as the workspace's *plan*: per document, the edits and the text
+(revision) they belong to, the renamed document's own among them. They join it as they are found, one
+document at a time (parts.py): the computation's first part replaces the plan before, and a request answers
+once the asked document's own is known, none too (``pending`` while the rest is searched). A rename of a
+name not one function's own also finds its references in the other open Python documents
+(engine/edits/workspace.py), which join the plan. Asked in a planned document (unchanged since), its part is
+the answer's ``edits``; asked anywhere, the plan's other documents are its ``elsewhere``. A change of a
+planned document whose text is the part's with some of its edits applied (the client applied one, or the
+user typed it) leaves the rest (engine/edits/plan.py ``remaining``): the next one is ready at once, jedi is
+not asked again, and a rename of any length finishes (the history's 16 edits would lose the user's own in a
+long rename). Any other change of the renamed document computes again, which replaces the plan; any other
+change of another planned document makes its part wait (it is matched again on the next change), and an edit
+in a document outside the plan drops the plan (the user moved on).
 
 Speculation starts once a client has asked for a next edit (a client that never asks costs nothing). After a
 settled edit that offers nothing, jedi parses the Python text (its script cache by path): a rename next asks
