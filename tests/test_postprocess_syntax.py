@@ -147,19 +147,3 @@ def test_no_text_post_processing_shows_ends_mid_statement(language):
                 shown += 1
                 assert is_complete(language, prefix, sug.text.rstrip()) is True, (raw, mode, max_lines, truncated)
     assert shown > 10
-
-
-def test_the_closer_of_a_list_one_item_a_line_ends_the_block():
-    # a type's parameters over lines (prettier's TypeScript): cut before `    >`, the items were an unfinished
-    # statement and nothing was shown at all
-    prefix = "class A {\n  f(o: O) {\n    return super.get(o) as Result<\n      TD"
-    text = "ata,\n      TError\n    >\n  }"
-    assert limit_scope(text, "      TD", prefix, "typescript") == "ata,\n      TError\n    >"
-    assert postprocess(text, prefix, "\n  }\n}\n", mode="multi", language="typescript").text == \
-        "ata,\n      TError\n    >"
-    # a call's arguments one a line: its `)` at the call's indentation
-    py = "def f(o):\n    total = compute(\n        o"
-    assert limit_scope("ne,\n        two,\n    )\n    return total", "        o", py, "python") == "ne,\n        two,\n    )"
-    # a closer that does not match the opener above, or a line that is not only closers, still leaves the block
-    assert limit_scope("ata,\n      TError\n    )", "      TD", prefix, "typescript") == "ata,\n      TError"
-    assert limit_scope("ne,\n    ) + 1", "        o", py, "python") == "ne,"

@@ -38,7 +38,6 @@ Everything works on LF text; the caller converts line breaks back to the documen
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from engine.syntax import adapt
@@ -139,28 +138,8 @@ def limit_scope(text: str, line_prefix: str, prefix: str = "", language: str | N
                     return "\n".join(lines[: i + 1])
                 return "\n".join(lines[:i]).rstrip()
         elif w < ref:
-            if _closes_list_above(ln, prefix, w):
-                return "\n".join(lines[: i + 1])
             return "\n".join(lines[:i]).rstrip()
     return text
-
-
-_LIST_CLOSER = re.compile(r"^\s*([)\]>])[)\]>;,]*\s*$")
-_PAIR = {")": "(", "]": "[", ">": "<"}
-
-
-def _closes_list_above(line: str, prefix: str, width: int) -> bool:
-    """``line`` only closes the list the cursor is in, one item a line (``    >`` of a type's parameters, ``)`` of
-    a call's arguments): the line that opened it is the nearest above the cursor's indented less, at ``line``'s
-    indentation, ending in the matching opener. Kept, it ends the statement; cut, the items before it were often
-    judged an unfinished statement and nothing was shown."""
-    m = _LIST_CLOSER.match(line)
-    if m is None:
-        return False
-    above = prefix.split("\n")[-80:-1]
-    ref = indent_width(prefix[prefix.rfind("\n") + 1:])
-    opener = next((ln for ln in reversed(above) if ln.strip() and indent_width(ln) < ref), None)
-    return opener is not None and indent_width(opener) == width and opener.rstrip().endswith(_PAIR[m.group(1)])
 
 
 def _scope_by_syntax(text: str, line_prefix: str, prefix: str, language: str | None) -> str:
