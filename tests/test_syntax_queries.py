@@ -163,6 +163,18 @@ def test_a_generic_class_header_over_several_lines_comes_whole():
     assert last_cut_point("typescript", before, "is.#x) {\n      return foo(") >= len("is.#x) {")
 
 
+def test_a_far_signature_over_several_lines_comes_whole():
+    # a long method whose parameters stand one a line: its header alone (`  run(`) parsed as nothing
+    body = "".join(f"    const v{i} = this.#x + {i}\n" for i in range(70))
+    before = ("class A {\n  #x = 1\n  run(\n    a: number,\n    b: string,\n  ): void {\n" + body +
+              "    if (a) {\n      thi")
+    assert "  run(\n    a: number,\n    b: string,\n  ): void {\n" in statement_window(before)
+    assert is_complete("typescript", before, "s.#notify()") is True
+    py = "class A:\n    def run(\n        self,\n        a,\n    ) -> None:\n" + \
+        "".join(f"        v{i} = a + {i}\n" for i in range(70)) + "        if a:\n            pri"
+    assert "    def run(\n        self,\n        a,\n    ) -> None:\n" in statement_window(py)
+
+
 def test_lines_of_a_multi_line_string_are_no_headers():
     before = "const msg = `first\nExpecting one of ${xs}`;\nfunction f() {\n  const x = "
     assert statement_window(before) == "function f() {\n  const x = "

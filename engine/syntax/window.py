@@ -56,15 +56,16 @@ def _boundary(lines: list[str], i: int, col: int) -> bool:
 
 def _far_header(lines: list[str], i: int) -> list[str] | None:
     """The header that ``lines[i]`` starts, whole: the line when it opens a block (with the line above
-    for an Allman ``{``), else the lines down to the one that does (a signature over several lines);
+    for an Allman ``{``), else the lines down to the one that does (a signature over several lines, its
+    parameters one a line after a ``(``);
     None when no block opens within 16 lines (a generic class's type parameters, one a line)."""
     s = lines[i].strip()
     if s.startswith("{"):
         return lines[_allman_start(lines, i, max(0, i - 8)): i + 1]
-    if _opens(lines[i]):
+    if _opens(lines[i]) and not lines[i].rstrip().endswith(("(", "[")):
         return [lines[i]]
-    for j in range(i + 1, min(len(lines), i + 16)):
-        if lines[j].rstrip().endswith("{"):
+    for j in range(i + 1, min(len(lines), i + 16)):  # (a signature's parameters, one a line, down to its `{`/`:`)
+        if lines[j].rstrip().endswith(("{", ":")):
             return lines[i: j + 1]
     return None
 
