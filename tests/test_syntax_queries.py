@@ -170,6 +170,9 @@ def test_a_far_signature_over_several_lines_comes_whole():
               "    if (a) {\n      thi")
     assert "  run(\n    a: number,\n    b: string,\n  ): void {\n" in statement_window(before)
     assert is_complete("typescript", before, "s.#notify()") is True
+    # a private method's header (`#run(`) is no `#` comment
+    private = before.replace("  run(\n    a: number,\n    b: string,\n  ): void {", "  #run(a: number): void {")
+    assert statement_window(private).startswith("class A {\n  #run(a: number): void {\n")
     py = "class A:\n    def run(\n        self,\n        a,\n    ) -> None:\n" + \
         "".join(f"        v{i} = a + {i}\n" for i in range(70)) + "        if a:\n            pri"
     assert "    def run(\n        self,\n        a,\n    ) -> None:\n" in statement_window(py)

@@ -31,15 +31,19 @@ def _header_line(line: str, col: int) -> bool:
     parameter list (``> extends Base {`` of a generic class over several lines): its header starts above."""
     s = line.strip()
     return bool(s) and indent_width(line) < col and (_opens(line) or s[-1] in ",=+-*/%&|?.<>!") and \
-        s[0] not in _CLOSES and not s.startswith(_CONTINUATION_KEYWORDS) and not s.startswith(("*", "//", "#", "/*"))
+        s[0] not in _CLOSES and not s.startswith(_CONTINUATION_KEYWORDS) and not _comment_line(s)
 
 
 _CLOSES = ")]}>"  # a line starting with one continues a statement begun above
 _GOES_ON = ",([=+-*/%&|?.<>!\\"  # a line ending in one of these continues on the next
 
 
+# `#name(`, `#name =`, `#name:` start a JavaScript/TypeScript private member, not a `#` comment
+_PRIVATE_MEMBER = re.compile(r"#[A-Za-z_$][\w$]*(?:\s*[(<:=!?;]|$)")
+
+
 def _comment_line(s: str) -> bool:
-    return s.startswith(("*", "//", "#", "/*"))
+    return s.startswith(("*", "//", "/*")) or (s.startswith("#") and not _PRIVATE_MEMBER.match(s))
 
 
 def _boundary(lines: list[str], i: int, col: int) -> bool:
