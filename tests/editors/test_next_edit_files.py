@@ -38,13 +38,19 @@ def test_vscode_argument_at_a_call_in_a_file_not_open(vscode_env, vsix, real_ser
     assert after.splitlines()[:3] == USE.format(mod="geo").splitlines()[:3]
 
 
-def test_neovim_argument_at_a_call_in_a_file_not_open(neovim_env, real_server, tmp_path, artifacts):
+def _nvim_on(neovim_env, real_server, tmp_path, artifacts, use: str) -> Nvim:
+    """Neovim on a workspace of sample.py (GEO) and use.py (``use`` importing it), attached to Flint."""
     (tmp_path / "pyproject.toml").write_text("")  # the workspace root the plugin finds
     (tmp_path / "sample.py").write_text(GEO)
-    (tmp_path / "use.py").write_text(USE.format(mod="sample"))
+    (tmp_path / "use.py").write_text(use.format(mod="sample"))
     nv = Nvim(neovim_env["FLINT_NVIM"], tmp_path, real_server, artifacts)
+    nv.wait(lambda p: p["ready"] and p["attached"], 60, "the Flint client to attach")
+    return nv
+
+
+def test_neovim_argument_at_a_call_in_a_file_not_open(neovim_env, real_server, tmp_path, artifacts):
+    nv = _nvim_on(neovim_env, real_server, tmp_path, artifacts, USE)
     try:
-        nv.wait(lambda p: p["ready"] and p["attached"], 60, "the Flint client to attach")
         nv.send("gg0f)i, unit<Esc>")
         p = nv.wait(lambda p: (p["next_edit"] or {}).get("away") is not None, 60, "the call in use.py named")
         assert p["next_edit"]["away"]["uri"].endswith("/use.py") and p["next_edit"]["away"]["row"] == 3, p
@@ -84,12 +90,8 @@ def test_vscode_names_a_file_on_disk_once_a_pending_answer_is_asked_again(vscode
 
 def test_neovim_names_a_file_on_disk_once_a_pending_answer_is_asked_again(neovim_env, real_server, tmp_path,
                                                                           artifacts):
-    (tmp_path / "pyproject.toml").write_text("")  # the workspace root the plugin finds
-    (tmp_path / "sample.py").write_text(GEO)
-    (tmp_path / "use.py").write_text(USE_AREA.format(mod="sample"))
-    nv = Nvim(neovim_env["FLINT_NVIM"], tmp_path, real_server, artifacts)
+    nv = _nvim_on(neovim_env, real_server, tmp_path, artifacts, USE_AREA)
     try:
-        nv.wait(lambda p: p["ready"] and p["attached"], 60, "the Flint client to attach")
         nv.send("gg0w")  # on `area`
         nv.send("ciwsurface<Esc>")
         p = nv.wait(lambda p: (p["next_edit"] or {}).get("away") is not None, 15, "use.py named")
