@@ -119,6 +119,7 @@ from replay_corpus import (  # noqa: E402,F401
     PACKAGES,
     SPLITS,
     Segment,
+    Spec,
     body_region,
     choose,
     describe,
@@ -128,6 +129,7 @@ from replay_corpus import (  # noqa: E402,F401
     round_seeds,
     size_to_keys,
 )
+from replay_corpus import candidates as corpus_candidates  # noqa: E402
 from replay_corpus import segments as corpus_segments  # noqa: E402
 from replay_languages import LANGUAGES  # noqa: E402
 from replay_quality import quality  # noqa: E402
@@ -192,7 +194,7 @@ async def warm_start(server: Server, uri: str, doc: str, cursor: int, st: Segmen
     while time.perf_counter() < deadline:
         engine_says = [p["message"] for _, p in server.statuses[n_status:]
                        if p.get("message") in ("generating", "ready")]
-        ready = bool(engine_says) and engine_says[-1] == "ready"
+        ready = bool(engine_says) and engine_says[-1] == "ready"  # (an engine error's message is neither)
         refreshed = any((p.get("textDocument") or {}).get("uri") == uri for _, p in server.refreshes[n_refresh:])
         n_refresh = len(server.refreshes)
         if st.first_request_s is None and (refreshed or (ready and not asked_at_ready)):
@@ -501,7 +503,11 @@ async def amain(args) -> int:
     commits = {k: git_commit(v) for k, v in servers.items()}
     if args.split == "test":
         replay_test_split.check_arms(servers, commits, args.rounds)
-    specs, packages, corpus_note = corpus_for(args.language, lang_cache, test=args.split == "test")
+    if args.source:
+        specs, packages, corpus_note = source_corpus(args.language, Path(args.source))
+        args.split = "source"
+    else:
+        specs, packages, corpus_note = corpus_for(args.language, lang_cache, test=args.split == "test")
     splits = list(SPLITS) if args.split == "both" else [args.split]
     chosen = {sp: pick(specs, sp, args.functions, args.only) for sp in splits}
     splits = [sp for sp in splits if chosen[sp]]  # --only may name functions of one half only
@@ -509,7 +515,8 @@ async def amain(args) -> int:
         raise SystemExit(f"--only {','.join(args.only)}: no such function in the chosen corpus")
     segs: dict[str, list[Segment]] = {}
     for sp in splits:
-        segs[sp] = segments_for(args.language, chosen[sp], lang_cache, test=sp == "test")
+        segs[sp] = source_segments(args.language, chosen[sp], Path(args.source)) if args.source else \
+            segments_for(args.language, chosen[sp], lang_cache, test=sp == "test")
         if args.keys:  # a quick look: the first whole functions that fit, typed to the end by every arm
             segs[sp] = size_to_keys(segs[sp], args.keys)
     seeds = round_seeds(args.seed, args.rounds)
@@ -642,6 +649,38 @@ def corpus_for(language: str, cache: Path | None, test: bool = False) -> tuple[l
     return specs, [f"{p.source}:{p.name}=={p.version}" for p in rl.PACKAGES[language]], rl.__doc__.split("\n\n")[0]
 
 
+SOURCE_EXT = {"python": ".py", "javascript": ".js", "typescript": ".ts", "go": ".go", "rust": ".rs"}
+
+
+def source_corpus(language: str, root: Path) -> tuple[list, list[str], str]:
+    """--source: the functions of a directory of code in no split (a debugging look, e.g. another package of a
+    held-out split's kind), chosen by the splits' own rules and order; never ledgered, never a headline."""
+    import replay_languages as rl
+    if not root.is_dir():
+        raise SystemExit(f"--source {root}: not a directory")
+    specs = []
+    for path in sorted(root.rglob("*" + SOURCE_EXT[language])):
+        if "test" in path.name:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        try:
+            found = corpus_candidates(text) if language == "python" else rl.candidates(text, language)
+        except SyntaxError:
+            continue
+        specs += [Spec(root.name, "local", path.relative_to(root).as_posix(), q, split="source", chars=n)
+                  for q, n in found]
+    if not specs:
+        raise SystemExit(f"--source {root}: no {language} function of the splits' size in it")
+    return sorted(specs, key=lambda s: rl.rank(s.key)), [f"dir:{root}"], f"functions of {root} (in no split)"
+
+
+def source_segments(language: str, specs: list, root: Path) -> list[Segment]:
+    import replay_languages as rl
+    if language == "python":
+        return [function_segment(root / s.module, s.qualname, s.module, None, "source") for s in specs]
+    return [rl.function_segment(root / s.module, s.qualname, language, s.module, None, "source") for s in specs]
+
+
 def segments_for(language: str, specs: list, cache: Path | None, test: bool = False) -> list[Segment]:
     """Each chosen function's whole body."""
     if test:
@@ -754,6 +793,8 @@ def main() -> int:
                    help="a quick look: the first N functions of each half, round-robin over the packages (default all)")
     p.add_argument("--only", default="", help="a quick look: comma-separated function names (`name`, `Class.name` or "
                    "`package:module:Class.name`; python scripts/replay_corpus.py lists them) typed instead")
+    p.add_argument("--source", default="", metavar="DIR",
+                   help="a debugging look: type the functions of DIR (code in no split; never ledgered)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--model", default=None, help="preset or model directory (default: the default model)")
@@ -782,8 +823,11 @@ def main() -> int:
     if args.split == "test" and (args.keys or args.functions or args.only or args.language not in (
             "python", *replay_test_split.other_packages())):
         p.error("--split test types the whole split: no --keys, --functions or --only")
-    if not args.render_only and args.split in ("both", "validation", "test") and not args.purpose.strip():
+    if not args.render_only and not args.source and args.split in ("both", "validation", "test") and \
+            not args.purpose.strip():
         p.error(f"--split {args.split} types held-out code: say why with --purpose (it goes to the ledger)")
+    if args.source and args.split not in ("both", "tuning"):
+        p.error("--source types its own directory, not a split")
     if args.records and args.split != "tuning":
         p.error("--records learns from the tuning split only: --split tuning")
     if args.reference_only and args.reference is None:

@@ -187,3 +187,42 @@ def test_a_context_block_comes_with_the_warm_up_and_serves_only_its_document():
     assert r.engine.log.index(("context", "")) < r.engine.log.index(("complete", "pb"))
     assert r.engine.context_digest == ""
     r.stop()
+
+
+def test_the_status_says_ready_when_what_is_left_waits_for_a_user_who_has_gone():
+    """A generation ends with held-back speculation queued (so it says no "ready" yet); the user goes idle, so
+    that job will not run: the status must not stay at "busy" (editors show "generating" until a keystroke)."""
+    clock = Clock()
+    r = rig(30, clock=clock)
+    try:
+        asked = state("a", 1, "asked")
+        r.worker.submit(asked)
+        assert r.engine.running.wait(2)
+        r.worker.submit(state("b", 1, "spec"), Work(Ask.SPECULATE, not_before=clock() + 1.0))
+        r.result(asked)  # (its "busy" said; nothing after: speculation is queued)
+        assert r.until(lambda: r.worker.running() is None)
+        assert r.statuses[-1] == "busy"
+        clock.advance(knobs.IDLE_WORK_S + 1.0)  # the speculation's time, but the user has gone
+        assert r.until(lambda: r.statuses[-1] == "ready", 2), r.statuses
+        assert "spec" not in prefixes(r)
+    finally:
+        r.stop()
+
+
+def test_a_generation_stopped_because_the_user_went_idle_ends_at_ready_with_no_error():
+    """The watchdog stops work nobody waits for once the user has gone: that is no engine error, so the status
+    says "ready" (editors showed the stop's reason, "idle", as the status message)."""
+    from lsp_server.completion.events import Status
+    clock = Clock()
+    r = rig(slow=("spec",), clock=clock)
+    said: list[Status] = []
+    r.events.on(Status, said.append)
+    try:
+        r.worker.submit(state("a", 1, "spec"), Work(Ask.SPECULATE))
+        assert r.engine.running.wait(2)
+        assert r.until(lambda: said and said[-1].state == "busy")
+        clock.advance(knobs.IDLE_WORK_S + 0.1)
+        assert r.until(lambda: said[-1].state == "ready", 3), said
+        assert "error" not in said[-1].info, said[-1]
+    finally:
+        r.stop()

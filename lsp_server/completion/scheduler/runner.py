@@ -19,7 +19,7 @@ from engine.cache.typethrough import Entry
 from engine.remote.wire import RemoteError
 from engine.types import Doubts, Timings
 from lsp_server.completion.events import Events, Status, Worked
-from lsp_server.completion.jobs import Job, Result, Stale, WarmUp, reason_exc, stop_job
+from lsp_server.completion.jobs import Job, JobDropped, Result, Stale, WarmUp, reason_exc, stop_job
 from lsp_server.completion.policy import knobs
 from lsp_server.completion.scheduler.idle import IdleWork
 from lsp_server.completion.store.store import Store
@@ -63,7 +63,7 @@ class Runner:
         self.loaded = threading.Event()  # set once the first load attempt finished (ok or not)
         self.model_calls = 0  # generations (tests count them)
         self.idle = IdleWork(lambda engine: self._safely(self.identify, engine), self._worked)
-        self._busy = False  # the last status said "busy" (a "ready" must follow)
+        self.busy = False  # the last status said "busy" (a "ready" must follow)
 
     def serve(self, load: Loader, scheduler: Scheduler) -> None:
         """The engine thread: load the model, then run what the scheduler hands over until it says stop."""
@@ -218,18 +218,16 @@ class Runner:
                                 (time.process_time() - c0) * 1000))
 
     def report(self, ran: Ran, job: Job, idle: bool) -> None:
-        """The status after a job: an engine error says so at once; a generation, once nothing is queued."""
-        if ran.error is not None and ran.ms is not None:
+        """The status after a job: an engine error (not a stop) at once; a generation, once nothing is queued."""
+        if ran.error is not None and not isinstance(ran.error, JobDropped) and ran.ms is not None:
             self.emit("ready", error=str(ran.error))
         elif ran.ms is not None and idle and ran.result is not None:
             comps = ran.result[0]
             self.emit("ready", latency_ms=ran.ms, source=comps[0].source if comps else None,
                       cancelled=job.cancel.cancelled)
-        elif ran.ms is None and idle and self._busy:  # the generation before this job left it at "busy"
-            self.emit("ready")
 
     def emit(self, state: str, **info: Any) -> None:
-        self._busy = state == "busy"
+        self.busy = state == "busy"
         self._events.put(Status(self.tier, state, info))
 
 

@@ -243,6 +243,8 @@ class Worker:
                 if idle:
                     self._events.put(Idle(self.tier))
             if job is None:
+                if self.runner.busy and (wait < 0 or not self._q.waiting()):  # nothing to run before the user acts
+                    self.runner.emit("ready")
                 self._clock.wait(self._cond, wait if wait > 0 else None)
                 continue
             self._q.take(job)
