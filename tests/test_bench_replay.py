@@ -376,3 +376,48 @@ def test_report_puts_the_validation_half_first_and_beside_tuning():
     assert "not held out" in head and "no tuning decision has looked at" not in md
     assert "## Glossary" in md and "saved ÷ (saved + typed)" in md
     assert "keystrokes under a wrong ghost" in md and "suggestions of ≤ 3 characters" in md
+
+
+PY_SOURCE = '''class Box:
+    def grow(self, n):
+        if n <= 0:
+            raise ValueError(f"cannot grow by {n}")
+        self.size += n
+        self.history.append(("grow", n, self.size))
+        return self.size
+
+
+def tiny():
+    return 1
+'''
+
+
+GO_SOURCE = '''package p
+
+func Sum(xs []int) int {
+	total := 0
+	for _, x := range xs {
+		if x < 0 {
+			continue
+		}
+		total += x
+	}
+	return total
+}
+'''
+
+
+def test_source_types_a_directorys_functions_of_the_splits_size_and_refuses_an_empty_one(tmp_path):
+    (tmp_path / "a.py").write_text(PY_SOURCE)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "sum.go").write_text(GO_SOURCE)
+    (tmp_path / "a_test.py").write_text(SOURCE)  # a test module is not typed, as in the splits
+    specs, packages, _ = bench.source_corpus("python", tmp_path)
+    assert [(s.module, s.qualname, s.split) for s in specs] == [("a.py", "Box.grow", "source")]
+    seg, = bench.source_segments("python", specs, tmp_path)
+    assert seg.typed.startswith("        if n <= 0:") and "self.size += n" in seg.typed and seg.split == "source"
+    assert packages == [f"dir:{tmp_path}"]
+    go, = bench.source_segments("go", bench.source_corpus("go", tmp_path)[0], tmp_path)
+    assert "total += x" in go.typed and go.before.endswith("{\n")
+    with pytest.raises(SystemExit, match="no rust function"):
+        bench.source_corpus("rust", tmp_path)
