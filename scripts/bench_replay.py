@@ -194,7 +194,7 @@ async def warm_start(server: Server, uri: str, doc: str, cursor: int, st: Segmen
     while time.perf_counter() < deadline:
         engine_says = [p["message"] for _, p in server.statuses[n_status:]
                        if p.get("message") in ("generating", "ready")]
-        ready = bool(engine_says) and engine_says[-1] == "ready"  # (an engine error's message is neither)
+        ready = bool(engine_says) and engine_says[-1] == "ready"
         refreshed = any((p.get("textDocument") or {}).get("uri") == uri for _, p in server.refreshes[n_refresh:])
         n_refresh = len(server.refreshes)
         if st.first_request_s is None and (refreshed or (ready and not asked_at_ready)):
@@ -659,7 +659,8 @@ def source_corpus(language: str, root: Path) -> tuple[list, list[str], str]:
     if not root.is_dir():
         raise SystemExit(f"--source {root}: not a directory")
     specs = []
-    for path in sorted(root.rglob("*" + SOURCE_EXT[language])):
+    # the language corpus's own file rule (no tests, benches, examples, .d.ts), and no Python test module
+    for path in rl.source_files(root, rl.Package("dir", root.name, "local", "", SOURCE_EXT[language])):
         if "test" in path.name:
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
