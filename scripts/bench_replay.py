@@ -649,9 +649,6 @@ def corpus_for(language: str, cache: Path | None, test: bool = False) -> tuple[l
     return specs, [f"{p.source}:{p.name}=={p.version}" for p in rl.PACKAGES[language]], rl.__doc__.split("\n\n")[0]
 
 
-SOURCE_EXT = {"python": ".py", "javascript": ".js", "typescript": ".ts", "go": ".go", "rust": ".rs"}
-
-
 def source_corpus(language: str, root: Path) -> tuple[list, list[str], str]:
     """--source: the functions of a directory of code in no split (a debugging look, e.g. another package of a
     held-out split's kind), chosen by the splits' own rules and order; never ledgered, never a headline."""
@@ -660,7 +657,7 @@ def source_corpus(language: str, root: Path) -> tuple[list, list[str], str]:
         raise SystemExit(f"--source {root}: not a directory")
     specs = []
     # the language corpus's own file rule (no tests, benches, examples, .d.ts), and no Python test module
-    for path in rl.source_files(root, rl.Package("dir", root.name, "local", "", SOURCE_EXT[language])):
+    for path in rl.source_files(root, rl.Package("dir", root.name, "local", "", rl.EXT[language])):
         if "test" in path.name:
             continue
         text = path.read_text(encoding="utf-8", errors="replace")

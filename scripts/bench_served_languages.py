@@ -80,12 +80,12 @@ from bench_served import (  # noqa: E402
     wants_another_tab,
 )
 from lsp_stdio import Server  # noqa: E402
+from replay_languages import EXT  # noqa: E402
 from replay_quality import repeats_below  # noqa: E402
 
 from engine.syntax import block_is_complete, is_complete, open_brackets, parse  # noqa: E402
 
 LANGUAGES = ("python", "javascript", "typescript", "go", "rust")
-EXT = {"python": ".py", "javascript": ".js", "typescript": ".ts", "go": ".go", "rust": ".rs"}
 CACHE = Path.home() / ".cache" / "flint-bench"
 LINE_CHARS = (8, 100)  # a candidate line's code, stripped
 MIN_REST = 4  # characters a mid-line cursor leaves on its line

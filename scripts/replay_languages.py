@@ -77,6 +77,8 @@ PACKAGES: dict[str, tuple[Package, ...]] = {
 }
 PER_PACKAGE = 8
 LANGUAGES = tuple(PACKAGES)
+# each language's source file extension (Python's corpus is replay_corpus's)
+EXT = {"python": ".py", "javascript": ".js", "typescript": ".ts", "go": ".go", "rust": ".rs"}
 _SKIP = re.compile(r"(^|/)(tests?|__tests__|testing|testdata|benches|examples|vendor|internal/testprotos)(/|$)|"
                    r"(_test\.go|\.test\.ts|\.spec\.ts|\.d\.ts|_tables?\.go|table\.go|(^|/)tests?\.rs)$")
 _TEST_SCOPES = frozenset({"test", "tests"})  # Rust's `mod tests` inside a source file
