@@ -31,7 +31,8 @@ first suggestion's precision, recall over all remaining token changes and over t
 keystroke ``--key-ms`` apart; the client asks ``flint/nextEdit`` ``--pause-ms`` after the last keystroke, as
 Flint's clients do. Reported: the answer's latency at the client and the server's ``readyMs``, both from
 the last keystroke; the server's CPU against the same keystrokes into a server never asked (which never
-speculates); didChange's own cost per keystroke with and without the edit history.
+speculates); didChange's own cost per keystroke with and without the edit history; the keystroke's round
+trip at the client (a request sent right behind each didChange), asking and never asking.
 
 (e) **The next offer after an applied edit** (issue 50). ``--only applied``: parameters and locals with at
 least 4 occurrences in standard-library modules of ~1,000 lines (``APPLIED_MODULES``, pinned by the Python
@@ -887,7 +888,7 @@ def run_server(targets: list[tuple[Target, Path, str]], ask: bool, model: str, k
     w.call("initialize", {"processId": None, "capabilities": {}, "rootUri": None})
     w.notify("initialized", {})
     time.sleep(1.0)
-    lat, ready, shown, cpu0 = [], [], 0, _cpu_s(proc.pid)
+    lat, ready, shown, trips, cpu0 = [], [], 0, [], _cpu_s(proc.pid)
     for k, (t, path, text) in enumerate(targets):
         uri = path.as_uri()
         w.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
@@ -906,7 +907,11 @@ def run_server(targets: list[tuple[Target, Path, str]], ask: bool, model: str, k
                  "text": new}]})
             cur = cur[:a] + new + cur[b:]
             t_last = time.perf_counter()
-            time.sleep(key_ms / 1000)
+            # the keystroke path: a request no handler knows is answered (an error) once the event loop
+            # has handled the didChange before it and whatever the next edits' threads left it to wait on
+            t_trip, _ = w.call("flint/noSuchMethod", {})
+            trips.append((t_trip - t_last) * 1000)
+            time.sleep(max(0.0, key_ms / 1000 - (time.perf_counter() - t_last)))
         if ask:
             time.sleep(max(0.0, pause_ms / 1000 - (time.perf_counter() - t_last)))
             line, ch = offset_to_position(cur, t.site + len(t.name) + len(SUFFIX), "utf-16")
@@ -925,7 +930,8 @@ def run_server(targets: list[tuple[Target, Path, str]], ask: bool, model: str, k
     log(f"  server ({'asking' if ask else 'not asking'}): {len(targets)} renames, cpu {cpu:.2f} s")
     return {"samples": len(targets), "shown": shown, "cpu_s": round(cpu, 3),
             "answer_after_last_key": lat_summary(lat) if lat else None,
-            "ready_after_last_key": lat_summary(ready) if ready else None}
+            "ready_after_last_key": lat_summary(ready) if ready else None,
+            "keystroke_round_trip": lat_summary(trips)}
 
 
 def keystroke_cost(n: int = 2000) -> dict:
@@ -1145,6 +1151,8 @@ def report_md(res: dict) -> str:
     if c:
         a_, q_ = c["asking"], c["not_asking"]
         out += ["## (c) Through the server", "",
+                *([f"Command: `{c['command']}` (commit {c['commit']}), {c['date']}, {c['cpu']}.", ""]
+                  if c.get("command") else []),
                 f"The real server process (`python -m lsp_server --model {c['model']}`; next edits need no model) "
                 f"over stdio; {a_['samples']} renames of (a) (the first by hash in each package) typed as "
                 f"keystrokes {c['key_ms']:.0f} ms apart, one didChange each; the client asks `flint/nextEdit` "
@@ -1162,6 +1170,16 @@ def report_md(res: dict) -> str:
                 f"work (DocumentStore.edit, 2,000-line file) {k['with_history_us']} us a keystroke with the edit "
                 f"history, {k['without_history_us']} us without; the next edits themselves run on their own "
                 f"thread once the edit settles.", ""]
+        if a_.get("keystroke_round_trip") and q_.get("keystroke_round_trip"):
+            out += ["The keystroke as the client feels it: from sending each didChange to the answer of a request "
+                    "sent right behind it (an unknown method, answered at once by the event loop once the "
+                    "didChange is handled), asking for next edits against never asking:", "",
+                    "| keystrokes | n | p50 ms | p95 ms | mean ms | max ms |", "|---|---|---|---|---|---|"]
+            for name, lat in (("asking for next edits", a_["keystroke_round_trip"]),
+                              ("never asking", q_["keystroke_round_trip"])):
+                out.append(f"| {name} | {lat['n']} | {lat['p50_ms']} | {lat['p95_ms']} | {lat['mean_ms']} | "
+                           f"{lat['max_ms']} |")
+            out.append("")
     if res.get("applied"):
         out += applied_md(res["applied"])
     if res.get("model_llama_run"):
@@ -1224,7 +1242,8 @@ def main() -> None:
         res["sequences"] = bench_sequences(args.cache, args.per_file, analyser, log, model)
     if args.only in (None, "server") and args.server > 0:
         log("(c) through the server")
-        res["server"] = bench_server(args.cache, args.server, args.server_model, args.key_ms, args.pause_ms, log)
+        res["server"] = {**bench_server(args.cache, args.server, args.server_model, args.key_ms, args.pause_ms, log),
+                         "command": res["command"], "commit": res["commit"], "cpu": res["cpu"], "date": res["date"]}
     if args.only in (None, "applied"):
         log("(e) the next offer after an applied edit")
         targets = applied_targets(args.applied_per_module)
@@ -1242,8 +1261,8 @@ def main() -> None:
     llama = args.out.with_name(args.out.name + "_model").with_suffix(".json")
     if llama.exists():  # the last --llama run, reported as (d)
         res["model_llama_run"] = json.loads(llama.read_text())
-    if args.only == "applied" and args.out.with_suffix(".json").exists():  # (e) alone: the other sections stay
-        res = {**json.loads(args.out.with_suffix(".json").read_text()), "applied": res["applied"]}
+    if args.only in ("applied", "server") and args.out.with_suffix(".json").exists():  # alone: the others stay
+        res = {**json.loads(args.out.with_suffix(".json").read_text()), args.only: res[args.only]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
     args.out.with_suffix(".md").write_text(report_md(res))
