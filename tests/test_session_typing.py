@@ -327,6 +327,25 @@ async def test_accepting_a_suggestion_is_answered_from_its_look_ahead_line(oracl
     assert [(c[0], c[2].max_lines) for c in eng.calls[1:]] == [(head + "a + b\n    ", 9)], eng.calls[1:]
 
 
+async def test_an_empty_line_put_in_after_a_line_keeps_its_look_ahead_line(oracle_session):
+    """Enter twice at a line's end (an empty line the model did not write): the look-ahead line still answers
+    the line after it, without waiting for the model (typethrough.past_blank_lines)."""
+    target = "def f(a, b):\n    total = a + b\n    return total\n"
+    s, eng = oracle_session(target)
+    uri = "file:///e.py"
+    head = "def f(a, b):\n    total = "
+    s.documents.open(uri, head + "\n", 1)
+    res = await s.suggest(uri, 1, 12, invoked=False)
+    assert res.items[0].text == "a + b"
+    await settle(s)
+    s.documents.change(uri, 2, [Change("a + b", (1, 12, 1, 12))], s.encoding)
+    s.did_change(uri, cursor=len(head + "a + b"))
+    s.documents.change(uri, 3, [Change("\n\n    ", (1, 17, 1, 17))], s.encoding)
+    s.did_change(uri, cursor=len(head + "a + b\n\n    "))
+    res = await s.suggest(uri, 3, 4, invoked=False)
+    assert res.source == "type-through" and res.items[0].text == "return total"
+
+
 async def test_speculation_off_is_a_plain_server(oracle_session):
     s, eng = oracle_session(TARGET, settings=Settings(speculation=False, cache_size_mb=0))
     uri = "file:///o.py"

@@ -13,6 +13,7 @@ from engine.cache.typethrough import (
     Trie,
     TypeThrough,
     anchor_of,
+    past_blank_lines,
     reachable,
     suffix_compatible,
     typed_since,
@@ -241,3 +242,44 @@ def test_doubts_follow_the_typing_and_drop_once_typed_past():
     assert hit.variants[0].text == "return compute(a, b)" and hit.variants[0].doubts == ((7, 0.3), (15, 0.4))
     [hit] = tt.lookup(prefix + "return comp", "\n")  # typed into the first doubtful token: it stood
     assert hit.completions("type-through", 1)[0].doubts == ((4, 0.4),)
+
+
+# ---------------------------------------------------------------------------------------------- blank lines
+
+
+def test_an_empty_line_the_user_puts_in_leaves_the_model_s_next_line():
+    # after `x = 1` the model wrote the next line directly; the user pressed Enter twice
+    assert past_blank_lines(None, "\n\n    ", "\n    y = 2\n    z = 3") == "y = 2\n    z = 3"
+    assert past_blank_lines(None, "\n   \n    y", "\n    y = 2") == " = 2"  # the blank line kept its spaces
+    # the base was the empty line itself (written from its start): Enter leaves it empty
+    assert past_blank_lines("", "\n    ", "    y = 2") == "y = 2"
+    assert past_blank_lines("    ", "\n    ", "y = 2") == "y = 2"
+
+
+def test_an_empty_line_the_model_wrote_and_the_user_left_out():
+    assert past_blank_lines(None, "\n    ", "\n\n    y = 2") == "y = 2"
+    assert past_blank_lines("", "    ret", "\n    return x") == "urn x"
+
+
+def test_only_blank_lines_are_skipped():
+    assert past_blank_lines(None, "\n    ", "\n    y = 2") is None  # a plain prefix: the trie's walk
+    assert past_blank_lines(None, "\n\n    w", "\n    y = 2") is None  # another line
+    assert past_blank_lines(None, "z\n\n    ", "\n    y = 2") is None  # the line before differs
+    assert past_blank_lines(None, "\n\n    y = 2", "\n    y = 2") is None  # nothing left
+    assert past_blank_lines(None, "", "\n\n    y = 2") is None  # nothing typed
+    assert past_blank_lines(None, " x", "\n    y = 2") is None
+
+
+def test_lookup_types_through_an_empty_line():
+    tt = TypeThrough()
+    e = tt.open("def f():\n    x = 1", "\n", n=1, key=KEY)
+    tt.close(e, comps("\n    y = 2\n    return y"))
+    hits = tt.lookup("def f():\n    x = 1\n\n    ", "\n")
+    assert [v.text for v in hits[0].variants] == ["y = 2\n    return y"]
+    assert hits[0].typed == "\n\n    "
+    # at the empty line's own start (a generation made there), Enter again
+    e2 = tt.open("def f():\n    x = 1\n", "\n", n=1, key=KEY)
+    tt.close(e2, comps("    y = 2"))
+    hits = tt.lookup("def f():\n    x = 1\n\n    ", "\n")
+    assert {v.text for h in hits for v in h.variants} == {"y = 2\n    return y", "y = 2"}
+    assert tt.lookup("def f():\n    x = 1\n\n    w", "\n") == []

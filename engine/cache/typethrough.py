@@ -61,6 +61,31 @@ def typed_since(anchor: str, at_start: bool, prefix: str, max_typed: int) -> str
     return prefix[j + len(anchor):]
 
 
+def past_blank_lines(head: str | None, typed: str, text: str) -> str | None:
+    """The rest of ``text`` after ``typed`` where they differ only by whitespace-only lines (one the user put in
+    that the model did not write, or the reverse); None without such a skip or with nothing left. ``head``: the
+    base's line before the cursor if only whitespace (None: after code, which both texts continue)."""
+    if "\n" not in typed and not (head is not None and "\n" in text):
+        return None
+    lines_t, lines_f = ((head or "") + typed).split("\n"), ((head or "") + text).split("\n")
+    skipped, j = False, 0
+    for i, line in enumerate(lines_t[:-1]):  # the typed text's whole lines
+        if (i or head is not None) and not line.strip():
+            skipped = True
+            continue
+        while (i or head is not None) and j < len(lines_f) - 1 and not lines_f[j].strip() and lines_f[j] != line:
+            j, skipped = j + 1, True
+        if j >= len(lines_f) - 1 or lines_f[j] != line:
+            return None
+        j += 1
+    cur, whole = lines_t[-1], len(lines_t) > 1 or head is not None  # (whole: the cursor's line from its start)
+    while whole and j < len(lines_f) - 1 and not lines_f[j].strip() and not lines_f[j].startswith(cur):
+        j, skipped = j + 1, True
+    if not skipped or j >= len(lines_f) or not lines_f[j].startswith(cur):
+        return None
+    return "\n".join([lines_f[j][len(cur):], *lines_f[j + 1:]]) or None
+
+
 def anchor_of(prefix: str) -> tuple[str, bool]:
     """(anchor, at_start) for a base prefix."""
     if len(prefix) <= ANCHOR_CHARS:
@@ -173,6 +198,7 @@ class Entry:
     window: str = "full"  # the engine's prompt window ("quick": the short first one, Timings.window)
     work: str = ""  # the kind of work that wrote it (the scheduler's job kind: "now", "future", ...)
     served: bool = False  # an answer made from it went out with a suggestion
+    head: str | None = None  # the base's line before the cursor when only whitespace (past_blank_lines)
 
     def text(self, i: int) -> str:
         return self.trie.texts.get(i, "")
@@ -238,6 +264,8 @@ class TypeThrough:
         """A generation starts for (prefix, suffix): a live entry that ``update`` streams into."""
         anchor, at_start = anchor_of(prefix)
         entry = Entry(anchor, at_start, suffix, n, key, origin, work=work)
+        if ("\n" in anchor or at_start) and not (line := anchor[anchor.rfind("\n") + 1:]).strip():
+            entry.head = line
         with self._lock:
             entry.seq = next(self._seq)
             # an older entry for the very same state and parameters is replaced
@@ -316,13 +344,15 @@ class TypeThrough:
                 if typed is None:
                     continue
                 variants: list[Variant] = []
-                for i in sorted(entry.trie.walk(typed)):
+                walked = entry.trie.walk(typed)
+                for i in sorted(walked or entry.trie.texts):
                     full = entry.trie.texts[i]
-                    rest = full[len(typed):]
+                    # an empty line typed that the model did not write (or the reverse): its lines still hold
+                    rest = full[len(typed):] if walked else past_blank_lines(entry.head, typed, full) or ""
                     if not rest:
                         continue
                     ntok = entry.tokens[i] if i < len(entry.tokens) else 0
-                    cut = len(typed)
+                    cut = len(full) - len(rest)
                     doubts = tuple((at - cut, p) for at, p in entry.doubts[i] if at >= cut) \
                         if i < len(entry.doubts) else ()
                     variants.append(Variant(i, rest, entry.finish[i] if i < len(entry.finish) else None,
