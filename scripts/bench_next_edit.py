@@ -889,6 +889,7 @@ def run_server(targets: list[tuple[Target, Path, str]], ask: bool, model: str, k
     w.notify("initialized", {})
     time.sleep(1.0)
     lat, ready, shown, trips, cpu0 = [], [], 0, [], _cpu_s(proc.pid)
+    per: list[dict] = []  # each rename's own figures: which ones are slow, and what they are
     for k, (t, path, text) in enumerate(targets):
         uri = path.as_uri()
         w.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
@@ -922,6 +923,9 @@ def run_server(targets: list[tuple[Target, Path, str]], ask: bool, model: str, k
             if r.get("readyMs") is not None:
                 ready.append(r["readyMs"])
             shown += bool(r.get("edits"))
+            per.append({"key": t.key, "kind": t.kind, "lines": text.count("\n") + 1, "uses": len(t.truth),
+                        "answer_ms": round(lat[-1], 1), "ready_ms": r.get("readyMs"),
+                        "edits": len(r.get("edits") or [])})
         else:
             time.sleep(pause_ms / 1000 + 0.3)
         w.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
@@ -931,7 +935,7 @@ def run_server(targets: list[tuple[Target, Path, str]], ask: bool, model: str, k
     return {"samples": len(targets), "shown": shown, "cpu_s": round(cpu, 3),
             "answer_after_last_key": lat_summary(lat) if lat else None,
             "ready_after_last_key": lat_summary(ready) if ready else None,
-            "keystroke_round_trip": lat_summary(trips)}
+            "keystroke_round_trip": lat_summary(trips), **({"per_rename": per} if ask else {})}
 
 
 def keystroke_cost(n: int = 2000) -> dict:
