@@ -95,9 +95,12 @@ SUFFIX = "_nx"
 DEADLINE_S = 2.0
 
 
-def _commit() -> str:
+def _commit(root: Path = ROOT) -> str:
+    """The commit of a checkout, or of a ``git archive`` of one with its COMMIT file (the benchmarks' arms)."""
+    if (root / "COMMIT").exists():
+        return (root / "COMMIT").read_text().strip()[:7]
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
                               check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "?"
@@ -875,15 +878,15 @@ def server_targets(cache: Path, n: int) -> list[tuple[Target, Path, str]]:
 
 
 def run_server(targets: list[tuple[Target, Path, str]], ask: bool, model: str, key_ms: float,
-               pause_ms: float, log) -> dict:
+               pause_ms: float, log, root: Path = ROOT) -> dict:
     """Open each file, type its rename as keystrokes (one didChange each, ``key_ms`` apart), then, with
     ``ask``, flint/nextEdit ``pause_ms`` after the last keystroke (what Flint's clients do). Without ``ask``
     the server never speculates: the CPU difference is what next edits cost."""
     from lsp_server.convert import offset_to_position
 
-    proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "--model", model], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "--model", model], cwd=root,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            env={**os.environ, "PYTHONPATH": str(root)})
     w = Wire(proc)
     w.call("initialize", {"processId": None, "capabilities": {}, "rootUri": None})
     w.notify("initialized", {})
@@ -931,8 +934,8 @@ def run_server(targets: list[tuple[Target, Path, str]], ask: bool, model: str, k
         w.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
     cpu = _cpu_s(proc.pid) - cpu0
     w.stop()
-    log(f"  server ({'asking' if ask else 'not asking'}): {len(targets)} renames, cpu {cpu:.2f} s")
-    return {"samples": len(targets), "shown": shown, "cpu_s": round(cpu, 3),
+    log(f"  server ({'asking' if ask else 'not asking'}, {root}): {len(targets)} renames, cpu {cpu:.2f} s")
+    return {"root": str(root), "samples": len(targets), "shown": shown, "cpu_s": round(cpu, 3),
             "answer_after_last_key": lat_summary(lat) if lat else None,
             "ready_after_last_key": lat_summary(ready) if ready else None,
             "keystroke_round_trip": lat_summary(trips), **({"per_rename": per} if ask else {})}
@@ -962,13 +965,23 @@ def keystroke_cost(n: int = 2000) -> dict:
     return out
 
 
-def bench_server(cache: Path, n: int, model: str, key_ms: float, pause_ms: float, log) -> dict:
+def bench_server(cache: Path, n: int, model: str, key_ms: float, pause_ms: float, log,
+                 before: Path | None = None) -> dict:
+    """This checkout asking and never asking; with ``before``, that checkout asking too, between the two."""
     targets = server_targets(cache, n)
     asking = run_server(targets, True, model, key_ms, pause_ms, log)
+    earlier = run_server(targets, True, model, key_ms, pause_ms, log, root=before) if before else None
     quiet = run_server(targets, False, model, key_ms, pause_ms, log)
     per_edit = (asking["cpu_s"] - quiet["cpu_s"]) / max(1, len(targets)) * 1000
-    return {"model": model, "key_ms": key_ms, "pause_ms": pause_ms, "asking": asking, "not_asking": quiet,
-            "cpu_ms_per_edit": round(per_edit, 1), "keystroke": keystroke_cost()}
+    from lsp_server.nextedit.service import QUIET_S
+
+    for run in (asking, earlier):  # the target's clock: from the moment the edit settles (QUIET_S after the last key)
+        if run and run.get("per_rename"):
+            run["ready_after_settling"] = lat_summary([r["ready_ms"] - QUIET_S * 1000 for r in run["per_rename"]
+                                                       if r["ready_ms"] is not None])
+    return {"model": model, "key_ms": key_ms, "pause_ms": pause_ms, "quiet_ms": QUIET_S * 1000, "asking": asking,
+            "not_asking": quiet, "cpu_ms_per_edit": round(per_edit, 1), "keystroke": keystroke_cost(),
+            **({"asking_before": {**earlier, "commit": _commit(before)}} if earlier else {})}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1162,11 +1175,28 @@ def report_md(res: dict) -> str:
                 f"keystrokes {c['key_ms']:.0f} ms apart, one didChange each; the client asks `flint/nextEdit` "
                 f"{c['pause_ms']:.0f} ms after the last keystroke (what Flint's clients do).", "",
                 "| | n | p50 ms | p95 ms | mean ms | max ms |", "|---|---|---|---|---|---|"]
-        for name, lat in (("answer at the client, from the last keystroke", a_["answer_after_last_key"]),
-                          ("next edits ready in the server, from the last keystroke", a_["ready_after_last_key"])):
+        rows = [("answer at the client, from the last keystroke", a_["answer_after_last_key"]),
+                ("next edits ready in the server, from the last keystroke", a_["ready_after_last_key"])]
+        if a_.get("ready_after_settling"):
+            rows.append(("next edits ready in the server, after the edit settles", a_["ready_after_settling"]))
+        if c.get("asking_before"):
+            bb = c["asking_before"]
+            rows.append((f"before ({bb['commit']}): ready in the server, from the last keystroke",
+                         bb["ready_after_last_key"]))
+            rows.append((f"before ({bb['commit']}): ready in the server, after the edit settles",
+                         bb.get("ready_after_settling")))
+        for name, lat in rows:
             if lat:
                 out.append(f"| {name} | {lat['n']} | {lat['p50_ms']} | {lat['p95_ms']} | {lat['mean_ms']} | "
                            f"{lat['max_ms']} |")
+        if c.get("quiet_ms"):
+            out += ["", f"An edit settles {c['quiet_ms']:.0f} ms after its last keystroke (`QUIET_S`): the "
+                    "computation starts then, so \"from the last keystroke\" is that much more than \"after the "
+                    "edit settles\"."]
+        slow = sorted(a_.get("per_rename") or [], key=lambda r: -(r["ready_ms"] or 0))[:5]
+        if slow:
+            out += ["", "The slowest renames (ready ms from the last keystroke; module lines): " + "; ".join(
+                f"`{r['key']}` {r['ready_ms']} ({r['lines']})" for r in slow) + "."]
         k = c["keystroke"]
         out += ["", f"Shown: {a_['shown']} of {a_['samples']}. Server CPU for the run: {a_['cpu_s']} s asking, "
                 f"{q_['cpu_s']} s for the same keystrokes never asking (no speculation then): "
@@ -1205,7 +1235,8 @@ def main() -> None:
     ap.add_argument("--pause-ms", type=float, default=200.0, help="(c): the client asks this long after the last key")
     ap.add_argument("--applied-per-module", type=int, default=4, help="(e): renames per standard-library module")
     ap.add_argument("--max-applied", type=int, default=40, help="(e): edits applied per rename")
-    ap.add_argument("--before", type=Path, help="(e): also run the server from this checkout (the figures before)")
+    ap.add_argument("--before", type=Path,
+                    help="(c), (e): also run the server from this checkout (the figures before, in the same run)")
     ap.add_argument("--out", type=Path, default=ROOT / "docs/benchmarks/next_edit")
     ap.add_argument("--llama", type=Path, nargs="*", default=[],
                     help="(d) only: these GGUF checkpoints through llama-cpp-python on the compact prompt")
@@ -1246,7 +1277,8 @@ def main() -> None:
         res["sequences"] = bench_sequences(args.cache, args.per_file, analyser, log, model)
     if args.only in (None, "server") and args.server > 0:
         log("(c) through the server")
-        res["server"] = {**bench_server(args.cache, args.server, args.server_model, args.key_ms, args.pause_ms, log),
+        res["server"] = {**bench_server(args.cache, args.server, args.server_model, args.key_ms, args.pause_ms, log,
+                                        args.before),
                          "command": res["command"], "commit": res["commit"], "cpu": res["cpu"], "date": res["date"]}
     if args.only in (None, "applied"):
         log("(e) the next offer after an applied edit")

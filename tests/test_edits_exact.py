@@ -181,11 +181,39 @@ def test_rename_needs_jedi_to_know_the_name(analyser):
 
 
 def test_rename_past_the_deadline_is_nothing(analyser):
-    h = _rename_at(SRC, SRC.index("value"), "value", "amount")
+    # a module's function: jedi must say where its references are, and it is past its deadline
+    h = _rename_at(SRC, SRC.index("helper"), "helper", "assist")
     text = h.text("d")
     assert text is not None
     assert rename_edits(text, h.edits("d"), path="/tmp/flint_deadline.py", analyser=analyser,
                         deadline=time.monotonic() - 1) == []
+
+
+def test_a_functions_own_name_needs_no_jedi(analyser):
+    # a parameter no call passes by keyword: the syntax tree alone finds its references (local.py), so
+    # they are offered even when jedi has no time at all
+    h = _rename_at(SRC, SRC.index("value"), "value", "amount")
+    text = h.text("d")
+    assert text is not None
+    got = rename_edits(text, h.edits("d"), path="/tmp/flint_deadline.py", analyser=analyser,
+                       deadline=time.monotonic() - 1)
+    assert [(e.old_text, e.new_text) for e in got] == [("value", "amount")]
+    helper = ast.parse(apply_all(text, got)).body[1]
+    assert {n.id for n in ast.walk(helper) if isinstance(n, ast.Name)} >= {"amount", "count"}
+    assert "value" not in {n.id for n in ast.walk(helper) if isinstance(n, ast.Name)}
+
+
+def test_a_hand_edit_of_a_string_prefix_is_no_rename_to_finish(analyser):
+    # the user renamed the parameter b to c, then changed b"x" to c"x" by hand (outside the function): finishing
+    # the rename would leave a file that does not parse, so nothing is offered (rename.py parses again for
+    # words that can be a string's prefix or a soft keyword)
+    src = 'X = b"x"\n\n\ndef f(b):\n    return b\n'
+    h = _rename_at(src, src.index("b)"), "b", "c")
+    h = _rename_at(h.text("d"), src.index('b"'), "b", "c", h)
+    assert h.text("d") == 'X = c"x"\n\n\ndef f(c):\n    return b\n'
+    assert _next(h, analyser) == []
+    ok = _rename_at(src, src.index("b)"), "b", "c")  # the parameter alone: its use follows
+    assert [(e.old_text, e.new_text) for e in _next(ok, analyser)] == [("b", "c")]
 
 
 def test_rename_result_must_parse(analyser):

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from engine.edits.callsites import call_sites_elsewhere, call_sites_here, last_signature_change
 from engine.edits.common import (  # noqa: F401  (re-exported: the package's one entry for callers)
@@ -92,13 +92,14 @@ Emit = Callable[[OpenDoc | None, list[NextEdit]], None]
 def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, language: str | None = None,
                          analyser: Any = None, deadline: float | None = None, cursor: int | None = None,
                          others: Sequence[OpenDoc] = (), disk: DiskSearch | None = None, emit: Emit | None = None,
-                         change: Change | None = None) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
+                         change: Change | None | Literal["find"] = "find"
+                         ) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
     """``exact_next_edits`` here, and a rename's references or the call sites' edits in the ``others`` (the
     other open Python documents, workspace.py) and, with ``disk``, the workspace's files on disk
     (ondisk.py; their texts in ``disk.docs``), by their key. ``emit``: each part as soon as it is found (this
     document's first, empty when it has none but other documents are searched; the others' one document at a
     time), the same edits as returned.
-    ``change``: the last edit's signature change, when the caller found it already."""
+    ``change``: the last edit's signature change (None: it made none), when the caller looked already."""
     if not edits:
         return [], {}
     python = is_python(path, language)
@@ -106,7 +107,7 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
         before = edits[-1].undo(text)
         if analyser is None:
             change = None
-        elif change is None:
+        elif change == "find":
             change = last_signature_change(text, edits)
         here: list[NextEdit] = []
         r = None

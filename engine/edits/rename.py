@@ -10,6 +10,8 @@ environments, scripts and worker thread), so a question waits at most until its 
 from __future__ import annotations
 
 import ast
+import bisect
+import keyword
 import logging
 import os
 import re
@@ -34,6 +36,7 @@ from engine.edits.common import (
 )
 from engine.edits.history import Edit
 from engine.edits.lexer import COMMENT, NAME, OP, SPACE, tokens
+from engine.edits.local import own_references
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,25 @@ def _map_offset(off: int, length: int, edits: Sequence[Edit]) -> int | None:
     return off
 
 
+_LAMBDA = re.compile(r"\blambda\b")
+
+
+def _statements_and_lambdas(text: str, tree: ast.AST):
+    """The tree's nodes, except inside expressions whose lines hold no ``lambda`` (a def or an import is a
+    statement; a lambda's line says ``lambda``): a data module's literals are not walked."""
+    lines = Lines(text)
+    at = sorted({lines.line_of(m.start()) + 1 for m in _LAMBDA.finditer(text)})
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.expr):
+            i = bisect.bisect_left(at, node.lineno)
+            if i == len(at) or at[i] > (node.end_lineno or node.lineno):
+                continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
 class _Outline:
     """One parse of a text: its import lines (1-based) and its functions' spans (whole lines)."""
 
@@ -88,7 +110,7 @@ class _Outline:
         self.imports: set[int] = set()
         self.functions: list[tuple[int, int]] = []
         self.own_names: dict[tuple[int, int], int] = {}  # a def's span -> the offset of its name
-        for node in ast.walk(tree):
+        for node in _statements_and_lambdas(text, tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 self.imports.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
@@ -306,13 +328,17 @@ def find_rename(text: str, edits: Sequence[Edit], *, path: str | None = None, an
             break
         first, base, base_ch = first - 1, prev, c
     new_re = re.compile(rf"(?<!\w){re.escape(ch.new)}(?!\w)")
-    refs = jedi_references(base, base_ch.start, path=path, analyser=analyser, deadline=deadline)
-    if not refs or all(off != base_ch.start for off, _ in refs):
-        return None
     outline = _Outline.of(base)
     if outline is None:
         return None
-    refs = _completed(base, base_ch.start, ch.old, refs, outline, path, analyser, deadline)
+    mine = own_references(outline.tree, base, base_ch.start, ch.old)  # a function's own name: no jedi (local.py)
+    if mine is not None and not _leftovers(base, mine[1], ch.old, set(mine[0])):
+        refs = [(off, "name") for off in mine[0]]
+    else:
+        refs = jedi_references(base, base_ch.start, path=path, analyser=analyser, deadline=deadline) or []
+        if all(off != base_ch.start for off, _ in refs):
+            return None
+        refs = _completed(base, base_ch.start, ch.old, refs, outline, path, analyser, deadline)
     imports = outline.imports
     attribute = any(base[:off].rstrip().endswith(".") for off, _ in refs)
     span = None if attribute else outline.holder([off for off, _ in refs])
@@ -330,11 +356,20 @@ def find_rename(text: str, edits: Sequence[Edit], *, path: str | None = None, an
     out = _mapped(text, base, [off for off, _ in refs], ch, imports, list(edits[first:]))
     if out is None or len(out) > MAX_REFERENCES:
         return None
-    if out and not parses(apply_all(text, out)):
+    # ``base`` parses, and the result is ``base`` with some whole words ``old`` replaced by ``new``: that keeps
+    # the grammar unless one of them can be a string's prefix or a soft keyword (a hand edit of ``b"..."``)
+    if out and _grammar_word(ch) and not parses(apply_all(text, out)):
         return None
     if cursor is None:
         cursor = edits[-1].new_end
     return Rename(by_cursor(out, cursor), base, base_ch.start, ch.old, ch.new, local=span is not None)
+
+
+def _grammar_word(ch: Renamed) -> bool:
+    return any(w.lower() in _PREFIXES or w in keyword.softkwlist for w in (ch.old, ch.new))
+
+
+_PREFIXES = {"r", "u", "b", "f", "br", "rb", "fr", "rf"}
 
 
 def _holds(text: str, off: int, name: str) -> bool:

@@ -19,6 +19,7 @@ go is not in the text. A method called through an attribute (``obj.run(...)``) h
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -150,14 +151,21 @@ def signature_change(before: str, after: str, start: int, old_end: int, new_end:
     return None
 
 
+_PAREN = re.compile(r"[()]")
+
+
 def _in_parameters(text: str, at: int) -> bool:
     """A cheap first look: is ``at`` after a ``def`` whose parentheses are still open there? (Strings with
     parentheses in defaults may fool it either way; ``signature_change`` parses to be sure.)"""
     d = max(text.rfind("def ", 0, at), text.rfind("def\t", 0, at))
     if d < 0:
         return False
-    head = text[d:at]
-    return head.count("(") > head.count(")")
+    depth = 0
+    for m in _PAREN.finditer(text, d, at):  # from the def's "(": still open at ``at`` (not closed since)
+        depth += 1 if m.group() == "(" else -1
+        if depth == 0:
+            return False
+    return depth > 0
 
 
 def calls(text: str, name_offsets: Iterable[int]) -> list[Call]:

@@ -1,0 +1,175 @@
+"""A function's own name (a parameter or a local) found from the syntax tree alone (issue 50: the first offer).
+
+jedi's references look at every leaf of the name's spelling in the module and infer each one: an attribute
+``x.name`` anywhere costs an inference of ``x``, hundreds of milliseconds in a 1,000-line module, for a
+parameter whose references all sit in one function. Python's rule makes that function's own name plain to
+see: a name a function binds (a parameter, an assignment target) and declares neither global nor nonlocal is
+its own throughout its body. So its references are the function's parameters and the Name nodes of its body.
+
+``own_references`` answers only when the tree places every occurrence exactly; else None, and jedi is asked
+as before: the name occurring in a nested scope (a def, lambda, class or comprehension inside the function),
+a binding the tree gives no position for (``except ... as``, ``import ... as``, a nested def's or class's own
+name, a match capture), ``global``/``nonlocal``, the name in the function's own defaults, decorators or
+annotations (its enclosing scope's), and, for a parameter, a keyword argument of its spelling anywhere in the
+text passed to a call spelt with the function's name (a call's ``name=`` is a reference jedi resolves
+through the callee; a call through another name, ``g = f; g(name=1)``, is missed, as the function's calls in
+other modules are by a rename of a function's own name). rename.py still checks that no occurrence in the
+function is left out (``_leftovers``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from engine.edits.common import Lines
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _offset(text: str, lines: Lines, lineno: int, col_bytes: int) -> int:
+    """ast's (line, UTF-8 byte column) as an offset of ``text``."""
+    start = lines.starts[lineno - 1]
+    line = text[start:start + col_bytes]  # a character is at least one byte
+    return start + len(line.encode("utf-8")[:col_bytes].decode("utf-8", "ignore"))
+
+
+def _stmt_lists(node: ast.stmt) -> Iterator[list[ast.stmt]]:
+    if isinstance(node, ast.If | ast.For | ast.AsyncFor | ast.While):
+        yield from (node.body, node.orelse)
+    elif isinstance(node, ast.Try | ast.TryStar):
+        yield from (node.body, *(h.body for h in node.handlers), node.orelse, node.finalbody)
+    elif isinstance(node, ast.With | ast.AsyncWith | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+        yield node.body
+    elif isinstance(node, ast.Match):
+        yield from (c.body for c in node.cases)
+
+
+def _first_line(st: ast.stmt) -> int:
+    if isinstance(st, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and st.decorator_list:
+        return min(st.lineno, *(d.lineno for d in st.decorator_list))
+    return st.lineno
+
+
+def statements_at(tree: ast.Module, line: int) -> list[ast.stmt]:
+    """The statements whose lines hold ``line`` (1-based; a def's from its first decorator), outermost first,
+    found through statement lists only (a large module is not walked whole)."""
+    out: list[ast.stmt] = []
+    blocks = [tree.body]
+    while blocks:
+        block = blocks.pop()
+        for st in block:
+            if _first_line(st) <= line <= (st.end_lineno or st.lineno):
+                out.append(st)
+                blocks.extend(_stmt_lists(st))
+                break
+    return out
+
+
+def enclosing_function(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The innermost def whose lines hold ``line`` (1-based)."""
+    return next((st for st in reversed(statements_at(tree, line)) if isinstance(st, _FUNCTIONS)), None)
+
+
+def _callee_names(tree: ast.Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> set[str]:
+    """The names a call of ``fn`` can be spelt with: its own, and for a constructor its class's."""
+    names = {fn.name}
+    if fn.name in ("__init__", "__new__"):
+        chain = statements_at(tree, line)
+        i = chain.index(fn) if fn in chain else 0
+        cls = chain[i - 1] if i > 0 else None
+        if isinstance(cls, ast.ClassDef):
+            names.add(cls.name)
+    return names
+
+
+def _keyword_calls(tree: ast.Module, text: str, lines: Lines, name: str, callees: set[str]) -> bool | None:
+    """Is ``name=`` passed by keyword to a call spelt with one of ``callees`` (``f(...)``, ``x.f(...)``)?
+    None when a keyword of that spelling sits where no statement holds it (do not guess)."""
+    for m in re.finditer(rf"[(,]\s*{re.escape(name)}\s*=(?!=)", text):
+        chain = statements_at(tree, lines.line_of(m.end()) + 1)
+        if not chain:
+            return None
+        st = chain[-1]
+        todo: list[ast.AST] = [st]
+        while todo:  # the statement itself, not the statements of its blocks
+            n = todo.pop()
+            if isinstance(n, ast.Call) and any(k.arg == name for k in n.keywords):
+                f = n.func
+                if (f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None) in callees:
+                    return True
+                if not isinstance(f, ast.Name | ast.Attribute):
+                    return None  # a call of a call's result, a subscript's: jedi knows
+            todo.extend(c for c in ast.iter_child_nodes(n) if n is st and not isinstance(c, ast.stmt) or n is not st)
+    return False
+
+
+def _positionless(n: ast.AST, name: str) -> bool:
+    """A binding of ``name`` the tree gives no position for, or a declaration that moves it elsewhere."""
+    if isinstance(n, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
+        return n.name == name
+    if isinstance(n, ast.MatchMapping):
+        return n.rest == name
+    if isinstance(n, ast.alias):
+        return (n.asname or n.name.split(".")[0]) == name
+    if isinstance(n, ast.Global | ast.Nonlocal):
+        return name in n.names
+    return isinstance(n, (*_FUNCTIONS, ast.ClassDef)) and n.name == name
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    return any((isinstance(n, ast.Name) and n.id == name) or (isinstance(n, ast.arg) and n.arg == name)
+               or _positionless(n, name) for n in ast.walk(node))
+
+
+def _own_names(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[ast.Name] | None:
+    """The Name nodes of ``name`` in ``fn``'s body outside nested scopes; None when a nested scope mentions
+    it or a binding of it has no position."""
+    out: list[ast.Name] = []
+    todo: list[ast.AST] = list(fn.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, _SCOPES):
+            if _mentions(n, name):
+                return None
+            continue
+        if _positionless(n, name):
+            return None
+        if isinstance(n, ast.Name) and n.id == name:
+            out.append(n)
+        todo.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def own_references(tree: ast.AST, text: str, site: int, name: str) -> tuple[list[int], tuple[int, int]] | None:
+    """The offsets of every reference of ``name`` (at ``site`` of ``text``, whose tree is ``tree``) when it is
+    one function's own, with that function's span (from its ``def`` line); None when the tree cannot say
+    (module docstring)."""
+    if not isinstance(tree, ast.Module):
+        return None
+    lines = Lines(text)
+    fn = enclosing_function(tree, lines.line_of(site) + 1)
+    if fn is None:
+        return None
+    a = fn.args
+    params = [x for x in a.posonlyargs + a.args + a.kwonlyargs + [v for v in (a.vararg, a.kwarg) if v]
+              if x.arg == name]
+    outer = [*fn.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None),
+             *(x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs + [v for v in (a.vararg, a.kwarg) if v]
+               if x.annotation is not None), *([fn.returns] if fn.returns is not None else [])]
+    if any(_mentions(o, name) for o in outer):
+        return None  # evaluated in the enclosing scope: not this function's name there
+    names = _own_names(fn, name)
+    if names is None or not (params or any(isinstance(n.ctx, ast.Store | ast.Del) for n in names)):
+        return None  # a name the function only reads is another scope's
+    if params and _keyword_calls(tree, text, lines, name, _callee_names(tree, fn, fn.lineno)) is not False:
+        return None  # passed by keyword to a call of that spelling: jedi knows which calls are this function's
+    offs = sorted({_offset(text, lines, x.lineno, x.col_offset) for x in params}
+                  | {_offset(text, lines, x.lineno, x.col_offset) for x in names})
+    if site not in offs or any(text[o:o + len(name)] != name for o in offs):
+        return None  # the site is in a nested scope, or a position is not the name's (do not guess)
+    end = fn.end_lineno or fn.lineno
+    span = (lines.starts[fn.lineno - 1], lines.starts[end] if end < len(lines.starts) else len(text))
+    return offs, span
