@@ -1086,7 +1086,7 @@ def _offset(text: str, pos: dict) -> int:
 
 def applied_md(d: dict) -> list[str]:
     out = ["## (e) The next offer after an applied edit", "",
-           f"Command: `flock /tmp/flint-heavy.lock nice -n 5 {d['command']}` (commit {d['commit']}); CPU: {d['cpu']}; "
+           f"Command: `{d['command']}` (commit {d['commit']}); CPU: {d['cpu']}; "
            f"date {d['date']}.", "",
            f"Parameters and locals with at least 4 occurrences in standard-library modules of ~1,000 lines "
            f"({', '.join(APPLIED_MODULES)}; Python {d['python']}), {d['per_module']} per module, renamed at their "
@@ -1111,8 +1111,8 @@ def _f(x: float | None) -> str:
 def report_md(res: dict) -> str:
     a, b = res.get("renames"), res.get("sequences")
     out = ["# Next edits (issue 37)", "",
-           f"Command: `flock /tmp/flint-heavy.lock nice -n 5 {res['command']}` (commit {res.get('commit', '?')})  ",
-           f"CPU: {res['cpu']} (shared: other sessions' work at `nice -n 19` may run beside it)  ",
+           f"Command: `{res['command']}` (commit {res.get('commit', '?')})  ",
+           f"CPU: {res['cpu']}  ",
            f"Date: {res['date']}; jedi {res['jedi']}; Python {res['python']}", "",
            "What is measured and how: scripts/bench_next_edit.py's docstring. No model is involved "
            "unless `--model-samples` says so, except in (d), its own run (`--llama`).", ""]
