@@ -181,8 +181,8 @@ def test_rename_needs_jedi_to_know_the_name(analyser):
 
 
 def test_rename_past_the_deadline_is_nothing(analyser):
-    # a module's function: jedi must say where its references are, and it is past its deadline
-    h = _rename_at(SRC, SRC.index("helper"), "helper", "assist")
+    # an attribute: jedi must say where its references are, and it is past its deadline
+    h = _rename_at(SRC, SRC.index("width = width"), "width", "size")
     text = h.text("d")
     assert text is not None
     assert rename_edits(text, h.edits("d"), path="/tmp/flint_deadline.py", analyser=analyser,
@@ -201,6 +201,13 @@ def test_a_functions_own_name_needs_no_jedi(analyser):
     helper = ast.parse(apply_all(text, got)).body[1]
     assert {n.id for n in ast.walk(helper) if isinstance(n, ast.Name)} >= {"amount", "count"}
     assert "value" not in {n.id for n in ast.walk(helper) if isinstance(n, ast.Name)}
+    # a module's function: its uses in the module, from the tree too
+    h = _rename_at(SRC, SRC.index("helper"), "helper", "assist")
+    text = h.text("d")
+    got = rename_edits(text, h.edits("d"), path="/tmp/flint_deadline.py", analyser=analyser,
+                       deadline=time.monotonic() - 1)
+    assert [(e.old_text, e.new_text) for e in got] == [("helper", "assist")] * 2
+    assert "helper" not in apply_all(text, got)
 
 
 def test_a_hand_edit_of_a_string_prefix_is_no_rename_to_finish(analyser):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from engine.edits.local import enclosing_function, own_references
+from engine.edits.local import enclosing_function, module_references, own_references
 from engine.edits.rename import _completed, _Outline, jedi_references
 from engine.guidance.jedi_analyser import JediAnalyser
 
@@ -131,3 +131,51 @@ def test_an_edit_after_a_defs_closed_parentheses_is_not_in_its_parameters():
     assert _in_parameters(src, src.index("b="))
     assert not _in_parameters(src, src.index("b)"))  # a call's argument below: f's "(" closed before it
     assert not _in_parameters(src, src.index("int"))
+
+
+def _mod(src: str, needle: str, name: str, nth: int = 0) -> list[str] | None:
+    at = [m.start() for m in re.finditer(re.escape(needle), src)][nth]
+    got = module_references(ast.parse(src), src, at, name)
+    return None if got is None else [f"{src.count(chr(10), 0, o) + 1}:{o - src.rfind(chr(10), 0, o) - 1}" for o in got]
+
+
+def test_a_modules_function_and_its_uses():
+    src = ("import os\n\n\n@cache\ndef scale(x):\n    return x * 2\n\n\nclass A:\n    def m(self):\n"
+           "        return scale(self.v) + [scale(i) for i in range(3)][0]\n\n\nY = scale(3)\nZ = obj.scale(4)\n")
+    want = ["5:4", "11:15", "11:32", "14:4"]  # the def, the calls in a method and a comprehension, the module's
+    assert _mod(src, "scale(x)", "scale") == want
+    assert _mod(src, "scale(3)", "scale") == want  # asked at a use: the same; obj.scale is an attribute
+
+
+@pytest.mark.parametrize("src", [
+    "def f():\n    pass\n\n\nf = wrap(f)\n",  # bound again at module level
+    "def f():\n    pass\n\n\ndef g(f):\n    return f()\n",  # a parameter shadows it
+    "def f():\n    pass\n\n\ndef g():\n    global f\n    f = 1\n",  # rebound through global
+    "try:\n    from x import f\nexcept ImportError:\n    def f():\n        pass\n",  # two bindings, one a def in a block
+    "def f():\n    pass\n\n\nclass A:\n    f = staticmethod(f)\n",  # a class binds it
+])
+def test_what_the_tree_leaves_to_jedi_at_module_level(src):
+    assert _mod(src, "f", "f") is None
+
+
+def test_the_module_walk_and_jedi_agree_on_a_real_module(analyser):
+    # every module-level function of ftplib the tree answers for: the same references jedi finds in the file
+    import ftplib
+
+    path = inspect.getsourcefile(ftplib)
+    assert path is not None
+    text = open(path, encoding="utf-8").read()
+    tree = ast.parse(text)
+    answered = 0
+    for st in tree.body:
+        if not isinstance(st, ast.FunctionDef):
+            continue
+        site = re.compile(rf"def\s+({st.name})\b").search(text).start(1)
+        got = module_references(tree, text, site, st.name)
+        if got is None:
+            continue
+        answered += 1
+        refs = jedi_references(text, site, path=path, analyser=analyser, deadline=time.monotonic() + 30)
+        assert refs is not None
+        assert sorted(off for off, _ in refs) == got, st.name
+    assert answered >= 5

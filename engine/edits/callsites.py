@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.edits.common import JEDI_BUDGET_S, NextEdit, apply_all, parses
+from engine.edits.common import JEDI_BUDGET_S, NextEdit, apply_all, parse, parses
 from engine.edits.history import Edit
+from engine.edits.local import module_references
 from engine.edits.ondisk import DiskSearch
 from engine.edits.rename import jedi_references
 from engine.edits.signature import Change, call_edits, calls, signature_change
@@ -52,10 +53,14 @@ def call_sites_here(text: str, change: Change, *, path: str | None, analyser: An
                     ) -> list[NextEdit] | None:
     """The edits of the calls in this document (jedi's references); None when jedi does not know the
     function (then it has no opinion elsewhere either)."""
-    refs = jedi_references(text, change.name_at, path=path, analyser=analyser, deadline=deadline)
-    if not refs or all(off != change.name_at for off, _ in refs):
-        return None
-    return _checked(text, call_edits(text, change, calls(text, [off for off, _ in refs])))
+    offs = module_references(parse(text), text, change.name_at, change.name) if _top_level(text, change.name_at, 0) \
+        else None  # a module's function: its calls here from the syntax tree (local.py), else jedi's
+    if offs is None:
+        refs = jedi_references(text, change.name_at, path=path, analyser=analyser, deadline=deadline)
+        if not refs or all(off != change.name_at for off, _ in refs):
+            return None
+        offs = [off for off, _ in refs]
+    return _checked(text, call_edits(text, change, calls(text, offs)))
 
 
 def call_sites_elsewhere(text: str, change: Change, *, path: str | None, analyser: Any, deadline: float,
@@ -76,9 +81,9 @@ def call_sites_elsewhere(text: str, change: Change, *, path: str | None, analyse
                                  cancelled=disk.cancelled if disk is not None else lambda: False, calls_only=True)
 
 
-def _top_level(text: str, name_at: int) -> bool:
-    """Is the def at ``name_at`` a module's function or a class's method (indented at most once)? A nested
+def _top_level(text: str, name_at: int, most: int = 4) -> bool:
+    """Is the def at ``name_at`` a module's function or a class's method (indented at most ``most``)? A nested
     function is no other module's to call."""
     line_start = text.rfind("\n", 0, name_at) + 1
     indent = len(text[line_start:name_at]) - len(text[line_start:name_at].lstrip())
-    return indent <= 4 or "\t" in text[line_start:name_at]
+    return indent <= most or (most > 0 and "\t" in text[line_start:name_at])

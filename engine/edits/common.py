@@ -95,9 +95,24 @@ def parse_on(analyser: Any) -> None:
     _parser = analyser
 
 
+_last: tuple[str, ast.AST] | None = None  # the last text parsed (exec) and its tree: one computation asks twice
+
+
 def parse(text: str, mode: str = "exec") -> ast.AST:
     """``ast.parse(text)`` on jedi's thread: there at once, else handed over and waited for (after the
-    questions jedi has before it). SyntaxError and the others as ``ast.parse`` raises them."""
+    questions jedi has before it). SyntaxError and the others as ``ast.parse`` raises them. The same text
+    object asked again gets the same tree (read it, never change it)."""
+    global _last
+    last = _last
+    if mode == "exec" and last is not None and last[0] is text:
+        return last[1]
+    tree = _parse_now(text, mode)
+    if mode == "exec":
+        _last = (text, tree)
+    return tree
+
+
+def _parse_now(text: str, mode: str) -> ast.AST:
     a = _parser
     if a is None or a.on_worker():
         return ast.parse(text, mode=mode)

@@ -20,6 +20,7 @@ function is left out (``_leftovers``).
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections.abc import Iterator
 
@@ -173,3 +174,63 @@ def own_references(tree: ast.AST, text: str, site: int, name: str) -> tuple[list
     end = fn.end_lineno or fn.lineno
     span = (lines.starts[fn.lineno - 1], lines.starts[end] if end < len(lines.starts) else len(text))
     return offs, span
+
+
+def _binds_here(scope: ast.AST, name: str) -> bool:
+    """Does ``scope`` (a def, lambda, class or comprehension) bind ``name`` itself, or declare it global?"""
+    if isinstance(scope, (*_FUNCTIONS, ast.Lambda)):
+        a = scope.args
+        if any(x.arg == name for x in a.posonlyargs + a.args + a.kwonlyargs + [v for v in (a.vararg, a.kwarg) if v]):
+            return True
+        body: list[ast.AST] = list(scope.body) if isinstance(scope.body, list) else [scope.body]
+    elif isinstance(scope, ast.ClassDef):
+        body = list(scope.body)
+    elif isinstance(scope, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+        body = [g.target for g in scope.generators]
+    else:
+        return False
+    todo = body
+    while todo:
+        n = todo.pop()
+        if (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store | ast.Del)) or _positionless(n, name):
+            return True
+        if not isinstance(n, _SCOPES):
+            todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def module_references(tree: ast.AST, text: str, site: int, name: str) -> list[int] | None:
+    """The offsets of every reference of ``name`` in its own module (the def's or class's name among them)
+    when a module-level ``def``/``class`` is its one binding there and no scope of the module binds it again
+    (a parameter, a local, ``global``); None when the tree cannot say. Attribute uses (``mod.name``) are not
+    followed. Only lines that hold the word are walked."""
+    if not isinstance(tree, ast.Module):
+        return None
+    lines = Lines(text)
+    word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+    at = sorted({lines.line_of(m.start()) + 1 for m in word.finditer(text)})
+    defs = [st for st in tree.body if isinstance(st, (*_FUNCTIONS, ast.ClassDef)) and st.name == name]
+    if len(defs) != 1:
+        return None
+    own = word.search(text, lines.starts[defs[0].lineno - 1])
+    if own is None:
+        return None
+    out = [own.start()]
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.expr | ast.stmt):
+            i = bisect.bisect_left(at, _first_line(n) if isinstance(n, ast.stmt) else n.lineno)
+            if i == len(at) or at[i] > (n.end_lineno or n.lineno):
+                continue  # the word is nowhere in its lines
+        if (n is not defs[0] and _positionless(n, name)) or (isinstance(n, _SCOPES) and _binds_here(n, name)):
+            return None  # bound again (at module level, or shadowed in a scope): jedi knows which is which
+        if isinstance(n, ast.Name) and n.id == name:
+            if not isinstance(n.ctx, ast.Load):
+                return None
+            out.append(_offset(text, lines, n.lineno, n.col_offset))
+        todo.extend(ast.iter_child_nodes(n))
+    out = sorted(set(out))
+    if site not in out or any(text[o:o + len(name)] != name for o in out):
+        return None
+    return out

@@ -36,7 +36,7 @@ from engine.edits.common import (
 )
 from engine.edits.history import Edit
 from engine.edits.lexer import COMMENT, NAME, OP, SPACE, tokens
-from engine.edits.local import own_references
+from engine.edits.local import module_references, own_references
 
 log = logging.getLogger(__name__)
 
@@ -331,9 +331,13 @@ def find_rename(text: str, edits: Sequence[Edit], *, path: str | None = None, an
     outline = _Outline.of(base)
     if outline is None:
         return None
-    mine = own_references(outline.tree, base, base_ch.start, ch.old)  # a function's own name: no jedi (local.py)
+    # a function's own name, or a module's function or class: from the syntax tree, no jedi (local.py)
+    mine = own_references(outline.tree, base, base_ch.start, ch.old)
+    module = module_references(outline.tree, base, base_ch.start, ch.old) if mine is None else None
     if mine is not None and not _leftovers(base, mine[1], ch.old, set(mine[0])):
         refs = [(off, "name") for off in mine[0]]
+    elif module is not None:
+        refs = [(off, "name") for off in module]
     else:
         refs = jedi_references(base, base_ch.start, path=path, analyser=analyser, deadline=deadline) or []
         if all(off != base_ch.start for off, _ in refs):
@@ -365,11 +369,8 @@ def find_rename(text: str, edits: Sequence[Edit], *, path: str | None = None, an
     return Rename(by_cursor(out, cursor), base, base_ch.start, ch.old, ch.new, local=span is not None)
 
 
-def _grammar_word(ch: Renamed) -> bool:
-    return any(w.lower() in _PREFIXES or w in keyword.softkwlist for w in (ch.old, ch.new))
-
-
-_PREFIXES = {"r", "u", "b", "f", "br", "rb", "fr", "rf"}
+def _grammar_word(ch: Renamed) -> bool:  # a string's prefix, or a soft keyword
+    return any(w.lower() in ("r", "u", "b", "f", "br", "rb", "fr", "rf") or w in keyword.softkwlist for w in (ch.old, ch.new))
 
 
 def _holds(text: str, off: int, name: str) -> bool:
