@@ -506,6 +506,7 @@ def main() -> None:
               "rows": rows, "sweep": swept, "floors": floors(swept, splits) if swept else None,
               "fill_prompt": {"caller_header": not args.no_caller, "scope_names": fill_module.SCOPE_NAMES},
               "floor": FLOOR}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     args.out.with_suffix(".md").write_text(report(result))
     log(json.dumps({"splits": result["splits"], "floors": result["floors"]}, indent=1))
