@@ -55,6 +55,8 @@ def test_the_innermost_function_through_blocks():
     ("def f(v):\n    return v\n\nf(v=2)\n", "v)"),  # passed by keyword to a call of its spelling
     ("class A:\n    def __init__(self, v):\n        self.v = v\n\nx = A(\n    v=1)\n", "v)"),  # its class's
     ("def f(v):\n    return v\n\n@f(v=2)\ndef g():\n    pass\n", "v)"),  # in a decorator
+    ("class A:\n    def __init__(self, v):\n        self.v = v\n\n\nclass B:\n    make = A\n\n    def m(self):\n"
+     "        return self.make(v=1)\n", "v)"),  # a class attribute holding the class: jedi follows it
     ("def f(v):\n    try:\n        pass\n    except E as v:\n        pass\n", "v)"),  # a binding without position
     ("def f(v):\n    import os as v\n", "v)"),
     ("def f(v=v):\n    return v\n", "v="),  # the default is the enclosing scope's v
@@ -64,11 +66,13 @@ def test_what_the_tree_leaves_to_jedi(src, needle):
     assert _refs(src, needle, "v") is None
 
 
-def test_keywords_of_other_calls_and_defaults_are_not_its_references():
-    src = "def f(v):\n    return g(v=v, w=h(v=1))\n\ndef k(v=None):\n    pass\n# f(v=3) in a comment\n"
+def test_keywords_of_builtins_and_defaults_are_not_its_references():
+    src = "def f(v):\n    return dict(v=v, w=max(v=1))\n\ndef k(v=None):\n    pass\n# f(v=3) in a comment\n"
     assert _refs(src, "v)", "v") is None  # the comment's "f(v=" lies in no statement: not guessed
     src = src.replace("# f(v=3) in a comment\n", "")
-    assert _refs(src, "v)", "v") == ["1:6", "2:15"]
+    assert _refs(src, "v)", "v") == ["1:6", "2:18"]
+    assert _refs(src.replace("dict(", "g("), "v)", "v") is None  # g may be f under another name
+    assert _refs(src + "dict = f\n", "v)", "v") is None  # a builtin's name the module binds itself
 
 
 def test_offsets_are_characters_after_non_ascii_text():

@@ -11,16 +11,16 @@ as before: the name occurring in a nested scope (a def, lambda, class or compreh
 a binding the tree gives no position for (``except ... as``, ``import ... as``, a nested def's or class's own
 name, a match capture), ``global``/``nonlocal``, the name in the function's own defaults, decorators or
 annotations (its enclosing scope's), and, for a parameter, a keyword argument of its spelling anywhere in the
-text passed to a call spelt with the function's name (a call's ``name=`` is a reference jedi resolves
-through the callee; a call through another name, ``g = f; g(name=1)``, is missed, as the function's calls in
-other modules are by a rename of a function's own name). rename.py still checks that no occurrence in the
-function is left out (``_leftovers``).
+text passed to any call but a builtin's (a call's ``name=`` is a reference jedi resolves through the callee,
+which may be an alias or a class attribute holding the function). rename.py still checks that no occurrence
+in the function is left out (``_leftovers``).
 """
 
 from __future__ import annotations
 
 import ast
 import bisect
+import builtins
 import re
 from collections.abc import Iterator
 
@@ -74,35 +74,29 @@ def enclosing_function(tree: ast.Module, line: int) -> ast.FunctionDef | ast.Asy
     return next((st for st in reversed(statements_at(tree, line)) if isinstance(st, _FUNCTIONS)), None)
 
 
-def _callee_names(tree: ast.Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, line: int) -> set[str]:
-    """The names a call of ``fn`` can be spelt with: its own, and for a constructor its class's."""
-    names = {fn.name}
-    if fn.name in ("__init__", "__new__"):
-        chain = statements_at(tree, line)
-        i = chain.index(fn) if fn in chain else 0
-        cls = chain[i - 1] if i > 0 else None
-        if isinstance(cls, ast.ClassDef):
-            names.add(cls.name)
-    return names
+def _builtin(text: str, name: str) -> bool:
+    """Is ``name`` a builtin the module never binds itself (def, class, import, assignment, loop)?"""
+    if name not in vars(builtins):
+        return False
+    w = re.escape(name)
+    return re.search(rf"(?<![\w.]){w}\s*(?::[^=\n]*)?=(?!=)|\b(?:def|class|as|for|import)\s+{w}\b", text) is None
 
 
-def _keyword_calls(tree: ast.Module, text: str, lines: Lines, name: str, callees: set[str]) -> bool | None:
-    """Is ``name=`` passed by keyword to a call spelt with one of ``callees`` (``f(...)``, ``x.f(...)``)?
-    None when a keyword of that spelling sits where no statement holds it (do not guess)."""
+def _keyword_calls(tree: ast.Module, text: str, lines: Lines, name: str) -> bool:
+    """Is ``name=`` passed by keyword to a call that could be the function's (any callee but a builtin the
+    module leaves alone: an alias or a class attribute can hold the function, ``self.factory(name=...)``), or
+    does a keyword of that spelling sit where no statement holds it (do not guess)?"""
     for m in re.finditer(rf"[(,]\s*{re.escape(name)}\s*=(?!=)", text):
         chain = statements_at(tree, lines.line_of(m.end()) + 1)
         if not chain:
-            return None
+            return True
         st = chain[-1]
         todo: list[ast.AST] = [st]
         while todo:  # the statement itself, not the statements of its blocks
             n = todo.pop()
             if isinstance(n, ast.Call) and any(k.arg == name for k in n.keywords):
-                f = n.func
-                if (f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None) in callees:
+                if not (isinstance(n.func, ast.Name) and _builtin(text, n.func.id)):
                     return True
-                if not isinstance(f, ast.Name | ast.Attribute):
-                    return None  # a call of a call's result, a subscript's: jedi knows
             todo.extend(c for c in ast.iter_child_nodes(n) if n is st and not isinstance(c, ast.stmt) or n is not st)
     return False
 
@@ -165,8 +159,8 @@ def own_references(tree: ast.AST, text: str, site: int, name: str) -> tuple[list
     names = _own_names(fn, name)
     if names is None or not (params or any(isinstance(n.ctx, ast.Store | ast.Del) for n in names)):
         return None  # a name the function only reads is another scope's
-    if params and _keyword_calls(tree, text, lines, name, _callee_names(tree, fn, fn.lineno)) is not False:
-        return None  # passed by keyword to a call of that spelling: jedi knows which calls are this function's
+    if params and _keyword_calls(tree, text, lines, name):
+        return None  # passed by keyword to a call that may be this function's: jedi knows which ones are
     offs = sorted({_offset(text, lines, x.lineno, x.col_offset) for x in params}
                   | {_offset(text, lines, x.lineno, x.col_offset) for x in names})
     if site not in offs or any(text[o:o + len(name)] != name for o in offs):
