@@ -51,10 +51,14 @@ def call_site_edits(text: str, change: Change, *, path: str | None, analyser: An
 
 def call_sites_here(text: str, change: Change, *, path: str | None, analyser: Any, deadline: float
                     ) -> list[NextEdit] | None:
-    """The edits of the calls in this document (jedi's references); None when jedi does not know the
-    function (then it has no opinion elsewhere either)."""
-    offs = module_references(parse(text), text, change.name_at, change.name) if _top_level(text, change.name_at, 0) \
-        else None  # a module's function: its calls here from the syntax tree (local.py), else jedi's
+    """The edits of the calls in this document (a module's function: the syntax tree's references, local.py;
+    else jedi's); None when jedi does not know the function (then it has no opinion elsewhere either)."""
+    offs = None
+    if _top_level(text, change.name_at, 0):
+        try:
+            offs = module_references(parse(text), text, change.name_at, change.name)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            offs = None  # (jedi reads a text that does not parse)
     if offs is None:
         refs = jedi_references(text, change.name_at, path=path, analyser=analyser, deadline=deadline)
         if not refs or all(off != change.name_at for off, _ in refs):
