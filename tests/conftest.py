@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from engine.guidance.jedi_analyser import JediAnalyser
+
 
 @pytest.fixture(scope="session")
 def model_dir():
@@ -71,3 +73,12 @@ async def variants_session(start_session):
         return s, refreshed
 
     return make
+
+
+@pytest.fixture(scope="module")
+def analyser(tmp_path_factory):
+    """A real jedi analyser with a workspace root of its own, one per test module."""
+    a = JediAnalyser()
+    a.add_root(str(tmp_path_factory.mktemp("ws")))
+    yield a
+    a.close()

@@ -5,8 +5,6 @@ from __future__ import annotations
 import ast
 import time
 
-import pytest
-
 from engine.edits.exact import (
     NextEdit,
     apply_all,
@@ -17,7 +15,6 @@ from engine.edits.exact import (
     repeat_edits,
 )
 from engine.edits.history import Edit, EditHistory
-from engine.guidance.jedi_analyser import JediAnalyser
 
 SRC = '''import os
 
@@ -45,14 +42,6 @@ def other(value):
 box = Box(3)
 print(box.width, helper(3, count=4), os.sep)
 '''
-
-
-@pytest.fixture(scope="module")
-def analyser(tmp_path_factory):
-    a = JediAnalyser()
-    a.add_root(str(tmp_path_factory.mktemp("ws")))
-    yield a
-    a.close()
 
 
 def _rename_at(src: str, at: int, old: str, new: str, h: EditHistory | None = None) -> EditHistory:

@@ -11,7 +11,6 @@ import pytest
 
 from engine.edits.local import enclosing_function, module_references, own_references
 from engine.edits.rename import _completed, _Outline, jedi_references
-from engine.guidance.jedi_analyser import JediAnalyser
 
 
 def _refs(src: str, needle: str, name: str, nth: int = 0) -> list[str] | None:
@@ -80,14 +79,6 @@ def test_offsets_are_characters_after_non_ascii_text():
     assert _refs(src, "s = ", "s") == ["2:4", "3:11"]
     offs, _ = own_references(ast.parse(src), src, src.index("s = "), "s")
     assert all(src[o] == "s" for o in offs)
-
-
-@pytest.fixture(scope="module")
-def analyser(tmp_path_factory):
-    a = JediAnalyser()
-    a.add_root(str(tmp_path_factory.mktemp("ws")))
-    yield a
-    a.close()
 
 
 @pytest.mark.parametrize("module", ["ftplib", "smtplib"])

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from engine.edits.common import apply_all
 from engine.edits.exact import exact_next_edits
 from engine.edits.history import EditHistory
@@ -130,14 +128,6 @@ def _args(src: str, old: str, new: str) -> tuple[str, int, int, int]:
 
 
 # ---- through exact_next_edits: jedi finds the calls ----
-
-@pytest.fixture(scope="module")
-def analyser(tmp_path_factory):
-    a = JediAnalyser()
-    a.add_root(str(tmp_path_factory.mktemp("ws")))
-    yield a
-    a.close()
-
 
 def _next(src: str, old: str, new: str, analyser, nth: int = 0) -> tuple[str, list]:
     h = EditHistory()
