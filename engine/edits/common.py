@@ -158,3 +158,9 @@ class Lines:
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.starts, offset) - 1
 
+
+def ast_offset(text: str, lines: Lines, lineno: int, col_bytes: int) -> int:
+    """ast's (line, UTF-8 byte column) as an offset of ``text`` (``lines``: its Lines)."""
+    start = lines.starts[lineno - 1]
+    line = text[start:start + col_bytes]  # a character is at least one byte
+    return start + len(line.encode("utf-8")[:col_bytes].decode("utf-8", "ignore"))

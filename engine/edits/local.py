@@ -24,17 +24,25 @@ import builtins
 import re
 from collections.abc import Iterator
 
-from engine.edits.common import Lines
+from engine.edits.common import Lines, ast_offset
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
-def _offset(text: str, lines: Lines, lineno: int, col_bytes: int) -> int:
-    """ast's (line, UTF-8 byte column) as an offset of ``text``."""
-    start = lines.starts[lineno - 1]
-    line = text[start:start + col_bytes]  # a character is at least one byte
-    return start + len(line.encode("utf-8")[:col_bytes].decode("utf-8", "ignore"))
+def walk_lines(tree: ast.AST, at: list[int], statements: bool = True) -> Iterator[ast.AST]:
+    """The tree's nodes, not entering an expression (and, with ``statements``, a statement) whose lines hold
+    none of the lines ``at`` (1-based, sorted): the lines that hold a word, so a large module's other code
+    (its data literals) is not walked."""
+    todo = [tree]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.expr) or (statements and isinstance(n, ast.stmt)):
+            i = bisect.bisect_left(at, _first_line(n) if isinstance(n, ast.stmt) else n.lineno)
+            if i == len(at) or at[i] > (n.end_lineno or n.lineno):
+                continue
+        yield n
+        todo.extend(ast.iter_child_nodes(n))
 
 
 def _stmt_lists(node: ast.stmt) -> Iterator[list[ast.stmt]]:
@@ -161,8 +169,8 @@ def own_references(tree: ast.AST, text: str, site: int, name: str) -> tuple[list
         return None  # a name the function only reads is another scope's
     if params and _keyword_calls(tree, text, lines, name):
         return None  # passed by keyword to a call that may be this function's: jedi knows which ones are
-    offs = sorted({_offset(text, lines, x.lineno, x.col_offset) for x in params}
-                  | {_offset(text, lines, x.lineno, x.col_offset) for x in names})
+    offs = sorted({ast_offset(text, lines, x.lineno, x.col_offset) for x in params}
+                  | {ast_offset(text, lines, x.lineno, x.col_offset) for x in names})
     if site not in offs or any(text[o:o + len(name)] != name for o in offs):
         return None  # the site is in a nested scope, or a position is not the name's (do not guess)
     end = fn.end_lineno or fn.lineno
@@ -210,20 +218,13 @@ def module_references(tree: ast.AST, text: str, site: int, name: str) -> list[in
     if own is None:
         return None
     out = [own.start()]
-    todo: list[ast.AST] = list(tree.body)
-    while todo:
-        n = todo.pop()
-        if isinstance(n, ast.expr | ast.stmt):
-            i = bisect.bisect_left(at, _first_line(n) if isinstance(n, ast.stmt) else n.lineno)
-            if i == len(at) or at[i] > (n.end_lineno or n.lineno):
-                continue  # the word is nowhere in its lines
+    for n in walk_lines(tree, at):
         if (n is not defs[0] and _positionless(n, name)) or (isinstance(n, _SCOPES) and _binds_here(n, name)):
             return None  # bound again (at module level, or shadowed in a scope): jedi knows which is which
         if isinstance(n, ast.Name) and n.id == name:
             if not isinstance(n.ctx, ast.Load):
                 return None
-            out.append(_offset(text, lines, n.lineno, n.col_offset))
-        todo.extend(ast.iter_child_nodes(n))
+            out.append(ast_offset(text, lines, n.lineno, n.col_offset))
     out = sorted(set(out))
     if site not in out or any(text[o:o + len(name)] != name for o in out):
         return None

@@ -10,7 +10,6 @@ environments, scripts and worker thread), so a question waits at most until its 
 from __future__ import annotations
 
 import ast
-import bisect
 import keyword
 import logging
 import os
@@ -30,13 +29,14 @@ from engine.edits.common import (
     _ident,
     _is_word,
     apply_all,
+    ast_offset,
     by_cursor,
     parse,
     parses,
 )
 from engine.edits.history import Edit
 from engine.edits.lexer import COMMENT, NAME, OP, SPACE, tokens
-from engine.edits.local import module_references, own_references
+from engine.edits.local import module_references, own_references, walk_lines
 
 log = logging.getLogger(__name__)
 
@@ -85,22 +85,6 @@ def _map_offset(off: int, length: int, edits: Sequence[Edit]) -> int | None:
 _LAMBDA = re.compile(r"\blambda\b")
 
 
-def _statements_and_lambdas(text: str, tree: ast.AST):
-    """The tree's nodes, except inside expressions whose lines hold no ``lambda`` (a def or an import is a
-    statement; a lambda's line says ``lambda``): a data module's literals are not walked."""
-    lines = Lines(text)
-    at = sorted({lines.line_of(m.start()) + 1 for m in _LAMBDA.finditer(text)})
-    todo = [tree]
-    while todo:
-        node = todo.pop()
-        yield node
-        if isinstance(node, ast.expr):
-            i = bisect.bisect_left(at, node.lineno)
-            if i == len(at) or at[i] > (node.end_lineno or node.lineno):
-                continue
-        todo.extend(ast.iter_child_nodes(node))
-
-
 class _Outline:
     """One parse of a text: its import lines (1-based) and its functions' spans (whole lines)."""
 
@@ -110,7 +94,9 @@ class _Outline:
         self.imports: set[int] = set()
         self.functions: list[tuple[int, int]] = []
         self.own_names: dict[tuple[int, int], int] = {}  # a def's span -> the offset of its name
-        for node in _statements_and_lambdas(text, tree):
+        at = sorted({lines.line_of(m.start()) + 1 for m in _LAMBDA.finditer(text)})
+        # a def or an import is a statement, and a lambda's line says ``lambda``: data literals are not walked
+        for node in walk_lines(tree, at, statements=False):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 self.imports.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
@@ -133,9 +119,7 @@ class _Outline:
         return cls(text, tree)
 
     def _offset(self, lineno: int, col_bytes: int) -> int:
-        line = self.text[self.lines.starts[lineno - 1]:]
-        line = line[:col_bytes]  # a character is at least one byte: the column's characters are within
-        return self.lines.starts[lineno - 1] + len(line.encode("utf-8")[:col_bytes].decode("utf-8", "ignore"))
+        return ast_offset(self.text, self.lines, lineno, col_bytes)
 
     def comprehensions_binding(self, name: str) -> list[tuple[int, int]]:
         """The spans of the comprehensions that bind ``name`` themselves (their own scope)."""

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from engine.edits.common import Fill, Lines, NextEdit, parse
+from engine.edits.common import Fill, Lines, NextEdit, ast_offset, parse
 
 KEYWORD_CONFIDENCE = 0.95
 REMOVE_CONFIDENCE = 0.9
@@ -71,9 +71,7 @@ class _Pos:
         self.text, self.lines = text, Lines(text)
 
     def __call__(self, lineno: int, col: int) -> int:
-        start = self.lines.starts[lineno - 1]
-        line = self.text[start:start + col]  # a character is at least one byte
-        return start + len(line.encode("utf-8")[:col].decode("utf-8", "ignore"))
+        return ast_offset(self.text, self.lines, lineno, col)
 
 
 def _parse(text: str) -> ast.Module | None:
