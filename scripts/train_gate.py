@@ -2,14 +2,15 @@
 """Train the learned gate (issue 49) from the replay benchmark's records; write engine/data/gate.json.
 
 The records come from the TUNING split only (``bench_replay.py --split tuning --records PATH``; a record of any
-other split is refused). Each keystroke with a ghost on screen and the server's features of it is one example;
-the functions typed are split by a hash of their names into a training part and a held-out part (``--held-out``
-of them), so no function is in both. Two logistic regressions (numpy, L2, Newton steps) learn whether the whole
-ghost (``right_all``) and its part before the first doubt (``right_head``) are what the file says next. The
-threshold is chosen on the training part: the largest cut in keystrokes typed under a wrong ghost whose
+other split is refused). Each keystroke with a ghost on screen and the server's features of it is one example.
+Two logistic regressions (numpy, L2, Newton steps) learn whether the whole ghost is right (``right_all``: what the
+file says next; or, with ``--label taken``, whether the typist took it) and whether its part before the first
+doubt is (``right_head``). The functions are split by a hash of their names into ``--folds`` folds: every
+record is scored by the model fitted on the other folds (out of fold, so no function judges a model that saw
+it), and the threshold is chosen on those scores: the largest cut in keystrokes typed under a wrong ghost whose
 characters saved fall by at most ``--max-saved-loss`` (an estimate that can only lose: a hidden ghost saves
-nothing, a part before a doubt saves its own length only where the typist took the whole). The held-out part's
-figures go into the model file and the report.
+nothing, a part before a doubt saves its own length only where the typist took the whole). The shipped model is
+fitted on every record; the out-of-fold figures go into the model file and the report.
 
     python scripts/bench_replay.py --split tuning --typists steady,think --records /tmp/h49-rec/records.jsonl \\
         --options cur='{"learnedGate": false}' --out /tmp/h49-rec          # the records (the gate off)
@@ -44,11 +45,6 @@ def load_records(paths: list[Path]) -> list[dict]:
             if rec.get("features") and rec.get("same_text", True):
                 out.append(rec)
     return out
-
-
-def held_out(segment: str, share: float) -> bool:
-    """Is a function in the held-out part? A fixed hash of its name: the same split on every run."""
-    return int(hashlib.sha256(segment.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < share
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 30) -> tuple[np.ndarray, float]:
@@ -96,50 +92,80 @@ def outcome(recs: list[dict], p_all: np.ndarray, p_head: np.ndarray, t: float) -
             "right_share": round(right / shown, 4) if shown else None}
 
 
-def train(recs: list[dict], share: float, max_saved_loss: float, l2: float) -> tuple[dict, dict]:
-    names = sorted({n for r in recs for n in r["features"]})
-    train_recs = [r for r in recs if not held_out(r["segment"], share)]
-    test_recs = [r for r in recs if held_out(r["segment"], share)]
-    if not train_recs or not test_recs:
-        raise SystemExit("too few functions in the records for a training and a held-out part")
-    x = matrix(train_recs, names)
+LABELS = {  # what the whole-suggestion head learns
+    "right": lambda r: r["right_all"],  # the ghost (or its first line) is what the file says next
+    "taken": lambda r: r["fate"] == "taken",  # the typist took it: characters saved come only from these
+}
+
+
+def fold_of(segment: str, k: int) -> int:
+    """A function's fold: a fixed hash of its name, so every seed and typist of one function share a fold."""
+    return int(hashlib.sha256(segment.encode()).hexdigest()[:8], 16) % k
+
+
+def fit(recs: list[dict], names: list[str], l2: float, label: str) -> dict:
+    """Standardization and both heads' weights, fitted on ``recs``."""
+    x = matrix(recs, names)
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
     z = (x - mean) / scale
-    y_all = np.array([float(r["right_all"]) for r in train_recs])
-    heads = np.array([bool(r["head"]) for r in train_recs])
-    y_head = np.array([float(r["right_head"]) for r in train_recs])
+    y_all = np.array([float(LABELS[label](r)) for r in recs])
+    heads = np.array([bool(r["head"]) for r in recs])
+    y_head = np.array([float(r["right_head"]) for r in recs])
     w_all, b_all = fit_logistic(z, y_all, l2)
     w_head, b_head = fit_logistic(z[heads], y_head[heads], l2) if heads.sum() >= 20 else (np.zeros(len(names)), -9.0)
+    return {"mean": mean, "scale": scale, "all": (w_all, b_all), "head": (w_head, b_head)}
 
-    def probs(rs: list[dict]) -> tuple[np.ndarray, np.ndarray]:
-        zz = (matrix(rs, names) - mean) / scale
-        return 1 / (1 + np.exp(-(zz @ w_all + b_all))), 1 / (1 + np.exp(-(zz @ w_head + b_head)))
 
-    pa, ph = probs(train_recs)
-    base = outcome(train_recs, pa, ph, 0.0)
+def probs(m: dict, recs: list[dict], names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    zz = (matrix(recs, names) - m["mean"]) / m["scale"]
+    (wa, ba), (wh, bh) = m["all"], m["head"]
+    return 1 / (1 + np.exp(-(zz @ wa + ba))), 1 / (1 + np.exp(-(zz @ wh + bh)))
+
+
+def out_of_fold(recs: list[dict], names: list[str], k: int, l2: float, label: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each record's probabilities from the model fitted on the other folds' functions (never its own)."""
+    fold = np.array([fold_of(r["segment"], k) for r in recs])
+    pa, ph = np.zeros(len(recs)), np.zeros(len(recs))
+    for f in range(k):
+        inside, outside = np.where(fold != f)[0], np.where(fold == f)[0]
+        if not len(inside) or not len(outside):
+            raise SystemExit(f"too few functions in the records for {k} folds")
+        m = fit([recs[i] for i in inside], names, l2, label)
+        pa[outside], ph[outside] = probs(m, [recs[i] for i in outside], names)
+    return pa, ph
+
+
+def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label: str = "right") -> tuple[dict, dict]:
+    """The model fitted on every record; its threshold and every figure reported from out-of-fold probabilities
+    (each function scored by a model that never saw it): the threshold is the one that cuts the most
+    wrong-ghost keystrokes while the estimated characters saved fall by at most ``max_saved_loss``."""
+    names = sorted({n for r in recs for n in r["features"]})
+    pa, ph = out_of_fold(recs, names, folds, l2, label)
+    base = outcome(recs, pa, ph, 0.0)
     best_t, best = 0.0, base
-    for t in np.arange(0.05, 0.951, 0.01):
-        o = outcome(train_recs, pa, ph, float(t))
+    for t in np.arange(0.01, 0.951, 0.005):
+        o = outcome(recs, pa, ph, float(t))
         if o["saved_chars"] >= (1 - max_saved_loss) * base["saved_chars"] and o["wrong_keys"] < best["wrong_keys"]:
-            best_t, best = float(round(t, 2)), o
-    ta, th = probs(test_recs)
+            best_t, best = float(round(t, 3)), o
+    m = fit(recs, names, l2, label)
+    right = np.array([float(r["right_all"]) for r in recs])
     summary = {
-        "records": len(recs), "functions": len({r["segment"] for r in recs}),
-        "train": {"keys": len(train_recs), "functions": len({r["segment"] for r in train_recs}),
-                  "before": base, "after": best},
-        "held_out": {"keys": len(test_recs), "functions": len({r["segment"] for r in test_recs}),
-                     "before": outcome(test_recs, ta, th, 0.0), "after": outcome(test_recs, ta, th, best_t)},
-        # the trade-off at other thresholds, on the held-out functions: (threshold, wrong keys, characters saved)
-        "held_out_curve": [[t, o["wrong_keys"], o["saved_chars"]] for t in (0.1, 0.2, 0.3, 0.4, 0.5)
-                           for o in [outcome(test_recs, ta, th, t)]],
-        "typists": sorted({r["typist"] for r in recs}), "right_all_share": round(float(y_all.mean()), 4),
+        "records": len(recs), "functions": len({r["segment"] for r in recs}), "folds": folds, "label": label,
+        "seeds": sorted({r.get("seed") for r in recs if r.get("seed") is not None}),
+        "out_of_fold": {"before": base, "after": best},
+        # the trade-off at other thresholds, out of fold: (threshold, wrong keys, characters saved)
+        "curve": [[round(float(t), 3), o["wrong_keys"], o["saved_chars"]]
+                  for t in np.arange(0.02, 0.61, 0.02) for o in [outcome(recs, pa, ph, float(t))]],
+        "typists": sorted({r["typist"] for r in recs}), "right_all_share": round(float(right.mean()), 4),
         "user_prior": best["right_share"] or 0.5, "threshold": best_t,
         "cost_ms_p95": _p95([r["cost_ms"] for r in recs if r.get("cost_ms") is not None]),
         "cpu_ms_p95": _p95([r["cpu_ms"] for r in recs if r.get("cpu_ms") is not None]),
-        "date": time.strftime("%Y-%m-%d"), "max_saved_loss": max_saved_loss, "l2": l2, "held_out_share": share,
+        "date": time.strftime("%Y-%m-%d"), "max_saved_loss": max_saved_loss, "l2": l2,
     }
-    model = {"format": FORMAT, "features": names, "mean": mean.round(6).tolist(), "scale": scale.round(6).tolist(),
+    (w_all, b_all), (w_head, b_head) = m["all"], m["head"]
+    model = {"format": FORMAT, "features": names, "mean": m["mean"].round(6).tolist(),
+             "scale": m["scale"].round(6).tolist(),
              "heads": {SHOW_ALL: {"w": w_all.round(6).tolist(), "b": round(b_all, 6)},
                        SHOW_HEAD: {"w": w_head.round(6).tolist(), "b": round(b_head, 6)}},
              "threshold": best_t, "trained": summary}
@@ -155,13 +181,15 @@ def main() -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("records", nargs="+", type=Path, help="bench_replay --records files (tuning split)")
     p.add_argument("--out", type=Path, default=DEFAULT_PATH, help="the model file (default: the package's)")
-    p.add_argument("--held-out", type=float, default=0.3, help="share of the functions held out (default 0.3)")
+    p.add_argument("--folds", type=int, default=5, help="folds of functions for the out-of-fold figures (default 5)")
     p.add_argument("--max-saved-loss", type=float, default=0.02,
-                   help="characters saved may fall by at most this share on the training part (default 0.02)")
-    p.add_argument("--l2", type=float, default=1.0)
+                   help="characters saved (out of fold) may fall by at most this share (default 0.02)")
+    p.add_argument("--l2", type=float, default=10.0)
+    p.add_argument("--label", choices=sorted(LABELS), default="right",
+                   help="what the whole suggestion's head learns: right (what the file says next) or taken")
     args = p.parse_args()
     recs = load_records(args.records)
-    model, summary = train(recs, args.held_out, args.max_saved_loss, args.l2)
+    model, summary = train(recs, args.folds, args.max_saved_loss, args.l2, args.label)
     summary["command"] = "python scripts/train_gate.py " + " ".join(str(x) for x in args.records)
     args.out.write_text(json.dumps(model, indent=None, separators=(",", ":")) + "\n")
     print(json.dumps(summary, indent=1))

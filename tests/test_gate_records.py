@@ -64,19 +64,42 @@ def made_up(n_functions: int = 40, seed: int = 0) -> list[dict]:
     return out
 
 
-def test_training_cuts_wrong_ghosts_on_held_out_functions_and_the_model_loads(tmp_path):
-    model, summary = trainer.train(made_up(), share=0.3, max_saved_loss=0.2, l2=1.0)
-    held = summary["held_out"]
-    assert held["after"]["wrong_keys"] < 0.6 * held["before"]["wrong_keys"]
-    assert held["after"]["saved_chars"] >= 0.7 * held["before"]["saved_chars"]
-    train_fns = {r["segment"] for r in made_up() if not trainer.held_out(r["segment"], 0.3)}
-    assert summary["train"]["functions"] == len(train_fns) < summary["functions"]
+def test_training_cuts_wrong_ghosts_out_of_fold_and_the_model_loads(tmp_path):
+    model, summary = trainer.train(made_up(), folds=4, max_saved_loss=0.2, l2=1.0)
+    oof = summary["out_of_fold"]
+    assert oof["after"]["wrong_keys"] < 0.6 * oof["before"]["wrong_keys"]
+    assert oof["after"]["saved_chars"] >= 0.8 * oof["before"]["saved_chars"]
+    assert summary["functions"] == len({r["segment"] for r in made_up()})
     path = tmp_path / "gate.json"
     path.write_text(json.dumps(model))
     m = gate.load(path)
     assert m is not None and m.threshold == summary["threshold"]
     sure, unsure = m.logits({"lead_logp": 0.0}), m.logits({"lead_logp": -2.0})
     assert sure["all"] > unsure["all"]
+
+
+def test_out_of_fold_scores_never_come_from_a_model_that_saw_the_function():
+    # a function whose every keystroke is right, in a set where the feature otherwise means wrong: a model that
+    # saw it would score it higher than the models that did not
+    recs = made_up()
+    odd = [dict(r, segment="odd:f", right_all=True, fate="taken", features={**r["features"], "noise": 5.0})
+           for r in recs[:40]]
+    names = sorted({n for r in recs + odd for n in r["features"]})
+    pa, _ = trainer.out_of_fold(recs + odd, names, 4, 1.0, "right")
+    fitted = trainer.fit(recs + odd, names, 1.0, "right")
+    seen, _ = trainer.probs(fitted, odd, names)
+    assert float(pa[-40:].mean()) < float(seen.mean())
+    assert {trainer.fold_of(r["segment"], 4) for r in odd} == {trainer.fold_of("odd:f", 4)}
+
+
+def test_the_taken_label_learns_what_the_typist_took():
+    recs = made_up()
+    names = sorted({n for r in recs for n in r["features"]})
+    taken = trainer.fit(recs, names, 1.0, "taken")
+    y = [trainer.LABELS["taken"](r) for r in recs]
+    assert y == [r["fate"] == "taken" for r in recs] and any(y) and not all(y)
+    pa, _ = trainer.probs(taken, recs, names)
+    assert pa[[i for i, t in enumerate(y) if t]].mean() > pa[[i for i, t in enumerate(y) if not t]].mean()
 
 
 def test_the_trainer_refuses_records_of_another_split(tmp_path):
