@@ -47,8 +47,12 @@ def test_the_innermost_function_through_blocks():
 
 
 @pytest.mark.parametrize("src, needle", [
-    ("def f(v):\n    return [v for _ in range(3)]\n", "v)"),  # a comprehension reads it
-    ("def f(v):\n    return lambda: v\n", "v)"),  # a lambda reads it
+    ("def f(v):\n    return [v for v in range(3)]\n", "v)"),  # a comprehension binds its own
+    ("def f(v):\n    return lambda v: v\n", "v)"),  # a lambda's parameter
+    ("def f(v):\n    def g():\n        v = 2\n        return v\n    return g, v\n", "v)"),  # g's own local
+    ("def f(v):\n    def g():\n        nonlocal v\n        v += 1\n    return g\n", "v)"),  # nonlocal
+    ("def f(v):\n    def g():\n        global v\n        return v\n    return g\n", "v)"),  # the module's
+    ("def f(v):\n    class C:\n        v = 1\n    return C, v\n", "v)"),  # a class attribute
     ("def f():\n    global v\n    v = 1\n", "v = 1"),  # declared global
     ("def f():\n    return v\n", "v\n"),  # only read: another scope's name
     ("def f(v):\n    return v\n\nf(v=2)\n", "v)"),  # passed by keyword to a call of its spelling
@@ -63,6 +67,14 @@ def test_the_innermost_function_through_blocks():
 ])
 def test_what_the_tree_leaves_to_jedi(src, needle):
     assert _refs(src, needle, "v") is None
+
+
+def test_nested_scopes_that_only_read_it_read_the_functions():
+    src = ("def f(v, w):\n    g = lambda: v + 1\n    def h(x=v):\n        return [v * i for i in x]\n"
+           "    class C:\n        k = v\n    return g, h, C, v\n")
+    assert _refs(src, "v, w", "v") == ["1:6", "2:16", "3:12", "4:16", "6:12", "7:20"]
+    assert _refs(src, "v + 1", "v") == _refs(src, "v, w", "v")  # asked in the lambda: the same
+    assert _refs(src, "w)", "w") == ["1:9"]
 
 
 def test_keywords_of_builtins_and_defaults_are_not_its_references():

@@ -6,9 +6,11 @@ parameter whose references all sit in one function. Python's rule makes that fun
 see: a name a function binds (a parameter, an assignment target) and declares neither global nor nonlocal is
 its own throughout its body. So its references are the function's parameters and the Name nodes of its body.
 
+A nested scope (a def, lambda, class or comprehension inside the function) that only reads the name reads the
+function's: Python resolves a free name in the nearest enclosing function that binds it.
+
 ``own_references`` answers only when the tree places every occurrence exactly; else None, and jedi is asked
-as before: the name occurring in a nested scope (a def, lambda, class or comprehension inside the function),
-a binding the tree gives no position for (``except ... as``, ``import ... as``, a nested def's or class's own
+as before: a nested scope binding the name itself, a binding the tree gives no position for (``except ... as``, ``import ... as``, a nested def's or class's own
 name, a match capture), ``global``/``nonlocal``, the name in the function's own defaults, decorators or
 annotations (its enclosing scope's), and, for a parameter, a keyword argument of its spelling anywhere in the
 text passed to any call but a builtin's (a call's ``name=`` is a reference jedi resolves through the callee,
@@ -128,16 +130,16 @@ def _mentions(node: ast.AST, name: str) -> bool:
 
 
 def _own_names(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[ast.Name] | None:
-    """The Name nodes of ``name`` in ``fn``'s body outside nested scopes; None when a nested scope mentions
-    it or a binding of it has no position."""
+    """The Name nodes of ``name`` in ``fn``'s body, nested scopes' included where they only read it (a closure:
+    the nearest enclosing function that binds a free name owns it, and a class body passes its free names
+    through too); None when a nested scope binds it itself (a parameter, an assignment, ``nonlocal``, a
+    comprehension's target) or a binding of it has no position."""
     out: list[ast.Name] = []
     todo: list[ast.AST] = list(fn.body)
     while todo:
         n = todo.pop()
-        if isinstance(n, _SCOPES):
-            if _mentions(n, name):
-                return None
-            continue
+        if isinstance(n, _SCOPES) and _mentions(n, name) and _binds_here(n, name):
+            return None  # its own name there (a comprehension's first iterable aside: do not guess)
         if _positionless(n, name):
             return None
         if isinstance(n, ast.Name) and n.id == name:
