@@ -98,6 +98,12 @@ LABELS = {  # what the whole-suggestion head learns
 }
 
 
+def only_key(segment: str) -> str:
+    """bench_replay's ``--only`` key (package:module:qualname) of a record's segment (package==version/module:qualname)."""
+    package, rest = segment.split("==", 1)
+    return package + ":" + rest.split("/", 1)[1]
+
+
 def fold_of(segment: str, k: int) -> int:
     """A function's fold: a fixed hash of its name, so every seed and typist of one function share a fold."""
     return int(hashlib.sha256(segment.encode()).hexdigest()[:8], 16) % k
@@ -127,10 +133,10 @@ def out_of_fold(recs: list[dict], names: list[str], k: int, l2: float, label: st
     """Each record's probabilities from the model fitted on the other folds' functions (never its own)."""
     fold = np.array([fold_of(r["segment"], k) for r in recs])
     pa, ph = np.zeros(len(recs)), np.zeros(len(recs))
-    for f in range(k):
+    if len(set(fold.tolist())) < 2:
+        raise SystemExit(f"too few functions in the records for {k} folds")
+    for f in sorted(set(fold.tolist())):
         inside, outside = np.where(fold != f)[0], np.where(fold == f)[0]
-        if not len(inside) or not len(outside):
-            raise SystemExit(f"too few functions in the records for {k} folds")
         m = fit([recs[i] for i in inside], names, l2, label)
         pa[outside], ph[outside] = probs(m, [recs[i] for i in outside], names)
     return pa, ph
@@ -185,10 +191,18 @@ def main() -> int:
     p.add_argument("--max-saved-loss", type=float, default=0.02,
                    help="characters saved (out of fold) may fall by at most this share (default 0.02)")
     p.add_argument("--l2", type=float, default=10.0)
+    p.add_argument("--hold", default="", metavar="FOLDS",
+                   help="comma-separated folds whose functions are left out of training altogether, for a replay "
+                        "A/B of the gate on tuning functions it never saw (their bench_replay --only list is printed)")
     p.add_argument("--label", choices=sorted(LABELS), default="right",
                    help="what the whole suggestion's head learns: right (what the file says next) or taken")
     args = p.parse_args()
     recs = load_records(args.records)
+    hold = {int(x) for x in args.hold.split(",") if x}
+    if hold:
+        held = sorted({r["segment"] for r in recs if fold_of(r["segment"], args.folds) in hold})
+        recs = [r for r in recs if fold_of(r["segment"], args.folds) not in hold]
+        print(f"held out ({len(held)} functions): --only {','.join(map(only_key, held))}", file=sys.stderr)
     model, summary = train(recs, args.folds, args.max_saved_loss, args.l2, args.label)
     summary["command"] = "python scripts/train_gate.py " + " ".join(str(x) for x in args.records)
     args.out.write_text(json.dumps(model, indent=None, separators=(",", ":")) + "\n")

@@ -107,3 +107,14 @@ def test_the_trainer_refuses_records_of_another_split(tmp_path):
     path.write_text(json.dumps({**made_up(1)[0], "split": "validation"}) + "\n")
     with pytest.raises(SystemExit, match="tuning only"):
         trainer.load_records([path])
+
+
+def test_a_held_out_functions_key_is_the_one_the_replay_takes(tmp_path):
+    import replay_corpus
+
+    spec = replay_corpus.Spec("cachetools", "5.5.0", "cachetools/__init__.py", "MRUCache.__getitem__", "tuning")
+    src = tmp_path / "m.py"
+    src.write_text("class MRUCache:\n    def __getitem__(self, key):\n        return key\n")
+    seg = replay_corpus.function_segment(src, spec.qualname, f"{spec.package}=={spec.version}/{spec.module}")
+    assert trainer.only_key(seg.name) == spec.key
+    assert replay_corpus.pick([spec], "tuning", only=(trainer.only_key(seg.name),)) == [spec]
