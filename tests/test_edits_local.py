@@ -186,3 +186,14 @@ def test_the_module_walk_and_jedi_agree_on_a_real_module(analyser):
         assert refs is not None
         assert sorted(off for off, _ in refs) == got, st.name
     assert answered >= 5
+
+
+def test_a_keyword_to_another_modules_function_is_not_its_reference():
+    src = ("import functools\n\ndef wraps(wrapped, updated=()):\n    return functools.partial(wrapped, updated=updated)\n")
+    assert _refs(src, "updated=()", "updated") == ["3:19", "4:46"]
+    # the function's own name through the module (a package re-exporting it), a module name rebound, a class's
+    # attribute: jedi's business
+    assert _refs(src.replace("functools.partial", "functools.wraps"), "updated=()", "updated") is None
+    assert _refs(src + "functools = object()\n", "updated=()", "updated") is None
+    assert _refs(src.replace("import functools\n", "from x import functools\n"), "updated=()", "updated") is None
+    assert _refs(src + "class functools:\n    pass\n", "updated=()", "updated") is None

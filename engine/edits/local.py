@@ -13,8 +13,9 @@ function's: Python resolves a free name in the nearest enclosing function that b
 as before: a nested scope binding the name itself, a binding the tree gives no position for (``except ... as``, ``import ... as``, a nested def's or class's own
 name, a match capture), ``global``/``nonlocal``, the name in the function's own defaults, decorators or
 annotations (its enclosing scope's), and, for a parameter, a keyword argument of its spelling anywhere in the
-text passed to any call but a builtin's (a call's ``name=`` is a reference jedi resolves through the callee,
-which may be an alias or a class attribute holding the function). rename.py still checks that no occurrence
+text passed to any call but a builtin's or an imported module's attribute of another name (``functools.partial``)
+(a call's ``name=`` is a reference jedi resolves through the callee, which may be an alias or a class attribute
+holding the function). rename.py still checks that no occurrence
 in the function is left out (``_leftovers``).
 """
 
@@ -92,10 +93,34 @@ def _builtin(text: str, name: str) -> bool:
     return re.search(rf"(?<![\w.]){w}\s*(?::[^=\n]*)?=(?!=)|\b(?:def|class|as|for|import)\s+{w}\b", text) is None
 
 
-def _keyword_calls(tree: ast.Module, text: str, lines: Lines, name: str) -> bool:
-    """Is ``name=`` passed by keyword to a call that could be the function's (any callee but a builtin the
-    module leaves alone: an alias or a class attribute can hold the function, ``self.factory(name=...)``), or
-    does a keyword of that spelling sit where no statement holds it (do not guess)?"""
+def _module_names(tree: ast.Module) -> set[str]:
+    """Names the module binds only by a top-level ``import M`` / ``import a.b as M`` (modules, then)."""
+    imported = {a.asname or a.name.split(".")[0] for st in tree.body if isinstance(st, ast.Import) for a in st.names}
+    if not imported:
+        return imported
+    rebound: set[str] = set()  # bound any other way anywhere: not sure what it holds
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            rebound.add(n.id)
+        elif isinstance(n, ast.arg):
+            rebound.add(n.arg)
+        elif isinstance(n, ast.ImportFrom):
+            rebound |= {a.asname or a.name for a in n.names}
+        elif isinstance(n, (*_FUNCTIONS, ast.ClassDef)):
+            rebound.add(n.name)
+        elif isinstance(n, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and n.name:
+            rebound.add(n.name)
+        elif isinstance(n, ast.Global | ast.Nonlocal):
+            rebound |= set(n.names)
+    return imported - rebound
+
+
+def _keyword_calls(tree: ast.Module, text: str, lines: Lines, name: str, owner: str) -> bool:
+    """Is ``name=`` passed by keyword to a call that could be the function ``owner``'s (any callee but a builtin
+    the module leaves alone, or another module's attribute of another name, ``functools.partial``: an alias
+    or a class attribute can hold the function, ``self.factory(name=...)``), or does a keyword of that spelling
+    sit where no statement holds it (do not guess)?"""
+    modules: set[str] | None = None
     for m in re.finditer(rf"[(,]\s*{re.escape(name)}\s*=(?!=)", text):
         chain = statements_at(tree, lines.line_of(m.end()) + 1)
         if not chain:
@@ -105,8 +130,14 @@ def _keyword_calls(tree: ast.Module, text: str, lines: Lines, name: str) -> bool
         while todo:  # the statement itself, not the statements of its blocks
             n = todo.pop()
             if isinstance(n, ast.Call) and any(k.arg == name for k in n.keywords):
-                if not (isinstance(n.func, ast.Name) and _builtin(text, n.func.id)):
-                    return True
+                f = n.func
+                if isinstance(f, ast.Name) and _builtin(text, f.id):
+                    continue
+                if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.attr != owner:
+                    modules = _module_names(tree) if modules is None else modules
+                    if f.value.id in modules:
+                        continue
+                return True
             todo.extend(c for c in ast.iter_child_nodes(n) if n is st and not isinstance(c, ast.stmt) or n is not st)
     return False
 
@@ -169,7 +200,7 @@ def own_references(tree: ast.AST, text: str, site: int, name: str) -> tuple[list
     names = _own_names(fn, name)
     if names is None or not (params or any(isinstance(n.ctx, ast.Store | ast.Del) for n in names)):
         return None  # a name the function only reads is another scope's
-    if params and _keyword_calls(tree, text, lines, name):
+    if params and _keyword_calls(tree, text, lines, name, fn.name):
         return None  # passed by keyword to a call that may be this function's: jedi knows which ones are
     offs = sorted({ast_offset(text, lines, x.lineno, x.col_offset) for x in params}
                   | {ast_offset(text, lines, x.lineno, x.col_offset) for x in names})
