@@ -203,3 +203,20 @@ def test_every_parse_of_next_edits_runs_on_jedis_thread(monkeypatch):
     finally:
         a.close()
     assert len(threads) == 3 and all(t.startswith("flint-jedi") for t in threads), threads
+
+
+def test_a_text_equal_to_one_of_the_last_two_parsed_is_not_parsed_again(monkeypatch):
+    calls: list[str] = []
+    real = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda text, *a, **k: calls.append(text) or real(text, *a, **k))
+    monkeypatch.setattr(common, "_parser", None)
+    monkeypatch.setattr(common, "_last", [])
+    before, after = "x = 1\n" * 3, "".join(["y = 1\n", "x = 1\n", "x = 1\n"])
+    t1 = common.parse(before)
+    assert common.parse(after) is not t1
+    assert common.parse("".join(["x = 1\n"] * 3)) is t1  # equal, another object: the same tree
+    common.parse(after)
+    assert len(calls) == 2
+    common.parse("z = 3\n")  # a third text: the oldest (before) goes
+    common.parse(before)
+    assert len(calls) == 4

@@ -95,20 +95,25 @@ def parse_on(analyser: Any) -> None:
     _parser = analyser
 
 
-_last: tuple[str, ast.AST] | None = None  # the last text parsed (exec) and its tree: one computation asks twice
+# the last texts parsed (exec) and their trees: one computation parses the text before the edit and the one after,
+# often in turn, and the next computation's text before is this one's after (equal, not the same object)
+_last: list[tuple[str, ast.AST]] = []
+_KEEP = 2
 
 
 def parse(text: str, mode: str = "exec") -> ast.AST:
     """``ast.parse(text)`` on jedi's thread: there at once, else handed over and waited for (after the
-    questions jedi has before it). SyntaxError and the others as ``ast.parse`` raises them. The same text
-    object asked again gets the same tree (read it, never change it)."""
+    questions jedi has before it). SyntaxError and the others as ``ast.parse`` raises them. A text equal to
+    one of the last two parsed gets the same tree (read it, never change it)."""
     global _last
-    last = _last
-    if mode == "exec" and last is not None and last[0] is text:
-        return last[1]
+    if mode != "exec":
+        return _parse_now(text, mode)
+    kept = list(_last)  # (another thread may replace the list: read one version of it)
+    for t, tree in kept:
+        if t is text or (len(t) == len(text) and t == text):
+            return tree
     tree = _parse_now(text, mode)
-    if mode == "exec":
-        _last = (text, tree)
+    _last = [(text, tree), *kept][:_KEEP]
     return tree
 
 
