@@ -185,3 +185,13 @@ def test_a_kept_script_never_answers_from_a_newer_text_of_its_file(an, tmp_path)
     assert "volume" in names(an.names_at(new, new.index("b.\n") + 2, time.monotonic() + LONG, path=p))
     again = names(an.names_at(old, old.rindex("b.\n") + 2, time.monotonic() + LONG, path=p))
     assert "area" in again and "volume" not in again
+
+
+def test_after_jedis_first_answer_its_caches_leave_the_collectors_full_scans(an, tmp_path):
+    import gc
+
+    f = tmp_path / "m.py"
+    f.write_text(SRC)
+    assert an.names_at(SRC, AT_MEMBER, time.monotonic() + LONG, path=str(f)) is not None
+    # builtins' and typeshed's objects, read for that answer, are frozen (jedi_analyser.freeze_once)
+    assert gc.get_freeze_count() > 100_000

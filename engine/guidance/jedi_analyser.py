@@ -24,6 +24,7 @@ candidates" (None), never an exception to the caller.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import sys
@@ -41,6 +42,25 @@ log = logging.getLogger(__name__)
 
 MAX_CHARS = 400_000  # ~10,000 lines: past this jedi's re-read of the module costs a few hundred ms
 _Key = tuple[str, int | None, int, int, int]
+_frozen = False  # gc.freeze() done in this process (after jedi's first answer)
+
+
+def freeze_once() -> None:
+    """Move what the process holds after jedi's first answer out of the collector's reach (``gc.freeze``): jedi's
+    builtins and typeshed caches, about 900,000 objects kept for the life of the process (parso's cache of the
+    stubs). A full collection runs whenever the heap has grown by a quarter and scans every tracked object, with
+    every thread stopped: 0.3-1 s each over those caches, at a keystroke or in a rename's first offer
+    (docs/benchmarks/next_edit.md). The garbage frozen with them (a Script's inference state, ~5%) is kept, once."""
+    global _frozen
+    if not _frozen and _builtins_read():
+        _frozen = True
+        gc.freeze()
+
+
+def _builtins_read() -> bool:
+    """Has jedi read the builtins' stub yet (parso's cache holds it)? Before that there is little to freeze."""
+    cache = getattr(sys.modules.get("parso.cache"), "parser_cache", None) or {}
+    return any(str(path).endswith("builtins.pyi") for modules in list(cache.values()) for path in list(modules))
 
 
 def line_col(source: str, offset: int) -> tuple[int, int]:
@@ -86,6 +106,13 @@ def reads_its_text(script: Any) -> bool:
         return item is not None and item.node is script._module_node and item.lines == script._code_lines
     except Exception:  # another parso or jedi: never reuse
         return False
+
+
+def _then_freeze(fn: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return fn(*args)
+    finally:
+        freeze_once()
 
 
 class JediAnalyser:
@@ -140,7 +167,7 @@ class JediAnalyser:
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         """``fn(*args)`` on the analyser's worker thread, after the questions asked before: jedi only ever
         runs there (it is not thread-safe), whoever asks (next edits' rename and references too)."""
-        return self._pool.submit(fn, *args)
+        return self._pool.submit(_then_freeze, fn, *args)
 
     # ---- the question ----
     def names_at(self, source: str, offset: int, deadline: float, *, path: str | None = None,
@@ -184,6 +211,7 @@ class JediAnalyser:
             log.debug("jedi failed at %s:%d: %r", path, offset, e)
             self.stats["failed"] += 1
             res = None
+        freeze_once()
         ms = (time.perf_counter() - t0) * 1000
         with self._lock:
             self.stats["ms_last"] = ms
@@ -214,6 +242,8 @@ class JediAnalyser:
                 log.debug("jedi call failed for %s: %r", path, e)
                 self.stats["failed"] += 1
                 return None
+            finally:
+                freeze_once()
 
         try:
             fut = self._pool.submit(run)
