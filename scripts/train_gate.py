@@ -109,8 +109,9 @@ def fold_of(segment: str, k: int) -> int:
     return int(hashlib.sha256(segment.encode()).hexdigest()[:8], 16) % k
 
 
-def fit(recs: list[dict], names: list[str], l2: float, label: str) -> dict:
-    """Standardization and both heads' weights, fitted on ``recs``."""
+def fit(recs: list[dict], names: list[str], l2: float, label: str, head: bool = True) -> dict:
+    """Standardization and both heads' weights, fitted on ``recs`` (``head`` False: the part before a doubt is
+    never shown alone, its head says so)."""
     x = matrix(recs, names)
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
@@ -119,7 +120,8 @@ def fit(recs: list[dict], names: list[str], l2: float, label: str) -> dict:
     heads = np.array([bool(r["head"]) for r in recs])
     y_head = np.array([float(r["right_head"]) for r in recs])
     w_all, b_all = fit_logistic(z, y_all, l2)
-    w_head, b_head = fit_logistic(z[heads], y_head[heads], l2) if heads.sum() >= 20 else (np.zeros(len(names)), -9.0)
+    w_head, b_head = fit_logistic(z[heads], y_head[heads], l2) if head and heads.sum() >= 20 \
+        else (np.zeros(len(names)), -30.0)
     return {"mean": mean, "scale": scale, "all": (w_all, b_all), "head": (w_head, b_head)}
 
 
@@ -129,7 +131,8 @@ def probs(m: dict, recs: list[dict], names: list[str]) -> tuple[np.ndarray, np.n
     return 1 / (1 + np.exp(-(zz @ wa + ba))), 1 / (1 + np.exp(-(zz @ wh + bh)))
 
 
-def out_of_fold(recs: list[dict], names: list[str], k: int, l2: float, label: str) -> tuple[np.ndarray, np.ndarray]:
+def out_of_fold(recs: list[dict], names: list[str], k: int, l2: float, label: str, head: bool = True
+                ) -> tuple[np.ndarray, np.ndarray]:
     """Each record's probabilities from the model fitted on the other folds' functions (never its own)."""
     fold = np.array([fold_of(r["segment"], k) for r in recs])
     pa, ph = np.zeros(len(recs)), np.zeros(len(recs))
@@ -137,27 +140,28 @@ def out_of_fold(recs: list[dict], names: list[str], k: int, l2: float, label: st
         raise SystemExit(f"too few functions in the records for {k} folds")
     for f in sorted(set(fold.tolist())):
         inside, outside = np.where(fold != f)[0], np.where(fold == f)[0]
-        m = fit([recs[i] for i in inside], names, l2, label)
+        m = fit([recs[i] for i in inside], names, l2, label, head)
         pa[outside], ph[outside] = probs(m, [recs[i] for i in outside], names)
     return pa, ph
 
 
-def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label: str = "right") -> tuple[dict, dict]:
+def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label: str = "right", head: bool = True
+          ) -> tuple[dict, dict]:
     """The model fitted on every record; its threshold and every figure reported from out-of-fold probabilities
     (each function scored by a model that never saw it): the threshold is the one that cuts the most
     wrong-ghost keystrokes while the estimated characters saved fall by at most ``max_saved_loss``."""
     names = sorted({n for r in recs for n in r["features"]})
-    pa, ph = out_of_fold(recs, names, folds, l2, label)
+    pa, ph = out_of_fold(recs, names, folds, l2, label, head)
     base = outcome(recs, pa, ph, 0.0)
     best_t, best = 0.0, base
     for t in np.arange(0.01, 0.951, 0.005):
         o = outcome(recs, pa, ph, float(t))
         if o["saved_chars"] >= (1 - max_saved_loss) * base["saved_chars"] and o["wrong_keys"] < best["wrong_keys"]:
             best_t, best = float(round(t, 3)), o
-    m = fit(recs, names, l2, label)
+    m = fit(recs, names, l2, label, head)
     right = np.array([float(r["right_all"]) for r in recs])
     summary = {
-        "records": len(recs), "functions": len({r["segment"] for r in recs}), "folds": folds, "label": label,
+        "records": len(recs), "functions": len({r["segment"] for r in recs}), "folds": folds, "label": label, "head": head,
         "seeds": sorted({r.get("seed") for r in recs if r.get("seed") is not None}),
         "out_of_fold": {"before": base, "after": best},
         # the trade-off at other thresholds, out of fold: (threshold, wrong keys, characters saved)
@@ -194,6 +198,8 @@ def main() -> int:
     p.add_argument("--hold", default="", metavar="FOLDS",
                    help="comma-separated folds whose functions are left out of training altogether, for a replay "
                         "A/B of the gate on tuning functions it never saw (their bench_replay --only list is printed)")
+    p.add_argument("--no-head", action="store_true",
+                   help="show a suggestion whole or not at all (never only its part before the first doubt)")
     p.add_argument("--label", choices=sorted(LABELS), default="right",
                    help="what the whole suggestion's head learns: right (what the file says next) or taken")
     args = p.parse_args()
@@ -203,7 +209,7 @@ def main() -> int:
         held = sorted({r["segment"] for r in recs if fold_of(r["segment"], args.folds) in hold})
         recs = [r for r in recs if fold_of(r["segment"], args.folds) not in hold]
         print(f"held out ({len(held)} functions): --only {','.join(map(only_key, held))}", file=sys.stderr)
-    model, summary = train(recs, args.folds, args.max_saved_loss, args.l2, args.label)
+    model, summary = train(recs, args.folds, args.max_saved_loss, args.l2, args.label, not args.no_head)
     summary["command"] = "python scripts/train_gate.py " + " ".join(str(x) for x in args.records)
     args.out.write_text(json.dumps(model, indent=None, separators=(",", ":")) + "\n")
     print(json.dumps(summary, indent=1))
