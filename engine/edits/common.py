@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import contextlib
 import keyword
 import re
 from collections.abc import Sequence
@@ -115,6 +116,13 @@ def parse(text: str, mode: str = "exec") -> ast.AST:
     tree = _parse_now(text, mode)
     _last = [(text, tree), *kept][:_KEEP]
     return tree
+
+
+def parse_ahead(text: str) -> None:
+    """``parse(text)`` in idle time, so that a computation about this text finds its tree; a text that does not
+    parse (half-typed) is left."""
+    with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
+        parse(text)
 
 
 def _parse_now(text: str, mode: str) -> ast.AST:

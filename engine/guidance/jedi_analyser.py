@@ -59,7 +59,8 @@ def freeze_once() -> None:
 
 def _builtins_read() -> bool:
     """Has jedi read the builtins' stub yet (parso's cache holds it)? Before that there is little to freeze."""
-    cache = getattr(sys.modules.get("parso.cache"), "parser_cache", None) or {}
+    module = sys.modules.get("parso.cache")
+    cache = vars(module).get("parser_cache") or {} if module is not None else {}
     return any(str(path).endswith("builtins.pyi") for modules in list(cache.values()) for path in list(modules))
 
 

@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from engine.edits.callsites import last_signature_change
-from engine.edits.common import parse, parse_on
+from engine.edits.common import parse_ahead, parse_on
 from engine.edits.exact import NextEdit, OpenDoc, by_cursor, is_python, workspace_next_edits
 from engine.edits.history import Edit
 from engine.edits.ondisk import DiskSearch
@@ -312,14 +312,13 @@ class NextEdits:
         return here, elsewhere
 
     def _warm(self, text: str, path: str | None) -> None:
-        """Have jedi parse ``text`` now, in idle time: a rename next asks about nearly it (parsed incrementally);
-        and ``ast`` too: a rename's text before it is this one (common.parse keeps the tree)."""
+        """jedi and ``ast`` parse ``text`` now, in idle time: a rename next asks about nearly it (common.parse)."""
         from engine.edits.rename import new_script
 
         a = self.analyser()
         if len(text) <= a.max_chars:
             a.submit(new_script, a, text, os.path.abspath(path) if path else os.path.abspath("untitled.py"))
-            a.submit(_parsed, text)
+            a.submit(parse_ahead, text)
 
     def _warm_up(self, uri: str) -> None:
         """The first ask: jedi's first question in a process loads its caches (builtins, typeshed: ~0.3 s
@@ -399,8 +398,3 @@ class NextEdits:
 
     def _elsewhere(self, uri: str) -> list[Elsewhere]:  # the plan's edits outside ``uri`` still valid (parts.py)
         return elsewhere(self.plan, uri, self.documents.revision)
-
-
-def _parsed(text: str) -> None:
-    with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):  # (a half-typed text)
-        parse(text)
