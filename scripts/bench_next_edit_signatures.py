@@ -22,12 +22,12 @@ jump targets with text among those offered and among all true ones.
 Pairs alternate into tuning and validation halves (``split``). The floor (engine/edits/fill.py ``FLOOR``)
 and the fill prompt's caller header were chosen on the tuning half's sweep (``--split tuning --sweep-only``,
 ``--no-caller`` for the prompt without it; ``--scope on|off`` with or without the caller's names in scope,
-engine/edits/scope.py); the validation half is run once to confirm (a row in
-docs/benchmarks/ledger.md). The sweep also counts, per floor, the sites where the model's text would be
+engine/edits/scope.py); the validation half is run once to confirm, and every run that looks at it appends a
+row to docs/benchmarks/ledger.md before it starts (``--purpose``: why). The sweep also counts, per floor, the sites where the model's text would be
 wrong and how many of them the floor leaves without text. CPU and commit are recorded.
 
     python scripts/bench_next_edit_signatures.py [--cache DIR] [--model NAME] [--scan] [--split S]
-        [--sweep | --sweep-only] [--no-caller] [--scope on|off] [--out PATH]
+        [--sweep | --sweep-only] [--no-caller] [--scope on|off] [--out PATH] [--purpose WHY]
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from bench_meta import append_ledger, cpu_info, cpu_line, ledger_row  # noqa: E402
 from bench_next_edit import Wire, _commit, lat_summary, lscpu_model, ratio  # noqa: E402
 from replay_corpus import fetch_package, wheel_modules  # noqa: E402
 
@@ -475,7 +476,11 @@ def main() -> None:
     ap.add_argument("--scope", choices=("on", "off"), help="the sweep's fill prompt with or without the caller's "
                     "names in scope (default: engine/edits/fill.py SCOPE_NAMES)")
     ap.add_argument("--out", type=Path, default=OUT, help="the report's path without its suffix")
+    ap.add_argument("--purpose", default="", help="why this run looks at the validation half: one line for "
+                    "docs/benchmarks/ledger.md (required then)")
     args = ap.parse_args()
+    if args.split != "tuning" and not args.scan and not args.purpose:
+        ap.error("the validation half is looked at: say why (--purpose), for docs/benchmarks/ledger.md")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
     if args.no_caller:
         fill_module.CALLER_HEADER = False
@@ -488,6 +493,10 @@ def main() -> None:
         for c in cases:
             print(c.split, c.kind, c.pair, c.module, c.qualname, sum(t.changed for t in c.truth), len(c.truth))
         return
+    if args.split != "tuning":  # before looking: an interrupted run has looked too
+        append_ledger(ledger_row(time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "validation", {"this": _commit()},
+                                 "python scripts/bench_next_edit_signatures.py " + " ".join(sys.argv[1:]),
+                                 args.purpose + " (the signature benchmark's pairs, not the replay's)", cpu_line(cpu_info())))
     swept = sweep(cases, args.model, log) if args.sweep or args.sweep_only else []
     rows = []
     if not args.sweep_only:
