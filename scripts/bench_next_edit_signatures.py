@@ -23,8 +23,9 @@ Pairs alternate into tuning and validation halves (``split``). The floor (engine
 and the fill prompt's caller header were chosen on the tuning half's sweep (``--split tuning --sweep-only``,
 ``--no-caller`` for the prompt without it; ``--scope on|off`` with or without the caller's names in scope,
 engine/edits/scope.py); the validation half is run once to confirm, and every run that looks at it appends a
-row to docs/benchmarks/ledger.md before it starts (``--purpose``: why). The sweep also counts, per floor, the sites where the model's text would be
-wrong and how many of them the floor leaves without text. CPU and commit are recorded.
+row to docs/benchmarks/ledger.md before it starts (``--purpose``: why). The sweep also counts, per floor, the
+sites where the model's text would be wrong and how many of them the floor leaves without text. CPU and commit
+are recorded.
 
     python scripts/bench_next_edit_signatures.py [--cache DIR] [--model NAME] [--scan] [--split S]
         [--sweep | --sweep-only] [--no-caller] [--scope on|off] [--out PATH] [--purpose WHY]
