@@ -98,6 +98,11 @@ LABELS = {  # what the whole-suggestion head learns
 }
 
 
+def language_of(rec: dict) -> str:
+    """A record's language group, from its one-hot features (``lang_*``)."""
+    return next((n[5:] for n, v in rec["features"].items() if n.startswith("lang_") and v), "other")
+
+
 def only_key(segment: str) -> str:
     """bench_replay's ``--only`` key (package:module:qualname) of a record's segment (package==version/module:qualname)."""
     package, rest = segment.split("==", 1)
@@ -160,10 +165,17 @@ def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label:
             best_t, best = float(round(t, 3)), o
     m = fit(recs, names, l2, label, head)
     right = np.array([float(r["right_all"]) for r in recs])
+    langs = [language_of(r) for r in recs]
+    by_language = {}  # out of fold, at the chosen threshold, each language's own records
+    for lang in sorted(set(langs)):
+        i = np.array([x == lang for x in langs])
+        part = [r for r, keep in zip(recs, i, strict=True) if keep]
+        by_language[lang] = {"records": len(part), "functions": len({r["segment"] for r in part}),
+                             "before": outcome(part, pa[i], ph[i], 0.0), "after": outcome(part, pa[i], ph[i], best_t)}
     summary = {
         "records": len(recs), "functions": len({r["segment"] for r in recs}), "folds": folds, "label": label, "head": head,
         "seeds": sorted({r.get("seed") for r in recs if r.get("seed") is not None}),
-        "out_of_fold": {"before": base, "after": best},
+        "out_of_fold": {"before": base, "after": best}, "by_language": by_language,
         # the trade-off at other thresholds, out of fold: (threshold, wrong keys, characters saved)
         "curve": [[round(float(t), 3), o["wrong_keys"], o["saved_chars"]]
                   for t in np.arange(0.02, 0.61, 0.02) for o in [outcome(recs, pa, ph, float(t))]],

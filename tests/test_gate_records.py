@@ -118,3 +118,14 @@ def test_a_held_out_functions_key_is_the_one_the_replay_takes(tmp_path):
     seg = replay_corpus.function_segment(src, spec.qualname, f"{spec.package}=={spec.version}/{spec.module}")
     assert trainer.only_key(seg.name) == spec.key
     assert replay_corpus.pick([spec], "tuning", only=(trainer.only_key(seg.name),)) == [spec]
+
+
+def test_each_languages_figures_are_its_own_records():
+    recs = made_up(20)
+    for i, r in enumerate(recs):
+        r["features"] = {**r["features"], "lang_js": float(i % 2), "lang_python": float(1 - i % 2)}
+    assert trainer.language_of(recs[1]) == "js" and trainer.language_of(made_up(1)[0]) == "other"
+    _, summary = trainer.train(recs, folds=4, max_saved_loss=0.2, l2=1.0)
+    by = summary["by_language"]
+    assert set(by) == {"js", "python"} and by["js"]["records"] + by["python"]["records"] == len(recs)
+    assert sum(b["after"]["wrong_keys"] for b in by.values()) == summary["out_of_fold"]["after"]["wrong_keys"]
