@@ -72,7 +72,7 @@ def matrix(recs: list[dict], names: list[str]) -> np.ndarray:
 def outcome(recs: list[dict], p_all: np.ndarray, p_head: np.ndarray, t: float) -> dict:
     """Keystrokes under a wrong ghost and characters saved among these records with the gate at threshold ``t``
     (``t`` 0: every ghost shown, as recorded)."""
-    wrong = saved = shown = right = 0
+    wrong = saved = shown = right = kept = 0
     for r, pa, ph in zip(recs, p_all, p_head, strict=True):
         if pa >= t:
             d = SHOW_ALL
@@ -84,12 +84,16 @@ def outcome(recs: list[dict], p_all: np.ndarray, p_head: np.ndarray, t: float) -
         ok = r["right_all"] if d == SHOW_ALL else r["right_head"]
         right += ok
         wrong += not ok
+        kept += r["fate"] in ("taken", "through")
         if d == SHOW_ALL:
             saved += r["saved"]
         elif r["fate"] == "taken" and ok:
             saved += min(r["saved"], r["head"] - 1)
     return {"ghost_keys": shown, "wrong_keys": wrong, "saved_chars": saved,
-            "right_share": round(right / shown, 4) if shown else None}
+            "right_share": round(right / shown, 4) if shown else None,
+            # the user's "right" outcomes as the server counts them (lsp_server/gate_user.py: taken, or its next
+            # character typed): the per-user adjustment's prior must be this share, not right_share
+            "kept_share": round(kept / shown, 4) if shown else None}
 
 
 LABELS = {  # what the whole-suggestion head learns
@@ -180,7 +184,7 @@ def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label:
         "curve": [[round(float(t), 3), o["wrong_keys"], o["saved_chars"]]
                   for t in np.arange(0.02, 0.61, 0.02) for o in [outcome(recs, pa, ph, float(t))]],
         "typists": sorted({r["typist"] for r in recs}), "right_all_share": round(float(right.mean()), 4),
-        "user_prior": best["right_share"] or 0.5, "threshold": best_t,
+        "user_prior": best["kept_share"] or 0.5, "threshold": best_t,
         "cost_ms_p95": _p95([r["cost_ms"] for r in recs if r.get("cost_ms") is not None]),
         "cpu_ms_p95": _p95([r["cpu_ms"] for r in recs if r.get("cpu_ms") is not None]),
         "date": time.strftime("%Y-%m-%d"), "max_saved_loss": max_saved_loss, "l2": l2,

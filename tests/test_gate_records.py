@@ -129,3 +129,17 @@ def test_each_languages_figures_are_its_own_records():
     by = summary["by_language"]
     assert set(by) == {"js", "python"} and by["js"]["records"] + by["python"]["records"] == len(recs)
     assert sum(b["after"]["wrong_keys"] for b in by.values()) == summary["out_of_fold"]["after"]["wrong_keys"]
+
+
+def test_the_users_prior_is_the_share_the_server_counts_as_right():
+    # the per-user adjustment counts a ghost right when it was taken or its next character typed (gate_user.RIGHT):
+    # its prior is that share among the ghosts the gate shows, so a user like the benchmark's typist moves nothing
+    from lsp_server.gate_user import CODES, RIGHT
+
+    recs = made_up()
+    for i, r in enumerate(recs):
+        r["fate"] = "through" if not r["right_all"] and i % 2 else r["fate"]  # a wrong ghost whose next char was typed
+    _, summary = trainer.train(recs, folds=4, max_saved_loss=0.2, l2=1.0)
+    after = summary["out_of_fold"]["after"]
+    assert {c for f, c in CODES.items() if f in ("taken", "through")} == set(RIGHT)
+    assert summary["user_prior"] == after["kept_share"] > after["right_share"]
