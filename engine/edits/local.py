@@ -10,13 +10,13 @@ A nested scope (a def, lambda, class or comprehension inside the function) that 
 function's: Python resolves a free name in the nearest enclosing function that binds it.
 
 ``own_references`` answers only when the tree places every occurrence exactly; else None, and jedi is asked
-as before: a nested scope binding the name itself, a binding the tree gives no position for (``except ... as``, ``import ... as``, a nested def's or class's own
-name, a match capture), ``global``/``nonlocal``, the name in the function's own defaults, decorators or
-annotations (its enclosing scope's), and, for a parameter, a keyword argument of its spelling anywhere in the
-text passed to any call but a builtin's or an imported module's attribute of another name (``functools.partial``)
-(a call's ``name=`` is a reference jedi resolves through the callee, which may be an alias or a class attribute
-holding the function). rename.py still checks that no occurrence
-in the function is left out (``_leftovers``).
+as before: a nested scope binding the name itself, a binding the tree gives no position for (``except ... as``,
+``import ... as``, a nested def's or class's own name, a match capture), ``global``/``nonlocal``, the name in the
+function's own defaults, decorators or annotations (its enclosing scope's), and, for a parameter, a keyword
+argument of its spelling anywhere in the text passed to any call but a builtin's or an imported module's
+attribute of another name (``functools.partial``): a call's ``name=`` is a reference jedi resolves through the
+callee, which may be an alias or a class attribute holding the function. rename.py still checks that no
+occurrence in the function is left out (``_leftovers``).
 """
 
 from __future__ import annotations

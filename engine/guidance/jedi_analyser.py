@@ -194,7 +194,7 @@ class JediAnalyser:
                 for k, f in list(self._pending.items()):  # the caller has moved on from older questions
                     if f.cancel():
                         del self._pending[k]
-                fut = self._pool.submit(self._run, key, source, offset, path)
+                fut = self.submit(self._run, key, source, offset, path)
                 self._pending[key] = fut
         try:
             return fut.result(timeout=max(0.0, deadline - time.monotonic()))
@@ -212,7 +212,6 @@ class JediAnalyser:
             log.debug("jedi failed at %s:%d: %r", path, offset, e)
             self.stats["failed"] += 1
             res = None
-        freeze_once()
         ms = (time.perf_counter() - t0) * 1000
         with self._lock:
             self.stats["ms_last"] = ms
@@ -243,11 +242,9 @@ class JediAnalyser:
                 log.debug("jedi call failed for %s: %r", path, e)
                 self.stats["failed"] += 1
                 return None
-            finally:
-                freeze_once()
 
         try:
-            fut = self._pool.submit(run)
+            fut = self.submit(run)
             return fut.result(timeout=max(0.0, deadline - time.monotonic()))
         except FutureTimeout:
             self.stats["late"] += 1
