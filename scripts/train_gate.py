@@ -9,12 +9,16 @@ doubt is (``right_head``). The functions are split by a hash of their names into
 record is scored by the model fitted on the other folds (out of fold, so no function judges a model that saw
 it), and the threshold is chosen on those scores: the largest cut in keystrokes typed under a wrong ghost whose
 characters saved fall by at most ``--max-saved-loss`` (an estimate that can only lose: a hidden ghost saves
-nothing, a part before a doubt saves its own length only where the typist took the whole). The shipped model is
-fitted on every record; the out-of-fold figures go into the model file and the report.
+nothing, a part before a doubt saves its own length only where the typist took the whole, and a take comes later
+when a ghost of the suggestion it took was hidden within the typist's reaction time before it: ``link_chains``).
+``--label chain`` with ``--take-weight`` learns the ghosts of taken suggestions as right and weighs them by what
+the take saved. The shipped model is fitted on every record; the out-of-fold figures go into the model file and
+the report.
 
     python scripts/bench_replay.py --split tuning --typists steady,think --records /tmp/h49-rec/records.jsonl \\
         --options cur='{"learnedGate": false}' --out /tmp/h49-rec          # the records (the gate off)
-    python scripts/train_gate.py /tmp/h49-rec/records.jsonl                # engine/data/gate.json
+    python scripts/train_gate.py /tmp/h49-rec/records.jsonl --no-head --label chain --take-weight 0.25 \\
+        --max-saved-loss 0.01                                              # engine/data/gate.json
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -33,31 +38,72 @@ sys.path.insert(0, str(ROOT))
 
 from engine.policy.gate import DEFAULT_PATH, FORMAT, SHOW_ALL, SHOW_HEAD  # noqa: E402
 
+REACTION_S = 0.3  # the replay typist's: a suggestion is taken once readable this long (replay_typist.Typist)
+
 
 def load_records(paths: list[Path]) -> list[dict]:
-    """The keystrokes with a ghost and the server's features of it (tuning split only: SystemExit otherwise)."""
+    """The keystrokes with a ghost and the server's features of it (tuning split only: SystemExit otherwise),
+    each linked to its chain (``link_chains``, over every keystroke of its file in the order typed)."""
     out = []
-    for path in paths:
-        for line in path.read_text().splitlines():
-            rec = json.loads(line)
+    for n, path in enumerate(paths):
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        for rec in rows:
             if rec.get("split") != "tuning":
                 raise SystemExit(f"{path}: a record of the {rec.get('split')!r} split: the gate learns from tuning only")
-            if rec.get("features") and rec.get("same_text", True):
-                out.append(rec)
+        link_chains(rows, f"{n}:")
+        out += [r for r in rows if r.get("features") and r.get("same_text", True)]
     return out
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 30) -> tuple[np.ndarray, float]:
-    """Weights and bias of an L2-regularized logistic regression (Newton's method; ``x`` standardized)."""
+def link_chains(rows: list[dict], tag: str = "") -> None:
+    """Mark each keystroke of ``rows`` (one replay's records in the order typed) with its chain: the keystrokes
+    one suggestion stayed on screen through while the typist typed its next characters, up to the take that
+    ends it. Sets ``chain`` (an id), ``chain_saved`` (the characters that take saved; 0: no take), ``t`` (s since
+    the function's first keystroke) and ``key_s`` (the typist's usual interval in that function).
+
+    The typist takes a suggestion only once it has been readable for its reaction time; the suggestion it took
+    was on screen from its chain's first keystroke on. Hiding any of the chain's ghosts restarts that clock, so
+    the take comes later or not at all: what ``outcome`` charges a gate beyond the take's own keystroke."""
+    runs: dict[tuple, list[dict]] = {}
+    for r in rows:
+        runs.setdefault((r.get("server"), r.get("typist"), r.get("round"), r.get("seed"), r.get("segment")), []).append(r)
+    chain = 0
+    for run in runs.values():
+        gaps = sorted(r["gap_s"] for r in run if r.get("kind") == "char" and (r.get("gap_s") or 0) > 0
+                      and r["gap_s"] < 0.5)
+        key_s = gaps[len(gaps) // 2] if gaps else 0.125
+        t, members, last = 0.0, [], None
+        for r in run:
+            r["t"], r["key_s"] = t, key_s
+            t += r.get("gap_s") or 0.0
+            if r.get("fate") is None:  # nothing on screen: no chain goes on
+                members, last = [], None
+                continue
+            if not (members and last == "through"):
+                chain, members = chain + 1, []
+            r["chain"], r["chain_saved"] = f"{tag}{chain}", 0
+            members.append(r)
+            if r["fate"] == "taken":
+                for m in members:
+                    m["chain_saved"] = r["saved"]
+                members = []
+            last = r["fate"]
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 30, weight: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, float]:
+    """Weights and bias of an L2-regularized logistic regression (Newton's method; ``x`` standardized), each
+    example counted ``weight`` times (default once)."""
     n, d = x.shape
+    c = np.ones(n) if weight is None else weight
     xb = np.hstack([x, np.ones((n, 1))])
     w = np.zeros(d + 1)
     reg = np.full(d + 1, l2)
     reg[-1] = 0.0  # the bias is not shrunk
     for _ in range(steps):
         p = 1 / (1 + np.exp(-xb @ w))
-        grad = xb.T @ (p - y) + reg * w
-        hess = (xb * (p * (1 - p))[:, None]).T @ xb + np.diag(reg) + 1e-9 * np.eye(d + 1)
+        grad = xb.T @ (c * (p - y)) + reg * w
+        hess = (xb * (c * p * (1 - p))[:, None]).T @ xb + np.diag(reg) + 1e-9 * np.eye(d + 1)
         step = np.linalg.solve(hess, grad)
         w -= step
         if np.max(np.abs(step)) < 1e-8:
@@ -69,16 +115,22 @@ def matrix(recs: list[dict], names: list[str]) -> np.ndarray:
     return np.array([[float(r["features"].get(n, 0.0)) for n in names] for r in recs], dtype=float)
 
 
-def outcome(recs: list[dict], p_all: np.ndarray, p_head: np.ndarray, t: float) -> dict:
+def outcome(recs: list[dict], p_all: np.ndarray, p_head: np.ndarray, t: float, reaction_s: float = REACTION_S
+            ) -> dict:
     """Keystrokes under a wrong ghost and characters saved among these records with the gate at threshold ``t``
-    (``t`` 0: every ghost shown, as recorded)."""
-    wrong = saved = shown = right = kept = 0
+    (``t`` 0: every ghost shown, as recorded). A take whose chain (``link_chains``) had a ghost hidden less than
+    ``reaction_s`` before it comes that many of the typist's keystrokes later, each one character fewer saved
+    (``saved_upper``: without that delay, the estimate before)."""
+    wrong = saved = upper = shown = right = kept = 0
+    hidden_at: dict[str, float] = {}  # per chain, when its last hidden ghost's keystroke was typed
     for r, pa, ph in zip(recs, p_all, p_head, strict=True):
         if pa >= t:
             d = SHOW_ALL
         elif r["head"] and ph >= t:
             d = SHOW_HEAD
         else:
+            if "chain" in r:
+                hidden_at[r["chain"]] = r["t"]
             continue
         shown += 1
         ok = r["right_all"] if d == SHOW_ALL else r["right_head"]
@@ -86,10 +138,16 @@ def outcome(recs: list[dict], p_all: np.ndarray, p_head: np.ndarray, t: float) -
         wrong += not ok
         kept += r["fate"] in ("taken", "through")
         if d == SHOW_ALL:
-            saved += r["saved"]
+            upper += r["saved"]
+            late = 0
+            if r["saved"] and r.get("chain") in hidden_at:
+                since = r["t"] - hidden_at[r["chain"]]  # shown again from the answer to that keystroke
+                late = math.ceil((reaction_s - since) / r["key_s"]) if since < reaction_s else 0
+            saved += max(0, r["saved"] - late)
         elif r["fate"] == "taken" and ok:
+            upper += min(r["saved"], r["head"] - 1)
             saved += min(r["saved"], r["head"] - 1)
-    return {"ghost_keys": shown, "wrong_keys": wrong, "saved_chars": saved,
+    return {"ghost_keys": shown, "wrong_keys": wrong, "saved_chars": saved, "saved_upper": upper,
             "right_share": round(right / shown, 4) if shown else None,
             # the user's "right" outcomes as the server counts them (lsp_server/gate_user.py: taken, or its next
             # character typed): the per-user adjustment's prior must be this share, not right_share
@@ -99,6 +157,8 @@ def outcome(recs: list[dict], p_all: np.ndarray, p_head: np.ndarray, t: float) -
 LABELS = {  # what the whole-suggestion head learns
     "right": lambda r: r["right_all"],  # the ghost (or its first line) is what the file says next
     "taken": lambda r: r["fate"] == "taken",  # the typist took it: characters saved come only from these
+    # right, or on screen in a chain the typist took (hiding it delays the take: link_chains)
+    "chain": lambda r: r["right_all"] or r.get("chain_saved", 0) > 0,
 }
 
 
@@ -118,9 +178,11 @@ def fold_of(segment: str, k: int) -> int:
     return int(hashlib.sha256(segment.encode()).hexdigest()[:8], 16) % k
 
 
-def fit(recs: list[dict], names: list[str], l2: float, label: str, head: bool = True) -> dict:
+def fit(recs: list[dict], names: list[str], l2: float, label: str, head: bool = True, take_weight: float = 0.0
+        ) -> dict:
     """Standardization and both heads' weights, fitted on ``recs`` (``head`` False: the part before a doubt is
-    never shown alone, its head says so)."""
+    never shown alone, its head says so). ``take_weight``: a ghost in a chain the typist took counts
+    1 + take_weight × the characters that take saved (hiding it costs them, hiding a wrong one saves one key)."""
     x = matrix(recs, names)
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
@@ -128,7 +190,8 @@ def fit(recs: list[dict], names: list[str], l2: float, label: str, head: bool = 
     y_all = np.array([float(LABELS[label](r)) for r in recs])
     heads = np.array([bool(r["head"]) for r in recs])
     y_head = np.array([float(r["right_head"]) for r in recs])
-    w_all, b_all = fit_logistic(z, y_all, l2)
+    weight = np.array([1.0 + take_weight * r.get("chain_saved", 0) for r in recs])
+    w_all, b_all = fit_logistic(z, y_all, l2, weight=weight)
     w_head, b_head = fit_logistic(z[heads], y_head[heads], l2) if head and heads.sum() >= 20 \
         else (np.zeros(len(names)), -30.0)
     return {"mean": mean, "scale": scale, "all": (w_all, b_all), "head": (w_head, b_head)}
@@ -140,8 +203,8 @@ def probs(m: dict, recs: list[dict], names: list[str]) -> tuple[np.ndarray, np.n
     return 1 / (1 + np.exp(-(zz @ wa + ba))), 1 / (1 + np.exp(-(zz @ wh + bh)))
 
 
-def out_of_fold(recs: list[dict], names: list[str], k: int, l2: float, label: str, head: bool = True
-                ) -> tuple[np.ndarray, np.ndarray]:
+def out_of_fold(recs: list[dict], names: list[str], k: int, l2: float, label: str, head: bool = True,
+                take_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Each record's probabilities from the model fitted on the other folds' functions (never its own)."""
     fold = np.array([fold_of(r["segment"], k) for r in recs])
     pa, ph = np.zeros(len(recs)), np.zeros(len(recs))
@@ -149,25 +212,25 @@ def out_of_fold(recs: list[dict], names: list[str], k: int, l2: float, label: st
         raise SystemExit(f"too few functions in the records for {k} folds")
     for f in sorted(set(fold.tolist())):
         inside, outside = np.where(fold != f)[0], np.where(fold == f)[0]
-        m = fit([recs[i] for i in inside], names, l2, label, head)
+        m = fit([recs[i] for i in inside], names, l2, label, head, take_weight)
         pa[outside], ph[outside] = probs(m, [recs[i] for i in outside], names)
     return pa, ph
 
 
-def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label: str = "right", head: bool = True
-          ) -> tuple[dict, dict]:
+def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label: str = "right", head: bool = True,
+          take_weight: float = 0.0) -> tuple[dict, dict]:
     """The model fitted on every record; its threshold and every figure reported from out-of-fold probabilities
     (each function scored by a model that never saw it): the threshold is the one that cuts the most
     wrong-ghost keystrokes while the estimated characters saved fall by at most ``max_saved_loss``."""
     names = sorted({n for r in recs for n in r["features"]})
-    pa, ph = out_of_fold(recs, names, folds, l2, label, head)
+    pa, ph = out_of_fold(recs, names, folds, l2, label, head, take_weight)
     base = outcome(recs, pa, ph, 0.0)
     best_t, best = 0.0, base
     for t in np.arange(0.01, 0.951, 0.005):
         o = outcome(recs, pa, ph, float(t))
         if o["saved_chars"] >= (1 - max_saved_loss) * base["saved_chars"] and o["wrong_keys"] < best["wrong_keys"]:
             best_t, best = float(round(t, 3)), o
-    m = fit(recs, names, l2, label, head)
+    m = fit(recs, names, l2, label, head, take_weight)
     right = np.array([float(r["right_all"]) for r in recs])
     langs = [language_of(r) for r in recs]
     by_language = {}  # out of fold, at the chosen threshold, each language's own records
@@ -178,6 +241,7 @@ def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label:
                              "before": outcome(part, pa[i], ph[i], 0.0), "after": outcome(part, pa[i], ph[i], best_t)}
     summary = {
         "records": len(recs), "functions": len({r["segment"] for r in recs}), "folds": folds, "label": label, "head": head,
+        "take_weight": take_weight,
         "seeds": sorted({r.get("seed") for r in recs if r.get("seed") is not None}),
         "out_of_fold": {"before": base, "after": best}, "by_language": by_language,
         # the trade-off at other thresholds, out of fold: (threshold, wrong keys, characters saved)
@@ -218,6 +282,8 @@ def main() -> int:
                    help="show a suggestion whole or not at all (never only its part before the first doubt)")
     p.add_argument("--label", choices=sorted(LABELS), default="right",
                    help="what the whole suggestion's head learns: right (what the file says next) or taken")
+    p.add_argument("--take-weight", type=float, default=0.0,
+                   help="a ghost in a chain the typist took weighs 1 + this x the characters the take saved")
     args = p.parse_args()
     recs = load_records(args.records)
     hold = {int(x) for x in args.hold.split(",") if x}
@@ -225,7 +291,8 @@ def main() -> int:
         held = sorted({r["segment"] for r in recs if fold_of(r["segment"], args.folds) in hold})
         recs = [r for r in recs if fold_of(r["segment"], args.folds) not in hold]
         print(f"held out ({len(held)} functions): --only {','.join(map(only_key, held))}", file=sys.stderr)
-    model, summary = train(recs, args.folds, args.max_saved_loss, args.l2, args.label, not args.no_head)
+    model, summary = train(recs, args.folds, args.max_saved_loss, args.l2, args.label, not args.no_head,
+                           args.take_weight)
     summary["command"] = "python scripts/train_gate.py " + " ".join(str(x) for x in args.records)
     args.out.write_text(json.dumps(model, indent=None, separators=(",", ":")) + "\n")
     print(json.dumps(summary, indent=1))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 
+import numpy as np
 import pytest
 
 from engine.policy import gate
@@ -143,3 +144,40 @@ def test_the_users_prior_is_the_share_the_server_counts_as_right():
     after = summary["out_of_fold"]["after"]
     assert {c for f, c in CODES.items() if f in ("taken", "through")} == set(RIGHT)
     assert summary["user_prior"] == after["kept_share"] > after["right_share"]
+
+
+def typed(fates: list[tuple[str | None, int]], gap: float = 0.1) -> list[dict]:
+    """One function's keystrokes in the order typed: (fate, characters saved) each, ``gap`` s apart."""
+    return [{"split": "tuning", "server": "s", "typist": "steady", "round": 0, "seed": 0, "segment": "pkg:mod:f",
+             "kind": "char", "at": i, "gap_s": gap, "fate": fate, "saved": saved, "right_all": fate != "over",
+             "right_head": False, "head": 0, "same_text": True, "features": {"lead_logp": 0.0} if fate else None}
+            for i, (fate, saved) in enumerate(fates)]
+
+
+def test_a_chain_runs_from_a_suggestions_first_keystroke_to_the_take_and_a_gap_or_a_miss_ends_it():
+    rows = typed([("through", 0), ("through", 0), ("taken", 5), ("over", 0), ("through", 0), (None, 0),
+                  ("through", 0), ("taken", 3)])
+    trainer.link_chains(rows)
+    chains = [r.get("chain") for r in rows]
+    assert chains[0] == chains[1] == chains[2] and len({chains[2], chains[3], chains[4], chains[6]}) == 4
+    assert chains[5] is None and chains[6] == chains[7]
+    assert [r.get("chain_saved") for r in rows] == [5, 5, 5, 0, 0, None, 3, 3]
+    assert [r["t"] for r in rows[:3]] == pytest.approx([0.0, 0.1, 0.2]) and rows[0]["key_s"] == pytest.approx(0.1)
+    assert trainer.LABELS["chain"](dict(rows[0], right_all=False)) and not trainer.LABELS["chain"](rows[3])
+
+
+def test_hiding_a_ghost_of_a_taken_chain_delays_the_take_by_the_reaction_time():
+    # the take at 0.2 s saved 5 characters; its chain was on screen from the first keystroke
+    rows = typed([("through", 0), ("through", 0), ("taken", 5)])
+    trainer.link_chains(rows)
+    shown = np.array([1.0, 1.0, 1.0])
+
+    def saved(p: np.ndarray, reaction: float = 0.3) -> tuple[int, int]:
+        o = trainer.outcome(rows, p, np.zeros(3), 0.5, reaction)
+        return o["saved_chars"], o["saved_upper"]
+
+    assert saved(shown) == (5, 5)
+    # the middle ghost hidden: shown again 0.1 s before the take, so the typist reads it 2 keystrokes later
+    assert saved(np.array([1.0, 0.0, 1.0])) == (3, 5)
+    assert saved(np.array([1.0, 0.0, 1.0]), reaction=0.05) == (5, 5)  # read in time
+    assert saved(np.array([1.0, 1.0, 0.0])) == (0, 0)  # the taken ghost itself hidden
