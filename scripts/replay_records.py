@@ -14,18 +14,9 @@ import json
 from pathlib import Path
 
 from replay_typist import Key, Run
+from replay_typist import common_prefix as common_prefix  # bench_replay's ghost_match
 
 RECORDS_ENV = "FLINT_GATE_RECORDS"  # lsp_server/gatekeeper.py reads the same name
-
-
-def common_prefix(a: str, b: str) -> int:
-    """How many leading characters ``a`` and ``b`` share."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def read_server_records(path: Path) -> dict[str, dict]:

@@ -178,7 +178,8 @@ class Ghost:
         return self.history[0][0]
 
 
-def _common(a: str, b: str) -> int:
+def common_prefix(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share."""
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -196,7 +197,7 @@ def readable_prefix(history: list[tuple[float, str]], now: float, reaction_s: fl
     current = history[-1][1]
     steady = len(current)  # characters every form from here on agrees with the current text on
     for t, text in reversed(history):
-        steady = min(steady, _common(text, current))
+        steady = min(steady, common_prefix(text, current))
         if now - t >= reaction_s:
             return current[:steady]
     return ""
