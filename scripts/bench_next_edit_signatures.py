@@ -69,6 +69,21 @@ PAIRS: tuple[tuple[str, str, str], ...] = (
     ("sphinx", "6.2.1", "7.4.7"),
     ("astroid", "2.15.8", "3.3.5"),
     ("setuptools", "68.2.2", "75.1.0"),
+    # more pairs, so that each half holds more than a handful of added parameters (the first twelve gave the
+    # validation half six call sites, five of one function): every pair of a scan of 20 further packages that
+    # held a case, in alphabetical order, split by the same alternation
+    ("ansible-core", "2.15.13", "2.17.6"),
+    ("celery", "5.3.4", "5.4.0"),
+    ("django", "4.2.16", "5.1.3"),
+    ("hypothesis", "6.82.0", "6.115.0"),
+    ("matplotlib", "3.7.5", "3.9.2"),
+    ("networkx", "3.1", "3.4.2"),
+    ("pandas", "2.0.3", "2.2.3"),
+    ("pylint", "2.17.7", "3.3.1"),
+    ("scrapy", "2.9.0", "2.11.2"),
+    ("sqlalchemy", "2.0.20", "2.0.36"),
+    ("sympy", "1.12", "1.13.3"),
+    ("twisted", "23.8.0", "24.10.0"),
 )
 MAX_STEPS = 8  # offers taken in turn per case
 PAUSE_S = 0.2  # the clients ask this long after the last keystroke
