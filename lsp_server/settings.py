@@ -8,6 +8,7 @@ warning the server shows to the user. Parsing never raises, and never repeats a 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -156,22 +157,20 @@ def _template(v: Any) -> str:
     return v
 
 
-def _kinds(v: Any) -> tuple[str, ...]:
-    if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
-        raise ValueError(f"expected a list of {', '.join(REMOTE_KINDS)}, got {v!r}")
-    bad = [k for k in v if k not in REMOTE_KINDS]
-    if bad:
-        raise ValueError(f"unknown kinds {bad!r}: expected some of {', '.join(REMOTE_KINDS)}")
-    return tuple(k for k in REMOTE_KINDS if k in v)
+def _names(known: tuple[str, ...], listed: tuple[str, ...], what: str) -> Callable[[Any], tuple[str, ...]]:
+    """A list of some of ``known`` (``listed``: the ones an error names first), kept in ``known``'s order."""
+    def parse(v: Any) -> tuple[str, ...]:
+        if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
+            raise ValueError(f"expected a list of {', '.join(listed)}, got {v!r}")
+        bad = [k for k in v if k not in known]
+        if bad:
+            raise ValueError(f"unknown {what} {bad!r}: expected some of {', '.join(known)}")
+        return tuple(k for k in known if k in v)
+    return parse
 
 
-def _sources(v: Any) -> tuple[str, ...]:
-    if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
-        raise ValueError(f"expected a list of {', '.join(CONTEXT_SOURCES)}, got {v!r}")
-    bad = [k for k in v if k not in KNOWN_SOURCES]
-    if bad:
-        raise ValueError(f"unknown sources {bad!r}: expected some of {', '.join(KNOWN_SOURCES)}")
-    return tuple(k for k in KNOWN_SOURCES if k in v)
+_kinds = _names(REMOTE_KINDS, REMOTE_KINDS, "kinds")
+_sources = _names(KNOWN_SOURCES, CONTEXT_SOURCES, "sources")
 
 
 def _bool(v: Any) -> bool:
