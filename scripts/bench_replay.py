@@ -133,7 +133,7 @@ from replay_corpus import candidates as corpus_candidates  # noqa: E402
 from replay_corpus import segments as corpus_segments  # noqa: E402
 from replay_languages import LANGUAGES  # noqa: E402
 from replay_quality import quality  # noqa: E402
-from replay_records import RECORDS_ENV, common_prefix, keystroke_records, read_server_records  # noqa: E402
+from replay_records import RECORDS_ENV, keystroke_records, read_server_records  # noqa: E402
 from replay_report import ms, plot, print_table, reference_lines, report, share  # noqa: E402,F401
 from replay_stats import (  # noqa: E402,F401
     IDLE_STEP_S,
@@ -154,6 +154,7 @@ from replay_typist import (  # noqa: E402,F401
     SegmentStats,
     Typist,
     auto_indent,
+    common_prefix,
     enter_text,
     readable_prefix,
     shown,

@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 
 from replay_typist import Key, Run
-from replay_typist import common_prefix as common_prefix  # bench_replay's ghost_match
 
 RECORDS_ENV = "FLINT_GATE_RECORDS"  # lsp_server/gatekeeper.py reads the same name
 

@@ -45,7 +45,7 @@ def test_server_records_are_read_by_id_and_a_cut_line_is_skipped(tmp_path):
     path.write_text('{"id": "a", "head": 1}\n{"id": "b", "he')
     assert set(records.read_server_records(path)) == {"a"}
     assert records.read_server_records(tmp_path / "none.jsonl") == {}
-    assert records.common_prefix("foo(bar)", "foo(baz)") == 6
+    assert typist.common_prefix("foo(bar)", "foo(baz)") == 6
 
 
 def made_up(n_functions: int = 40, seed: int = 0) -> list[dict]:
