@@ -12,8 +12,10 @@ argument as the expected text.
 
 The replay: the old module is opened in the real server (``python -m lsp_server``, the local model) and
 only the def's parameter list is replaced by the new version's, as one didChange; 200 ms later
-flint/nextEdit is asked, as the clients do. Every offered edit and jump target is located in a call
-(location precision and recall against the truth); then, client-like, the first offer is taken in turn:
+flint/nextEdit is asked, as the clients do, and asked again while the answer is ``pending`` (a jump target's
+argument still being written), at the clients' cadence. Every offered edit and jump target is located in a
+call (call-site precision and recall against the truth; an edit in the edited def itself, a renamed
+parameter's use, is a rename's next edit, counted apart); then, client-like, the first offer is taken in turn:
 an edit applied as offered, a jump target written with the model's argument when one is offered (else the
 true argument, as the user would), asking again at once, up to ``MAX_STEPS``. Scored: whether applying the
 offered text makes the call what the new version has (``ast`` equal): argument-text exactness, for
@@ -87,6 +89,7 @@ PAIRS: tuple[tuple[str, str, str], ...] = (
 )
 MAX_STEPS = 8  # offers taken in turn per case
 PAUSE_S = 0.2  # the clients ask this long after the last keystroke
+AGAIN_MS, AGAIN_MAX_MS, AGAIN_FOR_S = 120, 400, 4.0  # their re-asks while an answer is pending
 OUT = ROOT / "docs" / "benchmarks" / "next_edit_signatures"
 
 Fn = ast.FunctionDef | ast.AsyncFunctionDef
@@ -114,6 +117,8 @@ class Case:
     edited: str = field(repr=False)
     span: tuple[int, int, int] = (0, 0, 0)  # the edit: start, end in before, end in edited
     truth: list[Truth] = field(default_factory=list, repr=False)
+    calls: list[tuple[int, int]] = field(default_factory=list, repr=False)  # every call of it, truth or not
+    body: tuple[int, int] = (0, 0)  # the edited def's own span (a renamed parameter's uses are there)
 
 
 def functions(tree: ast.AST, prefix: str = "") -> dict[str, Fn]:
@@ -213,7 +218,14 @@ def cases_of(pkg: str, v0: str, v1: str, split: str, cache: Path) -> tuple[list[
                 continue
             case = Case(f"{pkg} {v0}->{v1}", split, rel.as_posix(), q, ch.kind, t0, edited,
                         (pre, len(t0) - post, len(edited) - post))
-            ge, g1 = calls_of(ast.parse(edited), edited, q), calls_of(a1, t1, q)
+            te = ast.parse(edited)
+            ge, g1 = calls_of(te, edited, q), calls_of(a1, t1, q)
+            fe = functions(te)[q]
+            case.body = (_offset(edited, fe.lineno, fe.col_offset),
+                         _offset(edited, fe.end_lineno or fe.lineno, fe.end_col_offset or 0))
+            for olds in ge.values():
+                case.calls += [(_offset(edited, o.lineno, o.col_offset),
+                                _offset(edited, o.end_lineno or o.lineno, o.end_col_offset or 0)) for o in olds]
             for where, olds in ge.items():
                 news = g1.get(where, [])
                 if len(news) != len(olds):
@@ -293,6 +305,17 @@ class Replay:
                                                 "position": {"line": line, "character": ch}})
         return res.get("result") or {}
 
+    def settle(self, uri: str, version: int, text: str, at: int, res: dict) -> dict:
+        """Ask again while the answer is ``pending`` (a jump's argument still being written, other documents
+        still searched), as the clients do: after ``AGAIN_MS``, each wait half as long again up to
+        ``AGAIN_MAX_MS``, for ``AGAIN_FOR_S``."""
+        t0, delay = time.perf_counter(), AGAIN_MS
+        while res.get("pending") and time.perf_counter() + delay / 1000 - t0 <= AGAIN_FOR_S:
+            time.sleep(delay / 1000)
+            res = self.ask(uri, version, text, at)
+            delay = min(delay * 1.5, AGAIN_MAX_MS)
+        return res
+
     def change(self, uri: str, version: int, text: str, a: int, b: int, new: str) -> str:
         ra, rb = offset_to_position(text, a, "utf-16"), offset_to_position(text, b, "utf-16")
         self.w.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [
@@ -302,6 +325,21 @@ class Replay:
 
     def close(self) -> None:
         self.w.stop()
+
+
+OFFER_PLACES = ("changed", "unchanged", "call without truth", "elsewhere", "its own body")
+CALL_SITE = OFFER_PLACES[:4]  # the offers call-site precision counts (all but the def's own body)
+
+
+def _where(case: Case, off: int, i: int | None) -> str:
+    """Where an offer lies: in a call that changed, one that did not, a call of the function whose group the
+    truth leaves out (the calls there were rewritten otherwise), in the edited def itself (a renamed
+    parameter's uses in its body: a rename's next edits, not a call site's), or elsewhere."""
+    if i is not None:
+        return "changed" if case.truth[i].changed else "unchanged"
+    if any(s <= off <= e for s, e in case.calls):
+        return "call without truth"
+    return "its own body" if case.body[0] <= off <= case.body[1] else "elsewhere"
 
 
 def replay(r: Replay, case: Case, k: int) -> dict:
@@ -320,16 +358,22 @@ def replay(r: Replay, case: Case, k: int) -> dict:
     time.sleep(PAUSE_S)
     res = r.ask(uri, 2, cur, ne)
     first_ms = (time.perf_counter() - t_last) * 1000
+    res = r.settle(uri, 2, cur, ne, res)
+    whole_ms = (time.perf_counter() - t_last) * 1000
     offers = [(position_to_offset(cur, e["range"]["start"]["line"], e["range"]["start"]["character"], "utf-16"), "edit")
               for e in res.get("edits", [])]
     offers += [(position_to_offset(cur, j["range"]["start"]["line"], j["range"]["start"]["character"], "utf-16"), "jump")
                for j in res.get("jumps", [])]
     hit = [next((i for i, t in enumerate(case.truth) if t.start <= off <= t.end), None) for off, _ in offers]
+    where = [_where(case, off, i) for (off, _), i in zip(offers, hit, strict=True)]
     out = {"case": f"{case.pair} {case.module} {case.qualname}", "split": case.split, "kind": case.kind,
            "truth_changed": sum(t.changed for t in case.truth), "offered": len(offers),
            "offered_right": sum(i is not None and case.truth[i].changed for i in hit),
            "found": len({i for i in hit if i is not None and case.truth[i].changed}),
-           "first_answer_ms": round(first_ms, 1), "steps": []}
+           "offers_at": {w: where.count(w) for w in OFFER_PLACES},
+           "not_right": [{"at": w, "kind": kind, "line": cur[cur.rfind("\n", 0, off) + 1:cur.find("\n", off)].strip()[:120]}
+                         for (off, kind), w in zip(offers, where, strict=True) if w != "changed"],
+           "first_answer_ms": round(first_ms, 1), "whole_answer_ms": round(whole_ms, 1), "steps": []}
     shifts: list[tuple[int, int]] = []  # (offset in the edited text, length added there)
     v = 2
     for _ in range(MAX_STEPS):
@@ -358,6 +402,8 @@ def replay(r: Replay, case: Case, k: int) -> dict:
         t0 = time.perf_counter()
         res = r.ask(uri, v, cur, a + len(new))
         step["next_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+        res = r.settle(uri, v, cur, a + len(new), res)
+        step["next_whole_ms"] = round((time.perf_counter() - t0) * 1000, 1)
     r.w.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
     return out
 
@@ -370,12 +416,17 @@ def summary(rows: list[dict]) -> dict:
     truth, found = sum(r["truth_changed"] for r in rows), sum(r["found"] for r in rows)
     return {"cases": len(rows), "calls_changed": truth, "locations_offered": offered,
             "location_precision": ratio(right, offered), "location_recall": ratio(found, truth),
+            "offers_at": {w: sum(r.get("offers_at", {}).get(w, 0) for r in rows) for w in OFFER_PLACES},
+            "call_site_precision": ratio(right, sum(r.get("offers_at", {}).get(w, 0) for r in rows for w in CALL_SITE)),
             "edits_taken": len(edits), "edits_call_exact": sum(bool(st.get("call_exact")) for st in edits),
             "jumps_taken": len(jumps), "jumps_with_text": len(shown),
             "argument_exact": sum(bool(st.get("argument_exact")) for st in shown),
             "argument_exact_of_shown": ratio(sum(bool(st.get("argument_exact")) for st in shown), len(shown)),
             "argument_exact_of_all": ratio(sum(bool(st.get("argument_exact")) for st in shown), len(jumps)),
             "first_answer": lat_summary([r["first_answer_ms"] for r in rows]),
+            "whole_answer": lat_summary([r["whole_answer_ms"] for r in rows if "whole_answer_ms" in r]),
+            "argument_ready": lat_summary([r["whole_answer_ms"] for r in rows if "whole_answer_ms" in r
+                                           and r["steps"] and r["steps"][0]["jump"] and r["steps"][0]["text"]]),
             "next_answer": lat_summary([st["next_ms"] for r in rows for st in r["steps"] if "next_ms" in st])}
 
 
@@ -389,15 +440,29 @@ def report(result: dict) -> str:
         k = c["by_kind"]
         lines.append(f"| {pair} | {c['split']} | {c['signatures_changed']} | {c['cases']} "
                      f"({k['added']}/{k['removed']}/{k['renamed']}) | {c['calls_changed']} |")
-    lines += ["", "| split | cases | calls changed | locations offered | precision | recall | edits taken (call "
-              "exact) | jumps taken | with text | argument exact (of shown / of all) | first answer p50 / p95 ms |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += ["", "| split | cases | calls changed | locations offered | call-site precision (of all offers) | "
+              "recall | edits taken (call exact) | jumps taken | with text | argument exact (of shown / of all) | "
+              "first answer p50 / p95 ms | whole answer p50 / p95 ms | argument shown p50 / p95 ms |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for split, m in result["splits"].items():
+        whole, arg = m.get("whole_answer", {}), m.get("argument_ready", {})
         lines.append(f"| {split} | {m['cases']} | {m['calls_changed']} | {m['locations_offered']} | "
-                     f"{m['location_precision']} | {m['location_recall']} | {m['edits_taken']} "
-                     f"({m['edits_call_exact']}) | {m['jumps_taken']} | {m['jumps_with_text']} | "
+                     f"{m.get('call_site_precision')} ({m['location_precision']}) | {m['location_recall']} | "
+                     f"{m['edits_taken']} ({m['edits_call_exact']}) | {m['jumps_taken']} | {m['jumps_with_text']} | "
                      f"{m['argument_exact']} ({m['argument_exact_of_shown']} / {m['argument_exact_of_all']}) | "
-                     f"{m['first_answer']['p50_ms']} / {m['first_answer']['p95_ms']} |")
+                     f"{m['first_answer']['p50_ms']} / {m['first_answer']['p95_ms']} | "
+                     f"{whole.get('p50_ms')} / {whole.get('p95_ms')} | {arg.get('p50_ms')} / {arg.get('p95_ms')} |")
+    lines += ["", "First answer: from the edit to the server's first answer (the first offer's place; a jump target's "
+              "argument may follow); whole answer: to the last re-ask while the answer was `pending`, as the clients "
+              "ask; argument shown: the whole answer of the cases whose first offer was a jump that came with "
+              "the model's argument.", "",
+              "Where the offers lay (call-site precision counts the first column right of the first four; a call "
+              "without truth is one whose enclosing function's calls of it were rewritten otherwise, so the new "
+              "version does not say; its own body: a renamed parameter's uses in the edited def, a rename's next "
+              "edits; the precision in brackets counts every offer, these too, as not right):",
+              "", "| split | " + " | ".join(OFFER_PLACES) + " |", "| --- |" + " --- |" * len(OFFER_PLACES)]
+    for split, m in result["splits"].items():
+        lines.append(f"| {split} | " + " | ".join(str(m["offers_at"][w]) for w in OFFER_PLACES) + " |")
     if result.get("floors"):
         lines += ["", "Floor sweep (`--sweep`: the model at every true jump target, in process, no floor; "
                   "shown / exact of all true jump targets):", "",
@@ -415,6 +480,7 @@ def report(result: dict) -> str:
                        for st in r["steps"] if st["jump"] and st["text"])
         lines.append(f"- {r['split']}, {r['kind']}: {r['case']}: {r['offered']} / {r['offered_right']} / "
                      f"{r['found']} of {r['truth_changed']}" + (f"; {js}" if js else ""))
+        lines += [f"  - not right ({x['at']}, {x['kind']}): `{x['line']}`" for x in r.get("not_right", [])]
     return "\n".join(lines) + "\n"
 
 

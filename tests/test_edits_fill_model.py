@@ -15,6 +15,7 @@ from engine.edits.signature import call_edits, calls, signature_change
 from lsp_server.documents import Change
 from lsp_server.session import Session
 from lsp_server.settings import Settings
+from tests.fakes import next_edit_whole
 
 pytestmark = pytest.mark.model
 
@@ -71,7 +72,7 @@ async def test_the_server_offers_the_jump_with_the_argument_or_alone(engine, tmp
         assert s.worker.loaded.wait(60)
         s.did_open(uri, BEFORE, 1, "python")
         s.did_edit(uri, 2, [Change(", unit", (0, 13, 0, 13))])
-        res = await s.next_edit(uri, 2, 0, 19)
+        res = await next_edit_whole(s, uri, 2, 0, 19, timeout=30)  # (asked again while the model writes)
         first = res["jumps"][0]
         assert first["note"] == "unit" and first["range"]["start"] == {"line": 6, "character": 19}
         if "newText" in first:

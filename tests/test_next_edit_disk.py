@@ -80,7 +80,7 @@ async def test_a_parameter_added_offers_the_call_sites_in_files_not_open_then_th
     s.did_open(use, USE, 1, "python")
     await asyncio.sleep(0.05)
     s.did_move_cursor(use, first["range"]["start"]["line"], first["range"]["start"]["character"], 1)
-    res = await s.next_edit(use, 1, first["range"]["start"]["line"], first["range"]["start"]["character"])
+    res = await next_edit_whole(s, use, 1, first["range"]["start"]["line"], first["range"]["start"]["character"])
     assert res["edits"] == [] and [j["note"] for j in res["jumps"]] == ["unit"]
     assert res["jumps"][0]["newText"] == ', "cm"'
     # writing it leaves nothing in this document; the origin's answer still names other.py's

@@ -6,6 +6,7 @@ real. The real model: tests/test_edits_fill_model.py."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Generator
 
 import pytest
@@ -14,7 +15,7 @@ from engine.types import GenParams
 from lsp_server.documents import Change
 from lsp_server.session import Session
 from lsp_server.settings import Settings
-from tests.fakes import Done, FakeEngine, Step
+from tests.fakes import Done, FakeEngine, Step, next_edit_whole
 
 URI = "file:///tmp/ne/fill.py"
 CALLS = ("def total(values, factor, scale):\n"
@@ -53,7 +54,7 @@ async def test_each_jump_carries_the_models_argument_and_applying_it_offers_the_
     s, eng = started
     s.did_open(URI, CALLS, 1, "python")
     s.did_edit(URI, 2, [Change(", offset", (0, 31, 0, 31))])
-    res = await s.next_edit(URI, 2, 0, 39)
+    res = await next_edit_whole(s, URI, 2, 0, 39)
     assert res["edits"] == []
     first = res["jumps"][0]
     assert first["range"]["start"] == {"line": 4, "character": 19} and first["note"] == "offset"
@@ -64,7 +65,7 @@ async def test_each_jump_carries_the_models_argument_and_applying_it_offers_the_
     computed = s.next_edits.computed
     # the client applies it (Tab): the next jump is offered at once, with its own argument, by keyword
     s.did_edit(URI, 3, [Change(first["newText"], (4, 19, 4, 19))])
-    res = await s.next_edit(URI, 3, 4, 32)
+    res = await next_edit_whole(s, URI, 3, 4, 32)
     assert [(j["range"]["start"], j["newText"]) for j in res["jumps"]] == [
         ({"line": 5, "character": 25}, ", offset=0.5")]
     s.did_edit(URI, 4, [Change(res["jumps"][0]["newText"], (5, 25, 5, 25))])
@@ -75,11 +76,38 @@ async def test_each_jump_carries_the_models_argument_and_applying_it_offers_the_
     assert s.next_edits.computed == computed  # the plan carried both, arguments and all
 
 
+async def test_the_jump_comes_at_once_and_its_argument_when_the_model_has_written_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path))
+
+    def slow(prefix: str, suffix: str, params: GenParams) -> Generator[Step, None, Done]:
+        if prefix.endswith(", "):
+            time.sleep(0.8)  # (the engine's thread) a prompt pass that takes a while
+        yield from arguments(prefix, suffix, params)
+        return Done("eos")
+
+    s = Session(lambda _settings: FakeEngine(slow), Settings(cache_size_mb=0))
+    s.attach_loop(asyncio.get_running_loop())
+    s.start()
+    s.next_edits.quiet_s = 0.05
+    try:
+        assert s.worker.loaded.wait(5)
+        s.did_open(URI, CALLS, 1, "python")
+        s.did_edit(URI, 2, [Change(", offset", (0, 31, 0, 31))])
+        t0 = time.monotonic()
+        res = await s.next_edit(URI, 2, 0, 39)
+        assert time.monotonic() - t0 < 0.6  # not the model's time: the jump is known without it
+        assert res["jumps"][0]["note"] == "offset" and "newText" not in res["jumps"][0] and res["pending"] is True
+        res = await next_edit_whole(s, URI, 2, 0, 39)  # asked again, as the clients do while pending
+        assert res["jumps"][0]["newText"] == ", len(values)" and "pending" not in res
+    finally:
+        s.shutdown()
+
+
 async def test_what_is_no_single_argument_leaves_the_jump_alone(started):
     s, eng = started
     s.did_open(URI, CALLS.replace("a = total([1], 2, 3)\n", ""), 1, "python")
     s.did_edit(URI, 2, [Change(", *, ok", (0, 31, 0, 31))])  # keyword-only: the prompt ends in "ok="
-    res = await s.next_edit(URI, 2, 0, 38)
+    res = await next_edit_whole(s, URI, 2, 0, 38)
     assert [j["note"] for j in res["jumps"]] == ["ok"]
     assert "newText" not in res["jumps"][0]  # "pass" is no expression: the jump alone
     assert any(c.prefix.endswith("scale=6, ok=") for c in eng.calls)
@@ -98,7 +126,7 @@ async def test_without_a_model_the_jumps_come_alone_and_at_once(tmp_path, monkey
         t0 = asyncio.get_running_loop().time()
         res = await s.next_edit(URI, 2, 0, 39)
         assert [j["note"] for j in res["jumps"]] == ["offset", "offset"]
-        assert all("newText" not in j for j in res["jumps"])
+        assert all("newText" not in j for j in res["jumps"]) and not res.get("pending")
         assert asyncio.get_running_loop().time() - t0 < 1.5  # no wait for an argument that cannot come
     finally:
         s.shutdown()

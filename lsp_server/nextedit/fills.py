@@ -3,9 +3,10 @@
 After a plan with jump targets is made (a parameter added without a default: where each call needs the new
 argument), a ``FillRun`` asks the model for the argument at one target at a time, the one nearest after
 the cursor first, and files each answer in the plan (``Part.planned``: it travels with the jump as the
-user applies or writes at the others). A ``flint/nextEdit`` whose first offer is a jump not asked about
-yet waits for it (at most ``FILL_WAIT_S``): the client shows the argument with the jump, or the jump
-alone when the model was unsure (below ``fill.FLOOR``) or had nothing.
+user applies or writes at the others). A ``flint/nextEdit`` whose first offer is a jump whose argument is
+not written yet answers at once with the jump alone and ``pending`` (a prompt pass takes a second or more
+on two cores; the jump itself is known at once): the client asks again and shows the argument when it
+comes, or keeps the jump alone when the model was unsure (below ``fill.FLOOR``) or had nothing.
 
 The model runs on the engine's own thread: ``WorkerFiller`` hands the prompt to the completion service's
 local worker as a state of the document (its current revision: an edit stops it, as it stops any stale
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from lsp_server.documents import DocumentStore
     from lsp_server.nextedit.records import Part, Plan
 
-__all__ = ["FILL_WAIT_S", "FillRun", "FillRuns", "Filler", "Signature", "WorkerFiller", "untried"]
+__all__ = ["FillRun", "FillRuns", "Filler", "Signature", "WorkerFiller", "untried"]
 
 
 class Owner(Protocol):
@@ -56,7 +57,6 @@ class Owner(Protocol):
 
 log = logging.getLogger(__name__)
 
-FILL_WAIT_S = 2.0  # an ask whose first offer is a jump waits at most this long for its argument
 FILL_BUDGET_S = 4.0  # one argument's generation, from when it starts (a cold prompt pass included)
 MAX_FILLS = 16  # arguments asked for in one plan (many call sites: the nearest ones)
 MAX_DROPS = 4  # a target's generation replaced by other work this often: the run stops
@@ -84,7 +84,6 @@ class FillRun:
                  on_end: Callable[[], None] | None = None) -> None:
         self.owner, self.filler, self.uri, self.base, self.sig = owner, filler, uri, base, sig
         self.on_end = on_end  # (the service starts the next document's run: one at a time)
-        self.pulse = asyncio.Event()  # set after each answer is filed (and when the run ends)
         self.over = False
         self.task: asyncio.Task | None = None
 
@@ -97,19 +96,10 @@ class FillRun:
             self.task.cancel()
         self._end()
 
-    async def wait(self, timeout: float) -> None:
-        """Until the next answer is filed, the run ends, or ``timeout`` seconds."""
-        self.pulse.clear()
-        try:
-            await asyncio.wait_for(self.pulse.wait(), timeout)
-        except TimeoutError:
-            pass
-
     def _end(self) -> None:
         if self.over:
             return
         self.over = True
-        self.pulse.set()
         if self.on_end is not None:
             asyncio.get_running_loop().call_soon(self.on_end)
 
@@ -177,7 +167,6 @@ class FillRun:
                 left = unapplied(part.base, part.planned, part.text)
                 if left is not None:
                     part.edits = [e for _, e in left]
-                self.pulse.set()
         except Exception as e:  # a bug here must not cost the user the jumps themselves
             log.warning("next edit arguments failed on %s: %r", self.uri, e)
         finally:

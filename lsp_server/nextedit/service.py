@@ -35,6 +35,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from engine.edits.callsites import last_signature_change
@@ -44,7 +45,7 @@ from engine.edits.history import Edit
 from engine.edits.ondisk import DiskSearch
 from engine.edits.plan import remaining
 from lsp_server.documents import DocumentStore, uri_path
-from lsp_server.nextedit.fills import FILL_WAIT_S, Filler, FillRuns, Signature, untried
+from lsp_server.nextedit.fills import Filler, FillRuns, Signature, untried
 from lsp_server.nextedit.parts import elsewhere, part_of, signature_of
 from lsp_server.nextedit.records import Elsewhere, Found, Job, Part, Plan
 from lsp_server.nextedit.wire import to_json  # noqa: F401  (the session's import)
@@ -332,8 +333,8 @@ class NextEdits:
     # ---- the request (event loop) ----
     async def ask(self, uri: str, version: int | None, offset: int) -> Found:
         """The next edits at this version of ``uri``, nearest after ``offset`` first, as far as they are found
-        (``pending``: more may come); a first offer that is a jump target waits (at most FILL_WAIT_S) for
-        the model's argument there. DocumentError: the document is not open."""
+        (``pending``: more may come, or the model is still writing the argument of the first offer, a jump
+        target: it comes without it, at once). DocumentError: the document is not open."""
         if not self.asked:
             self.asked = True
             self._warm_up(uri)
@@ -366,15 +367,11 @@ class NextEdits:
                              **({"pending": True} if searching else self._progress()))
         if found.edits and untried(found.edits[0]):
             self._fills.start(uri)  # the user is here: this document's arguments first
-        end = time.monotonic() + FILL_WAIT_S
-        while found.edits and untried(found.edits[0]) and time.monotonic() < end:
             run = self._fills.runs.get(uri)
-            if run is None or run.over:
-                break
-            await run.wait(end - time.monotonic())
-            if self.documents.revision(uri) != doc.revision:
-                return Found(uri, doc.version, [], stale=True)
-            found = self._planned(uri, doc.revision, doc.version, offset) or found
+            if run is not None and not run.over:
+                # the jump is offered now, its argument when the model has written it (a prompt pass of a
+                # second or more): asking again gets it
+                found = replace(found, pending=True, complete_ms=None)
         return found
 
     def _planned(self, uri: str, revision: int, version: int, offset: int) -> Found | None:

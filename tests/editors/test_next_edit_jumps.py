@@ -10,7 +10,7 @@ import ast
 
 import pytest
 
-from .nvim_driver import Nvim
+from .nvim_driver import Nvim, poll
 from .test_vscode import run_vscode
 
 pytestmark = [pytest.mark.e2e, pytest.mark.editor]
@@ -57,11 +57,16 @@ def test_neovim_jump_target_after_an_added_parameter(neovim_env, real_server, tm
         ne = p["next_edit"]
         assert (ne["row"], ne["col"], ne["old_text"], ne["source"]) == (4, 15, "", "signature"), ne
         assert ne["marks"] == 1, ne
+        # the jump comes at once; the model's argument, when it has one, once written (the client asks again)
+        p, _ = poll(nv.probe, lambda p: bool((p["next_edit"] or {}).get("new_text")), 8)
+        ne = p["next_edit"] or ne
+        assert (ne["row"], ne["col"], ne["marks"]) == (4, 15, 1), ne  # the same target, one mark
         ghost = ne["new_text"]
         nv.send("<Tab>")  # jump
         p = nv.wait(lambda p: p["cursor"] == [5, 15], 10, "the cursor at the jump target")
         if not ghost:
-            assert p["next_edit"] is None, p  # nothing to write for the user: the jump was all
+            # asked again there: the jump alone at the cursor (or nothing), never anything elsewhere
+            assert p["next_edit"] is None or (p["next_edit"]["row"], p["next_edit"]["col"]) == (4, 15), p
             return
         assert ghost.startswith(", ") and "\n" not in ghost, ghost
         nv.send("<Tab>")  # write the argument

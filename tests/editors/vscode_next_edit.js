@@ -91,8 +91,12 @@ module.exports = ({ cfg, out, shot, norm, sleep, waitFor, openFile, save }) => {
       const m = await nextEditMarks(page);
       return m.added.length && m.gutter >= 1 ? m : null;
     }, 30000, 'the jump target after the added parameter', page);
-    await sleep(300);
-    out.jumpMarks = await nextEditMarks(page);
+    // the jump comes at once; the model's argument, when it has one, once written (the client asks again)
+    const argued = async () => {
+      const m = await nextEditMarks(page);
+      return m.added.some((a) => !a.startsWith('\u2038')) ? m : null;
+    };
+    out.jumpMarks = await waitFor(argued, 8000, "the model's argument", null).catch(() => nextEditMarks(page));
     await shot(page, 'nej-1-shown');
     await page.keyboard.press('Tab'); // jump
     out.cursorAfterJumpTarget = await waitFor(async () => {
@@ -128,10 +132,11 @@ module.exports = ({ cfg, out, shot, norm, sleep, waitFor, openFile, save }) => {
       const t = await activeTab(page);
       return /use\.py/.test(t) ? t : null;
     }, 10000, 'use.py opened', page);
+    // the jump comes at once, the model's argument when written (the client asks again while pending)
     out.filesMarks = await waitFor(async () => {
       const m = await nextEditMarks(page);
-      return m.added.length && m.gutter >= 1 ? m : null;
-    }, 30000, 'the jump target in use.py', page);
+      return m.added.some((a) => !a.startsWith('\u2038')) && m.gutter >= 1 ? m : null;
+    }, 30000, "the model's argument at the jump target in use.py", page);
     await sleep(300);
     out.filesMarks = await nextEditMarks(page);
     out.filesCursor = await cursorLnCol(page);

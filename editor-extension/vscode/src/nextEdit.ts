@@ -13,9 +13,11 @@
 // default): when no edit is offered, the first is marked at its place with the parameter's name; Tab moves
 // the cursor there. When the server sends the model's argument (`newText`), it is shown there as ghost
 // text, and Tab at the target writes it (Escape dismisses). Edits spanning lines are shown and applied whole.
-// An answer that says `pending` (other documents still searched) is asked for again, a little later each
-// time for up to 2 s, while the document, the cursor and the editor stay as they were: what it finds is
-// shown as any answer is when nothing is shown yet; what is shown stays as it is.
+// An answer that says `pending` (other documents still searched, or the model still writing the first jump
+// target's argument) is asked for again, a little later each time for up to 4 s, while the document, the
+// cursor and the editor stay as they were: what it finds is shown as any answer is when nothing is shown
+// yet; what is shown stays as it is, except that a jump target shown alone gets its argument when it comes
+// (and Tab to such a target asks there again, so an argument written later is shown at it).
 import * as vscode from 'vscode';
 import type * as proto from 'vscode-languageclient/node';
 import { Server } from './server';
@@ -28,10 +30,11 @@ const CONTEXT_KEY = 'flint.nextEditPending';
 // ask this long after the last keystroke (the server has computed it by then: it starts at 150 ms)
 const PAUSE_MS = 200;
 // while an answer is pending, ask again after 120 ms, each wait half as long again (at most 400 ms), until
-// 2 s after the first such answer: the server has searched the workspace's files on disk by then
+// 4 s after the first such answer: the server has searched the workspace's files on disk and the model has
+// written a jump target's argument by then (its budget: lsp_server/nextedit/fills.py FILL_BUDGET_S)
 const AGAIN_MS = 120;
 const AGAIN_MAX_MS = 400;
-const AGAIN_FOR_MS = 2000;
+const AGAIN_FOR_MS = 4000;
 const GUTTER_SVG =
   '<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><path d="M3 3l6 5-6 5z" fill="#3794ff"/>' +
   '<rect x="10" y="3" width="3" height="10" fill="#3794ff"/></svg>';
@@ -178,7 +181,16 @@ export class NextEdits implements vscode.Disposable {
     if (vscode.window.activeTextEditor !== ed) return true;
     if (res.pending && res.completeMs === undefined) this.askAgain(ed, version, cursor, again);
     if (again && (this.pending || this.away)) {
-      // something is shown: it stays; a newer first edit in the same other file is what Tab opens
+      // something is shown: it stays, except that a jump target shown alone gets the model's argument
+      // once it is written; a newer first edit in the same other file is what Tab opens
+      const p = this.pending;
+      const j = res.edits.length === 0 ? res.jumps?.[0] : undefined;
+      if (p?.jump && !p.newText && j?.newText && p.editor === ed && p.version === version &&
+          client.protocol2CodeConverter.asRange(j.range).start.isEqual(p.range.start)) {
+        this.show({ ...p, newText: j.newText });
+        this.log.info(`next edit: the argument for ${p.jump.note}: ${JSON.stringify(j.newText)} (p ${j.confidence ?? '?'})`);
+        return true;
+      }
       const other = res.elsewhere?.[0];
       if (!this.pending && other && this.away?.uri.toString() === client.protocol2CodeConverter.asUri(other.uri).toString()) {
         this.away = { uri: this.away.uri, edit: other };
@@ -333,7 +345,11 @@ export class NextEdits implements vscode.Disposable {
       p.jumped = true;
       ed.selection = new vscode.Selection(p.range.start, p.range.start);
       ed.revealRange(p.range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
-      if (p.jump && !p.newText) this.clear(); // nothing to write for the user: the next ask follows their typing
+      if (p.jump && !p.newText) {
+        // no argument yet: ask at the target (the model's, once written, is shown there; else the user writes)
+        this.clear();
+        void this.ask(ed);
+      }
       return;
     }
     this.clear();

@@ -15,9 +15,11 @@
 -- ghost text when the server sent one); <Tab> moves the cursor there, <Tab> again writes the argument (a
 -- jump without one is done once the cursor is there: the user writes). Edits spanning lines (an argument
 -- removed where they stand one a line) are shown struck through across the lines and applied whole.
--- An answer that says `pending` (other documents still searched) is asked for again, a little later each
--- time for up to 2 s, while the buffer, its version and the cursor stay as they were: what it finds is shown
--- as any answer is when nothing is shown yet; what is shown stays as it is.
+-- An answer that says `pending` (other documents still searched, or the model still writing the first jump
+-- target's argument) is asked for again, a little later each time for up to 4 s, while the buffer, its
+-- version and the cursor stay as they were: what it finds is shown as any answer is when nothing is shown
+-- yet; what is shown stays as it is, except that a jump target shown alone gets its argument when it comes
+-- (and <Tab> to such a target asks there again, so an argument written later is shown at it).
 local util = require('flint.util')
 
 local M = {}
@@ -25,8 +27,9 @@ local M = {}
 local ns = vim.api.nvim_create_namespace('flint_next_edit')
 local PAUSE_MS = 200 -- ask this long after the last change (the server has it ready by then)
 -- while an answer is pending, ask again after 120 ms, each wait half as long again (at most 400 ms), until
--- 2 s after the first such answer: the server has searched the workspace's files on disk by then
-local AGAIN_MS, AGAIN_MAX_MS, AGAIN_FOR_MS = 120, 400, 2000
+-- 4 s after the first such answer: the server has searched the workspace's files on disk and the model has
+-- written a jump target's argument by then (its budget: lsp_server/nextedit/fills.py FILL_BUDGET_S)
+local AGAIN_MS, AGAIN_MAX_MS, AGAIN_FOR_MS = 120, 400, 4000
 -- { bufnr, version, row, col, end_row, end_col, new_text, old_text, source, jumped, note (a jump target) }
 local pending = nil
 local away = nil -- an `elsewhere` edit offered by name: { uri, version, range, oldText, newText, source }
@@ -117,7 +120,19 @@ local function on_result(bufnr, version, seq, client, result, cursor, last)
     ask_again(bufnr, version, cursor, last)
   end
   if last and (pending or away) then
-    -- something is shown: it stays; a newer first edit in the same other file is what <Tab> opens
+    -- something is shown: it stays, except that a jump target shown alone gets the model's argument once it
+    -- is written; a newer first edit in the same other file is what <Tab> opens
+    local j = #(result.edits or {}) == 0 and (result.jumps or {})[1] or nil
+    if pending and pending.note and pending.new_text == '' and j and j.newText and pending.bufnr == bufnr
+        and pending.version == version then
+      local row, col = span(bufnr, j.range, util.encoding(client))
+      if row == pending.row and col == pending.col then
+        local p = vim.tbl_extend('force', pending, { new_text = j.newText })
+        vim.api.nvim_buf_clear_namespace(bufnr, ns, 0, -1)
+        show(p)
+        return
+      end
+    end
     local x = (result.elsewhere or {})[1]
     if not pending and x and x.uri == away.uri then
       away = x
@@ -269,7 +284,9 @@ function M.tab()
     p.jumped = true
     vim.api.nvim_win_set_cursor(0, { p.row + 1, p.col })
     if p.note and p.new_text == '' then
-      M.clear() -- a jump target with nothing to write for the user: the next ask follows their typing
+      -- no argument yet: ask at the target (the model's, once written, is shown there; else the user writes)
+      M.clear()
+      M.ask()
     end
     return
   end
