@@ -48,7 +48,7 @@ def walk_lines(tree: ast.AST, at: list[int], statements: bool = True) -> Iterato
         todo.extend(ast.iter_child_nodes(n))
 
 
-def _stmt_lists(node: ast.stmt) -> Iterator[list[ast.stmt]]:
+def stmt_lists(node: ast.stmt) -> Iterator[list[ast.stmt]]:
     if isinstance(node, ast.If | ast.For | ast.AsyncFor | ast.While):
         yield from (node.body, node.orelse)
     elif isinstance(node, ast.Try | ast.TryStar):
@@ -75,7 +75,7 @@ def statements_at(tree: ast.Module, line: int) -> list[ast.stmt]:
         for st in block:
             if _first_line(st) <= line <= (st.end_lineno or st.lineno):
                 out.append(st)
-                blocks.extend(_stmt_lists(st))
+                blocks.extend(stmt_lists(st))
                 break
     return out
 

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engine.edits.common import Fill, Lines, NextEdit, ast_offset, parse
+from engine.edits.local import stmt_lists, walk_lines
 
 KEYWORD_CONFIDENCE = 0.95
 REMOVE_CONFIDENCE = 0.9
@@ -95,18 +96,22 @@ def params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Param]:
     return out
 
 
-def _defs(tree: ast.AST) -> Iterable[tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]]:
-    """Every function with whether it is a method whose first parameter an attribute call binds."""
-    stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+def _defs(tree: ast.Module) -> Iterable[tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool]]:
+    """Every function with whether it is a method whose first parameter an attribute call binds (a def
+    right in a class's body). Only statements' bodies are entered: no def lies in an expression, and a
+    large module's expressions are most of its nodes."""
+    stack: list[tuple[list[ast.stmt], bool]] = [(tree.body, False)]
     while stack:
-        node, in_class = stack.pop()
-        for ch in ast.iter_child_nodes(node):
-            if isinstance(ch, ast.FunctionDef | ast.AsyncFunctionDef):
-                static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in ch.decorator_list)
-                yield ch, in_class and not static
-                stack.append((ch, False))
+        body, in_class = stack.pop()
+        for st in body:
+            if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef):
+                static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in st.decorator_list)
+                yield st, in_class and not static
+                stack.append((st.body, False))
+            elif isinstance(st, ast.ClassDef):
+                stack.append((st.body, True))
             else:
-                stack.append((ch, isinstance(ch, ast.ClassDef)))
+                stack.extend((b, False) for b in stmt_lists(st))
 
 
 def _header(fn: ast.FunctionDef | ast.AsyncFunctionDef, pos: _Pos) -> tuple[int, int]:
@@ -174,7 +179,7 @@ def calls(text: str, name_offsets: Iterable[int]) -> list[Call]:
         return []
     pos = _Pos(text)
     out = []
-    for node in ast.walk(tree):
+    for node in walk_lines(tree, sorted({pos.lines.line_of(o) + 1 for o in wanted})):  # (only the lines with them)
         if not isinstance(node, ast.Call) or node.end_lineno is None or node.end_col_offset is None:
             continue
         f = node.func
