@@ -6,8 +6,9 @@ real. The real model: tests/test_edits_fill_model.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Generator
+from collections.abc import AsyncIterator, Callable, Generator
 
 import pytest
 
@@ -37,17 +38,26 @@ def arguments(prefix: str, suffix: str, params: GenParams) -> Generator[Step, No
     return Done("eos")
 
 
+@contextlib.asynccontextmanager
+async def running(make: Callable[[Settings], object]) -> AsyncIterator[Session]:
+    """A session on the engine ``make`` gives (or fails to give), its model loaded (or given up on)."""
+    s = Session(make, Settings(cache_size_mb=0))
+    s.attach_loop(asyncio.get_running_loop())
+    s.start()
+    s.next_edits.quiet_s = 0.05
+    try:
+        assert s.worker.loaded.wait(5)
+        yield s
+    finally:
+        s.shutdown()
+
+
 @pytest.fixture
 async def started(tmp_path, monkeypatch):
     monkeypatch.setenv("FLINT_HOME", str(tmp_path))
     eng = FakeEngine(arguments)
-    s = Session(lambda _settings: eng, Settings(cache_size_mb=0))
-    s.attach_loop(asyncio.get_running_loop())
-    s.start()
-    assert s.worker.loaded.wait(5)
-    s.next_edits.quiet_s = 0.05
-    yield s, eng
-    s.shutdown()
+    async with running(lambda _settings: eng) as s:
+        yield s, eng
 
 
 async def test_each_jump_carries_the_models_argument_and_applying_it_offers_the_next(started):
@@ -85,12 +95,7 @@ async def test_the_jump_comes_at_once_and_its_argument_when_the_model_has_writte
         yield from arguments(prefix, suffix, params)
         return Done("eos")
 
-    s = Session(lambda _settings: FakeEngine(slow), Settings(cache_size_mb=0))
-    s.attach_loop(asyncio.get_running_loop())
-    s.start()
-    s.next_edits.quiet_s = 0.05
-    try:
-        assert s.worker.loaded.wait(5)
+    async with running(lambda _settings: FakeEngine(slow)) as s:
         s.did_open(URI, CALLS, 1, "python")
         s.did_edit(URI, 2, [Change(", offset", (0, 31, 0, 31))])
         t0 = time.monotonic()
@@ -99,8 +104,6 @@ async def test_the_jump_comes_at_once_and_its_argument_when_the_model_has_writte
         assert res["jumps"][0]["note"] == "offset" and "newText" not in res["jumps"][0] and res["pending"] is True
         res = await next_edit_whole(s, URI, 2, 0, 39)  # asked again, as the clients do while pending
         assert res["jumps"][0]["newText"] == ", len(values)" and "pending" not in res
-    finally:
-        s.shutdown()
 
 
 async def test_what_is_no_single_argument_leaves_the_jump_alone(started):
@@ -115,12 +118,7 @@ async def test_what_is_no_single_argument_leaves_the_jump_alone(started):
 
 async def test_without_a_model_the_jumps_come_alone_and_at_once(tmp_path, monkeypatch):
     monkeypatch.setenv("FLINT_HOME", str(tmp_path))
-    s = Session(lambda _settings: (_ for _ in ()).throw(RuntimeError("no model")), Settings(cache_size_mb=0))
-    s.attach_loop(asyncio.get_running_loop())
-    s.start()
-    s.next_edits.quiet_s = 0.05
-    try:
-        assert s.worker.loaded.wait(5)
+    async with running(lambda _settings: (_ for _ in ()).throw(RuntimeError("no model"))) as s:
         s.did_open(URI, CALLS, 1, "python")
         s.did_edit(URI, 2, [Change(", offset", (0, 31, 0, 31))])
         t0 = asyncio.get_running_loop().time()
@@ -128,5 +126,3 @@ async def test_without_a_model_the_jumps_come_alone_and_at_once(tmp_path, monkey
         assert [j["note"] for j in res["jumps"]] == ["offset", "offset"]
         assert all("newText" not in j for j in res["jumps"]) and not res.get("pending")
         assert asyncio.get_running_loop().time() - t0 < 1.5  # no wait for an argument that cannot come
-    finally:
-        s.shutdown()
