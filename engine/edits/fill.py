@@ -26,10 +26,11 @@ from engine.edits.common import NextEdit
 from engine.types import Doubts, GenParams
 
 FLOOR = 0.4  # the lowest token probability of an argument that is still shown (below: the jump alone; tuned:
-# docs/benchmarks/next_edit_signatures.md)
+# docs/benchmarks/archive/next_edit_signatures.pairs12.md, its floor sweep)
 # the fill's window: a cold prompt pass of 2,000 characters took 1.6-4 s on the shared 2-core machine
-# (docs/benchmarks/next_edit_signatures.md), past the ask's wait; its start is aligned to ALIGN_CHARS so
-# that nearby call sites share it and the engine reuses the KV computed for the one before
+# (docs/benchmarks/archive/next_edit_signatures.pairs12.md), long for an argument the user waits to see; its
+# start is aligned to ALIGN_CHARS so that nearby call sites share it and the engine reuses the KV computed
+# for the one before
 MAX_PREFIX_CHARS = 1200
 MAX_SUFFIX_CHARS = 200
 ALIGN_CHARS = 512
