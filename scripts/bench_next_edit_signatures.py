@@ -41,6 +41,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -295,9 +296,11 @@ class Replay:
     """The real server over stdio (bench_next_edit.Wire); one document at a time."""
 
     def __init__(self, model: str) -> None:
+        # a fresh completion cache: an argument a run before wrote must not come from disk
+        self.cache = tempfile.TemporaryDirectory(prefix="flint-bench-signatures-")
         self.proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "--model", model], cwd=ROOT,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                     env={**os.environ, "PYTHONPATH": str(ROOT), "FLINT_CACHE_DIR": self.cache.name})
         self.w = Wire(self.proc)
         self.w.call("initialize", {"processId": None, "capabilities": {}, "rootUri": None})
         self.w.notify("initialized", {})
@@ -329,6 +332,7 @@ class Replay:
 
     def close(self) -> None:
         self.w.stop()
+        self.cache.cleanup()
 
 
 OFFER_PLACES = ("changed", "unchanged", "call without truth", "elsewhere", "its own body")
