@@ -27,7 +27,7 @@ from engine.decoding.batch import Firsts, Known, decode_batch
 from engine.decoding.drafts import Drafts, measure_costs
 from engine.decoding.fast import FastPaths
 from engine.decoding.greedy import decode_greedy
-from engine.decoding.layout import block_ids, layout_digest
+from engine.decoding.layout import PromptBlock
 from engine.decoding.prompt import Fim, Healer, Prompt, build_prompt, choose_anchor
 from engine.decoding.sampling import Sampler
 from engine.decoding.stops import budgeted, dedupe
@@ -71,12 +71,7 @@ class Engine:
         # the prompt's tokens the trimmed head lacks, and their rows of the full head
         self.ctx_ids: np.ndarray | None = None
         self.ctx_w: np.ndarray | None = None
-        # the repository context block in front of every prompt (set_context): its ids, identity and labels
-        self._context: list[int] = []
-        self._context_layout = self.config.context_layout  # the layout self._context was rendered in
-        self._context_key: tuple[str, str] = (self._context_layout, "")  # (layout, the block's digest)
-        self._context_digest = ""
-        self._context_labels: tuple[str, ...] = ()
+        self.block = PromptBlock(self.config.context_layout)  # the repository context in front of every prompt
         self.last_context: tuple[str, ...] = ()  # the block's labels if the last prompt run carried it
         self.guidance: Guidance | None = None  # the monitor (enable_guidance; built on first guided request)
         release_free_heap()  # what loading freed (the tokenizer's parse, the sessions' graphs) leaves the RSS
@@ -172,7 +167,7 @@ class Engine:
             anchor, suffix = choose_anchor(prefix, suffix, previous, self.config.fast.max_middle_chars,
                                            self.config.fast.fresh_middle_chars)
         pr = build_prompt(self.tok, prefix, suffix, self.fim, bos_id=bos, heal=heal, anchor=anchor,
-                          context=self._context if context else (), layout=self._context_layout)
+                          context=self.block.ids if context else (), layout=self.block.layout)
         if anchor is not None:
             pr.anchor = (prefix[:anchor], suffix)
         limit = self.decoder.capacity - max_new - 16
@@ -186,50 +181,25 @@ class Engine:
         """Put a repository context block (engine.context.block.ContextBlock, or None for none) in front of
         every prompt from now on, laid out as ``config.context_layout`` says. Only swaps the ids: the next
         prefill / completion recomputes the KV from where they differ (a block that keeps its first chunks
-        keeps their KV). Returns whether it changed."""
-        layout = self.config.context_layout
-        digest = block.digest() if block is not None and block.chunks else ""
-        if (layout, digest) == self._context_key:
-            return False
-        if not digest and not self._context:  # none before, none now: only the layout of a future block
-            self._context_layout, self._context_key = layout, (layout, "")
-            return False
-        ids: list[int] = []
-        if digest:
-            ids = block_ids(self.tok, block, layout)
-            room = self.decoder.capacity // 2  # the file window keeps at least half the KV
-            if len(ids) > room:
-                log.debug("context block of %d tokens exceeds %d: not used", len(ids), room)
-                ids = []
-        self._context = ids
-        self._context_layout = layout
-        self._context_key = (layout, digest if ids else "")
-        self._context_digest = layout_digest(layout, digest) if ids else ""
-        self._context_labels = tuple(block.labels()) if ids else ()
-        return True
+        keeps their KV); the file window keeps at least half the KV. Returns whether it changed."""
+        return self.block.set(self.tok, block, self.config.context_layout, self.decoder.capacity // 2)
 
     @property
     def context_digest(self) -> str:
         """The identity of the context block in front of prompts and of its layout ("" when none)."""
-        return self._context_digest
+        return self.block.digest
 
     @property
     def context_labels(self) -> tuple[str, ...]:
         """What the block holds (path:line (source) per chunk), for the status."""
-        return self._context_labels
+        return self.block.labels
 
     @property
     def context_tokens(self) -> int:
-        return len(self._context)
+        return len(self.block.ids)
 
     def _holds_block(self, ids: list[int]) -> bool:
-        """Do these ids (a prompt, or a row's cached tokens) start with the context block (True: no block)?
-        The block follows BOS, and in the comments layout of a FIM model the FIM prefix token too."""
-        if not self._context:
-            return True
-        start = (1 if self.manifest.bos_token_id is not None else 0) + \
-            (1 if self._context_layout == "comments" and self.fim is not None else 0)
-        return ids[start:start + len(self._context)] == self._context
+        return self.block.starts(ids, self.manifest.bos_token_id is not None, self.fim is not None)
 
     # ---- which window, which row ---------------------------------------------------------------------
     def _prepare(self, prefix: str, suffix: str, *, heal: bool, max_new: int, quick_ok: bool) -> tuple[Prompt, bool]:
@@ -282,7 +252,7 @@ class Engine:
         rows = self.rows
         L = rows.reusable(ids)
         t.prompt_tokens = len(ids)
-        t.context = self._context_labels if self._context and self._holds_block(ids) else ()
+        t.context = self.block.labels if self.block.ids and self._holds_block(ids) else ()
         if L == len(ids) and L == len(rows.tokens) and rows.hidden is not None:
             t.reused_tokens = L
             self.last_context = t.context
@@ -364,6 +334,11 @@ class Engine:
             return [Completion("", [], "cancelled")], t
         self.rows.anchor = pr.anchor
         guide = self.enable_guidance().for_request(prefix, suffix, pr.heal, params) if params.guidance else None
+        if known is not None and known.serves(pr.ids, self.rows.tokens, params, self.config.batch_max):
+            # item 1's prompt again: its last position is not run again (in another shape: other last bits)
+            self.rows.truncate(len(pr.ids), known.hidden)
+        else:
+            known = None
         hidden = self._sync(pr.ids, t, cancel)
         if hidden is None:
             return [Completion("", [], "cancelled")], t
@@ -394,7 +369,7 @@ class Engine:
         spot = (prefix, suffix)
         out = decode_greedy(self, pr, hidden, healer, params, t, cancel, on_token, settle,
                             resume=self.drafts.resume(spot), monitor=guide)
-        self.firsts.keep(pr.ids, out, self.rows.tokens)
+        self.firsts.keep(pr.ids, out, self.rows.tokens, hidden)
         if out.finish_reason in ("cancelled", "deadline") and len(out.token_ids) >= 4:
             self.drafts.keep_cut(spot, out.token_ids)
         return [out]

@@ -7,10 +7,13 @@ never depend on its neighbours (a block that keeps its first chunks keeps their 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from engine.decoding.tokenizer import Tok
+
+log = logging.getLogger("flint.engine")
 
 CONTEXT_LAYOUTS = ("comments", "repository")
 
@@ -99,3 +102,41 @@ def block_ids(tok: Tok, block: Any, layout: str) -> list[int]:
     if layout == "comments":
         return comment_ids(tok, block.chunks, block.current_path)
     return context_ids(tok, block.repo, block.chunks, block.current_path)
+
+
+class PromptBlock:
+    """The block in front of every prompt as the engine holds it: its ids, the layout they were laid out in,
+    its identity (``digest``: "" when none) and what it holds (``labels``, path:line (source) per chunk)."""
+
+    def __init__(self, layout: str) -> None:
+        self.ids: list[int] = []
+        self.layout = layout
+        self.key: tuple[str, str] = (layout, "")  # (layout, the block's own digest)
+        self.digest = ""
+        self.labels: tuple[str, ...] = ()
+
+    def set(self, tok: Tok, block: Any, layout: str, room: int) -> bool:
+        """Lay ``block`` (None: none) out in ``layout``; a block of more than ``room`` tokens is not used.
+        Returns whether the ids or their layout changed."""
+        digest = block.digest() if block is not None and block.chunks else ""
+        if (layout, digest) == self.key:
+            return False
+        if not digest and not self.ids:  # none before, none now: only the layout of a future block
+            self.layout, self.key = layout, (layout, "")
+            return False
+        ids = block_ids(tok, block, layout) if digest else []
+        if len(ids) > room:
+            log.debug("context block of %d tokens exceeds %d: not used", len(ids), room)
+            ids = []
+        self.ids, self.layout, self.key = ids, layout, (layout, digest if ids else "")
+        self.digest = layout_digest(layout, digest) if ids else ""
+        self.labels = tuple(block.labels()) if ids else ()
+        return True
+
+    def starts(self, ids: list[int], bos: bool, fim: bool) -> bool:
+        """Do these ids (a prompt, or a row's cached tokens) start with the block (True: no block)? It follows
+        BOS (``bos``: the model has one), and in the comments layout of a FIM model (``fim``) the FIM prefix."""
+        if not self.ids:
+            return True
+        start = int(bos) + int(self.layout == "comments" and fim)
+        return ids[start:start + len(self.ids)] == self.ids
