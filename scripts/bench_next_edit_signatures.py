@@ -31,6 +31,7 @@ are recorded.
 
     python scripts/bench_next_edit_signatures.py [--cache DIR] [--model NAME] [--scan] [--split S]
         [--sweep | --sweep-only] [--no-caller] [--scope on|off] [--out PATH] [--purpose WHY]
+        [--server-log PATH]
 """
 
 from __future__ import annotations
@@ -295,10 +296,11 @@ def _placeholder(text: str, at: int) -> str:
 class Replay:
     """The real server over stdio (bench_next_edit.Wire); one document at a time."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, server_log: Path | None = None) -> None:
         # a fresh completion cache: an argument a run before wrote must not come from disk
         self.cache = tempfile.TemporaryDirectory(prefix="flint-bench-signatures-")
-        self.proc = subprocess.Popen([sys.executable, "-m", "lsp_server", "--model", model], cwd=ROOT,
+        logs = ["-v", "--log-file", str(server_log)] if server_log is not None else []
+        self.proc = subprocess.Popen([sys.executable, "-m", "lsp_server", *logs, "--model", model], cwd=ROOT,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env={**os.environ, "PYTHONPATH": str(ROOT), "FLINT_CACHE_DIR": self.cache.name})
         self.w = Wire(self.proc)
@@ -568,6 +570,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=OUT, help="the report's path without its suffix")
     ap.add_argument("--purpose", default="", help="why this run looks at the validation half: one line for "
                     "docs/benchmarks/ledger.md (required then)")
+    ap.add_argument("--server-log", type=Path, help="the server's debug log to this file (-v --log-file)")
     args = ap.parse_args()
     if args.split != "tuning" and not args.scan and not args.purpose:
         ap.error("the validation half is looked at: say why (--purpose), for docs/benchmarks/ledger.md")
@@ -590,7 +593,7 @@ def main() -> None:
     swept = sweep(cases, args.model, log) if args.sweep or args.sweep_only else []
     rows = []
     if not args.sweep_only:
-        r = Replay(args.model)
+        r = Replay(args.model, args.server_log)
         time.sleep(2.0)
         try:
             for k, c in enumerate(cases):

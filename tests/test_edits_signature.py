@@ -146,6 +146,25 @@ def test_a_parameter_renamed_at_its_definition_offers_the_body_and_the_keywords(
     assert "timeout=limit)" in out and "limit=2.5" in out
 
 
+def test_a_renamed_parameters_uses_come_first_and_its_keywords_then_replace_them(analyser):
+    """The parts as they are found (``emit``): the uses in the def's body at once, then the whole list with
+    the call sites' keywords (which wait for jedi's references), the part the plan keeps."""
+    from engine.edits.exact import workspace_next_edits
+
+    h = EditHistory()
+    h.open("d", SRC)
+    after, s, oe, _ = _edit(SRC, "timeout=10.0", "limit=10.0")
+    h.change("d", s, oe, "limit=10.0", now=0.0)
+    parts: list[list] = []
+    here, _ = workspace_next_edits(after, h.edits("d"), path="/tmp/flint_sig_test.py", analyser=analyser,
+                                   deadline=time.monotonic() + 60, emit=lambda d, e: parts.append(e))
+    body = after.index("timeout=timeout")
+    assert len(parts) == 2 and parts[1] == here  # the rename's part, then the whole one
+    assert [(e.range_start, e.new_text) for e in parts[0]][0] == (body + len("timeout="), "limit")
+    assert {e.range_start for e in parts[0]} <= {e.range_start for e in here}
+    assert "timeout=limit)" in apply_all(after, parts[0])
+
+
 def test_a_parameter_removed_through_jedi(analyser):
     after, edits = _next(SRC, ", flush=True", "", analyser)
     assert sorted(after[e.range_start:e.range_end] for e in edits) == [", True", ", flush=False"]

@@ -110,3 +110,38 @@ async def test_the_first_part_is_answered_pending_and_applying_it_keeps_the_sear
     assert res["edits"] == [] and res["completeMs"] >= 0
     assert [(x["uri"], x["range"]["start"]["line"]) for x in res["elsewhere"]] == [(use, 0), (use, 1)]
     assert s.next_edits.computed == 1 and s.next_edits.plan is not None and s.next_edits.plan.complete
+
+
+async def test_a_later_part_of_the_asked_document_keeps_what_the_user_applied_meanwhile(tmp_path, monkeypatch):
+    """The asked document's part found again, whole (a renamed parameter's uses first, then with the call
+    sites): applied after the user took the first one, it is the rest of it, moved to the text as it is."""
+    monkeypatch.setenv("FLINT_HOME", str(tmp_path / "home"))
+    go = threading.Event()
+    src = "a = 1\nb = a\nd = a\n"
+    first, second = NextEdit(10, 11, "a", "cc", "rename", 0.95), NextEdit(16, 17, "a", "cc", "signature", 0.9)
+
+    def compute(text_, edits, *, emit=None, **_kw):
+        emit(None, [first])
+        go.wait(10)
+        emit(None, [first, second])
+        return [first, second], {}
+
+    monkeypatch.setattr(service, "workspace_next_edits", compute)
+    s = Session(lambda _settings: FakeEngine(text("pass")), Settings())
+    s.attach_loop(asyncio.get_running_loop())
+    s.next_edits.quiet_s = 0.05
+    lib = (tmp_path / "lib.py").as_uri()
+    try:
+        s.did_open(lib, src.replace("a = 1", "z = 1"), 1, "python")
+        s.did_edit(lib, 2, [Change("a", (0, 0, 0, 1))])
+        res = await s.next_edit(lib, 2, 0, 1)
+        assert [(e["range"]["start"], e["newText"]) for e in res["edits"]] == [({"line": 1, "character": 4}, "cc")]
+        assert res["pending"]
+        s.did_edit(lib, 3, [Change("cc", (1, 4, 1, 5))])  # the client applies it while the rest is found
+        go.set()
+        res = await next_edit_whole(s, lib, 3, 1, 6)
+        assert [(e["range"]["start"], e["newText"]) for e in res["edits"]] == [({"line": 2, "character": 4}, "cc")]
+        assert s.next_edits.computed == 1
+    finally:
+        go.set()
+        s.shutdown()

@@ -6,10 +6,14 @@ import ast
 import bisect
 import contextlib
 import keyword
+import logging
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
+
+log = logging.getLogger(__name__)
 
 Source = Literal["rename", "repeat", "signature", "model"]
 RENAME_CONFIDENCE = 0.95
@@ -129,11 +133,22 @@ def _parse_now(text: str, mode: str) -> ast.AST:
     a = _parser
     if a is None or a.on_worker():
         return ast.parse(text, mode=mode)
+    t0 = time.monotonic()
     try:
-        fut = a.submit(ast.parse, text, "<unknown>", mode)
+        fut = a.submit(_timed_parse, text, mode)
     except RuntimeError:  # the analyser closed (the server is going): here, as before
         return ast.parse(text, mode=mode)
-    return fut.result()
+    tree, ran = fut.result()
+    if time.monotonic() - t0 > ran + 0.05:  # it waited behind jedi's questions
+        log.debug("ast.parse of %d chars waited %.0f ms on jedi's thread (ran %.0f ms)", len(text),
+                  (time.monotonic() - t0 - ran) * 1000, ran * 1000)
+    return tree
+
+
+def _timed_parse(text: str, mode: str) -> tuple[ast.AST, float]:
+    t0 = time.monotonic()
+    tree = ast.parse(text, mode=mode)
+    return tree, time.monotonic() - t0
 
 
 def parses(text: str) -> bool:

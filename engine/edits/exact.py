@@ -120,6 +120,9 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
         if deadline is None:
             deadline = time.monotonic() + JEDI_BUDGET_S
         if change is not None:
+            if here and emit is not None:
+                # its uses first: the call sites wait for jedi (a method's in a large module: up to a second)
+                emit(None, by_cursor(here, edits[-1].new_end if cursor is None else cursor))
             calls_here = call_sites_here(text, change, path=path, analyser=analyser, deadline=deadline)
             if calls_here is None:
                 change = None  # jedi does not know the function: nothing at the calls elsewhere either

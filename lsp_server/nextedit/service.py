@@ -258,6 +258,8 @@ class NextEdits:
             job.plan.sig = sig
             self._cursors[job.uri] = self._cursors.get(job.uri, sig.def_at)
         job.plan.parts[got[0]] = got[1]
+        if doc is None and self.documents.revision(job.uri) != job.revision:
+            self._consumed(job.uri)  # a later part of this document, after the user applied an earlier one's edit
         if job.ready_t is None:
             job.ready_t = time.monotonic()
         job.ready.set()
@@ -289,7 +291,7 @@ class NextEdits:
         if self.documents.revision(uri) != revision:
             log.debug("next edits of %s rev %d: left behind", uri, revision)
             return [], {}  # left behind while it waited: nobody can use it
-        python = is_python(path, language)
+        python, t0 = is_python(path, language), time.monotonic()
         try:
             analyser = self.analyser() if python else None  # (its thread parses: engine/edits/common.py)
             change = last_signature_change(text, edits) if python else None
@@ -306,8 +308,9 @@ class NextEdits:
         except Exception as e:  # a bug here must not cost the user their completions
             log.warning("next edits failed on %s: %r", uri, e)
             return [], {}
-        log.debug("next edits of %s rev %d: %d here, %d elsewhere (disk: %s)", uri, revision, len(here),
-                  sum(len(v) for v in elsewhere.values()), disk.scan if disk is not None else None)
+        log.debug("next edits of %s rev %d: %d here, %d elsewhere (disk: %s) in %.0f ms", uri, revision, len(here),
+                  sum(len(v) for v in elsewhere.values()), disk.scan if disk is not None else None,
+                  (time.monotonic() - t0) * 1000)
         if not here and not elsewhere and python:
             self._warm(text, path)
         return here, elsewhere
