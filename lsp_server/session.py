@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from engine.guidance.jedi_analyser import forget_parsed
 from engine.guidance.service import set_workspace_roots
 from engine.remote.client import RemoteBackend
 from engine.remote.connection import Until
@@ -244,6 +245,9 @@ class Session:
     def _forget(self, uri: str, close: bool) -> None:
         if close:
             self.documents.close(uri)
+        path = uri_path(uri)
+        if path is not None:
+            forget_parsed(str(path))  # jedi's tree of it (it holds up every full collection of the heap)
         self.service.did_close(uri)
         self.gate.forget(uri)
         self.context.close(uri)

@@ -31,7 +31,7 @@ are recorded.
 
     python scripts/bench_next_edit_signatures.py [--cache DIR] [--model NAME] [--scan] [--split S]
         [--sweep | --sweep-only] [--no-caller] [--scope on|off] [--out PATH] [--purpose WHY]
-        [--server-log PATH]
+        [--server-log PATH] [--only TEXT ...]
 """
 
 from __future__ import annotations
@@ -570,6 +570,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=OUT, help="the report's path without its suffix")
     ap.add_argument("--purpose", default="", help="why this run looks at the validation half: one line for "
                     "docs/benchmarks/ledger.md (required then)")
+    ap.add_argument("--only", action="append", help="only the cases whose 'module qualname' holds this (repeatable)")
     ap.add_argument("--server-log", type=Path, help="the server's debug log to this file (-v --log-file)")
     args = ap.parse_args()
     if args.split != "tuning" and not args.scan and not args.purpose:
@@ -581,7 +582,7 @@ def main() -> None:
         fill_module.SCOPE_NAMES = args.scope == "on"
     cases, counts = all_cases(args.cache, log)
     splits = ("tuning", "validation") if args.split == "both" else (args.split,)
-    cases = [c for c in cases if c.split in splits]
+    cases = [c for c in cases if c.split in splits and (not args.only or any(o in f"{c.module} {c.qualname}" for o in args.only))]
     if args.scan:
         for c in cases:
             print(c.split, c.kind, c.pair, c.module, c.qualname, sum(t.changed for t in c.truth), len(c.truth))

@@ -3,6 +3,7 @@ deadline, its limits and its failures."""
 
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -195,3 +196,21 @@ def test_after_jedis_first_answer_its_caches_leave_the_collectors_full_scans(an,
     assert an.names_at(SRC, AT_MEMBER, time.monotonic() + LONG, path=str(f)) is not None
     # builtins' and typeshed's objects, read for that answer, are frozen (jedi_analyser.freeze_once)
     assert gc.get_freeze_count() > 100_000
+
+
+def test_a_forgotten_document_leaves_parsos_cache_and_the_others_stay(an, tmp_path):
+    """A closed document's tree leaves parso's cache (every full collection of the heap scans what it keeps):
+    the document asked about later is parsed again and answered as before; another stays cached."""
+    from parso.cache import parser_cache
+
+    a, b = str(tmp_path / "a.py"), str(tmp_path / "b.py")
+    first = an.names_at(SRC, AT_MEMBER, time.monotonic() + LONG, path=a)
+    an.names_at(SRC, AT_MEMBER, time.monotonic() + LONG, path=b)
+
+    def cached(path: str) -> bool:
+        return an.submit(lambda: any(Path(path) in by_path for by_path in list(parser_cache.values()))).result()
+
+    assert cached(a) and cached(b)
+    an.forget(a)
+    assert not cached(a) and cached(b)
+    assert an.names_at(SRC + "\n", AT_MEMBER, time.monotonic() + LONG, path=a).names == first.names

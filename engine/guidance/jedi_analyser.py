@@ -34,6 +34,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
 from typing import Any
 
 from engine.guidance.monitor import Candidate, Candidates
@@ -157,6 +158,24 @@ class JediAnalyser:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def forget(self, path: str) -> None:
+        """A closed document's parse out of parso's cache and its Scripts gone (on the worker): parso keeps
+        every tree it made for ten minutes and more, and each full collection of the collector scans them
+        all with every thread stopped (a hundred large modules: about a second, in a next edit's answer)."""
+        path = os.path.abspath(path)
+
+        def drop() -> None:
+            from parso.cache import parser_cache
+
+            for by_path in list(parser_cache.values()):
+                by_path.pop(Path(path), None)  # (jedi hands parso its paths as Path)
+                by_path.pop(path, None)
+            for key in [k for k in self._scripts if k[0] == path]:
+                del self._scripts[key]
+
+        with contextlib.suppress(RuntimeError):  # closed: the process is going
+            self._pool.submit(drop)
 
     def _started(self) -> None:
         self._worker = threading.get_ident()
@@ -316,6 +335,12 @@ class JediAnalyser:
 
 _shared: JediAnalyser | None = None
 _shared_lock = threading.Lock()
+
+
+def forget_parsed(path: str) -> None:
+    """``JediAnalyser.forget`` on the process's analyser, if it was made."""
+    if _shared is not None:
+        _shared.forget(path)
 
 
 def shared_analyser() -> JediAnalyser:

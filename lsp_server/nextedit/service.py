@@ -291,7 +291,7 @@ class NextEdits:
         if self.documents.revision(uri) != revision:
             log.debug("next edits of %s rev %d: left behind", uri, revision)
             return [], {}  # left behind while it waited: nobody can use it
-        python, t0 = is_python(path, language), time.monotonic()
+        python, t0, c0 = is_python(path, language), time.monotonic(), time.thread_time()
         try:
             analyser = self.analyser() if python else None  # (its thread parses: engine/edits/common.py)
             change = last_signature_change(text, edits) if python else None
@@ -308,9 +308,9 @@ class NextEdits:
         except Exception as e:  # a bug here must not cost the user their completions
             log.warning("next edits failed on %s: %r", uri, e)
             return [], {}
-        log.debug("next edits of %s rev %d: %d here, %d elsewhere (disk: %s) in %.0f ms", uri, revision, len(here),
-                  sum(len(v) for v in elsewhere.values()), disk.scan if disk is not None else None,
-                  (time.monotonic() - t0) * 1000)
+        log.debug("next edits of %s rev %d: %d here, %d elsewhere (disk: %s) in %.0f ms (CPU %.0f ms)", uri, revision,
+                  len(here), sum(len(v) for v in elsewhere.values()), disk.scan if disk is not None else None,
+                  (time.monotonic() - t0) * 1000, (time.thread_time() - c0) * 1000)
         if not here and not elsewhere and python:
             self._warm(text, path)
         return here, elsewhere
