@@ -571,7 +571,8 @@ def main() -> None:
     ap.add_argument("--purpose", default="", help="why this run looks at the validation half: one line for "
                     "docs/benchmarks/ledger.md (required then)")
     ap.add_argument("--only", action="append", help="only the cases whose 'module qualname' holds this (repeatable)")
-    ap.add_argument("--server-log", type=Path, help="the server's debug log to this file (-v --log-file)")
+    ap.add_argument("--server-log", type=Path, help="the server's debug log to this file (-v --log-file): for "
+                    "diagnosis only, it logs every message and slows every request")
     args = ap.parse_args()
     if args.split != "tuning" and not args.scan and not args.purpose:
         ap.error("the validation half is looked at: say why (--purpose), for docs/benchmarks/ledger.md")
