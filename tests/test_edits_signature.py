@@ -165,6 +165,29 @@ def test_a_renamed_parameters_uses_come_first_and_its_keywords_then_replace_them
     assert "timeout=limit)" in apply_all(after, parts[0])
 
 
+def test_a_methods_self_calls_come_first_from_the_syntax_alone(analyser):
+    """A method's ``self.`` calls in its own class are a first part, found without jedi; the whole list (here
+    with a call through an instance, which only jedi places) replaces it. A module's function has none."""
+    from engine.edits.callsites import self_calls_here
+    from engine.edits.exact import workspace_next_edits
+
+    src = SRC + "\n\nclass Inner:\n    def ping(self):\n        self.send(b'other', flush=True)\n"
+    h = EditHistory()
+    h.open("d", src)
+    after, s, oe, _ = _edit(src, ", flush=True", "")
+    h.change("d", s, oe, "", now=0.0)
+    parts: list[list] = []
+    here, _ = workspace_next_edits(after, h.edits("d"), path="/tmp/flint_sig_test.py", analyser=analyser,
+                                   deadline=time.monotonic() + 60, emit=lambda d, e: parts.append(e))
+    assert len(parts) == 2 and parts[1] == here
+    assert [after[e.range_start:e.range_end] for e in parts[0]] == [", flush=False"]  # (not Inner's self)
+    assert sorted(after[e.range_start:e.range_end] for e in here) == [", True", ", flush=False"]
+    change = signature_change(src, after, s, s + len(", flush=True"), s)
+    assert change is not None and self_calls_here(after, change) == parts[0]
+    after2, s2, oe2, ne2 = _edit(SRC, "timeout=10.0, ", "")
+    assert self_calls_here(after2, signature_change(SRC, after2, s2, oe2, ne2)) == []  # a module's function
+
+
 def test_a_parameter_removed_through_jedi(analyser):
     after, edits = _next(SRC, ", flush=True", "", analyser)
     assert sorted(after[e.range_start:e.range_end] for e in edits) == [", True", ", flush=False"]

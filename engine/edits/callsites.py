@@ -11,13 +11,14 @@ the text with them applied parses.
 
 from __future__ import annotations
 
+import ast
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engine.edits.common import JEDI_BUDGET_S, NextEdit, apply_all, parse, parses
+from engine.edits.common import JEDI_BUDGET_S, Lines, NextEdit, apply_all, ast_offset, parse, parses
 from engine.edits.history import Edit
-from engine.edits.local import module_references
+from engine.edits.local import module_references, stmt_lists
 from engine.edits.ondisk import DiskSearch
 from engine.edits.rename import jedi_references
 from engine.edits.signature import Change, call_edits, calls, signature_change
@@ -65,6 +66,49 @@ def call_sites_here(text: str, change: Change, *, path: str | None, analyser: An
             return None
         offs = [off for off, _ in refs]
     return _checked(text, call_edits(text, change, calls(text, offs)))
+
+
+def self_calls_here(text: str, change: Change) -> list[NextEdit]:
+    """The edits of a method's calls through ``self.`` or ``cls.`` in its own class, from the syntax tree
+    alone: a first part while jedi looks for every call (on the signature benchmark, 63 of the 66 changed
+    calls of methods); [] for a module's function, or when the tree cannot say."""
+    if _top_level(text, change.name_at, 0):
+        return []
+    try:
+        tree = parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return []
+    lines = Lines(text)
+    owner = _owner(tree, lines.line_of(change.name_at) + 1, change.name)
+    if owner is None:
+        return []
+    offs, todo = [change.name_at], list[ast.AST](owner.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.ClassDef):
+            continue  # another class's self
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == change.name and \
+                isinstance(n.func.value, ast.Name) and n.func.value.id in ("self", "cls") and n.func.end_lineno:
+            at = ast_offset(text, lines, n.func.end_lineno, n.func.end_col_offset or 0) - len(change.name)
+            if text[at:at + len(change.name)] == change.name:
+                offs.append(at)
+        todo.extend(ast.iter_child_nodes(n))
+    return _checked(text, call_edits(text, change, calls(text, offs))) if len(offs) > 1 else []
+
+
+def _owner(tree: ast.AST, line: int, name: str) -> ast.ClassDef | None:
+    """The class whose body holds the def of ``name`` at ``line``."""
+    todo = list(tree.body) if isinstance(tree, ast.Module) else []
+    while todo:
+        st = todo.pop()
+        if not st.lineno <= line <= (st.end_lineno or st.lineno):
+            continue
+        if isinstance(st, ast.ClassDef) and any(isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and
+                                                f.name == name and f.lineno == line for f in st.body):
+            return st
+        for body in stmt_lists(st):
+            todo.extend(body)
+    return None
 
 
 def call_sites_elsewhere(text: str, change: Change, *, path: str | None, analyser: Any, deadline: float,

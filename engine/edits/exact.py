@@ -51,7 +51,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from engine.edits.callsites import call_sites_elsewhere, call_sites_here, last_signature_change
+from engine.edits.callsites import (
+    call_sites_elsewhere,
+    call_sites_here,
+    last_signature_change,
+    self_calls_here,
+)
 from engine.edits.common import (  # noqa: F401  (re-exported: the package's one entry for callers)
     JEDI_BUDGET_S,
     MAX_SUGGESTIONS,
@@ -104,31 +109,31 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
         return [], {}
     python = is_python(path, language)
     if python:
-        before = edits[-1].undo(text)
         if analyser is None:
             change = None
         elif change == "find":
             change = last_signature_change(text, edits)
         here: list[NextEdit] = []
         r = None
-        if identifier_change(before, edits[-1]) is not None:
+        if identifier_change(edits[-1].undo(text), edits[-1]) is not None:
             r = find_rename(text, edits, path=path, analyser=analyser, deadline=deadline, cursor=cursor)
             if r is not None:
                 here = r.edits
             elif change is not None:
                 change = None  # a parameter rename jedi does not vouch for in the body: nothing at the calls
-        if deadline is None:
-            deadline = time.monotonic() + JEDI_BUDGET_S
+        deadline = time.monotonic() + JEDI_BUDGET_S if deadline is None else deadline
+        at = edits[-1].new_end if cursor is None else cursor
         if change is not None:
-            if here and emit is not None:
-                # its uses first: the call sites wait for jedi (a method's in a large module: up to a second)
-                emit(None, by_cursor(here, edits[-1].new_end if cursor is None else cursor))
+            # what needs no jedi first (a parameter's uses, a method's self. calls): the call sites wait for it
+            first = _joined(text, here, self_calls_here(text, change))
+            if first and emit is not None:
+                emit(None, by_cursor(first, at))
             calls_here = call_sites_here(text, change, path=path, analyser=analyser, deadline=deadline)
             if calls_here is None:
                 change = None  # jedi does not know the function: nothing at the calls elsewhere either
             else:
                 here = _joined(text, here, calls_here)
-        here = by_cursor(here, edits[-1].new_end if cursor is None else cursor)
+        here = by_cursor(here, at)
         away = r is not None and not r.local and (bool(others) or disk is not None) and path is not None \
             and analyser is not None
         if emit is not None and (here or away or change is not None):
