@@ -146,18 +146,24 @@ def test_a_parameter_renamed_at_its_definition_offers_the_body_and_the_keywords(
     assert "timeout=limit)" in out and "limit=2.5" in out
 
 
-def test_a_renamed_parameters_uses_come_first_and_its_keywords_then_replace_them(analyser):
-    """The parts as they are found (``emit``): the uses in the def's body at once, then the whole list with
-    the call sites' keywords (which wait for jedi's references), the part the plan keeps."""
+def _parts(src: str, old: str, new: str, analyser) -> tuple[str, int, list[list], list]:
+    """The edit made, through workspace_next_edits: (text after, where, each part as emitted, the edits here)."""
     from engine.edits.exact import workspace_next_edits
 
     h = EditHistory()
-    h.open("d", SRC)
-    after, s, oe, _ = _edit(SRC, "timeout=10.0", "limit=10.0")
-    h.change("d", s, oe, "limit=10.0", now=0.0)
+    h.open("d", src)
+    after, s, oe, _ = _edit(src, old, new)
+    h.change("d", s, oe, new, now=0.0)
     parts: list[list] = []
     here, _ = workspace_next_edits(after, h.edits("d"), path="/tmp/flint_sig_test.py", analyser=analyser,
                                    deadline=time.monotonic() + 60, emit=lambda d, e: parts.append(e))
+    return after, s, parts, here
+
+
+def test_a_renamed_parameters_uses_come_first_and_its_keywords_then_replace_them(analyser):
+    """The parts as they are found (``emit``): the uses in the def's body at once, then the whole list with
+    the call sites' keywords (which wait for jedi's references), the part the plan keeps."""
+    after, _s, parts, here = _parts(SRC, "timeout=10.0", "limit=10.0", analyser)
     body = after.index("timeout=timeout")
     assert len(parts) == 2 and parts[1] == here  # the rename's part, then the whole one
     assert [(e.range_start, e.new_text) for e in parts[0]][0] == (body + len("timeout="), "limit")
@@ -169,16 +175,9 @@ def test_a_methods_self_calls_come_first_from_the_syntax_alone(analyser):
     """A method's ``self.`` calls in its own class are a first part, found without jedi; the whole list (here
     with a call through an instance, which only jedi places) replaces it. A module's function has none."""
     from engine.edits.callsites import self_calls_here
-    from engine.edits.exact import workspace_next_edits
 
     src = SRC + "\n\nclass Inner:\n    def ping(self):\n        self.send(b'other', flush=True)\n"
-    h = EditHistory()
-    h.open("d", src)
-    after, s, oe, _ = _edit(src, ", flush=True", "")
-    h.change("d", s, oe, "", now=0.0)
-    parts: list[list] = []
-    here, _ = workspace_next_edits(after, h.edits("d"), path="/tmp/flint_sig_test.py", analyser=analyser,
-                                   deadline=time.monotonic() + 60, emit=lambda d, e: parts.append(e))
+    after, s, parts, here = _parts(src, ", flush=True", "", analyser)
     assert len(parts) == 2 and parts[1] == here
     assert [after[e.range_start:e.range_end] for e in parts[0]] == [", flush=False"]  # (not Inner's self)
     assert sorted(after[e.range_start:e.range_end] for e in here) == [", True", ", flush=False"]

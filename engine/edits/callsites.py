@@ -18,7 +18,7 @@ from typing import Any
 
 from engine.edits.common import JEDI_BUDGET_S, Lines, NextEdit, apply_all, ast_offset, parse, parses
 from engine.edits.history import Edit
-from engine.edits.local import module_references, stmt_lists
+from engine.edits.local import module_references, statements_at
 from engine.edits.ondisk import DiskSearch
 from engine.edits.rename import jedi_references
 from engine.edits.signature import Change, call_edits, calls, signature_change
@@ -79,7 +79,11 @@ def self_calls_here(text: str, change: Change) -> list[NextEdit]:
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return []
     lines = Lines(text)
-    owner = _owner(tree, lines.line_of(change.name_at) + 1, change.name)
+    line = lines.line_of(change.name_at) + 1
+    chain = statements_at(tree, line) if isinstance(tree, ast.Module) else []
+    owner = next((c for c, f in zip(chain, chain[1:], strict=False) if isinstance(c, ast.ClassDef) and
+                  isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and f.name == change.name and f.lineno == line),
+                 None)  # the class the def stands in
     if owner is None:
         return []
     offs, todo = [change.name_at], list[ast.AST](owner.body)
@@ -94,21 +98,6 @@ def self_calls_here(text: str, change: Change) -> list[NextEdit]:
                 offs.append(at)
         todo.extend(ast.iter_child_nodes(n))
     return _checked(text, call_edits(text, change, calls(text, offs))) if len(offs) > 1 else []
-
-
-def _owner(tree: ast.AST, line: int, name: str) -> ast.ClassDef | None:
-    """The class whose body holds the def of ``name`` at ``line``."""
-    todo = list(tree.body) if isinstance(tree, ast.Module) else []
-    while todo:
-        st = todo.pop()
-        if not st.lineno <= line <= (st.end_lineno or st.lineno):
-            continue
-        if isinstance(st, ast.ClassDef) and any(isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and
-                                                f.name == name and f.lineno == line for f in st.body):
-            return st
-        for body in stmt_lists(st):
-            todo.extend(body)
-    return None
 
 
 def call_sites_elsewhere(text: str, change: Change, *, path: str | None, analyser: Any, deadline: float,

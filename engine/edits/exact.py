@@ -125,7 +125,7 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
         at = edits[-1].new_end if cursor is None else cursor
         if change is not None:
             # what needs no jedi first (a parameter's uses, a method's self. calls): the call sites wait for it
-            first = _joined(text, here, self_calls_here(text, change))
+            first = _joined(text, here, self_calls_here(text, change)) if emit is not None else []
             if first and emit is not None:
                 emit(None, by_cursor(first, at))
             calls_here = call_sites_here(text, change, path=path, analyser=analyser, deadline=deadline)
