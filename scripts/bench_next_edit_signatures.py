@@ -314,14 +314,17 @@ class Replay:
                                                 "position": {"line": line, "character": ch}})
         return res.get("result") or {}
 
-    def settle(self, uri: str, version: int, text: str, at: int, res: dict) -> dict:
+    def settle(self, uri: str, version: int, text: str, at: int, res: dict, offered: list[float] | None = None
+               ) -> dict:
         """Ask again while the answer is ``pending`` (a jump's argument still being written, other documents
         still searched), as the clients do: after ``AGAIN_MS``, each wait half as long again up to
-        ``AGAIN_MAX_MS``, for ``AGAIN_FOR_S``."""
+        ``AGAIN_MAX_MS``, for ``AGAIN_FOR_S``. ``offered``: gets the time of the first answer with an offer."""
         t0, delay = time.perf_counter(), AGAIN_MS
         while res.get("pending") and time.perf_counter() + delay / 1000 - t0 <= AGAIN_FOR_S:
             time.sleep(delay / 1000)
             res = self.ask(uri, version, text, at)
+            if offered is not None and not offered and _offers(res):
+                offered.append(time.perf_counter())
             delay = min(delay * 1.5, AGAIN_MAX_MS)
         return res
 
@@ -335,6 +338,10 @@ class Replay:
     def close(self) -> None:
         self.w.stop()
         self.cache.cleanup()
+
+
+def _offers(res: dict) -> bool:
+    return bool(res.get("edits") or res.get("jumps"))
 
 
 OFFER_PLACES = ("changed", "unchanged", "call without truth", "elsewhere", "its own body")
@@ -368,7 +375,8 @@ def replay(r: Replay, case: Case, k: int) -> dict:
     time.sleep(PAUSE_S)
     res = r.ask(uri, 2, cur, ne)
     first_ms = (time.perf_counter() - t_last) * 1000
-    res = r.settle(uri, 2, cur, ne, res)
+    offered = [time.perf_counter()] if _offers(res) else []
+    res = r.settle(uri, 2, cur, ne, res, offered)
     whole_ms = (time.perf_counter() - t_last) * 1000
     offers = [(position_to_offset(cur, e["range"]["start"]["line"], e["range"]["start"]["character"], "utf-16"), "edit")
               for e in res.get("edits", [])]
@@ -383,7 +391,8 @@ def replay(r: Replay, case: Case, k: int) -> dict:
            "offers_at": {w: where.count(w) for w in OFFER_PLACES},
            "not_right": [{"at": w, "kind": kind, "line": cur[cur.rfind("\n", 0, off) + 1:cur.find("\n", off)].strip()[:120]}
                          for (off, kind), w in zip(offers, where, strict=True) if w != "changed"],
-           "first_answer_ms": round(first_ms, 1), "whole_answer_ms": round(whole_ms, 1), "steps": []}
+           "first_answer_ms": round(first_ms, 1),
+           "first_offer_ms": round((offered[0] - t_last) * 1000, 1) if offered else None, "whole_answer_ms": round(whole_ms, 1), "steps": []}
     shifts: list[tuple[int, int]] = []  # (offset in the edited text, length added there)
     v = 2
     for _ in range(MAX_STEPS):
@@ -434,6 +443,7 @@ def summary(rows: list[dict]) -> dict:
             "argument_exact_of_shown": ratio(sum(bool(st.get("argument_exact")) for st in shown), len(shown)),
             "argument_exact_of_all": ratio(sum(bool(st.get("argument_exact")) for st in shown), len(jumps)),
             "first_answer": lat_summary([r["first_answer_ms"] for r in rows]),
+            "first_offer": lat_summary([r["first_offer_ms"] for r in rows if r.get("first_offer_ms") is not None]),
             "whole_answer": lat_summary([r["whole_answer_ms"] for r in rows if "whole_answer_ms" in r]),
             "argument_ready": lat_summary([r["whole_answer_ms"] for r in rows if "whole_answer_ms" in r
                                            and r["steps"] and r["steps"][0]["jump"] and r["steps"][0]["text"]]),
@@ -452,18 +462,23 @@ def report(result: dict) -> str:
                      f"({k['added']}/{k['removed']}/{k['renamed']}) | {c['calls_changed']} |")
     lines += ["", "| split | cases | calls changed | locations offered | call-site precision (of all offers) | "
               "recall | edits taken (call exact) | jumps taken | with text | argument exact (of shown / of all) | "
-              "first answer p50 / p95 ms | whole answer p50 / p95 ms | argument shown p50 / p95 ms |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "first answer p50 / p95 ms | first offer p50 / p95 ms (cases) | whole answer p50 / p95 ms | "
+              "argument shown p50 / p95 ms |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for split, m in result["splits"].items():
-        whole, arg = m.get("whole_answer", {}), m.get("argument_ready", {})
+        whole, arg, offer = m.get("whole_answer", {}), m.get("argument_ready", {}), m.get("first_offer", {})
         lines.append(f"| {split} | {m['cases']} | {m['calls_changed']} | {m['locations_offered']} | "
                      f"{m.get('call_site_precision')} ({m['location_precision']}) | {m['location_recall']} | "
                      f"{m['edits_taken']} ({m['edits_call_exact']}) | {m['jumps_taken']} | {m['jumps_with_text']} | "
                      f"{m['argument_exact']} ({m['argument_exact_of_shown']} / {m['argument_exact_of_all']}) | "
                      f"{m['first_answer']['p50_ms']} / {m['first_answer']['p95_ms']} | "
+                     f"{offer.get('p50_ms')} / {offer.get('p95_ms')} ({offer.get('n')}) | "
                      f"{whole.get('p50_ms')} / {whole.get('p95_ms')} | {arg.get('p50_ms')} / {arg.get('p95_ms')} |")
-    lines += ["", "First answer: from the edit to the server's first answer (the first offer's place; a jump target's "
-              "argument may follow); whole answer: to the last re-ask while the answer was `pending`, as the clients "
+    lines += ["", "First answer: from the edit to the server's first answer, whatever it holds (the first offer's "
+              "place, a jump target's argument may follow; or nothing, pending or final); first offer: from the edit "
+              "to the first answer that holds an offer, over the cases with one (an offer that came on a re-ask "
+              "counts when that re-ask came, as a client sees it); both include the client's 200 ms pause and the "
+              "server's 150 ms settle; whole answer: to the last re-ask while the answer was `pending`, as the clients "
               "ask; argument shown: the whole answer of the cases whose first offer was a jump that came with "
               "the model's argument.", "",
               "Where the offers lay (call-site precision counts the first column right of the first four; a call "

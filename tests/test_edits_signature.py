@@ -8,6 +8,7 @@ import time
 from engine.edits.common import apply_all
 from engine.edits.exact import exact_next_edits
 from engine.edits.history import EditHistory
+from engine.edits.rename import find_rename
 from engine.edits.signature import call_edits, calls, signature_change
 from engine.guidance.jedi_analyser import JediAnalyser
 
@@ -146,29 +147,38 @@ def test_a_parameter_renamed_at_its_definition_offers_the_body_and_the_keywords(
     assert "timeout=limit)" in out and "limit=2.5" in out
 
 
+def _history(src: str, old: str, new: str) -> list:
+    h = EditHistory()
+    h.open("d", src)
+    _after, s, oe, _ = _edit(src, old, new)
+    h.change("d", s, oe, new, now=0.0)
+    return h.edits("d")
+
+
 def _parts(src: str, old: str, new: str, analyser) -> tuple[str, int, list[list], list]:
     """The edit made, through workspace_next_edits: (text after, where, each part as emitted, the edits here)."""
     from engine.edits.exact import workspace_next_edits
 
-    h = EditHistory()
-    h.open("d", src)
-    after, s, oe, _ = _edit(src, old, new)
-    h.change("d", s, oe, new, now=0.0)
+    after, s, _oe, _ = _edit(src, old, new)
     parts: list[list] = []
-    here, _ = workspace_next_edits(after, h.edits("d"), path="/tmp/flint_sig_test.py", analyser=analyser,
+    here, _ = workspace_next_edits(after, _history(src, old, new), path="/tmp/flint_sig_test.py", analyser=analyser,
                                    deadline=time.monotonic() + 60, emit=lambda d, e: parts.append(e))
     return after, s, parts, here
 
 
 def test_a_renamed_parameters_uses_come_first_and_its_keywords_then_replace_them(analyser):
-    """The parts as they are found (``emit``): the uses in the def's body at once, then the whole list with
-    the call sites' keywords (which wait for jedi's references), the part the plan keeps."""
+    """The parts as they are found (``emit``): the uses in the def's body at once, from the syntax tree
+    (jedi not asked yet), then the whole list with the call sites' keywords (which wait for jedi's
+    references), the part the plan keeps."""
     after, _s, parts, here = _parts(SRC, "timeout=10.0", "limit=10.0", analyser)
     body = after.index("timeout=timeout")
-    assert len(parts) == 2 and parts[1] == here  # the rename's part, then the whole one
-    assert [(e.range_start, e.new_text) for e in parts[0]][0] == (body + len("timeout="), "limit")
-    assert {e.range_start for e in parts[0]} <= {e.range_start for e in here}
+    assert len(parts) >= 2 and parts[-1] == here
+    assert [(e.range_start, e.new_text) for e in parts[0]] == [(body + len("timeout="), "limit")]
+    assert {e.range_start for e in parts[0]} < {e.range_start for e in here}
     assert "timeout=limit)" in apply_all(after, parts[0])
+    assert "limit=2.5" in apply_all(after, here) and "limit=2.5" not in apply_all(after, parts[0])
+    uses = find_rename(after, _history(SRC, "timeout=10.0", "limit=10.0"), in_function=True)  # no analyser
+    assert uses is not None and uses.edits == parts[0]
 
 
 def test_a_methods_self_calls_come_first_from_the_syntax_alone(analyser):

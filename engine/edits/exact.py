@@ -35,7 +35,8 @@ Both are ordered nearest after the cursor first, then from the top down to the c
 **Call sites.** A parameter renamed, removed, or added without a default in a ``def``: each call of the
 function (jedi's references here, ``goto`` in the other open documents) gets its ``old=`` keyword renamed,
 the removed argument removed, or a jump target (an empty edit) where the new argument goes
-(signature.py, callsites.py). A renamed parameter's calls only when jedi vouches for the rename itself.
+(signature.py, callsites.py). A renamed parameter's calls only when jedi vouches for the rename itself;
+its uses in its function (and a method's ``self.`` calls) are a first part from the syntax tree meanwhile.
 
 **Elsewhere.** A rename of a name that is not one function's own (a function, a class, an attribute, a
 module-level name) also offers its references in the other open documents (``workspace.py``: jedi on
@@ -115,6 +116,8 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
             change = last_signature_change(text, edits)
         here: list[NextEdit] = []
         r = None
+        at = edits[-1].new_end if cursor is None else cursor
+        shown = _first_part(text, edits, change, cursor, at, emit)
         if identifier_change(edits[-1].undo(text), edits[-1]) is not None:
             r = find_rename(text, edits, path=path, analyser=analyser, deadline=deadline, cursor=cursor)
             if r is not None:
@@ -122,12 +125,10 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
             elif change is not None:
                 change = None  # a parameter rename jedi does not vouch for in the body: nothing at the calls
         deadline = time.monotonic() + JEDI_BUDGET_S if deadline is None else deadline
-        at = edits[-1].new_end if cursor is None else cursor
         if change is not None:
-            # what needs no jedi first (a parameter's uses, a method's self. calls): the call sites wait for it
-            first = _joined(text, here, self_calls_here(text, change)) if emit is not None else []
-            if first and emit is not None:
-                emit(None, by_cursor(first, at))
+            first = by_cursor(_joined(text, here, self_calls_here(text, change)), at) if emit is not None else []
+            if first and first != shown and emit is not None:
+                emit(None, first)  # the rename jedi vouches for: the call sites wait for it
             calls_here = call_sites_here(text, change, path=path, analyser=analyser, deadline=deadline)
             if calls_here is None:
                 change = None  # jedi does not know the function: nothing at the calls elsewhere either
@@ -136,7 +137,7 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
         here = by_cursor(here, at)
         away = r is not None and not r.local and (bool(others) or disk is not None) and path is not None \
             and analyser is not None
-        if emit is not None and (here or away or change is not None):
+        if emit is not None and (here or away or change is not None or shown):
             # the user's own document first: its edits need no other file (none: said too, so a request
             # answers now, pending, instead of waiting for the other documents' first)
             emit(None, here)
@@ -154,6 +155,20 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
     if found and emit is not None:
         emit(None, found)
     return found, {}
+
+
+def _first_part(text: str, edits: Sequence[Edit], change: Change | None, cursor: int | None, at: int,
+                emit: Emit | None) -> list[NextEdit]:
+    """From the syntax tree alone, a first part emitted while jedi looks (it can take half a second in a
+    large module): a renamed parameter's uses in its function (its ``name=`` at calls aside), a method's
+    ``self.`` / ``cls.`` calls in its own class."""
+    if change is None or emit is None:
+        return []
+    uses = find_rename(text, edits, cursor=cursor, in_function=True) if change.kind == "renamed" else None
+    out = by_cursor(_joined(text, uses.edits if uses is not None else [], self_calls_here(text, change)), at)
+    if out:
+        emit(None, out)
+    return out
 
 
 def _joined(text: str, a: list[NextEdit], b: list[NextEdit]) -> list[NextEdit]:

@@ -179,10 +179,12 @@ def _own_names(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[as
     return out
 
 
-def own_references(tree: ast.AST, text: str, site: int, name: str) -> tuple[list[int], tuple[int, int]] | None:
+def own_references(tree: ast.AST, text: str, site: int, name: str, *, keywords: bool = True
+                   ) -> tuple[list[int], tuple[int, int]] | None:
     """The offsets of every reference of ``name`` (at ``site`` of ``text``, whose tree is ``tree``) when it is
     one function's own, with that function's span (from its ``def`` line); None when the tree cannot say
-    (module docstring)."""
+    (module docstring). ``keywords=False``: a parameter's references in its function even when ``name=`` is
+    passed at calls that may be the function's (those keywords, which jedi must find, are then left out)."""
     if not isinstance(tree, ast.Module):
         return None
     lines = Lines(text)
@@ -200,7 +202,7 @@ def own_references(tree: ast.AST, text: str, site: int, name: str) -> tuple[list
     names = _own_names(fn, name)
     if names is None or not (params or any(isinstance(n.ctx, ast.Store | ast.Del) for n in names)):
         return None  # a name the function only reads is another scope's
-    if params and _keyword_calls(tree, text, lines, name, fn.name):
+    if params and keywords and _keyword_calls(tree, text, lines, name, fn.name):
         return None  # passed by keyword to a call that may be this function's: jedi knows which ones are
     offs = sorted({ast_offset(text, lines, x.lineno, x.col_offset) for x in params}
                   | {ast_offset(text, lines, x.lineno, x.col_offset) for x in names})

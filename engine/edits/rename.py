@@ -292,10 +292,32 @@ def rename_edits(text: str, edits: Sequence[Edit], *, path: str | None = None, a
     return r.edits if r is not None else []
 
 
+def _references(base: str, site: int, old: str, outline: _Outline, *, path: str | None, analyser: Any,
+                deadline: float | None, in_function: bool) -> list[tuple[int, str]] | None:
+    """``old``'s references in ``base`` (the text before the user's run of renames, ``site`` one of them):
+    from the syntax tree when it can say (a function's own name, a module's function or class: local.py),
+    else jedi's; None when jedi does not know the site, or with ``in_function`` when the tree cannot say."""
+    mine = own_references(outline.tree, base, site, old, keywords=not in_function)
+    if mine is not None and not _leftovers(base, mine[1], old, set(mine[0])):
+        return [(off, "name") for off in mine[0]]
+    if in_function:
+        return None
+    module = module_references(outline.tree, base, site, old) if mine is None else None
+    if module is not None:
+        return [(off, "name") for off in module]
+    refs = jedi_references(base, site, path=path, analyser=analyser, deadline=deadline) or []
+    if all(off != site for off, _ in refs):
+        return None
+    return _completed(base, site, old, refs, outline, path, analyser, deadline)
+
+
 def find_rename(text: str, edits: Sequence[Edit], *, path: str | None = None, analyser: Any = None,
-                deadline: float | None = None, cursor: int | None = None) -> Rename | None:
+                deadline: float | None = None, cursor: int | None = None, in_function: bool = False
+                ) -> Rename | None:
     """The rename the last edit made, with its remaining references here; None when the last edit is no
-    rename or a guard refuses it (module docstring)."""
+    rename or a guard refuses it (module docstring). ``in_function``: only a parameter's or a local's
+    references in its own function, from the syntax tree (no jedi; a parameter's ``name=`` at calls left out):
+    a first part, for a renamed parameter whose calls jedi must find."""
     if not edits:
         return None
     before = edits[-1].undo(text)
@@ -315,18 +337,10 @@ def find_rename(text: str, edits: Sequence[Edit], *, path: str | None = None, an
     outline = _Outline.of(base)
     if outline is None:
         return None
-    # a function's own name, or a module's function or class: from the syntax tree, no jedi (local.py)
-    mine = own_references(outline.tree, base, base_ch.start, ch.old)
-    module = module_references(outline.tree, base, base_ch.start, ch.old) if mine is None else None
-    if mine is not None and not _leftovers(base, mine[1], ch.old, set(mine[0])):
-        refs = [(off, "name") for off in mine[0]]
-    elif module is not None:
-        refs = [(off, "name") for off in module]
-    else:
-        refs = jedi_references(base, base_ch.start, path=path, analyser=analyser, deadline=deadline) or []
-        if all(off != base_ch.start for off, _ in refs):
-            return None
-        refs = _completed(base, base_ch.start, ch.old, refs, outline, path, analyser, deadline)
+    refs = _references(base, base_ch.start, ch.old, outline, path=path, analyser=analyser, deadline=deadline,
+                       in_function=in_function)
+    if refs is None:
+        return None
     imports = outline.imports
     attribute = any(base[:off].rstrip().endswith(".") for off, _ in refs)
     span = None if attribute else outline.holder([off for off, _ in refs])
