@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.edits.common import JEDI_BUDGET_S, Lines, NextEdit, apply_all, ast_offset, parse, parses
+from engine.edits.constructor import constructor_change, field_change
 from engine.edits.history import Edit
 from engine.edits.local import module_references, statements_at
 from engine.edits.ondisk import DiskSearch
@@ -26,11 +27,16 @@ from engine.edits.workspace import OpenDoc, occurrences_elsewhere, on_disk
 
 
 def last_signature_change(text: str, edits: Sequence[Edit]) -> Change | None:
-    """The parameter change the last of ``edits`` made to the current ``text`` (signature.py)."""
+    """The parameter change the last of ``edits`` made to the current ``text`` (signature.py), a class's
+    ``__init__``'s or an added field's as its calls see it (constructor.py)."""
     if not edits:
         return None
     e = edits[-1]
-    return signature_change(e.undo(text), text, e.start, e.old_end, e.new_end)
+    before = e.undo(text)
+    change = signature_change(before, text, e.start, e.old_end, e.new_end)
+    if change is not None:
+        return constructor_change(text, change)
+    return field_change(before, text, e.start, e.new_end)
 
 
 def _checked(text: str, edits: list[NextEdit]) -> list[NextEdit]:

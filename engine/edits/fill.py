@@ -132,7 +132,10 @@ def fill_prompt(text: str, jump: NextEdit, signature: str, *, max_prefix: int = 
     prefix = above + prefix
     if signature and not (start <= def_at < at):
         stub = textwrap.dedent(signature)
-        prefix = stub + "\n" + " " * 4 + "...\n\n\n" + prefix
+        # the body under the last def or class line (a class's stub: its fields, or its __init__'s header)
+        last = next((x for x in reversed(stub.split("\n")) if x.lstrip().startswith(("def ", "async def ", "class "))),
+                    "")
+        prefix = stub + "\n" + " " * (len(last) - len(last.lstrip()) + 4) + "...\n\n\n" + prefix
     suffix = f.trail + text[at:at + max_suffix]
     return prefix.replace("\r\n", "\n"), suffix.replace("\r\n", "\n")
 

@@ -51,6 +51,7 @@ class Change:
     param: Param
     new_name: str = ""
     bound: bool = False  # a method: an attribute call binds the first parameter
+    signature: str = ""  # the model's stub when it is not the def's header at name_at (a class: constructor.py)
 
 
 @dataclass(frozen=True)

@@ -61,5 +61,5 @@ def signature_of(text: str, change: Change | None) -> Signature | None:
     if change is None:
         return None
     line_start = text.rfind("\n", 0, change.name_at) + 1
-    sig = header(text, change.name_at)
+    sig = change.signature or header(text, change.name_at)
     return Signature(sig, line_start) if sig else None
