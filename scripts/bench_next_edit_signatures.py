@@ -56,6 +56,8 @@ from bench_next_edit import Wire, _commit, lat_summary, lscpu_model, ratio  # no
 from replay_corpus import fetch_package, wheel_modules  # noqa: E402
 
 from engine.edits import fill as fill_module  # noqa: E402
+from engine.edits.constructor import constructor_change, field_change  # noqa: E402
+from engine.edits.constructor import fields as ctor_fields  # noqa: E402
 from engine.edits.fill import FLOOR  # noqa: E402
 from engine.edits.signature import signature_change  # noqa: E402
 from lsp_server.convert import offset_to_position, position_to_offset  # noqa: E402
@@ -157,6 +159,7 @@ def calls_of(tree: ast.AST, text: str, qualname: str) -> dict[str, list[ast.Call
     ``self.name(...)`` / ``cls.name(...)`` for a method."""
     parts = qualname.split(".")
     name, method = parts[-1], len(parts) == 2
+    ctor = method and name == "__init__"  # a class's __init__: its calls C(...) too
     groups: dict[str, list[ast.Call]] = {}
 
     def visit(node: ast.AST, where: str) -> None:
@@ -165,6 +168,7 @@ def calls_of(tree: ast.AST, text: str, qualname: str) -> dict[str, list[ast.Call
             if isinstance(ch, ast.Call):
                 f = ch.func
                 hit = (isinstance(f, ast.Name) and f.id == name and not method) or \
+                    (ctor and isinstance(f, ast.Name) and f.id == parts[0]) or \
                     (method and isinstance(f, ast.Attribute) and f.attr == name and isinstance(f.value, ast.Name)
                      and f.value.id in ("self", "cls", parts[0]))
                 if hit:
@@ -173,6 +177,13 @@ def calls_of(tree: ast.AST, text: str, qualname: str) -> dict[str, list[ast.Call
 
     visit(tree, "")
     return groups
+
+
+def change_of(before: str, edited: str, s: int, oe: int, ne: int):
+    """The change the server sees (engine/edits/callsites.py ``last_signature_change``): a def's parameters, a
+    class's ``__init__``'s as its calls see them, or a field added."""
+    ch = signature_change(before, edited, s, oe, ne)
+    return constructor_change(edited, ch) if ch is not None else field_change(before, edited, s, ne)
 
 
 def _offset(text: str, line: int, col: int) -> int:
@@ -225,24 +236,75 @@ def cases_of(pkg: str, v0: str, v1: str, split: str, cache: Path) -> tuple[list[
             case = Case(f"{pkg} {v0}->{v1}", split, rel.as_posix(), q, ch.kind, t0, edited,
                         (pre, len(t0) - post, len(edited) - post))
             te = ast.parse(edited)
-            ge, g1 = calls_of(te, edited, q), calls_of(a1, t1, q)
             fe = functions(te)[q]
             case.body = (_offset(edited, fe.lineno, fe.col_offset),
                          _offset(edited, fe.end_lineno or fe.lineno, fe.end_col_offset or 0))
-            for olds in ge.values():
-                case.calls += [(_offset(edited, o.lineno, o.col_offset),
-                                _offset(edited, o.end_lineno or o.lineno, o.end_col_offset or 0)) for o in olds]
-            for where, olds in ge.items():
-                news = g1.get(where, [])
-                if len(news) != len(olds):
-                    continue  # the calls here were rewritten otherwise: no truth for them
-                for o, n in zip(olds, news, strict=True):
-                    s = _offset(edited, o.lineno, o.col_offset)
-                    e = _offset(edited, o.end_lineno or o.lineno, o.end_col_offset or 0)
-                    case.truth.append(Truth(s, e, changed_with(ch.kind, ch, o, n), ast.get_source_segment(t1, n) or ""))
+            _truth(case, ch, te, q, t1, a1)
             if case.truth:
                 out.append(case)
+        for q, c0 in classes(a0).items():
+            c1 = classes(a1).get(q)
+            case = field_case(f"{pkg} {v0}->{v1}", split, rel.as_posix(), q, t0, t1, a1, c0, c1) if c1 else None
+            changed += case is not None
+            if case is not None and case.truth:
+                out.append(case)
     return out, changed
+
+
+def classes(tree: ast.AST, prefix: str = "") -> dict[str, ast.ClassDef]:
+    """A module's classes by qualified name (not those inside functions)."""
+    out: dict[str, ast.ClassDef] = {}
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.ClassDef):
+            out[prefix + node.name] = node
+            out.update(classes(node, prefix + node.name + "."))
+    return out
+
+
+def field_case(pair: str, split: str, module: str, q: str, t0: str, t1: str, a1: ast.Module, c0: ast.ClassDef,
+               c1: ast.ClassDef) -> Case | None:
+    """A field added without a default to a dataclass-like class (engine/edits/constructor.py ``fields``): the
+    new field's line inserted where the new version has it, as the case's edit; its truth the class's calls
+    (``C(...)``) as for a changed ``__init__``."""
+    f0, f1 = ctor_fields(c0), ctor_fields(c1)
+    if f0 is None or f1 is None or len(f1) != len(f0) + 1 or not f0 or "." in q:
+        return None
+    p0, p1 = [p for p, _ in f0], [p for p, _ in f1]
+    i = next((i for i in range(len(p0)) if p0[i] != p1[i]), len(p0))
+    if p1[:i] + p1[i + 1:] != p0 or p1[i].default:
+        return None
+    new = f1[i][1]
+    lines1 = t1.splitlines(keepends=True)
+    line = "".join(lines1[new.lineno - 1:new.end_lineno or new.lineno])
+    lines0 = t0.splitlines(keepends=True)
+    row = f0[i][1].lineno - 1 if i < len(f0) else (f0[-1][1].end_lineno or f0[-1][1].lineno)
+    at = sum(len(x) for x in lines0[:row])
+    edited = t0[:at] + line + t0[at:]
+    ch = field_change(t0, edited, at, at + len(line))
+    if ch is None:
+        return None
+    case = Case(pair, split, module, f"{q}.<field {p1[i].name}>", ch.kind, t0, edited, (at, at, at + len(line)))
+    case.body = (at, at + len(line))
+    _truth(case, ch, ast.parse(edited), f"{q}.__init__", t1, a1)
+    return case
+
+
+def _truth(case: Case, ch, te: ast.Module, q: str, t1: str, a1: ast.Module) -> None:
+    """The case's calls of ``q`` (in its edited text, whose tree is ``te``) and their truth from the new
+    version (``t1``, its tree ``a1``), matched by enclosing function and order."""
+    edited = case.edited
+    ge, g1 = calls_of(te, edited, q), calls_of(a1, t1, q)
+    for olds in ge.values():
+        case.calls += [(_offset(edited, o.lineno, o.col_offset),
+                        _offset(edited, o.end_lineno or o.lineno, o.end_col_offset or 0)) for o in olds]
+    for where, olds in ge.items():
+        news = g1.get(where, [])
+        if len(news) != len(olds):
+            continue  # the calls here were rewritten otherwise: no truth for them
+        for o, n in zip(olds, news, strict=True):
+            s = _offset(edited, o.lineno, o.col_offset)
+            e = _offset(edited, o.end_lineno or o.lineno, o.end_col_offset or 0)
+            case.truth.append(Truth(s, e, changed_with(ch.kind, ch, o, n), ast.get_source_segment(t1, n) or ""))
 
 
 def all_cases(cache: Path, log) -> tuple[list[Case], dict]:
@@ -296,7 +358,7 @@ def _placeholder(text: str, at: int) -> str:
 class Replay:
     """The real server over stdio (bench_next_edit.Wire); one document at a time."""
 
-    def __init__(self, model: str, server_log: Path | None = None) -> None:
+    def __init__(self, model: str, server_log: Path | None = None, root: Path | None = None) -> None:
         # a fresh completion cache: an argument a run before wrote must not come from disk
         self.cache = tempfile.TemporaryDirectory(prefix="flint-bench-signatures-")
         logs = ["-v", "--log-file", str(server_log)] if server_log is not None else []
@@ -304,7 +366,8 @@ class Replay:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env={**os.environ, "PYTHONPATH": str(ROOT), "FLINT_CACHE_DIR": self.cache.name})
         self.w = Wire(self.proc)
-        self.w.call("initialize", {"processId": None, "capabilities": {}, "rootUri": None})
+        self.w.call("initialize", {"processId": None, "capabilities": {},
+                                   "rootUri": root.as_uri() if root is not None else None})
         self.w.notify("initialized", {})
         self.asked = False
 
@@ -531,10 +594,10 @@ def sweep(cases: list[Case], model: str, log) -> list[dict]:
         if c.kind != "added":
             continue
         s, oe, ne = c.span
-        ch = signature_change(c.before, c.edited, s, oe, ne)
+        ch = change_of(c.before, c.edited, s, oe, ne)
         assert ch is not None
         offs = [i for i in range(len(c.edited)) if c.edited.startswith(ch.name + "(", i)]
-        sig, def_at = header(c.edited, ch.name_at), c.edited.rfind("\n", 0, ch.name_at) + 1
+        sig, def_at = ch.signature or header(c.edited, ch.name_at), c.edited.rfind("\n", 0, ch.name_at) + 1
         for j in call_edits(c.edited, ch, calls(c.edited, offs)):
             t = next((t for t in c.truth if t.start <= j.range_start <= t.end and t.changed), None)
             if not j.jump or t is None:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 log = logging.getLogger(__name__)
 
-Source = Literal["rename", "repeat", "signature", "model"]
+Source = Literal["rename", "repeat", "signature", "move", "model"]
 RENAME_CONFIDENCE = 0.95
 REPEAT_CONFIDENCE = 0.7
 REGION_LINES = 40  # the repeat's region outside a Python function: this many lines either side

@@ -69,6 +69,7 @@ from engine.edits.common import (  # noqa: F401  (re-exported: the package's one
     parses,
 )
 from engine.edits.history import Edit
+from engine.edits.moved import find_move, move_next_edits
 from engine.edits.ondisk import DiskSearch
 from engine.edits.rename import (  # noqa: F401
     Rename,
@@ -100,20 +101,19 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
                          others: Sequence[OpenDoc] = (), disk: DiskSearch | None = None, emit: Emit | None = None,
                          change: Change | None | Literal["find"] = "find"
                          ) -> tuple[list[NextEdit], dict[str, list[NextEdit]]]:
-    """``exact_next_edits`` here, and a rename's references or the call sites' edits in the ``others`` (the
-    other open Python documents, workspace.py) and, with ``disk``, the workspace's files on disk
-    (ondisk.py; their texts in ``disk.docs``), by their key. ``emit``: each part as soon as it is found (this
-    document's first, empty when it has none but other documents are searched; the others' one document at a
-    time), the same edits as returned.
+    """``exact_next_edits`` here, and a rename's references, the call sites' edits or a moved name's imports
+    (moved.py) in the ``others`` (the other open Python documents, workspace.py) and, with ``disk``, the
+    workspace's files on disk (ondisk.py; their texts in ``disk.docs``), by key. ``emit``: each part as found
+    (this document's first, empty when it has none; the others' one at a time), the same edits as returned.
     ``change``: the last edit's signature change (None: it made none), when the caller looked already."""
+    python = is_python(path, language)
+    if (move := find_move(path, text, edits, others) if python and path else None) is not None:
+        return [], move_next_edits(move, others, disk=disk, deadline=time.monotonic() + JEDI_BUDGET_S, emit=emit)
     if not edits:
         return [], {}
-    python = is_python(path, language)
     if python:
-        if analyser is None:
-            change = None
-        elif change == "find":
-            change = last_signature_change(text, edits)
+        change = None if analyser is None else (last_signature_change(text, edits) if change == "find"
+                                                 else change)
         here: list[NextEdit] = []
         r = None
         at = edits[-1].new_end if cursor is None else cursor

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.edits.common import MAX_SUGGESTIONS, RENAME_CONFIDENCE, NextEdit, apply_all, parses
+from engine.edits.history import Edit
 from engine.edits.lexer import NAME, tokens
 from engine.edits.ondisk import DiskSearch, candidates, module_name
 from engine.edits.rename import Rename, new_script
@@ -56,6 +57,7 @@ class OpenDoc:
     key: str
     path: str
     text: str
+    edits: tuple[Edit, ...] = ()  # its recent edits (an open one's: moved.py pairs a cut with a paste)
 
 
 def on_disk(others: Sequence[OpenDoc], disk: DiskSearch | None, name: str, path: str,

@@ -21,9 +21,8 @@ long rename). Any other change of the renamed document computes again, which rep
 change of another planned document makes its part wait (it is matched again on the next change), and an edit
 in a document outside the plan drops the plan (the user moved on).
 
-Speculation starts once a client has asked for a next edit (a client that never asks costs nothing). After a
-settled edit that offers nothing, jedi parses the Python text (its script cache by path): a rename next asks
-about nearly that text, parsed incrementally then.
+Speculation starts once a client has asked for a next edit. After a settled edit that offers nothing, jedi
+parses the Python text (its script cache by path): a rename next asks about nearly it, parsed incrementally.
 """
 
 from __future__ import annotations
@@ -204,7 +203,8 @@ class NextEdits:
         loop = self._loop
         assert loop is not None
         doc = self.documents.get(uri)
-        edits = self.documents.history.edits(uri)
+        edits_of = self.documents.history.edits
+        edits = edits_of(uri)
         last_t = edits[-1].t_last if edits else time.monotonic()
         others = self._others(uri)
         job = Job(uri, doc.revision, doc.version, last_t, text=doc.text,
@@ -224,9 +224,9 @@ class NextEdits:
                 with contextlib.suppress(RuntimeError):  # the loop closed: the server is going
                     loop.call_soon_threadsafe(self._found, job, d, found, sig)
 
+            docs = [OpenDoc(u, p, t, tuple(edits_of(u))) for u, (_r, _v, t, p) in others.items()]
             job.future = loop.run_in_executor(self._pool, self._compute, uri, doc.revision, doc.text, edits,
-                                              str(path) if path else None, doc.language_id or None,
-                                              [OpenDoc(u, p, t) for u, (_r, _v, t, p) in others.items()], disk, emit)
+                                              str(path) if path else None, doc.language_id or None, docs, disk, emit)
         self._jobs[uri] = job
         job.future.add_done_callback(lambda f: self._done(job, f))
         return job
