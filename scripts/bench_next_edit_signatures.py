@@ -404,7 +404,7 @@ class Replay:
 
 
 def _offers(res: dict) -> bool:
-    return bool(res.get("edits") or res.get("jumps"))
+    return bool(res.get("edits") or res.get("jumps") or res.get("elsewhere"))
 
 
 OFFER_PLACES = ("changed", "unchanged", "call without truth", "elsewhere", "its own body")
