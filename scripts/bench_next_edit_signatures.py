@@ -242,8 +242,9 @@ def cases_of(pkg: str, v0: str, v1: str, split: str, cache: Path) -> tuple[list[
             _truth(case, ch, te, q, t1, a1)
             if case.truth:
                 out.append(case)
+        k1 = classes(a1)
         for q, c0 in classes(a0).items():
-            c1 = classes(a1).get(q)
+            c1 = k1.get(q)
             case = field_case(f"{pkg} {v0}->{v1}", split, rel.as_posix(), q, t0, t1, a1, c0, c1) if c1 else None
             changed += case is not None
             if case is not None and case.truth:

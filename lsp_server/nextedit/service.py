@@ -43,7 +43,9 @@ from engine.edits.exact import NextEdit, OpenDoc, by_cursor, is_python, workspac
 from engine.edits.history import Edit
 from engine.edits.ondisk import DiskSearch
 from engine.edits.plan import remaining
+from engine.edits.rename import jedi_references, new_script
 from lsp_server.documents import DocumentStore, uri_path
+from lsp_server.nextedit.collector import Hold
 from lsp_server.nextedit.fills import Filler, FillRuns, Signature, untried
 from lsp_server.nextedit.parts import elsewhere, part_of, signature_of
 from lsp_server.nextedit.records import Elsewhere, Found, Job, Part, Plan
@@ -220,13 +222,17 @@ class NextEdits:
             disk = DiskSearch(self._roots, frozenset(os.path.abspath(p) for *_, p in others.values()),
                               lambda: self._jobs.get(uri) is not job) if self._roots else None
 
+            hold = Hold()  # no full collection of the garbage collector before the first part (collector.py)
+
             def emit(d: OpenDoc | None, found: list[NextEdit], sig: Signature | None) -> None:
+                hold.release()
                 with contextlib.suppress(RuntimeError):  # the loop closed: the server is going
                     loop.call_soon_threadsafe(self._found, job, d, found, sig)
 
             docs = [OpenDoc(u, p, t, tuple(edits_of(u))) for u, (_r, _v, t, p) in others.items()]
-            job.future = loop.run_in_executor(self._pool, self._compute, uri, doc.revision, doc.text, edits,
-                                              str(path) if path else None, doc.language_id or None, docs, disk, emit)
+            job.future = loop.run_in_executor(self._pool, hold.around(self._compute), uri, doc.revision, doc.text,
+                                              edits, str(path) if path else None, doc.language_id or None, docs,
+                                              disk, emit)
         self._jobs[uri] = job
         job.future.add_done_callback(lambda f: self._done(job, f))
         return job
@@ -317,27 +323,21 @@ class NextEdits:
 
     def _warm(self, text: str, path: str | None) -> None:
         """jedi and ``ast`` parse ``text`` now, in idle time: a rename next asks about nearly it (common.parse)."""
-        from engine.edits.rename import new_script
-
         a = self.analyser()
         if len(text) <= a.max_chars:
             a.submit(new_script, a, text, os.path.abspath(path) if path else os.path.abspath("untitled.py"))
             a.submit(parse_ahead, text)
 
     def _warm_up(self, uri: str) -> None:
-        """The first ask: jedi's first question in a process loads its caches (builtins, typeshed: ~0.3 s
-        and more on a busy machine); ask a tiny one now, and parse the document, so a rename does not."""
-        from engine.edits.rename import jedi_references
-
+        """The first ask: jedi's first question loads its caches (~0.3 s+): a tiny one now, and the parse."""
         a = self.analyser()
         self._pool.submit(jedi_references, "value = 1\nprint(value)\n", 0, analyser=a, deadline=time.monotonic() + 10)
         self.opened(uri)
 
     # ---- the request (event loop) ----
     async def ask(self, uri: str, version: int | None, offset: int) -> Found:
-        """The next edits at this version of ``uri``, nearest after ``offset`` first, as far as they are found
-        (``pending``: more may come, or the model is still writing the argument of the first offer, a jump
-        target: it comes without it, at once). DocumentError: the document is not open."""
+        """The next edits at this version of ``uri``, nearest after ``offset`` first, as far as found (``pending``:
+        more may come, or the model still writes the first jump target's argument). DocumentError: not open."""
         if not self.asked:
             self.asked = True
             self._warm_up(uri)

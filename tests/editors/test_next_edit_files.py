@@ -101,3 +101,38 @@ def test_neovim_names_a_file_on_disk_once_a_pending_answer_is_asked_again(neovim
         assert p["buffer"] == "sample.py" and p["cursor"] == [1, 10] and p["lines"][0] == "def surface(w, h):", p
     finally:
         nv.close()
+
+
+# Issue 50, a move: `area` cut from sample.py (the buffer Nvim opens) and pasted into shapes.py; use.py,
+# on disk only, imports it from sample. The client names use.py, Tab opens it at the import, Tab rewrites it
+# to import from shapes; the file's other lines are untouched.
+SHAPES = "\"\"\"Shapes.\"\"\"\n"
+
+
+def test_neovim_a_moved_function_s_import_follows_in_a_file_on_disk(neovim_env, real_server, tmp_path, artifacts):
+    (tmp_path / "shapes.py").write_text(SHAPES)
+    nv = _nvim_on(neovim_env, real_server, tmp_path, artifacts, USE_AREA)
+    try:
+        nv.send(":edit shapes.py<CR>")
+        nv.wait(lambda p: p["buffer"] == "shapes.py" and p["attached"], 30, "shapes.py attached")
+        nv.send(":buffer sample.py<CR>")
+        nv.wait(lambda p: p["buffer"] == "sample.py", 10, "back in sample.py")
+        nv.send("gg2dd")  # cut `area` (its two lines)
+        nv.wait(lambda p: p["lines"] == [""], 10, "sample.py emptied")
+        nv.send(":buffer shapes.py<CR>")
+        nv.wait(lambda p: p["buffer"] == "shapes.py", 10, "in shapes.py")
+        nv.send("Go<Esc>p")  # a blank line, then the function
+        nv.wait(lambda p: p["lines"][-2:] == GEO.splitlines(), 10, "the function pasted")
+        p = nv.wait(lambda p: (p["next_edit"] or {}).get("away") is not None, 60, "use.py named")
+        nv.snapshot("1-away")
+        assert p["next_edit"]["away"]["uri"].endswith("/use.py") and p["next_edit"]["away"]["row"] == 0, p
+        nv.send("<Tab>")  # open use.py at the import
+        p = nv.wait(lambda p: p["buffer"] == "use.py" and (p["next_edit"] or {}).get("source") == "move"
+                    and p["next_edit"].get("jumped"), 30, "use.py opened at the import")
+        nv.snapshot("2-import")
+        assert p["next_edit"]["new_text"] == "from shapes import area", p["next_edit"]
+        nv.send("<Tab>")  # apply
+        p = nv.wait(lambda p: p["lines"][0] == "from shapes import area", 10, "the import rewritten")
+        assert p["lines"][1:] == USE_AREA.format(mod="sample").splitlines()[1:], p["lines"]
+    finally:
+        nv.close()
