@@ -241,11 +241,12 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--purpose", help="why validation is looked at (required for it: the ledger)")
     args = ap.parse_args()
+    commit = _commit()  # the code the server starts with (a commit made during the run is not it)
     splits = ("tuning", "validation") if args.split == "both" else (args.split,)
     if "validation" in splits and not args.scan:
         if not args.purpose:
             raise SystemExit("--purpose is required to look at validation (docs/benchmarks/ledger.md)")
-        append_ledger(ledger_row(time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "validation", {"this": _commit()},
+        append_ledger(ledger_row(time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "validation", {"this": commit},
                                  "python " + " ".join(sys.argv), args.purpose + " (the move benchmark's pairs)",
                                  cpu_line(cpu_info())))
     cases: list[Case] = []
@@ -268,7 +269,7 @@ def main() -> None:
                 print(f"  {rows[-1]['case']}: {rows[-1]['right']} of {rows[-1]['truth_changed']}", file=sys.stderr)
         finally:
             r.close()
-    result = {"commit": _commit(), "cpu": cpu_line(cpu_info()) or lscpu_model(), "date": time.strftime("%Y-%m-%d"),
+    result = {"commit": commit, "cpu": cpu_line(cpu_info()) or lscpu_model(), "date": time.strftime("%Y-%m-%d"),
               "splits": {s: summary([r for r in rows if r["split"] == s]) for s in splits}, "rows": rows}
     args.out.with_suffix(".json").write_text(json.dumps(result, indent=1))
     args.out.with_suffix(".md").write_text(report(result))

@@ -653,6 +653,7 @@ def main() -> None:
     ap.add_argument("--server-log", type=Path, help="the server's debug log to this file (-v --log-file): for "
                     "diagnosis only, it logs every message and slows every request")
     args = ap.parse_args()
+    commit = _commit()  # the code the server starts with (a commit made during the run is not it)
     if args.split != "tuning" and not args.scan and not args.purpose:
         ap.error("the validation half is looked at: say why (--purpose), for docs/benchmarks/ledger.md")
     log = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
@@ -668,7 +669,7 @@ def main() -> None:
             print(c.split, c.kind, c.pair, c.module, c.qualname, sum(t.changed for t in c.truth), len(c.truth))
         return
     if args.split != "tuning":  # before looking: an interrupted run has looked too
-        append_ledger(ledger_row(time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "validation", {"this": _commit()},
+        append_ledger(ledger_row(time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "validation", {"this": commit},
                                  "python scripts/bench_next_edit_signatures.py " + " ".join(sys.argv[1:]),
                                  args.purpose + " (the signature benchmark's pairs, not the replay's)", cpu_line(cpu_info())))
     swept = sweep(cases, args.model, log) if args.sweep or args.sweep_only else []
@@ -683,7 +684,7 @@ def main() -> None:
                     f"{rows[-1]['truth_changed']} found")
         finally:
             r.close()
-    result = {"commit": _commit(), "cpu": lscpu_model(), "model": args.model,
+    result = {"commit": commit, "cpu": lscpu_model(), "model": args.model,
               "date": time.strftime("%Y-%m-%d"), "pairs": counts,
               "splits": {s: summary([x for x in rows if x["split"] == s]) for s in splits} if rows else {},
               "rows": rows, "sweep": swept, "floors": floors(swept, splits) if swept else None,

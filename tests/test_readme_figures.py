@@ -104,3 +104,30 @@ def test_the_per_language_figures_are_saved_over_saved_plus_typed_from_the_runs_
 def test_the_readme_no_longer_calls_the_validation_half_unseen():
     assert "no tuning decision has looked at" not in README
     assert "docs/benchmarks/ledger.md" in README and (BENCH / "ledger.md").is_file()
+
+
+def _ms(x: float) -> str:
+    return f"{int(x + 0.5):,}"  # (half up: 238.5 is 239)
+
+
+def test_the_next_edit_figures_are_the_signature_and_move_reports():
+    """The README's next-edit figures on real version pairs are the current reports' (validation half)."""
+    sig = json.loads((BENCH / "next_edit_signatures.json").read_text())["splits"]["validation"]
+    text = " ".join(README.split())
+    assert f"{sig['cases']} cases, {sig['calls_changed']} changed calls" in text
+    assert f"call-site precision {sig['call_site_precision']:.2f} and recall {sig['location_recall']:.2f}" in text
+    assert f"({sig['edits_call_exact']} of {sig['edits_taken']})" in text
+    assert f"the real one at {sig['argument_exact']} of {sig['jumps_taken']} added-argument sites " \
+           f"({sig['argument_exact_of_all']:.2f};" in text
+    fo, fa = sig["first_offer"], sig["first_answer"]
+    assert f"The first offer comes {_ms(fo['p50_ms'])} / {_ms(fo['p95_ms'])} ms (p50 / p95, {fo['n']} cases" in text
+    assert f"offer or not, {_ms(fa['p50_ms'])} / {_ms(fa['p95_ms'])} ms" in text
+    nx = sig["next_answer"]
+    assert f"after taking one {nx['p50_ms']:.1f} / {nx['p95_ms']:.1f} ms" in text
+    mv = json.loads((BENCH / "next_edit_moves.json").read_text())
+    m = mv["splits"]["validation"]
+    right = sum(r["right"] for r in mv["rows"])
+    wrong = sum(len(r["wrong"]) for r in mv["rows"])
+    assert f"on {m['cases']} real moves" in text and f"{right} of {m['imports_changed']} changed imports offered" in text
+    assert f"{wrong} offered where upstream kept" in text
+    assert f"first offer {_ms(m['first_offer']['p50_ms'])} / {_ms(m['first_offer']['p95_ms'])} ms after the paste" in text
