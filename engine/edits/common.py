@@ -151,6 +151,15 @@ def _timed_parse(text: str, mode: str) -> tuple[ast.AST, float]:
     return tree, time.monotonic() - t0
 
 
+def module_tree(text: str) -> ast.Module | None:
+    """The text's module tree (``parse``), None when it does not parse."""
+    try:
+        tree = parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    return tree if isinstance(tree, ast.Module) else None
+
+
 def parses(text: str) -> bool:
     try:
         parse(text)

@@ -23,7 +23,7 @@ import ast
 import re
 from dataclasses import replace
 
-from engine.edits.common import Lines, ast_offset, parse
+from engine.edits.common import Lines, ast_offset, module_tree
 from engine.edits.fill import header
 from engine.edits.local import statements_at
 from engine.edits.signature import Change, Param
@@ -33,14 +33,6 @@ _FIELD_CALLS = ("field", "ib", "attrib")  # dataclasses.field, attr.ib, attrs.fi
 MAX_STUB_FIELDS = 16
 # an annotated name without a value alone on a line: what an added field looks like (a cheap first look)
 _FIELD_LINE = re.compile(r"^[ \t]+[A-Za-z_]\w*[ \t]*:[^=\n]+$", re.M)
-
-
-def _tree(text: str) -> ast.Module | None:
-    try:
-        tree = parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-    return tree if isinstance(tree, ast.Module) else None
 
 
 def _callee(node: ast.expr) -> tuple[str, str]:
@@ -142,7 +134,7 @@ def field_change(before: str, after: str, start: int, new_end: int) -> Change | 
     a, b = lines.starts[lines.line_of(start)], after.find("\n", new_end)
     if not _FIELD_LINE.search(after[a:len(after) if b < 0 else b]):
         return None  # most edits: no parse of the whole file twice
-    ta, tb = _tree(after), _tree(before)
+    ta, tb = module_tree(after), module_tree(before)
     cls = _class_at(ta, lines.line_of(new_end) + 1) if ta is not None and tb is not None else None
     if cls is None or tb is None:
         return None
@@ -166,7 +158,7 @@ def constructor_change(after: str, change: Change) -> Change:
     as they are."""
     if change.name != "__init__" or not change.bound or change.index == 0:
         return change
-    tree = _tree(after)
+    tree = module_tree(after)
     lines = Lines(after)
     cls = _class_at(tree, lines.line_of(change.name_at) + 1) if tree is not None else None
     if cls is None:

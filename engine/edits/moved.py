@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from engine.edits.common import Lines, NextEdit, apply_all, ast_offset, parse, parses
+from engine.edits.common import Lines, NextEdit, apply_all, ast_offset, module_tree, parses
 from engine.edits.history import Edit
 from engine.edits.ondisk import DiskSearch
 from engine.edits.workspace import OpenDoc, on_disk
@@ -43,17 +43,9 @@ def _top_names(text: str) -> set[str]:
     return set(_DEF.findall(text))
 
 
-def _tree(text: str) -> ast.Module | None:
-    try:
-        tree = parse(text)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-    return tree if isinstance(tree, ast.Module) else None
-
-
 def defines(text: str, name: str) -> bool | None:
     """Does the module define ``name`` at its top level (a def or a class)? None when it does not parse."""
-    tree = _tree(text)
+    tree = module_tree(text)
     if tree is None:
         return None
     return any(isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and st.name == name
@@ -134,7 +126,7 @@ def import_edits(path: str, text: str, moved: Moved) -> list[NextEdit]:
         return []
     if not re.search(rf"(?<!\w){re.escape(moved.name)}(?!\w)", text):
         return []
-    tree = _tree(text)
+    tree = module_tree(text)
     if tree is None:
         return []
     lines, out = Lines(text), []

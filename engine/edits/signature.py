@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from engine.edits.common import Fill, Lines, NextEdit, ast_offset, parse
+from engine.edits.common import Fill, Lines, NextEdit, ast_offset, module_tree
 from engine.edits.local import stmt_lists, walk_lines
 
 KEYWORD_CONFIDENCE = 0.95
@@ -76,13 +76,6 @@ class _Pos:
         return ast_offset(self.text, self.lines, lineno, col)
 
 
-def _parse(text: str) -> ast.Module | None:
-    try:
-        return parse(text)  # type: ignore[return-value]  # (mode exec: a Module)
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return None
-
-
 def params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Param]:
     a = fn.args
     pos = a.posonlyargs + a.args
@@ -125,7 +118,7 @@ def signature_change(before: str, after: str, start: int, old_end: int, new_end:
     in one def's parameter list and renamed, removed or added exactly one parameter; else None."""
     if not _in_parameters(after, start):
         return None  # most edits: no parse of the whole file twice
-    tb, ta = _parse(before), _parse(after)
+    tb, ta = module_tree(before), module_tree(after)
     if tb is None or ta is None:
         return None
     pb, pa = _Pos(before), _Pos(after)
@@ -174,7 +167,7 @@ def _in_parameters(text: str, at: int) -> bool:
 
 def calls(text: str, name_offsets: Iterable[int]) -> list[Call]:
     """The calls in ``text`` whose callee's name token starts at one of ``name_offsets``."""
-    tree = _parse(text)
+    tree = module_tree(text)
     wanted = set(name_offsets)
     if tree is None or not wanted:
         return []
