@@ -19,7 +19,7 @@ from typing import Any
 from engine.edits.common import JEDI_BUDGET_S, Lines, NextEdit, apply_all, ast_offset, parse, parses
 from engine.edits.constructor import constructor_change, field_change
 from engine.edits.history import Edit
-from engine.edits.local import module_references, statements_at
+from engine.edits.local import class_at, module_references
 from engine.edits.ondisk import DiskSearch
 from engine.edits.rename import jedi_references
 from engine.edits.signature import Change, call_edits, calls, signature_change
@@ -85,12 +85,8 @@ def self_calls_here(text: str, change: Change) -> list[NextEdit]:
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return []
     lines = Lines(text)
-    line = lines.line_of(change.name_at) + 1
-    chain = statements_at(tree, line) if isinstance(tree, ast.Module) else []
-    owner = next((c for c, f in zip(chain, chain[1:], strict=False) if isinstance(c, ast.ClassDef) and
-                  isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and f.name == change.name and f.lineno == line),
-                 None)  # the class the def stands in
-    if owner is None:
+    owner = class_at(tree, lines.line_of(change.name_at) + 1) if isinstance(tree, ast.Module) else None
+    if owner is None:  # (the class the def stands in)
         return []
     offs, todo = [change.name_at], list[ast.AST](owner.body)
     while todo:

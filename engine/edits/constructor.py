@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from engine.edits.common import Lines, ast_offset, module_tree
 from engine.edits.fill import header
-from engine.edits.local import statements_at
+from engine.edits.local import class_at, statements_at
 from engine.edits.signature import Change, Param
 
 _ATTRS = ("define", "frozen", "mutable")  # attrs' decorators whose annotated names are fields
@@ -104,16 +104,6 @@ def fields(cls: ast.ClassDef) -> list[tuple[Param, ast.AnnAssign]] | None:
     return out
 
 
-def _class_at(tree: ast.Module, line: int) -> ast.ClassDef | None:
-    """The innermost class whose body holds ``line`` directly (not inside one of its defs)."""
-    chain = statements_at(tree, line)
-    inner = next((i for i in range(len(chain) - 1, -1, -1) if isinstance(chain[i], ast.ClassDef)), None)
-    if inner is None or any(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) for s in chain[inner + 1:-1]):
-        return None
-    cls = chain[inner]
-    return cls if isinstance(cls, ast.ClassDef) else None
-
-
 def _class_line(text: str, lines: Lines, cls: ast.ClassDef) -> tuple[str, int]:
     """The class's own lines (decorators to ``class ...:``) and its name's offset."""
     top = min([cls.lineno, *(d.lineno for d in cls.decorator_list)])
@@ -135,7 +125,7 @@ def field_change(before: str, after: str, start: int, new_end: int) -> Change | 
     if not _FIELD_LINE.search(after[a:len(after) if b < 0 else b]):
         return None  # most edits: no parse of the whole file twice
     ta, tb = module_tree(after), module_tree(before)
-    cls = _class_at(ta, lines.line_of(new_end) + 1) if ta is not None and tb is not None else None
+    cls = class_at(ta, lines.line_of(new_end) + 1) if ta is not None and tb is not None else None
     if cls is None or tb is None:
         return None
     old = next((s for s in statements_at(tb, cls.lineno) if isinstance(s, ast.ClassDef) and s.name == cls.name
@@ -160,7 +150,7 @@ def constructor_change(after: str, change: Change) -> Change:
         return change
     tree = module_tree(after)
     lines = Lines(after)
-    cls = _class_at(tree, lines.line_of(change.name_at) + 1) if tree is not None else None
+    cls = class_at(tree, lines.line_of(change.name_at) + 1) if tree is not None else None
     if cls is None:
         return change
     head, name_at = _class_line(after, lines, cls)

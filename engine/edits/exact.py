@@ -117,7 +117,7 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
         here: list[NextEdit] = []
         r = None
         at = edits[-1].new_end if cursor is None else cursor
-        shown = _first_part(text, edits, change, cursor, at, emit)
+        shown, mine = _first_part(text, edits, change, cursor, at, emit)
         if identifier_change(edits[-1].undo(text), edits[-1]) is not None:
             r = find_rename(text, edits, path=path, analyser=analyser, deadline=deadline, cursor=cursor)
             if r is not None:
@@ -126,7 +126,7 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
                 change = None  # a parameter rename jedi does not vouch for in the body: nothing at the calls
         deadline = time.monotonic() + JEDI_BUDGET_S if deadline is None else deadline
         if change is not None:
-            first = by_cursor(_joined(text, here, self_calls_here(text, change)), at) if emit is not None else []
+            first = by_cursor(_joined(text, here, mine), at) if emit is not None else []
             if first and first != shown and emit is not None:
                 emit(None, first)  # the rename jedi vouches for: the call sites wait for it
             calls_here = call_sites_here(text, change, path=path, analyser=analyser, deadline=deadline)
@@ -158,17 +158,18 @@ def workspace_next_edits(text: str, edits: Sequence[Edit], *, path: str | None =
 
 
 def _first_part(text: str, edits: Sequence[Edit], change: Change | None, cursor: int | None, at: int,
-                emit: Emit | None) -> list[NextEdit]:
+                emit: Emit | None) -> tuple[list[NextEdit], list[NextEdit]]:
     """From the syntax tree alone, a first part emitted while jedi looks (it can take half a second in a
     large module): a renamed parameter's uses in its function (its ``name=`` at calls aside), a method's
-    ``self.`` / ``cls.`` calls in its own class."""
+    ``self.`` / ``cls.`` calls in its own class. (The part, and those calls: the next part has them too.)"""
     if change is None or emit is None:
-        return []
+        return [], []
     uses = find_rename(text, edits, cursor=cursor, in_function=True) if change.kind == "renamed" else None
-    out = by_cursor(_joined(text, uses.edits if uses is not None else [], self_calls_here(text, change)), at)
+    mine = self_calls_here(text, change)
+    out = by_cursor(_joined(text, uses.edits if uses is not None else [], mine), at)
     if out:
         emit(None, out)
-    return out
+    return out, mine
 
 
 def _joined(text: str, a: list[NextEdit], b: list[NextEdit]) -> list[NextEdit]:

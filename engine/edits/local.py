@@ -80,6 +80,17 @@ def statements_at(tree: ast.Module, line: int) -> list[ast.stmt]:
     return out
 
 
+def class_at(tree: ast.Module, line: int) -> ast.ClassDef | None:
+    """The innermost class whose body holds ``line`` directly (a statement of it, or a def's own lines: not
+    inside a def's body)."""
+    chain = statements_at(tree, line)
+    inner = next((i for i in range(len(chain) - 1, -1, -1) if isinstance(chain[i], ast.ClassDef)), None)
+    if inner is None or any(isinstance(s, _FUNCTIONS) for s in chain[inner + 1:-1]):
+        return None
+    cls = chain[inner]
+    return cls if isinstance(cls, ast.ClassDef) else None
+
+
 def enclosing_function(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The innermost def whose lines hold ``line`` (1-based)."""
     return next((st for st in reversed(statements_at(tree, line)) if isinstance(st, _FUNCTIONS)), None)
