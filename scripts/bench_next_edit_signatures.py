@@ -612,10 +612,10 @@ def sweep(cases: list[Case], model: str, log) -> list[dict]:
             f = done.fill
             assert f is not None
             out.append({"split": c.split, "case": f"{c.pair} {c.qualname}", "text": f.text, "raw": raw[:60],
-                        "names": names,
+                        "names": names, "call": t.new_call[:160],
                         "confidence": f.confidence, "ms": round((time.perf_counter() - t0) * 1000, 1),
-                        "exact": bool(f.text) and _body(f.text) in _new_args(t.new_call)})
-            log(f"  sweep {c.qualname}: {f.text!r} p={f.confidence} exact={out[-1]['exact']}")
+                        "exact": bool(f.text) and _body(_argument_of(f.text)) in _new_args(t.new_call)})
+            log(f"  sweep {c.qualname}: {f.text!r} p={f.confidence} exact={out[-1]['exact']} call={t.new_call[:100]!r}")
     return out
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from engine.types import GenParams
 from lsp_server.documents import Change
+from lsp_server.nextedit.fills import FILL_BUDGET_S
 from lsp_server.session import Session
 from lsp_server.settings import Settings
 from tests.fakes import Done, FakeEngine, Step, next_edit_whole
@@ -28,11 +29,12 @@ CALLS = ("def total(values, factor, scale):\n"
 
 
 def arguments(prefix: str, suffix: str, params: GenParams) -> Generator[Step, None, Done]:
-    """An argument for the fill prompts (they end in ", " or "offset="), "pass" for anything else."""
+    """An argument for the fill prompts (they end in ", " or "offset="; bound at module level: fill.answer
+    drops an argument reading an unbound name), "pass" for anything else."""
     if prefix.endswith("offset="):
         yield Step("0.5)\n")
     elif prefix.endswith(", "):
-        yield Step("len(values)")
+        yield Step("len(__name__)")
     else:
         yield Step("pass")
     return Done("eos")
@@ -68,7 +70,7 @@ async def test_each_jump_carries_the_models_argument_and_applying_it_offers_the_
     assert res["edits"] == []
     first = res["jumps"][0]
     assert first["range"]["start"] == {"line": 4, "character": 19} and first["note"] == "offset"
-    assert (first["newText"], first["confidence"]) == (", len(values)", 1.0)
+    assert (first["newText"], first["confidence"]) == (", len(__name__)", 1.0)
     fills = [c for c in eng.calls if c.prefix.endswith("a = total([1], 2, 3, ")]
     assert len(fills) == 1 and "def total(values, factor, scale, offset):" in fills[0].prefix
     assert fills[0].suffix.startswith(")\nb = total(")
@@ -81,7 +83,7 @@ async def test_each_jump_carries_the_models_argument_and_applying_it_offers_the_
     s.did_edit(URI, 4, [Change(res["jumps"][0]["newText"], (5, 25, 5, 25))])
     res = await s.next_edit(URI, 4, 5, 37)
     assert "jumps" not in res and res["edits"] == []
-    assert s.documents.get(URI).text.endswith("a = total([1], 2, 3, len(values))\n"
+    assert s.documents.get(URI).text.endswith("a = total([1], 2, 3, len(__name__))\n"
                                               "b = total([4], 5, scale=6, offset=0.5)\n")
     assert s.next_edits.computed == computed  # the plan carried both, arguments and all
 
@@ -103,7 +105,7 @@ async def test_the_jump_comes_at_once_and_its_argument_when_the_model_has_writte
         assert time.monotonic() - t0 < 0.6  # not the model's time: the jump is known without it
         assert res["jumps"][0]["note"] == "offset" and "newText" not in res["jumps"][0] and res["pending"] is True
         res = await next_edit_whole(s, URI, 2, 0, 39)  # asked again, as the clients do while pending
-        assert res["jumps"][0]["newText"] == ", len(values)" and "pending" not in res
+        assert res["jumps"][0]["newText"] == ", len(__name__)" and "pending" not in res
 
 
 async def test_what_is_no_single_argument_leaves_the_jump_alone(started):
@@ -125,4 +127,6 @@ async def test_without_a_model_the_jumps_come_alone_and_at_once(tmp_path, monkey
         res = await s.next_edit(URI, 2, 0, 39)
         assert [j["note"] for j in res["jumps"]] == ["offset", "offset"]
         assert all("newText" not in j for j in res["jumps"]) and not res.get("pending")
-        assert asyncio.get_running_loop().time() - t0 < 1.5  # no wait for an argument that cannot come
+        # no wait for an argument that cannot come (a bound of the wait it would be, not of jedi's speed: a
+        # loaded machine made a tighter one fail)
+        assert asyncio.get_running_loop().time() - t0 < FILL_BUDGET_S

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from engine.edits.common import NextEdit
+from engine.edits.bound import checked
+from engine.edits.common import NextEdit, module_tree
 from engine.types import Doubts, GenParams
 
 FLOOR = 0.4  # the lowest token probability of an argument that is still shown (below: the jump alone; tuned:
@@ -216,16 +217,21 @@ def argument(raw: str, doubts: Doubts = (), finish_reason: str = "eos", *, name:
 
 
 def answer(jump: NextEdit, raw: str, doubts: Doubts = (), finish_reason: str = "eos",
-           floor: float = FLOOR, after: str = "") -> NextEdit:
+           floor: float = FLOOR, after: str = "", text: str = "") -> NextEdit:
     """``jump`` filled with the model's text at it (``argument``, then ``filled``). ``after``: the text
     after the target: an argument that only repeats the one standing there is none (a parameter added in
-    front of ``verbose`` drew ``verbose`` from the model, which copies what it sees next)."""
+    front of ``verbose`` drew ``verbose`` from the model, which copies what it sees next). ``text``: the
+    document the jump's offsets are in: an argument reading a name unbound there is none, or its qualified
+    form (bound.py)."""
     f = jump.fill
     assert f is not None
     name = jump.note if not f.keyword and not f.trail else ""
     arg, p = argument(raw, doubts, finish_reason, name=name)
     if arg and f.trail and _repeats(arg, after):
         arg, p = "", 0.0
+    if arg and text:
+        arg = checked(arg, module_tree(text), text.count("\n", 0, jump.range_start) + 1, jump.note)
+        p = p if arg else 0.0
     return filled(jump, arg, p, floor)
 
 
@@ -250,7 +256,7 @@ def engine_fill(engine: Any, text: str, jump: NextEdit, signature: str, *, def_a
     prefix, suffix = fill_prompt(text, jump, signature, def_at=def_at, names=names)
     outs, _ = engine.complete(prefix, suffix, replace(FILL_PARAMS, deadline=deadline))
     c = outs[0]
-    return answer(jump, c.text, c.doubts, c.finish_reason, floor, after=text[jump.range_start:]), c.text
+    return answer(jump, c.text, c.doubts, c.finish_reason, floor, after=text[jump.range_start:], text=text), c.text
 
 
 def def_line(text: str, at: int) -> int:

@@ -160,7 +160,8 @@ class FillRun:
                     continue  # the document changed under it: ask again at the new revision
                 # (on jedi's thread, as every ast.parse of next edits: engine/edits/common.py parse_on)
                 after = self.base[jump.range_start:jump.range_start + 200]
-                done = await asyncio.wrap_future(self.owner.analyser().submit(partial(answer, jump, *got, after=after)))
+                check = partial(answer, jump, *got, after=after, text=self.base)  # (bound.py: its names)
+                done = await asyncio.wrap_future(self.owner.analyser().submit(check))
                 log.debug("argument at %d: %r (p=%.2f) in %.0f ms", jump.range_start, got[0][:40],
                           done.fill.confidence if done.fill else 0.0, (time.monotonic() - t0) * 1000)
                 part.planned[i] = done
