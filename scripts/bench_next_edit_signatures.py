@@ -557,11 +557,16 @@ def report(result: dict) -> str:
                   "shown / exact of all true jump targets):", "",
                   "| floor | " + " | ".join(result["floors"]) + " |",
                   "| --- |" + " --- |" * len(result["floors"])]
-        for fl in FLOORS:
-            cells = [f"{v[str(fl)]['shown']} / {v[str(fl)]['exact']} of {v[str(fl)]['of']}"
-                     + (f" (wrong hidden {v[str(fl)]['wrong_hidden']} of {v[str(fl)]['wrong']})" if "wrong" in v[str(fl)] else "")
+        for fl in [*map(str, FLOORS), "served"]:
+            if not all(fl in v for v in result["floors"].values()):
+                continue
+            cells = [f"{v[fl]['shown']} / {v[fl]['exact']} of {v[fl]['of']}"
+                     + (f" (wrong hidden {v[fl]['wrong_hidden']} of {v[fl]['wrong']})" if "wrong" in v[fl] else "")
                      for v in result["floors"].values()]
             lines.append(f"| {fl} | " + " | ".join(cells) + " |")
+        lines += ["", "served: what the server shows (the floor, the names checked against the call's scope, the "
+                  "caller's own name of the parameter where the model was unsure: engine/edits/bound.py); its wrong "
+                  "hidden counts the sites where the model's own text was wrong and no wrong text is shown."]
     lines += ["", "Per case (offered / right / changed calls found of all; each jump taken: its text, "
               "confidence, argument exact):", ""]
     for r in result["rows"]:
@@ -582,7 +587,7 @@ def sweep(cases: list[Case], model: str, log) -> list[dict]:
     would show at each value (chosen on the tuning half only)."""
     from engine.config import EngineConfig, resolve_model_dir
     from engine.edits import fill
-    from engine.edits.fill import def_line, engine_fill, header
+    from engine.edits.fill import FILL_PARAMS, answer, def_line, fill_prompt, header
     from engine.edits.scope import names_in_scope
     from engine.edits.signature import call_edits, calls
     from engine.engine import Engine
@@ -608,14 +613,21 @@ def sweep(cases: list[Case], model: str, log) -> list[dict]:
             names = names_in_scope(c.edited, j.range_start, def_line(c.edited, j.range_start), path=path,
                                    lead=j.fill.lead if j.fill else "", analyser=jedi, wait_s=10.0
                                    ) if fill.SCOPE_NAMES else []
-            done, raw = engine_fill(eng, c.edited, j, sig, def_at=def_at, floor=0.0, names=names)
-            f = done.fill
-            assert f is not None
-            out.append({"split": c.split, "case": f"{c.pair} {c.qualname}", "text": f.text, "raw": raw[:60],
-                        "names": names, "call": t.new_call[:160],
+            prefix, suffix = fill_prompt(c.edited, j, sig, def_at=def_at, names=names)
+            comp = eng.complete(prefix, suffix, FILL_PARAMS)[0][0]
+            after, said = c.edited[j.range_start:], (comp.text, comp.doubts, comp.finish_reason)
+            f = answer(j, *said, 0.0, after=after).fill  # the model's own text, no floor, no scope check
+            served = answer(j, *said, fill.FLOOR, after=after, text=c.edited).fill  # what the server shows
+            assert f is not None and served is not None
+            truth = _new_args(t.new_call)
+            out.append({"split": c.split, "case": f"{c.pair} {c.qualname}", "text": f.text, "raw": comp.text[:60],
+                        "names": names, "call": t.new_call[:160], "param": j.note,
                         "confidence": f.confidence, "ms": round((time.perf_counter() - t0) * 1000, 1),
-                        "exact": bool(f.text) and _body(_argument_of(f.text)) in _new_args(t.new_call)})
-            log(f"  sweep {c.qualname}: {f.text!r} p={f.confidence} exact={out[-1]['exact']} call={t.new_call[:100]!r}")
+                        "exact": bool(f.text) and _body(_argument_of(f.text)) in truth, "served": served.text,
+                        "served_confidence": served.confidence,
+                        "served_exact": bool(served.text) and _body(_argument_of(served.text)) in truth})
+            log(f"  sweep {c.qualname}: {f.text!r} p={f.confidence} exact={out[-1]['exact']} served={served.text!r} "
+                f"call={t.new_call[:100]!r}")
     return out
 
 
@@ -631,6 +643,10 @@ def floors(rows: list[dict], splits: tuple[str, ...] = ("tuning", "validation"))
                             "wrong": len(wrong),
                             "wrong_hidden": sum(not (r["confidence"] >= fl and bool(r["text"])) for r in wrong)}
                   for fl in FLOORS}
+        if rs and "served" in rs[0]:  # (a sweep before the served text was recorded has none)
+            out[s]["served"] = {"shown": sum(bool(r["served"]) for r in rs), "exact": sum(r["served_exact"] for r in rs),
+                                "of": len(rs), "wrong": len(wrong),
+                                "wrong_hidden": sum(not r["served"] or r["served_exact"] for r in wrong)}
     return out
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import ast
 
-from engine.edits.bound import bound_at, checked, qualified, read_names
+from engine.edits.bound import bound_at, checked, own, qualified, read_names
 from engine.edits.common import Fill, NextEdit
-from engine.edits.fill import answer
+from engine.edits.fill import FLOOR, OWN_NAME_CONFIDENCE, answer
 
 SRC = '''import os
 from helpers import load as loader
@@ -127,3 +127,29 @@ def test_fill_answer_checks_the_argument_against_the_document():
     assert answer(jump, "nowhere)").fill.text == "nowhere"  # type: ignore[union-attr]  # (no document: unchecked)
     broken = SRC + "def (\n"  # a document that does not parse is not judged
     assert answer(jump, "nowhere)", text=broken).fill.text == "nowhere"  # type: ignore[union-attr]
+
+
+def test_own_names_are_the_calling_functions_not_the_modules_nor_a_nested_scopes():
+    assert all(own(TREE, IN_DRAW, n) for n in ("self", "request", "params", "ax", "cfg"))
+    assert not own(TREE, IN_DRAW, "p")  # the comprehension's
+    assert not own(TREE, IN_DRAW, "LIMIT") and not own(TREE, IN_DRAW, "os")  # the module's
+    assert not own(TREE, IN_DRAW, "draw")  # (its own name is the class's)
+    assert all(own(TREE, IN_TOP, n) for n in ("n", "rest", "opts", "i", "total"))
+    assert not own(TREE, _line(SRC, "LIMIT = 3"), "LIMIT")  # at module level: none
+
+
+def test_where_the_model_is_unsure_the_callers_own_name_of_the_parameter_is_the_argument():
+    at = SRC.index("show(ax)") + len("show(ax")
+    jump = NextEdit(at, at, "", "", "signature", 0.9, "params", Fill(", "))
+    for raw, doubts in ((")", ()), ("params[0])", ((0, FLOOR / 2),)), ("nowhere)", ())):
+        done = answer(jump, raw, doubts, text=SRC)
+        assert done.fill is not None and (done.fill.text, done.fill.confidence) == ("params", OWN_NAME_CONFIDENCE)
+    sure = answer(jump, "params[1:])", text=SRC)  # the model's own answer at or above the floor stands
+    assert sure.fill is not None and sure.fill.text == "params[1:]"
+    other = NextEdit(at, at, "", "", "signature", 0.9, "width", Fill(", "))  # no such name in the caller
+    assert answer(other, ")", text=SRC).fill.text == ""  # type: ignore[union-attr]
+    assert answer(jump, ")").fill.text == ""  # type: ignore[union-attr]  # (no document: the model alone)
+    # by keyword where the call needs it: the slot writes `params=`, the argument is the name
+    kw = NextEdit(at, at, "", "", "signature", 0.9, "params", Fill(", ", keyword="params"))
+    done = answer(kw, ")", text=SRC)
+    assert done.fill is not None and done.fill.insert == ", params=params"

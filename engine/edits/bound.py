@@ -10,6 +10,11 @@ nearest the call first), which then becomes the argument.
 Python's scoping, read conservatively (a name bound anywhere in the outermost function around the call
 counts, nested scopes' too; so do the module's, wherever at module level): what is flagged is unbound for
 sure. A module whose names cannot be read from its tree (``from m import *``, ``globals()``) is not judged.
+
+Where the model wrote nothing it is sure of, a name the calling function itself binds (a parameter, a local)
+spelled as the new parameter is the argument (``own``): in real changes the argument is most often the
+parameter's own name (docs/next_edits.md); read the other way round (the function's own names only, not the
+module's), so what it offers is surely there.
 """
 
 from __future__ import annotations
@@ -25,8 +30,8 @@ _MODULE_DUNDERS = {"__name__", "__file__", "__doc__", "__spec__", "__loader__", 
 
 
 def _bound_in(node: ast.AST, *, scopes: bool) -> set[str]:
-    """The names ``node`` binds; with ``scopes`` the nested functions' and lambdas' own too, without them only
-    their names (a class body's names are its own either way: not entered)."""
+    """The names ``node`` binds; with ``scopes`` the nested functions', lambdas' and comprehensions' own too,
+    without them only the functions' names (a class body's names are its own either way: not entered)."""
     out: set[str] = set()
     todo = [node]
     while todo:
@@ -50,7 +55,7 @@ def _bound_in(node: ast.AST, *, scopes: bool) -> set[str]:
             if isinstance(n, ast.ClassDef) or not scopes:
                 todo.extend(n.decorator_list)
                 continue
-        if isinstance(n, ast.Lambda) and not scopes:
+        if isinstance(n, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp) and not scopes:
             continue
         todo.extend(ast.iter_child_nodes(n))
     return out
@@ -81,6 +86,13 @@ def bound_at(tree: ast.Module, line: int) -> set[str] | None:
         if isinstance(st, ast.ClassDef) and not any(isinstance(s, _FUNCTIONS) for s in chain[i + 1:-1]):
             names |= {n for s in st.body for n in _bound_in(s, scopes=False)} | {"__qualname__", "__module__"}
     return names
+
+
+def own(tree: ast.Module, line: int, name: str) -> bool:
+    """Does a function holding ``line`` bind ``name`` itself (a parameter, an assignment, a loop variable: not a
+    nested scope's, not only the module's)?"""
+    chain = statements_at(tree, line)
+    return any(name in _bound_in(st, scopes=False) - {st.name} for st in chain if isinstance(st, _FUNCTIONS))
 
 
 def read_names(arg: str) -> list[str] | None:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from engine.edits.bound import checked
+from engine.edits.bound import checked, own
 from engine.edits.common import NextEdit, module_tree
 from engine.types import Doubts, GenParams
 
@@ -32,6 +32,9 @@ FLOOR = 0.4  # the lowest token probability of an argument that is still shown (
 # (docs/benchmarks/archive/next_edit_signatures.pairs12.md), long for an argument the user waits to see; its
 # start is aligned to ALIGN_CHARS so that nearby call sites share it and the engine reuses the KV computed
 # for the one before
+# an argument analysis wrote where the model was unsure: the calling function's own name spelled as the new
+# parameter (bound.own); shown like a model's argument at this confidence
+OWN_NAME_CONFIDENCE = 0.9
 MAX_PREFIX_CHARS = 1200
 MAX_SUFFIX_CHARS = 200
 ALIGN_CHARS = 512
@@ -222,16 +225,22 @@ def answer(jump: NextEdit, raw: str, doubts: Doubts = (), finish_reason: str = "
     after the target: an argument that only repeats the one standing there is none (a parameter added in
     front of ``verbose`` drew ``verbose`` from the model, which copies what it sees next). ``text``: the
     document the jump's offsets are in: an argument reading a name unbound there is none, or its qualified
-    form (bound.py)."""
+    form; where the model wrote nothing at or above the floor, the calling function's own name spelled as the
+    parameter is the argument (bound.py)."""
     f = jump.fill
     assert f is not None
     name = jump.note if not f.keyword and not f.trail else ""
     arg, p = argument(raw, doubts, finish_reason, name=name)
     if arg and f.trail and _repeats(arg, after):
         arg, p = "", 0.0
-    if arg and text:
-        arg = checked(arg, module_tree(text), text.count("\n", 0, jump.range_start) + 1, jump.note)
-        p = p if arg else 0.0
+    if text:
+        tree, line = module_tree(text), text.count("\n", 0, jump.range_start) + 1
+        if arg:
+            arg = checked(arg, tree, line, jump.note)
+            p = p if arg else 0.0
+        if (not arg or p < floor) and tree is not None and jump.note and own(tree, line, jump.note) \
+                and not (f.trail and _repeats(jump.note, after)):
+            arg, p = jump.note, OWN_NAME_CONFIDENCE
     return filled(jump, arg, p, floor)
 
 
