@@ -119,6 +119,9 @@ def test_the_next_edit_figures_are_the_signature_and_move_reports():
     assert f"({sig['edits_call_exact']} of {sig['edits_taken']})" in text
     assert f"the real one at {sig['argument_exact']} of {sig['jumps_taken']} added-argument sites " \
            f"({sig['argument_exact_of_all']:.2f};" in text
+    served = json.loads((BENCH / "next_edit_signatures.json").read_text())["floors"]["validation"]["served"]
+    assert f"at {served['wrong_hidden']} of the {served['wrong']} sites where the model's own text was wrong no " \
+           "wrong text shown" in text
     fo, fa = sig["first_offer"], sig["first_answer"]
     assert f"The first offer comes {_ms(fo['p50_ms'])} / {_ms(fo['p95_ms'])} ms (p50 / p95, {fo['n']} cases" in text
     assert f"offer or not, {_ms(fa['p50_ms'])} / {_ms(fa['p95_ms'])} ms" in text
