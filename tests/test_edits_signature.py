@@ -254,3 +254,16 @@ def test_the_call_sites_in_other_open_documents_follow(tmp_path):
         assert [USE[e.range_start - 4:e.range_start] for e in added["use"]] == [", 80", "43, "]  # before 2.0, now in its place
     finally:
         a.close()
+
+
+def test_a_method_made_static_or_back_changes_no_call():
+    src = ("class Checker:\n    @staticmethod\n    def name_of(node):\n        return node.name\n\n"
+           "    def visit(self, node):\n        return self.name_of(node)\n")
+    at = src.index("(node):")
+    gained = src[:at + 1] + "self, " + src[at + 1:]  # `self` added first (the decorator goes next)
+    assert signature_change(src, gained, at + 1, at + 1, at + 7) is None
+    assert signature_change(gained, src, at + 1, at + 7, at + 1) is None  # and taken away
+    # another first parameter added is a change its calls follow
+    other = src[:at + 1] + "ctx, " + src[at + 1:]
+    ch = signature_change(src, other, at + 1, at + 1, at + 6)
+    assert ch is not None and ch.kind == "added" and ch.param.name == "ctx"
