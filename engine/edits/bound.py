@@ -61,23 +61,27 @@ def _bound_in(node: ast.AST, *, scopes: bool) -> set[str]:
     return out
 
 
-def _unknowable(tree: ast.Module) -> bool:
-    """Can names appear in the module that its tree does not show?"""
+def _module_wide(tree: ast.Module) -> set[str] | None:
+    """The names ``global`` statements anywhere declare, in one walk; None when names can appear in the module
+    that its tree does not show (``from m import *``, ``globals()``, ``exec``, ``vars``)."""
+    out: set[str] = set()
     for n in ast.walk(tree):
         if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names):
-            return True
+            return None
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("globals", "exec", "vars"):
-            return True
-    return False
+            return None
+        if isinstance(n, ast.Global):
+            out |= set(n.names)
+    return out
 
 
 def bound_at(tree: ast.Module, line: int) -> set[str] | None:
     """The names a call on ``line`` (1-based) can read, None when the module's names are not all in its tree."""
-    if _unknowable(tree):
+    declared = _module_wide(tree)
+    if declared is None:
         return None
-    names = set(vars(builtins)) | _MODULE_DUNDERS
+    names = set(vars(builtins)) | _MODULE_DUNDERS | declared
     names |= _bound_in(ast.Module(body=tree.body, type_ignores=[]), scopes=False)
-    names |= {g for n in ast.walk(tree) if isinstance(n, ast.Global) for g in n.names}
     chain = statements_at(tree, line)
     outer = next((st for st in chain if isinstance(st, _FUNCTIONS)), None)
     if outer is not None:

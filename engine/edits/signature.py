@@ -137,7 +137,7 @@ def signature_change(before: str, after: str, start: int, old_end: int, new_end:
             i = diff[0]
             return Change("renamed", fn.name, name_at, i, a[i], b[i].name, bound)
         return None
-    if len(a) != len(b) and _self_only(a, b):
+    if _self_only(a, b):
         return None  # a method made static or the other way round: its kind changed, not its calls
     if len(a) == len(b) + 1:
         i = next((i for i in range(len(b)) if a[i] != b[i]), len(b))
@@ -154,7 +154,7 @@ def _self_only(a: list[Param], b: list[Param]) -> bool:
     """Did the parameter lists ``a`` -> ``b`` gain or lose a first ``self`` / ``cls`` and nothing else? (Calls
     through an instance or class never pass it.)"""
     short, long = (a, b) if len(a) < len(b) else (b, a)
-    return len(long) == len(short) + 1 and bool(long) and long[0].name in ("self", "cls") and long[1:] == short
+    return len(long) == len(short) + 1 and long[0].name in ("self", "cls") and long[1:] == short
 
 
 _PAREN = re.compile(r"[()]")
