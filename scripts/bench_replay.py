@@ -142,6 +142,7 @@ from replay_stats import (  # noqa: E402,F401
     config_name,
     group,
     idle_settle_s,
+    pause_misses,
     pause_shown,
     pct,
     summarize,

@@ -190,6 +190,11 @@ def pauses_cell(p: dict | None) -> str:
     return f"{p['shown_within_150ms']} of {p['count']} ({share(p['share'])})" if p else "–"
 
 
+def misses_cell(missed: dict[str, int] | None) -> str:
+    """A report cell for the pauses missed, by cause: "empty after Enter 5, late model after Enter 3"."""
+    return ", ".join(f"{why} {n}" for why, n in missed.items()) if missed else "–"
+
+
 def first_open_cell(s: dict) -> str:
     f = s["first_suggestion_after_open_s"]
     if f is None:
@@ -219,6 +224,9 @@ GLOSSARY = (
      "keystrokes."),
     ("pauses shown within 150 ms", f"pauses (a gap of ≥ {PAUSE_S} s to the next key, or a file's last key when the "
      "typing stopped early) whose keystroke got a non-empty answer within 150 ms, of all pauses."),
+    ("pauses missed", "those pauses whose keystroke got no suggestion within 150 ms, counted by what it got (empty: "
+     "the server had nothing to show; late, by the late suggestion's source; superseded; error) and what the "
+     "keystroke was (Enter, a space, another character, a taken suggestion)."),
     ("latency p50 / p95 / mean", "over answered keystrokes, didChange sent → non-empty answer; p50 is the ordinary "
      "median and percentiles are linear between the nearest ranks (scripts/benchstats.py)."),
     ("keystrokes under a wrong ghost", "keystrokes typed while a suggestion Tab could take nothing from was on "
@@ -299,6 +307,8 @@ def detail(summaries: list[dict]) -> list[str]:
          [pauses_cell(s["pauses"]) for s in summaries]),
         ("… counting each file's last keystroke (its text typed to the end: nothing left to suggest)",
          [pauses_cell(s["pauses"].get("with_finished")) for s in summaries]),
+        ("… the pauses missed, by what their keystroke got (empty, late, superseded) and what it was",
+         [misses_cell(s["pauses"].get("missed")) for s in summaries]),
         ("**latency p50 (median)**; mean", [f"{ms(s['latency_ms']['p50'])}; {ms(s['latency_ms']['mean'])}"
                                             for s in summaries]),
         ("… p50 per round; across packages (min–max)",

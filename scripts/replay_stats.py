@@ -85,17 +85,44 @@ def finite(v: float | None) -> float | None:
     return None if v is None or math.isinf(v) else v
 
 
+def pauses_of(keys: list[Key], pause_s: float = PAUSE_S, *, finished: bool = False) -> list[Key]:
+    """The keystrokes a pause follows: a gap of at least ``pause_s`` to the next keystroke, or a segment's
+    last keystroke (the user stops) unless it finished the segment's text (what follows it is already in the
+    document: nothing is left to suggest there); ``finished`` counts those too (the definition of the reports
+    before session 13)."""
+    return [k for k in keys if (k.gap_s is None and (finished or not k.finished))
+            or (k.gap_s is not None and k.gap_s >= pause_s)]
+
+
+def shown_within(k: Key, within_ms: float = SHOWN_MS) -> bool:
+    return k.outcome == "suggestion" and k.latency_ms is not None and k.latency_ms <= within_ms
+
+
 def pause_shown(keys: list[Key], pause_s: float = PAUSE_S, within_ms: float = SHOWN_MS, *,
                 finished: bool = False) -> tuple[int, int]:
-    """(pauses, pauses whose keystroke was answered with a suggestion within ``within_ms``). A pause is a
-    gap of at least ``pause_s`` to the next keystroke, or a segment's last keystroke (the user stops) unless
-    it finished the segment's text (what follows it is already in the document: nothing is left to
-    suggest there); ``finished`` counts those too (the definition of the reports before session 13)."""
-    pauses = [k for k in keys if (k.gap_s is None and (finished or not k.finished))
-              or (k.gap_s is not None and k.gap_s >= pause_s)]
-    shown = [k for k in pauses if k.outcome == "suggestion" and k.latency_ms is not None
-             and k.latency_ms <= within_ms]
-    return len(pauses), len(shown)
+    """(pauses, pauses whose keystroke was answered with a suggestion within ``within_ms``): pauses_of."""
+    pauses = pauses_of(keys, pause_s, finished=finished)
+    return len(pauses), sum(shown_within(k, within_ms) for k in pauses)
+
+
+def pause_misses(keys: list[Key], pause_s: float = PAUSE_S, within_ms: float = SHOWN_MS) -> dict[str, int]:
+    """Why pauses showed no suggestion within ``within_ms``, by what their keystroke answered (empty: the
+    server had nothing to show; late, by where the late suggestion came from; superseded, error, pending) and
+    what the keystroke was (Enter, a space, another character, a taken suggestion), most frequent first:
+    "empty after Enter", "late model after a space", ..."""
+    def key_kind(k: Key) -> str:
+        if k.kind in ("tab", "tab-line"):
+            return "a taken suggestion"
+        return "Enter" if k.kind == "enter" else "a space" if k.text == " " else "a character"
+
+    counts: dict[str, int] = {}
+    for k in pauses_of(keys, pause_s):
+        if shown_within(k, within_ms):
+            continue
+        why = f"late {k.source or 'answer'}" if k.outcome == "suggestion" else k.outcome
+        name = f"{why} after {key_kind(k)}"
+        counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def idle_settle_s(idle_cores: list[float], step_s: float = IDLE_STEP_S, idle: float = IDLE_CORES) -> float | None:
@@ -169,7 +196,7 @@ def summarize(runs: list[Run]) -> dict:
                        "p50_per_round": [r["latency_p50_ms"] for r in rounds],
                        "p50_across_packages": spread([p["latency_p50_ms"] for p in packages.values()])},
         "pauses": {"count": n_pauses, "shown_within_150ms": n_shown,
-                   "share": round(n_shown / n_pauses, 3) if n_pauses else None,
+                   "share": round(n_shown / n_pauses, 3) if n_pauses else None, "missed": pause_misses(keys),
                    "with_finished": {"count": n_pauses_all, "shown_within_150ms": n_shown_all,
                                      "share": round(n_shown_all / n_pauses_all, 3) if n_pauses_all else None}},
         "share_of_keystrokes": {s: round(by_source[s] / n, 3) if n else 0.0 for s in SOURCES}

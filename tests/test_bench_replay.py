@@ -421,3 +421,21 @@ def test_source_types_a_directorys_functions_of_the_splits_size_and_refuses_an_e
     assert "total += x" in go.typed and go.before.endswith("{\n")
     with pytest.raises(SystemExit, match="no rust function"):
         bench.source_corpus("rust", tmp_path)
+
+
+def test_pause_misses_say_what_each_missed_pause_got_and_after_which_key():
+    def key(kind, text, gap, outcome="suggestion", latency=10.0, source="model"):
+        return bench.Key("s", kind, text, 0.0, latency_ms=latency if outcome == "suggestion" else None,
+                         source=source if outcome == "suggestion" else None, outcome=outcome, gap_s=gap)
+
+    keys = [key("enter", "\n    ", 1.0, "empty"), key("enter", "\n", 1.0, "empty"),
+            key("enter", "\n    ", 1.0, latency=220.0),
+            key("char", " ", 0.8, latency=170.0, source="type-through"),
+            key("char", "x", 0.8, "superseded"), key("tab", "abc", 0.9, "empty"),
+            key("char", "y", 0.8, latency=40.0),  # shown in time: no miss
+            key("char", "z", 0.1, "empty")]  # no pause
+    assert bench.pause_misses(keys) == {"empty after Enter": 2, "empty after a taken suggestion": 1,
+                                        "late model after Enter": 1, "late type-through after a space": 1,
+                                        "superseded after a character": 1}
+    n, shown = bench.pause_shown(keys)
+    assert n - shown == sum(bench.pause_misses(keys).values())
