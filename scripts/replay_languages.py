@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from replay_corpus import BODY_CHARS, BODY_LINES, Segment, Spec, body_cut, split_of  # noqa: E402
+from replay_corpus import BODY_CHARS, BODY_LINES, Segment, Spec, body_cut, split_of, typing_start  # noqa: E402
 
 from engine.syntax import definitions, parse  # noqa: E402
 
@@ -200,6 +200,7 @@ def function_segment(path: Path, qual: str, language: str, label: str, max_chars
     text = path.read_text(encoding="utf-8")
     start, end = function_bodies(text, language)[qual]
     cut = body_cut(text, start, end, max_chars, closers=")]}")
+    start = typing_start(text, start)
     return Segment(f"{label}:{qual}", language, str(path), text[:start], text[start:cut], text[cut:],
                    file_lines=text.count("\n") + 1, split=split)
 

@@ -51,16 +51,17 @@ def test_body_region_without_docstring_and_unknown_function():
 
 
 @pytest.mark.parametrize("func, typed, after", [
-    ("documented", "    c = a + b", "\n    return c"),
+    # the first line's indentation is in the document already (the editor's auto-indent), as every later one's
+    ("documented", "c = a + b", "\n    return c"),
     # cut after `if n:`, the line below the typed text would be the deeper `return 1`: the region goes on
-    ("plain", "    if n:\n        return 1", "\n    return 0"),
+    ("plain", "if n:\n        return 1", "\n    return 0"),
 ])
 def test_function_segment_cuts_at_whole_lines_of_the_bodys_level_and_keeps_the_document(tmp_path, func, typed,
                                                                                         after):
     f = tmp_path / "m.py"
     f.write_text(SOURCE)
     seg = bench.function_segment(f, func, "m.py", max_chars=5)
-    assert seg.typed == typed
+    assert seg.typed == typed and seg.before.endswith("\n    ")
     assert seg.before + seg.typed + seg.after == SOURCE
     assert seg.after.startswith(after)
     assert seg.file_lines == SOURCE.count("\n") + 1
@@ -415,10 +416,11 @@ def test_source_types_a_directorys_functions_of_the_splits_size_and_refuses_an_e
     specs, packages, _ = bench.source_corpus("python", tmp_path)
     assert [(s.module, s.qualname, s.split) for s in specs] == [("a.py", "Box.grow", "source")]
     seg, = bench.source_segments("python", specs, tmp_path)
-    assert seg.typed.startswith("        if n <= 0:") and "self.size += n" in seg.typed and seg.split == "source"
+    assert seg.typed.startswith("if n <= 0:") and seg.before.endswith("\n        ")  # (auto-indent)
+    assert "self.size += n" in seg.typed and seg.split == "source"
     assert packages == [f"dir:{tmp_path}"]
     go, = bench.source_segments("go", bench.source_corpus("go", tmp_path)[0], tmp_path)
-    assert "total += x" in go.typed and go.before.endswith("{\n")
+    assert "total += x" in go.typed and go.before.endswith("{\n\t")
     with pytest.raises(SystemExit, match="no rust function"):
         bench.source_corpus("rust", tmp_path)
 

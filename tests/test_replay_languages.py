@@ -70,7 +70,7 @@ def test_a_segment_cut_short_stops_at_a_line_of_the_body_s_own_level(tmp_path):
     f = tmp_path / "sum.go"
     f.write_text(GO)
     seg = function_segment(f, "Sum", "go", "t", max_chars=14)
-    assert seg.typed == "\ttotal := 0\n\tfor _, x := range xs {\n\t\ttotal += x\n\t}"
+    assert seg.typed == "total := 0\n\tfor _, x := range xs {\n\t\ttotal += x\n\t}"  # the first tab: auto-indent
     assert seg.after.startswith("\n\treturn total\n}") and seg.language == "go"
     assert seg.before + seg.typed + seg.after == GO
 
