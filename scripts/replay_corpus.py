@@ -232,8 +232,8 @@ def indent_of(line: str) -> int:
 def typing_start(text: str, start: int) -> int:
     """Where the typist starts in a body whose first line starts at ``start``: after that line's indentation,
     which the editor's auto-indent wrote with the Enter that opened the line, as it writes every later line's
-    with the typist's Enter (replay_typist.enter_text). Before session 44 the typist typed it one space at a
-    time: about a tenth of all keystrokes, none a user makes."""
+    with the typist's Enter (replay_typist.enter_text); before session 44 the typist typed it a space at a
+    time, keys no user makes."""
     nl = text.find("\n", start)
     return start + indent_of(text[start: nl if nl >= 0 else len(text)])
 

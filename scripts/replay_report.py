@@ -435,8 +435,8 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
         "suggestion on screen is what the file says next and every character Tab inserts has been on screen, in "
         "that form, for 0.3 s (a suggestion a later answer grew shows its new part from that answer), Enter with a "
         "perfect auto-indent (a body's first line starts after its indentation, as the Enter that opened it left "
-        "it; before session 44 the typist typed it a space at a time). Latency is didChange sent → non-empty response received; a keystroke counts as "
-        "answered when that response arrived before the next keystroke.",
+        "it; before session 44 the typist typed it a space at a time). Latency is didChange sent → non-empty "
+        "response received; a keystroke counts as answered when that response arrived before the next keystroke.",
         "",
         *corpus_lines(meta),
         "Typists: " + "; ".join(f"`{k}`: {v}" for k, v in meta["typists"].items()) + ".",
