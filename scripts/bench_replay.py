@@ -113,6 +113,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 # the names below are bench_replay's API as tests and replay_reference use it
 import replay_test_split  # noqa: E402
+import replay_train_split  # noqa: E402
 from bench_meta import append_ledger, arm_commit, cpu_info, cpu_line, ledger_row, load_average  # noqa: E402
 from lsp_stdio import Server, proc_cpu_seconds, utf16_position  # noqa: E402,F401
 from replay_corpus import (  # noqa: E402,F401
@@ -509,7 +510,7 @@ async def amain(args) -> int:
         specs, packages, corpus_note = source_corpus(args.language, Path(args.source))
         args.split = "source"
     else:
-        specs, packages, corpus_note = corpus_for(args.language, lang_cache, test=args.split == "test")
+        specs, packages, corpus_note = corpus_for(args.language, lang_cache, args.split)
     splits = list(SPLITS) if args.split == "both" else [args.split]
     chosen = {sp: pick(specs, sp, args.functions, args.only) for sp in splits}
     splits = [sp for sp in splits if chosen[sp]]  # --only may name functions of one half only
@@ -518,7 +519,7 @@ async def amain(args) -> int:
     segs: dict[str, list[Segment]] = {}
     for sp in splits:
         segs[sp] = source_segments(args.language, chosen[sp], Path(args.source)) if args.source else \
-            segments_for(args.language, chosen[sp], lang_cache, test=sp == "test")
+            segments_for(args.language, chosen[sp], lang_cache, sp)
         if args.keys:  # a quick look: the first whole functions that fit, typed to the end by every arm
             segs[sp] = size_to_keys(segs[sp], args.keys)
     seeds = round_seeds(args.seed, args.rounds)
@@ -637,12 +638,16 @@ async def amain(args) -> int:
     return 0
 
 
-def corpus_for(language: str, cache: Path | None, test: bool = False) -> tuple[list, list[str], str]:
+def corpus_for(language: str, cache: Path | None, split: str = "both") -> tuple[list, list[str], str]:
     """(specs, pinned packages, note) of the corpus a language types: replay_corpus.py's PyPI wheels for Python,
-    replay_languages.py's npm and Debian packages for the others; ``test``: replay_test_split.py's test split."""
-    if test:
+    replay_languages.py's npm and Debian packages for the others (tuning, validation); ``test``:
+    replay_test_split.py's test split; ``train``: replay_train_split.py's."""
+    if split == "test":
         return (replay_test_split.choose(language, cache or TEST_CACHE), replay_test_split.pinned(language),
                 replay_test_split.__doc__.split("\n\n")[0])
+    if split == "train":
+        return (replay_train_split.choose(language, cache or replay_train_split.CACHE),
+                replay_train_split.pinned(language), replay_train_split.__doc__.split("\n\n")[0])
     if language == "python":
         return choose(cache or Path.home() / ".cache" / "flint-bench" / "pypi"), [f"{p}=={v}" for p, v in PACKAGES], \
             CORPUS_NOTE
@@ -681,10 +686,12 @@ def source_segments(language: str, specs: list, root: Path) -> list[Segment]:
     return [rl.function_segment(root / s.module, s.qualname, language, s.module, None, "source") for s in specs]
 
 
-def segments_for(language: str, specs: list, cache: Path | None, test: bool = False) -> list[Segment]:
+def segments_for(language: str, specs: list, cache: Path | None, split: str = "") -> list[Segment]:
     """Each chosen function's whole body."""
-    if test:
+    if split == "test":
         return replay_test_split.segments(language, specs, cache or TEST_CACHE)
+    if split == "train":
+        return replay_train_split.segments(language, specs, cache or replay_train_split.CACHE)
     if language == "python":
         return corpus_segments(specs, cache or Path.home() / ".cache" / "flint-bench" / "pypi")
     import replay_languages as rl
@@ -692,6 +699,8 @@ def segments_for(language: str, specs: list, cache: Path | None, test: bool = Fa
 
 
 LANG_CACHE = Path.home() / ".cache" / "flint-bench" / "langs"
+# the splits the learned gate may learn from (--records; scripts/train_gate.py checks the same)
+TRAINS_GATE = ("tuning", "train")
 TEST_CACHE = Path.home() / ".cache" / "flint-bench" / "test"
 
 
@@ -775,9 +784,10 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=None,
                    help="repeat every configuration, A B A B, round r with timing seed SEED+r: each round a sample "
                         "(default 1; --split test: 3, the least it takes)")
-    p.add_argument("--split", default="both", choices=("both", *SPLITS, "test"),
+    p.add_argument("--split", default="both", choices=("both", *SPLITS, "train", "test"),
                    help="the code to type: tuning (policies may be tuned on it), validation (typed by many A/B runs "
-                        "since issue 32: a second tuning set, not held out), both (validation first; default), or "
+                        "since issue 32: a second tuning set, not held out), both (validation first; default), train "
+                        "(replay_train_split.py: further pinned packages to learn from and debug on, as tuning), or "
                         "test: replay_test_split.py's held-out split (40 Python functions from 10 further pinned "
                         "wheels; --language for its JavaScript/TypeScript/Go/Rust functions), typed only by exactly "
                         "two arms, `main` and a baseline (--server main=TREE --server base=TREE, each with a known "
@@ -812,7 +822,7 @@ def main() -> int:
     p.add_argument("--records", default="", metavar="PATH",
                    help="append one JSON line per keystroke to PATH: the learned gate's features of the ghost on "
                         "screen (the server's FLINT_GATE_RECORDS) and what the typist did with it "
-                        "(scripts/replay_records.py; scripts/train_gate.py learns from them: tuning split only)")
+                        "(scripts/replay_records.py; scripts/train_gate.py learns from them: tuning and train splits only)")
     p.add_argument("--keep-logs", action="store_true", help="keep the servers' stderr logs (verbose)")
     p.add_argument("--render-only", action="store_true", help="redraw the report from --out/replay.json")
     args = p.parse_args()
@@ -828,8 +838,8 @@ def main() -> int:
         p.error(f"--split {args.split} types held-out code: say why with --purpose (it goes to the ledger)")
     if args.source and args.split not in ("both", "tuning"):
         p.error("--source types its own directory, not a split")
-    if args.records and args.split != "tuning":
-        p.error("--records learns from the tuning split only: --split tuning")
+    if args.records and args.split not in TRAINS_GATE:
+        p.error("--records learns from the tuning and train splits only: --split tuning or train")
     if args.reference_only and args.reference is None:
         args.reference = ""
     if args.render_only:

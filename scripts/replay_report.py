@@ -402,7 +402,9 @@ def corpus_lines(meta: dict) -> list[str]:
 
 
 def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
-    splits = [sp for sp in ("test", "validation", "tuning") if any(s.get("split") == sp for s in summaries)] or [""]
+    present = dict.fromkeys(s.get("split", "") for s in summaries)
+    splits = [sp for sp in ("test", "validation", "tuning") if sp in present] + \
+        [sp for sp in present if sp not in ("test", "validation", "tuning")] or [""]
     servers = "; ".join(f"`{k}` = `{v['tree']}` at `{v['commit']}`" + (f" on model `{v['model']}`" if v.get("model") else "")
                         for k, v in meta["servers"].items())
     refs = meta.get("reference") or {}
@@ -413,7 +415,9 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
         part = [s for s in summaries if s.get("split", "") == sp]
         title = {"test": "## Test split (held out: the figures to quote)",
                  "validation": "## Validation half (typed by earlier A/B runs: a second tuning set)",
-                 "tuning": "## Tuning half (the code policies may be tuned on)"}.get(sp, "## Results")
+                 "tuning": "## Tuning half (the code policies may be tuned on)",
+                 "train": "## Train split (further packages to learn from and debug on)",
+                 "source": "## Code in no split (a debugging look)"}.get(sp, "## Results")
         sections += [title, "", *detail(part), *package_table(part), *reference_lines(refs.get(sp), sp),
                      *targets(part)]
     lines = [

@@ -152,42 +152,52 @@ def fetch_other(pkg, sha256: str, cache: Path) -> Path:
     return dest
 
 
-def first_by_rank(cands: list[Spec], per_package: int = PER_PACKAGE) -> list[Spec]:
-    """The rule's step 3 for one package, every function put in the test split."""
-    return [Spec(s.package, s.version, s.module, s.qualname, SPLIT, s.chars)
+def first_by_rank(cands: list[Spec], per_package: int = PER_PACKAGE, split: str = SPLIT) -> list[Spec]:
+    """The rule's step 3 for one package, every function put in ``split`` (a pinned split has no alternation)."""
+    return [Spec(s.package, s.version, s.module, s.qualname, split, s.chars)
             for s in sorted(cands, key=lambda s: rc.rank(s.key))[:per_package]]
 
 
-def choose(language: str, cache: Path) -> list[Spec]:
-    """The test split's functions of ``language``, in (package, module, qualname) order."""
+def _pins(language: str, pypi: tuple | None, others: dict | None) -> tuple:
+    if language == "python":
+        return PYPI if pypi is None else pypi
+    return (other_packages() if others is None else others)[language]
+
+
+def choose(language: str, cache: Path, *, pypi: tuple | None = None, others: dict | None = None,
+           split: str = SPLIT, per_package: int = PER_PACKAGE) -> list[Spec]:
+    """A pinned split's functions of ``language``, in (package, module, qualname) order: this module's test split,
+    or another list of pins (``pypi``, ``others``: replay_train_split.py's) put in ``split``."""
     chosen: list[Spec] = []
     if language == "python":
-        for pkg, ver, sha in PYPI:
+        for pkg, ver, sha in _pins(language, pypi, others):
             root = fetch_wheel(pkg, ver, sha, cache)
             chosen += first_by_rank([Spec(pkg, ver, p.relative_to(root).as_posix(), q, chars=n)
                                      for p in rc.wheel_modules(root)
-                                     for q, n in rc.candidates(p.read_text(encoding="utf-8"))])
+                                     for q, n in rc.candidates(p.read_text(encoding="utf-8"))], per_package, split)
     else:
         import replay_languages as rl
-        for pkg, sha in other_packages()[language]:
+        for pkg, sha in _pins(language, pypi, others):
             root = fetch_other(pkg, sha, cache)
             chosen += first_by_rank([Spec(pkg.name, pkg.version, p.relative_to(root).as_posix(), q, chars=n)
                                      for p in rl.source_files(root, pkg)
                                      if not _EXTRA_SKIP.search(p.relative_to(root / pkg.folder).as_posix())
-                                     for q, n in rl.candidates(p.read_text(encoding="utf-8"), language)])
+                                     for q, n in rl.candidates(p.read_text(encoding="utf-8"), language)],
+                                    per_package, split)
     return sorted(chosen, key=lambda s: (s.package, s.module, s.qualname))
 
 
-def segments(language: str, specs: list[Spec], cache: Path) -> list[rc.Segment]:
-    """The whole bodies of the chosen functions (the test split is never cut)."""
+def segments(language: str, specs: list[Spec], cache: Path, *, pypi: tuple | None = None,
+             others: dict | None = None, split: str = SPLIT) -> list[rc.Segment]:
+    """The whole bodies of the chosen functions (a pinned split is never cut)."""
     if language == "python":
-        pins = {p: (v, sha) for p, v, sha in PYPI}
+        pins = {p: (v, sha) for p, v, sha in _pins(language, pypi, others)}
         return [rc.function_segment(fetch_wheel(s.package, s.version, pins[s.package][1], cache) / s.module,
-                                    s.qualname, f"{s.package}=={s.version}/{s.module}", None, SPLIT) for s in specs]
+                                    s.qualname, f"{s.package}=={s.version}/{s.module}", None, split) for s in specs]
     import replay_languages as rl
-    pins = {p.name: (p, sha) for p, sha in other_packages()[language]}
-    return [rl.function_segment(fetch_other(*pins[s.package], cache) / s.module, s.qualname, language,
-                                f"{s.package}=={s.version}/{s.module}", None, SPLIT) for s in specs]
+    others_pins = {p.name: (p, sha) for p, sha in _pins(language, pypi, others)}
+    return [rl.function_segment(fetch_other(*others_pins[s.package], cache) / s.module, s.qualname, language,
+                                f"{s.package}=={s.version}/{s.module}", None, split) for s in specs]
 
 
 MIN_ROUNDS = 3  # a figure from the test split is a mean over at least this many seeds, with its spread
@@ -207,10 +217,10 @@ def check_arms(servers: dict[str, str], commits: dict[str, str], rounds: int) ->
         raise SystemExit(f"--split test: at least {MIN_ROUNDS} rounds (each its own seed), got {rounds}")
 
 
-def pinned(language: str) -> list[str]:
+def pinned(language: str, *, pypi: tuple | None = None, others: dict | None = None) -> list[str]:
     if language == "python":
-        return [f"{p}=={v} (sha256 {sha[:12]}…)" for p, v, sha in PYPI]
-    return [f"{p.source}:{p.name}=={p.version} (sha256 {sha[:12]}…)" for p, sha in other_packages()[language]]
+        return [f"{p}=={v} (sha256 {sha[:12]}…)" for p, v, sha in _pins(language, pypi, others)]
+    return [f"{p.source}:{p.name}=={p.version} (sha256 {sha[:12]}…)" for p, sha in _pins(language, pypi, others)]
 
 
 if __name__ == "__main__":  # python scripts/replay_test_split.py [LANGUAGE] [CACHE]

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Train the learned gate (issue 49) from the replay benchmark's records; write engine/data/gate.json.
 
-The records come from the TUNING split only (``bench_replay.py --split tuning --records PATH``; a record of any
-other split is refused). Each keystroke with a ghost on screen and the server's features of it is one example.
+The records come from the TUNING and TRAIN splits only (``bench_replay.py --split tuning|train --records PATH``;
+replay_train_split.py holds the further packages; a record of validation or test is refused). Each keystroke with a ghost on screen and the server's features of it is one example.
 Two logistic regressions (numpy, L2, Newton steps) learn whether the whole ghost is right (``right_all``: what the
 file says next; or, with ``--label taken``, whether the typist took it) and whether its part before the first
 doubt is (``right_head``). The functions are split by a hash of their names into ``--folds`` folds: every
@@ -38,18 +38,21 @@ sys.path.insert(0, str(ROOT))
 
 from engine.policy.gate import DEFAULT_PATH, FORMAT, SHOW_ALL, SHOW_HEAD  # noqa: E402
 
+LEARNS_FROM = ("tuning", "train")  # never validation or test (bench_replay.TRAINS_GATE)
 REACTION_S = 0.3  # the replay typist's: a suggestion is taken once readable this long (replay_typist.Typist)
 
 
 def load_records(paths: list[Path]) -> list[dict]:
-    """The keystrokes with a ghost and the server's features of it (tuning split only: SystemExit otherwise),
+    """The keystrokes with a ghost and the server's features of it (tuning and train splits only: SystemExit
+    otherwise),
     each linked to its chain (``link_chains``, over every keystroke of its file in the order typed)."""
     out = []
     for n, path in enumerate(paths):
         rows = [json.loads(line) for line in path.read_text().splitlines()]
         for rec in rows:
-            if rec.get("split") != "tuning":
-                raise SystemExit(f"{path}: a record of the {rec.get('split')!r} split: the gate learns from tuning only")
+            if rec.get("split") not in LEARNS_FROM:
+                raise SystemExit(f"{path}: a record of the {rec.get('split')!r} split: the gate learns from tuning "
+                                 "and train only")
         link_chains(rows, f"{n}:")
         out += [r for r in rows if r.get("features") and r.get("same_text", True)]
     return out
@@ -269,7 +272,7 @@ def _p95(values: list[float]) -> float | None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__[__doc__.index("    python "):],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("records", nargs="+", type=Path, help="bench_replay --records files (tuning split)")
+    p.add_argument("records", nargs="+", type=Path, help="bench_replay --records files (tuning or train split)")
     p.add_argument("--out", type=Path, default=DEFAULT_PATH, help="the model file (default: the package's)")
     p.add_argument("--folds", type=int, default=5, help="folds of functions for the out-of-fold figures (default 5)")
     p.add_argument("--max-saved-loss", type=float, default=0.02,

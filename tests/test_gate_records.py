@@ -103,11 +103,21 @@ def test_the_taken_label_learns_what_the_typist_took():
     assert pa[[i for i, t in enumerate(y) if t]].mean() > pa[[i for i, t in enumerate(y) if not t]].mean()
 
 
-def test_the_trainer_refuses_records_of_another_split(tmp_path):
+@pytest.mark.parametrize("held_out", ["validation", "test"])
+def test_the_trainer_refuses_records_of_a_held_out_split(tmp_path, held_out):
     path = tmp_path / "r.jsonl"
-    path.write_text(json.dumps({**made_up(1)[0], "split": "validation"}) + "\n")
-    with pytest.raises(SystemExit, match="tuning only"):
+    path.write_text(json.dumps({**made_up(1)[0], "split": held_out}) + "\n")
+    with pytest.raises(SystemExit, match="tuning and train only"):
         trainer.load_records([path])
+
+
+def test_the_trainer_learns_from_the_train_split_beside_tuning(tmp_path):
+    path = tmp_path / "r.jsonl"
+    rows = made_up(4)
+    path.write_text("".join(json.dumps({**r, "split": "train" if i % 2 else "tuning"}) + "\n"
+                            for i, r in enumerate(rows)))
+    got = trainer.load_records([path])
+    assert {r["split"] for r in got} == {"tuning", "train"} and len(got) == len(rows)
 
 
 def test_a_held_out_functions_key_is_the_one_the_replay_takes(tmp_path):

@@ -41,6 +41,27 @@ def test_every_language_of_the_language_benchmark_has_test_packages_of_its_own()
         assert all(len(sha) == 64 and p.version for p, sha in pkgs)
 
 
+def test_the_train_split_pins_further_packages_none_of_the_other_splits_hold():
+    train = load_script("replay_train_split")
+    rl = load_script("replay_languages")
+    names = [p for p, _, _ in train.PYPI]
+    assert len(set(names)) == len(names) >= 15
+    assert not set(names) & (USED_ELSEWHERE | {p for p, _, _ in split.PYPI})
+    assert all(v and len(sha) == 64 for _, v, sha in train.PYPI)
+    other = train.other_packages()
+    assert set(other) == set(rl.LANGUAGES)
+    for lang, pkgs in other.items():
+        got = {p.name for p, _ in pkgs}
+        assert len(got) >= 5, lang
+        assert not got & {p.name for p in rl.PACKAGES[lang]}, lang
+        assert not got & {p.name for p, _ in split.other_packages()[lang]}, lang
+        assert all(len(sha) == 64 and p.version for p, sha in pkgs)
+    cands = [corpus.Spec("pkg", "1", "pkg/m.py", f"f{i}", chars=100) for i in range(12)]
+    got_specs = split.first_by_rank(cands, train.PER_PACKAGE, train.SPLIT)
+    assert {s.split for s in got_specs} == {"train"} and len(got_specs) == train.PER_PACKAGE
+    assert corpus.pick(got_specs, "tuning") == [] and corpus.pick(got_specs, "test") == []
+
+
 def test_a_changed_download_is_refused(tmp_path):
     f = tmp_path / "x.whl"
     f.write_bytes(b"wheel")
@@ -169,5 +190,5 @@ def test_the_ledger_gets_a_head_once_and_a_row_per_use(tmp_path):
 def test_bench_replay_help_documents_the_test_split():
     out = subprocess.run([sys.executable, str(split.ROOT / "scripts" / "bench_replay.py"), "--help"],
                          capture_output=True, text=True, timeout=120, check=True).stdout
-    assert "{both,validation,tuning,test}" in out and "--purpose" in out
+    assert "{both,validation,tuning,train,test}" in out and "--purpose" in out
     assert "--split test" in out and "ledger" in out
