@@ -699,8 +699,6 @@ def segments_for(language: str, specs: list, cache: Path | None, split: str = ""
 
 
 LANG_CACHE = Path.home() / ".cache" / "flint-bench" / "langs"
-# the splits the learned gate may learn from (--records; scripts/train_gate.py checks the same)
-TRAINS_GATE = ("tuning", "train")
 TEST_CACHE = Path.home() / ".cache" / "flint-bench" / "test"
 
 
@@ -838,7 +836,7 @@ def main() -> int:
         p.error(f"--split {args.split} types held-out code: say why with --purpose (it goes to the ledger)")
     if args.source and args.split not in ("both", "tuning"):
         p.error("--source types its own directory, not a split")
-    if args.records and args.split not in TRAINS_GATE:
+    if args.records and args.split not in replay_train_split.LEARNS_FROM:
         p.error("--records learns from the tuning and train splits only: --split tuning or train")
     if args.reference_only and args.reference is None:
         args.reference = ""

@@ -27,6 +27,7 @@ import replay_test_split as pinned_split  # noqa: E402
 from replay_corpus import Segment, Spec  # noqa: E402
 
 SPLIT = "train"
+LEARNS_FROM = ("tuning", SPLIT)  # the splits the learned gate may learn from: never validation or test
 PER_PACKAGE = 8
 CACHE = Path.home() / ".cache" / "flint-bench" / "train"
 # (package, version, sha256 of the wheel) — as pip downloaded them on 2026-12-01

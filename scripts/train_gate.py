@@ -2,7 +2,8 @@
 """Train the learned gate (issue 49) from the replay benchmark's records; write engine/data/gate.json.
 
 The records come from the TUNING and TRAIN splits only (``bench_replay.py --split tuning|train --records PATH``;
-replay_train_split.py holds the further packages; a record of validation or test is refused). Each keystroke with a ghost on screen and the server's features of it is one example.
+replay_train_split.py holds the further packages; a record of validation or test is refused). Each keystroke with
+a ghost on screen and the server's features of it is one example.
 Two logistic regressions (numpy, L2, Newton steps) learn whether the whole ghost is right (``right_all``: what the
 file says next; or, with ``--label taken``, whether the typist took it) and whether its part before the first
 doubt is (``right_head``). The functions are split by a hash of their names into ``--folds`` folds: every
@@ -38,14 +39,15 @@ sys.path.insert(0, str(ROOT))
 
 from engine.policy.gate import DEFAULT_PATH, FORMAT, SHOW_ALL, SHOW_HEAD  # noqa: E402
 
-LEARNS_FROM = ("tuning", "train")  # never validation or test (bench_replay.TRAINS_GATE)
+sys.path.insert(0, str(ROOT / "scripts"))
+from replay_train_split import LEARNS_FROM  # noqa: E402
+
 REACTION_S = 0.3  # the replay typist's: a suggestion is taken once readable this long (replay_typist.Typist)
 
 
 def load_records(paths: list[Path]) -> list[dict]:
     """The keystrokes with a ghost and the server's features of it (tuning and train splits only: SystemExit
-    otherwise),
-    each linked to its chain (``link_chains``, over every keystroke of its file in the order typed)."""
+    otherwise), each linked to its chain (``link_chains``, over every keystroke of its file in the order typed)."""
     out = []
     for n, path in enumerate(paths):
         rows = [json.loads(line) for line in path.read_text().splitlines()]
