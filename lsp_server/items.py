@@ -81,7 +81,7 @@ def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *
             continue  # wrong from its first character more often than not (docs/benchmarks/doubt.md)
         truncated = c.finish_reason in CUT_OFF_REASONS
         sug = postprocess(c.text, prefix, suffix, mode=mode, max_lines=max_lines, truncated=truncated,
-                          language=language, open_line=open_line_shown(c.finish_reason))
+                          language=language, open_line=open_line_shown(c.finish_reason, language=language))
         if sug is not None and cut_below > 0 and c.doubts and mid_line:
             sug = _cut_where_unsure(c, sug, prefix, suffix, mode, max_lines, language, cut_below)
         if sug is not None and cut_below > 0 and line_end:

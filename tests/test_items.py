@@ -153,6 +153,14 @@ def test_a_streaming_head_inside_a_condition_is_shown_and_a_cut_off_one_is_not()
     assert _js_items(Completion("his._listeners)", [1] * 4, "length"), prefix) == []
 
 
+def test_a_line_the_model_ended_inside_a_statement_written_over_lines_is_shown():
+    # `a ||` then the condition's next operand on the next line: the model's line, whole as it wrote it
+    prefix = "function f(url) {\n  if (\n    !!url.password"
+    assert _js_items(Completion(" ||\n    !!url.username", [1] * 4, "lines"), prefix) == [" ||"]
+    assert _js_items(Completion(" ||", [1] * 4, "stop"), prefix) == [" ||"]
+    assert _js_items(Completion(" ||", [1] * 4, "length"), prefix) == []  # a limit cut it: not a line
+
+
 def test_a_brace_language_line_is_cut_where_the_model_doubted_as_a_python_one_is():
     prefix = "function f(value) {\n  if (value == "
     c = Completion("null) return '';", [1] * 5, "eos", doubts=((5, 0.3),))

@@ -318,7 +318,38 @@ def test_a_streaming_line_is_shown_mid_statement_and_a_finished_one_is_not():
     assert postprocess("a = 1;\n  foo(a,", "function f() {\n  ", "\n}\n", mode="multi", truncated=True,
                        language="javascript", open_line=True) == Suggestion("a = 1;")
     assert open_line_shown("partial") and open_line_shown("eos", before_doubt=True)
-    assert not any(open_line_shown(r) for r in ("eos", "length", "deadline", "cancelled", "lines"))
+    assert not any(open_line_shown(r) for r in ("eos", "length", "deadline", "cancelled"))
+
+
+def test_a_line_the_model_ended_is_shown_though_its_statement_goes_on():
+    # a ternary's `? a` line, a condition's `||` line, `return (`: the statement is written over several lines
+    ts = "function f(updater, input) {\n  return typeof updater === 'function'\n    ? (upd"
+    assert postprocess("ater)(input)", ts, "\n}\n", mode="multi", language="typescript") is None
+    assert open_line_shown("stop", language="typescript") and open_line_shown("lines", language="go")
+    assert not open_line_shown("stop", language="python") and not open_line_shown("lines")
+    assert postprocess("ater)(input)", ts, "\n}\n", mode="multi", language="typescript",
+                       open_line=True) == Suggestion("ater)(input)")
+    cond = "function f(url) {\n  if (\n    !url.password"
+    assert postprocess(" ||\n    x", cond, "\n}\n", language="javascript", open_line=True) == Suggestion(" ||")
+    # the model's next lines that do not finish the statement: the first line, not a cut back to nothing
+    ret = "function f(opts) {\n  ret"
+    raw = "urn (\n    (opts.searchParams.get('id') as string | null) ??"
+    assert postprocess(raw, ret, "\n}\n", language="typescript") is None
+    assert postprocess(raw, ret, "\n}\n", language="typescript", open_line=True) == Suggestion("urn (")
+    # lines that do finish it are still taken together
+    assert postprocess("urn f(\n    a)\n  x", ret, "\n}\n", language="typescript", open_line=True) == \
+        Suggestion("urn f(\n    a)")
+
+
+def test_nothing_typed_inside_a_do_block_is_ever_complete_without_its_while():
+    from engine.syntax.queries import is_complete
+    for lang, before, text in (("typescript", "function f() {\n  do {\n    list[", "x] = node"),
+                               ("javascript", "function f() {\n  do {\n    list[", "x] = node"),
+                               ("c", "int f() {\n  do {\n    a[", "i] = 1;"),
+                               ("java", "class A { void f() {\n  do {\n    a[", "i] = 1;")):
+        assert is_complete(lang, before, text) is True, lang
+        assert is_complete(lang, before, text + " + (") is False, lang
+    assert is_complete("typescript", "function f() {\n  const undo = {\n    a: ", "1") is True
 
 
 # budgets: how much to ask for by context, and when a stream has written enough

@@ -5,6 +5,7 @@ or comment as one token, the code of its interpolations opened up), a node's anc
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,17 @@ QUOTE_TOKENS = frozenset({'"', "'", "`", '"""', "'''", "string_start"})
 OPENERS = {"(": ")", "[": "]", "{": "}", "${": "}", "#{": "}"}
 CLOSERS = frozenset({")", "]", "}"})
 MATCH = {")": "([", "]": "[", "}": "{$#"}  # a closer's possible openers, by the opener's first character
+
+
+_DO_BODY = re.compile(rb"(?:^|[^\w$])do\s*$")
+
+
+def closer_for(source: bytes, opener: str, at: int) -> str:
+    """What closes ``opener`` (at byte ``at``) for the parse: a `do {` body's `}` needs its `while (...)`, else
+    the whole do-statement is an error and nothing typed inside it would ever be complete."""
+    if opener == "{" and _DO_BODY.search(source[max(0, at - 40):at]):
+        return "} while (0)"
+    return OPENERS[opener]
 
 
 def is_string(node: Any) -> bool:

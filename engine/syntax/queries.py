@@ -52,6 +52,7 @@ from engine.syntax.nodes import (
     OPENERS,
     QUOTE_TOKENS,
     ancestors,
+    closer_for,
     is_comment,
     is_string,
     leaves,
@@ -252,7 +253,7 @@ def _verdict(grammar: Grammar, before: str, completion: str, line_suffix: str, b
     if any(o != "{" or block for o, _ in own):
         if block or own[-1][0] != "{":
             return False
-    closers = "".join(OPENERS[o] for o, _ in reversed(walk.stack))
+    closers = "".join(closer_for(tree.source, o, at) for o, at in reversed(walk.stack))
     end, after = len(tree.source.rstrip()), len(tree.source)  # after: a `;` past the closers added is the user's
     code_before = len(before.rstrip().encode("utf-8"))  # an error ending on the last token before the cursor
     if closers:                                           # is the cursor's statement's

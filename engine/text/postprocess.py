@@ -223,14 +223,17 @@ CUT_OFF_REASONS = frozenset({"length", "deadline", "cancelled", "partial"})
 
 
 def _finish_statement(first: str, rest: list[str], prefix: str, language: str | None,
-                      max_extra: int = 3) -> str:
+                      max_extra: int = 3, open_line: bool = False) -> str:
     """A one-line text whose statement goes on over the next lines the model wrote (``x = f(a,`` then
-    ``b)``): take those lines until the statement is complete (at most ``max_extra``)."""
+    ``b)``): take those lines until the statement is complete (at most ``max_extra``). ``open_line``: when
+    those lines do not complete it, the first line alone (shown open) rather than lines cut back to nothing."""
     text = first
     for ln in rest[:max_extra]:
         if not ends_mid_statement(text, prefix, "", language):
-            break
+            return text
         text = text + "\n" + ln
+    if open_line and text != first and ends_mid_statement(text, prefix, "", language):
+        return first
     return text
 
 
@@ -278,14 +281,22 @@ def lead_doubt(text: str, doubts: tuple[tuple[int, float], ...]) -> float:
 STREAMING = "partial"
 
 
-def open_line_shown(finish_reason: str | None, *, before_doubt: bool = False) -> bool:
+# a generation that ended on a line break (the line limit, or a settled block): its lines are whole as written
+LINE_ENDED = frozenset({"lines", "stop"})
+
+
+def open_line_shown(finish_reason: str | None, *, before_doubt: bool = False, language: str | None = None) -> bool:
     """May a one-line text end mid-statement on screen (``postprocess``'s ``open_line``)? Yes for a generation
     still streaming (``partial``: the head of the statement it is writing, typed through and extended as it
-    goes on; a refresh brings the rest) and for the part of a line before the model's first doubt
-    (``before_doubt``: the sure part, as a Python line is cut). Cut back to a complete statement, a line inside
-    `if (`, a call's arguments or a ternary showed nothing until the generation ended it, and a doubted line
-    was shown whole, wrong tail and all (docs/benchmarks/replay_languages.md, session 49)."""
-    return before_doubt or finish_reason == STREAMING
+    goes on; a refresh brings the rest), for the part of a line before the model's first doubt
+    (``before_doubt``: the sure part, as a Python line is cut), and for a line the model ended itself
+    (``LINE_ENDED``, a ``language`` read by tree-sitter: a condition, a ternary or a parameter list written
+    over several lines, `a ||`, `? b`, `return (`; Python's continuation lines are inside brackets, which
+    its rules leave open already). Cut back to a complete statement, such a line showed nothing at all
+    (session 48: most of the empty answers on TypeScript's train split; docs/benchmarks/replay_languages.md,
+    session 49)."""
+    return before_doubt or finish_reason == STREAMING or \
+        (finish_reason in LINE_ENDED and adapt.tree_language(language) is not None)
 
 
 def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", max_lines: int = 8,
@@ -317,7 +328,7 @@ def postprocess(raw: str, prefix: str, suffix: str, *, mode: Mode = "single", ma
     cut_mid_line = truncated and "\n" not in text
     if complete_statements and mode == "single" and len(raw_lines) > 1 and text.strip() and \
             not line_suffix.strip():
-        text = _finish_statement(text, raw_lines[1:], prefix, language)
+        text = _finish_statement(text, raw_lines[1:], prefix, language, open_line=open_line)
     text = cut_at_following_lines(text, line_prefix, suffix)
     if mode == "multi":
         text = _fit_block(text, prefix, suffix, line_prefix, language, max_lines, truncated, one_statement_in_code)
