@@ -308,7 +308,7 @@ def test_complete_statements_can_be_switched_off():
     assert sug == Suggestion("for b in")
 
 
-def test_a_streaming_line_is_shown_mid_statement_and_a_finished_one_is_not():
+def test_a_streaming_line_is_shown_mid_statement_and_one_a_limit_cut_is_not():
     # the head of an `if (` condition a generation is still writing: shown, typed through as it grows
     js = "function f(value) {\n  if (!"
     assert postprocess("this", js, "\n}\n", truncated=True, language="javascript") is None
@@ -340,16 +340,6 @@ def test_a_line_the_model_ended_is_shown_though_its_statement_goes_on():
     assert postprocess("urn f(\n    a)\n  x", ret, "\n}\n", language="typescript", open_line=True) == \
         Suggestion("urn f(\n    a)")
 
-
-def test_nothing_typed_inside_a_do_block_is_ever_complete_without_its_while():
-    from engine.syntax.queries import is_complete
-    for lang, before, text in (("typescript", "function f() {\n  do {\n    list[", "x] = node"),
-                               ("javascript", "function f() {\n  do {\n    list[", "x] = node"),
-                               ("c", "int f() {\n  do {\n    a[", "i] = 1;"),
-                               ("java", "class A { void f() {\n  do {\n    a[", "i] = 1;")):
-        assert is_complete(lang, before, text) is True, lang
-        assert is_complete(lang, before, text + " + (") is False, lang
-    assert is_complete("typescript", "function f() {\n  const undo = {\n    a: ", "1") is True
 
 
 # budgets: how much to ask for by context, and when a stream has written enough
