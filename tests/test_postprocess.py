@@ -341,6 +341,18 @@ def test_a_line_the_model_ended_is_shown_though_its_statement_goes_on():
         Suggestion("urn f(\n    a)")
 
 
+def test_a_statement_inside_a_do_block_is_complete_before_the_block_s_while_is_typed():
+    # the parse closes the open do-body with its `while (...)`: without it every statement there was an error
+    from engine.syntax.queries import is_complete
+
+    for lang, before, text in (("typescript", "function f() {\n  do {\n    list[", "x] = node"),
+                               ("javascript", "function f() {\n  do {\n    list[", "x] = node"),
+                               ("c", "int f() {\n  do {\n    a[", "i] = 1;"),
+                               ("java", "class A { void f() {\n  do {\n    a[", "i] = 1;")):
+        assert is_complete(lang, before, text) is True, lang
+        assert is_complete(lang, before, text + " + (") is False, lang
+    assert is_complete("typescript", "function f() {\n  const undo = {\n    a: ", "1") is True
+
 
 # budgets: how much to ask for by context, and when a stream has written enough
 

@@ -494,14 +494,3 @@ def test_string_lines_follow_only_the_open_string_s_own_closer():
 
     lines = ['x = 1', '"""doc with `ticks`', "and /* this", '"""', "y = `a", "b`", "/* c", "*/ z = 2"]
     assert string_lines(lines) == {2, 3, 5, 7}
-
-
-def test_a_statement_inside_a_do_block_is_complete_before_the_block_s_while_is_typed():
-    # the parse closes the open do-body with its `while (...)`: without it every statement there was an error
-    for lang, before, text in (("typescript", "function f() {\n  do {\n    list[", "x] = node"),
-                               ("javascript", "function f() {\n  do {\n    list[", "x] = node"),
-                               ("c", "int f() {\n  do {\n    a[", "i] = 1;"),
-                               ("java", "class A { void f() {\n  do {\n    a[", "i] = 1;")):
-        assert is_complete(lang, before, text) is True, lang
-        assert is_complete(lang, before, text + " + (") is False, lang
-    assert is_complete("typescript", "function f() {\n  const undo = {\n    a: ", "1") is True
