@@ -67,9 +67,10 @@ def test_a_request_waits_by_the_planners_plan():
     s = Settings()
     typing = planner.waiting(s, _state("total = a"), 100.0, invoked=False)
     assert typing.deadline == 100.0 + knobs.AUTOMATIC_BUDGET_S and typing.partial_after == knobs.PARTIAL_AFTER_S
-    assert not typing.whole_lines and typing.detachable and not typing.item_one
+    assert typing.whole_lines_s == 0.0 and typing.detachable and not typing.item_one
     fresh = planner.waiting(s, _state("def f():\n    "), 100.0, invoked=False)
-    assert fresh.whole_lines  # nothing typed on the line yet: a part of a line would end mid-statement
+    assert fresh.whole_lines_s == knobs.FRESH_LINE_WHOLE_S > 0  # nothing typed on the line yet: at first only
+    # whole lines (a part would end mid-statement), then what has streamed
     asked = planner.waiting(s, _state("total = a", invoked=True), 100.0, invoked=True)
     assert asked.partial_after == knobs.INVOKED_BUDGET_S and asked.item_one and not asked.detachable
     remote = planner.waiting(s, _state("total = a", invoked=True), 100.0, invoked=True, remote=True, budget_s=9.0)

@@ -100,16 +100,27 @@ async def test_the_same_text_sent_whole_again_keeps_the_generation_at_the_cursor
         await auto
 
 
-async def test_on_a_line_nothing_is_typed_on_an_automatic_request_shows_whole_lines_only(variants_session):
+async def test_on_a_line_nothing_is_typed_on_an_automatic_request_shows_whole_lines_first(variants_session,
+                                                                                          monkeypatch):
     """Part of a line there would be a statement cut in its middle (issue 16): the request waits for the
-    line; once something is typed on the line, what has streamed is shown (the rest of the word)."""
+    line until knobs.FRESH_LINE_WHOLE_S, then shows what has streamed (a pause after Enter is not left empty);
+    once something is typed on the line, what has streamed is shown after PARTIAL_AFTER_S."""
+    from lsp_server.completion.policy import knobs
+
+    monkeypatch.setattr(knobs, "FRESH_LINE_WHOLE_S", 1.0)  # longer than the line takes to stream
     eng = FakeEngine(variants_slow(line_s=0.4))  # the line streams over 0.4 s
     s, _ = variants_session(eng)
     uri = "file:///p.py"
     s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
     auto = await s.suggest(uri, 1, 4, invoked=False)
     assert [it.text for it in auto.items] == ["total = a + b"]
-    other = "file:///o.py"  # (not a state the finished line types through)
+    monkeypatch.setattr(knobs, "FRESH_LINE_WHOLE_S", 0.1)  # shorter than the line takes
+    fresh = "file:///f.py"  # (not a state the finished line types through)
+    s.documents.open(fresh, "def mul(a, b):\n    \n    print(b)\n", 1)
+    t0 = time.monotonic()
+    part = await s.suggest(fresh, 1, 4, invoked=False)
+    assert [it.text for it in part.items] == ["total = a"] and time.monotonic() - t0 < 0.35
+    other = "file:///o.py"
     s.documents.open(other, "def sub(a, b):\n    t\n    print(a)\n", 1)
     typed = await s.suggest(other, 1, 5, invoked=False)
     assert [it.text for it in typed.items] == ["total = a"]  # what had streamed

@@ -103,14 +103,14 @@ def whole_window(state: State) -> State:
 @dataclass(frozen=True)
 class Waiting:
     """How a request that came at ``since`` waits: until ``deadline``; shown what has streamed ``partial_after``
-    seconds after it came (None: only the end), whole lines only with ``whole_lines``; its generation runs
-    ``job_budget`` s once started and goes on when the request leaves if ``detachable``; ``item_one``:
-    variants show the automatic request's line first (explicit.greedy_first)."""
+    s after it came (None: the end), whole lines only until ``whole_lines_s`` after it; its generation runs
+    ``job_budget`` s once started, goes on when the request leaves if ``detachable``; ``item_one``: variants
+    show the automatic request's line first (explicit.greedy_first)."""
 
     deadline: float
     partial_after: float | None
     since: float = 0.0
-    whole_lines: bool = False
+    whole_lines_s: float = 0.0
     job_budget: float = knobs.JOB_BUDGET_S
     detachable: bool = False
     item_one: bool = False
@@ -119,13 +119,14 @@ class Waiting:
 def waiting(settings: Settings, state: State, since: float, *, invoked: bool, remote: bool = False,
             budget_s: float | None = None) -> Waiting:
     """An explicit request waits for the whole suggestion; one made as the user types is shown what has
-    streamed after knobs.PARTIAL_AFTER_S, but only whole lines on a fresh line (a part would be a statement
-    cut in its middle: issue 16). Speculation off: the model's answer or nothing, within the budget."""
+    streamed after knobs.PARTIAL_AFTER_S, on a fresh line whole lines until knobs.FRESH_LINE_WHOLE_S (issue
+    16). Speculation off: the model's answer or nothing, within the budget."""
     budget = budget_s if budget_s is not None else knobs.INVOKED_BUDGET_S if invoked else knobs.AUTOMATIC_BUDGET_S
     if not settings.speculation:
         return Waiting(since + budget, None, since, job_budget=budget)
     fresh_line = not invoked and not split_cursor(state.prefix, state.suffix)[0].strip()
-    return Waiting(since + budget, budget if invoked else knobs.PARTIAL_AFTER_S, since, whole_lines=fresh_line,
+    return Waiting(since + budget, budget if invoked else knobs.PARTIAL_AFTER_S, since,
+                   fresh_line * knobs.FRESH_LINE_WHOLE_S,
                    job_budget=max(budget, settings.remote_timeout_ms / 1000) if remote else knobs.JOB_BUDGET_S,
                    detachable=not invoked, item_one=invoked and state.params.n > 1 and not remote)
 

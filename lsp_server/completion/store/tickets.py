@@ -101,8 +101,8 @@ class Ticket:
                 return Waited(self.final(since, done, backend), "ended")
             if show_at is not None:
                 late = now >= show_at or now >= plan.deadline
-                found = self._store.lookup(state, since, partial=late and not plan.whole_lines, disk=False,
-                                           backend=backend)
+                found = self._store.lookup(state, since, partial=late and now >= since + plan.whole_lines_s,
+                                           disk=False, backend=backend)
                 if found is not None and (found.complete or found.source in ("type-through", "disk") or late):
                     return Waited(found, "found")
             early = accept() if accept is not None else None
@@ -112,7 +112,7 @@ class Ticket:
                 raise Superseded("a newer request for this document replaced it")
             return None
 
-        alarms: list[Alarm] = [show_at, stop.wait() if stop is not None else None]
+        alarms: list[Alarm] = [show_at, since + plan.whole_lines_s, stop.wait() if stop is not None else None]
         return await self._store.wait(look, plan.deadline, alarms) or Waited(None, "deadline")
 
     def final(self, since: float, done: Record, backend: str | None = None) -> Answer:
