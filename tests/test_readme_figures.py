@@ -60,22 +60,23 @@ def test_the_replay_ratios_and_the_tuning_sentence_follow_from_the_record():
     assert f"({saved('main')} against {saved('base')})" in section
 
 
-def test_the_held_out_table_is_each_test_split_reports_mean_and_spread_over_seeds():
-    """One row per (language, typist, arm) from docs/benchmarks/replay_test/*.json: the test split, typed whole by
-    both arms (main and the baseline) over at least three seeds; each cell the mean ± sd over the seeds."""
-    section = _section("### Held-out figures")
-    reports = sorted((BENCH / "replay_test").glob("*.json"))
+def _held_out_rows(title: str, folder: Path) -> list[dict]:
+    """One row per (language, typist, arm) from ``folder``'s test-split reports: typed whole by both arms (main and
+    the baseline) over at least three seeds; each cell the mean ± sd over the seeds. Returns the reports' meta."""
+    section = _section(title)
+    reports = sorted(folder.glob("*.json"))
     assert reports, "no test-split report"
-    figures, functions = {}, set()
+    figures, functions, metas = {}, set(), []
     for path in reports:
         data = json.loads(path.read_text())
-        assert f"docs/benchmarks/replay_test/{path.name}" in section
+        assert f"docs/benchmarks/{path.relative_to(BENCH)}" in section
         sums, names = stats.common_summaries(data, "test")
         assert {s["server"] for s in sums} == {"main", "base"} and all(s["rounds"] >= 3 for s in sums)
         assert all(s["functions_typed"] == len(names) for s in sums)  # every function typed whole by both
         functions.add(len(names))
         lang = data["meta"]["language"]
         figures |= {(lang, s["typist"], s["server"]): stats.seed_row(s) for s in sums}
+        metas.append(data["meta"])
     rows = _table_rows(section)
     assert len(rows) == len(figures)
     lang = typist = None
@@ -85,6 +86,17 @@ def test_the_held_out_table_is_each_test_split_reports_mean_and_spread_over_seed
         want = figures[(lang, typist, row[2])]
         assert row[3:] == [want[k] for k in stats.SEED_COLUMNS], (lang, typist, row[2])
     assert all(f"{n} functions" in section for n in functions)
+    return metas
+
+
+def test_the_held_out_table_is_each_test_split_reports_mean_and_spread_over_seeds():
+    _held_out_rows("### Held-out figures: the test split", BENCH / "replay_test")
+
+
+def test_the_avx2_held_out_table_is_its_reports_and_was_measured_without_avx512():
+    """The rows said to come from an AVX2-only machine were measured on one (the CPU each report recorded)."""
+    metas = _held_out_rows("### Held-out figures on an AVX2-only machine", BENCH / "replay_test" / "avx2")
+    assert all("avx2" in m["cpu_flags"] and not any(f.startswith("avx512") for f in m["cpu_flags"]) for m in metas)
 
 
 LANG_SENTENCE = re.compile(r"JavaScript ([\d.]+)%, TypeScript ([\d.]+)%, Go ([\d.]+)%, Rust ([\d.]+)% beside "
