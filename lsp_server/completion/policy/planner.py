@@ -126,7 +126,7 @@ def waiting(settings: Settings, state: State, since: float, *, invoked: bool, re
         return Waiting(since + budget, None, since, job_budget=budget)
     fresh_line = not invoked and not split_cursor(state.prefix, state.suffix)[0].strip()
     return Waiting(since + budget, budget if invoked else knobs.PARTIAL_AFTER_S, since,
-                   fresh_line * knobs.FRESH_LINE_WHOLE_S,
+                   whole_lines_s=knobs.FRESH_LINE_WHOLE_S if fresh_line else 0.0,
                    job_budget=max(budget, settings.remote_timeout_ms / 1000) if remote else knobs.JOB_BUDGET_S,
                    detachable=not invoked, item_one=invoked and state.params.n > 1 and not remote)
 

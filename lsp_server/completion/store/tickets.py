@@ -112,7 +112,8 @@ class Ticket:
                 raise Superseded("a newer request for this document replaced it")
             return None
 
-        alarms: list[Alarm] = [show_at, since + plan.whole_lines_s, stop.wait() if stop is not None else None]
+        whole_until = since + plan.whole_lines_s if plan.whole_lines_s else None  # no wake-up when there is no wait
+        alarms: list[Alarm] = [show_at, whole_until, stop.wait() if stop is not None else None]
         return await self._store.wait(look, plan.deadline, alarms) or Waited(None, "deadline")
 
     def final(self, since: float, done: Record, backend: str | None = None) -> Answer:
