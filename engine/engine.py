@@ -253,10 +253,13 @@ class Engine:
         L = rows.reusable(ids)
         t.prompt_tokens = len(ids)
         t.context = self.block.labels if self.block.ids and self._holds_block(ids) else ()
-        if L == len(ids) and L == len(rows.tokens) and rows.hidden is not None:
+        kept = rows.hidden_after(L) if L == len(ids) else None
+        if kept is not None:  # the prompt ends where a forward left its hidden state (a keystroke off the text
+            # decoding wrote there): nothing runs
+            rows.truncate(L, kept)
             t.reused_tokens = L
             self.last_context = t.context
-            return rows.hidden
+            return kept
         L = min(L, len(ids) - 1)  # at least one token runs, to produce the hidden state
         t.reused_tokens = L
         rows.truncate(L)

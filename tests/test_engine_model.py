@@ -42,6 +42,26 @@ def test_kv_reuse_runs_only_new_tokens_and_matches_a_fresh_run(engine):
     assert reused[0].text == fresh[0].text
 
 
+def test_a_keystroke_off_the_written_text_runs_no_token_and_writes_what_a_fresh_run_writes(engine):
+    """The typed character the model did not write: its prompt ends where the previous one did (healing backs
+    off the word being typed) or inside what decoding wrote; that position's hidden state was kept, so the
+    keystroke runs no prompt token, and it picks the token a fresh run of the same prompt picks first (the
+    tokens after it may differ where the model is unsure: int8 activations round per forward shape)."""
+    p = PROMPTS[2]
+    prefix = p["prefix"] + "return self."
+    params = GenParams(max_tokens=12)
+    engine.reset()
+    out, _ = engine.complete(prefix, p["suffix"], params)
+    typed = "zq" if not out[0].text.startswith("zq") else "qz"  # what no model writes there
+    after, t = engine.complete(prefix + typed[0], p["suffix"], params)
+    assert t.prompt_tokens - t.reused_tokens == 0, (t.prompt_tokens, t.reused_tokens)
+    again, t2 = engine.complete(prefix + typed, p["suffix"], params)
+    assert t2.prompt_tokens - t2.reused_tokens <= 1
+    fresh, tf = _fresh(engine, prefix + typed[0], p["suffix"], params)
+    assert tf.reused_tokens == 0
+    assert after[0].token_ids[0] == fresh[0].token_ids[0] and after[0].text.strip()
+
+
 def test_speculative_decoding_keeps_greedy_output(engine, monkeypatch):
     """Speculation verifies drafts in a forward over several positions, which runs other MatMulNBits kernels
     than a 1-position forward: logits differ in the last bits, so a near-tie may go the other way. Every

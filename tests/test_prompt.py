@@ -351,3 +351,21 @@ def test_a_short_window_reaches_back_for_the_definition_the_cursor_is_in():
     assert header_start(src[: src.rindex("    if key")]) == start  # at the start of the body's first line
     method = "class A:\n    def m(self, a):\n        for i in a:\n            "
     assert header_start(method) == method.index("    def m")
+
+
+@pytest.mark.model
+def test_a_long_text_encoded_again_comes_from_memory_as_the_same_ids(model_dir):
+    """Prompt building encodes the same prefix slot for every KV row it tries and at every keystroke while
+    the anchor stays: the ids come from memory, equal to the tokenizer's, and a caller's list is its own."""
+    from engine.decoding.tokenizer import HFTokenizer
+
+    tk = HFTokenizer(str(model_dir / "tokenizer.json"))
+    texts = [f"def f{i}(x):\n    return x * {i}  # a line long enough to be kept in memory\n" for i in range(40)]
+    first = [tk.encode(t) for t in texts]
+    assert all(ids == tk.tk.encode(t, add_special_tokens=False).ids for ids, t in zip(first, texts, strict=True))
+    again = tk.encode(texts[-1])
+    assert again == first[-1]
+    again.append(-1)  # the caller's list: memory keeps its own
+    assert tk.encode(texts[-1]) == first[-1]
+    assert len(tk._encoded) <= tk.ENCODED_KEPT
+    assert tk.encode(texts[0]) == first[0]  # fell out of memory: encoded again, the same

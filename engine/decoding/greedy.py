@@ -116,7 +116,8 @@ class _GreedyRow:
             first, first_p = self.masked(hidden, guided, [])
         else:
             exact = allowed is not None or not self.lazy
-            first, first_p = greedy_pick(self.heads, hidden, exact, allowed, self.eng.ctx_ids, self.eng.ctx_w)
+            first, first_p = greedy_pick(self.heads, hidden, exact, allowed, self.eng.ctx_ids, self.eng.ctx_w,
+                                          self.eng.decoder.head_rows)
         tok = int(first[0])
         exact = guided is not None or allowed is not None or not self.lazy
         if self.monitor is not None:
@@ -179,7 +180,7 @@ class _GreedyRow:
         if guided and allowed is not None:
             guesses, gp, exact, rest_exact = self.guided_picks(hid, allowed)
         else:
-            guesses, gp = greedy_pick(self.heads, hid, exact, allowed, eng.ctx_ids, eng.ctx_w)
+            guesses, gp = greedy_pick(self.heads, hid, exact, allowed, eng.ctx_ids, eng.ctx_w, eng.decoder.head_rows)
         for j in range(len(ids)):  # row j picked the token at output index len(out) + j
             probs[len(out) + j] = float(gp[j])
         # accept rule: draft[j] stands if the model's own greedy choice after ids[:j+1] equals it
@@ -194,7 +195,7 @@ class _GreedyRow:
         t.draft_accepted += acc
         if draft and match >= 0:
             eng.drafts.accepted(match, acc, len(draft))
-        eng.rows.append(ids[: 1 + acc], hid[acc])
+        eng.rows.append(ids[: 1 + acc], hid[: 1 + acc])  # each position's hidden state: a keystroke may end there
         self.pending = int(guesses[acc])
         # row j picked the token at output index len(out) + j (the draft's, then the pending one)
         self.picks.extend((len(out) + j, hid[j], int(guesses[j])) for j in range(acc + (0 if fixed else 1))

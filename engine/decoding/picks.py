@@ -4,6 +4,7 @@ next-best distinct tokens where the greedy text's code starts (``branch_pick``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,15 +18,28 @@ if TYPE_CHECKING:
 Pick = tuple[int, np.ndarray, int]  # a provisional pick: (output index, hidden row, token)
 
 
+# healing allows this many tokens at most for its pick to read their head rows alone (numpy) instead of
+# running the whole head: a typed character's first pick, the most frequent healing, allows a handful
+ALLOWED_ROWS_MAX = 2048
+
+
 def greedy_pick(heads: LazyHeads, hidden: np.ndarray, exact: bool, allowed: np.ndarray | None = None,
-                ctx_ids: np.ndarray | None = None, ctx_w: np.ndarray | None = None
+                ctx_ids: np.ndarray | None = None, ctx_w: np.ndarray | None = None,
+                head_rows: Callable[[np.ndarray], np.ndarray | None] | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Greedy token ids [rows] (``allowed`` constrains the first row) and the probability the model gives
     each pick: argmax over the full head when ``exact``, else the trimmed head's picks from its own columns
     and the prompt's rows (``ctx_ids``, their full-head rows ``ctx_w``), without a vocabulary-sized row per
     position (their probabilities are then over those columns: a little high; the full head's re-check
-    replaces them)."""
+    replaces them). One row whose pick ``allowed`` constrains to a few tokens is picked from their head rows
+    (``head_rows``: the full head's weight rows for ids) alone."""
     h2 = hidden.reshape(-1, hidden.shape[-1])
+    if allowed is not None and h2.shape[0] == 1 and head_rows is not None and len(allowed) <= ALLOWED_ROWS_MAX:
+        w = head_rows(np.asarray(allowed, dtype=np.int64))
+        if w is not None:
+            sub = (h2 @ w.T).astype(np.float32)
+            j = int(np.argmax(sub[0]))
+            return np.asarray([allowed[j]], dtype=np.int64), pick_probs(sub, np.asarray([j]))
     if exact:
         lg = heads["full"](h2)
         guesses = np.argmax(lg, axis=1)

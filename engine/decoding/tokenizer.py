@@ -5,6 +5,7 @@ start with given bytes: token healing's lookup) and ``safe_decode`` (UTF-8 while
 from __future__ import annotations
 
 import bisect
+import threading
 from functools import cached_property
 from typing import Protocol
 
@@ -52,6 +53,8 @@ class HFTokenizer:
         from tokenizers import Tokenizer
 
         self.tk = Tokenizer.from_file(path)
+        self._encoded: dict[str, tuple[int, ...]] = {}  # text -> ids, oldest first
+        self._encoded_lock = threading.Lock()
         self._byte_decoder = {v: k for k, v in _bytes_to_unicode().items()}
         self._byte_table = byte_level_table()
         # the decoder's repr names its parts ("ByteLevel(...)" or "Sequence(decoders=[..., ByteLevel(...)])");
@@ -63,8 +66,24 @@ class HFTokenizer:
     def vocab_size(self) -> int:
         return self.tk.get_vocab_size(with_added_tokens=True)
 
+    # texts encoded lately: a keystroke's prompt building encodes the same prefix slot and suffix for every
+    # KV row it tries (full window, quick window), and again at the next keystroke while the anchor stays
+    ENCODED_KEPT = 16
+
     def encode(self, text: str) -> list[int]:
-        return self.tk.encode(text, add_special_tokens=False).ids
+        if len(text) < 64:
+            return self.tk.encode(text, add_special_tokens=False).ids
+        with self._encoded_lock:
+            known = self._encoded.pop(text, None)
+            if known is not None:
+                self._encoded[text] = known  # the newest again
+                return list(known)
+        ids: list[int] = self.tk.encode(text, add_special_tokens=False).ids
+        with self._encoded_lock:
+            self._encoded[text] = tuple(ids)
+            while len(self._encoded) > self.ENCODED_KEPT:
+                del self._encoded[next(iter(self._encoded))]
+        return ids
 
     def special_id(self, text: str) -> int | None:
         return self.tk.token_to_id(text)

@@ -19,6 +19,9 @@ import numpy as np
 # row 0 about to lose at least this many computed positions: its KV is parked in a spare row first (the
 # quick window's while the full one warms, the full one's while the user works elsewhere for a moment)
 PARK_MIN_TOKENS = 96
+# hidden states kept for row 0's last positions: a keystroke that diverges from the text decoding wrote
+# there (its prompt ends at one of them) starts from that hidden state instead of running its position again
+HIDDEN_KEPT = 256
 
 Anchor = tuple[str, str]  # the FIM prefix-slot text and the suffix a prompt was laid out with
 
@@ -79,25 +82,35 @@ class Parked:
 
     tokens: list[int]
     anchor: Anchor | None
-    hidden: np.ndarray | None
+    hidden: dict[int, np.ndarray]
     used: float
 
 
 class KVRows:
     """What the rows of a ``KVCache`` hold. Row 0: ``tokens`` (their KV is valid at positions
-    0..len(tokens)-1), ``hidden`` (the hidden state after the last of them; None when not kept) and
-    ``anchor`` (the FIM anchor of its prompt); ``parked``: spare row -> the prompt it holds.
+    0..len(tokens)-1), ``hidden`` (the hidden state after the last of them; None when not kept),
+    ``hidden_after(n)`` (after the first n of them, for the last ``HIDDEN_KEPT`` positions a forward
+    wrote) and ``anchor`` (the FIM anchor of its prompt); ``parked``: spare row -> the prompt it holds.
 
     Token lists are replaced, never changed in place (a parked row may share one with row 0 once)."""
 
     def __init__(self, kv: KVCache) -> None:
         self.kv = kv
         self.tokens: list[int] = []
-        self.hidden: np.ndarray | None = None
+        self._hidden: dict[int, np.ndarray] = {}  # n -> the hidden state after row 0's first n tokens
         self.anchor: Anchor | None = None
         self.parked: dict[int, Parked] = {}
 
     # ---- reading ----------------------------------------------------------------------------------
+    @property
+    def hidden(self) -> np.ndarray | None:
+        """The hidden state after the last of row 0's tokens (None: not kept)."""
+        return self._hidden.get(len(self.tokens))
+
+    def hidden_after(self, n: int) -> np.ndarray | None:
+        """The hidden state after row 0's first ``n`` tokens, if a forward that wrote them kept it."""
+        return self._hidden.get(n) if 0 < n <= len(self.tokens) else None
+
     def reusable(self, ids: list[int]) -> int:
         """How many leading tokens of ``ids`` row 0 holds already."""
         return common_prefix(self.tokens, ids)
@@ -113,21 +126,34 @@ class KVRows:
     # ---- row 0 grows and shrinks ------------------------------------------------------------------
     def append(self, ids: list[int], hidden: np.ndarray | None = None) -> None:
         """A forward wrote the KV of ``ids`` right after row 0's tokens: they join them; ``hidden`` is the
-        hidden state after the last of them (None: not kept)."""
+        hidden state after the last of them ([H]), or after each of them ([len(ids), H]); None: not kept."""
         assert len(self.tokens) + len(ids) <= self.kv.capacity, "row 0 past the KV capacity"
+        n0 = len(self.tokens)
         self.tokens = self.tokens + list(ids)
-        self.hidden = hidden
+        if hidden is None or not ids:
+            return
+        if hidden.ndim == 1:
+            self._hidden[len(self.tokens)] = hidden
+        else:
+            assert hidden.shape[0] == len(ids), "one hidden state per token"
+            for j in range(len(ids)):
+                self._hidden[n0 + j + 1] = hidden[j]
+        old = len(self.tokens) - HIDDEN_KEPT
+        if old > 0 and len(self._hidden) > HIDDEN_KEPT:
+            self._hidden = {n: h for n, h in self._hidden.items() if n > old}
 
     def truncate(self, length: int, hidden: np.ndarray | None = None) -> None:
-        """Row 0 keeps its first ``length`` tokens (the positions after them are written over next);
-        ``hidden`` is the hidden state after the last one kept (None: not kept)."""
+        """Row 0 keeps its first ``length`` tokens (the positions after them are written over next) and the
+        hidden states kept for them; ``hidden``: the hidden state after the last one kept."""
         assert 0 <= length <= len(self.tokens), "truncating row 0 beyond its tokens"
         self.tokens = self.tokens[:length]
-        self.hidden = hidden
+        self._hidden = {n: h for n, h in self._hidden.items() if n <= length}
+        if hidden is not None:
+            self._hidden[length] = hidden
 
     def reset(self) -> None:
         """Nothing is held: every row is free."""
-        self.tokens, self.hidden, self.anchor = [], None, None
+        self.tokens, self._hidden, self.anchor = [], {}, None
         self.parked.clear()
 
     # ---- rows -------------------------------------------------------------------------------------
@@ -159,7 +185,7 @@ class KVRows:
         n-1; they extend row 0's tokens, whose KV the batch read but never wrote)."""
         assert tokens[: len(self.tokens)] == self.tokens, "row 0's tokens must start the kept ones"
         self.kv.copy_row(n - 1, 0, len(tokens))
-        self.tokens, self.hidden = list(tokens), None
+        self.tokens, self._hidden = list(tokens), {}
 
     def _park_row0(self) -> None:
         """Copy row 0's KV into a spare row (an empty one, else the least recently used)."""
@@ -169,12 +195,12 @@ class KVRows:
         free = [r for r in spare if r not in self.parked]
         row = free[0] if free else min(spare, key=lambda r: self.parked[r].used)
         self.kv.copy_row(0, row, len(self.tokens))
-        self.parked[row] = Parked(list(self.tokens), self.anchor, self.hidden, time.monotonic())
+        self.parked[row] = Parked(list(self.tokens), self.anchor, dict(self._hidden), time.monotonic())
 
     def _swap_in(self, row: int) -> None:
         """A parked prompt back into row 0; row 0's takes its place."""
         p = self.parked.pop(row)
         self.kv.swap_rows(0, row, len(self.tokens), len(p.tokens))
         if self.tokens:
-            self.parked[row] = Parked(self.tokens, self.anchor, self.hidden, time.monotonic())
-        self.tokens, self.anchor, self.hidden = p.tokens, p.anchor, p.hidden
+            self.parked[row] = Parked(self.tokens, self.anchor, self._hidden, time.monotonic())
+        self.tokens, self.anchor, self._hidden = p.tokens, p.anchor, p.hidden
