@@ -185,3 +185,26 @@ def test_version_and_serve_stdio(home):
                            env=dict(os.environ, FLINT_HOME=str(home)))
         assert r.returncode == 0, r.stderr[-2000:]
         assert '"id": 1' in r.stdout and '"capabilities"' in r.stdout and '"id": 2' in r.stdout
+
+
+def test_nothing_is_sent_after_exit_and_a_late_line_costs_no_traceback(caplog):
+    """A status or log line another thread queued just before `exit` reaches the loop after the transport
+    closed: it is dropped (it used to put pygls' 'write to closed file' traceback in the log)."""
+    from lsprotocol import types
+    from pygls.io_ import StdoutWriter
+
+    from lsp_server.protocol.handlers import create_server
+
+    server = create_server()
+    out = io.BytesIO()
+    server.protocol.set_writer(StdoutWriter(out))
+    server.protocol.notify("flint/status", {"state": "ready", "message": "before"})
+    assert b"before" in out.getvalue()
+    exiting = server.protocol.lsp_exit()
+    with pytest.raises(SystemExit):
+        next(exiting)  # pygls closes the stream, then exits
+    assert out.closed
+    with caplog.at_level(logging.DEBUG):
+        server.protocol.notify("flint/status", {"state": "ready", "message": "after"})
+        server.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message="late line"))
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info], caplog.text

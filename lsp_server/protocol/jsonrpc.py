@@ -10,7 +10,7 @@ what each promises):
   line (not a traceback); a lost edit marks its document out of sync (``FlintServer.lost_sync``).
   Flint's own request errors (stale, cancelled) are logged as one line instead of a traceback;
 - lifecycle: a request after ``shutdown`` is answered InvalidRequest; ``exit`` ends the process with
-  0 after ``shutdown`` and 1 without (``FlintServer.exit_code``);
+  0 after ``shutdown`` and 1 without (``FlintServer.exit_code``); nothing is sent after ``exit``;
 - secrets: every showMessage / logMessage and every error answer goes out redacted (lsp_server/logs.py).
 """
 
@@ -101,6 +101,9 @@ class FlintProtocol(LanguageServerProtocol):
 
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args):
+        # from here the transport closes; a status or log line another thread queued on the loop meanwhile
+        # would hit the closed stream (pygls logs a traceback for it): it is dropped instead
+        self._exited = True
         server = self._server
         if isinstance(server, Host):
             server.exit_code = 0 if self._shutdown else 1  # the spec: 1 when exit comes without shutdown
@@ -208,6 +211,12 @@ class FlintProtocol(LanguageServerProtocol):
                 code=types.ErrorCodes.InvalidRequest, message=f"invalid request: {why}"))
         elif not isinstance(message, dict):  # a batch or a bare value: nothing to tie an answer to
             self.send_null_id_error(types.ErrorCodes.InvalidRequest, f"invalid request: {why}")
+
+    def _send_data(self, data):
+        if getattr(self, "_exited", False):
+            log.debug("after exit, not sent: %s", getattr(data, "method", None) or type(data).__name__)
+            return
+        return super()._send_data(data)
 
     def send_null_id_error(self, code: int, message: str) -> None:
         """The JSON-RPC answer to a message whose id cannot be known: ``"id": null`` (which pygls omits)."""
