@@ -86,6 +86,8 @@ def _detail(exc: Exception) -> str:
 
 
 class FlintProtocol(LanguageServerProtocol):
+    _exited = False  # exit came: the transport is closing
+
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):
         offered = params.capabilities.general.position_encodings if params.capabilities.general else None
@@ -213,8 +215,8 @@ class FlintProtocol(LanguageServerProtocol):
             self.send_null_id_error(types.ErrorCodes.InvalidRequest, f"invalid request: {why}")
 
     def _send_data(self, data):
-        if getattr(self, "_exited", False):
-            log.debug("after exit, not sent: %s", getattr(data, "method", None) or type(data).__name__)
+        if self._exited:
+            log.debug("after exit, not sent: %s", type(data).__name__)
             return
         return super()._send_data(data)
 
