@@ -147,7 +147,9 @@ def main() -> int:
              f"Reproduce: `{meta['command']}`", "",
              "Milliseconds from `complete()` with the typed character to the first streamed token and to the first "
              "text that shows something (median, p90); CPU: the process's CPU time until that text (both ONNX "
-             "Runtime threads); ran none: the share whose prompt ran no token.", "",
+             "Runtime threads); ran none: the share whose prompt ran no token. Spots: up to 3 × samples positions "
+             "inside lines per round, in a seeded order; one counts when its ghost did not start with the typed "
+             "character, the new text ran the quick window and something showed within 8 tokens.", "",
              "| arm | commit | keystrokes | first token p50 / p90 | text shown p50 / p90 | CPU to text p50 | ran none "
              "| shown after one token |", "|---|---|---|---|---|---|---|---|"]
     for name, s in summary.items():
