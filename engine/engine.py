@@ -337,9 +337,11 @@ class Engine:
             return [Completion("", [], "cancelled")], t
         self.rows.anchor = pr.anchor
         guide = self.enable_guidance().for_request(prefix, suffix, pr.heal, params) if params.guidance else None
-        if known is not None and known.serves(pr.ids, self.rows.tokens, params, self.config.batch_max):
-            # item 1's prompt again: its last position is not run again (in another shape: other last bits)
-            self.rows.truncate(len(pr.ids), known.hidden)
+        if known is not None and known.serves(pr.ids, self.rows.tokens, params, self.config.batch_max) \
+                and self.rows.hidden_after(len(pr.ids)) is not None:
+            # item 1's prompt again: its last position is not run again (in another shape: other last bits);
+            # _sync returns the hidden state row 0 kept there
+            self.rows.truncate(len(pr.ids))
         else:
             known = None
         hidden = self._sync(pr.ids, t, cancel)
@@ -372,7 +374,7 @@ class Engine:
         spot = (prefix, suffix)
         out = decode_greedy(self, pr, hidden, healer, params, t, cancel, on_token, settle,
                             resume=self.drafts.resume(spot), monitor=guide)
-        self.firsts.keep(pr.ids, out, self.rows.tokens, hidden)
+        self.firsts.keep(pr.ids, out, self.rows.tokens)
         if out.finish_reason in ("cancelled", "deadline") and len(out.token_ids) >= 4:
             self.drafts.keep_cut(spot, out.token_ids)
         return [out]

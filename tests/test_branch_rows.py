@@ -17,12 +17,9 @@ def _done(reason: str) -> Completion:
 
 def test_a_settled_greedy_item_is_handed_on_once_while_row_0_is_unchanged():
     firsts, held = Firsts(), [1, 2, 3, 5]
-    hidden = np.ones(4, np.float32)
-    firsts.keep([1, 2, 3], _done("stop"), held, hidden)
-    hidden[:] = 0  # the caller's array may be written over: the item keeps its own copy
+    firsts.keep([1, 2, 3], _done("stop"), held)
     known = firsts.take(held)
     assert known is not None and known.prompt == [1, 2, 3] and known.first.text == "return 1"
-    assert known.hidden.tolist() == [1.0] * 4
     # its branches: greedy variants of this very prompt while row 0 holds it and item 1's tokens
     three = GenParams(n=3, variant_temperature=0.0)
     assert known.serves([1, 2, 3], held, three, 4) and known.serves([1, 2, 3], [1, 2, 3], three, 4)
@@ -36,10 +33,10 @@ def test_a_settled_greedy_item_is_handed_on_once_while_row_0_is_unchanged():
 
 def test_no_item_is_handed_on_when_row_0_changed_or_it_was_cut_short():
     firsts, held = Firsts(), [1, 2, 3, 5]
-    firsts.keep([1, 2, 3], _done("stop"), held, np.zeros(4, np.float32))
+    firsts.keep([1, 2, 3], _done("stop"), held)
     assert firsts.take(list(held)) is None  # an equal list is not proof: another prompt ran in between
     for reason in ("lines", "length", "cancelled", "deadline"):  # a batch row would write it further
-        firsts.keep([1, 2, 3], _done(reason), held, np.zeros(4, np.float32))
+        firsts.keep([1, 2, 3], _done(reason), held)
         assert firsts.take(held) is None, reason
 
 

@@ -41,15 +41,15 @@ CHECK_EVERY = 8  # an item 1 that ended so would end there again as a batch row
 
 @dataclass(frozen=True)
 class Known:
-    """Item 1 as the greedy row just wrote it: its prompt, its completion, row 0's tokens after it (the
-    prompt and item 1's tokens, whose KV row 0 holds while that very list is row 0's) and the hidden state at
-    the prompt's last position (the branches start there without running that position again: its KV, run
-    again in another shape, would differ in its last bits from what item 1 was written after)."""
+    """Item 1 as the greedy row just wrote it: its prompt, its completion and row 0's tokens after it (the
+    prompt and item 1's tokens, whose KV row 0 holds while that very list is row 0's). The branches start at
+    the hidden state row 0 kept at the prompt's last position (``KVRows.hidden_after``), not running that
+    position again: its KV, run again in another shape, would differ in its last bits from what item 1 was
+    written after."""
 
     prompt: list[int]
     first: Completion
     held: list[int]
-    hidden: np.ndarray
 
     def serves(self, ids: list[int], row0: list[int], params: GenParams, batch_max: int) -> bool:
         """A batch of greedy variants for this very prompt, row 0 holding it and item 1's tokens still."""
@@ -64,8 +64,8 @@ class Firsts:
     def __init__(self) -> None:
         self._last: Known | None = None
 
-    def keep(self, prompt: list[int], out: Completion, held: list[int], hidden: np.ndarray) -> None:
-        self._last = Known(list(prompt), out, held, hidden.copy()) if out.finish_reason in SETTLED else None
+    def keep(self, prompt: list[int], out: Completion, held: list[int]) -> None:
+        self._last = Known(list(prompt), out, held) if out.finish_reason in SETTLED else None
 
     def take(self, held_now: list[int]) -> Known | None:
         last, self._last = self._last, None

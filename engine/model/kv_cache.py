@@ -89,8 +89,9 @@ class Parked:
 class KVRows:
     """What the rows of a ``KVCache`` hold. Row 0: ``tokens`` (their KV is valid at positions
     0..len(tokens)-1), ``hidden`` (the hidden state after the last of them; None when not kept),
-    ``hidden_after(n)`` (after the first n of them, for the last ``HIDDEN_KEPT`` positions a forward
-    wrote) and ``anchor`` (the FIM anchor of its prompt); ``parked``: spare row -> the prompt it holds.
+    ``hidden_after(n)`` (after the first n of them, for at least the last ``HIDDEN_KEPT`` positions a
+    forward wrote, at most twice as many) and ``anchor`` (the FIM anchor of its prompt); ``parked``: spare
+    row -> the prompt it holds.
 
     Token lists are replaced, never changed in place (a parked row may share one with row 0 once)."""
 
@@ -138,8 +139,8 @@ class KVRows:
             assert hidden.shape[0] == len(ids), "one hidden state per token"
             for j in range(len(ids)):
                 self._hidden[n0 + j + 1] = hidden[j]
-        old = len(self.tokens) - HIDDEN_KEPT
-        if old > 0 and len(self._hidden) > HIDDEN_KEPT:
+        if len(self._hidden) > 2 * HIDDEN_KEPT:  # pruned now and then, not at every decode step
+            old = len(self.tokens) - HIDDEN_KEPT
             self._hidden = {n: h for n, h in self._hidden.items() if n > old}
 
     def truncate(self, length: int, hidden: np.ndarray | None = None) -> None:
