@@ -256,7 +256,7 @@ class Engine:
         kept = rows.hidden_after(L) if L == len(ids) else None
         if kept is not None:  # the prompt ends where a forward left its hidden state (a keystroke off the text
             # decoding wrote there): nothing runs
-            rows.truncate(L, kept)
+            rows.truncate(L)  # (the dict holds kept at L already)
             t.reused_tokens = L
             self.last_context = t.context
             return kept
