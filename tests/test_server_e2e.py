@@ -346,7 +346,8 @@ async def test_bad_inputs_get_clear_errors_and_the_server_stays_up(client: Langu
 
 async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
     """200 didChange + inline requests as fast as they can be sent: every one is answered exactly once, the
-    last one about one generation after the last keystroke (no queue), and server memory does not grow."""
+    last one about one generation after the last keystroke (no queue), and the same burst again does not grow
+    server memory."""
     await wait_ready(client)
     proc = psutil.Process(client._server.pid)
     base = "import os\n\ndef list_python_files(root):\n    "
@@ -368,10 +369,8 @@ async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
 
     await burst(50)  # warm up whatever allocates on first use
     await wait_idle(client)  # its last status notification lands before counting
-    rss0 = proc.memory_info().rss
     n_status = len(client.statuses)
     results, last_latency = await burst(200)
-    rss1 = proc.memory_info().rss
 
     assert len(results) == 200  # gather returns only when every request got its one answer
     last = results[-1]
@@ -387,10 +386,18 @@ async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
     await wait_idle(client, 10)  # the last generation's own status is in
     gen_s = [s for s in client.statuses[n_status:] if s["lastLatencyMs"]][-1]["lastLatencyMs"] / 1000
     print(f"rapid typing: last answer {last_latency:.2f}s after the last keystroke, its generation {gen_s:.2f}s, "
-          f"{dropped}/200 dropped, server RSS {rss0 / 2**20:.0f} -> {rss1 / 2**20:.0f} MiB")
+          f"{dropped}/200 dropped")
     assert dropped >= 150, f"only {dropped} of 200 stale requests were dropped"
     await wait_idle(client)  # its speculation (the last generation, futures) would slow the next servers
     # no queue: the wait before the last generation is at most one interrupted model step plus messaging
     # (200 queued generations would take minutes)
     assert last_latency - gen_s < 1.5, (last_latency, gen_s)
-    assert rss1 - rss0 < 40 * 2**20, f"server memory grew by {(rss1 - rss0) / 2**20:.1f} MiB"
+    # memory: the same 200 keystrokes once more. What the first burst allocated once (onnxruntime's arena for
+    # its shapes, glibc's per-thread heaps) stays in RSS and is no leak; what each request leaks grows again
+    # (each RSS read once the server is idle: read mid-work it races the last generation's own allocations)
+    rss1 = proc.memory_info().rss
+    await burst(200)
+    await wait_idle(client, 10)
+    rss2 = proc.memory_info().rss
+    print(f"rapid typing: RSS {rss1 / 2**20:.0f} -> {rss2 / 2**20:.0f} MiB over the same burst again")
+    assert rss2 - rss1 < 40 * 2**20, f"server memory grew by {(rss2 - rss1) / 2**20:.1f} MiB on a repeated burst"
