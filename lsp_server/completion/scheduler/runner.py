@@ -154,9 +154,10 @@ class Runner:
             self._worked(job, t0, c0)
             self._safely(self.close_entry, job, result, (time.perf_counter() - t0) * 1000)
         t = result[1]
-        log.debug("job %d done in %.0f ms (%s): %s window, %d of %d prompt tokens run in %.0f ms, %d generated",
-                  job.seq, (time.perf_counter() - t0) * 1000, job.cancel.reason or "complete", t.window,
-                  t.prompt_tokens - t.reused_tokens, t.prompt_tokens, t.prefill_ms, t.decode_tokens)
+        log.debug("job %d done in %.0f ms, %.0f ms CPU (%s, %s): %s window, %d of %d prompt tokens run in %.0f ms, "
+                  "%d generated", job.seq, (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000,
+                  job.account, job.cancel.reason or "complete", t.window, t.prompt_tokens - t.reused_tokens,
+                  t.prompt_tokens, t.prefill_ms, t.decode_tokens)
         if self.tier == "remote":  # a server that did not name its model at load has named it now
             self._safely(self.identify, engine)
         return Ran(result, ms=(time.perf_counter() - t0) * 1000)
