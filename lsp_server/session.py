@@ -73,7 +73,7 @@ class Session:
         self.service = CompletionService(lambda: self.settings, load, self._load_capable, self.documents.revision,
                                          self.board.scheduler, on_refresh or (lambda uri, version: None),
                                          context=self.context.block_for)
-        self.service.events.on(Worked, lambda e: self.stats.worked(e.tier, e.work, e.wall_ms, e.cpu_ms))
+        self.service.events.on(Worked, self.stats.worked)
         self.service.store.disk.open(self.settings.cache_size_mb)
         register_secret(self.settings.remote_api_key)
         self.next_edits = NextEdits(self.documents, lambda: self.settings.enable,  # flint/nextEdit

@@ -19,6 +19,7 @@ from typing import Any
 
 from engine.paths import stats_path
 from lsp_server import convert
+from lsp_server.completion.events import Worked
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +54,20 @@ class Stats:
         else:
             self.counts["empty"] += 1
 
-    def worked(self, tier: str, work: str, wall_ms: float, cpu_ms: float) -> None:
-        """The work accounting: a job ran on a scheduler's engine (events.Worked). Counted per kind of work
-        as ``work.<kind>.jobs`` / ``.wall_ms`` / ``.cpu_ms``; ``served``, ``accepted`` and
-        ``accepted_units`` say what came of it (which work is worth its CPU)."""
-        name = work_name(tier, work)
+    def worked(self, w: Worked) -> None:
+        """The work accounting: a job ran on a scheduler's engine. Counted per kind of work as
+        ``work.<kind>.jobs`` / ``.wall_ms`` / ``.cpu_ms`` / ``.prefilled`` / ``.generated`` (tokens), and by how
+        the jobs ended, ``work.<kind>.ended.<how>.jobs`` / ``.cpu_ms`` (CPU spent on work stopped unused);
+        ``served``, ``accepted`` and ``accepted_units`` say what came of it (which work is worth its CPU)."""
+        name = work_name(w.tier, w.work)
         self.counts[f"work.{name}.jobs"] += 1
-        self.counts[f"work.{name}.wall_ms"] += round(wall_ms)
-        self.counts[f"work.{name}.cpu_ms"] += round(cpu_ms)
+        self.counts[f"work.{name}.wall_ms"] += round(w.wall_ms)
+        self.counts[f"work.{name}.cpu_ms"] += round(w.cpu_ms)
+        self.counts[f"work.{name}.prefilled"] += w.prefilled
+        self.counts[f"work.{name}.generated"] += w.generated
+        how = "-".join(w.ended.split()) or "complete"
+        self.counts[f"work.{name}.ended.{how}.jobs"] += 1
+        self.counts[f"work.{name}.ended.{how}.cpu_ms"] += round(w.cpu_ms)
 
     # ---- persistence ----------------------------------------------------------------------------
     def flush(self) -> None:
@@ -175,7 +182,27 @@ def format_summary(s: dict[str, Any], path: Path) -> str:
         f"p99 {ms(s['latency_p99_ms'])}  ({s['latency_samples']} recent suggestions)",
         f"  sources      {sources}",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + work_summary(s))
+
+
+def work_summary(totals: dict[str, Any]) -> list[str]:
+    """One line: the engine's jobs, their CPU, and the share spent on jobs stopped before their end, by why
+    (``worked``'s ``work.<kind>.ended.<how>`` counters; none before they were counted)."""
+    jobs = sum(v for k, v in totals.items() if k.startswith("work.") and k.count(".") == 2 and k.endswith(".jobs"))
+    cpu = sum(v for k, v in totals.items() if k.startswith("work.") and k.count(".") == 2 and k.endswith(".cpu_ms"))
+    if not jobs:
+        return []
+    stopped: Counter[str] = Counter()
+    for k, v in totals.items():
+        parts = k.split(".")
+        if len(parts) == 5 and parts[0] == "work" and parts[2] == "ended" and parts[4] == "cpu_ms" \
+                and parts[3] != "complete":
+            stopped[parts[3]] += v
+    line = f"  engine work  {jobs} jobs, {cpu / 1000:.1f} s CPU"
+    if cpu and stopped:
+        why = ", ".join(f"{how} {100 * v / cpu:.0f}%" for how, v in stopped.most_common())
+        line += f"; stopped before their end: {100 * sum(stopped.values()) / cpu:.0f}% ({why})"
+    return [line]
 
 
 def work_name(tier: str, work: str) -> str:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-FIELDS = ("jobs", "wall_ms", "cpu_ms", "served", "accepted", "accepted_units")
+FIELDS = ("jobs", "wall_ms", "cpu_ms", "served", "accepted", "accepted_units", "prefilled", "generated")
+ENDED_FIELDS = ("jobs", "cpu_ms")  # work.<kind>.ended.<how>.<field>: how the jobs ended (servers since s53)
 
 
 def read_totals(home: Path) -> dict[str, int]:
@@ -28,25 +29,36 @@ def read_totals(home: Path) -> dict[str, int]:
 
 def work_between(before: dict[str, int], after: dict[str, int]) -> dict[str, dict[str, int]]:
     """Per kind of work, what the counters grew by between two readings of the totals."""
-    out: dict[str, dict[str, int]] = {}
+    out: dict[str, dict] = {}
     for key, value in after.items():
         parts = key.split(".")
-        if len(parts) != 3 or parts[0] != "work" or parts[2] not in FIELDS:
-            continue
         grown = value - before.get(key, 0)
-        if grown:
-            out.setdefault(parts[1], dict.fromkeys(FIELDS, 0))[parts[2]] += grown
+        if parts[0] != "work" or not grown:
+            continue
+        if len(parts) == 3 and parts[2] in FIELDS:
+            _kind(out, parts[1])[parts[2]] += grown
+        elif len(parts) == 5 and parts[2] == "ended" and parts[4] in ENDED_FIELDS:
+            ended = _kind(out, parts[1])["ended"].setdefault(parts[3], dict.fromkeys(ENDED_FIELDS, 0))
+            ended[parts[4]] += grown
     return out
+
+
+def _kind(out: dict[str, dict], kind: str) -> dict:
+    return out.setdefault(kind, {**dict.fromkeys(FIELDS, 0), "ended": {}})
 
 
 def pooled(works: list[dict[str, dict[str, int]]]) -> dict[str, dict[str, int]]:
     """Several runs' accounting added up."""
-    out: dict[str, dict[str, int]] = {}
+    out: dict[str, dict] = {}
     for w in works:
         for kind, counts in w.items():
-            acc = out.setdefault(kind, dict.fromkeys(FIELDS, 0))
+            acc = _kind(out, kind)
             for f in FIELDS:
                 acc[f] += counts.get(f, 0)
+            for how, c in counts.get("ended", {}).items():
+                e = acc["ended"].setdefault(how, dict.fromkeys(ENDED_FIELDS, 0))
+                for f in ENDED_FIELDS:
+                    e[f] += c.get(f, 0)
     return out
 
 
@@ -71,5 +83,19 @@ def work_lines(summaries: list[dict]) -> list[str]:
             per = f"{c['cpu_ms'] / c['accepted_units']:.0f}" if c["accepted_units"] else "–"
             lines.append(f"| {kind} | {c['jobs']} | {c['cpu_ms'] / 1000:.1f} | {100 * c['cpu_ms'] / total_cpu:.0f}% | "
                          f"{served} | {c['accepted_units']} | {per} |")
-        lines.append("")
+        lines += [""] + ended_lines(work, total_cpu)
     return lines
+
+
+def ended_lines(work: dict[str, dict], total_cpu: int) -> list[str]:
+    """How the jobs of each kind ended (complete, or why they stopped: stale, diverged, idle, ...), with the
+    tokens they ran: CPU spent on work stopped before its end bought at most what streamed meanwhile."""
+    rows = [(kind, how, e) for kind, c in work.items() for how, e in c.get("ended", {}).items()]
+    if not rows:
+        return []
+    lines = ["| work | ended | jobs | CPU s | share of CPU |", "|---|---|---|---|---|"]
+    for kind, how, e in sorted(rows, key=lambda r: -r[2]["cpu_ms"]):
+        lines.append(f"| {kind} | {how} | {e['jobs']} | {e['cpu_ms'] / 1000:.1f} | {100 * e['cpu_ms'] / total_cpu:.0f}% |")
+    tokens = [f"{kind}: {c['prefilled']} prompt tokens run, {c['generated']} generated"
+              for kind, c in work.items() if c.get("prefilled") or c.get("generated")]
+    return lines + ([""] + ["Tokens: " + "; ".join(tokens) + "."] if tokens else []) + [""]

@@ -31,3 +31,19 @@ def test_pooled_runs_and_the_report_table():
     assert "| now | 4 | 4.0 | 50% | 2 (50%) | 40 | 100 |" in text
     assert "| future | 4 | 4.0 | 50% | 0 (0%) | 0 | – |" in text
     assert work_lines([{"config": "x", "work": {}}]) == []
+    assert "| work | ended |" not in text  # servers before the ending was counted: no such table
+
+
+def test_how_jobs_ended_read_pooled_and_reported(tmp_path):
+    (tmp_path / "stats.json").write_text(json.dumps({"totals": {
+        "work.now.jobs": 3, "work.now.cpu_ms": 4000, "work.now.prefilled": 250, "work.now.generated": 30,
+        "work.now.ended.complete.jobs": 2, "work.now.ended.complete.cpu_ms": 3000,
+        "work.now.ended.stale.jobs": 1, "work.now.ended.stale.cpu_ms": 1000, "work.now.ended.x": 5}}))
+    w = work_between({"work.now.ended.stale.jobs": 1, "work.now.ended.stale.cpu_ms": 1000}, read_totals(tmp_path))
+    assert w["now"]["ended"] == {"complete": {"jobs": 2, "cpu_ms": 3000}}  # stale did not grow
+    p = pooled([w, {"now": {"jobs": 1, "cpu_ms": 1000, "ended": {"stale": {"jobs": 1, "cpu_ms": 1000}}}}])
+    assert p["now"]["ended"] == {"complete": {"jobs": 2, "cpu_ms": 3000}, "stale": {"jobs": 1, "cpu_ms": 1000}}
+    assert p["now"]["prefilled"] == 250 and p["now"]["cpu_ms"] == 5000
+    text = "\n".join(work_lines([{"config": "main/think", "split": "tuning", "work": p}]))
+    assert "| now | complete | 2 | 3.0 | 60% |" in text and "| now | stale | 1 | 1.0 | 20% |" in text
+    assert "now: 250 prompt tokens run, 30 generated" in text

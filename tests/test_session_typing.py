@@ -78,9 +78,12 @@ async def test_the_work_accounting_says_what_each_kind_of_engine_work_cost_and_b
     c = s.stats.counts
     assert c["work.now.jobs"] == 1 and c["work.now.served"] == 1, dict(c)
     assert c["work.now.wall_ms"] >= 0 and c["work.now.cpu_ms"] >= 0
+    assert c["work.now.ended.complete.jobs"] == 1  # it ran to its end, as it ended: counted once by how
     assert c["work.now.accepted"] == 1 and c["work.now.accepted_units"] == len("return a + b")
     assert c["work.future.served"] == 0  # nobody has typed there yet
-    assert sum(v for k, v in c.items() if k.endswith(".jobs")) == len(eng.calls) + len(eng.prefills)
+    kinds = [k for k in c if k.endswith(".jobs") and k.count(".") == 2]  # not the ended.<how>.jobs split
+    assert sum(c[k] for k in kinds) == len(eng.calls) + len(eng.prefills)
+    assert sum(v for k, v in c.items() if ".ended." in k and k.endswith(".jobs")) == sum(c[k] for k in kinds)
 
 
 async def test_a_cursor_put_somewhere_without_typing_starts_that_spot_s_work(oracle_session):

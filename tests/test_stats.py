@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lsp_server import stats
+from lsp_server.completion.events import Worked
 from lsp_server.stats import Shown, Stats, work_name
 
 
@@ -15,15 +16,20 @@ def test_work_names_by_tier():
 def test_worked_accumulates_per_kind_and_merges_into_the_file(tmp_path):
     path = tmp_path / "stats.json"
     s = Stats(path)
-    s.worked("local", "future", 12.4, 20.6)
-    s.worked("local", "future", 10.0, 9.0)
-    s.worked("remote", "now", 300.0, 1.0)
+    s.worked(Worked("local", "future", 12.4, 20.6, "complete", 3, 10))
+    s.worked(Worked("local", "future", 10.0, 9.0, "client cancelled", 40, 0))
+    s.worked(Worked("remote", "now", 300.0, 1.0))
     s.flush()
-    s.worked("local", "future", 1.0, 1.0)
+    s.worked(Worked("local", "future", 1.0, 1.0, "stale", 1, 2))
     s.flush()  # a second flush adds its deltas to the file's totals
     t = stats.load(path)["totals"]
     assert (t["work.future.jobs"], t["work.future.wall_ms"], t["work.future.cpu_ms"]) == (3, 23, 31)
+    assert (t["work.future.prefilled"], t["work.future.generated"]) == (44, 12)
     assert (t["work.remote-now.jobs"], t["work.remote-now.wall_ms"]) == (1, 300)
+    # how they ended: CPU spent on work stopped unused, one name per way (no spaces: a dotted key)
+    assert (t["work.future.ended.complete.jobs"], t["work.future.ended.complete.cpu_ms"]) == (1, 21)
+    assert (t["work.future.ended.client-cancelled.jobs"], t["work.future.ended.client-cancelled.cpu_ms"]) == (1, 9)
+    assert (t["work.future.ended.stale.jobs"], t["work.future.ended.stale.cpu_ms"]) == (1, 1)
 
 
 def test_accepts_are_credited_to_the_work_that_made_the_suggestion(tmp_path):
@@ -38,3 +44,15 @@ def test_accepts_are_credited_to_the_work_that_made_the_suggestion(tmp_path):
     assert s.counts["work.future.accepted_units"] == len("return x") + 3
     assert s.counts["accepted"] == 2 and s.counts["accepted_units"] == len("return x") + 3 + 1
     assert not any(k.startswith("work.other") for k in s.counts)
+
+
+def test_flint_stats_says_what_share_of_the_engine_s_cpu_went_to_work_stopped_before_its_end(tmp_path):
+    s = Stats(tmp_path / "stats.json")
+    s.worked(Worked("local", "now", 500.0, 900.0, "complete"))
+    s.worked(Worked("local", "now", 200.0, 300.0, "stale"))
+    s.worked(Worked("local", "warm", 300.0, 600.0, "idle"))
+    s.worked(Worked("local", "now", 100.0, 200.0, "diverged"))
+    s.flush()
+    text = stats.format_summary(stats.summary(stats.load(tmp_path / "stats.json")), tmp_path / "stats.json")
+    assert "engine work  4 jobs, 2.0 s CPU; stopped before their end: 55% (idle 30%, stale 15%, diverged 10%)" in text
+    assert stats.work_summary({"requests": 3}) == []  # no engine work counted yet: no line

@@ -44,6 +44,9 @@ class Worked:
     work: str
     wall_ms: float
     cpu_ms: float
+    ended: str = "complete"  # or why it stopped first (stale, idle, diverged, superseded, ..., an error's name)
+    prefilled: int = 0  # prompt tokens it ran (the rest were in the KV cache)
+    generated: int = 0
 
 
 Event = Changed | Status | Idle | Worked

@@ -151,13 +151,12 @@ class Runner:
             return Ran(error=e, ms=(time.perf_counter() - t0) * 1000)
         finally:
             self.model_calls += 1
-            self._worked(job, t0, c0)
+            self._worked(job, t0, c0, result[1] if result else None, failed=result is None)
             self._safely(self.close_entry, job, result, (time.perf_counter() - t0) * 1000)
         t = result[1]
-        log.debug("job %d done in %.0f ms, %.0f ms CPU (%s, %s): %s window, %d of %d prompt tokens run in %.0f ms, "
-                  "%d generated", job.seq, (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000,
-                  job.account, job.cancel.reason or "complete", t.window, t.prompt_tokens - t.reused_tokens,
-                  t.prompt_tokens, t.prefill_ms, t.decode_tokens)
+        log.debug("job %d done in %.0f ms (%s, %s): %s window, %d of %d prompt tokens run in %.0f ms, %d generated",
+                  job.seq, (time.perf_counter() - t0) * 1000, job.account, job.cancel.reason or "complete", t.window,
+                  t.prompt_tokens - t.reused_tokens, t.prompt_tokens, t.prefill_ms, t.decode_tokens)
         if self.tier == "remote":  # a server that did not name its model at load has named it now
             self._safely(self.identify, engine)
         return Ran(result, ms=(time.perf_counter() - t0) * 1000)
@@ -213,10 +212,13 @@ class Runner:
         except Exception:  # a broken hook must not kill the engine thread
             log.exception("%s hook failed", hook.__name__)
 
-    def _worked(self, job: Job, t0: float, c0: float) -> None:
-        """Its wall time and the process's CPU time meanwhile (the engine's threads do nearly all of it)."""
-        self._events.put(Worked(self.tier, job.account, (time.perf_counter() - t0) * 1000,
-                                (time.process_time() - c0) * 1000))
+    def _worked(self, job: Job, t0: float, c0: float, t: Timings | None = None, failed: bool = False) -> None:
+        """Its wall time and the process's CPU time meanwhile (the engine's threads do nearly all of it), how it
+        ended and the tokens it ran (``t``)."""
+        t = t or Timings()
+        self._events.put(Worked(self.tier, job.account, (time.perf_counter() - t0) * 1000, (time.process_time() - c0)
+                                * 1000, job.cancel.reason or ("error" if failed else "complete"),
+                                t.prompt_tokens - t.reused_tokens, t.decode_tokens))
 
     def report(self, ran: Ran, job: Job, idle: bool) -> None:
         """The status after a job: an engine error (not a stop) at once; a generation, once nothing is queued."""
