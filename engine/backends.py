@@ -45,9 +45,9 @@ class Backend(Protocol):
                  cancel: CancelToken | None = None, on_token: TokenCallback | None = None
                  ) -> tuple[list[Completion], Timings]: ...
 
-    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> bool:
-        """Warm the KV cache for a prompt (idle time); False when there is nothing to warm (no KV cache, or
-        it holds the prompt already: the backend knows, nobody mirrors it)."""
+    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings | None:
+        """Warm the KV cache for a prompt (idle time): what it ran, or None when there is nothing to warm (no
+        KV cache, or it holds the prompt already: the backend knows, nobody mirrors it)."""
         ...
 
     def set_context(self, block: Any) -> bool:
@@ -124,8 +124,8 @@ class LocalBackend:
                  ) -> tuple[list[Completion], Timings]:
         return self.engine.complete(prefix, suffix, params, cancel=cancel, on_token=on_token)
 
-    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> bool:
-        return self.engine.prefill(prefix, suffix, cancel) is not None
+    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings | None:
+        return self.engine.prefill(prefix, suffix, cancel)
 
     def set_context(self, block: Any) -> bool:
         return bool(self.engine.set_context(block))

@@ -272,6 +272,7 @@ class Engine:
             part = ids[pos:pos + chunk]
             out = self.decoder.forward(np.asarray([part], dtype=np.int64), pos)
             t.forward_calls += 1
+            t.ran_tokens += len(part)
             pos += len(part)
             h = out[0, -1]
             rows.append(part, h if pos == len(ids) else None)  # the hidden state is kept for the whole prompt

@@ -101,6 +101,7 @@ class Completion:
 class Timings:
     prompt_tokens: int = 0
     reused_tokens: int = 0
+    ran_tokens: int = 0  # prompt tokens a forward ran (fewer than prompt - reused when stopped mid-prompt)
     prefill_ms: float = 0.0
     ttft_ms: float = 0.0
     total_ms: float = 0.0

@@ -188,8 +188,10 @@ def format_summary(s: dict[str, Any], path: Path) -> str:
 def work_summary(totals: dict[str, Any]) -> list[str]:
     """One line: the engine's jobs, their CPU, and the share spent on jobs stopped before their end, by why
     (``worked``'s ``work.<kind>.ended.<how>`` counters; none before they were counted)."""
-    jobs = sum(v for k, v in totals.items() if k.startswith("work.") and k.count(".") == 2 and k.endswith(".jobs"))
-    cpu = sum(v for k, v in totals.items() if k.startswith("work.") and k.count(".") == 2 and k.endswith(".cpu_ms"))
+    def per_kind(what: str) -> float:  # work.<kind>.<what> summed over the kinds
+        return sum(v for k, v in totals.items() if k.startswith("work.") and k.count(".") == 2 and k.endswith(what))
+
+    jobs, cpu = int(per_kind(".jobs")), per_kind(".cpu_ms")
     if not jobs:
         return []
     stopped: Counter[str] = Counter()

@@ -111,7 +111,7 @@ class FakeEngine:
             wait_for(lambda: cancel is not None and cancel.cancelled, float("inf"))
         if cancel is None or not cancel.cancelled:
             self.held = (prefix, suffix)
-        return Timings()
+        return Timings(prompt_tokens=len(prefix), ran_tokens=len(prefix))  # a "token" a character
 
     def set_context(self, block) -> bool:
         digest = block.digest() if block is not None and block.chunks else ""
@@ -166,7 +166,7 @@ class Rig:
 
     def __init__(self, engine: FakeEngine | None = None, load=None, settings=None, tier: str = "local",
                  clock: Clock | None = None) -> None:
-        from lsp_server.completion.events import Events, Idle, Status
+        from lsp_server.completion.events import Events, Idle, Status, Worked
         from lsp_server.completion.scheduler.worker import Worker
         from lsp_server.completion.store.store import Store
         from lsp_server.settings import Settings
@@ -178,6 +178,8 @@ class Rig:
         self.idle_calls = 0
         self.idle_plan = None  # (state, jobs.WarmUp) for the next warm-up
         self.events.on(Status, lambda e: self.statuses.append(e.state))
+        self.worked: list[Worked] = []  # the accounting of each job the engine ran
+        self.events.on(Worked, self.worked.append)
         self.events.on(Idle, self._idle)
         self.store = Store(lambda: self.settings, self.events)
         self.worker = Worker(load or (lambda: engine), self.store, self.events, tier, clock)

@@ -335,8 +335,12 @@ def test_idle_time_leaves_a_window_the_kv_holds_alone(engine):
     stop = CancelToken()
     stop.cancel("typing")
     engine.reset()
-    engine.prefill(prefix, suffix, stop)  # interrupted after its first chunk: most of the window is missing
-    assert engine.prefill(prefix, suffix) is not None
+    cut = engine.prefill(prefix, suffix, stop)  # interrupted after its first chunk: most of the window is missing
+    assert cut is not None and 0 < cut.ran_tokens == engine.config.warm_chunk < cut.prompt_tokens, cut
+    whole = engine.prefill(prefix, suffix)
+    # the accounting counts what ran, not what the prompt needed
+    assert whole is not None and whole.ran_tokens == whole.prompt_tokens - whole.reused_tokens, whole
+    assert whole.reused_tokens >= cut.ran_tokens, (whole, cut)
 
 
 def test_a_parked_prompt_swapped_back_gives_what_a_fresh_run_gives(engine):

@@ -57,6 +57,9 @@ def test_idle_time_warms_once_and_new_work_interrupts_it():
     assert r.until(lambda: r.engine.prefills)
     assert r.engine.prefills == [("active prefix", "active suffix")]
     assert r.until(lambda: r.worker.backlog() == 0) and r.engine.held == ("active prefix", "active suffix")
+    assert r.until(lambda: any(w.work == "warm" for w in r.worked))
+    # the accounting counts the warm-up's prompt tokens as run, and its ending
+    assert [(w.prefilled, w.ended) for w in r.worked if w.work == "warm"] == [(len("active prefix"), "complete")]
     clock.advance(knobs.IDLE_WARM_S + 0.2)
     assert not r.until(lambda: r.idle_calls > calls + 1, 0.2)  # once per quiet period, not in a loop
     assert len(r.engine.prefills) == 1

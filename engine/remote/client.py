@@ -104,9 +104,9 @@ class RemoteBackend:
         """May a request try the remote now (not backing off after a failure)?"""
         return self.backoff.ready(self._clock() if now is None else now)
 
-    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> bool:
+    def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> None:
         """Nothing to warm here (the server keeps its own caches)."""
-        return False
+        return None
 
     def set_context(self, block: object) -> bool:
         """A remote server gets no repository context block (its prompt is text; the block is for a local

@@ -50,7 +50,7 @@ class IdleWork:
     """(engine thread) A warm-up: its context block first (a new block invalidates the KV), then the spot's
     full window unless the KV holds it already."""
 
-    def __init__(self, identify: Callable[[Backend], None], worked: Callable[[Job, float, float], None]) -> None:
+    def __init__(self, identify: Callable[[Backend], None], worked: Callable[..., None]) -> None:
         self._identify = identify
         self._worked = worked
         self.context_uri: str | None = None  # the document the backend's context block was gathered for
@@ -67,12 +67,12 @@ class IdleWork:
             return
         t0, c0 = time.perf_counter(), time.process_time()
         try:
-            if not engine.prefill(job.state.prefix, job.state.suffix, job.cancel):
+            if (t := engine.prefill(job.state.prefix, job.state.suffix, job.cancel)) is None:
                 return  # nothing to warm (a remote server, or the KV holds the window already)
         except Exception:
             log.exception("warm-up failed")
             return
-        self._worked(job, t0, c0)
+        self._worked(job, t0, c0, t)
         log.debug("warmed %s in %.0f ms%s", job.state.uri, (time.perf_counter() - t0) * 1000,
                   " (interrupted)" if job.cancel.cancelled else "")
 

@@ -156,7 +156,7 @@ class Runner:
         t = result[1]
         log.debug("job %d done in %.0f ms (%s, %s): %s window, %d of %d prompt tokens run in %.0f ms, %d generated",
                   job.seq, (time.perf_counter() - t0) * 1000, job.account, job.cancel.reason or "complete", t.window,
-                  t.prompt_tokens - t.reused_tokens, t.prompt_tokens, t.prefill_ms, t.decode_tokens)
+                  t.ran_tokens, t.prompt_tokens, t.prefill_ms, t.decode_tokens)
         if self.tier == "remote":  # a server that did not name its model at load has named it now
             self._safely(self.identify, engine)
         return Ran(result, ms=(time.perf_counter() - t0) * 1000)
@@ -218,7 +218,7 @@ class Runner:
         t = t or Timings()
         self._events.put(Worked(self.tier, job.account, (time.perf_counter() - t0) * 1000, (time.process_time() - c0)
                                 * 1000, job.cancel.reason or ("error" if failed else "complete"),
-                                t.prompt_tokens - t.reused_tokens, t.decode_tokens))
+                                t.ran_tokens, t.decode_tokens))
 
     def report(self, ran: Ran, job: Job, idle: bool) -> None:
         """The status after a job: an engine error (not a stop) at once; a generation, once nothing is queued."""
