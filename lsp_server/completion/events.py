@@ -45,7 +45,7 @@ class Worked:
     wall_ms: float
     cpu_ms: float
     ended: str = "complete"  # or why it stopped first (stale, idle, diverged, superseded, ..., an error's name)
-    prefilled: int = 0  # prompt tokens it ran (the rest were in the KV cache)
+    prefilled: int = 0  # prompt tokens a forward ran (the rest were in the KV cache, or it stopped first)
     generated: int = 0
 
 
