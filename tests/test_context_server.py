@@ -100,6 +100,7 @@ async def test_sibling_definition_reaches_the_prompt_and_the_status(client: Lang
     # at the same spot is answered from memory (no work for the engine) and reports the chunks of the last
     # prompt whose KV is complete
     await until(lambda: context_now().get("chunks"), 120, every=2.0, poke=lambda: ask(client, uri, line, col))
+    assert context_now().get("chunks"), [s.get("message") for s in client.statuses][-5:]
     # a keystroke the suggestion did not foresee: a new generation, its prompt behind the block (its KV warm)
     client.text_document_did_change(types.DidChangeTextDocumentParams(
         types.VersionedTextDocumentIdentifier(uri=uri, version=2),

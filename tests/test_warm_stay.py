@@ -55,3 +55,25 @@ async def test_idle_time_warms_the_spot_once_the_user_stayed_and_a_far_move_star
     await s.suggest(uri, 99, len("value_99 = compute(99)"), invoked=False)
     await until(lambda: len(eng.prefills) > 1, knobs.IDLE_WARM_S * 6)
     assert len(eng.prefills) == 2 and eng.prefills[1][0].endswith("compute(99)"), eng.prefills[1][0][-30:]
+
+
+async def test_asking_again_where_memory_answers_is_the_user_acting_so_idle_time_warms_again(start_session):
+    """The first quiet period's idle work can be missed (the model loaded through it, or the user went):
+    the editor asking again at the same spot, answered from memory, starts another quiet period, whose
+    warm-up admits the context block then (each warm-up puts its block on the engine first)."""
+    eng = FakeEngine(quick)
+    s = start_session(eng)
+    uri = "file:///a.py"
+    s.documents.open(uri, "def f():\n    ", 1)
+
+    def warm_ups() -> int:
+        return sum(1 for entry in eng.log if entry[0] == "context")
+
+    assert (await s.suggest(uri, 1, 4, invoked=False)).items
+    await until(lambda: warm_ups(), knobs.IDLE_WARM_S * 6)
+    await asyncio.sleep(knobs.IDLE_WORK_S * 2)  # the quiet period and its idle work are over
+    assert warm_ups() == 1, eng.log
+    again = await s.suggest(uri, 1, 4, invoked=False)  # the same spot
+    assert again.items and again.source == "memory", again
+    await until(lambda: warm_ups() > 1, knobs.IDLE_WARM_S * 6)
+    assert warm_ups() == 2, eng.log

@@ -180,9 +180,8 @@ class CompletionService:
                          budget: float | None = None) -> Answer | None:
         """From one backend: the store (a remote worker: only its own entries), else its model, within the
         request's deadline even while the model (re)loads (issue 14.8)."""
-        tier = worker.tier
-        backend = "remote" if tier == "remote" else None
-        plan = planner.waiting(self._settings(), state, since, invoked=invoked, remote=tier == "remote",
+        backend = "remote" if worker.tier == "remote" else None
+        plan = planner.waiting(self._settings(), state, since, invoked=invoked, remote=backend is not None,
                                budget_s=budget)
         found = self.store.lookup(state, since, partial=False, backend=backend)
         if invoked and found is not None and found.quick:
@@ -190,6 +189,7 @@ class CompletionService:
             state = planner.whole_window(state)
             found = self.store.lookup(state, since, partial=False, backend=backend)
         if found is not None and (found.complete or plan.partial_after is None):
+            self.tiers.local.poke()  # the user acts here with nothing to run: idle time looks for work again
             return found
         if plan.item_one and not self.store.streaming(state):
             # an explicit request: the automatic suggestion here (made, or made now: one greedy row with its
@@ -201,7 +201,7 @@ class CompletionService:
                 self.store.submit(state, Work(Ask.AWAITED, plan.job_budget))
             if first is not None or self.store.streaming(self._auto_twin(state)):
                 return first  # (None: the line is still coming: flint/refresh when it is there)
-        work = Work(budget_s=plan.job_budget, tier=tier)
+        work = Work(budget_s=plan.job_budget, tier=worker.tier)
         if found is not None and found.comps and found.source in ("type-through", "disk"):
             # a start read or typed through answers now; the generation writes the rest
             self.store.submit(state, replace(work, mode=Ask.BACKGROUND))
