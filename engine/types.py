@@ -25,6 +25,10 @@ class CancelToken:
     def cancelled(self) -> bool:
         return self._event.is_set()
 
+    def wait(self, timeout: float) -> bool:
+        """Sleep until cancelled or ``timeout`` passes; whether it was cancelled."""
+        return self._event.wait(timeout)
+
 
 @dataclass(frozen=True)
 class DocRef:

@@ -104,3 +104,18 @@ def test_a_keystroke_starts_its_work_at_once_unless_it_is_part_of_a_burst():
     assert not planner.keystroke(s, st, speculate=False, burst=False, now=10.0).start  # the client never asked
     assert planner.keystroke(Settings(speculation=False), st, speculate=True, burst=False, now=10.0).current is None
     assert planner.moved(s, st).start and not planner.moved(Settings(speculation=False), st).start
+
+
+def test_a_look_ahead_line_waits_until_the_typist_nears_the_line_end_or_pauses():
+    s = Settings()
+    ahead = planner.state_at(s, "file:///a.py", 1, 8, "value = ", "\n", invoked=False, remote_ready=False).params
+    line = planner.gen_params(s, "single", invoked=False, lookahead=False)
+    text = "compute(first_argument, second)\n    retu"  # its first line has 31 characters
+    near, quiet = knobs.LOOKAHEAD_NEAR_CHARS, knobs.LOOKAHEAD_QUIET_S
+    assert planner.holds_lookahead(ahead, text, 0, 0.0)  # the first line written, the typist far from its end
+    assert planner.holds_lookahead(ahead, text, 31 - near - 1, quiet / 2)
+    assert not planner.holds_lookahead(ahead, text, 31 - near, 0.0)  # near the end: the next line now
+    assert not planner.holds_lookahead(ahead, text, 40, 0.0)  # typed past it (Enter)
+    assert not planner.holds_lookahead(ahead, text, 0, quiet)  # a pause: the user may take it and go on
+    assert not planner.holds_lookahead(ahead, "compute(first_argument", 0, 0.0)  # the first line still coming
+    assert not planner.holds_lookahead(line, text, 0, 0.0)  # no look-ahead line asked for

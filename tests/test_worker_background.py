@@ -10,7 +10,7 @@ import pytest
 from engine.types import GenParams
 from lsp_server.completion.jobs import Ask, Superseded, WarmUp, Work
 from lsp_server.completion.policy import knobs
-from tests.fakes import Clock, FakeEngine, Rig, state, steps, wait_for
+from tests.fakes import Clock, Done, FakeEngine, Rig, Step, state, steps, wait_for
 
 STEP = 0.01
 
@@ -229,3 +229,36 @@ def test_a_generation_stopped_because_the_user_went_idle_ends_at_ready_with_no_e
         assert "error" not in said[-1].info, said[-1]
     finally:
         r.stop()
+
+
+def test_a_look_ahead_line_waits_for_the_typist_so_typing_off_the_line_costs_none_of_it():
+    clock = Clock()
+    first = "compute(first_argument, second)"  # the first line, far longer than knobs.LOOKAHEAD_NEAR_CHARS
+
+    def script(prefix, suffix, params):
+        yield Step(first + "\n", STEP)
+        for i in range(1, 6):
+            yield Step(first + "\n" + "y" * i, STEP)
+        return Done("length")
+
+    ahead = GenParams(max_tokens=knobs.LOOKAHEAD_TOKENS, max_lines=2)
+    r = Rig(FakeEngine(script), clock=clock).start()
+    for uri in "abc":
+        before, ended = r.engine.steps_run, len(r.engine.ended)
+        r.worker.submit(state(uri, 1, f"{uri} = ", params=ahead), Work(Ask.SPECULATE))  # (not one the store has)
+        assert r.until(lambda before=before: r.engine.steps_run == before + 1)
+        time.sleep(0.2)  # (the clock stands still: the user typed nothing and did not pause)
+        assert r.engine.steps_run == before + 1 and r.worker.backlog() == 1
+        if uri == "a":  # typed off the line: stopped with nothing written after its first line
+            r.worker.document_changed(uri, 2, state(uri, 2, f"{uri} = q", params=ahead))
+            assert r.until(lambda ended=ended: len(r.engine.ended) > ended) and r.engine.ended[-1] == "cancelled"
+            assert r.engine.steps_run == before + 1
+            continue
+        if uri == "b":  # typed through to near the line's end: the next line now
+            near = f"{uri} = " + first[:len(first) - knobs.LOOKAHEAD_NEAR_CHARS]
+            r.worker.document_changed(uri, 2, state(uri, 2, near, params=ahead))
+        else:  # a pause: the user may take it and press Enter
+            clock.advance(knobs.LOOKAHEAD_QUIET_S + 0.01)
+        assert r.until(lambda ended=ended: len(r.engine.ended) > ended)
+        assert r.engine.ended[-1] == "length" and r.engine.steps_run == before + 6
+    r.stop()

@@ -36,6 +36,11 @@ TOKENS_PER_LINE = 24
 # A one-line suggestion at the end of a line is generated one line further than it is shown: after Enter,
 # that next line is typed through at once (starting from nothing there gave bench_replay's slowest answers).
 LOOKAHEAD_TOKENS = SINGLE_LINE_TOKENS + TOKENS_PER_LINE
+# Its next line waits until the typist is this near the first line's end, or pauses this long: typing that
+# leaves the line sooner would have made every token of it waste (docs/benchmarks/archive: lookahead-hold).
+LOOKAHEAD_NEAR_CHARS = 8
+LOOKAHEAD_QUIET_S = 0.4
+HOLD_POLL_S = 0.02  # how often a held generation looks at the typing again
 MAX_TOKENS = 256
 TYPING_HISTORY = 9  # keystroke times kept per document
 # Work for a pause (the whole window after the quick one had nothing, the capable tier's line) starts after

@@ -27,6 +27,14 @@ def is_lookahead(max_tokens: int, max_lines: int | None) -> bool:
     return max_lines == 2 and max_tokens == knobs.LOOKAHEAD_TOKENS
 
 
+def holds_lookahead(params: GenParams, text: str, typed: int, quiet_s: float) -> bool:
+    """Does a look-ahead generation wait before its next line? ``text``: what it wrote after its cursor;
+    ``typed``: characters of it the user typed since; ``quiet_s``: since the user's last action."""
+    end = text.find("\n")
+    return is_lookahead(params.max_tokens, params.max_lines) and end >= 0 and \
+        end - typed > knobs.LOOKAHEAD_NEAR_CHARS and quiet_s < knobs.LOOKAHEAD_QUIET_S
+
+
 def lookahead_for_block(entry: Entry, state: State) -> bool:
     """A look-ahead line serving a state that wants a block (after Enter): shown at once, but it does not
     stand for the block a generation there would write."""

@@ -52,6 +52,8 @@ class Scheduler(Protocol):
 
     def keeps(self, job: Job) -> bool: ...
 
+    def holds(self, job: Job, text: str) -> bool: ...
+
 
 class Runner:
     def __init__(self, tier: str, store: Store, events: Events) -> None:
@@ -93,7 +95,7 @@ class Runner:
                 return Ran(error=Stale("the document changed"))
             if job.cancel.cancelled:
                 return Ran(error=reason_exc(job.cancel.reason))
-            ran = self.run(job, scheduler.keeps)
+            ran = self.run(job, scheduler)
             if ran.error is None and scheduler.revision(job.state.uri) != job.state.revision:
                 return Ran(ran.result, Stale("the document changed"), ran.ms)
             if ran.error is None and job.cancel.cancelled:
@@ -122,8 +124,9 @@ class Runner:
         self.loaded.set()
         return None
 
-    def run(self, job: Job, keeps: Callable[[Job], bool]) -> Ran:
-        """A generation; ``keeps(job)``, asked at each token: does a job kept through an edit still serve?"""
+    def run(self, job: Job, scheduler: Scheduler) -> Ran:
+        """A generation; at each token the scheduler says whether a job kept through an edit still serves, and
+        whether it waits before its next line."""
         engine = self.engine
         assert engine is not None
         if self.idle.context_uri not in (None, job.state.uri) and engine.context_digest:
@@ -142,7 +145,7 @@ class Runner:
         result: Result | None = None
         try:
             result = engine.complete(job.state.prefix, job.state.suffix, params, cancel=job.cancel,
-                                     on_token=partial(self._on_token, job, keeps))
+                                     on_token=partial(self._on_token, job, scheduler))
         except Exception as e:
             if isinstance(e, RemoteError):  # expected (a remote server down): one line, no traceback
                 log.warning("%s: %s", type(e).__name__, e)
@@ -184,12 +187,14 @@ class Runner:
         key = (*job.state.params.key(), self.tier)
         job.handle = self.store.open(job.state.prefix, job.state.suffix, job.state.params.n, key, work=job.account)
 
-    def _on_token(self, job: Job, keeps: Callable[[Job], bool], index: int, text: str, doubts: Doubts = ()) -> None:
+    def _on_token(self, job: Job, scheduler: Scheduler, index: int, text: str, doubts: Doubts = ()) -> None:
         if job.cancel.cancelled:
             return
         if isinstance(job.handle, Entry):
             self._safely(self.store.stream, job.handle, index, text, doubts)
-        if not keeps(job):
+        while index == 0 and scheduler.holds(job, text) and not job.cancel.wait(knobs.HOLD_POLL_S):
+            pass  # (engine thread asleep) a keystroke off the line stops the job before its next line costs
+        if not job.cancel.cancelled and not scheduler.keeps(job):
             stop_job(job, "diverged")  # the user typed something else: the text is useless now
 
     def close_entry(self, job: Job, result: Result | None, ms: float) -> None:

@@ -267,6 +267,17 @@ class Worker:
         """The document's newest revision this worker heard of (CLOSED once closed)."""
         return self._q.revisions.get(uri)
 
+    def holds(self, job: Job, text: str) -> bool:
+        """(engine thread) Does a look-ahead generation wait before its next line (planner.holds_lookahead)?
+        Not while other work waits for the engine; never a remote's stream (its server's CPU, not ours)."""
+        if self.tier != "local":
+            return False
+        with self._cond:
+            current = self._q.current.get(job.state.uri) if job.life is Life.TRACKING else None
+            typed = len(current.prefix) - len(job.state.prefix) if current is not None else 0
+            return not self._q.pending and planner.holds_lookahead(job.state.params, text, typed,
+                                                                   self._clock() - self._q.last_active)
+
     def keeps(self, job: Job) -> bool:
         """(engine thread) Does a job kept through an edit still serve where the user is?"""
         if job.life is not Life.TRACKING:
