@@ -285,11 +285,14 @@ class Clock:
         self.now += seconds
 
     def wait(self, waiter, timeout: float | None) -> None:
-        """A timed sleep ends when its thread is woken or the clock is moved past its end, never by itself."""
+        """A timed sleep ends when its thread is woken or the clock is moved past its end; a Condition's also
+        every 0.1 s of real time (a spurious wakeup, which its callers re-check): a notify that lands as a
+        timed wait gives up is lost to that wait (CPython's Condition), and this clock's time never runs out."""
         if timeout is None:
             waiter.wait()
             return
-        end = self.now + timeout
-        while self.now < end:  # (polls: a move between the sleeper's check and its sleep is not lost)
+        end, polls = self.now + timeout, 50 if isinstance(waiter, threading.Condition) else -1
+        while self.now < end and polls != 0:  # (polls: a move between the sleeper's check and its sleep is not lost)
             if waiter.wait(0.002):  # woken (a Condition notified, an Event set)
                 return
+            polls -= 1

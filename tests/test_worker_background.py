@@ -246,12 +246,12 @@ def test_a_look_ahead_line_waits_for_the_typist_so_typing_off_the_line_costs_non
     for uri in "abc":
         before, ended = r.engine.steps_run, len(r.engine.ended)
         r.worker.submit(state(uri, 1, f"{uri} = ", params=ahead), Work(Ask.SPECULATE))  # (not one the store has)
-        assert r.until(lambda before=before: r.engine.steps_run == before + 1)
+        assert r.until(lambda before=before: r.engine.steps_run == before + 1, 30), (uri, r.engine.steps_run)
         time.sleep(0.2)  # (the clock stands still: the user typed nothing and did not pause)
         assert r.engine.steps_run == before + 1 and r.worker.backlog() == 1
         if uri == "a":  # typed off the line: stopped with nothing written after its first line
             r.worker.document_changed(uri, 2, state(uri, 2, f"{uri} = q", params=ahead))
-            assert r.until(lambda ended=ended: len(r.engine.ended) > ended) and r.engine.ended[-1] == "cancelled"
+            assert r.until(lambda ended=ended: len(r.engine.ended) > ended, 30) and r.engine.ended[-1] == "cancelled"
             assert r.engine.steps_run == before + 1
             continue
         if uri == "b":  # typed through to near the line's end: the next line now
@@ -259,6 +259,6 @@ def test_a_look_ahead_line_waits_for_the_typist_so_typing_off_the_line_costs_non
             r.worker.document_changed(uri, 2, state(uri, 2, near, params=ahead))
         else:  # a pause: the user may take it and press Enter
             clock.advance(knobs.LOOKAHEAD_QUIET_S + 0.01)
-        assert r.until(lambda ended=ended: len(r.engine.ended) > ended)
+        assert r.until(lambda ended=ended: len(r.engine.ended) > ended, 30)
         assert r.engine.ended[-1] == "length" and r.engine.steps_run == before + 6
     r.stop()
