@@ -79,7 +79,9 @@ def real_server(tmp_path_factory) -> dict:
         model = resolve_model_dir(os.environ.get("FLINT_MODEL"))
     except ModelNotBuilt as e:  # the real path is required: fail loudly, never skip
         pytest.fail(f"the default model must be built for the editor end-to-end tests: {e}")
-    env = {"PYTHONPATH": str(ROOT)}
+    # a cache of this run's own: an answer an earlier run left in the user's cache is not this run's result
+    # (a one-item Pick Variant answer on disk failed every later run on its machine)
+    env = {"PYTHONPATH": str(ROOT), "FLINT_CACHE_DIR": str(tmp_path_factory.mktemp("flint-cache"))}
     if os.environ.get("FLINT_HOME"):
         env["FLINT_HOME"] = os.environ["FLINT_HOME"]
     return {"cmd": [python, "-m", "lsp_server.cli", "serve"], "python": python, "env": env, "model": str(model)}
