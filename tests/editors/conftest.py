@@ -79,8 +79,8 @@ def real_server(tmp_path_factory) -> dict:
         model = resolve_model_dir(os.environ.get("FLINT_MODEL"))
     except ModelNotBuilt as e:  # the real path is required: fail loudly, never skip
         pytest.fail(f"the default model must be built for the editor end-to-end tests: {e}")
-    # a cache of this run's own: an answer an earlier run left in the user's cache is not this run's result
-    # (a one-item Pick Variant answer on disk failed every later run on its machine)
+    # never the user's cache: an answer an earlier run (or test) left there is not this test's result (a
+    # one-item Pick Variant answer on disk failed every later run on its machine); each editor test sets its own
     env = {"PYTHONPATH": str(ROOT), "FLINT_CACHE_DIR": str(tmp_path_factory.mktemp("flint-cache"))}
     if os.environ.get("FLINT_HOME"):
         env["FLINT_HOME"] = os.environ["FLINT_HOME"]

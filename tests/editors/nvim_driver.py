@@ -42,6 +42,7 @@ class Nvim:
             "XDG_STATE_HOME": str(workdir / "state"),  # LSP log and shada stay in the test dir
             "XDG_DATA_HOME": str(workdir / "data"),
             "XDG_CONFIG_HOME": str(workdir / "config"),
+            "FLINT_CACHE_DIR": str(workdir / "flint-cache"),  # this test's answers only (conftest.real_server)
         })
         self.file = workdir / "sample.py"
         self.stderr = open(artifacts / "nvim-stderr.log", "w")

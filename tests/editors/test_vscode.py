@@ -44,6 +44,7 @@ class CodeServer:
             "XDG_CONFIG_HOME": str(tmp / "xdg-config"),
             "XDG_DATA_HOME": str(tmp / "xdg-data"),
             "XDG_CACHE_HOME": str(tmp / "xdg-cache"),
+            "FLINT_CACHE_DIR": str(tmp / "flint-cache"),  # this test's answers only (editors/conftest.py)
             # No marketplace lookups from the test (there is no network; keep it on loopback).
             "EXTENSIONS_GALLERY": json.dumps({"serviceUrl": "http://127.0.0.1:9/gallery",
                                               "itemUrl": "http://127.0.0.1:9/items"}),
