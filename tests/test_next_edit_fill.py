@@ -133,3 +133,30 @@ async def test_without_a_model_the_jumps_come_alone_and_at_once(tmp_path, monkey
         assert [j["note"] for j in res["jumps"]] == ["offset", "offset"]
         assert all("newText" not in j for j in first["jumps"] + res["jumps"])
         assert asyncio.get_running_loop().time() - t0 < FILL_BUDGET_S
+
+
+def test_an_argument_another_job_cut_off_is_written_again_by_the_model():
+    """The store holds this very prompt's generation, stopped after its first token by other work for the
+    document (a cursor move's speculation replaced it): that is not the model's answer, the model writes it."""
+    from engine.edits.fill import FILL_PARAMS
+    from engine.types import Completion
+    from lsp_server.nextedit.fills import WorkerFiller
+    from tests.fakes import Rig, text
+
+    r = Rig(FakeEngine(text("unit)"))).start()
+    prefix, suffix = "print(area(2, 3, ", ")\n"
+    entry = r.store.open(prefix, suffix, FILL_PARAMS.n, (*FILL_PARAMS.key(), "local"))
+    r.store.stream(entry, 0, "un")
+    r.store.finish(entry, [Completion(text="un", token_ids=[1], finish_reason="cancelled")])
+    service = type("Service", (), {"store": r.store})()
+
+    async def fill() -> tuple | None:
+        r.events.attach_loop(asyncio.get_running_loop())
+        return await WorkerFiller(service)(URI, 1, prefix, suffix)
+
+    try:
+        got = asyncio.run(fill())
+    finally:
+        r.stop()
+    assert got is not None and (got[0], got[2]) == ("unit)", "eos"), got
+    assert [c.prefix for c in r.engine.calls] == [prefix]

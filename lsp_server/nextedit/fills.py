@@ -229,16 +229,26 @@ class WorkerFiller:
         self.service = service
 
     async def __call__(self, uri: str, revision: int, prefix: str, suffix: str) -> tuple[str, Doubts, str] | None:
-        from lsp_server.completion.jobs import JobDropped, State, Work
+        from lsp_server.completion.jobs import State
+
+        state = State(uri, revision, -1, prefix, suffix, "single", FILL_PARAMS, route="local")
+        got = await self._ask(state, anew=False)
+        if got is not None and got[2] in ("cancelled", "partial"):
+            # the store's text of an earlier generation of this prompt that other work stopped (a cursor move's
+            # speculation replaced it): not the model's answer; the model writes it again
+            got = await self._ask(state, anew=True)
+        return got
+
+    async def _ask(self, state: Any, anew: bool) -> tuple[str, Doubts, str] | None:
+        from lsp_server.completion.jobs import JobDropped, Work
         from lsp_server.completion.policy.planner import Waiting
 
-        store = self.service.store
-        state = State(uri, revision, -1, prefix, suffix, "single", FILL_PARAMS, route="local")
+        store, uri = self.service.store, state.uri
         since = time.monotonic()
         # a request's priority: speculation's is stopped 1.5 s after the user's last keystroke (the worker's
         # idle watchdog), and a cold prompt pass can take longer; a completion the user asks for in this
         # document still replaces it (one job per document), in another it waits at most FILL_BUDGET_S
-        ticket = store.submit(state, Work(budget_s=FILL_BUDGET_S))
+        ticket = store.submit(state, Work(budget_s=FILL_BUDGET_S, anew=anew))
         try:
             waited = await ticket.wait(Waiting(since + FILL_BUDGET_S + 2.0, None, since))
         except asyncio.CancelledError:

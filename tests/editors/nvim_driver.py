@@ -36,7 +36,7 @@ class Nvim:
         env.update(server["env"])
         env.update({
             "FLINT_TEST_PLUGIN": str(ROOT / "editor-extension" / "neovim"),
-            "FLINT_TEST_CMD": json.dumps(server["cmd"]),
+            "FLINT_TEST_CMD": json.dumps(self._cmd(server["cmd"], artifacts)),
             "FLINT_TEST_MODE": mode,
             "FLINT_TEST_OPTS": json.dumps(opts or {}),
             "XDG_STATE_HOME": str(workdir / "state"),  # LSP log and shada stay in the test dir
@@ -53,6 +53,15 @@ class Nvim:
         _, opened = poll(lambda: os.path.exists(self.sock) or self.proc.poll() is not None, bool, 20, 0.05)
         assert self.proc.poll() is None, "nvim exited"
         assert opened and os.path.exists(self.sock), "nvim did not open its socket"
+
+    @staticmethod
+    def _cmd(cmd: list[str], artifacts: Path) -> list[str]:
+        """The real server logs (verbose) to the test's artifacts, so a failure says what the server did."""
+        if cmd[-1:] != ["serve"]:
+            return cmd  # the stub
+        log = artifacts / "flint-server.log"
+        log.unlink(missing_ok=True)
+        return [*cmd[:-1], "-v", "serve", "--log-file", str(log)]
 
     def send(self, keys: str) -> None:
         subprocess.run([self.exe, "--server", self.sock, "--remote-send", keys], check=True, timeout=20)
