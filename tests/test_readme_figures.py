@@ -99,6 +99,12 @@ def test_the_avx2_held_out_table_is_its_reports_and_was_measured_without_avx512(
     assert all("avx2" in m["cpu_flags"] and not any(f.startswith("avx512") for f in m["cpu_flags"]) for m in metas)
 
 
+
+def test_the_zen5_held_out_table_is_its_reports_and_was_measured_on_a_zen5():
+    """The rows said to come from a Zen 5 EPYC were measured on one (family 26, AVX-512 VNNI)."""
+    metas = _held_out_rows("### Held-out figures on the AMD EPYC Zen 5", BENCH / "replay_test" / "zen5")
+    assert all("family 26 " in m["cpu"] and "avx512_vnni" in m["cpu_flags"] for m in metas)
+
 LANG_SENTENCE = re.compile(r"JavaScript ([\d.]+)%, TypeScript ([\d.]+)%, Go ([\d.]+)%, Rust ([\d.]+)% beside "
                            r"Python's ([\d.]+)%")
 
