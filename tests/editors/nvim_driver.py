@@ -55,10 +55,10 @@ class Nvim:
         assert opened and os.path.exists(self.sock), "nvim did not open its socket"
 
     @staticmethod
-    def _cmd(cmd: list[str], artifacts: Path) -> list[str]:
+    def _cmd(cmd: list[str] | None, artifacts: Path) -> list[str] | None:
         """The real server logs (verbose) to the test's artifacts, so a failure says what the server did."""
-        if cmd[-1:] != ["serve"]:
-            return cmd  # the stub
+        if not cmd or cmd[-1:] != ["serve"]:
+            return cmd  # the stub, or none: the plugin finds the server itself
         log = artifacts / "flint-server.log"
         log.unlink(missing_ok=True)
         return [*cmd[:-1], "-v", "serve", "--log-file", str(log)]
