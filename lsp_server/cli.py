@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from engine.context.workspace import DEFAULT_BUDGET
+from lsp_server.cli_model import add_model_commands
 from lsp_server.settings import Settings
 
 SHUTDOWN_BUDGET_S = 0.5  # after exit or a lost connection: time for the session to stop, then the process ends
@@ -20,46 +21,6 @@ def _setup_logging(verbose: bool) -> None:
 
     logs.register_env_secrets()
     logs.setup(verbose)
-
-
-def cmd_model_build(args: argparse.Namespace) -> int:
-    from engine.model.build import BuildError, build_preset
-
-    try:
-        if args.from_hf:
-            from engine.model.hf_build import build_from_hf
-
-            path = build_from_hf(Path(args.from_hf), name=args.name, precision=args.precision or "int4",
-                                 force=args.force)
-        else:
-            path = build_preset(args.model, args.precision, force=args.force, keep_gguf=args.keep_gguf)
-    except BuildError as e:
-        print(f"flint: {e}", file=sys.stderr)
-        return 2
-    print(path)
-    return 0
-
-
-def cmd_model_list(args: argparse.Namespace) -> int:
-    from engine.model.build import disk_bytes, list_models
-    from engine.model.presets import PRESETS
-
-    built = list_models()
-    sizes = {m.path: disk_bytes(Path(m.path)) for m in built}
-    if args.json:
-        print(json.dumps([{"name": m.name, "precision": m.precision, "path": m.path, "fim": m.fim is not None,
-                           "disk_bytes": sizes[m.path], "source": m.source} for m in built], indent=2))
-        return 0
-    print("built models:")
-    for m in built:
-        print(f"  {m.name:<22} {m.precision:<9} {sizes[m.path] / 1e6:>6.0f} MB  fim={'yes' if m.fim else 'no ':<3} "
-              f"{m.path}")
-    if not built:
-        print("  (none)  build one with: flint model build")
-    print("presets:")
-    for p in PRESETS.values():
-        print(f"  {p.name:<22} {p.description}")
-    return 0
 
 
 def _parse_location(loc: str) -> tuple[Path, int, int]:
@@ -328,23 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--version", action="version", version=f"flint {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    pm = sub.add_parser("model", help="build and list models")
-    msub = pm.add_subparsers(dest="model_cmd", required=True)
-    pb = msub.add_parser("build", help="build a Flint model directory (offline)")
-    pb.add_argument("model", nargs="?", default="qwen2.5-coder-0.5b", help="preset name")
-    pb.add_argument("-p", "--precision", choices=["gguf", "int8", "int4", "fp32", "int4-mixed", "int8-dyn"],
-                    default=None, help="gguf: the file's own blocks, exactly; int8/int4: rounded again onto 8-bit "
-                    "blocks of 128 / 4-bit blocks of 32; fp32: the reference; int4-mixed, int8-dyn and --from-hf "
-                    "need the export extra")
-    pb.add_argument("--keep-gguf", action="store_true", help="keep the downloaded GGUF under FLINT_HOME/gguf "
-                    "(by default it is deleted once the model is built: it can be fetched again)")
-    pb.add_argument("--from-hf", metavar="DIR", help="a local Hugging Face causal-LM directory")
-    pb.add_argument("--name", help="name for --from-hf builds")
-    pb.add_argument("--force", action="store_true", help="rebuild even if a complete build exists")
-    pb.set_defaults(func=cmd_model_build)
-    pl = msub.add_parser("list", help="list built models and presets")
-    pl.add_argument("--json", action="store_true")
-    pl.set_defaults(func=cmd_model_list)
+    add_model_commands(sub)
 
     pc = sub.add_parser("complete", help="print the suggestion(s) for FILE:LINE:COL (1-based) with timings")
     pc.add_argument("location", metavar="FILE:LINE:COL")
