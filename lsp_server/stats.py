@@ -85,15 +85,29 @@ class Stats:
                     data["by_source"][k] = data["by_source"].get(k, 0) + v
                 data["latency_ms"] = (data["latency_ms"] + self.latencies)[-MAX_LATENCIES:]
                 data["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+                _drop_dead_writers_files(self.path)
                 tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(data, indent=1))
-                os.replace(tmp, self.path)
+                try:
+                    tmp.write_text(json.dumps(data, indent=1))
+                    os.replace(tmp, self.path)
+                finally:
+                    tmp.unlink(missing_ok=True)  # a write that failed (a full disk) leaves no file behind
         except OSError as e:
             log.warning("could not write stats to %s: %s", self.path, e)
             return
         self.counts.clear()
         self.sources.clear()
         self.latencies.clear()
+
+
+def _drop_dead_writers_files(path: Path) -> None:
+    """The temporary files of writers killed mid-write (``stats.PID.tmp``, their process gone): Flint's own."""
+    from engine.model.publish import process_alive
+
+    for old in path.parent.glob(f"{path.stem}.*.tmp"):
+        pid = old.name[len(path.stem) + 1:-len(".tmp")]
+        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
+            old.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

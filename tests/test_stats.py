@@ -56,3 +56,21 @@ def test_flint_stats_says_what_share_of_the_engine_s_cpu_went_to_work_stopped_be
     text = stats.format_summary(stats.summary(stats.load(tmp_path / "stats.json")), tmp_path / "stats.json")
     assert "engine work  4 jobs, 2.0 s CPU; stopped before their end: 55% (idle 30%, stale 15%, diverged 10%)" in text
     assert stats.work_summary({"requests": 3}) == []  # no engine work counted yet: no line
+
+
+def test_a_flush_leaves_no_temporary_file_and_drops_those_of_writers_killed_mid_write(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "stats.json"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    (tmp_path / f"stats.{dead}.tmp").write_text("")  # a server killed between opening and renaming it
+    (tmp_path / "stats.notes.tmp").write_text("not a writer's")
+    s = Stats(path)
+    s.worked(Worked("local", "now", 5.0, 5.0, "complete", 1, 1))
+    s.flush()
+    assert stats.load(path)["totals"]["work.now.jobs"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".tmp") == ["stats.notes.tmp"]
+    assert not (tmp_path / f"stats.{os.getpid()}.tmp").exists()

@@ -52,12 +52,12 @@ def _build_tmp(final: Path) -> Path:
     final.parent.mkdir(parents=True, exist_ok=True)
     for old in final.parent.glob(".build-*"):
         pid = old.name.split("-pid")[-1].split("-")[0] if "-pid" in old.name else ""
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(old, ignore_errors=True)
     return Path(tempfile.mkdtemp(dir=final.parent, prefix=f".build-{final.name}-pid{os.getpid()}-"))
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -15,7 +15,7 @@ from pathlib import Path
 from engine import paths
 from engine.model.export import BuildError
 from engine.model.manifest import MANIFEST_NAME
-from engine.model.publish import _alive
+from engine.model.publish import process_alive
 
 GGUF_SUFFIXES = (".gguf", ".sha256")
 
@@ -57,7 +57,7 @@ def remove_dir(d: Path) -> None:
     os.replace(d, trash)
     for old in d.parent.glob(".old-*"):
         pid = old.name.rsplit("-", 2)[-2] if old.name.count("-") >= 2 else ""
-        if old == trash or (pid.isdigit() and not _alive(int(pid))):
+        if old == trash or (pid.isdigit() and not process_alive(int(pid))):
             shutil.rmtree(old)
 
 
