@@ -4,7 +4,9 @@ the status watch, and the requests they send."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import uuid
@@ -23,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SERVER = [sys.executable, "-m", "lsp_server", "--threads", "2", *(["-v"] if os.environ.get("FLINT_E2E_VERBOSE") else [])]
 # a fresh disk cache per run: answers from an earlier run's cache would not be the "model" these tests check
 CACHE_DIR = tempfile.mkdtemp(prefix="flint-e2e-cache-")
+atexit.register(shutil.rmtree, CACHE_DIR, True)  # this run's own directory
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "FLINT_CACHE_DIR": CACHE_DIR}
 
 CONTENT_MODIFIED = -32801

@@ -5,6 +5,7 @@ flint/status names the chunk (its labels come from the prompt the engine ran, no
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -22,7 +23,9 @@ pytestmark = [pytest.mark.model, pytest.mark.e2e, pytest.mark.asyncio(loop_scope
 
 SERVER = [sys.executable, "-m", "lsp_server", "--threads", "2", *(["-v"] if os.environ.get("FLINT_E2E_VERBOSE") else [])]
 CACHE_DIR = tempfile.mkdtemp(prefix="flint-context-cache-")
+atexit.register(shutil.rmtree, CACHE_DIR, True)  # this run's own directory
 WS = Path(tempfile.mkdtemp(prefix="flint-context-ws-"))
+atexit.register(shutil.rmtree, WS, True)  # this run's own directory
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "FLINT_CACHE_DIR": CACHE_DIR}
 
 GEOMETRY = '''"""Shapes."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import socket
 import subprocess
 import sys
@@ -170,6 +171,7 @@ class Server:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(10)
+        shutil.rmtree(self.cache, ignore_errors=True)
 
 
 def open_doc(wire: Wire, uri: str, text: str) -> None:
@@ -328,6 +330,7 @@ def test_tcp_serves_one_client_and_a_second_connection_is_refused_clearly():
         if proc.poll() is None:
             proc.kill()
         proc.wait(10)
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 # -------------------------------------------------------------------------- servers with the model

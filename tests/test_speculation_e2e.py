@@ -12,6 +12,7 @@ running (two editors on one machine) and answers the same position from disk.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import shutil
 import sys
@@ -28,6 +29,7 @@ from tests.e2e_client import capabilities, change, end_of, inline_params, send_i
 pytestmark = [pytest.mark.model, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
 CACHE_DIR = tempfile.mkdtemp(prefix="flint-e2e-cache-")
+atexit.register(shutil.rmtree, CACHE_DIR, True)  # this run's own directory
 SERVER = [sys.executable, "-m", "lsp_server", "--threads", "2", *(["-v"] if os.environ.get("FLINT_E2E_VERBOSE") else [])]
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "FLINT_CACHE_DIR": CACHE_DIR}
 INIT = {"maxVariants": 1, "maxLines": 4}
