@@ -164,3 +164,25 @@ def test_gen_params_fix_the_work_a_state_asks():
     st = _state(1, "x = ")
     assert st.key() == (URI, 1, "x = ", "\n", st.params.key()) and st.serves(st)
     assert not st.serves(_state(1, "x = ", suffix="")) and isinstance(st.params, GenParams)
+
+
+def test_a_variants_batch_cut_off_is_not_the_whole_answer_to_a_request_for_variants():
+    """The batch a newer request superseded kept item 1 (the automatic suggestion) and the first tokens of
+    the others: asked for variants again, it shows item 1 but is not the answer "the variants agree"."""
+    store, runner, _ = _store()
+    prefix, suffix = "def greet(name):\n    ", "\n"
+    st = planner.state_at(Settings(), URI, 1, len(prefix), prefix, suffix, invoked=True, remote_ready=False, n=3)
+    assert st.params.n == 3
+    job = _job(st, 1, USER)
+    runner.open_entry(job)
+    cut = [Completion('return f"Hello, {name}!"', [1] * 11, "eos"), Completion("print", [1, 2], "cancelled")]
+    runner.close_entry(job, (cut, Timings()), 10.0)
+    found = store.lookup(st, None, partial=False, disk=False)
+    assert found is not None and [c.text for c in found.comps] == ['return f"Hello, {name}!"']
+    assert not found.complete
+    # the same batch ended on the model's terms: one variant is all there is (they agreed)
+    agreed = _job(st, 2, USER)
+    runner.open_entry(agreed)
+    runner.close_entry(agreed, (cut[:1], Timings()), 10.0)
+    found = store.lookup(st, None, partial=False, disk=False)
+    assert found is not None and len(found.comps) == 1 and found.complete

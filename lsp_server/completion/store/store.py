@@ -210,9 +210,11 @@ class Store:
             return Answer([], source, mode, complete=True, origin=entry.origin, backend=tier)
         if usable:
             # one line shown: done once that line is (the generation goes on with its look-ahead); a
-            # look-ahead line typed into after Enter is shown at once, while a block is generated
+            # look-ahead line typed into after Enter is shown at once, while a block is generated; a batch
+            # cut off (or a disk start) is the whole answer only when it has as many variants as asked
+            whole = entry.complete or entry.origin != "disk" and len(usable) >= state.params.n
             done = (not live or (mode == "single" and "\n" in usable[0].text.lstrip("\n"))) and \
-                not lookahead_for_block(entry, state) and (entry.origin != "disk" or entry.complete)
+                not lookahead_for_block(entry, state) and whole
             return Answer(usable, source, mode, complete=done, origin=entry.origin, backend=tier, entry=entry)
         if hit.exact and entry.complete:  # what it wrote repeats the text around: nothing to show
             return nothing
