@@ -57,9 +57,9 @@ class Settings:
     context_sources: tuple[str, ...] = CONTEXT_SOURCES
     # an automatic suggestion ends before its first token the model gave a lower probability than this (a
     # typist takes a suggestion only when all of it is right; what follows a guess is only as good as the
-    # guess); 0: whole lines. Explicit requests are never cut. The default: docs/benchmarks/doubt.md (chosen on
-    # functions the replay does not type, then the replay's tuning half; its validation half: replay.md)
-    confidence_cut: float = 0.8
+    # guess); 0: whole lines. Explicit requests are never cut. The default: docs/benchmarks/doubt.md (0.8 chosen
+    # on functions the replay does not type; 0.9 on the replay's tuning halves, confirmed once on validation)
+    confidence_cut: float = 0.9
     # where something is typed on the line, an automatic suggestion whose first visible token the model gave a
     # lower probability than this is not shown (doubt_cut cannot cut before its first character); 0: off
     confidence_gate: float = 0.0
