@@ -68,7 +68,8 @@ ON_THE_ENGINE_THREAD = [
 ]
 
 
-JOB_DONE, WAITS_AGAIN = ("lsp_server/completion/scheduler/worker.py", "Worker.done"), ON_THE_ENGINE_THREAD[-1]
+JOB_DONE = next(step for step in ON_THE_ENGINE_THREAD if step[1] == "Worker.done")
+WAITS_AGAIN = ON_THE_ENGINE_THREAD[-1]
 
 
 def asks_again(calls: list[tuple[str, str]]) -> bool:
