@@ -1,0 +1,84 @@
+"""scripts/replay_test_table.py: which cells of a machine's held-out table are measured at a commit, which are
+missing, and the README rows it prints for them (no replay runs here: the reports in docs/ are the data)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.scripts import load_script
+
+ROOT = Path(__file__).resolve().parents[1]
+AVX2 = ROOT / "docs" / "benchmarks" / "replay_test" / "avx2"
+tt = load_script("replay_test_table")
+bench_meta = load_script("bench_meta")
+
+
+def _cpuinfo(vendor_model: str, family: int, flags: str) -> dict:
+    return bench_meta.cpu_info(f"model name\t: {vendor_model}\ncpu family\t: {family}\nmodel\t\t: 1\n"
+                               f"flags\t\t: fpu {flags}\n\nprocessor\t: 1\n")
+
+
+def test_the_kind_of_machine_is_read_from_the_cpu():
+    assert tt.machine_kind(_cpuinfo("AMD EPYC", 25, "avx2 fma f16c")) == "avx2"
+    assert tt.machine_kind(_cpuinfo("AMD EPYC 9B45", 26, "avx2 fma avx512f avx512_vnni")) == "zen5"
+    assert tt.machine_kind(_cpuinfo("AMD EPYC 9R14", 25, "avx2 avx512f avx512_vnni")) == ""
+    assert tt.machine_kind(_cpuinfo("Intel(R) Xeon(R) Platinum", 6, "avx2 avx512f avx512_vnni")) == "xeon"
+
+
+def _report(language: str, rounds: dict[tuple[str, str], int], main: str = "214eddf05473") -> dict:
+    runs = [{"split": "test", "typist": t, "server": arm, "round": i}
+            for (t, arm), n in rounds.items() for i in range(n)]
+    return {"meta": {"language": language, "splits": ["test"],
+                     "servers": {"base": {"commit": "194478821ed5"}, "main": {"commit": main}}}, "runs": runs}
+
+
+def test_a_cell_is_a_typist_both_arms_typed_in_three_rounds():
+    data = _report("go", {("steady", "main"): 3, ("steady", "base"): 3, ("open", "main"): 3, ("open", "base"): 2})
+    assert tt.cells_of(data) == {("go", "steady"): {"base": "194478821ed5", "main": "214eddf05473"}}
+    tuning = {**data, "meta": {**data["meta"], "splits": ["tuning"]}}
+    assert tt.cells_of(tuning) == {}
+    three_arms = {**data, "meta": {**data["meta"], "servers": {**data["meta"]["servers"], "cut": {"commit": "x"}}}}
+    assert tt.cells_of(three_arms) == {}
+
+
+def test_a_report_on_file_holds_the_cells_it_was_run_for():
+    data = json.loads((AVX2 / "go-steady-open.json").read_text())
+    cells = tt.cells_of(data)
+    assert set(cells) == {("go", "steady"), ("go", "open")}
+    assert all(tt.same_commit(c["main"], "214eddf") and tt.same_commit(c["base"], "1944788") for c in cells.values())
+
+
+def test_missing_cells_are_those_not_measured_at_main_beside_the_base(tmp_path):
+    (tmp_path / "go-think.json").write_text(json.dumps(_report("go", {("think", "main"): 3, ("think", "base"): 3})))
+    (tmp_path / "rust-x.json").write_text(json.dumps(_report("rust", {("steady", "main"): 3, ("steady", "base"): 3},
+                                                             main="0123456789ab")))
+    found = tt.table(tmp_path)
+    assert set(found) == {("go", "think"), ("rust", "steady")}
+    todo = tt.missing(found, "214eddf", "1944788", ("go", "rust"), ("think", "steady"))
+    assert todo == [("go", "steady"), ("rust", "think"), ("rust", "steady")]  # rust steady: another main
+    assert tt.missing(found, "214eddf", "0000000", ("go",), ("think",)) == [("go", "think")]  # another base
+
+
+def test_a_commit_matches_by_an_unambiguous_prefix_only():
+    assert tt.same_commit("214eddf05473", "214eddf05473bb35d856b4358326c2812a542da9")
+    assert tt.same_commit("214eddf05473", "214eddf")
+    assert not tt.same_commit("214eddf05473", "214e")  # too short to say
+    assert not tt.same_commit("?", "214eddf")
+    assert not tt.same_commit("214eddf05473", "214eddf1")
+
+
+def test_a_filed_report_names_its_own_json():
+    md = "...\nRaw numbers, per keystroke and per file, are in `replay.json`.\n"
+    assert tt.filed(md, "go-think").endswith("are in `go-think.json`.\n")
+
+
+def test_the_rows_printed_are_the_readmes_avx2_table():
+    rows, sources = tt.readme_rows(AVX2, "214eddf")
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("### Held-out figures on an AVX2-only machine"):]
+    section = section[:section.index("\n### ")]
+    table = [ln for ln in section.splitlines() if ln.startswith("| ") and not ln.startswith("| code ")
+             and not ln.startswith("|---")]
+    assert rows == table
+    assert sources and all(f"`{s}`" in " ".join(section.split()) or s in section for s in sources)
