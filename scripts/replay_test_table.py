@@ -39,15 +39,19 @@ TYPIST_LABEL = {"think": "think (pauses)", "steady": "steady (8 chars/s)", "open
 
 
 def machine_kind(info: dict) -> str:
-    """The folder under replay_test/ for a CPU (bench_meta.cpu_info): the machine kinds the tables are kept for."""
-    flags = set(info["flags"])
-    if not any(f.startswith("avx512") for f in flags):
-        return "avx2"
-    if "AMD" in info["model"] and str(info["family"]) == "26":
+    """The folder under replay_test/ for a CPU (bench_meta.cpu_info): the kinds of machine the tables are kept for,
+    else a name of its own (a new kind gets a new folder, never another kind's)."""
+    avx512 = any(f.startswith("avx512") for f in info["flags"])
+    amd, family = "AMD" in info["model"], str(info["family"])
+    if amd and not avx512:
+        return "avx2"  # the AVX2-only EPYC (Zen 3)
+    if amd and family == "26":
         return "zen5"
-    if "AMD" in info["model"] and str(info["family"]) == "25":
+    if amd and family == "25":
         return ""  # the first table's machine (Zen 4 cores with AVX-512 VNNI): replay_test/ itself
-    return "xeon"
+    if "Intel" in info["model"] and avx512:
+        return "xeon"
+    return f"cpu-{family}-{info['model_number']}"
 
 
 def cells_of(data: dict) -> dict[tuple[str, str], dict[str, str]]:

@@ -24,6 +24,7 @@ def test_the_kind_of_machine_is_read_from_the_cpu():
     assert tt.machine_kind(_cpuinfo("AMD EPYC 9B45", 26, "avx2 fma avx512f avx512_vnni")) == "zen5"
     assert tt.machine_kind(_cpuinfo("AMD EPYC 9R14", 25, "avx2 avx512f avx512_vnni")) == ""
     assert tt.machine_kind(_cpuinfo("Intel(R) Xeon(R) Platinum", 6, "avx2 avx512f avx512_vnni")) == "xeon"
+    assert tt.machine_kind(_cpuinfo("Intel(R) Core(TM)", 6, "avx2 fma")) == "cpu-6-1"  # no other kind's folder
 
 
 def _report(language: str, rounds: dict[tuple[str, str], int], main: str = "214eddf05473") -> dict:
