@@ -101,6 +101,13 @@ def filed(report_md: str, name: str) -> str:
     return report_md.replace("are in `replay.json`.", f"are in `{name}.json`.")
 
 
+def archived_stem(folder: Path, report: Path, main: str) -> str:
+    """The archive's name for a report leaving ``folder``'s table (as archive/ names them:
+    replay_test.KIND-REPORT-MAIN; the first table's machine, replay_test/ itself, is the Zen 4 one)."""
+    kind = "zen4" if folder.resolve() == TEST.resolve() else folder.name
+    return f"replay_test.{kind}-{report.stem}-{main[:7]}"
+
+
 def arm_tree(commit: str, root: Path) -> Path:
     """``git archive`` of ``commit`` into ``root``/arm-COMMIT with a COMMIT file (bench_replay records it)."""
     full = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", f"{commit}^{{commit}}"],
@@ -131,7 +138,7 @@ def run_cell(lang: str, typist: str, trees: dict[str, Path], folder: Path, purpo
     name = f"{lang}-{typist}"
     old = found.get((lang, typist))
     if old is not None:  # the cell's older report leaves the table (a report of several cells: all of it)
-        stem = f"replay_test.{folder.name or 'zen4'}-{old[0].stem}-{old[1]['main'][:7]}"
+        stem = archived_stem(folder, old[0], old[1]["main"])
         for ext in (".json", ".md"):
             src = old[0].with_suffix(ext)
             if src.exists():
@@ -181,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--typists", default=",".join(TYPISTS))
     p.add_argument("--run", action="store_true", help="run the missing cells, one after another")
     p.add_argument("--purpose", default="", help="the ledger's line for each run (required with --run)")
-    p.add_argument("--trees", default=None, help="where the arms' trees go (default: a temporary folder)")
+    p.add_argument("--trees", default=str(Path(tempfile.gettempdir()) / "flint-arms"),
+                   help="where the arms' trees go (kept: a later call reuses a tree of the same commit)")
     p.add_argument("--rows", action="store_true", help="print README's rows of the cells measured at --main")
     args = p.parse_args(argv)
     kind = machine_kind(cpu_info()) if args.kind is None else args.kind
@@ -199,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.purpose:
         p.error("--run types the test split: say why with --purpose (each run's ledger line)")
-    root = Path(args.trees) if args.trees else Path(tempfile.mkdtemp(prefix="flint-arms-"))
+    root = Path(args.trees)
     trees = {"main": arm_tree(args.main, root), "base": arm_tree(args.base, root)}
     work = Path(tempfile.mkdtemp(prefix="flint-table-"))
     for lang, t in todo:

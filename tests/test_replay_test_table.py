@@ -82,4 +82,11 @@ def test_the_rows_printed_are_the_readmes_avx2_table():
     table = [ln for ln in section.splitlines() if ln.startswith("| ") and not ln.startswith("| code ")
              and not ln.startswith("|---")]
     assert rows == table
-    assert sources and all(f"`{s}`" in " ".join(section.split()) or s in section for s in sources)
+    assert sources and all(s in section for s in sources)
+
+
+def test_a_report_leaving_a_table_is_archived_under_its_machine_and_commit():
+    test = ROOT / "docs" / "benchmarks" / "replay_test"
+    assert tt.archived_stem(AVX2, AVX2 / "go-steady-open.json", "214eddf05473") \
+        == "replay_test.avx2-go-steady-open-214eddf"
+    assert tt.archived_stem(test, test / "python-think.json", "9a3993815649") == "replay_test.zen4-python-think-9a39938"
