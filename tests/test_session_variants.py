@@ -226,3 +226,27 @@ async def test_nothing_from_the_quick_window_is_followed_by_the_whole_window_and
     assert refreshed == [uri] and windows(eng) == ["quick", "whole"]
     again = await s.suggest(uri, 1, 4, invoked=False)
     assert [it.text for it in again.items] == ["total = a + b"] and windows(eng) == ["quick", "whole"]
+
+
+def quick_empty_slow_whole(prefix, suffix, params):
+    """The quick first window has no line here; the whole window's prompt pass outlasts the user's pause."""
+    if params.quick_start:
+        return Done("eos", window="quick")
+    yield Step(LINES[0], 30.0)
+    return Done("stop")
+
+
+async def test_the_whole_window_after_nothing_stops_once_the_user_is_idle(variants_session, monkeypatch):
+    """The whole window that follows "nothing" from the quick one is background work: once the user has done
+    nothing for knobs.IDLE_WORK_S it stops (the CPU goes idle with the user: at a block's end on a slow CPU it
+    had kept both cores busy for seconds), and no refresh comes."""
+    from lsp_server.completion.policy import knobs
+
+    monkeypatch.setattr(knobs, "IDLE_WORK_S", 0.5)
+    eng = FakeEngine(quick_empty_slow_whole)
+    s, refreshed = variants_session(eng)
+    uri = "file:///q.py"
+    s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
+    assert (await s.suggest(uri, 1, 4, invoked=False)).items == []
+    await until(lambda: len(eng.ended) == 2, 10)
+    assert windows(eng) == ["quick", "whole"] and eng.ended == ["eos", "cancelled"] and refreshed == []

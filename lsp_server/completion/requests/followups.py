@@ -61,14 +61,14 @@ class FollowUps:
         return planner.reasks_refresh(mark, version, time.monotonic())
 
     def whole(self, state: State, version: int) -> None:
-        """The quick first window had nothing here: the whole window runs to its end unless the user moves on
-        (then flint/refresh if it has a line). It waits for a pause (planner.pause_delay): a typist who goes on
-        makes it stale before its prompt pass holds up the next keystroke."""
+        """The quick first window had nothing here: the whole window runs (flint/refresh if it has a line) after a
+        pause (planner.pause_delay: a typist who goes on makes it stale before its prompt pass holds up a key),
+        as idle work: stopped knobs.IDLE_WORK_S after the user's last action (its prompt pass kept in the KV)."""
         whole = planner.whole_window(state)
         if whole is state or state.route == routing.REMOTE or whole.skip:
             return
         not_before = time.monotonic() + planner.pause_delay(self._docs[state.uri].keystrokes)
-        self._store.submit(whole, Work(Ask.AWAITED, knobs.JOB_BUDGET_S, not_before))
+        self._store.submit(whole, Work(Ask.BACKGROUND, knobs.JOB_BUDGET_S, not_before))
         self.watch(whole, version, within=knobs.JOB_BUDGET_S)
 
     def watch(self, state: State, version: int, within: float = knobs.REFRESH_WITHIN_S, greedy: bool = False) -> None:
