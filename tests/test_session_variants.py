@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import time
 
+from lsp_server.completion.policy import knobs
 from lsp_server.documents import Change
 from lsp_server.errors import RequestError
 from tests.fakes import Done, FakeEngine, Step, until
@@ -240,8 +241,6 @@ async def test_the_whole_window_after_nothing_stops_once_the_user_is_idle(varian
     """The whole window that follows "nothing" from the quick one is background work: once the user has done
     nothing for knobs.IDLE_WORK_S it stops (the CPU goes idle with the user: at a block's end on a slow CPU it
     had kept both cores busy for seconds), and no refresh comes."""
-    from lsp_server.completion.policy import knobs
-
     monkeypatch.setattr(knobs, "IDLE_WORK_S", 0.5)
     eng = FakeEngine(quick_empty_slow_whole)
     s, refreshed = variants_session(eng)
