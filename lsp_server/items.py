@@ -6,6 +6,7 @@ Pick Variant's picker is told about a list that holds fewer items than it asked 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from engine.text.budget import Mode, budget_for
 from engine.text.postprocess import (
@@ -54,17 +55,39 @@ class Suggestions:
     asked: int = 1  # the variants asked for
 
 
+class Doubt(NamedTuple):
+    """How sure the model must be of an automatic suggestion in a document."""
+    cut: float  # a suggestion ends before its first token under this (postprocess.doubt_cut); 0: whole lines
+    gate: float  # mid-line, a suggestion whose first token is under this is not shown (lead_doubt); 0: off
+
+
+# what confidenceCut and confidenceGate fall back to when the user sets no value (null, the clients' default):
+# each language's values chosen on its tuning half of the typing replay, confirmed once on validation
+# (docs/benchmarks/doubt.md, gate.md); a language without its own row takes DOUBT
+DOUBT = Doubt(cut=0.9, gate=0.0)
+DOUBT_BY_LANGUAGE: dict[str, Doubt] = {  # LSP languageId -> its own
+    "go": Doubt(cut=0.9, gate=0.4),
+}
+
+
+def doubt_for(language: str | None, cut: float | None = None, gate: float | None = None) -> Doubt:
+    """The cut and gate for a document of ``language``: the user's value where set, else the language's own."""
+    own = DOUBT_BY_LANGUAGE.get((language or "").lower(), DOUBT)
+    return Doubt(own.cut if cut is None else cut, own.gate if gate is None else gate)
+
+
 def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *, text: str, offset: int,
                 cursor: tuple[int, int], eol: str, starts: list[int], encoding: str, max_lines: int,
-                backend: str, language: str | None = None, cut_below: float = 0.0,
-                gate_below: float = 0.0) -> list[Item]:
+                backend: str, language: str | None = None, cut_below: float | None = 0.0,
+                gate_below: float | None = 0.0) -> list[Item]:
     """One item per suggestion distinct in substance, best first (``prefix``/``suffix``: the state's LF text).
     ``language``: the document's language id (LSP ``languageId``; None or empty: guessed from the text);
     the Python rules of post-processing and ranking apply to Python only. ``cut_below`` > 0: each
     suggestion ends before its first token the model chose with a lower probability (``doubt_cut``), once
     something is typed on the cursor's line; ``gate_below`` > 0: there, a suggestion whose first token the model
-    chose with a lower probability is none (``lead_doubt``)."""
+    chose with a lower probability is none (``lead_doubt``); None: the language's own (``doubt_for``)."""
     language = language or None
+    cut_below, gate_below = doubt_for(language, cut_below, gate_below)
     if mode == "multi":  # the rest of a body may be longer than maxLines (GenParams.auto_budget sizes it so)
         budget = budget_for(prefix, suffix, language, max_lines=max_lines)
         if budget.kind == "body":

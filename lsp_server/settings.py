@@ -15,6 +15,7 @@ from typing import Any, Literal
 from engine.model.presets import DEFAULT_MODEL
 from engine.policy.routing import REMOTE_KINDS, ROUTING_MODES
 from engine.remote.wire import FIM_MODES, QWEN_FIM_TEMPLATE, RemoteConfig, parse_endpoint
+from lsp_server.items import Doubt, doubt_for
 
 # definitions (imports, then the file's own beyond the prompt window) beside the other files and edits
 CONTEXT_SOURCES: tuple[str, ...] = ("open", "imports", "file", "edits")
@@ -57,12 +58,13 @@ class Settings:
     context_sources: tuple[str, ...] = CONTEXT_SOURCES
     # an automatic suggestion ends before its first token the model gave a lower probability than this (a
     # typist takes a suggestion only when all of it is right; what follows a guess is only as good as the
-    # guess); 0: whole lines. Explicit requests are never cut. The default: docs/benchmarks/doubt.md (0.8 chosen
-    # on functions the replay does not type; 0.9 on the replay's tuning halves, confirmed once on validation)
-    confidence_cut: float = 0.9
+    # guess); 0: whole lines. Explicit requests are never cut. None: the language's own
+    # (items.DOUBT_BY_LANGUAGE: 0.9, chosen on the replay's tuning halves, confirmed once on validation)
+    confidence_cut: float | None = None
     # where something is typed on the line, an automatic suggestion whose first visible token the model gave a
-    # lower probability than this is not shown (doubt_cut cannot cut before its first character); 0: off
-    confidence_gate: float = 0.0
+    # lower probability than this is not shown (doubt_cut cannot cut before its first character); 0: off.
+    # None: the language's own (items.DOUBT_BY_LANGUAGE: Go 0.4, the others off)
+    confidence_gate: float | None = None
     # the learned gate (engine/policy/gate.py, lsp_server/gatekeeper.py): an automatic suggestion shown whole, up to
     # its first doubt, or not at all, adjusted to the user's outcomes. Off until a replay measures it: on the held-out
     # functions of its tuning records the shipped model cut few wrong ghosts at no cost in characters saved
@@ -72,6 +74,10 @@ class Settings:
     # picks after ``obj.``, at names in expressions and call arguments. Off: on held-out lines it changed
     # almost nothing and cost keystroke time (docs/benchmarks/guidance.md)
     guidance: bool = False
+
+    def doubt(self, language: str | None) -> Doubt:
+        """The cut and gate for a document of ``language`` (its LSP languageId): the user's where set."""
+        return doubt_for(language, self.confidence_cut, self.confidence_gate)
 
     def engine_key(self) -> tuple[str, int]:
         """The settings that need the model reloaded when they change (not the context budget: the KV cache

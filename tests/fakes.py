@@ -57,6 +57,7 @@ class FakeEngine:
     log: list[tuple[str, str]] = field(default_factory=list)  # ("context", digest) / ("complete", prefix)
     ended: list[str] = field(default_factory=list)  # each call's finish reason, once it returned
     held: tuple[str, str] | None = None  # the window the KV would hold whole (a full-window run, a warm-up)
+    doubts: tuple[tuple[int, float], ...] = ()  # every completion's (offset, probability) doubts
 
     def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
                  cancel: CancelToken | None = None, on_token=None) -> tuple[list[Completion], Timings]:
@@ -86,8 +87,9 @@ class FakeEngine:
         self.ended.append(done.reason)
         self.held = (prefix, suffix) if done.window == "full" and done.reason != "cancelled" else None
         n = max(texts, default=0) + 1
-        return [Completion(text=texts.get(i, ""), token_ids=[1] * max(1, len(texts.get(i, "")) // 2),
-                           finish_reason=done.reason, variant=i) for i in range(n)], Timings(window=done.window)
+        comps = [Completion(text=texts.get(i, ""), token_ids=[1] * max(1, len(texts.get(i, "")) // 2),
+                            finish_reason=done.reason, variant=i, doubts=self.doubts) for i in range(n)]
+        return comps, Timings(window=done.window)
 
     @staticmethod
     def _wait(seconds: float, cancel: CancelToken | None, deadline: float | None) -> str | None:

@@ -92,6 +92,11 @@ def _check(value, schema: dict, where: str) -> None:
     """The parts of JSON Schema the settings schema uses (type, enum, items, minimum/maximum, objects)."""
     types = {"boolean": bool, "integer": int, "number": int | float, "string": str, "array": list, "object": dict}
     t = schema["type"]
+    if isinstance(t, list):  # e.g. ["number", "null"]: null is the server's own choice
+        if value is None:
+            assert "null" in t, where
+            return
+        (t,) = [x for x in t if x != "null"]
     assert isinstance(value, types[t]) and not (t == "integer" and isinstance(value, bool)), (where, value)
     if "enum" in schema:
         assert value in schema["enum"], where

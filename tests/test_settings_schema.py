@@ -31,8 +31,13 @@ SERVER = [(camel, name) for camel, (name, _) in _FIELDS.items() if name not in S
 SECRETS = [camel for camel, (name, _) in _FIELDS.items() if name in SECRET_FIELDS]
 
 
-def _json_type(name: str) -> str:
+def _json_type(name: str) -> str | list[str]:
     t = HINTS[name]
+    args = typing.get_args(t)
+    if type(None) in args:  # optional: null means the server's own choice
+        (inner,) = [a for a in args if a is not type(None)]
+        assert inner is float, f"no JSON type for {name}: {t}"
+        return ["number", "null"]
     if t is bool:
         return "boolean"
     if t is int:
@@ -129,7 +134,9 @@ def test_docs_table_has_every_setting():
     for camel, name in SERVER:
         typ, default, desc = rows[camel]
         prop = PROPS[f"flint.{camel}"]
-        assert typ.split(" ")[0].rstrip(":") == prop["type"], (camel, typ)
+        types = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
+        assert typ.split(" ")[0].rstrip(":") == types[0], (camel, typ)
+        assert ("or null" in typ) == ("null" in types), (camel, typ)
         assert json.loads(default.strip("`")) == _default(name), (camel, default)
         assert desc == prop["description"], f"docs/editors.md and package.json describe {camel} differently"
         cv = _checker_vars(camel)
