@@ -15,7 +15,6 @@ from typing import Any, Literal
 from engine.model.presets import DEFAULT_MODEL
 from engine.policy.routing import REMOTE_KINDS, ROUTING_MODES
 from engine.remote.wire import FIM_MODES, QWEN_FIM_TEMPLATE, RemoteConfig, parse_endpoint
-from lsp_server.items import Doubt, doubt_for
 
 # definitions (imports, then the file's own beyond the prompt window) beside the other files and edits
 CONTEXT_SOURCES: tuple[str, ...] = ("open", "imports", "file", "edits")
@@ -74,10 +73,6 @@ class Settings:
     # picks after ``obj.``, at names in expressions and call arguments. Off: on held-out lines it changed
     # almost nothing and cost keystroke time (docs/benchmarks/guidance.md)
     guidance: bool = False
-
-    def doubt(self, language: str | None) -> Doubt:
-        """The cut and gate for a document of ``language`` (its LSP languageId): the user's where set."""
-        return doubt_for(language, self.confidence_cut, self.confidence_gate)
 
     def engine_key(self) -> tuple[str, int]:
         """The settings that need the model reloaded when they change (not the context budget: the KV cache

@@ -512,7 +512,7 @@ def served_insert(rule: DirectRule, text: str, offset: int, raw: str, reason: st
     comp = Completion(text=raw, token_ids=[], finish_reason=reason, doubts=doubts)
     items = build_items([comp], st.mode, st.prefix, st.suffix, text=text, offset=offset, cursor=cursor, eol="\n",
                         starts=starts, encoding="utf-16", max_lines=settings.max_lines, backend="direct",
-                        language="python", cut_below=0.0 if rule.request == "invoked" else settings.doubt("python").cut)
+                        language="python", cut_below=0.0 if rule.request == "invoked" else settings.confidence_cut)
     if not items:
         return "", 0
     it = items[0]

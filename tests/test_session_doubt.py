@@ -1,4 +1,4 @@
-"""The doubt gate a document gets when the user sets none: its language's own (Settings.doubt), through a
+"""The doubt gate a document gets when the user sets none: its language's own (items.doubt_for), through a
 session on the fake engine."""
 
 from __future__ import annotations

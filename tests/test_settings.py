@@ -118,17 +118,21 @@ def test_context_sources_must_be_known():
     assert len(warnings) == 1 and "tabs" in warnings[0]
 
 
+def doubt_of(s: Settings, language: str | None) -> Doubt:
+    return doubt_for(language, s.confidence_cut, s.confidence_gate)
+
+
 def test_doubt_thresholds_are_the_languages_own_until_the_user_sets_them():
     s = Settings()  # what every client sends by default: null, the language's own
     assert s.confidence_cut is None and s.confidence_gate is None
-    assert s.doubt("go") == DOUBT_BY_LANGUAGE["go"] == doubt_for("Go") and s.doubt("go").gate > 0
-    assert s.doubt("python") == s.doubt(None) == s.doubt("") == DOUBT
+    assert doubt_of(s, "go") == DOUBT_BY_LANGUAGE["go"] == doubt_for("Go") and doubt_of(s, "go").gate > 0
+    assert doubt_of(s, "python") == doubt_of(s, None) == doubt_of(s, "") == DOUBT
     assert DOUBT.gate == 0.0 and 0 < DOUBT.cut < 1
     mine, warnings = parse_settings({"confidenceGate": 0, "confidenceCut": 0.5})
     assert warnings == []
-    assert mine.doubt("go") == mine.doubt("python") == Doubt(cut=0.5, gate=0.0)  # the user's value everywhere
+    assert doubt_of(mine, "go") == doubt_of(mine, "python") == Doubt(cut=0.5, gate=0.0)  # the user's value everywhere
     gate_only, _ = parse_settings({"confidenceGate": 0.6})
-    assert gate_only.doubt("go") == Doubt(DOUBT_BY_LANGUAGE["go"].cut, 0.6)
-    assert gate_only.doubt("rust") == Doubt(DOUBT.cut, 0.6)
+    assert doubt_of(gate_only, "go") == Doubt(DOUBT_BY_LANGUAGE["go"].cut, 0.6)
+    assert doubt_of(gate_only, "rust") == Doubt(DOUBT.cut, 0.6)
     back, warnings = parse_settings({"confidenceGate": None, "confidenceCut": None}, base=mine)
-    assert warnings == [] and back.doubt("go") == DOUBT_BY_LANGUAGE["go"]
+    assert warnings == [] and doubt_of(back, "go") == DOUBT_BY_LANGUAGE["go"]
