@@ -346,8 +346,8 @@ async def test_bad_inputs_get_clear_errors_and_the_server_stays_up(client: Langu
 
 async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
     """200 didChange + inline requests as fast as they can be sent: every one is answered exactly once, the
-    last one about one generation after the last keystroke (no queue), and the same burst again does not grow
-    server memory."""
+    stale ones dropped, a handful of generations run (no queue), and the same burst again does not grow server
+    memory."""
     await wait_ready(client)
     proc = psutil.Process(client._server.pid)
     base = "import os\n\ndef list_python_files(root):\n    "
@@ -381,17 +381,18 @@ async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
         else:
             assert not isinstance(r, BaseException), r
     dropped = sum(isinstance(r, JsonRpcException) for r in results)
-    # what the last generation itself took, as the engine thread measured it (flint/status)
-    await until(lambda: [s for s in client.statuses[n_status:] if s["lastLatencyMs"]], 5)
-    await wait_idle(client, 10)  # the last generation's own status is in
-    gen_s = [s for s in client.statuses[n_status:] if s["lastLatencyMs"]][-1]["lastLatencyMs"] / 1000
-    print(f"rapid typing: last answer {last_latency:.2f}s after the last keystroke, its generation {gen_s:.2f}s, "
+    await wait_idle(client, 10)  # the burst's last generation (and its speculation) reported
+    # no queue, counted rather than timed: each model generation starts with a "busy" status; a queue would run
+    # one per request (200), a server that drops stale work runs a handful
+    generations = sum(s["state"] == "busy" for s in client.statuses[n_status:])
+    print(f"rapid typing: last answer {last_latency:.2f}s after the last keystroke, {generations} generations, "
           f"{dropped}/200 dropped")
     assert dropped >= 150, f"only {dropped} of 200 stale requests were dropped"
+    assert 1 <= generations <= 20, f"{generations} generations for one burst of 200 keystrokes"
+    # and the last answer is not behind a queue: 200 generations take minutes; the bound leaves room for a
+    # loaded 2-core CI machine working through 400 messages (a stop CI once took 1.9 s)
+    assert last_latency < 10, last_latency
     await wait_idle(client)  # its speculation (the last generation, futures) would slow the next servers
-    # no queue: the wait before the last generation is at most one interrupted model step plus messaging
-    # (200 queued generations would take minutes)
-    assert last_latency - gen_s < 1.5, (last_latency, gen_s)
     # memory: the same 200 keystrokes once more. What the first burst allocated once (onnxruntime's arena for
     # its shapes, glibc's per-thread heaps) stays in RSS and is no leak; what each request leaks grows again
     # (each RSS read once the server is idle: read mid-work it races the last generation's own allocations)
