@@ -151,13 +151,14 @@ def run_cell(lang: str, typist: str, trees: dict[str, Path], folder: Path, purpo
     return folder / f"{name}.json"
 
 
-def readme_rows(folder: Path, main: str) -> tuple[list[str], list[str]]:
+def readme_rows(folder: Path, main: str | None = None) -> tuple[list[str], list[str]]:
     """README's held-out rows (mean ± sd over the seeds, replay_stats.seed_row) of the cells measured at
-    ``main``, and the reports they come from (paths as README names them)."""
+    ``main`` (None: every cell on file, whatever its main: the table as it stands), and the reports they come
+    from (paths as README names them)."""
     import replay_stats as stats
 
     rows, sources = [], []
-    paths = sorted({p for p, c in table(folder).values() if same_commit(c["main"], main)})
+    paths = sorted({p for p, c in table(folder).values() if main is None or same_commit(c["main"], main)})
     by_cell = {}
     for path in paths:
         data = json.loads(path.read_text())
