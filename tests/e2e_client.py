@@ -132,9 +132,14 @@ async def wait_ready(client: LanguageClient, timeout: float = 180) -> None:
     assert any(s["state"] == "ready" for s in client.statuses), client.statuses
 
 
+def generations(client: LanguageClient, since: int = 0) -> int:
+    """The model generations started after the first ``since`` flint/status (each starts with a "busy")."""
+    return sum(s["state"] == "busy" for s in client.statuses[since:])
+
+
 def busy(client: LanguageClient, since: int = 0) -> bool:
-    """Whether a flint/status after the first ``since`` said "busy" (a generation started)."""
-    return any(s["state"] == "busy" for s in client.statuses[since:])
+    """Whether a generation started after the first ``since`` flint/status."""
+    return generations(client, since) > 0
 
 
 async def wait_idle(client: LanguageClient, timeout: float = 60) -> None:

@@ -122,9 +122,13 @@ async def broken_client(lsp_client: LanguageClient):
 
 
 async def test_missing_model_is_reported_and_requests_fail_clearly(broken_client: LanguageClient):
-    await until(lambda: any(s["state"] == "error" for s in broken_client.statuses), 60)
+    def error_messages() -> list:
+        return [m for m in broken_client.messages if m.type == types.MessageType.Error]
+
+    # the status and the message are two notifications: wait for both, whichever lands last
+    await until(lambda: any(s["state"] == "error" for s in broken_client.statuses) and error_messages(), 60)
     assert any(s["state"] == "error" for s in broken_client.statuses), broken_client.statuses
-    errors = [m for m in broken_client.messages if m.type == types.MessageType.Error]
+    errors = error_messages()
     assert errors and "flint model build" in errors[0].message
     uri = open_doc(broken_client, "x = \n")
     for _ in range(2):  # the server stays up and answers every time
