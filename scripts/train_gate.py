@@ -267,6 +267,28 @@ def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label:
     return model, summary
 
 
+def evaluate(model: dict, recs: list[dict]) -> dict:
+    """A model file's figures on ``recs`` it may never have seen (records of other functions or another commit):
+    every ghost shown against the model at its own threshold, in all and per language."""
+    heads = model["heads"]
+    m = {"mean": np.array(model["mean"]), "scale": np.array(model["scale"]),
+         "all": (np.array(heads[SHOW_ALL]["w"]), heads[SHOW_ALL]["b"]),
+         "head": (np.array(heads[SHOW_HEAD]["w"]), heads[SHOW_HEAD]["b"])}
+    pa, ph = probs(m, recs, model["features"])
+    t = model["threshold"]
+    langs = [language_of(r) for r in recs]
+    by_language = {}
+    for lang in sorted(set(langs)):
+        i = np.array([x == lang for x in langs])
+        part = [r for r, keep in zip(recs, i, strict=True) if keep]
+        by_language[lang] = {"records": len(part), "functions": len({r["segment"] for r in part}),
+                             "before": outcome(part, pa[i], ph[i], 0.0), "after": outcome(part, pa[i], ph[i], t)}
+    unknown = sorted({n for r in recs for n in r["features"]} - set(model["features"]))
+    return {"records": len(recs), "functions": len({r["segment"] for r in recs}), "threshold": t,
+            "before": outcome(recs, pa, ph, 0.0), "after": outcome(recs, pa, ph, t), "by_language": by_language,
+            "features_the_model_lacks": unknown}
+
+
 def _p95(values: list[float]) -> float | None:
     return round(float(np.percentile(values, 95)), 4) if values else None
 
@@ -289,8 +311,13 @@ def main() -> int:
                    help="what the whole suggestion's head learns: right (what the file says next) or taken")
     p.add_argument("--take-weight", type=float, default=0.0,
                    help="a ghost in a chain the typist took weighs 1 + this x the characters the take saved")
+    p.add_argument("--evaluate", type=Path, default=None, metavar="MODEL",
+                   help="write nothing: MODEL's figures on the records at its own threshold (records it never saw)")
     args = p.parse_args()
     recs = load_records(args.records)
+    if args.evaluate is not None:
+        print(json.dumps(evaluate(json.loads(args.evaluate.read_text()), recs), indent=1))
+        return 0
     hold = {int(x) for x in args.hold.split(",") if x}
     if hold:
         held = sorted({r["segment"] for r in recs if fold_of(r["segment"], args.folds) in hold})

@@ -191,3 +191,17 @@ def test_hiding_a_ghost_of_a_taken_chain_delays_the_take_by_the_reaction_time():
     assert saved(np.array([1.0, 0.0, 1.0])) == (3, 5)
     assert saved(np.array([1.0, 0.0, 1.0]), reaction=0.05) == (5, 5)  # read in time
     assert saved(np.array([1.0, 1.0, 0.0])) == (0, 0)  # the taken ghost itself hidden
+
+
+def test_a_model_file_is_judged_on_records_it_never_saw():
+    recs = made_up(60)
+    for i, r in enumerate(recs):
+        r["features"] = {**r["features"], "lang_go": float(i % 2), "lang_rust": float(1 - i % 2)}
+    model, _ = trainer.train(recs[:600], folds=4, max_saved_loss=0.2, l2=1.0)
+    unseen = [dict(r, features={**r["features"], "new_feature": 1.0}) for r in recs[600:]]
+    got = trainer.evaluate(json.loads(json.dumps(model)), unseen)  # as read back from its file
+    assert got["threshold"] == model["threshold"] and got["records"] == len(unseen)
+    assert got["after"]["wrong_keys"] < got["before"]["wrong_keys"]
+    assert got["before"]["ghost_keys"] == len(unseen) >= got["after"]["ghost_keys"]
+    assert sum(b["after"]["wrong_keys"] for b in got["by_language"].values()) == got["after"]["wrong_keys"]
+    assert got["features_the_model_lacks"] == ["new_feature"]
