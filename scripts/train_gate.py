@@ -40,6 +40,8 @@ sys.path.insert(0, str(ROOT))
 from engine.policy.gate import DEFAULT_PATH, FORMAT, SHOW_ALL, SHOW_HEAD  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
+from gate_trees import fit_trees  # noqa: E402
+from gate_trees import predict as predict_trees  # noqa: E402
 from replay_train_split import LEARNS_FROM  # noqa: E402
 
 REACTION_S = 0.3  # the replay typist's: a suggestion is taken once readable this long (replay_typist.Typist)
@@ -183,8 +185,8 @@ def fold_of(segment: str, k: int) -> int:
     return int(hashlib.sha256(segment.encode()).hexdigest()[:8], 16) % k
 
 
-def fit(recs: list[dict], names: list[str], l2: float, label: str, head: bool = True, take_weight: float = 0.0
-        ) -> dict:
+def fit(recs: list[dict], names: list[str], l2: float, label: str, head: bool = True, take_weight: float = 0.0,
+        trees: dict | None = None) -> dict:
     """Standardization and both heads' weights, fitted on ``recs`` (``head`` False: the part before a doubt is
     never shown alone, its head says so). ``take_weight``: a ghost in a chain the typist took counts
     1 + take_weight × the characters that take saved (hiding it costs them, hiding a wrong one saves one key)."""
@@ -196,20 +198,24 @@ def fit(recs: list[dict], names: list[str], l2: float, label: str, head: bool = 
     heads = np.array([bool(r["head"]) for r in recs])
     y_head = np.array([float(r["right_head"]) for r in recs])
     weight = np.array([1.0 + take_weight * r.get("chain_saved", 0) for r in recs])
-    w_all, b_all = fit_logistic(z, y_all, l2, weight=weight)
+    if trees:  # boosted shallow trees (gate_trees.fit_trees's options) in place of the whole's regression
+        w_all, b_all, t_all = np.zeros(len(names)), 0.0, fit_trees(z, y_all, weight, **trees)
+    else:
+        (w_all, b_all), t_all = fit_logistic(z, y_all, l2, weight=weight), []
     w_head, b_head = fit_logistic(z[heads], y_head[heads], l2) if head and heads.sum() >= 20 \
         else (np.zeros(len(names)), -30.0)
-    return {"mean": mean, "scale": scale, "all": (w_all, b_all), "head": (w_head, b_head)}
+    return {"mean": mean, "scale": scale, "all": (w_all, b_all), "head": (w_head, b_head), "trees": t_all}
 
 
 def probs(m: dict, recs: list[dict], names: list[str]) -> tuple[np.ndarray, np.ndarray]:
     zz = (matrix(recs, names) - m["mean"]) / m["scale"]
     (wa, ba), (wh, bh) = m["all"], m["head"]
-    return 1 / (1 + np.exp(-(zz @ wa + ba))), 1 / (1 + np.exp(-(zz @ wh + bh)))
+    za = zz @ wa + ba + predict_trees(m.get("trees") or [], zz)
+    return 1 / (1 + np.exp(-za)), 1 / (1 + np.exp(-(zz @ wh + bh)))
 
 
 def out_of_fold(recs: list[dict], names: list[str], k: int, l2: float, label: str, head: bool = True,
-                take_weight: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+                take_weight: float = 0.0, trees: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Each record's probabilities from the model fitted on the other folds' functions (never its own)."""
     fold = np.array([fold_of(r["segment"], k) for r in recs])
     pa, ph = np.zeros(len(recs)), np.zeros(len(recs))
@@ -217,25 +223,25 @@ def out_of_fold(recs: list[dict], names: list[str], k: int, l2: float, label: st
         raise SystemExit(f"too few functions in the records for {k} folds")
     for f in sorted(set(fold.tolist())):
         inside, outside = np.where(fold != f)[0], np.where(fold == f)[0]
-        m = fit([recs[i] for i in inside], names, l2, label, head, take_weight)
+        m = fit([recs[i] for i in inside], names, l2, label, head, take_weight, trees)
         pa[outside], ph[outside] = probs(m, [recs[i] for i in outside], names)
     return pa, ph
 
 
 def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label: str = "right", head: bool = True,
-          take_weight: float = 0.0) -> tuple[dict, dict]:
+          take_weight: float = 0.0, trees: dict | None = None) -> tuple[dict, dict]:
     """The model fitted on every record; its threshold and every figure reported from out-of-fold probabilities
     (each function scored by a model that never saw it): the threshold is the one that cuts the most
     wrong-ghost keystrokes while the estimated characters saved fall by at most ``max_saved_loss``."""
     names = sorted({n for r in recs for n in r["features"]})
-    pa, ph = out_of_fold(recs, names, folds, l2, label, head, take_weight)
+    pa, ph = out_of_fold(recs, names, folds, l2, label, head, take_weight, trees)
     base = outcome(recs, pa, ph, 0.0)
     best_t, best = 0.0, base
     for t in np.arange(0.01, 0.951, 0.005):
         o = outcome(recs, pa, ph, float(t))
         if o["saved_chars"] >= (1 - max_saved_loss) * base["saved_chars"] and o["wrong_keys"] < best["wrong_keys"]:
             best_t, best = float(round(t, 3)), o
-    m = fit(recs, names, l2, label, head, take_weight)
+    m = fit(recs, names, l2, label, head, take_weight, trees)
     right = np.array([float(r["right_all"]) for r in recs])
     langs = [language_of(r) for r in recs]
     by_language = {}  # out of fold, at the chosen threshold, each language's own records
@@ -246,7 +252,7 @@ def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label:
                              "before": outcome(part, pa[i], ph[i], 0.0), "after": outcome(part, pa[i], ph[i], best_t)}
     summary = {
         "records": len(recs), "functions": len({r["segment"] for r in recs}), "folds": folds, "label": label, "head": head,
-        "take_weight": take_weight,
+        "take_weight": take_weight, "trees": trees or None,
         "seeds": sorted({r.get("seed") for r in recs if r.get("seed") is not None}),
         "out_of_fold": {"before": base, "after": best}, "by_language": by_language,
         # the trade-off at other thresholds, out of fold: (threshold, wrong keys, characters saved)
@@ -261,7 +267,8 @@ def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label:
     (w_all, b_all), (w_head, b_head) = m["all"], m["head"]
     model = {"format": FORMAT, "features": names, "mean": m["mean"].round(6).tolist(),
              "scale": m["scale"].round(6).tolist(),
-             "heads": {SHOW_ALL: {"w": w_all.round(6).tolist(), "b": round(b_all, 6)},
+             "heads": {SHOW_ALL: {"w": w_all.round(6).tolist(), "b": round(b_all, 6),
+                                  "trees": [[[round(v, 6) for v in node] for node in t] for t in m["trees"]]},
                        SHOW_HEAD: {"w": w_head.round(6).tolist(), "b": round(b_head, 6)}},
              "threshold": best_t, "trained": summary}
     return model, summary
@@ -273,7 +280,8 @@ def evaluate(model: dict, recs: list[dict]) -> dict:
     heads = model["heads"]
     m = {"mean": np.array(model["mean"]), "scale": np.array(model["scale"]),
          "all": (np.array(heads[SHOW_ALL]["w"]), heads[SHOW_ALL]["b"]),
-         "head": (np.array(heads[SHOW_HEAD]["w"]), heads[SHOW_HEAD]["b"])}
+         "head": (np.array(heads[SHOW_HEAD]["w"]), heads[SHOW_HEAD]["b"]),
+         "trees": heads[SHOW_ALL].get("trees", [])}
     pa, ph = probs(m, recs, model["features"])
     t = model["threshold"]
     langs = [language_of(r) for r in recs]
@@ -311,6 +319,11 @@ def main() -> int:
                    help="what the whole suggestion's head learns: right (what the file says next) or taken")
     p.add_argument("--take-weight", type=float, default=0.0,
                    help="a ghost in a chain the typist took weighs 1 + this x the characters the take saved")
+    p.add_argument("--trees", type=int, default=0, metavar="ROUNDS",
+                   help="the whole suggestion's head as ROUNDS boosted shallow trees (scripts/gate_trees.py) instead of "
+                        "a logistic regression (default 0: the regression)")
+    p.add_argument("--depth", type=int, default=3, help="the trees' depth (default 3)")
+    p.add_argument("--rate", type=float, default=0.05, help="the trees' learning rate (default 0.05)")
     p.add_argument("--evaluate", type=Path, default=None, metavar="MODEL",
                    help="write nothing: MODEL's figures on the records at its own threshold (records it never saw)")
     args = p.parse_args()
@@ -323,9 +336,10 @@ def main() -> int:
         held = sorted({r["segment"] for r in recs if fold_of(r["segment"], args.folds) in hold})
         recs = [r for r in recs if fold_of(r["segment"], args.folds) not in hold]
         print(f"held out ({len(held)} functions): --only {','.join(map(only_key, held))}", file=sys.stderr)
+    trees = dict(rounds=args.trees, depth=args.depth, lr=args.rate) if args.trees else None
     model, summary = train(recs, args.folds, args.max_saved_loss, args.l2, args.label, not args.no_head,
-                           args.take_weight)
-    summary["command"] = "python scripts/train_gate.py " + " ".join(str(x) for x in args.records)
+                           args.take_weight, trees)
+    summary["command"] = "python scripts/train_gate.py " + " ".join(sys.argv[1:])
     args.out.write_text(json.dumps(model, indent=None, separators=(",", ":")) + "\n")
     print(json.dumps(summary, indent=1))
     print(f"wrote {args.out} ({args.out.stat().st_size} bytes)")

@@ -82,9 +82,29 @@ def test_the_model_file_round_trips_and_a_wrong_one_is_refused(tmp_path):
         gate.GateModel.from_json(short)
 
 
+def test_a_head_with_trees_adds_their_leaves_and_a_bad_tree_is_refused():
+    # one stump on in_comment (x < 0.5 left: +1.0, else -3.0) and one on lead_logp, beside the linear part
+    stump = [[1, 0.5, 1, 2], [-1, 1.0], [-1, -3.0]]
+    deep = [[0, -1.0, 1, 4], [1, 0.5, 2, 3], [-1, 0.25], [-1, -0.25], [-1, 2.0]]
+    data = {**model(("lead_logp", "in_comment"), {"lead_logp": 1.0}, 0.5).to_json()}
+    data["heads"]["all"]["trees"] = [stump, deep]
+    m = gate.GateModel.from_json(json.loads(json.dumps(data)))
+    assert m.logits({"lead_logp": 0.0, "in_comment": 0.0})["all"] == pytest.approx(0.5 + 0.0 + 1.0 + 2.0)
+    assert m.logits({"lead_logp": -2.0, "in_comment": 1.0})["all"] == pytest.approx(0.5 - 2.0 - 3.0 - 0.25)
+    assert m.logits({"lead_logp": -2.0, "in_comment": 0.0})["all"] == pytest.approx(0.5 - 2.0 + 1.0 + 0.25)
+    assert gate.GateModel.from_json(json.loads(json.dumps(m.to_json()))) == m
+    linear = {**data, "format": 1, "heads": {k: {"w": h["w"], "b": h["b"]} for k, h in data["heads"].items()}}
+    assert gate.GateModel.from_json(linear).logits({"lead_logp": 0.0})["all"] == pytest.approx(0.5)
+    for bad in ([[2, 0.5, 1, 2], [-1, 1.0], [-1, 0.0]],  # no third feature
+                [[0, 0.5, 1, 2], [0, 0.1, 0, 2], [-1, 0.0]],  # a child before its parent: a loop
+                [[0, 0.5, 1, 3], [-1, 1.0], [-1, 0.0]],  # a child that is not there
+                []):
+        data["heads"]["all"]["trees"] = [bad]
+        with pytest.raises(ValueError, match="tree"):
+            gate.GateModel.from_json(data)
+
+
 def test_the_shipped_model_loads_and_is_small():
-    if not gate.DEFAULT_PATH.exists():
-        pytest.skip("no trained gate shipped")
     assert gate.DEFAULT_PATH.stat().st_size <= 1 << 20
     m = gate.load()
     assert m is not None and 0 < m.threshold < 1

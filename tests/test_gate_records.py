@@ -205,3 +205,35 @@ def test_a_model_file_is_judged_on_records_it_never_saw():
     assert got["before"]["ghost_keys"] == len(unseen) >= got["after"]["ghost_keys"]
     assert sum(b["after"]["wrong_keys"] for b in got["by_language"].values()) == got["after"]["wrong_keys"]
     assert got["features_the_model_lacks"] == ["new_feature"]
+
+
+def interaction(n_functions: int = 40, seed: int = 1) -> list[dict]:
+    """Keystrokes whose ghost is right when the model was sure of it outside a comment or unsure inside one:
+    no weight on either feature alone tells them apart."""
+    rng = random.Random(seed)
+    out = []
+    for f in range(n_functions):
+        for _ in range(30):
+            sure, comment = rng.random() < 0.5, rng.random() < 0.5
+            right = rng.random() < (0.9 if sure != comment else 0.1)
+            out.append({"split": "train", "segment": f"pkg:mod:g{f}", "typist": "think", "same_text": True,
+                        "features": {"lead_logp": rng.uniform(-0.05, 0) if sure else rng.uniform(-2.5, -0.5),
+                                     "in_comment": float(comment), "noise": rng.random()},
+                        "right_all": right, "right_head": False, "head": 0, "saved": 5 if right else 0,
+                        "fate": "taken" if right else "over", "cost_ms": 0.3})
+    return out
+
+
+def test_trees_learn_what_a_regression_cannot_and_the_server_reads_them_as_the_trainer_does():
+    recs = interaction()
+    trees = {"rounds": 40, "depth": 2, "lr": 0.2}
+    _, linear = trainer.train(recs, folds=4, max_saved_loss=0.15, l2=1.0, head=False)
+    model, boosted = trainer.train(recs, folds=4, max_saved_loss=0.15, l2=1.0, head=False, trees=trees)
+    assert boosted["out_of_fold"]["after"]["wrong_keys"] < 0.5 * linear["out_of_fold"]["after"]["wrong_keys"]
+    assert boosted["trees"] == trees and len(model["heads"]["all"]["trees"]) == 40
+    served = gate.GateModel.from_json(json.loads(json.dumps(model)))
+    names = model["features"]
+    m = trainer.fit(recs, names, 1.0, "right", False, 0.0, trees)
+    expected, _ = trainer.probs(m, recs[:50], names)
+    got = [gate.sigmoid(served.logits(r["features"])["all"]) for r in recs[:50]]
+    assert got == pytest.approx(expected.tolist(), abs=1e-4)  # the file's rounding, nothing more

@@ -5,8 +5,8 @@ the model's token probabilities (the first visible token's, the lowest, the mean
 doubt falls), the suggestion's length and lines, the syntax at the cursor (tree-sitter: comment or string, the
 kind of the node the cursor ends and of its parent), what is right of the cursor, the language, how the last
 ghosts in this document fared (taken, typed through, typed over) and the typing rhythm. A ``GateModel`` (two
-logistic regressions, trained offline by scripts/train_gate.py from the replay benchmark's records, shipped as
-engine/data/gate.json) gives the probability that the whole suggestion, and that its part before the first
+heads, each a logistic regression plus optional boosted shallow trees, trained offline by scripts/train_gate.py
+from the replay benchmark's records, shipped as engine/data/gate.json) gives the probability that the whole suggestion, and that its part before the first
 doubt, is what the typist writes next; ``decide`` shows the longest one that clears the model's threshold.
 
 Pure: no I/O but ``load``; no model, no LSP. Explicit requests are never gated (the caller's rule).
@@ -30,7 +30,7 @@ from engine.text.statements import split_cursor
 from engine.types import DOUBT_KEEP, Doubts
 
 SHOW_ALL, SHOW_HEAD, SHOW_NONE = "all", "head", "none"
-FORMAT = 1
+FORMAT = 2  # 2: a head may add boosted trees to its linear part
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "data" / "gate.json"
 OUTCOMES = ("taken", "through", "over")  # what became of a ghost: Tab, typed as shown, typed over / left
 LANGUAGES = {"python": "python", "javascript": "js", "javascriptreact": "js", "typescript": "js",
@@ -182,12 +182,40 @@ def features(text: str, doubts: Doubts, tokens: int, prefix: str, suffix: str, l
     return f
 
 
+Node = tuple[float, ...]  # (feature index, threshold, left, right): x < threshold goes left; (-1, value): a leaf
+
+
 @dataclass(frozen=True)
 class Head:
-    """One logistic regression over the standardized features."""
+    """One logit over the standardized features: a linear part plus boosted shallow trees (either may be empty)."""
 
     weights: tuple[float, ...]
     bias: float
+    trees: tuple[tuple[Node, ...], ...] = ()
+
+    def logit(self, x: list[float]) -> float:
+        z = self.bias + sum(w * v for w, v in zip(self.weights, x, strict=True))
+        for nodes in self.trees:
+            node = nodes[0]
+            while node[0] >= 0:
+                node = nodes[int(node[2] if x[int(node[0])] < node[1] else node[3])]
+            z += node[1]
+        return z
+
+
+def _trees(raw: list, width: int) -> tuple[tuple[Node, ...], ...]:
+    """A head's trees from its file, checked: every split names a feature and its children come after it (so a
+    walk from the root ends at a leaf)."""
+    trees = tuple(tuple(tuple(float(v) for v in node) for node in tree) for tree in raw)
+    for nodes in trees:
+        if not nodes:
+            raise ValueError("gate model: an empty tree")
+        for at, node in enumerate(nodes):
+            split = node[0] >= 0
+            if len(node) != (4 if split else 2) or split and (node[0] >= width or not all(
+                    at < node[i] < len(nodes) and node[i] == int(node[i]) for i in (2, 3))):
+                raise ValueError("gate model: a tree node is (feature, threshold, left, right) or (-1, value)")
+    return trees
 
 
 @dataclass(frozen=True)
@@ -202,19 +230,21 @@ class GateModel:
     def logits(self, f: dict[str, float]) -> dict[str, float]:
         """Each head's logit for a feature dict (a feature the dict lacks counts as its training mean)."""
         x = [(f.get(n, m) - m) / s for n, m, s in zip(self.names, self.mean, self.scale, strict=True)]
-        return {k: h.bias + sum(w * v for w, v in zip(h.weights, x, strict=True)) for k, h in self.heads.items()}
+        return {k: h.logit(x) for k, h in self.heads.items()}
 
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "features": list(self.names), "mean": list(self.mean), "scale": list(self.scale),
-                "heads": {k: {"w": list(h.weights), "b": h.bias} for k, h in self.heads.items()},
+                "heads": {k: {"w": list(h.weights), "b": h.bias, "trees": [[list(n) for n in t] for t in h.trees]}
+                          for k, h in self.heads.items()},
                 "threshold": self.threshold, "trained": self.trained}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> GateModel:
-        if data.get("format") != FORMAT:
+        if data.get("format") not in (1, FORMAT):  # 1: linear heads only
             raise ValueError(f"gate model format {data.get('format')!r}, expected {FORMAT}")
         names = tuple(str(n) for n in data["features"])
-        heads = {k: Head(tuple(float(w) for w in h["w"]), float(h["b"])) for k, h in data["heads"].items()}
+        heads = {k: Head(tuple(float(w) for w in h["w"]), float(h["b"]), _trees(h.get("trees", []), len(names)))
+                 for k, h in data["heads"].items()}
         if set(heads) != {SHOW_ALL, SHOW_HEAD} or any(len(h.weights) != len(names) for h in heads.values()):
             raise ValueError("gate model: heads 'all' and 'head', one weight per feature")
         mean, scale = tuple(float(v) for v in data["mean"]), tuple(float(v) or 1.0 for v in data["scale"])
