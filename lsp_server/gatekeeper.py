@@ -39,6 +39,7 @@ class _Ghost:
     offset: int  # the cursor (code points) it was answered at
     text: str  # LF
     cls: str
+    shown: bool = True  # False: the gate hid it; what the user typed still says whether it was right
 
 
 class GateKeeper:
@@ -100,8 +101,14 @@ class GateKeeper:
         self.user.flush()
 
     def _outcome(self, uri: str, g: _Ghost, outcome: str) -> None:
+        """The document's history learns every ghost's fate, hidden or not: the gate learned from records where every
+        ghost was shown, and a history that stopped at the last shown ghost would hold its verdict while the gate
+        hides (a stale run of "over" hiding on). The user's adjustment learns only from ghosts the user saw."""
+        if not g.shown and outcome == "taken":
+            outcome = "through"  # text typed that a hidden ghost foresaw: no Tab took it
         self._history.setdefault(uri, deque(maxlen=HISTORY)).append("over" if outcome == "dismissed" else outcome)
-        self.user.record(g.cls, outcome)
+        if g.shown:
+            self.user.record(g.cls, outcome)
 
     def rhythm(self, uri: str, now: float) -> gate.Rhythm:
         times = list(self._times.get(uri, ()))
@@ -134,8 +141,8 @@ class GateKeeper:
         # the engine thread's decoding causes
         cost_ms, cpu_ms = (time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000
         shown = {gate.SHOW_ALL: text, gate.SHOW_HEAD: head, gate.SHOW_NONE: ""}[decision]
-        if shown:
-            self._ghosts[uri] = _Ghost(offset, shown, cls)
+        if shown or text:  # a hidden ghost too: its fate goes into the document's history (_outcome)
+            self._ghosts[uri] = _Ghost(offset, shown or text, cls, shown=bool(shown))
         else:
             self._ghosts.pop(uri, None)
         if self.records is not None:

@@ -9,7 +9,8 @@ one records file per (split, language, typist), then ``train_gate.py`` on the fo
 Validation and test never train the gate (bench_replay refuses ``--records`` there). A run takes long (Python's
 train split ~40 minutes of 2 AVX2 cores per typist and seed, each other language 10-15) and sessions end without
 warning: a file lands under its final name only when its run ended, so the same call again runs only what is
-missing. The records name the server's commit; train_gate.py refuses records of validation or test."""
+missing. Each run's replay report (characters saved, wrong ghosts, CPU) stays beside it in ``OUT/reports/``. The
+records name the server's commit; train_gate.py refuses records of validation or test."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             name = records_name(split, lang, typist, seed)
             partial = out / f".{name}.partial"
             partial.unlink(missing_ok=True)
-            cmd = command(split, lang, typist, seed, tree, partial, Path(tmp) / name)
+            cmd = command(split, lang, typist, seed, tree, partial, out / "reports" / name.removesuffix(".jsonl"))
             print("running:", " ".join(cmd), flush=True)
             subprocess.run(cmd, check=True, cwd=ROOT)
             partial.rename(out / name)  # complete: the next call skips it

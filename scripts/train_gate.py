@@ -6,7 +6,8 @@ replay_train_split.py holds the further packages; a record of validation or test
 a ghost on screen and the server's features of it is one example.
 Two logistic regressions (numpy, L2, Newton steps) learn whether the whole ghost is right (``right_all``: what the
 file says next; or, with ``--label taken``, whether the typist took it) and whether its part before the first
-doubt is (``right_head``). The functions are split by a hash of their names into ``--folds`` folds: every
+doubt is (``right_head``); with ``--trees`` the whole's head is boosted shallow trees instead (gate_trees.py).
+The functions are split by a hash of their names into ``--folds`` folds: every
 record is scored by the model fitted on the other folds (out of fold, so no function judges a model that saw
 it), and the threshold is chosen on those scores: the largest cut in keystrokes typed under a wrong ghost whose
 characters saved fall by at most ``--max-saved-loss`` (an estimate that can only lose: a hidden ghost saves
@@ -16,10 +17,10 @@ when a ghost of the suggestion it took was hidden within the typist's reaction t
 the take saved. The shipped model is fitted on every record; the out-of-fold figures go into the model file and
 the report.
 
-    python scripts/bench_replay.py --split tuning --typists steady,think --records /tmp/h49-rec/records.jsonl \\
-        --options cur='{"learnedGate": false}' --out /tmp/h49-rec          # the records (the gate off)
-    python scripts/train_gate.py /tmp/h49-rec/records.jsonl --no-head --label chain --take-weight 0.25 \\
-        --max-saved-loss 0.01                                              # engine/data/gate.json
+    python scripts/gate_records.py --out DIR          # the records: every language's train split, the gate off
+    python scripts/train_gate.py DIR/*.jsonl --no-head --label chain --take-weight 0.25 --max-saved-loss 0.01 \
+        --trees 100 --depth 3 --rate 0.05                                  # engine/data/gate.json
+    python scripts/train_gate.py DIR/*.jsonl --evaluate engine/data/gate.json   # a model on records it never saw
 """
 
 from __future__ import annotations

@@ -165,3 +165,17 @@ def test_what_became_of_a_ghost_feeds_the_history_and_the_user(tmp_path):
     k.edited(uri, text, len(CODE_PREFIX), time.monotonic())  # no ghost left: nothing to count
     assert k.user.outcomes("code") == "htodt"
     assert k.rhythm(uri, time.monotonic()).interval is not None
+
+
+def test_a_hidden_ghosts_fate_feeds_the_documents_history_but_not_the_user(tmp_path):
+    # the gate learned from records where every ghost was shown: its history feature must go on while it hides
+    hide_all = model(("lead_logp",), {}, -9.0)
+    k, uri = keeper(tmp_path, hide_all), "file:///a.py"
+    assert apply(k, "pi * r") == []
+    k.edited(uri, CODE_PREFIX + "p" + "\n", len(CODE_PREFIX) + 1, time.monotonic())  # what it foresaw
+    apply(k, "pi * r")
+    k.edited(uri, CODE_PREFIX + "e" + "\n", len(CODE_PREFIX) + 1, time.monotonic())
+    apply(k, "pi * r")
+    k.edited(uri, CODE_PREFIX + "pi * r" + "\n", len(CODE_PREFIX) + 6, time.monotonic())  # pasted, not taken
+    assert list(k._history[uri]) == ["through", "over", "through"]
+    assert k.user.outcomes("code") == ""  # the user saw none of them
