@@ -6,8 +6,9 @@ doubt falls), the suggestion's length and lines, the syntax at the cursor (tree-
 kind of the node the cursor ends and of its parent), what is right of the cursor, the language, how the last
 ghosts in this document fared (taken, typed through, typed over) and the typing rhythm. A ``GateModel`` (two
 heads, each a logistic regression plus optional boosted shallow trees, trained offline by scripts/train_gate.py
-from the replay benchmark's records, shipped as engine/data/gate.json) gives the probability that the whole suggestion, and that its part before the first
-doubt, is what the typist writes next; ``decide`` shows the longest one that clears the model's threshold.
+from the replay benchmark's records, shipped as engine/data/gate.json) gives the probability that the whole
+suggestion, and that its part before the first doubt, is what the typist writes next; ``decide`` shows the
+longest one that clears the model's threshold.
 
 Pure: no I/O but ``load``; no model, no LSP. Explicit requests are never gated (the caller's rule).
 """
