@@ -65,9 +65,8 @@ class Settings:
     # None: the language's own (items.DOUBT_BY_LANGUAGE: Go 0.4, the others off)
     confidence_gate: float | None = None
     # the learned gate (engine/policy/gate.py, lsp_server/gatekeeper.py): an automatic suggestion shown whole, up to
-    # its first doubt, or not at all, adjusted to the user's outcomes. Off until a replay measures it: on the held-out
-    # functions of its tuning records the shipped model cut few wrong ghosts at no cost in characters saved
-    # (docs/benchmarks/gate.md)
+    # its first doubt, or not at all, adjusted to the user's outcomes. Off until validation and the test split
+    # measure it (docs/benchmarks/gate.md)
     learned_gate: bool = False
     # monitor-guided decoding (docs/guidance.md): in Python files, names jedi knows constrain the model's
     # picks after ``obj.``, at names in expressions and call arguments. Off: on held-out lines it changed
