@@ -244,13 +244,7 @@ def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label:
             best_t, best = float(round(t, 3)), o
     m = fit(recs, names, l2, label, head, take_weight, trees)
     right = np.array([float(r["right_all"]) for r in recs])
-    langs = [language_of(r) for r in recs]
-    by_language = {}  # out of fold, at the chosen threshold, each language's own records
-    for lang in sorted(set(langs)):
-        i = np.array([x == lang for x in langs])
-        part = [r for r, keep in zip(recs, i, strict=True) if keep]
-        by_language[lang] = {"records": len(part), "functions": len({r["segment"] for r in part}),
-                             "before": outcome(part, pa[i], ph[i], 0.0), "after": outcome(part, pa[i], ph[i], best_t)}
+    by_language = per_language(recs, pa, ph, best_t)  # out of fold, at the chosen threshold
     summary = {
         "records": len(recs), "functions": len({r["segment"] for r in recs}), "folds": folds, "label": label, "head": head,
         "take_weight": take_weight, "trees": trees or None,
@@ -275,6 +269,18 @@ def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label:
     return model, summary
 
 
+def per_language(recs: list[dict], pa: np.ndarray, ph: np.ndarray, t: float) -> dict:
+    """Each language's own records: every ghost shown, and the gate at threshold ``t``."""
+    langs = [language_of(r) for r in recs]
+    out = {}
+    for lang in sorted(set(langs)):
+        i = np.array([x == lang for x in langs])
+        part = [r for r, keep in zip(recs, i, strict=True) if keep]
+        out[lang] = {"records": len(part), "functions": len({r["segment"] for r in part}),
+                     "before": outcome(part, pa[i], ph[i], 0.0), "after": outcome(part, pa[i], ph[i], t)}
+    return out
+
+
 def evaluate(model: dict, recs: list[dict]) -> dict:
     """A model file's figures on ``recs`` it may never have seen (records of other functions or another commit):
     every ghost shown against the model at its own threshold, in all and per language."""
@@ -285,13 +291,7 @@ def evaluate(model: dict, recs: list[dict]) -> dict:
          "trees": heads[SHOW_ALL].get("trees", [])}
     pa, ph = probs(m, recs, model["features"])
     t = model["threshold"]
-    langs = [language_of(r) for r in recs]
-    by_language = {}
-    for lang in sorted(set(langs)):
-        i = np.array([x == lang for x in langs])
-        part = [r for r, keep in zip(recs, i, strict=True) if keep]
-        by_language[lang] = {"records": len(part), "functions": len({r["segment"] for r in part}),
-                             "before": outcome(part, pa[i], ph[i], 0.0), "after": outcome(part, pa[i], ph[i], t)}
+    by_language = per_language(recs, pa, ph, t)
     unknown = sorted({n for r in recs for n in r["features"]} - set(model["features"]))
     return {"records": len(recs), "functions": len({r["segment"] for r in recs}), "threshold": t,
             "before": outcome(recs, pa, ph, 0.0), "after": outcome(recs, pa, ph, t), "by_language": by_language,
