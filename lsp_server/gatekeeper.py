@@ -40,6 +40,7 @@ class _Ghost:
     text: str  # LF
     cls: str
     shown: bool = True  # False: the gate hid it; what the user typed still says whether it was right
+    adapt: bool = True  # its fate goes into the user's outcomes (when shown)
 
 
 class GateKeeper:
@@ -103,11 +104,12 @@ class GateKeeper:
     def _outcome(self, uri: str, g: _Ghost, outcome: str) -> None:
         """The document's history learns every ghost's fate, hidden or not: the gate learned from records where every
         ghost was shown, and a history that stopped at the last shown ghost would hold its verdict while the gate
-        hides (a stale run of "over" hiding on). The user's adjustment learns only from ghosts the user saw."""
+        hides (a stale run of "over" hiding on). The user's adjustment learns only from ghosts the user saw, and only
+        when it is on (learnedGateAdapts)."""
         if not g.shown and outcome == "taken":
             outcome = "through"  # text typed that a hidden ghost foresaw: no Tab took it
         self._history.setdefault(uri, deque(maxlen=HISTORY)).append("over" if outcome == "dismissed" else outcome)
-        if g.shown:
+        if g.shown and g.adapt:
             self.user.record(g.cls, outcome)
 
     def rhythm(self, uri: str, now: float) -> gate.Rhythm:
@@ -117,9 +119,10 @@ class GateKeeper:
 
     # ---- the decision ------------------------------------------------------------------------------------
     def apply(self, sid: str, uri: str, items: list[Item], comps: list[Completion], prefix: str, suffix: str, *,
-              offset: int, language: str | None, source: str, eol: str, enabled: bool) -> list[Item]:
+              offset: int, language: str | None, source: str, eol: str, enabled: bool,
+              adapt: bool = True) -> list[Item]:
         """An automatic answer's items, gated (``enabled`` and a model: else as they are). The first item is the
-        suggestion (automatic requests ask one variant)."""
+        suggestion (automatic requests ask one variant). ``adapt``: the user's adjustment applies and learns."""
         if not items or not comps or not (enabled and self.model is not None or self.records is not None):
             return items
         t0, c0 = time.perf_counter(), time.thread_time()
@@ -134,15 +137,18 @@ class GateKeeper:
         cls = context_class(f)
         decision, logits, bias = gate.SHOW_ALL, {}, 0.0
         if self.model is not None:
-            logits, bias = self.model.logits(f), self.user.bias(cls)
-            if enabled:
+            logits, bias = self.model.logits(f), self.user.bias(cls) if adapt else 0.0
+            # at a line's indentation (after Enter) the gate does not hide: users stop there to read what comes
+            # next, and a hidden ghost there costs a pause shown (docs/benchmarks/gate.md, session 71)
+            fresh = not prefix[prefix.rfind("\n") + 1:].strip()
+            if enabled and not fresh:
                 decision = gate.decide(logits, self.model.threshold, has_head=bool(head), bias=bias)
         # wall time on the event loop, and this thread's CPU time: the gate's own cost without the GIL waits
         # the engine thread's decoding causes
         cost_ms, cpu_ms = (time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000
         shown = {gate.SHOW_ALL: text, gate.SHOW_HEAD: head, gate.SHOW_NONE: ""}[decision]
         if shown or text:  # a hidden ghost too: its fate goes into the document's history (_outcome)
-            self._ghosts[uri] = _Ghost(offset, shown or text, cls, shown=bool(shown))
+            self._ghosts[uri] = _Ghost(offset, shown or text, cls, shown=bool(shown), adapt=adapt)
         else:
             self._ghosts.pop(uri, None)
         if self.records is not None:

@@ -332,7 +332,7 @@ class Session:
             return items
         return self.gate.apply(sid, state.uri, items, answer.comps, state.prefix, state.suffix, offset=offset,
                                language=doc.language_id, source=answer.source, eol=convert.dominant_eol(doc.text),
-                               enabled=self.settings.learned_gate)
+                               enabled=self.settings.learned_gate, adapt=self.settings.learned_gate_adapts)
 
     def _record(self, res: Suggestions, answer: Answer | None) -> None:
         """Telemetry and the status board for an answer that goes out."""

@@ -68,6 +68,9 @@ class Settings:
     # its first doubt, or not at all, adjusted to the user's outcomes. Off until validation and the test split
     # measure it (docs/benchmarks/gate.md)
     learned_gate: bool = False
+    # the learned gate adjusts itself to the user's own outcomes (lsp_server/gate_user.py); off: the model alone,
+    # and nothing of the user's is kept
+    learned_gate_adapts: bool = True
     # monitor-guided decoding (docs/guidance.md): in Python files, names jedi knows constrain the model's
     # picks after ``obj.``, at names in expressions and call arguments. Off: on held-out lines it changed
     # almost nothing and cost keystroke time (docs/benchmarks/guidance.md)
@@ -203,6 +206,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "confidenceCut": ("confidence_cut", _float_in(0.0, 1.0)),
     "confidenceGate": ("confidence_gate", _float_in(0.0, 1.0)),
     "learnedGate": ("learned_gate", _bool),
+    "learnedGateAdapts": ("learned_gate_adapts", _bool),
     "guidance": ("guidance", _bool),
 }
 SECRET_FIELDS = frozenset({"remote_api_key"})

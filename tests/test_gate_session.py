@@ -1,5 +1,6 @@
 """The learned gate in the session (no LSP, no model: a scripted engine): automatic answers pass it, explicit
-requests never do, the learnedGate setting switches it off, and what the user does next reaches the gate."""
+requests never do, the learnedGate setting switches it off, and what the user does next reaches the gate
+(learnedGateAdapts: the user's part of it)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,27 @@ async def test_typing_over_a_shown_ghost_is_an_outcome_for_the_user(start_sessio
     s.did_change(uri, cursor=len("answer =7"))
     assert s.gate.user.outcomes("code") == "o"
     assert s.gate.rhythm(uri, time.monotonic()).since is not None
+
+
+async def test_learned_gate_adapts_off_ignores_and_keeps_no_user_outcomes(start_session, tmp_path):
+    uri = "file:///a.py"
+    for adapts, shown in ((True, []), (False, [" 42"])):
+        s = start_session(FakeEngine(text(" 42")), Settings(learned_gate=True, learned_gate_adapts=adapts))
+        s.gate = strict(tmp_path / str(adapts), 0.3)  # shown by the model alone (p 0.57 against 0.5)
+        for _ in range(100):
+            s.gate.user.record("code", "over")  # a user who typed over every ghost: the bias at its lowest
+        s.documents.open(uri, "answer =\n", 1)
+        assert [it.text for it in (await s.suggest(uri, 0, 8, invoked=False)).items] == shown
+    s.documents.change(uri, 2, [Change("7", (0, 8, 0, 8))], s.encoding)
+    s.did_change(uri, cursor=len("answer =7"))
+    assert s.gate.user.outcomes("code") == "o" * 100  # the shown ghost typed over: not kept
+    assert list(s.gate._history[uri]) == ["over"]  # the document's history still moves
+
+
+async def test_the_gate_never_hides_at_a_fresh_lines_indentation(start_session, tmp_path):
+    uri = "file:///a.py"
+    for doc, col, shown in (("def f():\n    \n", 4, [" 42"]), ("def f():\n    x =\n", 7, [])):
+        s = start_session(FakeEngine(text(" 42")), Settings(learned_gate=True))
+        s.gate = strict(tmp_path / str(col), -5.0)
+        s.documents.open(uri, doc, 1)
+        assert [it.text for it in (await s.suggest(uri, 1, col, invoked=False)).items] == shown

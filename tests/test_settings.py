@@ -23,7 +23,8 @@ def test_all_fields_camel_case():
            "remoteFim": "suffix", "remoteFimTemplate": "<p>{prefix}<s>{suffix}<m>", "remoteFor": ["invoked"],
            "remoteTimeoutMs": 3000, "remoteAllowInsecureHttp": True,
            "capableModel": "qwen2.5-coder-1.5b", "contextBudget": 256, "contextSources": ["open"],
-           "confidenceCut": 0.4, "confidenceGate": 0.3, "learnedGate": False, "guidance": True}
+           "confidenceCut": 0.4, "confidenceGate": 0.3, "learnedGate": False, "learnedGateAdapts": False,
+           "guidance": True}
     s, warnings = parse_settings(raw)
     assert warnings == []
     assert s == Settings(model="/models/mine", max_variants=5, max_lines=3, multiline="never",
@@ -32,7 +33,8 @@ def test_all_fields_camel_case():
                          remote_fim_template="<p>{prefix}<s>{suffix}<m>", remote_for=("invoked",),
                          remote_timeout_ms=3000, remote_allow_insecure_http=True,
                          capable_model="qwen2.5-coder-1.5b", context_budget=256, context_sources=("open",),
-                         confidence_cut=0.4, confidence_gate=0.3, learned_gate=False, guidance=True)
+                         confidence_cut=0.4, confidence_gate=0.3, learned_gate=False, learned_gate_adapts=False,
+                         guidance=True)
     assert to_camel(s) == raw
 
 
