@@ -138,11 +138,9 @@ class GateKeeper:
         decision, logits, bias = gate.SHOW_ALL, {}, 0.0
         if self.model is not None:
             logits, bias = self.model.logits(f), self.user.bias(cls) if adapt else 0.0
-            # at a line's indentation (after Enter) the gate does not hide: users stop there to read what comes
-            # next, and a hidden ghost there costs a pause shown (docs/benchmarks/gate.md, session 71)
-            fresh = not prefix[prefix.rfind("\n") + 1:].strip()
-            if enabled and not fresh:
-                decision = gate.decide(logits, self.model.threshold, has_head=bool(head), bias=bias)
+            if enabled:
+                decision = gate.decide(logits, self.model.threshold, has_head=bool(head), bias=bias,
+                                       mid_line=bool(f["mid_line"]))
         # wall time on the event loop, and this thread's CPU time: the gate's own cost without the GIL waits
         # the engine thread's decoding causes
         cost_ms, cpu_ms = (time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000

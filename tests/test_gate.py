@@ -66,6 +66,11 @@ def test_decide_shows_the_longest_part_that_clears_the_threshold():
     assert gate.decide({"all": 0.5, "head": 3.0}, 0.5, has_head=True, bias=-4.0) == "none"
 
 
+def test_decide_shows_everything_at_a_lines_indentation():
+    assert gate.decide({"all": -9.0, "head": -9.0}, 0.5, has_head=True, mid_line=False) == "all"
+    assert gate.decide({"all": -9.0, "head": -9.0}, 0.5, has_head=True, mid_line=True) == "none"
+
+
 def test_the_model_file_round_trips_and_a_wrong_one_is_refused(tmp_path):
     m = model(("lead_logp", "in_comment"), {"lead_logp": 2.0}, 0.5)
     path = tmp_path / "gate.json"

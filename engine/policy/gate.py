@@ -267,10 +267,13 @@ def sigmoid(z: float) -> float:
     return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
 
 
-def decide(logits: dict[str, float], threshold: float, *, has_head: bool, bias: float = 0.0) -> str:
+def decide(logits: dict[str, float], threshold: float, *, has_head: bool, bias: float = 0.0,
+           mid_line: bool = True) -> str:
     """Show the whole suggestion, its part before the first doubt, or nothing: the longest whose probability of
-    being right (the model's logit plus the user's ``bias``, lsp_server/gate_user.py) clears ``threshold``."""
-    if sigmoid(logits[SHOW_ALL] + bias) >= threshold:
+    being right (the model's logit plus the user's ``bias``, lsp_server/gate_user.py) clears ``threshold``.
+    At a line's indentation (``mid_line`` False: after Enter) always the whole: users stop there to read what
+    comes next, and a ghost hidden there costs a pause shown (docs/benchmarks/gate.md, session 71)."""
+    if not mid_line or sigmoid(logits[SHOW_ALL] + bias) >= threshold:
         return SHOW_ALL
     if has_head and sigmoid(logits[SHOW_HEAD] + bias) >= threshold:
         return SHOW_HEAD
