@@ -19,7 +19,7 @@ the report.
 
     python scripts/gate_records.py --out DIR          # the records: every language's train split, the gate off
     python scripts/train_gate.py DIR/*.jsonl --no-head --label chain --take-weight 0.25 --max-saved-loss 0.01 \
-        --trees 100 --depth 3 --rate 0.05                                  # engine/data/gate.json
+        --trees 100 --depth 3 --rate 0.05 --pause-weight 4 --max-pause-loss 0.05     # engine/data/gate.json
     python scripts/train_gate.py DIR/*.jsonl --evaluate engine/data/gate.json   # a model on records it never saw
 """
 
@@ -38,7 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from engine.policy.gate import DEFAULT_PATH, FORMAT, SHOW_ALL, SHOW_HEAD  # noqa: E402
+from engine.policy.gate import DEFAULT_PATH, FORMAT, SHOW_ALL, SHOW_HEAD, SHOW_NONE, decide  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
 from gate_trees import fit_trees  # noqa: E402
@@ -46,6 +46,7 @@ from gate_trees import predict as predict_trees  # noqa: E402
 from replay_train_split import LEARNS_FROM  # noqa: E402
 
 REACTION_S = 0.3  # the replay typist's: a suggestion is taken once readable this long (replay_typist.Typist)
+PAUSE_S = 0.5  # the replay's pause: this long to the next key, or the function's last key (replay_stats.PAUSE_S)
 
 
 def load_records(paths: list[Path]) -> list[dict]:
@@ -128,15 +129,19 @@ def outcome(recs: list[dict], p_all: np.ndarray, p_head: np.ndarray, t: float, r
     """Keystrokes under a wrong ghost and characters saved among these records with the gate at threshold ``t``
     (``t`` 0: every ghost shown, as recorded). A take whose chain (``link_chains``) had a ghost hidden less than
     ``reaction_s`` before it comes that many of the typist's keystrokes later, each one character fewer saved
-    (``saved_upper``: without that delay, the estimate before)."""
-    wrong = saved = upper = shown = right = kept = 0
+    (``saved_upper``: without that delay, the estimate before). It decides as the server does (``gate.decide``:
+    never hidden at a line's indentation) and counts the keystrokes a typist paused after (``pause_keys``) and
+    those whose ghost it hid (``pauses_hidden``): the replay's "pauses shown" loses each of them."""
+    wrong = saved = upper = shown = right = kept = pauses = pauses_hidden = 0
     hidden_at: dict[str, float] = {}  # per chain, when its last hidden ghost's keystroke was typed
     for r, pa, ph in zip(recs, p_all, p_head, strict=True):
-        if pa >= t:
-            d = SHOW_ALL
-        elif r["head"] and ph >= t:
-            d = SHOW_HEAD
-        else:
+        # the server's own rule (gate.decide: never hidden at a line's indentation); t 0: everything shown
+        d = decide({SHOW_ALL: _logit(pa), SHOW_HEAD: _logit(ph)}, t, has_head=bool(r["head"]),
+                   mid_line=bool(r["features"].get("mid_line", 1.0)))
+        pause = is_pause(r)
+        pauses += pause
+        if d == SHOW_NONE:
+            pauses_hidden += pause
             if "chain" in r:
                 hidden_at[r["chain"]] = r["t"]
             continue
@@ -156,10 +161,22 @@ def outcome(recs: list[dict], p_all: np.ndarray, p_head: np.ndarray, t: float, r
             upper += min(r["saved"], r["head"] - 1)
             saved += min(r["saved"], r["head"] - 1)
     return {"ghost_keys": shown, "wrong_keys": wrong, "saved_chars": saved, "saved_upper": upper,
+            # keystrokes the typist paused after with a ghost ready, and those the gate hid (a pause shown lost)
+            "pause_keys": pauses, "pauses_hidden": pauses_hidden,
             "right_share": round(right / shown, 4) if shown else None,
             # the user's "right" outcomes as the server counts them (lsp_server/gate_user.py: taken, or its next
             # character typed): the per-user adjustment's prior must be this share, not right_share
             "kept_share": round(kept / shown, 4) if shown else None}
+
+
+def _logit(p: float) -> float:
+    p = min(max(float(p), 1e-12), 1 - 1e-12)
+    return math.log(p / (1 - p))
+
+
+def is_pause(rec: dict) -> bool:
+    """Whether the typist paused after this keystroke (as the replay counts pauses shown)."""
+    return "gap_s" in rec and (rec["gap_s"] is None or rec["gap_s"] >= PAUSE_S)
 
 
 LABELS = {  # what the whole-suggestion head learns
@@ -187,10 +204,12 @@ def fold_of(segment: str, k: int) -> int:
 
 
 def fit(recs: list[dict], names: list[str], l2: float, label: str, head: bool = True, take_weight: float = 0.0,
-        trees: dict | None = None) -> dict:
+        trees: dict | None = None, pause_weight: float = 0.0) -> dict:
     """Standardization and both heads' weights, fitted on ``recs`` (``head`` False: the part before a doubt is
     never shown alone, its head says so). ``take_weight``: a ghost in a chain the typist took counts
-    1 + take_weight × the characters that take saved (hiding it costs them, hiding a wrong one saves one key)."""
+    1 + take_weight × the characters that take saved (hiding it costs them, hiding a wrong one saves one key).
+    ``pause_weight``: a ghost the typist paused at is also a "show" example of that weight (hiding it loses a pause
+    shown, right or wrong; the features see what the typist just typed, where pauses come, not the pause)."""
     x = matrix(recs, names)
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
@@ -199,10 +218,15 @@ def fit(recs: list[dict], names: list[str], l2: float, label: str, head: bool = 
     heads = np.array([bool(r["head"]) for r in recs])
     y_head = np.array([float(r["right_head"]) for r in recs])
     weight = np.array([1.0 + take_weight * r.get("chain_saved", 0) for r in recs])
+    pause = np.array([is_pause(r) for r in recs]) if pause_weight else np.zeros(len(recs), dtype=bool)
+    weight = weight + pause_weight * (pause & (y_all == 1))
+    extra = pause & (y_all == 0)  # a wrong ghost at a pause: hiding it saves a key and loses the pause
+    z_fit, y_fit = np.vstack([z, z[extra]]), np.concatenate([y_all, np.ones(int(extra.sum()))])
+    w_fit = np.concatenate([weight, np.full(int(extra.sum()), pause_weight)])
     if trees:  # boosted shallow trees (gate_trees.fit_trees's options) in place of the whole's regression
-        w_all, b_all, t_all = np.zeros(len(names)), 0.0, fit_trees(z, y_all, weight, **trees)
+        w_all, b_all, t_all = np.zeros(len(names)), 0.0, fit_trees(z_fit, y_fit, w_fit, **trees)
     else:
-        (w_all, b_all), t_all = fit_logistic(z, y_all, l2, weight=weight), []
+        (w_all, b_all), t_all = fit_logistic(z_fit, y_fit, l2, weight=w_fit), []
     w_head, b_head = fit_logistic(z[heads], y_head[heads], l2) if head and heads.sum() >= 20 \
         else (np.zeros(len(names)), -30.0)
     return {"mean": mean, "scale": scale, "all": (w_all, b_all), "head": (w_head, b_head), "trees": t_all}
@@ -216,7 +240,8 @@ def probs(m: dict, recs: list[dict], names: list[str]) -> tuple[np.ndarray, np.n
 
 
 def out_of_fold(recs: list[dict], names: list[str], k: int, l2: float, label: str, head: bool = True,
-                take_weight: float = 0.0, trees: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+                take_weight: float = 0.0, trees: dict | None = None, pause_weight: float = 0.0
+                ) -> tuple[np.ndarray, np.ndarray]:
     """Each record's probabilities from the model fitted on the other folds' functions (never its own)."""
     fold = np.array([fold_of(r["segment"], k) for r in recs])
     pa, ph = np.zeros(len(recs)), np.zeros(len(recs))
@@ -224,25 +249,28 @@ def out_of_fold(recs: list[dict], names: list[str], k: int, l2: float, label: st
         raise SystemExit(f"too few functions in the records for {k} folds")
     for f in sorted(set(fold.tolist())):
         inside, outside = np.where(fold != f)[0], np.where(fold == f)[0]
-        m = fit([recs[i] for i in inside], names, l2, label, head, take_weight, trees)
+        m = fit([recs[i] for i in inside], names, l2, label, head, take_weight, trees, pause_weight)
         pa[outside], ph[outside] = probs(m, [recs[i] for i in outside], names)
     return pa, ph
 
 
 def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label: str = "right", head: bool = True,
-          take_weight: float = 0.0, trees: dict | None = None) -> tuple[dict, dict]:
+          take_weight: float = 0.0, trees: dict | None = None, max_pause_loss: float = 1.0,
+          pause_weight: float = 0.0) -> tuple[dict, dict]:
     """The model fitted on every record; its threshold and every figure reported from out-of-fold probabilities
     (each function scored by a model that never saw it): the threshold is the one that cuts the most
-    wrong-ghost keystrokes while the estimated characters saved fall by at most ``max_saved_loss``."""
+    wrong-ghost keystrokes while the estimated characters saved fall by at most ``max_saved_loss`` and at most
+    ``max_pause_loss`` of the ghosts a typist paused at are hidden."""
     names = sorted({n for r in recs for n in r["features"]})
-    pa, ph = out_of_fold(recs, names, folds, l2, label, head, take_weight, trees)
+    pa, ph = out_of_fold(recs, names, folds, l2, label, head, take_weight, trees, pause_weight)
     base = outcome(recs, pa, ph, 0.0)
     best_t, best = 0.0, base
     for t in np.arange(0.01, 0.951, 0.005):
         o = outcome(recs, pa, ph, float(t))
-        if o["saved_chars"] >= (1 - max_saved_loss) * base["saved_chars"] and o["wrong_keys"] < best["wrong_keys"]:
+        if o["saved_chars"] >= (1 - max_saved_loss) * base["saved_chars"] and o["wrong_keys"] < best["wrong_keys"] \
+                and o["pauses_hidden"] <= max_pause_loss * base["pause_keys"]:
             best_t, best = float(round(t, 3)), o
-    m = fit(recs, names, l2, label, head, take_weight, trees)
+    m = fit(recs, names, l2, label, head, take_weight, trees, pause_weight)
     right = np.array([float(r["right_all"]) for r in recs])
     by_language = per_language(recs, pa, ph, best_t)  # out of fold, at the chosen threshold
     summary = {
@@ -257,7 +285,9 @@ def train(recs: list[dict], folds: int, max_saved_loss: float, l2: float, label:
         "user_prior": best["kept_share"] or 0.5, "threshold": best_t,
         "cost_ms_p95": _p95([r["cost_ms"] for r in recs if r.get("cost_ms") is not None]),
         "cpu_ms_p95": _p95([r["cpu_ms"] for r in recs if r.get("cpu_ms") is not None]),
-        "date": time.strftime("%Y-%m-%d"), "max_saved_loss": max_saved_loss, "l2": l2,
+        "date": time.strftime("%Y-%m-%d"), "max_saved_loss": max_saved_loss, "max_pause_loss": max_pause_loss,
+        "pause_weight": pause_weight,
+        "l2": l2,
     }
     (w_all, b_all), (w_head, b_head) = m["all"], m["head"]
     model = {"format": FORMAT, "features": names, "mean": m["mean"].round(6).tolist(),
@@ -310,6 +340,11 @@ def main() -> int:
     p.add_argument("--folds", type=int, default=5, help="folds of functions for the out-of-fold figures (default 5)")
     p.add_argument("--max-saved-loss", type=float, default=0.02,
                    help="characters saved (out of fold) may fall by at most this share (default 0.02)")
+    p.add_argument("--max-pause-loss", type=float, default=1.0,
+                   help="at most this share of the ghosts a typist paused at may be hidden (out of fold; default 1: "
+                        "no bound)")
+    p.add_argument("--pause-weight", type=float, default=0.0,
+                   help="a ghost the typist paused at is also a 'show' example of this weight (default 0)")
     p.add_argument("--l2", type=float, default=10.0)
     p.add_argument("--hold", default="", metavar="FOLDS",
                    help="comma-separated folds whose functions are left out of training altogether, for a replay "
@@ -339,7 +374,7 @@ def main() -> int:
         print(f"held out ({len(held)} functions): --only {','.join(map(only_key, held))}", file=sys.stderr)
     trees = dict(rounds=args.trees, depth=args.depth, lr=args.rate) if args.trees else None
     model, summary = train(recs, args.folds, args.max_saved_loss, args.l2, args.label, not args.no_head,
-                           args.take_weight, trees)
+                           args.take_weight, trees, args.max_pause_loss, args.pause_weight)
     summary["command"] = "python scripts/train_gate.py " + " ".join(sys.argv[1:])
     args.out.write_text(json.dumps(model, indent=None, separators=(",", ":")) + "\n")
     print(json.dumps(summary, indent=1))

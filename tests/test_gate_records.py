@@ -237,3 +237,39 @@ def test_trees_learn_what_a_regression_cannot_and_the_server_reads_them_as_the_t
     expected, _ = trainer.probs(m, recs[:50], names)
     got = [gate.sigmoid(served.logits(r["features"])["all"]) for r in recs[:50]]
     assert got == pytest.approx(expected.tolist(), abs=1e-4)  # the file's rounding, nothing more
+
+
+def test_the_estimate_keeps_the_servers_rule_and_a_bound_on_the_pauses_hidden():
+    recs = made_up()
+    for i, r in enumerate(recs):
+        # every third a pause; a doubtful pause at a line's indentation is never hidden (gate.decide)
+        r["gap_s"] = 1.0 if i % 3 == 0 else 0.12
+        r["features"] = {**r["features"], "mid_line": float(i % 6 != 0)}
+    o = trainer.outcome(recs, np.zeros(len(recs)), np.zeros(len(recs)), 0.5)
+    assert o["ghost_keys"] == len(recs[::6]) and o["pause_keys"] == len(recs[::3])
+    assert o["pauses_hidden"] == len(recs[::3]) - len(recs[::6])
+    _, free = trainer.train(recs, folds=4, max_saved_loss=0.2, l2=1.0)
+    _, bound = trainer.train(recs, folds=4, max_saved_loss=0.2, l2=1.0, max_pause_loss=0.02)
+    after = bound["out_of_fold"]["after"]
+    assert after["pauses_hidden"] <= 0.02 * after["pause_keys"]
+    assert free["out_of_fold"]["after"]["pauses_hidden"] > after["pauses_hidden"]
+    assert after["wrong_keys"] >= free["out_of_fold"]["after"]["wrong_keys"]
+
+
+def test_a_pause_weight_teaches_the_gate_to_show_where_the_typist_pauses():
+    recs = made_up()
+    rng = random.Random(2)
+    for r in recs:
+        pause = rng.random() < 0.3
+        r["gap_s"] = 1.0 if pause else 0.12
+        # what was just typed says a pause may come (after an operator, as the think typist pauses)
+        r["features"] = {**r["features"], "prev_op": float(pause)}
+    _, plain = trainer.train(recs, folds=4, max_saved_loss=0.2, l2=1.0)
+    _, weighted = trainer.train(recs, folds=4, max_saved_loss=0.2, l2=1.0, pause_weight=4.0)
+    assert weighted["pause_weight"] == 4.0
+    assert weighted["out_of_fold"]["after"]["pauses_hidden"] < plain["out_of_fold"]["after"]["pauses_hidden"]
+    names = sorted(recs[0]["features"])
+    doubtful_pause = [{"features": {"lead_logp": -2.0, "noise": 0.5, "in_comment": 0.0, "prev_op": 1.0}}]
+    p_plain, _ = trainer.probs(trainer.fit(recs, names, 1.0, "right"), doubtful_pause, names)
+    p_weighted, _ = trainer.probs(trainer.fit(recs, names, 1.0, "right", pause_weight=4.0), doubtful_pause, names)
+    assert float(p_weighted[0]) > float(p_plain[0]) + 0.1
