@@ -43,10 +43,10 @@ from engine.policy.gate import DEFAULT_PATH, FORMAT, SHOW_ALL, SHOW_HEAD, SHOW_N
 sys.path.insert(0, str(ROOT / "scripts"))
 from gate_trees import fit_trees  # noqa: E402
 from gate_trees import predict as predict_trees  # noqa: E402
+from replay_stats import PAUSE_S  # noqa: E402  (the replay's pause: a keystroke's gap_s this long or more)
 from replay_train_split import LEARNS_FROM  # noqa: E402
 
 REACTION_S = 0.3  # the replay typist's: a suggestion is taken once readable this long (replay_typist.Typist)
-PAUSE_S = 0.5  # the replay's pause: this long to the next key, or the function's last key (replay_stats.PAUSE_S)
 
 
 def load_records(paths: list[Path]) -> list[dict]:
@@ -175,7 +175,7 @@ def _logit(p: float) -> float:
 
 
 def is_pause(rec: dict) -> bool:
-    """Whether the typist paused after this keystroke (as the replay counts pauses shown)."""
+    """Whether the typist paused after this keystroke (as the replay counts pauses shown; no next key: the end)."""
     return "gap_s" in rec and (rec["gap_s"] is None or rec["gap_s"] >= PAUSE_S)
 
 
