@@ -155,6 +155,7 @@ from replay_typist import (  # noqa: E402,F401
     Run,
     SegmentStats,
     Typist,
+    answered_empty,
     auto_indent,
     common_prefix,
     enter_text,
@@ -286,7 +287,7 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
     def harvest(now_version: int) -> None:
         """Record answers that arrived; ask again (as VS Code's extension does) on a flint/refresh for
         this document's current version once the keystroke's own request is answered."""
-        nonlocal again, n_refresh
+        nonlocal again, n_refresh, ghost
         if last_req is not None and last_req[2].outcome == "pending" and last_req[1].done():
             key = last_req[2]
             t, msg = last_req[1].result()
@@ -294,10 +295,11 @@ async def type_segment(server: Server, seg: Segment, seg_no: int, typist: Typist
                 key.outcome = "superseded" if msg["error"].get("code") in (-32800, -32801, -32802) else "error"
             elif not show(key, t, msg, now_version):
                 key.outcome = "empty"
+                ghost = answered_empty(ghost, now_version)
         if again is not None and again[1].done():
             t, msg = again[1].result()
-            if "error" not in msg:
-                show(again[2], t, msg, now_version)
+            if "error" not in msg and not show(again[2], t, msg, now_version):
+                ghost = answered_empty(ghost, now_version)
             again = None
         while n_refresh < len(server.refreshes):
             _, params = server.refreshes[n_refresh]

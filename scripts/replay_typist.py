@@ -203,6 +203,13 @@ def readable_prefix(history: list[tuple[float, str]], now: float, reaction_s: fl
     return ""
 
 
+def answered_empty(ghost: Ghost | None, version: int) -> Ghost | None:
+    """The ghost on screen once the editor's request for document ``version`` came back with nothing: none. VS Code
+    keeps a typed-through ghost only until its provider's answer for the new text comes, then shows what that
+    answer holds (nothing); Flint's Neovim plugin clears on an empty list. A ghost of another version stays."""
+    return ghost if ghost is not None and ghost.version != version else None
+
+
 def shown(ghost: Ghost | None, text: str, t: float, version: int) -> tuple[Ghost, bool]:
     """The ghost on screen after an answer ``text`` at ``t`` for document ``version``, and whether it is a new
     suggestion (rather than the one on screen grown or cut)."""

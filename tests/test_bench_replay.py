@@ -289,6 +289,14 @@ def test_typing_through_a_ghost_keeps_when_its_rest_appeared():
     assert bench.typed_through(bench.shown(None, "a", 0.0, 1)[0], "a", 2) is None
 
 
+def test_an_empty_answer_takes_the_typed_through_ghost_away_as_the_editors_do():
+    ghost = bench.typed_through(bench.shown(None, "abc", 0.0, 1)[0], "a", 2)
+    assert ghost is not None and ghost.text == "bc"
+    assert bench.answered_empty(ghost, 2) is None  # the answer for the text the ghost stands on held nothing
+    assert bench.answered_empty(ghost, 1) is ghost  # an older version's answer leaves the newer ghost
+    assert bench.answered_empty(None, 2) is None
+
+
 # ------------------------------------------------------------------------------------------------ statistics
 
 def test_pct_50_is_the_ordinary_median():
