@@ -4,7 +4,8 @@
 An editor is simulated the way VS Code drives an inline-completion server: the file is open with a
 region removed; the region is typed back one keystroke at a time (``didChange`` per keystroke, an
 automatic ``textDocument/inlineCompletion`` right after it, ``$/cancelRequest`` for the previous one
-if it is still open). When the suggestion on screen is what the file says next, the simulated user
+if it is still open; a typed-through ghost stays until that answer comes, and goes when it holds nothing). When
+the suggestion on screen is what the file says next, the simulated user
 accepts it (Tab; or the first line of a block that only matches there) once every character Tab inserts has
 been on screen, in that form, for a reaction time (a ghost a later answer grew is read anew from there on:
 replay_typist.readable_prefix). Enter inserts the line break plus the next line's indentation (a perfect auto-indent),

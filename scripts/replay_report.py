@@ -435,7 +435,9 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
           if not meta.get("complete", True) else []),
         "Held-out code is typed back into the real `flint serve` over stdio, as VS Code drives an "
         "inline-completion server: one `didChange` per keystroke, an automatic `textDocument/inlineCompletion` "
-        "right after it (the previous one cancelled with `$/cancelRequest` if still open), Tab when the "
+        "right after it (the previous one cancelled with `$/cancelRequest` if still open; a ghost typed through "
+        "stays until that answer comes, and an answer with nothing in it takes it away: before session 74 it "
+        "stayed), Tab when the "
         "suggestion on screen is what the file says next and every character Tab inserts has been on screen, in "
         "that form, for 0.3 s (a suggestion a later answer grew shows its new part from that answer), Enter with a "
         "perfect auto-indent (a body's first line starts after its indentation, as the Enter that opened it left "
