@@ -76,6 +76,17 @@ def doubt_for(language: str | None, cut: float | None = None, gate: float | None
     return Doubt(own.cut if cut is None else cut, own.gate if gate is None else gate)
 
 
+# where the learned gate (settings.learnedGate) is on when the user sets no value (LSP languageId): chosen on the language's tuning half of the
+# typing replay, confirmed once on its validation half (docs/benchmarks/gate.md)
+GATED_LANGUAGES = frozenset({"javascript"})
+
+
+def gate_on(setting: bool | None, language: str | None) -> bool:
+    """Whether the learned gate decides on automatic answers in a document of ``language``: the user's value where
+    set, else the language's own."""
+    return setting if setting is not None else (language or "").lower() in GATED_LANGUAGES
+
+
 def build_items(comps: list[Completion], mode: Mode, prefix: str, suffix: str, *, text: str, offset: int,
                 cursor: tuple[int, int], eol: str, starts: list[int], encoding: str, max_lines: int,
                 backend: str, language: str | None = None, cut_below: float | None = 0.0,

@@ -40,7 +40,7 @@ from lsp_server.context import RepoContext
 from lsp_server.documents import Change, Document, DocumentError, DocumentStore, uri_path
 from lsp_server.errors import RequestError, request_error
 from lsp_server.gatekeeper import GateKeeper
-from lsp_server.items import Item, Suggestions, build_items, stamp_latency
+from lsp_server.items import Item, Suggestions, build_items, gate_on, stamp_latency
 from lsp_server.logs import register_secret
 from lsp_server.nextedit.fills import WorkerFiller
 from lsp_server.nextedit.service import Found, NextEdits, to_json
@@ -183,7 +183,8 @@ class Session:
         doc = self.documents.get(uri)
         if self.settings.context_budget > 0:  # off (the default): nothing per keystroke
             self.context.changed(uri, doc.text, cursor is not None, self.service.docs.active)
-        if cursor is not None and (self.settings.learned_gate or self.gate.records is not None):  # off: nothing per keystroke
+        if cursor is not None and (gate_on(self.settings.learned_gate, doc.language_id)
+                                   or self.gate.records is not None):  # off: nothing per keystroke
             self.gate.edited(uri, doc.text, cursor, time.monotonic())
         state = None
         if cursor is not None and self.settings.enable and not doc.problem():
@@ -328,11 +329,12 @@ class Session:
                            backend=self.service.backend_name(answer.backend), language=doc.language_id,
                            cut_below=0.0 if invoked else self.settings.confidence_cut,
                            gate_below=0.0 if invoked else self.settings.confidence_gate)
-        if invoked or not (self.settings.learned_gate or self.gate.records is not None):  # explicit requests are never gated
+        on = gate_on(self.settings.learned_gate, doc.language_id)
+        if invoked or not (on or self.gate.records is not None):  # explicit requests are never gated
             return items
         return self.gate.apply(sid, state.uri, items, answer.comps, state.prefix, state.suffix, offset=offset,
                                language=doc.language_id, source=answer.source, eol=convert.dominant_eol(doc.text),
-                               enabled=self.settings.learned_gate, adapt=self.settings.learned_gate_adapts)
+                               enabled=on, adapt=self.settings.learned_gate_adapts)
 
     def _record(self, res: Suggestions, answer: Answer | None) -> None:
         """Telemetry and the status board for an answer that goes out."""

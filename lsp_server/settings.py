@@ -65,9 +65,10 @@ class Settings:
     # None: the language's own (items.DOUBT_BY_LANGUAGE: Go 0.4, the others off)
     confidence_gate: float | None = None
     # the learned gate (engine/policy/gate.py, lsp_server/gatekeeper.py): an automatic suggestion shown whole, up to
-    # its first doubt, or not at all, adjusted to the user's outcomes. Off until validation and the test split
-    # measure it (docs/benchmarks/gate.md)
-    learned_gate: bool = False
+    # its first doubt, or not at all, adjusted to the user's outcomes. None: the language's own
+    # (items.GATED_LANGUAGES: those where the replay's tuning half chose it and its validation half confirmed it
+    # once, docs/benchmarks/gate.md)
+    learned_gate: bool | None = None
     # the learned gate adjusts itself to the user's own outcomes (lsp_server/gate_user.py); off: the model alone,
     # and nothing of the user's is kept
     learned_gate_adapts: bool = True

@@ -4,8 +4,8 @@ one records file per (split, language, typist), then ``train_gate.py`` on the fo
 
     python scripts/gate_records.py --main HEAD --out ~/.cache/flint-bench/gate-records           # gather
     python scripts/train_gate.py ~/.cache/flint-bench/gate-records/*.jsonl --no-head --label chain \\
-        --take-weight 0.25 --max-saved-loss 0.01 --trees 100 --depth 3 --rate 0.05 \\
-        --pause-weight 4 --max-pause-loss 0.05                                                 # engine/data/gate.json
+        --take-weight 0.25 --max-saved-loss 0.005 --trees 100 --depth 3 --rate 0.05 \\
+        --pause-weight 8 --max-pause-loss 0.03                                                 # engine/data/gate.json
 
 Validation and test never train the gate (bench_replay refuses ``--records`` there). A run takes long (Python's
 train split ~40 minutes of 2 AVX2 cores per typist and seed, each other language 10-15) and sessions end without

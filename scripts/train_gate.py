@@ -18,8 +18,8 @@ the take saved. The shipped model is fitted on every record; the out-of-fold fig
 the report.
 
     python scripts/gate_records.py --out DIR          # the records: every language's train split, the gate off
-    python scripts/train_gate.py DIR/*.jsonl --no-head --label chain --take-weight 0.25 --max-saved-loss 0.01 \
-        --trees 100 --depth 3 --rate 0.05 --pause-weight 4 --max-pause-loss 0.05     # engine/data/gate.json
+    python scripts/train_gate.py DIR/*.jsonl --no-head --label chain --take-weight 0.25 --max-saved-loss 0.005 \
+        --trees 100 --depth 3 --rate 0.05 --pause-weight 8 --max-pause-loss 0.03     # engine/data/gate.json
     python scripts/train_gate.py DIR/*.jsonl --evaluate engine/data/gate.json   # a model on records it never saw
 """
 

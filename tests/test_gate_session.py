@@ -10,6 +10,7 @@ from engine.policy import gate
 from lsp_server.documents import Change
 from lsp_server.gate_user import UserGate
 from lsp_server.gatekeeper import GateKeeper
+from lsp_server.items import gate_on
 from lsp_server.settings import Settings
 from tests.fakes import FakeEngine, text
 
@@ -36,6 +37,21 @@ async def test_the_setting_switches_the_gate_off(start_session, tmp_path):
     s.gate = strict(tmp_path, -5.0)
     s.documents.open("file:///a.py", "answer =\n", 1)
     assert [it.text for it in (await s.suggest("file:///a.py", 0, 8, invoked=False)).items] == [" 42"]
+
+
+async def test_unset_the_gate_is_the_languages_own_on_in_javascript_only(start_session, tmp_path):
+    for language, setting, gated in (("javascript", None, True), ("python", None, False), ("typescript", None, False),
+                                     ("javascript", False, False), ("python", True, True)):
+        s = start_session(FakeEngine(text(" 42")), Settings(learned_gate=setting))
+        s.gate = strict(tmp_path, -5.0)
+        s.documents.open("file:///a.txt", "answer =\n", 1, language)
+        got = [it.text for it in (await s.suggest("file:///a.txt", 0, 8, invoked=False)).items]
+        assert got == ([] if gated else [" 42"]), (language, setting)
+
+
+def test_gate_on_is_the_users_value_where_set_else_the_languages():
+    assert gate_on(None, "JavaScript") and not gate_on(None, "python") and not gate_on(None, None)
+    assert not gate_on(False, "javascript") and gate_on(True, "go")
 
 
 async def test_typing_over_a_shown_ghost_is_an_outcome_for_the_user(start_session, tmp_path):

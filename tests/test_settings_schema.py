@@ -36,8 +36,8 @@ def _json_type(name: str) -> str | list[str]:
     args = typing.get_args(t)
     if type(None) in args:  # optional: null means the server's own choice
         (inner,) = [a for a in args if a is not type(None)]
-        assert inner is float, f"no JSON type for {name}: {t}"
-        return ["number", "null"]
+        assert inner in (float, bool), f"no JSON type for {name}: {t}"
+        return ["number" if inner is float else "boolean", "null"]
     if t is bool:
         return "boolean"
     if t is int:
