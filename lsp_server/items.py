@@ -76,8 +76,9 @@ def doubt_for(language: str | None, cut: float | None = None, gate: float | None
     return Doubt(own.cut if cut is None else cut, own.gate if gate is None else gate)
 
 
-# where the learned gate (settings.learnedGate) is on when the user sets no value (LSP languageId): chosen on the language's tuning half of the
-# typing replay, confirmed once on its validation half (docs/benchmarks/gate.md)
+# where the learned gate (settings.learnedGate) is on when the user sets no value (LSP languageId): chosen on the
+# language's tuning half of the typing replay, confirmed once on its validation half (docs/benchmarks/gate.md); an
+# A/B replay's gate-off arm in these languages says {"learnedGate": false}
 GATED_LANGUAGES = frozenset({"javascript"})
 
 
