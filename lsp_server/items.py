@@ -79,7 +79,7 @@ def doubt_for(language: str | None, cut: float | None = None, gate: float | None
 # where the learned gate (settings.learnedGate) is on when the user sets no value (LSP languageId): chosen on the
 # language's tuning half of the typing replay, confirmed once on its validation half (docs/benchmarks/gate.md); an
 # A/B replay's gate-off arm in these languages says {"learnedGate": false}
-GATED_LANGUAGES = frozenset({"javascript", "python"})
+GATED_LANGUAGES = frozenset({"go", "javascript", "python"})
 
 
 def gate_on(setting: bool | None, language: str | None) -> bool:

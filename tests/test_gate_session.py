@@ -39,9 +39,9 @@ async def test_the_setting_switches_the_gate_off(start_session, tmp_path):
     assert [it.text for it in (await s.suggest("file:///a.py", 0, 8, invoked=False)).items] == [" 42"]
 
 
-async def test_unset_the_gate_is_the_languages_own_on_in_javascript_and_python_only(start_session, tmp_path):
-    for language, setting, gated in (("javascript", None, True), ("python", None, True), ("typescript", None, False),
-                                     ("go", None, False), ("javascript", False, False), ("python", False, False),
+async def test_unset_the_gate_is_the_languages_own_on_in_go_javascript_and_python_only(start_session, tmp_path):
+    for language, setting, gated in (("javascript", None, True), ("python", None, True), ("go", None, True),
+                                     ("typescript", None, False), ("javascript", False, False), ("go", False, False),
                                      ("rust", True, True)):
         s = start_session(FakeEngine(text(" 42")), Settings(learned_gate=setting))
         s.gate = strict(tmp_path, -5.0)
@@ -51,8 +51,9 @@ async def test_unset_the_gate_is_the_languages_own_on_in_javascript_and_python_o
 
 
 def test_gate_on_is_the_users_value_where_set_else_the_languages():
-    assert gate_on(None, "JavaScript") and gate_on(None, "python") and not gate_on(None, "typescript")
-    assert not gate_on(None, None) and not gate_on(False, "javascript") and gate_on(True, "go")
+    assert gate_on(None, "JavaScript") and gate_on(None, "python") and gate_on(None, "go")
+    assert not gate_on(None, "typescript") and not gate_on(None, "rust") and not gate_on(None, None)
+    assert not gate_on(False, "go") and gate_on(True, "rust")
 
 
 async def test_typing_over_a_shown_ghost_is_an_outcome_for_the_user(start_session, tmp_path):
