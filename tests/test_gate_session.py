@@ -41,8 +41,8 @@ async def test_the_setting_switches_the_gate_off(start_session, tmp_path):
 
 async def test_unset_the_gate_is_the_languages_own_on_in_go_javascript_and_python_only(start_session, tmp_path):
     for language, setting, gated in (("javascript", None, True), ("python", None, True), ("go", None, True),
-                                     ("typescript", None, False), ("javascript", False, False), ("go", False, False),
-                                     ("rust", True, True)):
+                                     ("typescript", None, False), ("javascript", False, False),
+                                     ("python", False, False), ("go", False, False), ("rust", True, True)):
         s = start_session(FakeEngine(text(" 42")), Settings(learned_gate=setting))
         s.gate = strict(tmp_path, -5.0)
         s.documents.open("file:///a.txt", "answer =\n", 1, language)
