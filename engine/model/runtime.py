@@ -77,8 +77,8 @@ class OnnxDecoder:
     """forward(ids[b, s], past_len) -> hidden[b, s, H], writing KV for positions past_len..past_len+s-1."""
 
     def __init__(self, model_dir: Path, manifest: Manifest, *, threads: int = 2, capacity: int = 2048,
-                 batch_max: int = 4, head_threads: int | None = None, prefetch: tuple[str, ...] = ("full",)
-                 ) -> None:
+                 batch_max: int = 4, head_threads: int | None = None, prefetch: tuple[str, ...] = ("full",),
+                 step_session: bool = True) -> None:
         head_threads = int(os.environ.get("FLINT_HEAD_THREADS", head_threads or threads))
         self.manifest = manifest
         self.model_dir = Path(model_dir)
@@ -93,6 +93,14 @@ class OnnxDecoder:
             self.heads.prefetch(name)
         self.session = ort.InferenceSession(str(self.model_dir / "model.onnx"), so,
                                             providers=["CPUExecutionProvider"])
+        # a step (one new token of one row) reads every weight for little arithmetic: one core reads them nearly
+        # as fast as two, so steps run on a one-thread session of the same graph and prompt passes on the
+        # ``threads`` one (docs/benchmarks/cpu.md: the CPU per token falls by a third; the cost is a second copy
+        # of the packed weights in memory)
+        self.step_session: ort.InferenceSession | None = None
+        if step_session and threads > 1 and not _shared_pool(threads):
+            self.step_session = ort.InferenceSession(str(self.model_dir / "model.onnx"), _session_options(1),
+                                                     providers=["CPUExecutionProvider"])
         self.input_names = [i.name for i in self.session.get_inputs()]
         self.output_names = [o.name for o in self.session.get_outputs()]
         self.has_position_ids = "position_ids" in self.input_names
@@ -170,7 +178,8 @@ class OnnxDecoder:
         total = past_len + s
         if total > self.kv.capacity:
             raise ValueError(f"sequence of {total} tokens exceeds the KV capacity {self.kv.capacity}")
-        io = self.session.io_binding()
+        session = self.step_session if b * s == 1 and self.step_session is not None else self.session
+        io = session.io_binding()
         if self.embeds_input:
             emb = self.embedding_rows(np.asarray(ids, dtype=np.int64))
             if self.manifest.embed_scale != 1.0:
@@ -188,7 +197,7 @@ class OnnxDecoder:
             io.bind_ortvalue_output(f"present.{i}.key", k)
             io.bind_ortvalue_output(f"present.{i}.value", v)
         io.bind_output(self.out_name, "cpu")
-        self.session.run_with_iobinding(io)
+        session.run_with_iobinding(io)
         out = io.get_outputs()[-1] if self.output_names[-1] == self.out_name else None
         if out is None:
             outs = io.get_outputs()
