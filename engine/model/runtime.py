@@ -79,7 +79,9 @@ class OnnxDecoder:
     def __init__(self, model_dir: Path, manifest: Manifest, *, threads: int = 2, capacity: int = 2048,
                  batch_max: int = 4, head_threads: int | None = None, prefetch: tuple[str, ...] = ("full",),
                  step_session: bool = True) -> None:
-        head_threads = int(os.environ.get("FLINT_HEAD_THREADS", head_threads or threads))
+        steps = step_session and threads > 1 and not _shared_pool(threads)
+        # the heads run once per step, on one thread too when steps do (one row reads the whole matrix)
+        head_threads = int(os.environ.get("FLINT_HEAD_THREADS", head_threads or (1 if steps else threads)))
         self.manifest = manifest
         self.model_dir = Path(model_dir)
         head_info = manifest.lm_head or {}
@@ -93,12 +95,12 @@ class OnnxDecoder:
             self.heads.prefetch(name)
         self.session = ort.InferenceSession(str(self.model_dir / "model.onnx"), so,
                                             providers=["CPUExecutionProvider"])
-        # a step (one new token of one row) reads every weight for little arithmetic: one core reads them nearly
-        # as fast as two, so steps run on a one-thread session of the same graph and prompt passes on the
-        # ``threads`` one (docs/benchmarks/cpu.md: the CPU per token falls by a third; the cost is a second copy
-        # of the packed weights in memory)
+        # a decoding step (the pending token and a few drafted ones, one row) reads every weight for little
+        # arithmetic: one core reads them nearly as fast as two, so steps run on a one-thread session of the same
+        # graph and prompt passes and the variants' batch on the ``threads`` one (docs/benchmarks/cpu.md; the
+        # cost is a second copy of the packed weights in memory)
         self.step_session: ort.InferenceSession | None = None
-        if step_session and threads > 1 and not _shared_pool(threads):
+        if steps:
             self.step_session = ort.InferenceSession(str(self.model_dir / "model.onnx"), _session_options(1),
                                                      providers=["CPUExecutionProvider"])
         self.input_names = [i.name for i in self.session.get_inputs()]
@@ -172,13 +174,14 @@ class OnnxDecoder:
     def capacity(self) -> int:
         return self.kv.capacity
 
-    def forward(self, ids: np.ndarray, past_len: int) -> np.ndarray:
-        """Run the decoder on ids [b, s] with past_len valid cached positions in rows 0..b-1."""
+    def forward(self, ids: np.ndarray, past_len: int, step: bool = False) -> np.ndarray:
+        """Run the decoder on ids [b, s] with past_len valid cached positions in rows 0..b-1; ``step``: a
+        decoding step (on the step session when there is one and b is 1)."""
         b, s = ids.shape
         total = past_len + s
         if total > self.kv.capacity:
             raise ValueError(f"sequence of {total} tokens exceeds the KV capacity {self.kv.capacity}")
-        session = self.step_session if b * s == 1 and self.step_session is not None else self.session
+        session = self.step_session if step and b == 1 and self.step_session is not None else self.session
         io = session.io_binding()
         if self.embeds_input:
             emb = self.embedding_rows(np.asarray(ids, dtype=np.int64))
