@@ -104,8 +104,9 @@ class LocalBackend:
         from engine.engine import Engine
 
         config = EngineConfig(context_tokens=context_tokens)
-        if kind == "capable":
-            config = EngineConfig(context_tokens=context_tokens, prefill_chunk=CAPABLE_CHUNK, warm_chunk=CAPABLE_CHUNK)
+        if kind == "capable":  # (no step session: a second copy of a 1.5B model's weights is a gigabyte)
+            config = EngineConfig(context_tokens=context_tokens, prefill_chunk=CAPABLE_CHUNK, warm_chunk=CAPABLE_CHUNK,
+                                  step_session=False)
         return cls(Engine.load(model, threads=threads, warm=warm, config=config), kind)
 
     @property

@@ -93,7 +93,8 @@ class Engine:
         try:
             decoder = OnnxDecoder(self.model_dir, self.manifest, threads=cfg.threads,
                                   capacity=cfg.capacity + cfg.context_tokens, batch_max=cfg.batch_max,
-                                  prefetch=("full", "code") if cfg.fast.trimmed_head else ("full",))
+                                  prefetch=("full", "code") if cfg.fast.trimmed_head else ("full",),
+                                  step_session=cfg.step_session)
         finally:
             loader.join()
         if not tok:

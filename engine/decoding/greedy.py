@@ -172,7 +172,7 @@ class _GreedyRow:
         eng, t, out, probs = self.eng, self.t, self.out, self.probs
         ids = [self.pending] + draft
         t0 = time.perf_counter()
-        hid = eng.decoder.forward(np.asarray([ids], dtype=np.int64), len(eng.rows.tokens))[0]
+        hid = eng.decoder.forward(np.asarray([ids], dtype=np.int64), len(eng.rows.tokens), step=True)[0]
         eng.drafts.observe_cost(len(ids), time.perf_counter() - t0)
         t.forward_calls += 1
         exact = allowed is not None or not self.lazy  # row 0's pick is final (else provisional)

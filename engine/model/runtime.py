@@ -77,9 +77,11 @@ class OnnxDecoder:
     """forward(ids[b, s], past_len) -> hidden[b, s, H], writing KV for positions past_len..past_len+s-1."""
 
     def __init__(self, model_dir: Path, manifest: Manifest, *, threads: int = 2, capacity: int = 2048,
-                 batch_max: int = 4, head_threads: int | None = None, prefetch: tuple[str, ...] = ("full",)
-                 ) -> None:
-        head_threads = int(os.environ.get("FLINT_HEAD_THREADS", head_threads or threads))
+                 batch_max: int = 4, head_threads: int | None = None, prefetch: tuple[str, ...] = ("full",),
+                 step_session: bool = True) -> None:
+        steps = step_session and threads > 1 and not _shared_pool(threads)
+        # the heads run once per step, on one thread too when steps do (one row reads the whole matrix)
+        head_threads = int(os.environ.get("FLINT_HEAD_THREADS", head_threads or (1 if steps else threads)))
         self.manifest = manifest
         self.model_dir = Path(model_dir)
         head_info = manifest.lm_head or {}
@@ -93,6 +95,14 @@ class OnnxDecoder:
             self.heads.prefetch(name)
         self.session = ort.InferenceSession(str(self.model_dir / "model.onnx"), so,
                                             providers=["CPUExecutionProvider"])
+        # a decoding step (the pending token and a few drafted ones, one row) reads every weight for little
+        # arithmetic: one core reads them nearly as fast as two, so steps run on a one-thread session of the same
+        # graph and prompt passes and the variants' batch on the ``threads`` one (docs/benchmarks/cpu.md; the
+        # cost is a second copy of the packed weights in memory)
+        self.step_session: ort.InferenceSession | None = None
+        if steps:
+            self.step_session = ort.InferenceSession(str(self.model_dir / "model.onnx"), _session_options(1),
+                                                     providers=["CPUExecutionProvider"])
         self.input_names = [i.name for i in self.session.get_inputs()]
         self.output_names = [o.name for o in self.session.get_outputs()]
         self.has_position_ids = "position_ids" in self.input_names
@@ -164,13 +174,15 @@ class OnnxDecoder:
     def capacity(self) -> int:
         return self.kv.capacity
 
-    def forward(self, ids: np.ndarray, past_len: int) -> np.ndarray:
-        """Run the decoder on ids [b, s] with past_len valid cached positions in rows 0..b-1."""
+    def forward(self, ids: np.ndarray, past_len: int, step: bool = False) -> np.ndarray:
+        """Run the decoder on ids [b, s] with past_len valid cached positions in rows 0..b-1; ``step``: a
+        decoding step (on the step session when there is one and b is 1)."""
         b, s = ids.shape
         total = past_len + s
         if total > self.kv.capacity:
             raise ValueError(f"sequence of {total} tokens exceeds the KV capacity {self.kv.capacity}")
-        io = self.session.io_binding()
+        session = self.step_session if step and b == 1 and self.step_session is not None else self.session
+        io = session.io_binding()
         if self.embeds_input:
             emb = self.embedding_rows(np.asarray(ids, dtype=np.int64))
             if self.manifest.embed_scale != 1.0:
@@ -188,7 +200,7 @@ class OnnxDecoder:
             io.bind_ortvalue_output(f"present.{i}.key", k)
             io.bind_ortvalue_output(f"present.{i}.value", v)
         io.bind_output(self.out_name, "cpu")
-        self.session.run_with_iobinding(io)
+        session.run_with_iobinding(io)
         out = io.get_outputs()[-1] if self.output_names[-1] == self.out_name else None
         if out is None:
             outs = io.get_outputs()
