@@ -30,7 +30,15 @@ def test_a_step_on_the_one_thread_session_writes_what_the_prompt_session_would(e
     assert np.isfinite(nxt).all()
 
 
-def test_one_thread_or_switched_off_means_one_session(model_dir):
+def test_one_thread_or_switched_off_means_one_session(model_dir, monkeypatch):
+    monkeypatch.delenv("FLINT_HEAD_THREADS", raising=False)
     man = load_manifest(model_dir)
+
+    def head_threads(dec: OnnxDecoder) -> int:
+        return dec.heads["full"].session.get_session_options().intra_op_num_threads
+
     assert OnnxDecoder(model_dir, man, threads=1, capacity=256, batch_max=1).step_session is None
-    assert OnnxDecoder(model_dir, man, threads=2, capacity=256, batch_max=1, step_session=False).step_session is None
+    off = OnnxDecoder(model_dir, man, threads=2, capacity=256, batch_max=1, step_session=False)
+    assert off.step_session is None and head_threads(off) == 2  # the heads as the prompt pass
+    on = OnnxDecoder(model_dir, man, threads=2, capacity=256, batch_max=1)
+    assert on.step_session is not None and head_threads(on) == 1  # a step asks the head: on one thread too
