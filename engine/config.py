@@ -71,7 +71,8 @@ def resolve_model_dir(model: str | Path | None = None) -> Path:
 @dataclass
 class EngineConfig:
     threads: int = field(default_factory=default_threads)
-    # one-token steps on a one-thread session beside the ``threads`` one (engine/model/runtime.py OnnxDecoder)
+    # decoding steps and the heads on a one-thread session beside the ``threads`` one (engine/model/runtime.py
+    # OnnxDecoder; docs/benchmarks/cpu.md)
     step_session: bool = True
     capacity: int = 2048  # KV positions; prompts are windowed to fit with room for the completion
     batch_max: int = 3  # variants share one batch: the LSP default maxVariants is 3
