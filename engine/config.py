@@ -72,10 +72,8 @@ def resolve_model_dir(model: str | Path | None = None) -> Path:
 class EngineConfig:
     threads: int = field(default_factory=default_threads)
     # decoding steps and the heads on a one-thread session beside the ``threads`` one (engine/model/runtime.py
-    # OnnxDecoder; docs/benchmarks/cpu.md): None keeps it where the warm-up times one thread's step within
-    # ``step_wall_limit`` of the threads' (OnnxDecoder.settle_steps: on the AMD EPYC, not on the Intel Xeon)
-    step_session: bool | None = None
-    step_wall_limit: float = 1.25
+    # OnnxDecoder; docs/benchmarks/cpu.md)
+    step_session: bool = True
     capacity: int = 2048  # KV positions; prompts are windowed to fit with room for the completion
     batch_max: int = 3  # variants share one batch: the LSP default maxVariants is 3
     max_prefix_chars: int = MAX_PREFIX_CHARS

@@ -94,7 +94,7 @@ class Engine:
             decoder = OnnxDecoder(self.model_dir, self.manifest, threads=cfg.threads,
                                   capacity=cfg.capacity + cfg.context_tokens, batch_max=cfg.batch_max,
                                   prefetch=("full", "code") if cfg.fast.trimmed_head else ("full",),
-                                  step_session=cfg.step_session is not False)
+                                  step_session=cfg.step_session)
         finally:
             loader.join()
         if not tok:
@@ -128,22 +128,9 @@ class Engine:
         text = "import os\nimport sys\n\n\ndef main(argv):\n    for arg in argv:\n        print(arg)\n"
         self.complete(text, "\n", GenParams(max_tokens=2))
         self.complete(text + "\n# x", "\n", GenParams(max_tokens=2, n=min(3, self.config.batch_max)))
-        self._settle_steps()
         self._measure_costs()
         self.reset()
         self.warm_s = time.perf_counter() - t0
-
-    def _settle_steps(self) -> None:
-        """Whether decoding steps keep their one-thread session on this machine (``step_session`` None)."""
-        if self.config.step_session is not None:
-            return
-        past = max(1, len(self.rows.tokens) - 16)
-        walls = self.decoder.settle_steps(past, self.config.step_wall_limit)
-        self.rows.truncate(min(past, len(self.rows.tokens)))
-        if walls is not None:
-            log.info("a decoding step takes %.1f ms on one thread, %.1f ms on %d: steps on %s", walls[0] * 1000,
-                     walls[1] * 1000, self.config.threads, "one thread" if self.decoder.step_session else
-                     f"{self.config.threads} threads")
 
     def _measure_costs(self) -> None:
         """Time one forward over m tokens for the draft sizes the speculation may choose."""

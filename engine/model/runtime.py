@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,12 +80,16 @@ class OnnxDecoder:
                  batch_max: int = 4, head_threads: int | None = None, prefetch: tuple[str, ...] = ("full",),
                  step_session: bool = True) -> None:
         steps = step_session and threads > 1 and not _shared_pool(threads)
+        # the heads run once per step, on one thread too when steps do (one row reads the whole matrix)
+        head_threads = int(os.environ.get("FLINT_HEAD_THREADS", head_threads or (1 if steps else threads)))
         self.manifest = manifest
         self.model_dir = Path(model_dir)
-        self.threads = threads
-        # the heads run once per step, on one thread too when steps do (one row reads the whole matrix)
-        self._head_threads, self._prefetch = head_threads, prefetch
-        self.heads = self._make_heads(1 if steps else threads)
+        head_info = manifest.lm_head or {}
+        makers = {"full": lambda: LMHead(self.model_dir / head_info.get("full", "lm_head.onnx"), head_threads)}
+        if head_info.get("code"):
+            makers["code"] = lambda: LMHead(self.model_dir / head_info["code"], head_threads,
+                                            np.load(self.model_dir / head_info["code_ids"]))
+        self.heads = LazyHeads(makers)
         so = _session_options(threads)  # before any session: the shared thread pool is made here
         for name in prefetch:  # the head sessions are created while the decoder's is
             self.heads.prefetch(name)
@@ -128,41 +131,6 @@ class OnnxDecoder:
         self.head_is_embedding = bool((manifest.lm_head or {}).get("tied", False)) and self.embeds_input
         self._head_w = self._map_head_weight()
         self.heads["full"]  # the full head is always used
-
-    def _make_heads(self, threads: int) -> LazyHeads:
-        n = int(os.environ.get("FLINT_HEAD_THREADS", self._head_threads or threads))
-        info = self.manifest.lm_head or {}
-        makers = {"full": lambda: LMHead(self.model_dir / info.get("full", "lm_head.onnx"), n)}
-        if info.get("code"):
-            makers["code"] = lambda: LMHead(self.model_dir / info["code"], n,
-                                            np.load(self.model_dir / info["code_ids"]))
-        return LazyHeads(makers)
-
-    def settle_steps(self, past_len: int, limit: float, pairs: int = 5) -> tuple[float, float] | None:
-        """Keep the one-thread step session only where one thread steps nearly as fast as ``threads`` do
-        (one-token wall time at most ``limit`` times theirs): a core that reads the weights alone at the speed
-        of two saves CPU at no cost to latency, one that reads them at half the speed (docs/benchmarks/cpu.md:
-        the Intel Xeon) doubles every step's wait. Times ``pairs`` one-token forwards after ``past_len`` cached
-        positions on each session, alternated, and returns their medians (one thread, ``threads``), or None
-        without a step session. The KV positions written are past the caller's: it truncates its rows."""
-        if self.step_session is None:
-            return None
-        ids = np.full((1, 1), 100, dtype=np.int64)
-        walls: dict[bool, list[float]] = {True: [], False: []}
-        for i in range(pairs + 1):
-            for step in (True, False):
-                t0 = time.perf_counter()
-                self.forward(ids, past_len, step=step)
-                if i:  # the first of each: warm
-                    walls[step].append(time.perf_counter() - t0)
-        one, many = float(np.median(walls[True])), float(np.median(walls[False]))
-        if one > limit * many:
-            self.step_session = None  # its packed weights go with it
-            self.heads = self._make_heads(self.threads)
-            for name in self._prefetch:
-                self.heads.prefetch(name)
-            self.heads["full"]
-        return one, many
 
     def _map_head_weight(self) -> tuple[np.ndarray, np.ndarray | None] | None:
         """The full head's own weight, memory-mapped from its ONNX external data file (written by
