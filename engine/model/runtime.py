@@ -96,9 +96,11 @@ class OnnxDecoder:
         self.session = ort.InferenceSession(str(self.model_dir / "model.onnx"), so,
                                             providers=["CPUExecutionProvider"])
         # a decoding step (the pending token and a few drafted ones, one row) reads every weight for little
-        # arithmetic: one core reads them nearly as fast as two, so steps run on a one-thread session of the same
-        # graph and prompt passes and the variants' batch on the ``threads`` one (docs/benchmarks/cpu.md; the
-        # cost is a second copy of the packed weights in memory)
+        # arithmetic, so steps run on a one-thread session of the same graph and prompt passes and the variants'
+        # batch on the ``threads`` one. Where one core reads the weights nearly as fast as two (the AMD EPYC) a
+        # step costs a third less CPU; where it is slower (the Intel Xeon) steps on two threads wrote more tokens
+        # ahead of the typist and cost more CPU still (docs/benchmarks/cpu.md). The cost: a second copy of the
+        # packed weights in memory
         self.step_session: ort.InferenceSession | None = None
         if steps:
             self.step_session = ort.InferenceSession(str(self.model_dir / "model.onnx"), _session_options(1),
