@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -101,10 +102,28 @@ def filed(report_md: str, name: str) -> str:
     return report_md.replace("are in `replay.json`.", f"are in `{name}.json`.")
 
 
+def recorded_kind(meta: dict) -> str | None:
+    """The kind of machine a report was measured on, from the CPU bench_replay recorded (``meta["cpu"]``:
+    bench_meta.cpu_line's "MODEL (family F model M; flags), N cores"); None where it is not recorded."""
+    m = re.match(r"(.*) \(family (\S+) model (\S+);", meta.get("cpu", ""))
+    if m is None:
+        return None
+    kind = machine_kind({"model": m.group(1), "family": m.group(2), "model_number": m.group(3),
+                         "flags": meta.get("cpu_flags", [])})
+    return kind or "zen4"
+
+
 def archived_stem(folder: Path, report: Path, main: str) -> str:
     """The archive's name for a report leaving ``folder``'s table (as archive/ names them:
-    replay_test.KIND-REPORT-MAIN; the first table's machine, replay_test/ itself, is the Zen 4 one)."""
-    kind = "zen4" if folder.resolve() == TEST.resolve() else folder.name
+    replay_test.KIND-REPORT-MAIN): KIND is the machine the report says it was measured on (the first table,
+    replay_test/ itself, holds rows of the Zen 4 EPYC and of the Intel Xeon), else the folder's (replay_test/
+    itself: the Zen 4 one)."""
+    try:
+        kind = recorded_kind(json.loads(report.read_text()).get("meta", {}))
+    except (OSError, ValueError):
+        kind = None
+    if kind is None:
+        kind = "zen4" if folder.resolve() == TEST.resolve() else folder.name
     return f"replay_test.{kind}-{report.stem}-{main[:7]}"
 
 

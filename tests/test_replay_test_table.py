@@ -87,6 +87,22 @@ def test_the_rows_printed_are_the_readmes_avx2_table():
     assert at_214eddf and set(at_214eddf) < set(rows) and not any(r.startswith("| Go |") for r in at_214eddf)
 
 
+def test_an_archived_report_is_named_for_the_machine_it_records(tmp_path):
+    # replay_test/ itself holds rows of the Zen 4 EPYC and of the Intel Xeon: the report's own CPU names it
+    xeon = {"meta": {"cpu": "Intel(R) Xeon(R) Processor (family 6 model 207; avx2 fma avx512f avx512_vnni), 2 cores",
+                     "cpu_flags": ["avx2", "fma", "avx512f", "avx512_vnni"]}}
+    zen4 = {"meta": {"cpu": "AMD EPYC 9R14 (family 25 model 17; avx2 fma avx512f avx512_vnni), 2 cores",
+                     "cpu_flags": ["avx2", "fma", "avx512f", "avx512_vnni"]}}
+    for name, data in (("rust-think", xeon), ("go-think", zen4), ("js-open", {"meta": {}})):
+        (tmp_path / f"{name}.json").write_text(json.dumps(data))
+    assert tt.archived_stem(tt.TEST, tmp_path / "rust-think.json", "82a838da28ed") \
+        == "replay_test.xeon-rust-think-82a838d"
+    assert tt.archived_stem(tt.TEST, tmp_path / "go-think.json", "b0cfc1f00000") == "replay_test.zen4-go-think-b0cfc1f"
+    # no CPU recorded: the folder's kind
+    assert tt.archived_stem(tt.TEST, tmp_path / "js-open.json", "5931f1b00000") == "replay_test.zen4-js-open-5931f1b"
+    assert tt.archived_stem(AVX2, tmp_path / "js-open.json", "5931f1b00000") == "replay_test.avx2-js-open-5931f1b"
+
+
 def test_a_report_leaving_a_table_is_archived_under_its_machine_and_commit():
     test = ROOT / "docs" / "benchmarks" / "replay_test"
     assert tt.archived_stem(AVX2, AVX2 / "rust-steady-open.json", "214eddf05473") \
