@@ -105,11 +105,11 @@ def filed(report_md: str, name: str) -> str:
 def recorded_kind(meta: dict) -> str | None:
     """The kind of machine a report was measured on, from the CPU bench_replay recorded (``meta["cpu"]``:
     bench_meta.cpu_line's "MODEL (family F model M; flags), N cores"); None where it is not recorded."""
-    m = re.match(r"(.*) \(family (\S+) model (\S+);", meta.get("cpu", ""))
+    m = re.match(r"(.*) \(family (\S+) model (\S+); ([^)]*)\)", meta.get("cpu", ""))
     if m is None:
-        return None
+        return None  # the line's flags, not meta["cpu_flags"]: older reports have the line only
     kind = machine_kind({"model": m.group(1), "family": m.group(2), "model_number": m.group(3),
-                         "flags": meta.get("cpu_flags", [])})
+                         "flags": m.group(4).split()})
     return kind or "zen4"
 
 

@@ -91,13 +91,14 @@ def test_an_archived_report_is_named_for_the_machine_it_records(tmp_path):
     # replay_test/ itself holds rows of the Zen 4 EPYC and of the Intel Xeon: the report's own CPU names it
     xeon = {"meta": {"cpu": "Intel(R) Xeon(R) Processor (family 6 model 207; avx2 fma avx512f avx512_vnni), 2 cores",
                      "cpu_flags": ["avx2", "fma", "avx512f", "avx512_vnni"]}}
-    zen4 = {"meta": {"cpu": "AMD EPYC 9R14 (family 25 model 17; avx2 fma avx512f avx512_vnni), 2 cores",
-                     "cpu_flags": ["avx2", "fma", "avx512f", "avx512_vnni"]}}
-    for name, data in (("rust-think", xeon), ("go-think", zen4), ("js-open", {"meta": {}})):
+    zen4 = {"meta": {"cpu": "AMD EPYC 9R14 (family 25 model 17; avx2 fma avx512f avx512_vnni), 2 cores"}}
+    avx2 = {"meta": {"cpu": "AMD EPYC 7B13 (family 25 model 1; avx2 fma f16c), 2 cores"}}
+    for name, data in (("rust-think", xeon), ("go-think", zen4), ("go-open", avx2), ("js-open", {"meta": {}})):
         (tmp_path / f"{name}.json").write_text(json.dumps(data))
     assert tt.archived_stem(tt.TEST, tmp_path / "rust-think.json", "82a838da28ed") \
         == "replay_test.xeon-rust-think-82a838d"
     assert tt.archived_stem(tt.TEST, tmp_path / "go-think.json", "b0cfc1f00000") == "replay_test.zen4-go-think-b0cfc1f"
+    assert tt.archived_stem(tt.TEST, tmp_path / "go-open.json", "214eddf00000") == "replay_test.avx2-go-open-214eddf"
     # no CPU recorded: the folder's kind
     assert tt.archived_stem(tt.TEST, tmp_path / "js-open.json", "5931f1b00000") == "replay_test.zen4-js-open-5931f1b"
     assert tt.archived_stem(AVX2, tmp_path / "js-open.json", "5931f1b00000") == "replay_test.avx2-js-open-5931f1b"
