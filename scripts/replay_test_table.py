@@ -108,8 +108,8 @@ def recorded_kind(meta: dict) -> str | None:
     m = re.match(r"(.*) \(family (\S+) model (\S+); ([^)]*)\)", meta.get("cpu", ""))
     if m is None:
         return None  # the line's flags, not meta["cpu_flags"]: older reports have the line only
-    kind = machine_kind({"model": m.group(1), "family": m.group(2), "model_number": m.group(3),
-                         "flags": m.group(4).split()})
+    flags = [] if m.group(4) == "no avx2" else m.group(4).split()  # cpu_line's word for no flags
+    kind = machine_kind({"model": m.group(1), "family": m.group(2), "model_number": m.group(3), "flags": flags})
     return kind or "zen4"
 
 

@@ -89,8 +89,7 @@ def test_the_rows_printed_are_the_readmes_avx2_table():
 
 def test_an_archived_report_is_named_for_the_machine_it_records(tmp_path):
     # replay_test/ itself holds rows of the Zen 4 EPYC and of the Intel Xeon: the report's own CPU names it
-    xeon = {"meta": {"cpu": "Intel(R) Xeon(R) Processor (family 6 model 207; avx2 fma avx512f avx512_vnni), 2 cores",
-                     "cpu_flags": ["avx2", "fma", "avx512f", "avx512_vnni"]}}
+    xeon = {"meta": {"cpu": "Intel(R) Xeon(R) Processor (family 6 model 207; avx2 fma avx512f avx512_vnni), 2 cores"}}
     zen4 = {"meta": {"cpu": "AMD EPYC 9R14 (family 25 model 17; avx2 fma avx512f avx512_vnni), 2 cores"}}
     avx2 = {"meta": {"cpu": "AMD EPYC 7B13 (family 25 model 1; avx2 fma f16c), 2 cores"}}
     for name, data in (("rust-think", xeon), ("go-think", zen4), ("go-open", avx2), ("js-open", {"meta": {}})):
@@ -102,6 +101,18 @@ def test_an_archived_report_is_named_for_the_machine_it_records(tmp_path):
     # no CPU recorded: the folder's kind
     assert tt.archived_stem(tt.TEST, tmp_path / "js-open.json", "5931f1b00000") == "replay_test.zen4-js-open-5931f1b"
     assert tt.archived_stem(AVX2, tmp_path / "js-open.json", "5931f1b00000") == "replay_test.avx2-js-open-5931f1b"
+
+
+def test_the_recorded_kind_reads_back_what_bench_meta_writes():
+    # the parser is the inverse of bench_meta.cpu_line: a change of that line's format fails here, not silently
+    for model, family, flags, kind in (("Intel(R) Xeon(R) Processor", 6, "avx2 fma avx512f avx512_vnni", "xeon"),
+                                       ("AMD EPYC 9R14", 25, "avx2 fma avx512f avx512_vnni", "zen4"),
+                                       ("AMD EPYC 9B45", 26, "avx2 avx512f avx512_vnni", "zen5"),
+                                       ("AMD EPYC 7B13", 25, "avx2 fma f16c", "avx2"),
+                                       ("Some CPU", 6, "", "cpu-6-1")):
+        line = bench_meta.cpu_line(_cpuinfo(model, family, flags))
+        assert tt.recorded_kind({"cpu": line}) == kind, line
+    assert tt.recorded_kind({}) is None
 
 
 def test_a_report_leaving_a_table_is_archived_under_its_machine_and_commit():
