@@ -47,7 +47,6 @@ from lsp_server.nextedit.service import Found, NextEdits, to_json
 from lsp_server.settings import Settings
 from lsp_server.stats import Shown, Stats, work_name
 from lsp_server.status import StatusBoard
-from lsp_server.takes import Takes
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +65,6 @@ class Session:
         self._id_prefix = f"{os.getpid():x}"
         self.shown = Shown(self.stats)
         self.gate = GateKeeper.shipped()  # the learned gate on automatic answers (issue 49)
-        self.takes = Takes()  # after a take, the line's rest uncut (takes.py)
         # speculate on didChange once the client has shown it asks for suggestions as the user types
         self.speculate = False
         self.board = StatusBoard(lambda: self.settings, lambda tier: self.service.engine(tier), on_status)
@@ -185,8 +183,6 @@ class Session:
         doc = self.documents.get(uri)
         if self.settings.context_budget > 0:  # off (the default): nothing per keystroke
             self.context.changed(uri, doc.text, cursor is not None, self.service.docs.active)
-        if cursor is not None:
-            self.takes.edited(uri, doc.text, cursor)
         if cursor is not None and (gate_on(self.settings.learned_gate, doc.language_id)
                                    or self.gate.records is not None):  # off: nothing per keystroke
             self.gate.edited(uri, doc.text, cursor, time.monotonic())
@@ -213,7 +209,6 @@ class Session:
         if self.settings.context_budget > 0:
             self.context.focus(uri)  # the context is gathered for the document the user is in
         self.gate.moved(uri)
-        self.takes.forget(uri)
         state = self.service.state(uri, doc.revision, doc.text, offset, invoked=False, language=doc.language_id)
         self.service.did_move(uri, state)
         return True
@@ -256,7 +251,6 @@ class Session:
             forget_parsed(str(path))  # jedi's tree of it (it holds up every full collection of the heap)
         self.service.did_close(uri)
         self.gate.forget(uri)
-        self.takes.forget(uri)
         self.context.close(uri)
         self.next_edits.closed(uri)
 
@@ -333,19 +327,14 @@ class Session:
                            cursor=doc.position_at(offset, self.encoding), eol=convert.dominant_eol(doc.text),
                            starts=doc.starts, encoding=self.encoding, max_lines=self.settings.max_lines,
                            backend=self.service.backend_name(answer.backend), language=doc.language_id,
-                           cut_below=0.0 if invoked or self.takes.after_take(state.uri, offset)
-                           else self.settings.confidence_cut,
+                           cut_below=0.0 if invoked else self.settings.confidence_cut,
                            gate_below=0.0 if invoked else self.settings.confidence_gate)
         on = gate_on(self.settings.learned_gate, doc.language_id)
-        if not invoked and (on or self.gate.records is not None):  # explicit requests are never gated
-            items = self.gate.apply(sid, state.uri, items, answer.comps, state.prefix, state.suffix, offset=offset,
-                                    language=doc.language_id, source=answer.source,
-                                    eol=convert.dominant_eol(doc.text), enabled=on,
-                                    adapt=self.settings.learned_gate_adapts)
-        inserts = bool(items) and items[0].start == items[0].end  # (a replacing item: its take is not a prefix)
-        self.takes.shown(state.uri, offset, items[0].text.replace(convert.dominant_eol(doc.text), "\n")
-                         if inserts else "")
-        return items
+        if invoked or not (on or self.gate.records is not None):  # explicit requests are never gated
+            return items
+        return self.gate.apply(sid, state.uri, items, answer.comps, state.prefix, state.suffix, offset=offset,
+                               language=doc.language_id, source=answer.source, eol=convert.dominant_eol(doc.text),
+                               enabled=on, adapt=self.settings.learned_gate_adapts)
 
     def _record(self, res: Suggestions, answer: Answer | None) -> None:
         """Telemetry and the status board for an answer that goes out."""
