@@ -178,6 +178,23 @@ def test_a_far_signature_over_several_lines_comes_whole():
     assert "    def run(\n        self,\n        a,\n    ) -> None:\n" in statement_window(py)
 
 
+def test_the_lines_above_are_walked_once_per_line_and_never_served_for_another_text():
+    from engine.syntax import window
+    members = "".join(f"  m{i}() {{\n    return {i};\n  }}\n" for i in range(40))
+    head = "class Command extends Base {\n" + members + "  opts() {\n"
+    line = "    const x = this.m1() + 2;"
+    window._ABOVE.clear()
+    typed = [statement_window.__wrapped__(head + line[:k]) for k in range(5, len(line))]
+    assert len(window._ABOVE) == 1  # one walk for the whole line (its indentation never changed)
+    window._ABOVE.clear()
+    assert typed == [statement_window.__wrapped__(head + line[:k]) for k in reversed(range(5, len(line)))][::-1]
+    # a text above of the same length but other lines (a header renamed in place) is walked, not served
+    other = head.replace("class Command extends Base {", "clasz Command extends Base {")
+    assert len(other) == len(head)
+    assert statement_window.__wrapped__(other + line).startswith("clasz Command")
+    assert statement_window.__wrapped__(head + line).startswith("class Command")
+
+
 def test_lines_of_a_multi_line_string_are_no_headers():
     before = "const msg = `first\nExpecting one of ${xs}`;\nfunction f() {\n  const x = "
     assert statement_window(before) == "function f() {\n  const x = "

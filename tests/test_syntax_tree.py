@@ -59,6 +59,23 @@ def test_an_incremental_reparse_equals_a_fresh_parse(language_id):
     assert previous.text == old and sexp(previous) == sexp(parse(language_id, old))  # left as it was
 
 
+@pytest.mark.parametrize("language_id", ["javascript", "go", "python", "rust"])
+def test_a_memoized_parse_from_the_last_text_equals_a_fresh_parse(language_id):
+    """parse_text reparses from this thread's last text of the grammar (a keystroke's window is the last one
+    and a character): every tree of a line typed character by character, then an unrelated text and an empty one,
+    is the tree a parse from scratch gives."""
+    from engine.syntax.tree import _parse_now, _thread_parser
+    grammar = grammar_for(language_id)
+    base = generated(language_id, 40)
+    at = base.index("\n", len(base) // 2) + 1
+    line = {"python": "    total = sum(x.price for x in ite", "go": "\ttotal := compute(items, func(x Item",
+            "rust": "    let total: u64 = items.iter().map(|x| x.pr", "javascript": "  const total = items.map((x) => x.pr"}
+    texts = [base[:at] + line[language_id][:k] + "\n" + base[at:] for k in range(len(line[language_id]) + 1)]
+    texts += ["x = 1\n", ""]
+    for text in texts:
+        assert sexp(parse_text(grammar, text)) == sexp(_parse_now(grammar, text, _thread_parser(grammar))), text
+
+
 def test_edits_that_do_not_lead_to_the_text_fall_back_to_a_fresh_parse():
     old = "let a = 1;\n"
     previous = parse("javascript", old)

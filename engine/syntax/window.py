@@ -127,12 +127,39 @@ def statement_window(text_before: str, max_lines: int = WINDOW_LINES, max_scan: 
     the class line). An empty cursor line (or one whose indentation is still being typed) counts at least at
     the indentation of the code line above it, one deeper when that line opens a block (editors strip a blank
     line's spaces)."""
-    parts = text_before.rsplit("\n", max_scan)
-    cur, above = parts[-1], parts[:-1]
-    if len(parts) > max_scan:
+    nl = text_before.rfind("\n")
+    if nl < 0:
+        return text_before
+    cur = text_before[nl + 1:]
+    blank = not cur.strip()
+    col = len(cur.expandtabs(4)) if blank else indent_width(cur)
+    return _lines_above(text_before[:nl], col, blank, max_lines, max_scan) + cur
+
+
+_ABOVE: dict[tuple[int, int, bool, int, int], tuple[str, str]] = {}
+_ABOVE_MAX = 8
+
+
+def _lines_above(head: str, col: int, blank: bool, max_lines: int, max_scan: int) -> str:
+    """The window's lines above the cursor's line (joined, each ending in a newline) for the text ``head`` above
+    it: the same while the cursor's line is typed (most keystrokes), so the last few are kept and compared
+    whole (a comparison of equal texts costs far less than the walk)."""
+    key = (len(head), col, blank, max_lines, max_scan)
+    hit = _ABOVE.get(key)
+    if hit is not None and hit[0] == head:
+        return hit[1]
+    out = _walk_above(head, col, blank, max_lines, max_scan)
+    if len(_ABOVE) >= _ABOVE_MAX:
+        _ABOVE.pop(next(iter(_ABOVE)), None)  # the oldest (a race with another thread only costs a walk)
+    _ABOVE[key] = (head, out)
+    return out
+
+
+def _walk_above(head: str, col: int, blank: bool, max_lines: int, max_scan: int) -> str:
+    above = head.rsplit("\n", max_scan - 1)
+    if len(above) >= max_scan:
         above = above[1:]  # the first part may be many lines: never a header
-    col = indent_width(cur) if cur.strip() else len(cur.expandtabs(4))
-    if not cur.strip():  # empty, or its indentation still being typed: at least the block's own column
+    if blank:  # empty, or its indentation still being typed: at least the block's own column
         code = next((ln for ln in reversed(above[-20:]) if ln.strip() and not _comment_line(ln.strip())), None)
         if code is not None:
             col = max(col, indent_width(code) + (1 if _opens(code) else 0))
@@ -163,7 +190,7 @@ def statement_window(text_before: str, max_lines: int = WINDOW_LINES, max_scan: 
             if header is not None:
                 far.append(header)
                 c = min(indent_width(ln) for ln in header if ln.strip())
-    lines = [ln for h in reversed(far) for ln in h] + above[start:] + [cur]
-    return "\n".join(lines)
+    lines = [ln for h in reversed(far) for ln in h] + above[start:]
+    return "\n".join(lines) + "\n" if lines else ""
 
 
