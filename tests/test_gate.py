@@ -109,6 +109,25 @@ def test_a_head_with_trees_adds_their_leaves_and_a_bad_tree_is_refused():
             gate.GateModel.from_json(data)
 
 
+def test_the_shipped_trees_walked_all_at_once_give_a_node_by_node_walks_sum():
+    """Head.logit walks every tree a level per step (arrays); a walk node by node, leaves added in tree order, is the
+    same float (the decision compares it to a threshold)."""
+    import random
+    m = gate.load()
+    assert m is not None and m.heads[gate.SHOW_ALL].trees
+    rng = random.Random(0)
+    for _ in range(200):
+        x = [rng.gauss(0.0, 1.5) for _ in m.names]
+        for h in m.heads.values():
+            z = h.bias + sum(w * v for w, v in zip(h.weights, x, strict=True))
+            for nodes in h.trees:
+                node = nodes[0]
+                while node[0] >= 0:
+                    node = nodes[int(node[2] if x[int(node[0])] < node[1] else node[3])]
+                z += node[1]
+            assert h.logit(x) == z
+
+
 def test_the_shipped_model_loads_and_is_small():
     assert gate.DEFAULT_PATH.stat().st_size <= 1 << 20
     m = gate.load()

@@ -4,9 +4,7 @@ grammar needed."""
 
 from __future__ import annotations
 
-import bisect
 import functools
-import itertools
 import re
 
 WINDOW_LINES = 60
@@ -15,7 +13,10 @@ _CONTINUATION_KEYWORDS = ("else", "elif", "except", "finally", "catch", "case", 
 
 
 def indent_width(line: str) -> int:
-    return len(line.expandtabs(4)) - len(line.expandtabs(4).lstrip())
+    """The width of ``line``'s leading blanks, a tab to the next multiple of 4 (a walk asks it of every line above:
+    only a line whose blanks hold a tab is expanded)."""
+    n = len(line) - len(line.lstrip())
+    return n if line.find("\t", 0, n) < 0 else len(line[:n].expandtabs(4))
 
 
 def _opens(line: str) -> bool:
@@ -95,23 +96,33 @@ def string_lines(lines: list[str]) -> set[int]:
     followed (a rare ``# '''`` can mislead it; a window is then what it was before)."""
     text = "\n".join(lines)
     spans: list[tuple[int, int]] = []  # (after an opener, at its closer)
-    closer: str | None = None
-    opened = 0
-    for m in _DELIMITER.finditer(text):  # one pass over the text: delimiters are few, lines are many
-        tok = m.group()
-        if closer is None:
-            closer, opened = _OPENERS.get(tok), m.end()
-        elif tok == closer:
-            spans.append((opened, m.start()))
-            closer = None
-    if closer is not None:
-        spans.append((opened, len(text)))
-    if not spans:
-        return set()
-    starts = list(itertools.accumulate((len(ln) + 1 for ln in lines[:-1]), initial=0))
+    pos = 0
+    while (m := _DELIMITER.search(text, pos)) is not None:  # a search per string, not per delimiter
+        closer = _OPENERS.get(m.group())
+        if closer is None:  # a stray `*/`
+            pos = m.end()
+            continue
+        opened = m.end()
+        if closer == "*/":  # (a `/*` inside a comment can hold the `*` of `/*/`: delimiters read in order)
+            end = next((d.start() for d in _DELIMITER.finditer(text, opened) if d.group() == "*/"), -1)
+        else:  # no other delimiter shares a character with a quote or a backtick
+            end = text.find(closer, opened)
+        if end < 0:
+            spans.append((opened, len(text)))
+            break
+        spans.append((opened, end))
+        pos = end + len(closer)
     inside: set[int] = set()
-    for lo, hi in spans:  # a line starts inside when its first character is between an opener and its closer
-        inside.update(range(bisect.bisect_left(starts, lo), bisect.bisect_right(starts, hi)))
+    # a line starts inside when its first character is between an opener and its closer: lines are counted by
+    # the newlines before each span's ends (spans come in order), not by every line's offset
+    newlines, at = 0, 0  # newlines in text[:at]
+    for lo, hi in spans:
+        first = 0
+        if lo > 0:
+            newlines, at = newlines + text.count("\n", at, lo - 1), lo - 1
+            first = newlines + 1  # the first line starting at or after lo
+        newlines, at = newlines + text.count("\n", at, hi), hi
+        inside.update(range(first, newlines + 1))  # through the last line starting at or before hi
     return inside
 
 
@@ -169,7 +180,7 @@ def _walk_above(head: str, col: int, blank: bool, max_lines: int, max_scan: int)
     for i in range(n - 1, lo - 1, -1):
         if c == 0:
             break
-        if _header_line(above[i], c):
+        if above[i][:c].strip() and _header_line(above[i], c):  # (the first: a line indented less has a sign there)
             start, c = i, indent_width(above[i])
             if above[i].strip().startswith("{") and i > lo:  # Allman braces: the header is above
                 j = _allman_start(above, i, lo)
@@ -185,7 +196,7 @@ def _walk_above(head: str, col: int, blank: bool, max_lines: int, max_scan: int)
     for i in range(start - 1, -1, -1):
         if c == 0:
             break
-        if _header_line(above[i], c):
+        if above[i][:c].strip() and _header_line(above[i], c):
             header = _far_header(above, i)
             if header is not None:
                 far.append(header)
