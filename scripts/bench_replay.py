@@ -135,7 +135,7 @@ from replay_corpus import candidates as corpus_candidates  # noqa: E402
 from replay_corpus import segments as corpus_segments  # noqa: E402
 from replay_languages import LANGUAGES  # noqa: E402
 from replay_quality import quality  # noqa: E402
-from replay_records import RECORDS_ENV, keystroke_records, read_server_records  # noqa: E402
+from replay_records import RECORDS_ENV, gate_cost, keystroke_records, read_server_records  # noqa: E402
 from replay_report import ms, plot, print_table, reference_lines, report, share  # noqa: E402,F401
 from replay_stats import (  # noqa: E402,F401
     IDLE_STEP_S,
@@ -596,6 +596,7 @@ async def amain(args) -> int:
         print(f"wrote {out / 'replay.md'}")
         return 0
     runs: list[Run] = []
+    costs: dict[str, list[dict]] = {}  # (--records) each configuration's gated answers, every round
     by_name = {x.name: x for sp in splits for x in segs[sp]}
     try:
         for rnd in range(args.rounds):
@@ -621,9 +622,12 @@ async def amain(args) -> int:
                     continue
                 run.work = work_between(totals, read_totals(cache / "home"))
                 if args.records:
+                    server_records = read_server_records(Path(env[RECORDS_ENV]))
                     with open(args.records, "a") as f:
-                        for rec in keystroke_records(run, read_server_records(Path(env[RECORDS_ENV]))):
+                        for rec in keystroke_records(run, server_records):
                             f.write(json.dumps(rec, separators=(",", ":")) + "\n")
+                    costs.setdefault(name, []).extend(server_records.values())
+                    meta["gate_cost"] = {k: gate_cost(v) for k, v in costs.items()}
                 sm = summarize([run])
                 print(f"[{name} {sp} r{rnd}] {sm['keystrokes']} keys in {sm['wall_s']} s: answered "
                       f"{share(sm['with_suggestion'] / max(1, sm['keystrokes']))}, pauses {share(sm['pauses']['share'])}, "

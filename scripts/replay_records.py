@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from benchstats import percentile
 from replay_typist import Key, Run
 
 RECORDS_ENV = "FLINT_GATE_RECORDS"  # lsp_server/gatekeeper.py reads the same name
@@ -64,3 +65,14 @@ def keystroke_records(run: Run, server: dict[str, dict]) -> list[dict]:
         out.append(rec)
     return out
 
+
+
+def gate_cost(records: list[dict]) -> dict:
+    """The gate's own cost per automatic answer from a server's records (``cost_ms``: wall time on the event loop,
+    GIL waits included; ``cpu_ms``: that thread's CPU time): how many, and p50 / p95 / p99 of each."""
+    out: dict = {"answers": 0}
+    for key in ("cost_ms", "cpu_ms"):
+        values = [float(r[key]) for r in records if isinstance(r.get(key), (int, float))]
+        out["answers"] = max(out["answers"], len(values))
+        out[key] = {f"p{q}": (round(v, 3) if (v := percentile(values, q)) is not None else None) for q in (50, 95, 99)}
+    return out

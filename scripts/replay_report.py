@@ -449,6 +449,7 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
         "",
         *headline(summaries),
         *sections,
+        *gate_cost_lines(meta.get("gate_cost")),
         *glossary_lines(),
         f"- A pause is a gap of ≥ {PAUSE_S} s to the next keystroke, or a file's last keystroke when the typing "
         "stopped before the end of the typed region; it shows a "
@@ -485,6 +486,19 @@ def report(summaries: list[dict], meta: dict, plots: list[str]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def gate_cost_lines(cost: dict | None) -> list[str]:
+    """(--records) The learned gate's own cost per automatic answer, read from the servers' records."""
+    if not cost:
+        return []
+    f = lambda d, q: f"{d[f'p{q}']:.2f} ms" if d.get(f"p{q}") is not None else "–"  # noqa: E731
+    return ["## The gate's cost per automatic answer (`--records`)", "",
+            "Each gated answer's features and decision on the server's event loop, from its records: thread CPU time "
+            "(`cpu_ms`, the gate's own work) and wall time (`cost_ms`, waits for the engine thread's GIL included).", "",
+            "| configuration | answers | CPU p50 / p95 / p99 | wall p50 / p95 / p99 |", "|---|---|---|---|",
+            *[f"| {k} | {v['answers']:,} | {' / '.join(f(v['cpu_ms'], q) for q in (50, 95, 99))} | "
+              f"{' / '.join(f(v['cost_ms'], q) for q in (50, 95, 99))} |" for k, v in cost.items()], ""]
 
 
 def print_table(summaries: list[dict]) -> None:

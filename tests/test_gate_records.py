@@ -65,6 +65,20 @@ def made_up(n_functions: int = 40, seed: int = 0) -> list[dict]:
     return out
 
 
+def test_the_gates_cost_is_read_from_the_server_records_with_ordinary_percentiles():
+    report = load_script("replay_report")
+    recs = [{"id": str(i), "cost_ms": float(i), "cpu_ms": i / 2} for i in range(1, 101)] + [{"id": "x"}]
+    cost = records.gate_cost(recs)
+    assert cost["answers"] == 100  # a record without the timings (an older server) is not counted
+    assert cost["cost_ms"] == {"p50": 50.5, "p95": 95.05, "p99": 99.01}
+    assert cost["cpu_ms"]["p50"] == 25.25
+    assert records.gate_cost([]) == {"answers": 0, "cost_ms": {"p50": None, "p95": None, "p99": None},
+                                     "cpu_ms": {"p50": None, "p95": None, "p99": None}}
+    lines = report.gate_cost_lines({"main": cost})
+    assert "| main | 100 | 25.25 ms / 47.52 ms / 49.51 ms | 50.50 ms / 95.05 ms / 99.01 ms |" in lines
+    assert report.gate_cost_lines(None) == []
+
+
 def test_training_cuts_wrong_ghosts_out_of_fold_and_the_model_loads(tmp_path):
     model, summary = trainer.train(made_up(), folds=4, max_saved_loss=0.2, l2=1.0)
     oof = summary["out_of_fold"]
