@@ -178,23 +178,6 @@ def test_a_far_signature_over_several_lines_comes_whole():
     assert "    def run(\n        self,\n        a,\n    ) -> None:\n" in statement_window(py)
 
 
-def test_the_lines_above_are_walked_once_per_line_and_never_served_for_another_text():
-    from engine.syntax import window
-    members = "".join(f"  m{i}() {{\n    return {i};\n  }}\n" for i in range(40))
-    head = "class Command extends Base {\n" + members + "  opts() {\n"
-    line = "    const x = this.m1() + 2;"
-    window._ABOVE.clear()
-    typed = [statement_window.__wrapped__(head + line[:k]) for k in range(5, len(line))]
-    assert len(window._ABOVE) == 1  # one walk for the whole line (its indentation never changed)
-    window._ABOVE.clear()
-    assert typed == [statement_window.__wrapped__(head + line[:k]) for k in reversed(range(5, len(line)))][::-1]
-    # a text above of the same length but other lines (a header renamed in place) is walked, not served
-    other = head.replace("class Command extends Base {", "clasz Command extends Base {")
-    assert len(other) == len(head)
-    assert statement_window.__wrapped__(other + line).startswith("clasz Command")
-    assert statement_window.__wrapped__(head + line).startswith("class Command")
-
-
 def test_lines_of_a_multi_line_string_are_no_headers():
     before = "const msg = `first\nExpecting one of ${xs}`;\nfunction f() {\n  const x = "
     assert statement_window(before) == "function f() {\n  const x = "
@@ -488,26 +471,3 @@ def test_last_cut_point_is_the_last_of_the_cut_points():
         assert last_cut_point("javascript", prefix, text) == (max(points) if points else 0)
     assert last_cut_point("javascript", prefix, "foo(") == 0
     assert last_cut_point("no-such-language", prefix, "foo(") is None
-
-
-def test_the_statement_window_never_starts_inside_a_docstring_or_a_block_comment():
-    doc = "\n".join(["    Sorted-key list.", ""] + [f"    >>> sl.add({i})" for i in range(40)])
-    init = ('    def __init__(self, key=None):\n        """Initialize.\n\n'
-            + "\n".join(f"        Runtime complexity: `O({i})`" for i in range(12))
-            + '\n\n        """\n        self._key = key\n\n')
-    clear = '    def clear(self):\n        """Remove all values."""\n        self._len = 0\n        '
-    before = 'class SortedKeyList(SortedList):\n    """Sorted-key list.\n\n' + doc + '\n\n    """\n' + init + clear
-    window = statement_window(before)
-    # a window starting at a docstring line turns every later docstring into code and code into strings
-    assert ">>> sl.add" not in window, window[:200]
-    assert window.startswith("class SortedKeyList(SortedList):\n    def __init__")
-    jsdoc = "\n".join(f"   * clear({i}) resets it" for i in range(80))
-    js = "class K {\n  /**\n" + jsdoc + "\n   */\n  clear() {\n    this.n = 0;\n    "
-    assert "resets it" not in statement_window(js)
-
-
-def test_string_lines_follow_only_the_open_string_s_own_closer():
-    from engine.syntax.window import string_lines
-
-    lines = ['x = 1', '"""doc with `ticks`', "and /* this", '"""', "y = `a", "b`", "/* c", "*/ z = 2"]
-    assert string_lines(lines) == {2, 3, 5, 7}

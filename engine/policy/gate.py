@@ -223,7 +223,12 @@ class _Flat:
 
     @classmethod
     def of(cls, trees: tuple[tuple[Node, ...], ...]) -> _Flat:
-        feature, threshold, left, right, value, roots = [], [], [], [], [], []
+        feature: list[int] = []
+        left: list[int] = []
+        right: list[int] = []
+        roots: list[int] = []
+        threshold: list[float] = []
+        value: list[float] = []
         depth = 0
         for nodes in trees:
             base = len(feature)
