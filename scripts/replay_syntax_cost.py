@@ -14,14 +14,17 @@ loading any, and after parsing a generated file of each language once).
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchstats import median, percentile  # noqa: E402
 
 from engine.syntax import blocks, queries, tree  # noqa: E402
+from engine.syntax import window as window_module  # noqa: E402
 from engine.syntax.timing import generated  # noqa: E402
 from engine.syntax.window import statement_window  # noqa: E402
 from engine.text.gates import conditions  # noqa: E402
@@ -59,6 +62,7 @@ def keystroke_costs(language: str, lines: int, keys: int, gates: bool = False) -
     for f in memos:
         if f is not None:  # (an older tree, measured with this script, has fewer memos)
             f.cache_clear()  # a run must not find the previous run's answers
+    forget_walks_and_trees()
     _post(before, after, language)  # the grammar loads once per process, not per keystroke
     out = []
     for k in range(1, len(typed) + 1):
@@ -86,6 +90,7 @@ def empty_line_budget_costs(language: str, lines: int, n: int = 40) -> list[floa
         at = text.find("\n", at) + 1
         prefix, suffix = text[:at] + "    ", "\n" + text[at:]
         statement_window.cache_clear()
+        forget_walks_and_trees()
         t0 = time.process_time()
         budget_for(prefix, suffix, language)
         t1 = time.process_time()
@@ -95,10 +100,16 @@ def empty_line_budget_costs(language: str, lines: int, n: int = 40) -> list[floa
     return out
 
 
+def forget_walks_and_trees() -> None:
+    """The statement window's kept walks and this thread's last trees (session 81), where the tree has them."""
+    getattr(window_module, "_ABOVE", {}).clear()
+    local = getattr(tree, "_LOCAL", None)
+    if local is not None:
+        local.__dict__.pop("last", None)
+
+
 def _quantiles(ms: list[float]) -> str:
-    ms = sorted(ms)
-    p95 = ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))]
-    return f"p50 {statistics.median(ms):.2f} ms, p95 {p95:.2f} ms, max {ms[-1]:.2f} ms"
+    return f"p50 {median(ms):.2f} ms, p95 {percentile(ms, 95):.2f} ms, max {max(ms):.2f} ms"
 
 
 def rss_mb() -> float:
