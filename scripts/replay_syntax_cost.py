@@ -8,6 +8,9 @@ figure is the difference per keystroke (all three texts) in this process's CPU t
 count), milliseconds p50 / p95 / max, after one warm-up call (the grammar loads once per process).
 
 ``python scripts/replay_syntax_cost.py [lines] [keys] [language...]``: only those languages (default: all of TYPED).
+``python scripts/replay_syntax_cost.py --incremental-ab ROUNDS [lines] [language...]``: post-processing's own cost per
+keystroke with a memoized parse incremental from the thread's last tree (the server's way since session 81) against
+one from scratch, the two alternated in one process.
 ``python scripts/replay_syntax_cost.py --rss``: the resident memory the grammars add (this process's RSS before
 loading any, and after parsing a generated file of each language once).
 """
@@ -127,9 +130,46 @@ def rss_added(lines: int = 5000) -> None:
         print(f"  after parsing {lines} lines of {language:<11}: {rss_mb():.1f} MB (+{rss_mb() - base:.1f})")
 
 
+def incremental_ab(rounds: int, lines: int, languages: list[str]) -> None:
+    """Post-processing with the language id per keystroke (absolute, this process's CPU time), a memoized parse
+    incremental from the thread's last tree (as the server runs) against one from scratch, alternated per round."""
+    incremental = tree._parse_after_last
+    scratch = lambda grammar, text: tree._parse_now(grammar, text, tree._thread_parser(grammar))  # noqa: E731
+    got: dict[tuple[str, str], list[float]] = {}
+    for language in languages:  # warm-up, the same texts untimed: the first arm must not fill the memos no arm clears
+        text = generated(language, lines)
+        mid = text.find("\n", len(text) // 2) + 1
+        for k in range(1, len(TYPED[language]) + 1):
+            _post(text[:mid] + TYPED[language][:k], "\n" + text[mid:], language)
+    for rnd in range(rounds):
+        for arm in (("incremental", "scratch") if rnd % 2 == 0 else ("scratch", "incremental")):
+            tree._parse_after_last = incremental if arm == "incremental" else scratch
+            for language in languages:
+                text = generated(language, lines)
+                mid = text.find("\n", len(text) // 2) + 1
+                before, after = text[:mid], "\n" + text[mid:]
+                for f in (queries.open_brackets, queries.first_stray_closer, queries.is_complete,
+                          queries.statement_cut_points, queries.scope_end, statement_window, queries.last_cut_point,
+                          tree._parse_memo, blocks._around):
+                    f.cache_clear()
+                forget_walks_and_trees()
+                _post(before, after, language)
+                for k in range(1, len(TYPED[language]) + 1):
+                    t0 = time.process_time()
+                    _post(before + TYPED[language][:k], after, language)
+                    got.setdefault((language, arm), []).append((time.process_time() - t0) * 1e3)
+    tree._parse_after_last = incremental
+    for (language, arm), ms in sorted(got.items()):
+        print(f"{language:<11} {arm:<11} {len(ms)} keys: {_quantiles(ms)}")
+
+
 def main() -> int:
     if "--rss" in sys.argv:
         rss_added()
+        return 0
+    if "--incremental-ab" in sys.argv:  # --incremental-ab ROUNDS [lines] [language...]
+        rest = sys.argv[sys.argv.index("--incremental-ab") + 1:]
+        incremental_ab(int(rest[0]), int(rest[1]) if len(rest) > 1 else 5000, rest[2:] or list(TYPED))
         return 0
     lines = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
     keys = int(sys.argv[2]) if len(sys.argv) > 2 else 60

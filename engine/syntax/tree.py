@@ -82,8 +82,9 @@ def _parse_memo(grammar: Grammar, text: str) -> SyntaxTree:
 
 def _parse_after_last(grammar: Grammar, text: str) -> SyntaxTree:
     """Parse ``text``, incrementally from the last tree this thread parsed with ``grammar`` when the two texts
-    share at least half of the new one (a keystroke's window is the last one with a character more: tree-sitter
-    then reuses every untouched subtree, several times cheaper than a parse from scratch)."""
+    share at least half of the longer one (a keystroke's window is the last one with a character more: tree-sitter
+    then reuses every untouched subtree, several times cheaper than a parse from scratch; from a much longer text,
+    the edit costs more than it saves)."""
     parser = _thread_parser(grammar)
     last = _LOCAL.__dict__.setdefault("last", {})
     previous: SyntaxTree | None = last.get(grammar.name)
@@ -92,7 +93,7 @@ def _parse_after_last(grammar: Grammar, text: str) -> SyntaxTree:
         out = SyntaxTree(grammar, text, source, parser.parse(source), len(source) == len(text))
     else:
         start, old_end, new_end = infer_edit(previous.source, source)
-        if 2 * (len(source) - (new_end - start)) >= len(source):
+        if 2 * (len(source) - (new_end - start)) >= max(len(source), len(previous.source)):
             tree = previous.tree.copy()
             _apply_byte_edit(tree, previous.source, source, start, old_end, new_end)
             out = SyntaxTree(grammar, text, source, parser.parse(source, tree), len(source) == len(text))
