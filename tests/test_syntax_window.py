@@ -44,3 +44,26 @@ def test_string_lines_follow_only_the_open_string_s_own_closer():
     assert string_lines(lines) == {2, 3, 5, 7}
     # a `/*` inside a comment holds the `*` of its `/*/`: the comment closes at the next `*/`, on the second line
     assert string_lines(["/* a /*/ b", "c */", "d"]) == {1}
+
+
+def test_two_threads_asking_at_once_get_each_their_own_window():
+    import threading
+    heads = [f"class C{i}:\n    def m(self):\n" + "        x = 1\n" * (i % 7) for i in range(40)]
+    errors: list[BaseException] = []
+
+    def ask(offset: int) -> None:
+        try:
+            for n in range(400):
+                head = heads[(n + offset) % len(heads)]
+                got = window._lines_above(head, 8, False, 60, 3000)
+                assert got == window._walk_above(head, 8, False, 60, 3000)
+        except BaseException as e:  # noqa: BLE001 (the thread's failure is the test's)
+            errors.append(e)
+
+    threads = [threading.Thread(target=ask, args=(k * 13,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(window._ABOVE) <= window._ABOVE_MAX

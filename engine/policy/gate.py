@@ -210,8 +210,8 @@ class Head:
 
 @dataclass(frozen=True)
 class _Flat:
-    """A head's trees as arrays, walked all at once a level per step (a walk in Python, node by node, cost the
-    gate a tenth of a millisecond per answer). A leaf points to itself, so a shallower tree stays at its leaf."""
+    """A head's trees as arrays, walked all at once a level per step (a walk in Python, node by node, was most of
+    the gate's decision; docs/benchmarks/gate.md, "Cost"). A leaf points to itself, so a shallower tree stays there."""
 
     feature: np.ndarray
     threshold: np.ndarray

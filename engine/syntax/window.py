@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 
 WINDOW_LINES = 60
 MAX_SCAN_LINES = 3000  # how far up the headers of the enclosing blocks are looked for
@@ -149,6 +150,7 @@ def statement_window(text_before: str, max_lines: int = WINDOW_LINES, max_scan: 
 
 _ABOVE: dict[tuple[int, int, bool, int, int], tuple[str, str]] = {}
 _ABOVE_MAX = 8
+_ABOVE_LOCK = threading.Lock()
 
 
 def _lines_above(head: str, col: int, blank: bool, max_lines: int, max_scan: int) -> str:
@@ -160,9 +162,10 @@ def _lines_above(head: str, col: int, blank: bool, max_lines: int, max_scan: int
     if hit is not None and hit[0] == head:
         return hit[1]
     out = _walk_above(head, col, blank, max_lines, max_scan)
-    if len(_ABOVE) >= _ABOVE_MAX:
-        _ABOVE.pop(next(iter(_ABOVE)), None)  # the oldest (a race with another thread only costs a walk)
-    _ABOVE[key] = (head, out)
+    with _ABOVE_LOCK:  # the event loop (the gate) and the engine thread (post-processing) both ask
+        if len(_ABOVE) >= _ABOVE_MAX:
+            _ABOVE.pop(next(iter(_ABOVE)), None)  # the oldest
+        _ABOVE[key] = (head, out)
     return out
 
 
