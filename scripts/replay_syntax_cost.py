@@ -55,17 +55,9 @@ def _post(prefix: str, suffix: str, language: str | None) -> None:
 def keystroke_costs(language: str, lines: int, keys: int, gates: bool = False) -> list[float]:
     """Per keystroke, ms: post-processing with the language id (``gates``: plus the gates' conditions, asked only
     when a gate is enabled for the language), minus without."""
-    text = generated(language, lines)
-    mid = text.find("\n", len(text) // 2) + 1
-    before, after = text[:mid], "\n" + text[mid:]
+    before, after = typed_file(language, lines)
     typed = TYPED[language][:keys]
-    memos = (queries.open_brackets, queries.first_stray_closer, queries.is_complete, queries.statement_cut_points,
-             queries.scope_end, statement_window, getattr(queries, "last_cut_point", None),
-             getattr(tree, "_parse_memo", None), getattr(blocks, "_around", None))
-    for f in memos:
-        if f is not None:  # (an older tree, measured with this script, has fewer memos)
-            f.cache_clear()  # a run must not find the previous run's answers
-    forget_walks_and_trees()
+    clear_memos()
     _post(before, after, language)  # the grammar loads once per process, not per keystroke
     out = []
     for k in range(1, len(typed) + 1):
@@ -92,8 +84,7 @@ def empty_line_budget_costs(language: str, lines: int, n: int = 40) -> list[floa
     for _ in range(n):
         at = text.find("\n", at) + 1
         prefix, suffix = text[:at] + "    ", "\n" + text[at:]
-        statement_window.cache_clear()
-        forget_walks_and_trees()
+        clear_memos()
         t0 = time.process_time()
         budget_for(prefix, suffix, language)
         t1 = time.process_time()
@@ -103,9 +94,22 @@ def empty_line_budget_costs(language: str, lines: int, n: int = 40) -> list[floa
     return out
 
 
-def forget_walks_and_trees() -> None:
-    """The statement window's kept walks and this thread's last trees (session 81), where the tree has them."""
-    getattr(window_module, "_ABOVE", {}).clear()
+def typed_file(language: str, lines: int) -> tuple[str, str]:
+    """(text before, text after) the spot in the middle of a generated file where the statement is typed."""
+    text = generated(language, lines)
+    mid = text.find("\n", len(text) // 2) + 1
+    return text[:mid], "\n" + text[mid:]
+
+
+def clear_memos() -> None:
+    """A run must not find the previous run's answers: every memo of the syntax wiring, the statement window's kept
+    walks and this thread's last trees (session 81), those the measured tree has."""
+    for f in (queries.open_brackets, queries.first_stray_closer, queries.is_complete, queries.statement_cut_points,
+              queries.scope_end, statement_window, getattr(queries, "last_cut_point", None),
+              getattr(tree, "_parse_memo", None), getattr(blocks, "_around", None),
+              getattr(window_module, "_lines_above", None)):
+        if f is not None:  # (an older tree, measured with this script, has fewer memos)
+            f.cache_clear()
     local = getattr(tree, "_LOCAL", None)
     if local is not None:
         local.__dict__.pop("last", None)
@@ -137,22 +141,15 @@ def incremental_ab(rounds: int, lines: int, languages: list[str]) -> None:
     scratch = lambda grammar, text: tree._parse_now(grammar, text, tree._thread_parser(grammar))  # noqa: E731
     got: dict[tuple[str, str], list[float]] = {}
     for language in languages:  # warm-up, the same texts untimed: the first arm must not fill the memos no arm clears
-        text = generated(language, lines)
-        mid = text.find("\n", len(text) // 2) + 1
+        before, after = typed_file(language, lines)
         for k in range(1, len(TYPED[language]) + 1):
-            _post(text[:mid] + TYPED[language][:k], "\n" + text[mid:], language)
+            _post(before + TYPED[language][:k], after, language)
     for rnd in range(rounds):
         for arm in (("incremental", "scratch") if rnd % 2 == 0 else ("scratch", "incremental")):
             tree._parse_after_last = incremental if arm == "incremental" else scratch
             for language in languages:
-                text = generated(language, lines)
-                mid = text.find("\n", len(text) // 2) + 1
-                before, after = text[:mid], "\n" + text[mid:]
-                for f in (queries.open_brackets, queries.first_stray_closer, queries.is_complete,
-                          queries.statement_cut_points, queries.scope_end, statement_window, queries.last_cut_point,
-                          tree._parse_memo, blocks._around):
-                    f.cache_clear()
-                forget_walks_and_trees()
+                before, after = typed_file(language, lines)
+                clear_memos()
                 _post(before, after, language)
                 for k in range(1, len(TYPED[language]) + 1):
                     t0 = time.process_time()

@@ -11,10 +11,10 @@ def test_the_lines_above_are_walked_once_per_line_and_never_served_for_another_t
     members = "".join(f"  m{i}() {{\n    return {i};\n  }}\n" for i in range(40))
     head = "class Command extends Base {\n" + members + "  opts() {\n"
     line = "    const x = this.m1() + 2;"
-    window._ABOVE.clear()
+    window._lines_above.cache_clear()
     typed = [statement_window.__wrapped__(head + line[:k]) for k in range(5, len(line))]
-    assert len(window._ABOVE) == 1  # one walk for the whole line (its indentation never changed)
-    window._ABOVE.clear()
+    assert window._lines_above.cache_info().misses == 1  # one walk for the whole line (its indentation never changed)
+    window._lines_above.cache_clear()
     assert typed == [statement_window.__wrapped__(head + line[:k]) for k in reversed(range(5, len(line)))][::-1]
     # a text above of the same length but other lines (a header renamed in place) is walked, not served
     other = head.replace("class Command extends Base {", "clasz Command extends Base {")
@@ -66,4 +66,5 @@ def test_two_threads_asking_at_once_get_each_their_own_window():
     for t in threads:
         t.join()
     assert errors == []
-    assert len(window._ABOVE) <= window._ABOVE_MAX
+    info = window._lines_above.cache_info()
+    assert info.maxsize is not None and info.currsize <= info.maxsize

@@ -85,21 +85,18 @@ def _parse_after_last(grammar: Grammar, text: str) -> SyntaxTree:
     share at least half of the longer one (a keystroke's window is the last one with a character more: tree-sitter
     then reuses every untouched subtree, several times cheaper than a parse from scratch; from a much longer text,
     the edit costs more than it saves)."""
-    parser = _thread_parser(grammar)
     last = _LOCAL.__dict__.setdefault("last", {})
     previous: SyntaxTree | None = last.get(grammar.name)
     source = text.encode("utf-8")
-    if previous is None:
-        out = SyntaxTree(grammar, text, source, parser.parse(source), len(source) == len(text))
-    else:
+    edited = None
+    if previous is not None:
         start, old_end, new_end = infer_edit(previous.source, source)
         if 2 * (len(source) - (new_end - start)) >= max(len(source), len(previous.source)):
-            tree = previous.tree.copy()
-            _apply_byte_edit(tree, previous.source, source, start, old_end, new_end)
-            out = SyntaxTree(grammar, text, source, parser.parse(source, tree), len(source) == len(text))
-        else:
-            out = SyntaxTree(grammar, text, source, parser.parse(source), len(source) == len(text))
-    last[grammar.name] = out
+            edited = previous.tree.copy()
+            _apply_byte_edit(edited, previous.source, source, start, old_end, new_end)
+    parser = _thread_parser(grammar)
+    tree = parser.parse(source) if edited is None else parser.parse(source, edited)
+    last[grammar.name] = out = SyntaxTree(grammar, text, source, tree, len(source) == len(text))
     return out
 
 

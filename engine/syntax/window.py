@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
 
 WINDOW_LINES = 60
 MAX_SCAN_LINES = 3000  # how far up the headers of the enclosing blocks are looked for
@@ -148,25 +147,11 @@ def statement_window(text_before: str, max_lines: int = WINDOW_LINES, max_scan: 
     return _lines_above(text_before[:nl], col, blank, max_lines, max_scan) + cur
 
 
-_ABOVE: dict[tuple[int, int, bool, int, int], tuple[str, str]] = {}
-_ABOVE_MAX = 8
-_ABOVE_LOCK = threading.Lock()
-
-
+@functools.lru_cache(maxsize=8)
 def _lines_above(head: str, col: int, blank: bool, max_lines: int, max_scan: int) -> str:
     """The window's lines above the cursor's line (joined, each ending in a newline) for the text ``head`` above
-    it: the same while the cursor's line is typed (most keystrokes), so the last few are kept and compared
-    whole (a comparison of equal texts costs far less than the walk)."""
-    key = (len(head), col, blank, max_lines, max_scan)
-    hit = _ABOVE.get(key)
-    if hit is not None and hit[0] == head:
-        return hit[1]
-    out = _walk_above(head, col, blank, max_lines, max_scan)
-    with _ABOVE_LOCK:  # the event loop (the gate) and the engine thread (post-processing) both ask
-        if len(_ABOVE) >= _ABOVE_MAX:
-            _ABOVE.pop(next(iter(_ABOVE)), None)  # the oldest
-        _ABOVE[key] = (head, out)
-    return out
+    it: the same while the cursor's line is typed (most keystrokes), so the walk is kept for the next ones."""
+    return _walk_above(head, col, blank, max_lines, max_scan)
 
 
 def _walk_above(head: str, col: int, blank: bool, max_lines: int, max_scan: int) -> str:
