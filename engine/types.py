@@ -9,13 +9,20 @@ from dataclasses import dataclass, field
 
 
 class CancelToken:
-    """Cooperative cancellation, checked by the generation loop before every model step."""
+    """Cooperative cancellation, checked by the generation loop before every model step. ``waited_if``
+    (set by who owns the work) says whether someone waits for its next tokens now: a step then takes every
+    thread (the wait is what the user sees), else one (speculation: less CPU for each token)."""
 
-    __slots__ = ("_event", "reason")
+    __slots__ = ("_event", "reason", "waited_if")
 
     def __init__(self) -> None:
         self._event = threading.Event()
         self.reason = ""
+        self.waited_if: Callable[[], bool] | None = None
+
+    @property
+    def waited(self) -> bool:
+        return self.waited_if is not None and self.waited_if()
 
     def cancel(self, reason: str = "cancelled") -> None:
         self.reason = reason

@@ -42,3 +42,42 @@ def test_one_thread_or_switched_off_means_one_session(model_dir, monkeypatch):
     assert off.step_session is None and head_threads(off) == 2  # the heads as the prompt pass
     on = OnnxDecoder(model_dir, man, threads=2, capacity=256, batch_max=1)
     assert on.step_session is not None and head_threads(on) == 1  # a step asks the head: on one thread too
+
+
+@pytest.mark.parametrize("waited", [True, False])
+def test_a_waited_generation_steps_on_every_thread(engine, monkeypatch, waited):
+    """While someone waits for a generation (CancelToken.waited), its decoding steps run on the prompt
+    pass's session; speculation's on the one-thread session."""
+    from engine.types import CancelToken, GenParams
+
+    dec, calls = engine.decoder, []
+    real = dec.forward
+
+    def spy(ids, past_len, step=False):
+        calls.append((ids.shape[1], step))
+        return real(ids, past_len, step=step)
+
+    monkeypatch.setattr(dec, "forward", spy)
+    tok = CancelToken()
+    tok.waited_if = lambda: waited
+    prefix = "def fibonacci(n):\n    if n < 2:\n        return n\n    return "
+    comps, t = engine.complete(prefix, "\n", GenParams(max_tokens=12), cancel=tok)
+    steps = [c for c in calls if c[0] <= 1 + engine.fast.max_draft]  # a step: the pending token and drafts
+    assert comps and len(steps) >= 2
+    assert all(step is not waited for _, step in steps)
+    assert not any(step for n, step in calls if n > 1 + engine.fast.max_draft)  # prompt passes: never
+
+
+def test_a_job_is_waited_while_a_request_waits_or_the_user_waits_at_its_spot():
+    from engine.types import GenParams
+    from lsp_server.completion.jobs import Job, Life, State
+
+    job = Job(State("file:///a.py", 1, 0, "x = ", "", "single", GenParams()), priority=0, seq=1)
+    assert not job.cancel.waited  # nobody waits yet
+    job.waiters = 1
+    assert job.cancel.waited
+    assert not job.leave(Life.BACKGROUND) and not job.cancel.waited  # let go: speculation
+    job.life = Life.AWAITED
+    assert job.cancel.waited
+    job.life = Life.ENDED
+    assert not job.cancel.waited
