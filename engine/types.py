@@ -9,20 +9,13 @@ from dataclasses import dataclass, field
 
 
 class CancelToken:
-    """Cooperative cancellation, checked by the generation loop before every model step. ``waited_if``
-    (set by who owns the work) says whether someone waits for its next tokens now: a step then takes every
-    thread (the wait is what the user sees), else one (speculation: less CPU for each token)."""
+    """Cooperative cancellation, checked by the generation loop before every model step."""
 
-    __slots__ = ("_event", "reason", "waited_if")
+    __slots__ = ("_event", "reason")
 
     def __init__(self) -> None:
         self._event = threading.Event()
         self.reason = ""
-        self.waited_if: Callable[[], bool] | None = None
-
-    @property
-    def waited(self) -> bool:
-        return self.waited_if is not None and self.waited_if()
 
     def cancel(self, reason: str = "cancelled") -> None:
         self.reason = reason

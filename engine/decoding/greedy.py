@@ -171,11 +171,9 @@ class _GreedyRow:
         ``guided``: ``allowed`` is the monitor's, for row 0 (the draft's rows go through ``guard``)."""
         eng, t, out, probs = self.eng, self.t, self.out, self.probs
         ids = [self.pending] + draft
-        step = self.cancel is None or not self.cancel.waited  # a waited step runs on every thread
         t0 = time.perf_counter()
-        hid = eng.decoder.forward(np.asarray([ids], dtype=np.int64), len(eng.rows.tokens), step=step)[0]
-        if step:  # the draft sizer learns the step session's costs (the usual case)
-            eng.drafts.observe_cost(len(ids), time.perf_counter() - t0)
+        hid = eng.decoder.forward(np.asarray([ids], dtype=np.int64), len(eng.rows.tokens), step=True)[0]
+        eng.drafts.observe_cost(len(ids), time.perf_counter() - t0)
         t.forward_calls += 1
         exact = allowed is not None or not self.lazy  # row 0's pick is final (else provisional)
         rest_exact = exact  # ... and the draft rows'

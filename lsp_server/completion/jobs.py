@@ -129,13 +129,6 @@ class Job:
     submitted: float = field(default_factory=time.monotonic)
     handle: Any = None  # the type-through entry its generation streams into (runner.Runner.open_entry)
 
-    def __post_init__(self) -> None:
-        self.cancel.waited_if = self.waited
-
-    def waited(self) -> bool:
-        """A request waits for its next tokens, or the user waits at its spot (its steps take every thread)."""
-        return self.life is not Life.ENDED and (self.waiters > 0 or self.life is Life.AWAITED)
-
     @property
     def anew(self) -> bool:
         return isinstance(self.work, Work) and self.work.anew
