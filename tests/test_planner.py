@@ -107,7 +107,8 @@ def test_a_keystroke_starts_its_work_at_once_unless_it_is_part_of_a_burst():
     assert planner.moved(s, st).start and not planner.moved(Settings(speculation=False), st).start
 
 
-def test_an_automatic_generation_waits_after_a_guess_until_the_typist_nears_it_or_pauses():
+def test_an_automatic_generation_waits_after_a_guess_until_the_typist_nears_it_or_pauses(monkeypatch):
+    monkeypatch.setattr(knobs, "HOLD_DOUBT_P", 0.9)  # (the candidate's value: knobs.py)
     s = Settings()
     auto = planner.gen_params(s, "single", invoked=False)
     near, quiet, below = knobs.HOLD_DOUBT_NEAR_CHARS, knobs.HOLD_DOUBT_QUIET_S, knobs.HOLD_DOUBT_P

@@ -45,7 +45,8 @@ HOLD_POLL_S = 0.02  # how often a held generation looks at the typing again
 # not shown until typing reaches it) waits there while the typist is more than HOLD_DOUBT_NEAR_CHARS before it
 # and has not paused HOLD_DOUBT_QUIET_S: typing that leaves the text before the guess makes every token after it
 # waste, and the server's CPU is its forwards (issue 47; at 0.5 too few lines held: docs/benchmarks/cpu.md).
-HOLD_DOUBT_P = 0.9
+# 0.0 (off) until 0.9, chosen on the tuning half, is confirmed once on validation (cpu.md, session 82).
+HOLD_DOUBT_P = 0.0
 HOLD_DOUBT_NEAR_CHARS = 3
 HOLD_DOUBT_QUIET_S = 0.2
 MAX_TOKENS = 256
