@@ -4,7 +4,6 @@ one record per document the service keeps."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 
 from lsp_server.completion.policy import knobs, planner
 from lsp_server.completion.requests.service import CompletionService
@@ -105,26 +104,6 @@ def test_a_keystroke_starts_its_work_at_once_unless_it_is_part_of_a_burst():
     assert not planner.keystroke(s, st, speculate=False, burst=False, now=10.0).start  # the client never asked
     assert planner.keystroke(Settings(speculation=False), st, speculate=True, burst=False, now=10.0).current is None
     assert planner.moved(s, st).start and not planner.moved(Settings(speculation=False), st).start
-
-
-def test_an_automatic_generation_waits_after_a_guess_until_the_typist_nears_it_or_pauses(monkeypatch):
-    monkeypatch.setattr(knobs, "HOLD_DOUBT_P", 0.9)  # (the candidate's value: knobs.py)
-    s = Settings()
-    auto = planner.gen_params(s, "single", invoked=False)
-    near, quiet, below = knobs.HOLD_DOUBT_NEAR_CHARS, knobs.HOLD_DOUBT_QUIET_S, knobs.HOLD_DOUBT_P
-    guess = ((12, below / 2),)  # the token at offset 12 was a guess
-    assert planner.holds_after_doubt(auto, guess, 0, 0.0)  # typing, far before it: wait
-    assert planner.holds_after_doubt(auto, guess, 12 - near - 1, quiet / 2)
-    assert not planner.holds_after_doubt(auto, guess, 12 - near, 0.0)  # near it: what follows now
-    assert not planner.holds_after_doubt(auto, guess, 20, 0.0)  # typed past it: it was right
-    assert not planner.holds_after_doubt(auto, guess, 0, quiet)  # a pause: the user may take it and go on
-    assert not planner.holds_after_doubt(auto, ((12, below),), 0, 0.0)  # not doubted enough
-    assert not planner.holds_after_doubt(auto, (), 0, 0.0)
-    assert planner.holds_after_doubt(auto, ((2, below / 2), (12, below / 2)), 0, 0.0)  # a later guess still waits
-    invoked = planner.gen_params(s, "single", invoked=True)  # an explicit request's text: never waits
-    assert invoked.n > 1 or invoked.auto_budget
-    assert not planner.holds_after_doubt(invoked, guess, 0, 0.0)
-    assert not planner.holds_after_doubt(replace(auto, n=3), guess, 0, 0.0)
 
 
 def test_a_look_ahead_line_waits_until_the_typist_nears_the_line_end_or_pauses():

@@ -262,25 +262,3 @@ def test_a_look_ahead_line_waits_for_the_typist_so_typing_off_the_line_costs_non
         assert r.until(lambda ended=ended: len(r.engine.ended) > ended, 30)
         assert r.engine.ended[-1] == "length" and r.engine.steps_run == before + 6
     r.stop()
-
-
-def test_a_generation_waits_after_a_guess_only_while_nothing_else_asks_for_the_engine(monkeypatch):
-    """Worker.holds (the engine thread asks after each token): an automatic generation waits after a token it
-    doubted while the typist keeps typing far before it; not once the user paused there, nor one the user waits
-    for at its spot (Life.AWAITED), nor while other work is queued."""
-    from lsp_server.completion.jobs import USER, Job, Life
-
-    monkeypatch.setattr(knobs, "HOLD_DOUBT_P", 0.9)
-    clock = Clock()
-    r = Rig(FakeEngine(steps(2, STEP)), clock=clock)  # not started: nothing runs, the queue is the test's
-    job = Job(state("a", 1, "p"), USER, 1)
-    guess = ((12, 0.6),)  # the token at offset 12 was a guess
-    assert r.worker.holds(job, "x" * 20, guess)
-    assert not r.worker.holds(job, "x" * 20, ((12, 0.95),))  # no doubt under the cut: it goes on
-    job.life = Life.AWAITED
-    assert not r.worker.holds(job, "x" * 20, guess)
-    job.life = Life.ASKED
-    clock.advance(knobs.HOLD_DOUBT_QUIET_S)  # the user paused: what follows the guess may be taken next
-    assert not r.worker.holds(job, "x" * 20, guess)
-    r.worker.submit(state("b", 1, "q"))  # the user acted (the pause ends) and other work waits for the engine
-    assert not r.worker.holds(job, "x" * 20, guess)

@@ -41,14 +41,6 @@ LOOKAHEAD_TOKENS = SINGLE_LINE_TOKENS + TOKENS_PER_LINE
 LOOKAHEAD_NEAR_CHARS = 8
 LOOKAHEAD_QUIET_S = 0.4
 HOLD_POLL_S = 0.02  # how often a held generation looks at the typing again
-# An automatic generation that wrote a token it gave less than HOLD_DOUBT_P (the doubt cut's: what follows it is
-# not shown until typing reaches it) waits there while the typist is more than HOLD_DOUBT_NEAR_CHARS before it
-# and has not paused HOLD_DOUBT_QUIET_S: typing that leaves the text before the guess makes every token after it
-# waste, and the server's CPU is its forwards (issue 47; at 0.5 too few lines held: docs/benchmarks/cpu.md).
-# 0.0 (off) until 0.9, chosen on the tuning half, is confirmed once on validation (cpu.md, session 82).
-HOLD_DOUBT_P = 0.0
-HOLD_DOUBT_NEAR_CHARS = 3
-HOLD_DOUBT_QUIET_S = 0.2
 MAX_TOKENS = 256
 TYPING_HISTORY = 9  # keystroke times kept per document
 # Work for a pause (the whole window after the quick one had nothing, the capable tier's line) starts after

@@ -14,7 +14,7 @@ from engine.policy import routing
 from engine.text.budget import decide_mode, skip_reason
 from engine.text.postprocess import split_cursor
 from engine.text.window import window_start
-from engine.types import DocRef, Doubts, GenParams
+from engine.types import DocRef, GenParams
 from lsp_server import convert
 from lsp_server.completion.jobs import Job, State
 from lsp_server.completion.policy import knobs
@@ -33,17 +33,6 @@ def holds_lookahead(params: GenParams, text: str, typed: int, quiet_s: float) ->
     end = text.find("\n")
     return is_lookahead(params.max_tokens, params.max_lines) and end >= 0 and \
         end - typed > knobs.LOOKAHEAD_NEAR_CHARS and quiet_s < knobs.LOOKAHEAD_QUIET_S
-
-
-def holds_after_doubt(params: GenParams, doubts: Doubts, typed: int, quiet_s: float) -> bool:
-    """Does an automatic generation (one greedy variant, not sized for an explicit request) wait after a token it
-    doubted? ``doubts``: (offset, probability) of its text's doubted tokens; ``typed``: characters of the text the
-    user typed since; ``quiet_s``: since the user's last action. What follows a guess is only as good as the
-    guess: it waits while the guess is more than a few characters ahead and the user keeps typing."""
-    if params.n != 1 or params.auto_budget:
-        return False
-    return quiet_s < knobs.HOLD_DOUBT_QUIET_S and \
-        any(at - typed > knobs.HOLD_DOUBT_NEAR_CHARS for at, p in doubts if p < knobs.HOLD_DOUBT_P)
 
 
 def lookahead_for_block(entry: Entry, state: State) -> bool:

@@ -52,7 +52,7 @@ class Scheduler(Protocol):
 
     def keeps(self, job: Job) -> bool: ...
 
-    def holds(self, job: Job, text: str, doubts: Doubts = ()) -> bool: ...
+    def holds(self, job: Job, text: str) -> bool: ...
 
 
 class Runner:
@@ -192,8 +192,8 @@ class Runner:
             return
         if isinstance(job.handle, Entry):
             self._safely(self.store.stream, job.handle, index, text, doubts)
-        while index == 0 and scheduler.holds(job, text, doubts) and not job.cancel.wait(knobs.HOLD_POLL_S):
-            pass  # (engine thread asleep) a keystroke off the text stops the job before what follows costs
+        while index == 0 and scheduler.holds(job, text) and not job.cancel.wait(knobs.HOLD_POLL_S):
+            pass  # (engine thread asleep) a keystroke off the line stops the job before its next line costs
         if not job.cancel.cancelled and not scheduler.keeps(job):
             stop_job(job, "diverged")  # the user typed something else: the text is useless now
 

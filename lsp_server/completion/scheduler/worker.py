@@ -10,7 +10,6 @@ import threading
 
 from engine.backends import Backend
 from engine.cache.typethrough import Entry
-from engine.types import Doubts
 from lsp_server.completion.events import Events, Idle
 from lsp_server.completion.jobs import (
     WARM,
@@ -268,21 +267,16 @@ class Worker:
         """The document's newest revision this worker heard of (CLOSED once closed)."""
         return self._q.revisions.get(uri)
 
-    def holds(self, job: Job, text: str, doubts: Doubts = ()) -> bool:
-        """(engine thread) Does a generation wait: a look-ahead one before its next line
-        (planner.holds_lookahead), an automatic one after a guess (planner.holds_after_doubt; not one the user
-        waits for at its spot)? Not while other work waits for the engine; never a remote's stream (its
-        server's CPU, not ours)."""
+    def holds(self, job: Job, text: str) -> bool:
+        """(engine thread) Does a look-ahead generation wait before its next line (planner.holds_lookahead)?
+        Not while other work waits for the engine; never a remote's stream (its server's CPU, not ours)."""
         if self.tier != "local":
             return False
         with self._cond:
-            if self._q.pending:
-                return False
             current = self._q.current.get(job.state.uri) if job.life is Life.TRACKING else None
             typed = len(current.prefix) - len(job.state.prefix) if current is not None else 0
-            quiet = self._clock() - self._q.last_active
-            return planner.holds_lookahead(job.state.params, text, typed, quiet) or \
-                (job.life is not Life.AWAITED and planner.holds_after_doubt(job.state.params, doubts, typed, quiet))
+            return not self._q.pending and planner.holds_lookahead(job.state.params, text, typed,
+                                                                   self._clock() - self._q.last_active)
 
     def keeps(self, job: Job) -> bool:
         """(engine thread) Does a job kept through an edit still serve where the user is?"""
