@@ -18,7 +18,7 @@ from engine.cache.disk import CompletionCache
 from engine.cache.entries import DiskAnswers, is_complete
 from engine.cache.typethrough import Entry, Hit, TypeThrough
 from engine.policy import routing
-from engine.text.postprocess import CUT_OFF_REASONS, Mode, postprocess, split_cursor
+from engine.text.postprocess import CUT_OFF_REASONS, Mode, open_line_shown, postprocess, split_cursor
 from engine.types import Completion, Doubts
 from lsp_server.completion.events import Changed, Events
 from lsp_server.completion.jobs import Ask, Job, Result, Scheduling, State, Work, WorkKey
@@ -246,8 +246,9 @@ class Store:
             return False  # its first line is still being written
         truncated = live or c.finish_reason in CUT_OFF_REASONS
         max_lines = (settings or self._settings()).max_lines
-        return postprocess(c.text, state.prefix, state.suffix, mode=mode, max_lines=max_lines,
-                           truncated=truncated) is not None
+        language = state.params.language  # as items.py shows it: a streaming line's head is shown open
+        return postprocess(c.text, state.prefix, state.suffix, mode=mode, max_lines=max_lines, truncated=truncated,
+                           language=language, open_line=open_line_shown(c.finish_reason, language=language)) is not None
 
     def mode_for(self, state: State, entry: Entry | None) -> Mode:
         """A block being typed through stays a block, though its first line is no longer empty (a fresh
