@@ -186,3 +186,16 @@ def test_a_variants_batch_cut_off_is_not_the_whole_answer_to_a_request_for_varia
     runner.close_entry(agreed, (cut[:1], Timings()), 10.0)
     found = store.lookup(st, None, partial=False, disk=False)
     assert found is not None and len(found.comps) == 1 and found.complete
+
+
+def test_a_streaming_line_on_a_fresh_line_answers_with_its_head_as_items_shows_it():
+    """After Enter a request waits for what streams; the head of a statement the model is still writing is
+    shown open (items.open_line_shown), so it answers then, not once a whole statement has streamed."""
+    store, _, _ = _store()
+    st = _state(1, "def f(self, x):\n    ")
+    assert st.mode == "multi"
+    for head in ("if x", "for i in", "self.a = "):
+        assert store.shows(Completion(head, [1], "partial"), st, st.mode, live=True, partial=True), head
+        # a text a limit cut off (not streaming any more) is still cut back to a complete statement: nothing
+        assert not store.shows(Completion(head, [1], "length"), st, st.mode, live=False, partial=True), head
+    assert store.shows(Completion("return x\n", [1, 2], "stop"), st, st.mode, live=False, partial=True)

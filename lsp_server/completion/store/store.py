@@ -246,9 +246,10 @@ class Store:
             return False  # its first line is still being written
         truncated = live or c.finish_reason in CUT_OFF_REASONS
         max_lines = (settings or self._settings()).max_lines
-        language = state.params.language  # as items.py shows it: a streaming line's head is shown open
+        # on a fresh line, as items.py shows it: the head of a statement still streaming answers a pause after Enter
+        language, fresh = state.params.language, not split_cursor(state.prefix, state.suffix)[0].strip()
         return postprocess(c.text, state.prefix, state.suffix, mode=mode, max_lines=max_lines, truncated=truncated,
-                           language=language, open_line=open_line_shown(c.finish_reason, language=language)) is not None
+                           language=language, open_line=fresh and open_line_shown(c.finish_reason, language=language)) is not None
 
     def mode_for(self, state: State, entry: Entry | None) -> Mode:
         """A block being typed through stays a block, though its first line is no longer empty (a fresh
