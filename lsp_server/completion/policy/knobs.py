@@ -25,9 +25,9 @@ IDLE_WORK_S = 1.5
 # line). A keystroke comes every ~0.1 s while typing: waiting longer leaves the next key with nothing on
 # screen (docs/benchmarks/replay.partial.md).
 PARTIAL_AFTER_S = 0.04
-# A fresh line shows only whole lines (a part ends mid-statement: issue 16) this long, then what has streamed,
-# a statement's head too (Store.shows).
-FRESH_LINE_WHOLE_S = 0.12
+# A fresh line shows only whole lines (a part ends mid-statement: issue 16) this long, then what has streamed:
+# in these languages a statement's head too (Store.shows; TypeScript's lost characters: docs/benchmarks/cpu.md).
+FRESH_LINE_WHOLE_S, FRESH_LINE_HEAD = 0.12, frozenset({"python"})
 # An explicit request's variants after the first: greedy branches (variant temperature 0, engine batch.py).
 BRANCHES = 0.0
 # How long after a partial answer its completion still refreshes the suggestion on screen.

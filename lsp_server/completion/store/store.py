@@ -22,6 +22,7 @@ from engine.text.postprocess import CUT_OFF_REASONS, Mode, open_line_shown, post
 from engine.types import Completion, Doubts
 from lsp_server.completion.events import Changed, Events
 from lsp_server.completion.jobs import Ask, Job, Result, Scheduling, State, Work, WorkKey
+from lsp_server.completion.policy import knobs
 from lsp_server.completion.policy.planner import is_lookahead, lookahead_for_block
 from lsp_server.completion.store.tickets import Alarm, Answer, Record, Ticket
 from lsp_server.settings import Settings
@@ -246,8 +247,9 @@ class Store:
             return False  # its first line is still being written
         truncated = live or c.finish_reason in CUT_OFF_REASONS
         max_lines = (settings or self._settings()).max_lines
-        # on a fresh line, as items.py shows it: the head of a statement still streaming answers a pause after Enter
-        language, fresh = state.params.language, not split_cursor(state.prefix, state.suffix)[0].strip()
+        # on a fresh line (knobs.FRESH_LINE_HEAD), as items.py shows it: a streaming head answers a pause after Enter
+        language = state.params.language
+        fresh = language in knobs.FRESH_LINE_HEAD and not split_cursor(state.prefix, state.suffix)[0].strip()
         return postprocess(c.text, state.prefix, state.suffix, mode=mode, max_lines=max_lines, truncated=truncated,
                            language=language, open_line=fresh and open_line_shown(c.finish_reason, language=language)) is not None
 
