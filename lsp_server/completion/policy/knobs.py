@@ -26,7 +26,7 @@ IDLE_WORK_S = 1.5
 # screen (docs/benchmarks/replay.partial.md).
 PARTIAL_AFTER_S = 0.04
 # A fresh line shows only whole lines (a part ends mid-statement: issue 16) this long, then what has streamed:
-# in these languages a statement's head too (Store.shows; TypeScript's lost characters: docs/benchmarks/cpu.md).
+# in these languages a statement's head too (Store.shows; confirmed on Python; TypeScript lost characters: cpu.md).
 FRESH_LINE_WHOLE_S, FRESH_LINE_HEAD = 0.12, frozenset({"python"})
 # An explicit request's variants after the first: greedy branches (variant temperature 0, engine batch.py).
 BRANCHES = 0.0

@@ -247,9 +247,10 @@ class Store:
             return False  # its first line is still being written
         truncated = live or c.finish_reason in CUT_OFF_REASONS
         max_lines = (settings or self._settings()).max_lines
-        # on a fresh line (knobs.FRESH_LINE_HEAD), as items.py shows it: a streaming head answers a pause after Enter
-        language = state.params.language
-        fresh = language in knobs.FRESH_LINE_HEAD and not split_cursor(state.prefix, state.suffix)[0].strip()
+        # knobs.FRESH_LINE_HEAD's languages read a fresh line as items.py shows it: a streaming head answers a pause
+        # after Enter; the others stay as they were measured (the language guessed from the text, whole statements)
+        language = state.params.language if state.params.language in knobs.FRESH_LINE_HEAD else None
+        fresh = language is not None and not split_cursor(state.prefix, state.suffix)[0].strip()
         return postprocess(c.text, state.prefix, state.suffix, mode=mode, max_lines=max_lines, truncated=truncated,
                            language=language, open_line=fresh and open_line_shown(c.finish_reason, language=language)) is not None
 
