@@ -124,6 +124,11 @@ class Waiting:
     item_one: bool = False
 
 
+def on_fresh_line(state: State) -> bool:
+    """Nothing typed yet on the cursor's line (after Enter): whole lines first (issue 16), then Store.shows' head."""
+    return not split_cursor(state.prefix, state.suffix)[0].strip()
+
+
 def waiting(settings: Settings, state: State, since: float, *, invoked: bool, remote: bool = False,
             budget_s: float | None = None) -> Waiting:
     """An explicit request waits for the whole suggestion; one made as the user types is shown what has
@@ -132,7 +137,7 @@ def waiting(settings: Settings, state: State, since: float, *, invoked: bool, re
     budget = budget_s if budget_s is not None else knobs.INVOKED_BUDGET_S if invoked else knobs.AUTOMATIC_BUDGET_S
     if not settings.speculation:
         return Waiting(since + budget, None, since, job_budget=budget)
-    fresh_line = not invoked and not split_cursor(state.prefix, state.suffix)[0].strip()
+    fresh_line = not invoked and on_fresh_line(state)
     return Waiting(since + budget, budget if invoked else knobs.PARTIAL_AFTER_S, since,
                    whole_lines_s=knobs.FRESH_LINE_WHOLE_S if fresh_line else 0.0,
                    job_budget=max(budget, settings.remote_timeout_ms / 1000) if remote else knobs.JOB_BUDGET_S,

@@ -23,7 +23,7 @@ from engine.types import Completion, Doubts
 from lsp_server.completion.events import Changed, Events
 from lsp_server.completion.jobs import Ask, Job, Result, Scheduling, State, Work, WorkKey
 from lsp_server.completion.policy import knobs
-from lsp_server.completion.policy.planner import is_lookahead, lookahead_for_block
+from lsp_server.completion.policy.planner import is_lookahead, lookahead_for_block, on_fresh_line
 from lsp_server.completion.store.tickets import Alarm, Answer, Record, Ticket
 from lsp_server.settings import Settings
 
@@ -250,7 +250,7 @@ class Store:
         # knobs.FRESH_LINE_HEAD's languages read a fresh line as items.py shows it: a streaming head answers a pause
         # after Enter; the others stay as they were measured (the language guessed from the text, whole statements)
         language = state.params.language if state.params.language in knobs.FRESH_LINE_HEAD else None
-        fresh = language is not None and not split_cursor(state.prefix, state.suffix)[0].strip()
+        fresh = language is not None and on_fresh_line(state)
         return postprocess(c.text, state.prefix, state.suffix, mode=mode, max_lines=max_lines, truncated=truncated,
                            language=language, open_line=fresh and open_line_shown(c.finish_reason, language=language)) is not None
 
