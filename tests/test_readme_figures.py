@@ -152,3 +152,12 @@ def test_the_next_edit_figures_are_the_signature_and_move_reports():
     assert f"on {m['cases']} real moves" in text and f"{right} of {m['imports_changed']} changed imports offered" in text
     assert f"{wrong} offered where upstream kept" in text
     assert f"first offer {_ms(m['first_offer']['p50_ms'])} / {_ms(m['first_offer']['p95_ms'])} ms after the paste" in text
+
+
+def test_the_larger_models_figures_are_its_archived_runs():
+    """The README's 0.5B-against-1.5B sentence is the archived runs' characters saved (docs/benchmarks/models.md)."""
+    text = " ".join(README.split())
+    for lang, run in (("Python", "python-think"), ("Rust", "rust-think")):
+        data = json.loads((BENCH / "archive" / f"replay.m15-tuning-{run}-s88.json").read_text())
+        share = {s["server"]: s["chars_saved_share"] for s in data["summaries"] if s["typist"] == "think"}
+        assert f"{lang} think {100 * share['main']:.0f}% -> {100 * share['m15']:.0f}%" in text
