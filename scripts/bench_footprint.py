@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -72,10 +71,11 @@ def measure(arm: str) -> dict:
 
 
 def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    # one description of the CPU for every benchmark (family, model, flags)
+    from bench_replay import cpu_model
+
+    return cpu_model()
 
 
 def main() -> int:
@@ -134,7 +134,7 @@ def main() -> int:
     # sections other scripts write below the table (bench_quickstart.sh's "## The quick start ...") stay
     rest = md.read_text().partition("\n## ")[2] if md.exists() else ""
     md.write_text(
-        f"# Model footprint: disk, cold start, memory\n\n{meta['date']} · {meta['cpu']}, {meta['cores']} cores · "
+        f"# Model footprint: disk, cold start, memory\n\n{meta['date']} · {meta['cpu']} · "
         f"{args.rounds} rounds, arms alternated (A B, B A) · load average {meta['load_avg_start']} at start, "
         f"{meta['load_avg_end']} at the end · ready = process start to an engine loaded and warmed "
         "(Engine.load, warm=True), imports included; RSS after load and after three short completions.\n\n"
