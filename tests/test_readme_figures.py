@@ -157,8 +157,9 @@ def test_the_next_edit_figures_are_the_signature_and_move_reports():
 def test_the_larger_models_figures_are_its_archived_runs():
     """The README's 0.5B-against-1.5B sentence is the archived runs' characters saved (docs/benchmarks/models.md)."""
     text = " ".join(README.split())
-    for lang, run, arm in (("Python", "m15-tuning-python-think", "m15"), ("Rust", "m15-tuning-rust-think", "m15"),
-                           ("Python", "m15i4-tuning-python-think", "m15i4")):
-        data = json.loads((BENCH / "archive" / f"replay.{run}-s88.json").read_text())
+    for lang, run, arm in (("Python", "m15-tuning-python-think-s88", "m15"), ("Rust", "m15-tuning-rust-think-s88", "m15"),
+                           ("TypeScript", "m15-tuning-ts-think-s89", "m15"), ("JavaScript", "m15-tuning-js-think-s89", "m15"),
+                           ("Python", "m15i4-tuning-python-think-s88", "m15i4")):
+        data = json.loads((BENCH / "archive" / f"replay.{run}.json").read_text())
         share = {s["server"]: s["chars_saved_share"] for s in data["summaries"] if s["typist"] == "think"}
         assert f"{lang} think {100 * share['main']:.0f}% -> {100 * share[arm]:.0f}%" in text
