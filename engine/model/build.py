@@ -48,6 +48,8 @@ def build_preset(preset_name: str, precision: str | None = None, *, force: bool 
         raise BuildError(f"unknown precision {precision!r}; choose one of {', '.join(ALL_PRECISIONS)}")
     final = paths.models_dir() / f"{preset.name}-{precision}"
     if not force and is_current(final, precision):
+        if keep_gguf:  # asked to keep the file: fetched again where a build without --keep-gguf deleted it
+            fetch_gguf(preset)
         return final
     from_blocks = preset.gguf_builder and precision in GGUF_RECIPES
     if not from_blocks:
