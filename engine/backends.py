@@ -50,6 +50,10 @@ class Backend(Protocol):
         KV cache, or it holds the prompt already: the backend knows, nobody mirrors it)."""
         ...
 
+    def prefill_seconds(self, prefix: str, suffix: str = "") -> float | None:
+        """How long the prompt pass of the full window would take now (None: not known; a remote's is its own)."""
+        ...
+
     def set_context(self, block: Any) -> bool:
         """Put a repository context block (engine.context.block.ContextBlock or None) in front of prompts from now
         on; True when it changed what the backend holds."""
@@ -86,6 +90,8 @@ class LocalEngine(Protocol):
                  ) -> tuple[list[Completion], Timings]: ...
 
     def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings | None: ...
+
+    def prefill_seconds(self, prefix: str, suffix: str = "") -> float | None: ...
 
     def set_context(self, block: Any) -> bool: ...
 
@@ -127,6 +133,9 @@ class LocalBackend:
 
     def prefill(self, prefix: str, suffix: str = "", cancel: CancelToken | None = None) -> Timings | None:
         return self.engine.prefill(prefix, suffix, cancel)
+
+    def prefill_seconds(self, prefix: str, suffix: str = "") -> float | None:
+        return self.engine.prefill_seconds(prefix, suffix)
 
     def set_context(self, block: Any) -> bool:
         return bool(self.engine.set_context(block))

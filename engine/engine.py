@@ -38,7 +38,7 @@ from engine.model.manifest import Manifest, load_manifest
 from engine.model.memory import check_fits, release_free_heap
 from engine.model.runtime import OnnxDecoder
 from engine.text.window import clip_window, from_line_start, line_start, sticky_cut
-from engine.types import CancelToken, Completion, GenParams, Timings, TokenCallback
+from engine.types import CancelToken, Completion, GenParams, Rate, Timings, TokenCallback
 
 log = logging.getLogger("flint.engine")
 
@@ -74,6 +74,7 @@ class Engine:
         self.block = PromptBlock(self.config.context_layout)  # the repository context in front of every prompt
         self.last_context: tuple[str, ...] = ()  # the block's labels if the last prompt run carried it
         self.guidance: Guidance | None = None  # the monitor (enable_guidance; built on first guided request)
+        self.prefill_rate = Rate()  # prompt tokens a second, as this machine runs them
         release_free_heap()  # what loading freed (the tokenizer's parse, the sessions' graphs) leaves the RSS
         self.load_s = time.perf_counter() - t0
         self.warm_s = 0.0
@@ -266,9 +267,10 @@ class Engine:
         rows.truncate(L)
         h = None
         chunk = chunk or self.config.prefill_chunk
-        pos = L
+        pos, t0 = L, time.perf_counter()
         while pos < len(ids):
             if cancel is not None and cancel.cancelled and pos > L:
+                self.prefill_rate.add(pos - L, time.perf_counter() - t0)
                 return None  # the KV cache stays valid for ids[:pos]
             part = ids[pos:pos + chunk]
             out = self.decoder.forward(np.asarray([part], dtype=np.int64), pos)
@@ -278,6 +280,7 @@ class Engine:
             h = out[0, -1]
             rows.append(part, h if pos == len(ids) else None)  # the hidden state is kept for the whole prompt
         assert h is not None
+        self.prefill_rate.add(pos - L, time.perf_counter() - t0)
         self.last_context = t.context  # the whole prompt is in the KV now, the block's chunks with it
         return h
 
@@ -294,6 +297,17 @@ class Engine:
         self._sync(pr.ids, t, cancel, chunk=self.config.warm_chunk)
         t.total_ms = (time.perf_counter() - t.started) * 1000
         return t
+
+    def prefill_seconds(self, prefix: str, suffix: str = "") -> float | None:
+        """How long the full window's prompt pass would take here (the tokens no row holds, at the measured
+        rate; None before a pass was measured). Changes nothing: idle work that cannot finish is not begun."""
+        rate = self.prefill_rate.per_s
+        if rate is None:
+            return None
+        prefix = line_start(prefix, suffix)[0]  # the prompt complete() runs there
+        new = min(len(pr.ids) - common_prefix(cached, pr.ids) for row, anchor, cached in self.rows.slots()
+                  for pr in [self.build(prefix, suffix, previous=anchor)])
+        return new / rate
 
     # ---- logits ---------------------------------------------------------------------------------
     def _set_context_rows(self, prompt_ids: list[int]) -> None:

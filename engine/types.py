@@ -102,6 +102,22 @@ class Completion:
 
 
 @dataclass
+class Rate:
+    """Items a second: a running mean over measurements of at least ``least`` items (a few tokens' time is mostly
+    the call's overhead, not the rate)."""
+
+    per_s: float | None = None
+    least: int = 32
+    weight: float = 0.3  # of the newest measurement: the machine's load changes
+
+    def add(self, items: int, seconds: float) -> None:
+        if items < self.least or seconds <= 0:
+            return
+        r = items / seconds
+        self.per_s = r if self.per_s is None else self.per_s + self.weight * (r - self.per_s)
+
+
+@dataclass
 class Timings:
     prompt_tokens: int = 0
     reused_tokens: int = 0

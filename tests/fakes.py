@@ -58,6 +58,7 @@ class FakeEngine:
     ended: list[str] = field(default_factory=list)  # each call's finish reason, once it returned
     held: tuple[str, str] | None = None  # the window the KV would hold whole (a full-window run, a warm-up)
     doubts: tuple[tuple[int, float], ...] = ()  # every completion's (offset, probability) doubts
+    prompt_pass_s: float | None = None  # what prefill_seconds says of every full window (None: not measured)
 
     def complete(self, prefix: str, suffix: str = "", params: GenParams | None = None,
                  cancel: CancelToken | None = None, on_token=None) -> tuple[list[Completion], Timings]:
@@ -114,6 +115,9 @@ class FakeEngine:
         if cancel is None or not cancel.cancelled:
             self.held = (prefix, suffix)
         return Timings(prompt_tokens=len(prefix), ran_tokens=len(prefix))  # a "token" a character
+
+    def prefill_seconds(self, prefix: str, suffix: str = "") -> float | None:
+        return self.prompt_pass_s
 
     def set_context(self, block) -> bool:
         digest = block.digest() if block is not None and block.chunks else ""

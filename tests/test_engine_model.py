@@ -343,6 +343,22 @@ def test_idle_time_leaves_a_window_the_kv_holds_alone(engine):
     assert whole.reused_tokens >= cut.ran_tokens, (whole, cut)
 
 
+def test_the_full_windows_prompt_pass_is_timed_by_what_the_kv_lacks(engine):
+    """prefill_seconds: the tokens no row holds, at the rate this machine ran prompt passes (idle work that
+    cannot finish in its time is not begun); it only looks: the KV is as it was."""
+    prefix, suffix = _textwrap_spot()
+    engine.reset()
+    whole = engine.prefill(prefix, suffix)  # measured (the rate), and held
+    rate = engine.prefill_rate.per_s
+    assert whole is not None and rate is not None and rate > 0
+    assert engine.prefill_seconds(prefix, suffix) == 0.0
+    engine.reset()
+    cold = engine.prefill_seconds(prefix, suffix)
+    assert cold is not None and abs(cold * rate - whole.prompt_tokens) < 1, (cold, rate, whole.prompt_tokens)
+    again = engine.prefill(prefix, suffix)  # prefill_seconds ran nothing and kept nothing
+    assert again is not None and again.ran_tokens == again.prompt_tokens == whole.prompt_tokens, again
+
+
 def test_a_parked_prompt_swapped_back_gives_what_a_fresh_run_gives(engine):
     a_prefix, a_suffix = _textwrap_spot(3000)
     b_prefix, b_suffix = PROMPTS[2]["prefix"] * 4, PROMPTS[2]["suffix"]

@@ -229,6 +229,21 @@ async def test_nothing_from_the_quick_window_is_followed_by_the_whole_window_and
     assert [it.text for it in again.items] == ["total = a + b"] and windows(eng) == ["quick", "whole"]
 
 
+async def test_a_whole_window_whose_prompt_pass_outlasts_the_idle_time_is_not_begun(variants_session):
+    """The engine says the whole window's prompt pass needs longer than is left before the user counts as gone
+    (knobs.IDLE_WORK_S): the follow-up is not run (the watchdog would stop it before it wrote anything), no
+    refresh comes; the user asking there still waits for the whole window (a request is not idle work)."""
+    eng = FakeEngine(quick_empty, prompt_pass_s=knobs.IDLE_WORK_S + 1.0)
+    s, refreshed = variants_session(eng)
+    uri = "file:///q.py"
+    s.documents.open(uri, "def add(a, b):\n    \n    print(a)\n", 1)
+    assert (await s.suggest(uri, 1, 4, invoked=False)).items == []
+    await until(lambda: s.stats.counts["work.now.ended.beyond-idle.jobs"] == 1, 5)
+    assert windows(eng) == ["quick"] and refreshed == []
+    asked = await s.suggest(uri, 1, 4, invoked=True)
+    assert [it.text for it in asked.items][:1] == ["total = a + b"] and windows(eng)[-1] == "whole"
+
+
 def quick_empty_slow_whole(prefix, suffix, params):
     """The quick first window has no line here; the whole window's prompt pass outlasts the user's pause."""
     if params.quick_start:

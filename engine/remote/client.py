@@ -108,6 +108,10 @@ class RemoteBackend:
         """Nothing to warm here (the server keeps its own caches)."""
         return None
 
+    def prefill_seconds(self, prefix: str, suffix: str = "") -> None:
+        """Not known here (the server's prompt pass, on its own CPU)."""
+        return None
+
     def set_context(self, block: object) -> bool:
         """A remote server gets no repository context block (its prompt is text; the block is for a local
         KV cache): nothing changes."""

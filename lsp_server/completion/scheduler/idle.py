@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 from engine.backends import Backend
 from lsp_server.completion.jobs import Job, WarmUp, stop_job
-from lsp_server.completion.policy import knobs
 from lsp_server.completion.scheduler.jobqueue import JobQueue
 
 log = logging.getLogger(__name__)
@@ -34,7 +33,7 @@ class Watchdog:
                 if self._stopping():
                     return
                 r = self._q.running
-                due = self._q.last_active + knobs.IDLE_WORK_S
+                due = self._q.idle_from()
                 if r is not None and r.idle_work and not r.cancel.cancelled and self._q.clock() >= due:
                     log.debug("job %d stopped: the user is idle", r.seq)
                     stop_job(r, "idle")

@@ -37,6 +37,10 @@ class JobQueue:
         self.idle_asked = True
         return -1.0, True
 
+    def idle_from(self) -> float:
+        """When work nobody waits for stops: ``knobs.IDLE_WORK_S`` after the user's last action."""
+        return self.last_active + knobs.IDLE_WORK_S
+
     def heard(self, state: State) -> None:
         """Work for ``state``: its document is at its revision at least."""
         self.revisions[state.uri] = max(self.revisions.get(state.uri, 0), state.revision)
@@ -62,7 +66,7 @@ class JobQueue:
         """The job to run now, or None and how long until one may (negative: nothing waits). Once the user has
         gone (``knobs.IDLE_WORK_S``) only what a request waits for runs."""
         jobs = self.waiting()
-        if now >= self.last_active + knobs.IDLE_WORK_S:
+        if now >= self.idle_from():
             jobs = [j for j in jobs if not j.idle_work]
         ready = [j for j in jobs if j.not_before <= now]
         if ready:

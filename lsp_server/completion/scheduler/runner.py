@@ -54,6 +54,8 @@ class Scheduler(Protocol):
 
     def holds(self, job: Job, text: str) -> bool: ...
 
+    def beyond_idle(self, job: Job, need_s: float | None) -> bool: ...
+
 
 class Runner:
     def __init__(self, tier: str, store: Store, events: Events) -> None:
@@ -135,6 +137,10 @@ class Runner:
             cached = self._from_store(job)
             if cached is not None:
                 return Ran(cached)
+        if job.idle_work and not job.state.params.quick_start and \
+                scheduler.beyond_idle(job, engine.prefill_seconds(job.state.prefix, job.state.suffix)):
+            self._worked(job, time.perf_counter(), time.process_time())  # (counted: ended "beyond idle")
+            return Ran(error=reason_exc(job.cancel.reason))
         self.emit("busy", uri=job.state.uri)
         t0, c0 = time.perf_counter(), time.process_time()
         log.debug("job %d start (%s): %s rev %d, waited %.0f ms", job.seq, job.account, job.state.uri, job.state.revision,

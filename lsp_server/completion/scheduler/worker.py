@@ -278,6 +278,15 @@ class Worker:
             return not self._q.pending and planner.holds_lookahead(job.state.params, text, typed,
                                                                    self._clock() - self._q.last_active)
 
+    def beyond_idle(self, job: Job, need_s: float | None) -> bool:
+        """(engine thread) Idle work whose prompt pass needs longer (``need_s``) than is left before the watchdog
+        stops it is stopped now: such a pass, cut short, wrote nothing (docs/benchmarks/cpu.md)."""
+        with self._cond:
+            if need_s is None or not job.idle_work or self._clock() + need_s <= self._q.idle_from():
+                return False
+            stop_job(job, "beyond idle")
+            return True
+
     def keeps(self, job: Job) -> bool:
         """(engine thread) Does a job kept through an edit still serve where the user is?"""
         if job.life is not Life.TRACKING:
