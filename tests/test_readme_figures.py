@@ -164,3 +164,18 @@ def test_the_larger_models_figures_are_its_archived_runs():
         data = json.loads((BENCH / "archive" / f"replay.{run}.json").read_text())
         share = {s["server"]: s["chars_saved_share"] for s in data["summaries"] if s["typist"] == "think"}
         assert f"{lang} think {100 * share['main']:.0f}% -> {100 * share[arm]:.0f}%" in text
+
+
+def test_the_idle_work_figures_are_its_validation_run():
+    """The README's sentence on idle work not begun (session 90) is the archived validation run's record."""
+    text = " ".join(README.split())
+    data = json.loads((BENCH / "archive" / "replay.beyond-idle-val-python-think-s90.json").read_text())
+    by = {s["server"]: s for s in data["summaries"]}
+    job = {arm: sum(r["work"]["now"]["cpu_ms"] for r in data["runs"] if r["server"] == arm) / 1000 for arm in by}
+    main, new = by["main"], by["beyond"]
+    assert f"job CPU {job['main']:.1f} -> {job['beyond']:.1f} s" in text
+    assert f"CPU per accepted character {main['cpu_ms_per_accepted_char']} -> {new['cpu_ms_per_accepted_char']} ms" in text
+    assert f"characters saved {main['chars_saved']:,} -> {new['chars_saved']:,}" in text
+    assert f"under a wrong ghost {main['wrong_ghost_keys']['count']} -> {new['wrong_ghost_keys']['count']}" in text
+    assert f"within 150 ms {100 * main['pauses']['share']:.1f}% -> {100 * new['pauses']['share']:.1f}%" in text
+    assert f"CPU per minute of typing {main['cpu_s_per_typing_min']} -> {new['cpu_s_per_typing_min']} s" in text
