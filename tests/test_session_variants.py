@@ -241,7 +241,8 @@ async def test_a_whole_window_whose_prompt_pass_outlasts_the_idle_time_is_not_be
     await until(lambda: s.stats.counts["work.now.ended.beyond-idle.jobs"] == 1, 5)
     assert windows(eng) == ["quick"] and refreshed == []
     asked = await s.suggest(uri, 1, 4, invoked=True)
-    assert [it.text for it in asked.items][:1] == ["total = a + b"] and windows(eng)[-1] == "whole"
+    # (only the whole window has a line here; the automatic twin's quick window may run after it)
+    assert [it.text for it in asked.items][:1] == ["total = a + b"] and "whole" in windows(eng)
 
 
 def quick_empty_slow_whole(prefix, suffix, params):
