@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -209,11 +210,8 @@ class Engine:
         every parked row (each with its own anchor); when even the best needs more than
         ``quick_above_tokens`` of prefill, the quick window (the text nearest the cursor) if it needs
         fewer. The row that serves it best becomes row 0; a row 0 it would overwrite is parked."""
-        slots = self.rows.slots()
         best: tuple[int, int, Prompt, bool] | None = None  # (new tokens, row, prompt, quick)
-        for row, anchor, cached in slots:
-            pr = self.build(prefix, suffix, heal=heal, max_new=max_new, previous=anchor)
-            new = len(pr.ids) - common_prefix(cached, pr.ids)
+        for new, row, pr in self._full_windows(prefix, suffix, heal=heal, max_new=max_new):
             if best is None or new < best[0]:
                 best = (new, row, pr, False)
             if new <= self.config.quick_above_tokens:
@@ -224,6 +222,14 @@ class Engine:
         _, row, pr, _ = best
         self.rows.serve_from(row, pr.ids)
         return pr, best[3]
+
+    def _full_windows(self, prefix: str, suffix: str, *, heal: bool = True, max_new: int = 64
+                      ) -> Iterator[tuple[int, int, Prompt]]:
+        """The full window's prompt against row 0 and every parked row (each with its own anchor): (the tokens
+        it would run there, the row, the prompt). Changes nothing."""
+        for row, anchor, cached in self.rows.slots():
+            pr = self.build(prefix, suffix, heal=heal, max_new=max_new, previous=anchor)
+            yield len(pr.ids) - common_prefix(cached, pr.ids), row, pr
 
     def _quick(self, prefix: str, suffix: str, *, heal: bool, max_new: int,
                best: tuple[int, int, Prompt, bool]) -> tuple[int, int, Prompt, bool]:
@@ -305,9 +311,7 @@ class Engine:
         if rate is None:
             return None
         prefix = line_start(prefix, suffix)[0]  # the prompt complete() runs there
-        new = min(len(pr.ids) - common_prefix(cached, pr.ids) for row, anchor, cached in self.rows.slots()
-                  for pr in [self.build(prefix, suffix, previous=anchor)])
-        return new / rate
+        return min(new for new, _, _ in self._full_windows(prefix, suffix)) / rate
 
     # ---- logits ---------------------------------------------------------------------------------
     def _set_context_rows(self, prompt_ids: list[int]) -> None:
