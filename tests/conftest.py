@@ -9,6 +9,23 @@ import pytest
 from engine.guidance.jedi_analyser import JediAnalyser
 
 
+@pytest.fixture(autouse=True)
+def _root_logging_restored():
+    """A test that runs the CLI in-process (``cli.main``) sets the root logger up on the stderr pytest gave that
+    test, which pytest closes after it: later tests' log records then hit a closed file. Handlers a test added
+    (pytest's own excepted) are taken off and closed after it, and the root level restored."""
+    import logging
+
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    yield
+    for h in list(root.handlers):
+        if h not in before and not type(h).__module__.startswith("_pytest"):
+            root.removeHandler(h)
+            h.close()
+    root.setLevel(level)
+
+
 @pytest.fixture(scope="session")
 def model_dir():
     from engine.config import ModelNotBuilt, resolve_model_dir
