@@ -214,6 +214,9 @@ def summarize(runs: list[Run]) -> dict:
         "chars_saved": sum(k.saved for k in keys),
         "chars_saved_share": saved_share(sum(k.saved for k in keys), typed_chars(keys)),
         "chars_saved_share_per_round": [r["chars_saved_share"] for r in rounds],
+        # the counts too: a rule that asks for "higher in each seed" compares these
+        "chars_saved_per_round": [sum(k.saved for k in r.keys) for r in runs],
+        "wrong_ghost_keys_per_round": [wrong_ghost_keys(r.keys) for r in runs],
         "chars_saved_share_across_packages": spread([p["chars_saved_share"] for p in packages.values()]),
         "answered_share_across_packages": spread([p["answered_share"] for p in packages.values()]),
         "packages": packages,

@@ -354,6 +354,7 @@ def test_summarize_reports_rounds_costs_and_the_median_plainly():
     assert s["latency_ms"]["p50"] == 20.0  # 10, 10, 30, 30: the mean of the two middle values
     # saved / (saved + typed): each round typed one character and accepted 4, then 2
     assert s["chars_saved_share_per_round"] == [0.8, 0.667]
+    assert s["chars_saved_per_round"] == [4, 2] and s["wrong_ghost_keys_per_round"] == [0, 0]
     assert s["chars_saved_share"] == round(6 / 8, 3)
     assert s["over_seeds"]["chars_saved_share"]["n"] == 2
     assert s["over_seeds"]["chars_saved_share"]["mean"] == pytest.approx((0.8 + 0.667) / 2)
