@@ -286,9 +286,9 @@ def detail(summaries: list[dict]) -> list[str]:
     def per_round(vals: list, fmt) -> str:
         return ", ".join(fmt(x) for x in vals) if len(vals) > 1 else "–"
 
-    def per_round_counts(vals: list, lead: str = " (", end: str = ")") -> str:
-        # the counts behind a share: a rule asking "higher in each seed" compares these
-        return f"{lead}{' / '.join(f'{x:,}' for x in vals)}{end}" if len(vals) > 1 else ""
+    def counts(vals: list, lead: str) -> str:
+        # the counts behind a share, per round: a rule asking "higher in each seed" compares these
+        return lead + " / ".join(f"{x:,}" for x in vals) if len(vals) > 1 else ""
 
     rows = [
         ("functions typed (to their end, every round)", [str(s.get("functions_typed", "–")) for s in summaries]),
@@ -325,7 +325,7 @@ def detail(summaries: list[dict]) -> list[str]:
           for s in summaries]),
         ("… per round; across packages (min–max)",
          [f"{per_round(s.get('chars_saved_share_per_round', []), share)}"
-          f"{per_round_counts(s.get('chars_saved_per_round', []))}; "
+          f"{counts(s.get('chars_saved_per_round', []), '; characters ')}; "
           f"{range_cell(s.get('chars_saved_share_across_packages'), share)}" for s in summaries]),
         ("… in keystrokes (the indentation an Enter's auto-indent writes is neither typed nor saved)",
          [f"{s['keys_saved']} of {s['target_keys']} ({share(s['keys_saved_share'])})" for s in summaries]),
@@ -334,7 +334,7 @@ def detail(summaries: list[dict]) -> list[str]:
          [f"{s['ghosts']['right']} / {s['ghosts']['wrong']}" if s.get("ghosts") else "–" for s in summaries]),
         ("**keystrokes under a wrong ghost** (distraction; share of keystrokes)",
          [f"{s['wrong_ghost_keys']['count']} ({share(s['wrong_ghost_keys']['share'])}"
-          f"{per_round_counts(s.get('wrong_ghost_keys_per_round', []), '; per round ', '')})" if s.get("wrong_ghost_keys")
+          f"{counts(s.get('wrong_ghost_keys_per_round', []), '; per round ')})" if s.get("wrong_ghost_keys")
           else "–" for s in summaries]),
         ("**suggestions of ≤ 3 characters** (of suggestions shown)",
          [f"{s['short_ghosts']['count']} of {s['short_ghosts']['shown']} ({share(s['short_ghosts']['share'])})"

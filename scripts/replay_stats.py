@@ -215,8 +215,8 @@ def summarize(runs: list[Run]) -> dict:
         "chars_saved_share": saved_share(sum(k.saved for k in keys), typed_chars(keys)),
         "chars_saved_share_per_round": [r["chars_saved_share"] for r in rounds],
         # the counts too: a rule that asks for "higher in each seed" compares these
-        "chars_saved_per_round": [sum(k.saved for k in r.keys) for r in runs],
-        "wrong_ghost_keys_per_round": [wrong_ghost_keys(r.keys) for r in runs],
+        "chars_saved_per_round": [r["chars_saved"] for r in rounds],
+        "wrong_ghost_keys_per_round": [r["wrong_ghost_keys"] for r in rounds],
         "chars_saved_share_across_packages": spread([p["chars_saved_share"] for p in packages.values()]),
         "answered_share_across_packages": spread([p["answered_share"] for p in packages.values()]),
         "packages": packages,
@@ -265,10 +265,11 @@ def summarize_round(run: Run) -> dict:
     lat = [k.latency_ms for k in run.keys if k.outcome == "suggestion" and k.latency_ms is not None]
     typing_s = sum(s.typing_s for s in run.segments)
     n_pauses, n_shown = pause_shown(run.keys)
-    return {"chars_saved_share": saved_share(sum(k.saved for k in run.keys), typed_chars(run.keys)),
+    saved, wrong = sum(k.saved for k in run.keys), wrong_ghost_keys(run.keys)
+    return {"chars_saved": saved, "chars_saved_share": saved_share(saved, typed_chars(run.keys)),
             "answered_share": ratio(sum(k.outcome == "suggestion" for k in run.keys), len(run.keys)),
             "pauses_share": ratio(n_shown, n_pauses),
-            "wrong_ghost_share": ratio(wrong_ghost_keys(run.keys), len(run.keys)),
+            "wrong_ghost_keys": wrong, "wrong_ghost_share": ratio(wrong, len(run.keys)),
             "latency_p50_ms": round(pct(lat, 50), 1) if lat else None,
             "cpu_s_per_typing_min": round(sum(s.typing_cpu_s for s in run.segments) / (typing_s / 60), 1)
             if typing_s else None}
