@@ -45,7 +45,7 @@ def test_a_cell_is_a_typist_both_arms_typed_in_three_rounds():
 
 def test_a_report_on_file_holds_the_cells_it_was_run_for():
     # a report of two cells (archived when session 92 measured them again at another main)
-    data = json.loads((AVX2.parent.parent / "archive" / "replay_test.avx2-rust-steady-open-214eddf.json").read_text())
+    data = json.loads((tt.ARCHIVE / "replay_test.avx2-rust-steady-open-214eddf.json").read_text())
     cells = tt.cells_of(data)
     assert set(cells) == {("rust", "steady"), ("rust", "open")}
     assert all(tt.same_commit(c["main"], "214eddf") and tt.same_commit(c["base"], "1944788") for c in cells.values())
