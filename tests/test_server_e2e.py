@@ -13,6 +13,7 @@ Client capabilities are built explicitly (pytest-lsp's bundled profiles predate 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import shutil
 import time
 import uuid
@@ -394,12 +395,16 @@ async def test_rapid_typing_leaves_no_backlog(client: LanguageClient):
     # and the last answer is not behind a queue: 200 generations take minutes; the bound leaves room for a
     # loaded 2-core CI machine working through 400 messages (a stop CI once took 1.9 s)
     assert last_latency < 10, last_latency
-    # memory: the same 200 keystrokes once more. What the first burst allocated once (onnxruntime's arena for
-    # its shapes, glibc's per-thread heaps) stays in RSS and is no leak; what each request leaks grows again
-    # (each RSS read once the server is idle: read mid-work it races the last generation's own allocations)
-    rss1 = proc.memory_info().rss
-    await burst(200)
-    await wait_idle(client, 10)
-    rss2 = proc.memory_info().rss
-    print(f"rapid typing: RSS {rss1 / 2**20:.0f} -> {rss2 / 2**20:.0f} MiB over the same burst again")
-    assert rss2 - rss1 < 40 * 2**20, f"server memory grew by {(rss2 - rss1) / 2**20:.1f} MiB on a repeated burst"
+    # memory: the same 200 keystrokes twice more. What a burst allocates once (onnxruntime's arena for a shape
+    # it had not run, glibc's per-thread heaps) stays in RSS and is no leak, and a burst may meet such a shape
+    # first (a CI run met one on the second burst); what each request leaks grows on every burst, so
+    # the smaller of the two growths bounds a leak (each RSS read once the server is idle: read mid-work it
+    # races the last generation's own allocations)
+    rss = [proc.memory_info().rss]
+    for _ in range(2):
+        await burst(200)
+        await wait_idle(client, 10)
+        rss.append(proc.memory_info().rss)
+    growth = [(b - a) / 2**20 for a, b in itertools.pairwise(rss)]
+    print(f"rapid typing: RSS {' -> '.join(f'{r / 2**20:.0f}' for r in rss)} MiB over the same burst twice more")
+    assert min(growth) < 40, f"server memory grew on every repeated burst: {growth} MiB"
