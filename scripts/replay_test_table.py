@@ -10,7 +10,8 @@ README rows of every cell measured at that main.
 Sessions end without warning and a table takes longer than one (Python's cell ~80 minutes of 2 AVX2 cores, the
 other languages' 13-17): each cell lands in the folder as its run ends, so the next call on the same kind of
 machine runs only what is still missing. A cell's older report (another main) moves to the archive, whose
-index (archive/README.md) still needs its line by hand. The kind is guessed from /proc/cpuinfo (``--kind``)."""
+index (archive/README.md) still needs its line by hand; then ``python scripts/replay_readme.py`` writes README's
+sections from the reports (rows, where each was measured, verdicts against the targets). The kind is guessed from /proc/cpuinfo (``--kind``)."""
 
 from __future__ import annotations
 
@@ -163,7 +164,7 @@ def run_cell(lang: str, typist: str, trees: dict[str, Path], folder: Path, purpo
             if src.exists():
                 shutil.move(str(src), ARCHIVE / f"{stem}{ext}")
         print(f"archived {old[0].name} as {stem}: add its line to {ARCHIVE / 'README.md'}; the other cells it "
-              "held are missing again", flush=True)
+              "held are missing again; README: python scripts/replay_readme.py", flush=True)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.json").write_text((out / "replay.json").read_text())
     (folder / f"{name}.md").write_text(filed((out / "replay.md").read_text(), name))

@@ -24,8 +24,9 @@ def _section(title: str) -> str:
 
 
 def _table_rows(text: str) -> list[list[str]]:
-    rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in text.splitlines() if ln.startswith("| ")]
-    return rows[1:]  # the header
+    """The first table of ``text``, without its header."""
+    lines = text[text.index("\n| "):].strip().split("\n\n")[0].splitlines()
+    return [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines if ln.startswith("| ")][1:]
 
 
 def test_the_replay_table_is_the_reports_record_on_the_functions_every_arm_finished():
@@ -85,7 +86,7 @@ def _held_out_rows(title: str, folder: Path) -> list[dict]:
         typist = row[1].split()[0] if row[1] else typist
         want = figures[(lang, typist, row[2])]
         assert row[3:] == [want[k] for k in stats.SEED_COLUMNS], (lang, typist, row[2])
-    assert all(f"{n} functions" in section for n in functions)
+    assert all(f" {n}" in section for n in functions) and "functions typed whole by both arms" in section
     return metas
 
 
@@ -179,3 +180,35 @@ def test_the_idle_work_figures_are_its_validation_run():
     assert f"under a wrong ghost {main['wrong_ghost_keys']['count']} -> {new['wrong_ghost_keys']['count']}" in text
     assert f"within 150 ms {100 * main['pauses']['share']:.1f}% -> {100 * new['pauses']['share']:.1f}%" in text
     assert f"CPU per minute of typing {main['cpu_s_per_typing_min']} -> {new['cpu_s_per_typing_min']} s" in text
+
+
+readme_gen = load_script("replay_readme")
+
+
+def test_the_held_out_sections_are_written_from_their_reports():
+    """Each held-out section is what scripts/replay_readme.py writes from the reports on file: rows, where and when
+    each was measured, and the verdicts against the issues' targets (a moved cell moves all of them)."""
+    for sec in readme_gen.SECTIONS:
+        assert _section(sec.title) == readme_gen.render(sec), sec.title
+
+
+def _cell(saved: float, base_saved: float, wrong: float, base_wrong: float, cpu: float, pauses: float | None) -> object:
+    def sm(**means: float | None) -> dict:
+        return {"over_seeds": {k: {"mean": v, "sd": 0.0} for k, v in means.items() if v is not None}}
+
+    return readme_gen.Cell("go", "think", "r.json", {}, sm(chars_saved_share=saved, wrong_ghost_share=wrong,
+                                                          cpu_s_per_typing_min=cpu, pauses_share=pauses),
+                           sm(chars_saved_share=base_saved, wrong_ghost_share=base_wrong), 8)
+
+
+def test_a_rows_verdicts_are_the_issues_targets_read_on_the_figures_shown():
+    v = readme_gen.targets(_cell(0.45, 0.46, 0.30, 0.60, 25.04, 0.8996))
+    assert v == ["met: 45.0%", "met: 90.0%", "met: 30.0%", "met: 25.0 s", "met: −50%", "**missed**: −1.0 points"]
+    v = readme_gen.targets(_cell(0.449, 0.40, 0.401, 0.50, 25.1, None))
+    assert v == ["**missed**: 44.9%", "– (no pauses)", "**missed**: 40.1%", "**missed**: 25.1 s", "**missed**: −20%",
+                 "met: +4.9 points"]
+
+
+def test_a_section_is_replaced_up_to_the_next_heading_only():
+    text = "# T\n\n### A\n\nold\n\n### B\n\nkeep\n"
+    assert readme_gen.replace_section(text, "### A", "### A\n\nnew\n") == "# T\n\n### A\n\nnew\n\n### B\n\nkeep\n"
