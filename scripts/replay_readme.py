@@ -48,8 +48,8 @@ SECTIONS = (
     Section("### Held-out figures: the test split", TEST,
             "The first table: each row from the latest run of its cell on a machine with AVX-512 VNNI."),
     Section("### Held-out figures on an AVX2-only machine", TEST / "avx2",
-            "Every row on the AMD EPYC without AVX-512 (Zen 3), the kind of machine this project runs on whose "
-            "forward of the default model is the slowest (docs/benchmarks/cpu.md)."),
+            "Every row on the AMD EPYC without AVX-512 (Zen 3), the slowest of the kinds of machine this project "
+            "runs on (a forward of the default model: docs/benchmarks/cpu.md)."),
     Section("### Held-out figures on the AMD EPYC Zen 5", TEST / "zen5",
             "Every row on the AMD EPYC Zen 5 (family 26), the fastest kind of machine this project runs on; the "
             "cells not listed were not measured there."),
