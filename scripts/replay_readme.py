@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import replay_stats as stats  # noqa: E402
-from replay_test_table import LANGUAGES, NAMES, TEST, TYPIST_LABEL, TYPISTS, recorded_kind, table  # noqa: E402
+from replay_test_table import LANGUAGES, NAMES, TEST, TYPISTS, readme_rows, recorded_kind, table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -93,17 +93,6 @@ def machine(meta: dict) -> str:
     return ", ".join(x for x in (name, m and f"family {m.group(1)} model {m.group(2)}", units) if x)
 
 
-def _rows(cs: list[Cell]) -> list[str]:
-    rows, seen = [], set()
-    for c in cs:
-        for arm, sm in (("main", c.main), ("base", c.base)):
-            head = NAMES[c.language] if c.language not in seen else ""
-            seen.add(c.language)
-            label = TYPIST_LABEL[c.typist] if arm == "main" else ""
-            rows.append(f"| {head} | {label} | {arm} | " + " | ".join(stats.seed_row(sm).values()) + " |")
-    return rows
-
-
 def _pc(v: float) -> str:
     return f"{100 * v:.1f}%"
 
@@ -150,6 +139,7 @@ def render(sec: Section) -> str:
     counts = ", ".join(f"{name} {n}" for name, n in functions.items())
     seeds = sorted({s for c in cs for s in c.meta.get("seeds", [])})
     reports = sorted({c.report for c in cs})
+    verdicts = [targets(c) for c in cs]
     lines = [
         sec.title, "",
         *textwrap.wrap(f"{sec.note} Generated from the reports by `python scripts/replay_readme.py` (a hand edit fails "
@@ -168,7 +158,7 @@ def render(sec: Section) -> str:
         "| code | typist | server | characters saved | answered before the next key | pauses shown within 150 ms "
         "| keystrokes under a wrong ghost | server CPU s per minute of typing |",
         "|---|---|---|---|---|---|---|---|",
-        *_rows(cs), "",
+        *readme_rows(sec.folder)[0], "",
         "Where and when each row was measured (main's commit; the baseline is 1944788 in every run):", "",
         "| code | typist | main | machine, 2 cores | date (UTC) | load average at start / end |",
         "|---|---|---|---|---|---|",
@@ -185,10 +175,10 @@ def render(sec: Section) -> str:
         "| code | typist | saved ≥ 45% | pauses ≥ 90% | wrong ghost ≤ 40% | CPU ≤ 25 s | wrong ghost −30% | saved "
         "no lower |",
         "|---|---|---|---|---|---|---|---|",
-        *[f"| {NAMES[c.language]} | {c.typist} | " + " | ".join(targets(c)) + " |" for c in cs],
+        *[f"| {NAMES[c.language]} | {c.typist} | " + " | ".join(v) + " |" for c, v in zip(cs, verdicts, strict=True)],
     ]
-    met = sum(v.startswith("met") for c in cs for v in targets(c))
-    told = sum(not v.startswith("–") for c in cs for v in targets(c))
+    met = sum(v.startswith("met") for vs in verdicts for v in vs)
+    told = sum(not v.startswith("–") for vs in verdicts for v in vs)
     tail = f"{met} of {told} verdicts met."
     if rs := ratios(cs):
         tail += " Issue 49's characters saved against Python's (≥ 0.8×), main: " + "; ".join(rs) + "."
